@@ -1,0 +1,227 @@
+package bindings
+
+import "unsafe"
+
+// Funcs is the table of native entry points. Each field's tag names the C
+// symbol; Open fills every field once. Fields tagged `opt` may be absent from
+// a build (they are left nil).
+type Funcs struct {
+	// version and log
+	Version func() string                 `c:"ggml_version"`
+	Commit  func() string                 `c:"ggml_commit"`
+	LogSet  func(cb uintptr, ud uintptr)  `c:"ggml_log_set"`
+	OpName  func(op int32) string         `c:"ggml_op_name"`
+	OpDesc  func(t *Tensor) string        `c:"ggml_op_desc"`
+	Abort   func(file string, line int32) `c:"ggml_abort" opt:"1"`
+
+	// type traits (used by tests to check the pure-Go table)
+	TypeName             func(typ int32) string                                                                                   `c:"ggml_type_name"`
+	BlckSize             func(typ int32) int64                                                                                    `c:"ggml_blck_size"`
+	TypeSize             func(typ int32) uintptr                                                                                  `c:"ggml_type_size"`
+	RowSize              func(typ int32, ne int64) uintptr                                                                        `c:"ggml_row_size"`
+	IsQuantized          func(typ int32) bool                                                                                     `c:"ggml_is_quantized"`
+	NBytes               func(t *Tensor) uintptr                                                                                  `c:"ggml_nbytes"`
+	NElements            func(t *Tensor) int64                                                                                    `c:"ggml_nelements"`
+	NRows                func(t *Tensor) int64                                                                                    `c:"ggml_nrows"`
+	IsContiguous         func(t *Tensor) bool                                                                                     `c:"ggml_is_contiguous"`
+	ValidateRow          func(typ int32, data unsafe.Pointer, n uintptr) bool                                                     `c:"ggml_validate_row_data"`
+	QuantizeInit         func(typ int32)                                                                                          `c:"ggml_quantize_init"`
+	QuantizeNeedsImatrix func(typ int32) bool                                                                                     `c:"ggml_quantize_requires_imatrix"`
+	QuantizeChunk        func(typ int32, src *float32, dst unsafe.Pointer, start, nrows, nPerRow int64, imatrix *float32) uintptr `c:"ggml_quantize_chunk"`
+	FP16ToFP32Row        func(src unsafe.Pointer, dst *float32, n int64)                                                          `c:"ggml_fp16_to_fp32_row"`
+	FP32ToFP16Row        func(src *float32, dst unsafe.Pointer, n int64)                                                          `c:"ggml_fp32_to_fp16_row"`
+
+	// contexts and tensors
+	Init                func(p InitParams) Context                                   `c:"ggml_init"`
+	Free                func(ctx Context)                                            `c:"ggml_free"`
+	TensorOverhead      func() uintptr                                               `c:"ggml_tensor_overhead"`
+	GraphOverhead       func() uintptr                                               `c:"ggml_graph_overhead"`
+	GraphOverheadCustom func(size uintptr, grads bool) uintptr                       `c:"ggml_graph_overhead_custom"`
+	UsedMem             func(ctx Context) uintptr                                    `c:"ggml_used_mem"`
+	GetMemSize          func(ctx Context) uintptr                                    `c:"ggml_get_mem_size"`
+	GetMaxTensorSize    func(ctx Context) uintptr                                    `c:"ggml_get_max_tensor_size"`
+	NewTensor           func(ctx Context, typ int32, ndims int32, ne *int64) *Tensor `c:"ggml_new_tensor"`
+	GetFirstTensor      func(ctx Context) *Tensor                                    `c:"ggml_get_first_tensor"`
+	GetNextTensor       func(ctx Context, t *Tensor) *Tensor                         `c:"ggml_get_next_tensor"`
+	GetTensor           func(ctx Context, name string) *Tensor                       `c:"ggml_get_tensor"`
+	SetName             func(t *Tensor, name string) *Tensor                         `c:"ggml_set_name"`
+	GetName             func(t *Tensor) string                                       `c:"ggml_get_name"`
+	SetInput            func(t *Tensor)                                              `c:"ggml_set_input"`
+	SetOutput           func(t *Tensor)                                              `c:"ggml_set_output"`
+
+	// ops (the supports_op probes and what applications compute with)
+	GetRows   func(ctx Context, a, b *Tensor) *Tensor                                                                                                         `c:"ggml_get_rows"`
+	MulMat    func(ctx Context, a, b *Tensor) *Tensor                                                                                                         `c:"ggml_mul_mat"`
+	MulMatID  func(ctx Context, as, b, ids *Tensor) *Tensor                                                                                                   `c:"ggml_mul_mat_id"`
+	Add       func(ctx Context, a, b *Tensor) *Tensor                                                                                                         `c:"ggml_add"`
+	Mul       func(ctx Context, a, b *Tensor) *Tensor                                                                                                         `c:"ggml_mul"`
+	Scale     func(ctx Context, a *Tensor, s float32) *Tensor                                                                                                 `c:"ggml_scale"`
+	Rope      func(ctx Context, a, b *Tensor, nDims, mode int32) *Tensor                                                                                      `c:"ggml_rope"`
+	RopeExt   func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor `c:"ggml_rope_ext"`
+	AddID     func(ctx Context, a, b, ids *Tensor) *Tensor                                                                                                    `c:"ggml_add_id"`
+	Div       func(ctx Context, a, b *Tensor) *Tensor                                                                                                         `c:"ggml_div"`
+	SSMConv   func(ctx Context, sx, c *Tensor) *Tensor                                                                                                        `c:"ggml_ssm_conv"`
+	SSMScan   func(ctx Context, s, x, dt, A, B, C, ids *Tensor, k int64) *Tensor                                                                              `c:"ggml_ssm_scan"`
+	RWKVWKV6  func(ctx Context, k, v, r, tf, td, state *Tensor) *Tensor                                                                                       `c:"ggml_rwkv_wkv6"`
+	IM2Col    func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32, is2D bool, dstType int32) *Tensor                                                 `c:"ggml_im2col"`
+	RMSNorm   func(ctx Context, a *Tensor, eps float32) *Tensor                                                                                               `c:"ggml_rms_norm"`
+	Reshape2D func(ctx Context, a *Tensor, ne0, ne1 int64) *Tensor                                                                                            `c:"ggml_reshape_2d"`
+	Reshape3D func(ctx Context, a *Tensor, ne0, ne1, ne2 int64) *Tensor                                                                                       `c:"ggml_reshape_3d"`
+	Cont      func(ctx Context, a *Tensor) *Tensor                                                                                                            `c:"ggml_cont"`
+	Transpose func(ctx Context, a *Tensor) *Tensor                                                                                                            `c:"ggml_transpose"`
+	Permute   func(ctx Context, a *Tensor, ax0, ax1, ax2, ax3 int32) *Tensor                                                                                  `c:"ggml_permute"`
+	SoftMax   func(ctx Context, a *Tensor) *Tensor                                                                                                            `c:"ggml_soft_max"`
+	Silu      func(ctx Context, a *Tensor) *Tensor                                                                                                            `c:"ggml_silu"`
+	Cpy       func(ctx Context, a, b *Tensor) *Tensor                                                                                                         `c:"ggml_cpy"`
+	View1D    func(ctx Context, a *Tensor, ne0 int64, offset uintptr) *Tensor                                                                                 `c:"ggml_view_1d"`
+	View2D    func(ctx Context, a *Tensor, ne0, ne1 int64, nb1, offset uintptr) *Tensor                                                                       `c:"ggml_view_2d"`
+
+	// graphs
+	NewGraph           func(ctx Context) Graph                           `c:"ggml_new_graph"`
+	NewGraphCustom     func(ctx Context, size uintptr, grads bool) Graph `c:"ggml_new_graph_custom"`
+	BuildForwardExpand func(g Graph, t *Tensor)                          `c:"ggml_build_forward_expand"`
+	GraphNNodes        func(g Graph) int32                               `c:"ggml_graph_n_nodes"`
+	GraphNode          func(g Graph, i int32) *Tensor                    `c:"ggml_graph_node"`
+
+	// buffer types
+	BuftName         func(b Buft) string                         `c:"ggml_backend_buft_name"`
+	BuftAllocBuffer  func(b Buft, size uintptr) Buffer           `c:"ggml_backend_buft_alloc_buffer"`
+	BuftGetAlignment func(b Buft) uintptr                        `c:"ggml_backend_buft_get_alignment"`
+	BuftGetMaxSize   func(b Buft) uintptr                        `c:"ggml_backend_buft_get_max_size"`
+	BuftGetAllocSize func(b Buft, t *Tensor) uintptr             `c:"ggml_backend_buft_get_alloc_size"`
+	BuftIsHost       func(b Buft) bool                           `c:"ggml_backend_buft_is_host"`
+	BuftGetDevice    func(b Buft) Dev                            `c:"ggml_backend_buft_get_device"`
+	CPUBufferType    func() Buft                                 `c:"ggml_backend_cpu_buffer_type"`
+	CPUBufferFromPtr func(p unsafe.Pointer, size uintptr) Buffer `c:"ggml_backend_cpu_buffer_from_ptr"`
+
+	// buffers
+	BufferName                  func(b Buffer) string                                `c:"ggml_backend_buffer_name"`
+	BufferFree                  func(b Buffer)                                       `c:"ggml_backend_buffer_free"`
+	BufferGetBase               func(b Buffer) unsafe.Pointer                        `c:"ggml_backend_buffer_get_base"`
+	BufferGetSize               func(b Buffer) uintptr                               `c:"ggml_backend_buffer_get_size"`
+	BufferGetAlignment          func(b Buffer) uintptr                               `c:"ggml_backend_buffer_get_alignment"`
+	BufferGetAllocSize          func(b Buffer, t *Tensor) uintptr                    `c:"ggml_backend_buffer_get_alloc_size"`
+	BufferClear                 func(b Buffer, v uint8)                              `c:"ggml_backend_buffer_clear"`
+	BufferIsHost                func(b Buffer) bool                                  `c:"ggml_backend_buffer_is_host"`
+	BufferSetUsage              func(b Buffer, usage int32)                          `c:"ggml_backend_buffer_set_usage"`
+	BufferGetUsage              func(b Buffer) int32                                 `c:"ggml_backend_buffer_get_usage"`
+	BufferGetType               func(b Buffer) Buft                                  `c:"ggml_backend_buffer_get_type"`
+	BufferInitTensor            func(b Buffer, t *Tensor) int32                      `c:"ggml_backend_buffer_init_tensor"`
+	TensorAlloc                 func(b Buffer, t *Tensor, addr unsafe.Pointer) int32 `c:"ggml_backend_tensor_alloc"`
+	AllocCtxTensorsFromBuft     func(ctx Context, b Buft) Buffer                     `c:"ggml_backend_alloc_ctx_tensors_from_buft"`
+	AllocCtxTensorsFromBuftSize func(ctx Context, b Buft) uintptr                    `c:"ggml_backend_alloc_ctx_tensors_from_buft_size"`
+
+	// tensor data
+	TensorSet      func(t *Tensor, data unsafe.Pointer, offset, size uintptr)             `c:"ggml_backend_tensor_set"`
+	TensorGet      func(t *Tensor, data unsafe.Pointer, offset, size uintptr)             `c:"ggml_backend_tensor_get"`
+	TensorMemset   func(t *Tensor, v uint8, offset, size uintptr)                         `c:"ggml_backend_tensor_memset"`
+	TensorSetAsync func(be Backend, t *Tensor, data unsafe.Pointer, offset, size uintptr) `c:"ggml_backend_tensor_set_async"`
+	TensorGetAsync func(be Backend, t *Tensor, data unsafe.Pointer, offset, size uintptr) `c:"ggml_backend_tensor_get_async"`
+
+	// backends (streams)
+	BackendName         func(be Backend) string         `c:"ggml_backend_name"`
+	BackendFree         func(be Backend)                `c:"ggml_backend_free"`
+	BackendGetDevice    func(be Backend) Dev            `c:"ggml_backend_get_device"`
+	BackendSynchronize  func(be Backend)                `c:"ggml_backend_synchronize"`
+	BackendGraphCompute func(be Backend, g Graph) int32 `c:"ggml_backend_graph_compute"`
+	BackendDefaultBuft  func(be Backend) Buft           `c:"ggml_backend_get_default_buffer_type"`
+
+	// events
+	EventNew         func(d Dev) Event         `c:"ggml_backend_event_new"`
+	EventFree        func(e Event)             `c:"ggml_backend_event_free"`
+	EventRecord      func(e Event, be Backend) `c:"ggml_backend_event_record"`
+	EventSynchronize func(e Event)             `c:"ggml_backend_event_synchronize"`
+
+	// devices
+	DevName              func(d Dev) string                                                `c:"ggml_backend_dev_name"`
+	DevDescription       func(d Dev) string                                                `c:"ggml_backend_dev_description"`
+	DevMemory            func(d Dev, free, total *uintptr)                                 `c:"ggml_backend_dev_memory"`
+	DevType              func(d Dev) int32                                                 `c:"ggml_backend_dev_type"`
+	DevGetProps          func(d Dev, p *DevProps)                                          `c:"ggml_backend_dev_get_props"`
+	DevBackendReg        func(d Dev) Reg                                                   `c:"ggml_backend_dev_backend_reg"`
+	DevInit              func(d Dev, params *byte) Backend                                 `c:"ggml_backend_dev_init"`
+	DevBufferType        func(d Dev) Buft                                                  `c:"ggml_backend_dev_buffer_type"`
+	DevHostBufferType    func(d Dev) Buft                                                  `c:"ggml_backend_dev_host_buffer_type"`
+	DevBufferFromHostPtr func(d Dev, p unsafe.Pointer, size, maxTensorSize uintptr) Buffer `c:"ggml_backend_dev_buffer_from_host_ptr"`
+	DevSupportsOp        func(d Dev, op *Tensor) bool                                      `c:"ggml_backend_dev_supports_op"`
+	DevSupportsBuft      func(d Dev, b Buft) bool                                          `c:"ggml_backend_dev_supports_buft"`
+
+	// registry
+	RegName           func(r Reg) string               `c:"ggml_backend_reg_name"`
+	RegDevCount       func(r Reg) uintptr              `c:"ggml_backend_reg_dev_count"`
+	RegDevGet         func(r Reg, i uintptr) Dev       `c:"ggml_backend_reg_dev_get"`
+	RegGetProcAddress func(r Reg, name string) uintptr `c:"ggml_backend_reg_get_proc_address"`
+	RegCount          func() uintptr                   `c:"ggml_backend_reg_count"`
+	RegGet            func(i uintptr) Reg              `c:"ggml_backend_reg_get"`
+	RegByName         func(name string) Reg            `c:"ggml_backend_reg_by_name"`
+	DevCount          func() uintptr                   `c:"ggml_backend_dev_count"`
+	DevGet            func(i uintptr) Dev              `c:"ggml_backend_dev_get"`
+	DevByName         func(name string) Dev            `c:"ggml_backend_dev_by_name"`
+	DevByType         func(typ int32) Dev              `c:"ggml_backend_dev_by_type"`
+	Load              func(path string) Reg            `c:"ggml_backend_load"`
+	Register          func(r Reg)                      `c:"ggml_backend_register"`
+	LoadAllFromPath   func(dir string)                 `c:"ggml_backend_load_all_from_path"`
+
+	// scheduler
+	SchedNew              func(backends *Backend, bufts *Buft, n int32, graphSize uintptr, parallel, opOffload bool) Sched `c:"ggml_backend_sched_new"`
+	SchedFree             func(s Sched)                                                                                    `c:"ggml_backend_sched_free"`
+	SchedReserve          func(s Sched, g Graph) bool                                                                      `c:"ggml_backend_sched_reserve"`
+	SchedAllocGraph       func(s Sched, g Graph) bool                                                                      `c:"ggml_backend_sched_alloc_graph"`
+	SchedGraphCompute     func(s Sched, g Graph) int32                                                                     `c:"ggml_backend_sched_graph_compute"`
+	SchedReset            func(s Sched)                                                                                    `c:"ggml_backend_sched_reset"`
+	SchedSetTensorBackend func(s Sched, t *Tensor, be Backend)                                                             `c:"ggml_backend_sched_set_tensor_backend"`
+	SchedGetTensorBackend func(s Sched, t *Tensor) Backend                                                                 `c:"ggml_backend_sched_get_tensor_backend"`
+	SchedGetNSplits       func(s Sched) int32                                                                              `c:"ggml_backend_sched_get_n_splits"`
+
+	// the native GGUF reader and writer (cross-checks and fixtures)
+	GGUFInitFromFile    func(fname string, p GGUFInitParams) GGUFContext                           `c:"gguf_init_from_file"`
+	GGUFInitEmpty       func() GGUFContext                                                         `c:"gguf_init_empty"`
+	GGUFFree            func(c GGUFContext)                                                        `c:"gguf_free"`
+	GGUFTypeName        func(typ int32) string                                                     `c:"gguf_type_name"`
+	GGUFGetVersion      func(c GGUFContext) uint32                                                 `c:"gguf_get_version"`
+	GGUFGetAlignment    func(c GGUFContext) uintptr                                                `c:"gguf_get_alignment"`
+	GGUFGetDataOffset   func(c GGUFContext) uintptr                                                `c:"gguf_get_data_offset"`
+	GGUFGetNKV          func(c GGUFContext) int64                                                  `c:"gguf_get_n_kv"`
+	GGUFFindKey         func(c GGUFContext, key string) int64                                      `c:"gguf_find_key"`
+	GGUFGetKey          func(c GGUFContext, id int64) string                                       `c:"gguf_get_key"`
+	GGUFGetKVType       func(c GGUFContext, id int64) int32                                        `c:"gguf_get_kv_type"`
+	GGUFGetArrType      func(c GGUFContext, id int64) int32                                        `c:"gguf_get_arr_type"`
+	GGUFGetValU8        func(c GGUFContext, id int64) uint8                                        `c:"gguf_get_val_u8"`
+	GGUFGetValI8        func(c GGUFContext, id int64) int8                                         `c:"gguf_get_val_i8"`
+	GGUFGetValU16       func(c GGUFContext, id int64) uint16                                       `c:"gguf_get_val_u16"`
+	GGUFGetValI16       func(c GGUFContext, id int64) int16                                        `c:"gguf_get_val_i16"`
+	GGUFGetValU32       func(c GGUFContext, id int64) uint32                                       `c:"gguf_get_val_u32"`
+	GGUFGetValI32       func(c GGUFContext, id int64) int32                                        `c:"gguf_get_val_i32"`
+	GGUFGetValF32       func(c GGUFContext, id int64) float32                                      `c:"gguf_get_val_f32"`
+	GGUFGetValU64       func(c GGUFContext, id int64) uint64                                       `c:"gguf_get_val_u64"`
+	GGUFGetValI64       func(c GGUFContext, id int64) int64                                        `c:"gguf_get_val_i64"`
+	GGUFGetValF64       func(c GGUFContext, id int64) float64                                      `c:"gguf_get_val_f64"`
+	GGUFGetValBool      func(c GGUFContext, id int64) bool                                         `c:"gguf_get_val_bool"`
+	GGUFGetValStr       func(c GGUFContext, id int64) *byte                                        `c:"gguf_get_val_str"`
+	GGUFGetArrN         func(c GGUFContext, id int64) uintptr                                      `c:"gguf_get_arr_n"`
+	GGUFGetArrData      func(c GGUFContext, id int64) unsafe.Pointer                               `c:"gguf_get_arr_data"`
+	GGUFGetArrStr       func(c GGUFContext, id int64, i uintptr) *byte                             `c:"gguf_get_arr_str"`
+	GGUFGetNTensors     func(c GGUFContext) int64                                                  `c:"gguf_get_n_tensors"`
+	GGUFFindTensor      func(c GGUFContext, name string) int64                                     `c:"gguf_find_tensor"`
+	GGUFGetTensorOffset func(c GGUFContext, id int64) uintptr                                      `c:"gguf_get_tensor_offset"`
+	GGUFGetTensorName   func(c GGUFContext, id int64) string                                       `c:"gguf_get_tensor_name"`
+	GGUFGetTensorType   func(c GGUFContext, id int64) int32                                        `c:"gguf_get_tensor_type"`
+	GGUFGetTensorSize   func(c GGUFContext, id int64) uintptr                                      `c:"gguf_get_tensor_size"`
+	GGUFGetTensorNe     func(c GGUFContext, id int64) *int64                                       `c:"gguf_get_tensor_ne" opt:"1"`
+	GGUFSetValU8        func(c GGUFContext, key string, v uint8)                                   `c:"gguf_set_val_u8"`
+	GGUFSetValI8        func(c GGUFContext, key string, v int8)                                    `c:"gguf_set_val_i8"`
+	GGUFSetValU16       func(c GGUFContext, key string, v uint16)                                  `c:"gguf_set_val_u16"`
+	GGUFSetValI16       func(c GGUFContext, key string, v int16)                                   `c:"gguf_set_val_i16"`
+	GGUFSetValU32       func(c GGUFContext, key string, v uint32)                                  `c:"gguf_set_val_u32"`
+	GGUFSetValI32       func(c GGUFContext, key string, v int32)                                   `c:"gguf_set_val_i32"`
+	GGUFSetValF32       func(c GGUFContext, key string, v float32)                                 `c:"gguf_set_val_f32"`
+	GGUFSetValU64       func(c GGUFContext, key string, v uint64)                                  `c:"gguf_set_val_u64"`
+	GGUFSetValI64       func(c GGUFContext, key string, v int64)                                   `c:"gguf_set_val_i64"`
+	GGUFSetValF64       func(c GGUFContext, key string, v float64)                                 `c:"gguf_set_val_f64"`
+	GGUFSetValBool      func(c GGUFContext, key string, v bool)                                    `c:"gguf_set_val_bool"`
+	GGUFSetValStr       func(c GGUFContext, key string, v string)                                  `c:"gguf_set_val_str"`
+	GGUFSetArrData      func(c GGUFContext, key string, typ int32, data unsafe.Pointer, n uintptr) `c:"gguf_set_arr_data"`
+	GGUFSetArrStr       func(c GGUFContext, key string, data **byte, n uintptr)                    `c:"gguf_set_arr_str"`
+	GGUFAddTensor       func(c GGUFContext, t *Tensor)                                             `c:"gguf_add_tensor"`
+	GGUFWriteToFile     func(c GGUFContext, fname string, onlyMeta bool) bool                      `c:"gguf_write_to_file"`
+}

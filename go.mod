@@ -1,0 +1,8 @@
+module github.com/ggload/ggload
+
+go 1.26.8
+
+require (
+	github.com/ebitengine/purego v0.11.3
+	golang.org/x/sys v0.50.0
+)
