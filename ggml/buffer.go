@@ -1,0 +1,168 @@
+package ggml
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+)
+
+// BufferType is a kind of memory a device offers (ggml_backend_buffer_type_t).
+// Buffer types are owned by their backend and never freed. The zero value is
+// "no buffer type".
+type BufferType struct {
+	rt *Runtime
+	h  bindings.Buft
+}
+
+// Handle is the native handle; equal handles are the same buffer type.
+func (b BufferType) Handle() bindings.Buft { return b.h }
+
+// IsZero reports whether b is the zero value.
+func (b BufferType) IsZero() bool { return b.h == 0 }
+
+// Name is the buffer type's name ("CPU", "CPU_REPACK", "Vulkan0", "Vulkan_Host").
+func (b BufferType) Name() string {
+	if b.h == 0 {
+		return ""
+	}
+	return b.rt.lib.BuftName(b.h)
+}
+
+func (b BufferType) String() string { return b.Name() }
+
+// Alignment is the alignment of allocations in bytes.
+func (b BufferType) Alignment() uint64 { return uint64(b.rt.lib.BuftGetAlignment(b.h)) }
+
+// MaxSize is the largest buffer the type can allocate.
+func (b BufferType) MaxSize() uint64 { return uint64(b.rt.lib.BuftGetMaxSize(b.h)) }
+
+// IsHost reports whether buffers of this type are host memory the CPU can read.
+func (b BufferType) IsHost() bool { return b.rt.lib.BuftIsHost(b.h) }
+
+// Device is the device the buffer type belongs to; ok is false for buffer
+// types without one.
+func (b BufferType) Device() (*Device, bool) {
+	h := b.rt.lib.BuftGetDevice(b.h)
+	if h == 0 {
+		return nil, false
+	}
+	return b.rt.device(h), true
+}
+
+// AllocSize is the number of bytes a buffer of this type needs for t
+// (ggml_backend_buft_get_alloc_size: at least its size, with any padding the
+// backend wants).
+func (b BufferType) AllocSize(t *Tensor) uint64 {
+	return uint64(b.rt.lib.BuftGetAllocSize(b.h, t.c))
+}
+
+// Alloc allocates a buffer of size bytes.
+func (b BufferType) Alloc(size uint64) (*Buffer, error) {
+	if b.h == 0 {
+		return nil, fmt.Errorf("ggml: allocation from no buffer type")
+	}
+	if max := b.MaxSize(); size > max {
+		return nil, fmt.Errorf("ggml: %d bytes exceed the %s maximum buffer size %d", size, b.Name(), max)
+	}
+	h := b.rt.lib.BuftAllocBuffer(b.h, uintptr(size))
+	if h == 0 {
+		return nil, fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB)", b.Name(), size, float64(size)/(1<<20))
+	}
+	return newBuffer(b.rt, h), nil
+}
+
+// DummyBuffer allocates the zero-size buffer llama.cpp uses to tell
+// supports_op which buffer type a weight would live in.
+func (b BufferType) DummyBuffer() (*Buffer, error) {
+	if b.h == 0 {
+		return nil, fmt.Errorf("ggml: dummy buffer of no buffer type")
+	}
+	h := b.rt.lib.BuftAllocBuffer(b.h, 0)
+	if h == 0 {
+		return nil, fmt.Errorf("ggml: %s: cannot allocate a zero-size buffer", b.Name())
+	}
+	return newBuffer(b.rt, h), nil
+}
+
+// Usage tells a scheduler what a buffer holds.
+type Usage int32
+
+// Buffer usages.
+const (
+	UsageAny     Usage = bindings.BufferUsageAny
+	UsageWeights Usage = bindings.BufferUsageWeights
+	UsageCompute Usage = bindings.BufferUsageCompute
+)
+
+// Buffer is allocated device memory (ggml_backend_buffer_t). Free releases
+// it; tensors placed in it must not be used afterwards.
+type Buffer struct {
+	rt *Runtime
+	h  bindings.Buffer
+
+	mu    sync.Mutex
+	freed bool
+}
+
+func newBuffer(rt *Runtime, h bindings.Buffer) *Buffer { return &Buffer{rt: rt, h: h} }
+
+// Handle is the native handle.
+func (b *Buffer) Handle() bindings.Buffer { return b.h }
+
+// Name is the buffer's name ("CPU", "CPU_Mapped", "Vulkan0", ...).
+func (b *Buffer) Name() string { return b.rt.lib.BufferName(b.h) }
+
+// Base is the start of the buffer in its device's address space. For host
+// buffers it is a host address; it may be nil for buffers without one.
+func (b *Buffer) Base() unsafe.Pointer { return b.rt.lib.BufferGetBase(b.h) }
+
+// Size is the buffer size in bytes.
+func (b *Buffer) Size() uint64 { return uint64(b.rt.lib.BufferGetSize(b.h)) }
+
+// IsHost reports whether the buffer is host memory.
+func (b *Buffer) IsHost() bool { return b.rt.lib.BufferIsHost(b.h) }
+
+// Type is the buffer's buffer type.
+func (b *Buffer) Type() BufferType { return BufferType{b.rt, b.rt.lib.BufferGetType(b.h)} }
+
+// SetUsage marks what the buffer holds.
+func (b *Buffer) SetUsage(u Usage) { b.rt.lib.BufferSetUsage(b.h, int32(u)) }
+
+// Usage returns what the buffer was marked to hold.
+func (b *Buffer) Usage() Usage { return Usage(b.rt.lib.BufferGetUsage(b.h)) }
+
+// Clear sets every byte of the buffer to v.
+func (b *Buffer) Clear(v byte) { b.rt.lib.BufferClear(b.h, v) }
+
+// Contains reports whether [p, p+n) lies inside the buffer's host range.
+func (b *Buffer) Contains(p unsafe.Pointer, n uint64) bool {
+	base := uintptr(b.Base())
+	if base == 0 || p == nil {
+		return false
+	}
+	a := uintptr(p)
+	return a >= base && uint64(a-base)+n <= b.Size()
+}
+
+// Free releases the buffer; later calls do nothing.
+func (b *Buffer) Free() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed {
+		return
+	}
+	b.freed = true
+	b.rt.lib.BufferFree(b.h)
+}
+
+// Freed reports whether Free was called.
+func (b *Buffer) Freed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.freed
+}

@@ -1,0 +1,250 @@
+package ggml
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+)
+
+// DeviceType is enum ggml_backend_dev_type.
+type DeviceType int32
+
+// Device types.
+const (
+	DeviceCPU   DeviceType = bindings.DevTypeCPU
+	DeviceGPU   DeviceType = bindings.DevTypeGPU
+	DeviceIGPU  DeviceType = bindings.DevTypeIGPU
+	DeviceAccel DeviceType = bindings.DevTypeAccel
+	DeviceMeta  DeviceType = bindings.DevTypeMeta
+)
+
+func (t DeviceType) String() string {
+	switch t {
+	case DeviceCPU:
+		return "CPU"
+	case DeviceGPU:
+		return "GPU"
+	case DeviceIGPU:
+		return "IGPU"
+	case DeviceAccel:
+		return "ACCEL"
+	case DeviceMeta:
+		return "META"
+	}
+	return fmt.Sprintf("DeviceType(%d)", int32(t))
+}
+
+// Caps are a device's capabilities (struct ggml_backend_dev_caps).
+type Caps struct {
+	Async             bool `json:"async"`
+	HostBuffer        bool `json:"host_buffer"`
+	BufferFromHostPtr bool `json:"buffer_from_host_ptr"`
+	Events            bool `json:"events"`
+	MmapSupport       bool `json:"mmap_support"`
+}
+
+// Props are a device's properties (struct ggml_backend_dev_props).
+type Props struct {
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	MemoryFree  uint64     `json:"memory_free"`
+	MemoryTotal uint64     `json:"memory_total"`
+	Type        DeviceType `json:"-"`
+	DeviceID    string     `json:"device_id,omitempty"`
+	Caps        Caps       `json:"caps"`
+}
+
+// Device is a backend device (ggml_backend_dev_t). Devices live as long as
+// the process; they need no freeing.
+type Device struct {
+	rt   *Runtime
+	h    bindings.Dev
+	name string
+}
+
+// Handle returns the native handle (for tests and the conformance harness).
+func (d *Device) Handle() bindings.Dev { return d.h }
+
+// Name is the device name ("CPU", "Vulkan0", "RPC0", "CUDA0").
+func (d *Device) Name() string { return d.name }
+
+// Description is the device description (model name, or the RPC endpoint).
+func (d *Device) Description() string { return d.rt.lib.DevDescription(d.h) }
+
+// Type is the device type.
+func (d *Device) Type() DeviceType { return DeviceType(d.rt.lib.DevType(d.h)) }
+
+// Registry is the backend the device belongs to.
+func (d *Device) Registry() Registry { return Registry{d.rt, d.rt.lib.DevBackendReg(d.h)} }
+
+// IsRPC reports whether the device is served by ggml-rpc-server.
+func (d *Device) IsRPC() bool { return d.Registry().Name() == "RPC" }
+
+// Props reads the device's properties.
+func (d *Device) Props() Props {
+	var p bindings.DevProps
+	d.rt.lib.DevGetProps(d.h, &p)
+	return Props{
+		Name:        bindings.GoString(p.Name),
+		Description: bindings.GoString(p.Description),
+		MemoryFree:  uint64(p.MemoryFree),
+		MemoryTotal: uint64(p.MemoryTotal),
+		Type:        DeviceType(p.Type),
+		DeviceID:    bindings.GoString(p.DeviceID),
+		Caps: Caps{
+			Async:             p.Caps.Async,
+			HostBuffer:        p.Caps.HostBuffer,
+			BufferFromHostPtr: p.Caps.BufferFromHostPtr,
+			Events:            p.Caps.Events,
+			MmapSupport:       p.Caps.MmapSupport,
+		},
+	}
+}
+
+// Memory returns free and total memory in bytes.
+func (d *Device) Memory() (free, total uint64) {
+	var f, t uintptr
+	d.rt.lib.DevMemory(d.h, &f, &t)
+	return uint64(f), uint64(t)
+}
+
+// BufferType is the device's default buffer type.
+func (d *Device) BufferType() BufferType { return BufferType{d.rt, d.rt.lib.DevBufferType(d.h)} }
+
+// HostBufferType is the device's pinned host buffer type, if it has one.
+func (d *Device) HostBufferType() (BufferType, bool) {
+	h := d.rt.lib.DevHostBufferType(d.h)
+	return BufferType{d.rt, h}, h != 0
+}
+
+// ExtraBufferTypes are the additional buffer types the device's backend
+// publishes (ggml_backend_dev_get_extra_bufts; the CPU's CPU_REPACK, ...).
+func (d *Device) ExtraBufferTypes() []BufferType {
+	fn, ok := bindings.Proc[func(bindings.Dev) unsafe.Pointer](d.rt.lib, d.rt.lib.DevBackendReg(d.h), "ggml_backend_dev_get_extra_bufts")
+	if !ok {
+		return nil
+	}
+	var out []BufferType
+	for p := fn(d.h); p != nil; p = unsafe.Add(p, unsafe.Sizeof(uintptr(0))) {
+		h := *(*bindings.Buft)(p)
+		if h == 0 {
+			break
+		}
+		out = append(out, BufferType{d.rt, h})
+	}
+	return out
+}
+
+// ErrNoSplitBufferType is returned when a device's backend has no row-split
+// buffer type (llama.cpp: "device X does not support split buffers").
+var ErrNoSplitBufferType = errors.New("device does not support split buffers")
+
+// SplitBufferType returns the backend's row-split buffer type for this
+// device as main device (ggml_backend_split_buffer_type), with tensorSplit
+// giving each device's share (nil for the backend's default).
+func (d *Device) SplitBufferType(tensorSplit []float32) (BufferType, error) {
+	reg := d.rt.lib.DevBackendReg(d.h)
+	fn, ok := bindings.Proc[func(int32, *float32) bindings.Buft](d.rt.lib, reg, "ggml_backend_split_buffer_type")
+	if !ok {
+		return BufferType{}, fmt.Errorf("%w: %s", ErrNoSplitBufferType, d.name)
+	}
+	idx := -1
+	for i := uintptr(0); i < d.rt.lib.RegDevCount(reg); i++ {
+		if d.rt.lib.RegDevGet(reg, i) == d.h {
+			idx = int(i)
+		}
+	}
+	if idx < 0 {
+		return BufferType{}, fmt.Errorf("ggml: device %s not found in its backend registry", d.name)
+	}
+	// the native side reads up to GGML_CUDA_MAX_DEVICES (16) floats
+	split := make([]float32, 16)
+	copy(split, tensorSplit)
+	h := fn(int32(idx), &split[0])
+	if h == 0 {
+		return BufferType{}, fmt.Errorf("%w: %s returned no split buffer type", ErrNoSplitBufferType, d.name)
+	}
+	return BufferType{d.rt, h}, nil
+}
+
+// SupportsBufferType reports whether the device can use buffers of b.
+func (d *Device) SupportsBufferType(b BufferType) bool {
+	return b.h != 0 && d.rt.lib.DevSupportsBuft(d.h, b.h)
+}
+
+// ErrOpNotReady is returned by SupportsOp for an op tensor that is not the
+// result of an op.
+var ErrOpNotReady = errors.New("tensor is not an op result")
+
+// SupportsOp asks the device whether it can compute op (a tensor made by one
+// of Context's op constructors). Weights among its sources must have a buffer
+// (a zero-size one is enough: see BufferType.DummyBuffer), as llama.cpp's
+// probes do.
+func (d *Device) SupportsOp(op *Tensor) (bool, error) {
+	if op == nil || op.c.Op == 0 {
+		return false, ErrOpNotReady
+	}
+	return d.rt.lib.DevSupportsOp(d.h, op.c), nil
+}
+
+// NewBackend initialises a backend (stream) on the device.
+func (d *Device) NewBackend() (*Backend, error) {
+	h := d.rt.lib.DevInit(d.h, nil)
+	if h == 0 {
+		return nil, fmt.Errorf("ggml: cannot initialise a backend on device %s", d.name)
+	}
+	return &Backend{rt: d.rt, h: h, dev: d}, nil
+}
+
+// NewEvent creates an event on the device (needs Caps.Events).
+func (d *Device) NewEvent() (*Event, error) {
+	if !d.Props().Caps.Events {
+		return nil, fmt.Errorf("ggml: device %s does not support events", d.name)
+	}
+	h := d.rt.lib.EventNew(d.h)
+	if h == 0 {
+		return nil, fmt.Errorf("ggml: cannot create an event on device %s", d.name)
+	}
+	return &Event{rt: d.rt, h: h}, nil
+}
+
+// BufferFromHostPtr wraps host memory [p, p+size) as a buffer of the
+// device's default type without copying (needs Caps.BufferFromHostPtr). The
+// memory must outlive the buffer. maxTensorSize is the largest tensor that
+// will be placed in it.
+func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64) (*Buffer, error) {
+	if !d.Props().Caps.BufferFromHostPtr {
+		return nil, fmt.Errorf("ggml: device %s cannot create buffers from host memory", d.name)
+	}
+	if p == nil || size == 0 {
+		return nil, fmt.Errorf("ggml: buffer from host memory on %s: empty range", d.name)
+	}
+	h := d.rt.lib.DevBufferFromHostPtr(d.h, p, uintptr(size), uintptr(maxTensorSize))
+	if h == 0 {
+		return nil, fmt.Errorf("ggml: device %s refused a %d-byte buffer from host memory", d.name, size)
+	}
+	return newBuffer(d.rt, h), nil
+}
+
+// SetNThreads sets the thread count of a backend that supports it (the CPU
+// backend); it reports false when the backend has no such setting.
+func (b *Backend) SetNThreads(n int) bool {
+	fn, ok := bindings.Proc[func(bindings.Backend, int32)](b.rt.lib, b.rt.lib.DevBackendReg(b.dev.h), "ggml_backend_set_n_threads")
+	if !ok || n <= 0 {
+		return false
+	}
+	fn(b.h, int32(n))
+	return true
+}
+
+// IsNUMA reports whether the CPU backend detected more than one NUMA node.
+func (rt *Runtime) IsNUMA() bool {
+	cpu := rt.CPUDevice()
+	if cpu == nil {
+		return false
+	}
+	fn, ok := bindings.Proc[func() bool](rt.lib, rt.lib.DevBackendReg(cpu.h), "ggml_backend_cpu_is_numa")
+	return ok && fn()
+}

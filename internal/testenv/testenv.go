@@ -1,0 +1,225 @@
+// Package testenv gives tests the real native runtime and real helper
+// processes (ggml-rpc-server), and decides what happens when a component is
+// missing: a skip that says what to install, or, for the components named in
+// GGLOAD_REQUIRE (comma list of cpu, vulkan, rpc, llama, cuda), a failure.
+// CI sets GGLOAD_REQUIRE so that nothing skips there.
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml"
+)
+
+var (
+	rtOnce sync.Once
+	rt     *ggml.Runtime
+	rtErr  error
+)
+
+// Required reports whether GGLOAD_REQUIRE names the component.
+func Required(component string) bool {
+	for _, c := range strings.Split(os.Getenv("GGLOAD_REQUIRE"), ",") {
+		if strings.TrimSpace(c) == component {
+			return true
+		}
+	}
+	return false
+}
+
+// Missing skips the test, or fails it when the component is required.
+func Missing(t testing.TB, component, msg string, args ...any) {
+	t.Helper()
+	m := fmt.Sprintf(msg, args...)
+	if Required(component) {
+		t.Fatalf("%s is required (GGLOAD_REQUIRE) but missing: %s", component, m)
+	}
+	t.Skipf("%s missing: %s", component, m)
+}
+
+// Runtime opens the native runtime once per test binary. Lavapipe and other
+// CPU-side Vulkan drivers are made visible (GGML_VK_VISIBLE_DEVICES=0 unless
+// set), so that the Vulkan backend has a real device on machines without a
+// GPU.
+func Runtime(t testing.TB) *ggml.Runtime {
+	t.Helper()
+	rtOnce.Do(func() {
+		if _, ok := os.LookupEnv("GGML_VK_VISIBLE_DEVICES"); !ok {
+			_ = bindings.Setenv("GGML_VK_VISIBLE_DEVICES", "0")
+		}
+		rt, rtErr = ggml.Open(ggml.Options{})
+	})
+	if rtErr != nil {
+		Missing(t, "cpu", "%v", rtErr)
+	}
+	return rt
+}
+
+// Device returns the first device whose registry is backend ("Vulkan",
+// "CUDA"), or skips/fails with what to install.
+func Device(t testing.TB, backend, install string) *ggml.Device {
+	t.Helper()
+	r := Runtime(t)
+	for _, d := range r.Devices() {
+		if d.Registry().Name() == backend {
+			return d
+		}
+	}
+	Missing(t, strings.ToLower(backend), "no %s device in %s (%s)", backend, r.Location().Dir, install)
+	return nil
+}
+
+// VulkanInstall says how to get a Vulkan device on Debian.
+const VulkanInstall = "apt-get install libvulkan1 mesa-vulkan-drivers; scripts/fetch-native.sh linux-x64-vulkan"
+
+// Vulkan returns the Vulkan0 device (lavapipe on machines without a GPU).
+func Vulkan(t testing.TB) *ggml.Device { return Device(t, "Vulkan", VulkanInstall) }
+
+// RPCServer is a ggml-rpc-server child process on loopback.
+type RPCServer struct {
+	Endpoint string
+	Cmd      *exec.Cmd
+	out      *syncBuffer
+}
+
+// Output is what the server printed so far.
+func (s *RPCServer) Output() string { return s.out.String() }
+
+// Kill stops the server.
+func (s *RPCServer) Kill() {
+	if s.Cmd.Process != nil {
+		_ = s.Cmd.Process.Kill()
+		_, _ = s.Cmd.Process.Wait()
+	}
+}
+
+var (
+	rpcMu      sync.Mutex
+	rpcShared  []*RPCServer
+	rpcStarted []*RPCServer
+)
+
+// StartRPCServer starts a ggml-rpc-server on a free loopback port with the
+// given extra arguments and waits until it answers the handshake. It is not
+// registered with ggml. The caller stops it with Kill; KillAll at the end of
+// TestMain stops any left.
+func StartRPCServer(t testing.TB, args ...string) *RPCServer {
+	t.Helper()
+	bin, err := bindings.FindRPCServer()
+	if err != nil {
+		Missing(t, "rpc", "%v", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, append([]string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)}, args...)...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	s := &RPCServer{Endpoint: ep, Cmd: cmd, out: out}
+	rpcMu.Lock()
+	rpcStarted = append(rpcStarted, s)
+	rpcMu.Unlock()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := ggml.ProbeRPC(ep, time.Second); err == nil {
+			return s
+		} else if time.Now().After(deadline) {
+			s.Kill()
+			t.Fatalf("ggml-rpc-server on %s did not come up: %v\n%s", ep, err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// RPC returns the endpoints of n ggml-rpc-servers registered with the
+// runtime. They are shared by the whole test binary and live until it exits:
+// ggml keeps registered devices for the life of the process, and its RPC
+// client aborts when a registered server disappears.
+func RPC(t testing.TB, n int) []string {
+	t.Helper()
+	r := Runtime(t)
+	rpcMu.Lock()
+	have := len(rpcShared)
+	rpcMu.Unlock()
+	for i := have; i < n; i++ {
+		s := StartRPCServer(t)
+		if _, err := r.AddRPCServer(s.Endpoint, 5*time.Second); err != nil {
+			t.Fatalf("register %s: %v\n%s", s.Endpoint, err, s.Output())
+		}
+		rpcMu.Lock()
+		rpcShared = append(rpcShared, s)
+		rpcMu.Unlock()
+	}
+	rpcMu.Lock()
+	defer rpcMu.Unlock()
+	eps := make([]string, n)
+	for i := range eps {
+		eps[i] = rpcShared[i].Endpoint
+	}
+	return eps
+}
+
+// KillAll stops every server this binary started; call it from TestMain.
+func KillAll() {
+	rpcMu.Lock()
+	defer rpcMu.Unlock()
+	for _, s := range rpcStarted {
+		s.Kill()
+	}
+}
+
+// FreePort returns a TCP port that was free on loopback a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Lines splits s into its non-empty lines.
+func Lines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
