@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+func init() {
+	register(command{"devices", "list backends, devices (memory, caps) and buffer types [--json] [--rpc host:port,...]", runDevices})
+}
+
+// runtimeFlags are the flags every command that opens the runtime takes.
+type runtimeFlags struct {
+	libDir  string
+	variant string
+	rpc     string
+}
+
+func (r *runtimeFlags) add(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&r.libDir, "lib-dir", "", "directory of the native ggml libraries (default: GGLOAD_LIB_DIR, native/lib/<platform>[-variant], beside the executable)")
+	fs.StringVar(&r.variant, "variant", "", "native set variant: vulkan, cuda, src, none (default: GGLOAD_VARIANT, then automatic)")
+	fs.StringVar(&r.rpc, "rpc", "", "comma-separated ggml-rpc-server endpoints host:port to use as devices")
+}
+
+func (r *runtimeFlags) open() (*ggml.Runtime, error) {
+	return ggml.Open(ggml.Options{LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second})
+}
+
+type bufferTypeInfo struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	Alignment uint64 `json:"alignment"`
+	MaxSize   uint64 `json:"max_size"`
+	Host      bool   `json:"host"`
+}
+
+type deviceInfo struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description"`
+	Type        string           `json:"type"`
+	Backend     string           `json:"backend"`
+	DeviceID    string           `json:"device_id,omitempty"`
+	MemoryFree  uint64           `json:"memory_free"`
+	MemoryTotal uint64           `json:"memory_total"`
+	Caps        ggml.Caps        `json:"caps"`
+	BufferTypes []bufferTypeInfo `json:"buffer_types"`
+}
+
+type devicesReport struct {
+	Library  string        `json:"library"`
+	Version  string        `json:"ggml_version"`
+	Commit   string        `json:"ggml_commit"`
+	Backends []backendInfo `json:"backends"`
+	Devices  []deviceInfo  `json:"devices"`
+}
+
+type backendInfo struct {
+	Name    string   `json:"name"`
+	Devices []string `json:"devices"`
+}
+
+func describeDevices(rt *ggml.Runtime) devicesReport {
+	rep := devicesReport{Library: rt.Location().Dir, Version: rt.Version(), Commit: rt.Commit()}
+	for _, r := range rt.Backends() {
+		bi := backendInfo{Name: r.Name(), Devices: []string{}}
+		for _, d := range r.Devices() {
+			bi.Devices = append(bi.Devices, d.Name())
+		}
+		rep.Backends = append(rep.Backends, bi)
+	}
+	for _, d := range rt.Devices() {
+		p := d.Props()
+		di := deviceInfo{
+			Name: p.Name, Description: p.Description, Type: p.Type.String(), Backend: d.Registry().Name(),
+			DeviceID: p.DeviceID, MemoryFree: p.MemoryFree, MemoryTotal: p.MemoryTotal, Caps: p.Caps,
+		}
+		add := func(b ggml.BufferType, role string) {
+			di.BufferTypes = append(di.BufferTypes, bufferTypeInfo{b.Name(), role, b.Alignment(), b.MaxSize(), b.IsHost()})
+		}
+		add(d.BufferType(), "default")
+		if h, ok := d.HostBufferType(); ok {
+			add(h, "host")
+		}
+		for _, x := range d.ExtraBufferTypes() {
+			add(x, "extra")
+		}
+		rep.Devices = append(rep.Devices, di)
+	}
+	return rep
+}
+
+func runDevices(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("devices")
+	var rf runtimeFlags
+	rf.add(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("devices takes no arguments (got %q)", fs.Args())
+	}
+	rt, err := rf.open()
+	if err != nil {
+		return err
+	}
+	rep := describeDevices(rt)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printDevices(stdout, rep)
+	return nil
+}
+
+func printDevices(w io.Writer, rep devicesReport) {
+	fmt.Fprintf(w, "ggml %s (%s) from %s\n", rep.Version, rep.Commit, rep.Library)
+	fmt.Fprint(w, "backends:")
+	for _, b := range rep.Backends {
+		fmt.Fprintf(w, " %s(%d)", b.Name, len(b.Devices))
+	}
+	fmt.Fprintln(w)
+	for _, d := range rep.Devices {
+		fmt.Fprintf(w, "\n%s  %s  [%s, backend %s]\n", d.Name, d.Description, d.Type, d.Backend)
+		if d.DeviceID != "" {
+			fmt.Fprintf(w, "  device id  %s\n", d.DeviceID)
+		}
+		fmt.Fprintf(w, "  memory     %s free of %s\n", mib(d.MemoryFree), mib(d.MemoryTotal))
+		c := d.Caps
+		fmt.Fprintf(w, "  caps       async=%v host_buffer=%v buffer_from_host_ptr=%v events=%v mmap_support=%v\n",
+			c.Async, c.HostBuffer, c.BufferFromHostPtr, c.Events, c.MmapSupport)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  buffer type\trole\talignment\tmax size\thost")
+		for _, b := range d.BufferTypes {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%v\n", b.Name, b.Role, b.Alignment, mib(b.MaxSize), b.Host)
+		}
+		tw.Flush()
+	}
+}
+
+// mib formats bytes as llama.cpp does in its reports.
+func mib(n uint64) string {
+	if n >= 1<<62 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+}
