@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/native"
 )
 
 var (
@@ -222,4 +224,28 @@ func Lines(s string) []string {
 		}
 	}
 	return out
+}
+
+// SourceTree returns the pinned llama.cpp source tree (for its models/
+// directory and reference files): GGLOAD_LLAMA_SRC, or the tree that
+// scripts/build-native.sh and scripts/fetch-source.sh unpack into the cache.
+func SourceTree(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("GGLOAD_LLAMA_SRC")
+	if dir == "" {
+		cache := os.Getenv("GGLOAD_CACHE")
+		if cache == "" {
+			base := os.Getenv("XDG_CACHE_HOME")
+			if base == "" {
+				home, _ := os.UserHomeDir()
+				base = filepath.Join(home, ".cache")
+			}
+			cache = filepath.Join(base, "ggload")
+		}
+		dir = filepath.Join(cache, "src", "llama.cpp-"+native.Load().LlamaCppTag)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ggml", "src", "gguf.cpp")); err != nil {
+		Missing(t, "source", "no pinned llama.cpp source tree at %s (run scripts/fetch-source.sh)", dir)
+	}
+	return dir
 }

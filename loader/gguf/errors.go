@@ -1,0 +1,64 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels wrapped by the errors of this package.
+var (
+	ErrMagic          = errors.New("not a GGUF file")
+	ErrVersion        = errors.New("unsupported GGUF version")
+	ErrTruncated      = errors.New("file is truncated")
+	ErrTooLarge       = errors.New("size exceeds what the file can hold")
+	ErrKey            = errors.New("bad key")
+	ErrDuplicateKey   = errors.New("duplicate key")
+	ErrValueType      = errors.New("bad value type")
+	ErrAlignment      = errors.New("bad alignment")
+	ErrTensorName     = errors.New("bad tensor name")
+	ErrDuplicateName  = errors.New("duplicate tensor name")
+	ErrShape          = errors.New("bad tensor shape")
+	ErrTensorType     = errors.New("bad tensor type")
+	ErrTensorOffset   = errors.New("bad tensor offset")
+	ErrOutOfBounds    = errors.New("tensor data is not within the file bounds")
+	ErrSplit          = errors.New("bad split")
+	ErrMissingSplit   = errors.New("missing split")
+	ErrNotFirstSplit  = errors.New("not the first split")
+	ErrTypeMismatch   = errors.New("value has another type")
+	ErrNotFound       = errors.New("not found")
+	ErrTensorMismatch = errors.New("tensor count mismatch")
+)
+
+// FormatError reports a fault in a GGUF file at a byte offset.
+type FormatError struct {
+	Path string // file name, when known
+	Off  int64  // byte offset of the faulty field
+	Msg  string
+	Err  error // the sentinel
+}
+
+func (e *FormatError) Error() string {
+	s := "gguf: "
+	if e.Path != "" {
+		s += e.Path + ": "
+	}
+	return s + fmt.Sprintf("%s at byte %#x", e.Msg, e.Off)
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+func formatErr(off int64, sentinel error, format string, args ...any) *FormatError {
+	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// pow2 formats n as 2^k when it is a power of two above 2^20, else decimal.
+func pow2(n uint64) string {
+	if n > 1<<20 && n&(n-1) == 0 {
+		k := 0
+		for m := n; m > 1; m >>= 1 {
+			k++
+		}
+		return fmt.Sprintf("2^%d", k)
+	}
+	return fmt.Sprint(n)
+}

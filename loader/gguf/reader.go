@@ -1,0 +1,517 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+	"strings"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+// Limits of the pinned gguf.cpp.
+const (
+	Magic            = "GGUF"
+	Version          = 3       // newest version read and written
+	DefaultAlignment = 32      // when general.alignment is absent
+	MaxStringLength  = 1 << 30 // GGUF_MAX_STRING_LENGTH
+	MaxArrayElements = 1 << 30 // GGUF_MAX_ARRAY_ELEMENTS
+	MaxTensorName    = 63      // GGML_MAX_NAME - 1
+	MaxDims          = 4
+
+	// KeyAlignment is the key that sets the data alignment.
+	KeyAlignment = "general.alignment"
+)
+
+// KV is one metadata pair.
+type KV struct {
+	Key   string
+	Value Value
+	Off   int64 // byte offset of the pair in the file
+}
+
+// TensorInfo describes one tensor of a file.
+type TensorInfo struct {
+	Name    string
+	NDims   int        // dimensions as written (0 to 4; ggml treats 0 as a scalar)
+	Shape   ggml.Shape // ne[], padded with 1s
+	Type    ggml.Type
+	Offset  uint64 // from the start of the data section, as written
+	Size    int64  // bytes (ggml_nbytes)
+	InfoOff int64  // byte offset of this tensor's info record
+}
+
+// File is a parsed GGUF file: header, metadata and tensor infos. Tensor data
+// is read on demand through Data.
+type File struct {
+	Path       string // set by Open
+	Version    uint32
+	KV         []KV
+	Tensors    []TensorInfo
+	Alignment  uint64
+	DataOffset int64  // start of the data section
+	DataSize   uint64 // bytes of the data section, alignment padding included
+	Size       int64  // file size
+
+	r      io.ReaderAt
+	size   int64
+	closer io.Closer
+	keys   map[string]int
+	names  map[string]int
+}
+
+// Open opens and parses the GGUF file at path. Close releases it.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	g, err := NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			fe.Path = path
+		}
+		return nil, err
+	}
+	g.Path = path
+	g.closer = f
+	return g, nil
+}
+
+// Close closes the file if Open opened it.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	c := f.closer
+	f.closer = nil
+	return c.Close()
+}
+
+// NewReader parses a GGUF file of size bytes read through r. r must stay
+// readable while values and tensor data are used.
+func NewReader(r io.ReaderAt, size int64) (*File, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("gguf: negative size %d", size)
+	}
+	p := &parser{sc: newScanner(r, size, 0), f: &File{r: r, size: size, Size: size}}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.f, nil
+}
+
+type parser struct {
+	sc *scanner
+	f  *File
+}
+
+// fail turns a scanner error at off into a FormatError.
+func (p *parser) fail(off int64, err error, what string) error {
+	if errors.Is(err, ErrTruncated) {
+		return formatErr(off, ErrTruncated, "file ends in %s (%d bytes)", what, p.sc.size)
+	}
+	return fmt.Errorf("gguf: reading %s at byte %#x: %w", what, off, err)
+}
+
+func (p *parser) parse() error {
+	f, sc := p.f, p.sc
+	magic, err := sc.next(4)
+	if err != nil {
+		return p.fail(0, err, "the magic")
+	}
+	if string(magic) != Magic {
+		return formatErr(0, ErrMagic, "invalid magic %q, expected %q", printable(magic), Magic)
+	}
+	off := sc.off
+	v, err := sc.u32()
+	if err != nil {
+		return p.fail(off, err, "the version")
+	}
+	switch {
+	case v == 0:
+		return formatErr(off, ErrVersion, "bad version 0")
+	case v&0xffff == 0:
+		return formatErr(off, ErrVersion, "version %#x: a byte-swapped (big-endian) file; only little-endian files are read", v)
+	case v == 1:
+		return formatErr(off, ErrVersion, "version 1 is no longer supported; convert the file to version 3")
+	case v > Version:
+		return formatErr(off, ErrVersion, "version %d is newer than the supported %d", v, Version)
+	}
+	f.Version = v
+
+	off = sc.off
+	nt, err := sc.u64()
+	if err != nil {
+		return p.fail(off, err, "the tensor count")
+	}
+	// each tensor info needs a name length, n_dims, a type and an offset
+	if nt > math.MaxInt64 || nt > sc.remain()/24 {
+		return formatErr(off, ErrTooLarge, "tensor count %s cannot fit in the %d bytes that follow", pow2(nt), sc.remain())
+	}
+	off = sc.off
+	nkv, err := sc.u64()
+	if err != nil {
+		return p.fail(off, err, "the key-value count")
+	}
+	// each pair needs a key length and a type
+	if nkv > math.MaxInt64 || nkv > sc.remain()/12 {
+		return formatErr(off, ErrTooLarge, "key-value count %s cannot fit in the %d bytes that follow", pow2(nkv), sc.remain())
+	}
+
+	f.KV = make([]KV, 0, nkv)
+	f.keys = make(map[string]int, nkv)
+	for i := uint64(0); i < nkv; i++ {
+		if err := p.kv(i); err != nil {
+			return err
+		}
+	}
+	f.Alignment = DefaultAlignment
+	if i, ok := f.keys[KeyAlignment]; ok {
+		kv := f.KV[i]
+		if kv.Value.Type() != TypeUint32 {
+			return formatErr(kv.Off, ErrAlignment, "key %s must be u32, is %s", KeyAlignment, kv.Value.TypeName())
+		}
+		a := kv.Value.bits
+		if a == 0 || a&(a-1) != 0 {
+			return formatErr(kv.Off, ErrAlignment, "alignment %d is not a power of 2", a)
+		}
+		f.Alignment = a
+	}
+
+	f.Tensors = make([]TensorInfo, 0, nt)
+	f.names = make(map[string]int, nt)
+	for i := uint64(0); i < nt; i++ {
+		if err := p.tensor(i); err != nil {
+			return err
+		}
+	}
+
+	// the data section starts at the next multiple of the alignment
+	f.DataOffset = sc.off
+	if nt > 0 {
+		pad := padTo(uint64(sc.off), f.Alignment)
+		if pad > uint64(f.size) {
+			return formatErr(sc.off, ErrTruncated, "file ends before the data section (aligned to %d at byte %#x)", f.Alignment, pad)
+		}
+		f.DataOffset = int64(pad)
+	}
+	// tensors follow each other in order, each padded to the alignment
+	var end uint64
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		if t.Offset != end {
+			return formatErr(t.InfoOff, ErrTensorOffset, "tensor %q has offset %d, expected %d", t.Name, t.Offset, end)
+		}
+		padded := padTo(uint64(t.Size), f.Alignment)
+		if padded < uint64(t.Size) || end+padded < end {
+			return formatErr(t.InfoOff, ErrTooLarge, "tensor %q: data section size overflows", t.Name)
+		}
+		end += padded
+		// llama.cpp's check: the tensor's bytes lie inside the file
+		abs := uint64(f.DataOffset) + t.Offset
+		if abs < t.Offset || abs+uint64(t.Size) < abs || abs+uint64(t.Size) > uint64(f.size) {
+			return formatErr(t.InfoOff, ErrOutOfBounds, "tensor %q data [%d, +%d) is not within the file (%d bytes); the model is corrupted or incomplete", t.Name, abs, t.Size, f.size)
+		}
+	}
+	f.DataSize = end
+	return nil
+}
+
+func padTo(x, align uint64) uint64 {
+	r := x + align - 1
+	if r < x {
+		return math.MaxUint64
+	}
+	return r &^ (align - 1)
+}
+
+func printable(b []byte) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c >= 0x20 && c < 0x7f {
+			sb.WriteByte(c)
+		} else {
+			sb.WriteByte('?')
+		}
+	}
+	return sb.String()
+}
+
+// str reads a length-prefixed string, bounded by GGUF's limit and the file.
+// what and i describe it in errors ("key", 3 → "key 3").
+func (p *parser) str(what string, i uint64) (string, error) {
+	off := p.sc.off
+	n, err := p.sc.u64()
+	if err == nil && n <= MaxStringLength && n <= p.sc.remain() {
+		if n <= scanWindow {
+			var b []byte
+			if b, err = p.sc.next(int(n)); err == nil {
+				return string(b), nil
+			}
+		} else {
+			var b []byte
+			if b, err = p.sc.bytes(n); err == nil {
+				return string(b), nil
+			}
+		}
+	}
+	desc := fmt.Sprintf("%s %d", what, i)
+	switch {
+	case err != nil:
+		return "", p.fail(off, err, desc)
+	case n > MaxStringLength:
+		return "", formatErr(off, ErrTooLarge, "%s length %s exceeds the maximum %s", desc, pow2(n), pow2(MaxStringLength))
+	default:
+		return "", formatErr(off, ErrTooLarge, "%s length %s exceeds the %d bytes that follow", desc, pow2(n), p.sc.remain())
+	}
+}
+
+func (p *parser) kv(i uint64) error {
+	f, sc := p.f, p.sc
+	off := sc.off
+	key, err := p.str("key", i)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		return formatErr(off, ErrKey, "key %d is empty", i)
+	}
+	if j, dup := f.keys[key]; dup {
+		return formatErr(off, ErrDuplicateKey, "duplicate key %q (pairs %d and %d)", key, j, i)
+	}
+	toff := sc.off
+	t32, err := sc.u32()
+	if err != nil {
+		return p.fail(toff, err, "the type of key "+key)
+	}
+	typ := ValueType(t32)
+	var val Value
+	if typ == TypeArray {
+		eoff := sc.off
+		et, err := sc.u32()
+		if err != nil {
+			return p.fail(eoff, err, "the element type of key "+key)
+		}
+		noff := sc.off
+		n, err := sc.u64()
+		if err != nil {
+			return p.fail(noff, err, "the length of array "+key)
+		}
+		elem := ValueType(et)
+		if elem >= typeCount || elem == TypeArray {
+			what := "invalid element type"
+			if elem == TypeArray {
+				what = "nested arrays are not supported; element type"
+			}
+			return formatErr(eoff, ErrValueType, "key %q: %s %d", key, what, et)
+		}
+		if n > MaxArrayElements {
+			return formatErr(noff, ErrTooLarge, "array %q has %s elements, more than the maximum %s", key, pow2(n), pow2(MaxArrayElements))
+		}
+		if val, err = p.array(key, elem, n, noff); err != nil {
+			return err
+		}
+	} else {
+		if typ >= typeCount {
+			return formatErr(toff, ErrValueType, "key %q has invalid value type %d", key, t32)
+		}
+		if val, err = p.scalar(key, typ); err != nil {
+			return err
+		}
+	}
+	f.keys[key] = len(f.KV)
+	f.KV = append(f.KV, KV{Key: key, Value: val, Off: off})
+	return nil
+}
+
+func (p *parser) scalar(key string, typ ValueType) (Value, error) {
+	sc := p.sc
+	off := sc.off
+	var err error
+	v := Value{typ: typ}
+	switch typ.Size() {
+	case 1:
+		var b uint8
+		b, err = sc.u8()
+		v.bits = uint64(b)
+		if typ == TypeBool && b != 0 {
+			v.bits = 1 // ggml reads any non-zero byte as true
+		}
+	case 2:
+		var x uint16
+		x, err = sc.u16()
+		v.bits = uint64(x)
+	case 4:
+		var x uint32
+		x, err = sc.u32()
+		v.bits = uint64(x)
+	case 8:
+		v.bits, err = sc.u64()
+	default: // string
+		v.str, err = p.str("the value of "+key+", string", 0)
+		return v, err
+	}
+	if err != nil {
+		return Value{}, p.fail(off, err, "the value of "+key)
+	}
+	return v, nil
+}
+
+// array records where an array's elements are and skips them; elements are
+// decoded only when asked for.
+func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value, error) {
+	sc := p.sc
+	start := sc.off
+	a := &arrayData{n: n, off: start, src: p.f}
+	if sz := elem.Size(); sz > 0 {
+		hi, total := bits.Mul64(n, uint64(sz))
+		if hi != 0 || total > sc.remain() {
+			return Value{}, formatErr(noff, ErrTooLarge, "array %q of %s %s elements exceeds the %d bytes that follow", key, pow2(n), elem, sc.remain())
+		}
+		a.size = total
+		if err := sc.skip(total); err != nil {
+			return Value{}, p.fail(start, err, "array "+key)
+		}
+		if elem == TypeBool {
+			// normalise to 0/1 as ggml does, so values compare equal
+			raw, err := (Value{typ: elem, array: true, arr: a}).raw()
+			if err != nil {
+				return Value{}, err
+			}
+			for i, b := range raw {
+				if b != 0 {
+					raw[i] = 1
+				}
+			}
+			a.raw, a.src = raw, nil
+		}
+		return Value{typ: elem, array: true, arr: a}, nil
+	}
+	// strings: each has an 8-byte length, so n is bounded by the bytes left
+	if hi, lo := bits.Mul64(n, 8); hi != 0 || lo > sc.remain() {
+		return Value{}, formatErr(noff, ErrTooLarge, "string array %q of %s elements exceeds the %d bytes that follow", key, pow2(n), sc.remain())
+	}
+	for i := uint64(0); i < n; i++ {
+		off := sc.off
+		l, err := sc.u64()
+		if err != nil {
+			return Value{}, p.fail(off, err, fmt.Sprintf("element %d of %s", i, key))
+		}
+		if l > MaxStringLength || l > sc.remain() {
+			return Value{}, formatErr(off, ErrTooLarge, "element %d of %q has length %s, more than the %d bytes that follow", i, key, pow2(l), sc.remain())
+		}
+		if err := sc.skip(l); err != nil {
+			return Value{}, p.fail(off, err, key)
+		}
+	}
+	a.size = uint64(sc.off - start)
+	return Value{typ: elem, array: true, arr: a}, nil
+}
+
+func (p *parser) tensor(i uint64) error {
+	f, sc := p.f, p.sc
+	off := sc.off
+	name, err := p.str("the name of tensor", i)
+	if err != nil {
+		return err
+	}
+	if len(name) > MaxTensorName {
+		return formatErr(off, ErrTensorName, "tensor %d name is %d bytes, the limit is %d", i, len(name), MaxTensorName)
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return formatErr(off, ErrTensorName, "tensor %d name %q holds a NUL byte", i, name)
+	}
+	if j, dup := f.names[name]; dup {
+		return formatErr(off, ErrDuplicateName, "duplicate tensor name %q (tensors %d and %d)", name, j, i)
+	}
+	doff := sc.off
+	nd, err := sc.u32()
+	if err != nil {
+		return p.fail(doff, err, "the dimensions of "+name)
+	}
+	if nd > MaxDims {
+		return formatErr(doff, ErrShape, "tensor %q has %d dimensions, at most %d", name, nd, MaxDims)
+	}
+	t := TensorInfo{Name: name, NDims: int(nd), Shape: ggml.Shape{1, 1, 1, 1}, InfoOff: off}
+	for d := uint32(0); d < nd; d++ {
+		eoff := sc.off
+		x, err := sc.u64()
+		if err != nil {
+			return p.fail(eoff, err, "the shape of "+name)
+		}
+		if int64(x) < 0 {
+			return formatErr(eoff, ErrShape, "tensor %q dimension %d is negative (%d)", name, d, int64(x))
+		}
+		t.Shape[d] = int64(x)
+	}
+	ne := t.Shape
+	// gguf.cpp's representability check, including its boundary
+	if ne[0] > 0 && ne[1] > 0 && ne[2] > 0 && ne[3] > 0 &&
+		(math.MaxInt64/ne[1] <= ne[0] || math.MaxInt64/ne[2] <= ne[0]*ne[1] || math.MaxInt64/ne[3] <= ne[0]*ne[1]*ne[2]) {
+		return formatErr(doff, ErrShape, "tensor %q shape %v has too many elements", name, ne)
+	}
+	toff := sc.off
+	ty, err := sc.u32()
+	if err != nil {
+		return p.fail(toff, err, "the type of "+name)
+	}
+	t.Type = ggml.Type(int32(ty))
+	if int32(ty) < 0 || t.Type >= ggml.TypeCount {
+		return formatErr(toff, ErrTensorType, "tensor %q has invalid type %d, must be in [0, %d)", name, int32(ty), int32(ggml.TypeCount))
+	}
+	if !t.Type.Valid() {
+		return formatErr(toff, ErrTensorType, "tensor %q has type %d (%s), which this ggml no longer supports", name, int32(ty), t.Type)
+	}
+	if ne[0]%t.Type.BlockSize() != 0 {
+		return formatErr(toff, ErrShape, "tensor %q of type %s has %d elements per row, not a multiple of the block size %d", name, t.Type, ne[0], t.Type.BlockSize())
+	}
+	size, err := t.Type.Bytes(ne)
+	if err != nil {
+		return formatErr(toff, ErrTooLarge, "tensor %q: %v", name, err)
+	}
+	t.Size = size
+	ooff := sc.off
+	if t.Offset, err = sc.u64(); err != nil {
+		return p.fail(ooff, err, "the offset of "+name)
+	}
+	f.names[name] = len(f.Tensors)
+	f.Tensors = append(f.Tensors, t)
+	return nil
+}
+
+// Lookup returns the value of key.
+func (f *File) Lookup(key string) (Value, bool) {
+	i, ok := f.keys[key]
+	if !ok {
+		return Value{}, false
+	}
+	return f.KV[i].Value, true
+}
+
+// Tensor returns the info of the named tensor.
+func (f *File) Tensor(name string) (TensorInfo, bool) {
+	i, ok := f.names[name]
+	if !ok {
+		return TensorInfo{}, false
+	}
+	return f.Tensors[i], true
+}
+
+// Data returns a reader of the tensor's bytes (safe for concurrent use).
+func (f *File) Data(t TensorInfo) *io.SectionReader {
+	return io.NewSectionReader(f.r, f.DataOffset+int64(t.Offset), t.Size)
+}
+
+// ReaderAt is the reader the file was parsed from.
+func (f *File) ReaderAt() io.ReaderAt { return f.r }
