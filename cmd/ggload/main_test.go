@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader/gguf"
 )
 
 func TestMain(m *testing.M) {
@@ -64,5 +67,60 @@ func TestDevicesText(t *testing.T) {
 func TestUnknownCommand(t *testing.T) {
 	if _, err := runCLI(t, "frobnicate"); err == nil || !strings.Contains(err.Error(), "frobnicate") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func writeTestModel(t *testing.T) string {
+	t.Helper()
+	w := gguf.NewWriter()
+	if err := w.Set(gguf.KeyArchitecture, gguf.String("llama")); err != nil {
+		t.Fatal(err)
+	}
+	toks, _ := gguf.Array([]string{"a", "b", "c"})
+	if err := w.Set("tokenizer.ggml.tokens", toks); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"blk.10.attn_q.weight", "blk.2.attn_q.weight", "token_embd.weight"} {
+		if err := w.AddTensorBytes(n, ggml.TypeF32, []int64{4, 2}, make([]byte, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestInspect(t *testing.T) {
+	path := writeTestModel(t)
+	out, err := runCLI(t, "inspect", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GGUF v3", "architecture llama", "arr[str,3]", "blk.2.attn_q.weight", "[4, 2]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "blk.2.attn_q") > strings.Index(out, "blk.10.attn_q") {
+		t.Error("tensors not in layer order")
+	}
+	out, err = runCLI(t, "inspect", "--json", "--full", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tensors) != 3 || rep.KV[1].Length != 3 || rep.Bytes != 96 {
+		t.Fatalf("%+v", rep)
+	}
+	if vals, ok := rep.KV[1].Value.([]any); !ok || len(vals) != 3 || vals[2] != "c" {
+		t.Fatalf("full array %v", rep.KV[1].Value)
+	}
+	if _, err := runCLI(t, "inspect", filepath.Join(t.TempDir(), "none.gguf")); err == nil {
+		t.Fatal("missing file accepted")
 	}
 }
