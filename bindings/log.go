@@ -25,8 +25,25 @@ var (
 	logMu       sync.Mutex
 	logPending  strings.Builder
 	logLast     slog.Level
+	logLastRaw  int
 	logger      = slog.Default()
 )
+
+// LogTap, when set, receives every complete log line with ggml's level
+// (1 debug, 2 info, 3 warn, 4 error) before it goes to slog. The conformance
+// harness uses it to read llama.cpp's reports.
+type LogTap func(level int, line string)
+
+var logTap LogTap
+
+// SetLogTap installs (or, with nil, removes) the tap and returns the old one.
+func SetLogTap(t LogTap) LogTap {
+	logMu.Lock()
+	defer logMu.Unlock()
+	old := logTap
+	logTap = t
+	return old
+}
 
 // SetLogger sets where ggml's messages go (default slog.Default()).
 func SetLogger(l *slog.Logger) {
@@ -57,6 +74,7 @@ func onLog(level int32, text string) {
 	defer logMu.Unlock()
 	if level != logCont {
 		logLast = slogLevel(level)
+		logLastRaw = int(level)
 	}
 	logPending.WriteString(text)
 	s := logPending.String()
@@ -68,6 +86,9 @@ func onLog(level int32, text string) {
 		line := s[:i]
 		s = s[i+1:]
 		if line != "" {
+			if logTap != nil {
+				logTap(logLastRaw, line)
+			}
 			logger.Log(context.Background(), logLast, line, "src", "ggml")
 		}
 	}

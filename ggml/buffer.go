@@ -166,3 +166,30 @@ func (b *Buffer) Freed() bool {
 	defer b.mu.Unlock()
 	return b.freed
 }
+
+// AllocSlack is how many bytes the buffer type's backend adds to every
+// allocation beyond the size asked for (the Vulkan host type adds 32, most
+// add none), learned once per buffer type from a small real allocation.
+func (b BufferType) AllocSlack() (uint64, error) {
+	b.rt.mu.Lock()
+	if s, ok := b.rt.slack[b.h]; ok {
+		b.rt.mu.Unlock()
+		return s, nil
+	}
+	b.rt.mu.Unlock()
+	ask := max(b.Alignment(), 1)
+	buf, err := b.Alloc(ask)
+	if err != nil {
+		return 0, err
+	}
+	got := buf.Size()
+	buf.Free()
+	var s uint64
+	if got > ask {
+		s = got - ask
+	}
+	b.rt.mu.Lock()
+	b.rt.slack[b.h] = s
+	b.rt.mu.Unlock()
+	return s, nil
+}

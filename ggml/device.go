@@ -248,3 +248,29 @@ func (rt *Runtime) IsNUMA() bool {
 	fn, ok := bindings.Proc[func() bool](rt.lib, rt.lib.DevBackendReg(cpu.h), "ggml_backend_cpu_is_numa")
 	return ok && fn()
 }
+
+// HostPtrBufferName is the name of the buffers BufferFromHostPtr makes on
+// this device ("CPU_Mapped" on the CPU), found by making one over a page.
+func (d *Device) HostPtrBufferName() (string, error) {
+	d.rt.mu.Lock()
+	if name, ok := d.rt.mappedNames[d.h]; ok {
+		d.rt.mu.Unlock()
+		return name, nil
+	}
+	d.rt.mu.Unlock()
+	page, err := anonPage()
+	if err != nil {
+		return "", err
+	}
+	defer freePage(page)
+	buf, err := d.BufferFromHostPtr(unsafe.Pointer(&page[0]), uint64(len(page)), uint64(len(page)))
+	if err != nil {
+		return "", err
+	}
+	name := buf.Name()
+	buf.Free()
+	d.rt.mu.Lock()
+	d.rt.mappedNames[d.h] = name
+	d.rt.mu.Unlock()
+	return name, nil
+}

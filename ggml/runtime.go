@@ -27,9 +27,11 @@ type Options struct {
 type Runtime struct {
 	lib *bindings.Lib
 
-	mu      sync.Mutex
-	devices map[bindings.Dev]*Device
-	rpc     map[string][]*Device
+	mu          sync.Mutex
+	devices     map[bindings.Dev]*Device
+	rpc         map[string][]*Device
+	mappedNames map[bindings.Dev]string
+	slack       map[bindings.Buft]uint64
 }
 
 var (
@@ -46,7 +48,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	rtMu.Lock()
 	if rtOne == nil {
-		rtOne = &Runtime{lib: lib, devices: map[bindings.Dev]*Device{}, rpc: map[string][]*Device{}}
+		rtOne = &Runtime{lib: lib, devices: map[bindings.Dev]*Device{}, rpc: map[string][]*Device{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}}
 	}
 	rt := rtOne
 	rtMu.Unlock()
