@@ -1,0 +1,242 @@
+// Package llama drives the pinned libllama (prebuilt, same native set)
+// through purego, in the same process and ggml registry as ggload, so that
+// tests and benchmarks can compare ggload with llama.cpp itself: its
+// placement decisions (read from its own log and its internal tensor map)
+// and its load times.
+//
+// It is a harness, not an API: it mirrors llama_model_params of v0.5.0 and
+// two internal C++ entry points whose layout the tests check.
+package llama
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml"
+)
+
+// ModelParams mirrors struct llama_model_params (include/llama.h of
+// v0.5.0): 80 bytes, 8-byte aligned.
+type ModelParams struct {
+	Devices                  uintptr // ggml_backend_dev_t *, NULL-terminated
+	TensorBuftOverrides      uintptr // llama_model_tensor_buft_override *, pattern NULL-terminated
+	NGPULayers               int32
+	SplitMode                int32
+	LoadMode                 int32
+	LazyMode                 int32
+	MainGPU                  int32
+	_                        [4]byte
+	TensorSplit              uintptr // const float * (llama_max_devices() entries)
+	ProgressCallback         uintptr
+	ProgressCallbackUserData uintptr
+	KVOverrides              uintptr
+	VocabOnly                bool
+	CheckTensors             bool
+	UseExtraBufts            bool
+	NoHost                   bool
+	NoAlloc                  bool
+	LoadMTP                  bool
+	_                        [2]byte
+}
+
+// buftOverride mirrors struct llama_model_tensor_buft_override.
+type buftOverride struct {
+	pattern *byte
+	buft    bindings.Buft
+}
+
+// Lib is the opened libllama.
+type Lib struct {
+	BackendInit        func()                                   `c:"llama_backend_init"`
+	LogSet             func(cb, ud uintptr)                     `c:"llama_log_set"`
+	ModelDefaultParams func() ModelParams                       `c:"llama_model_default_params"`
+	ModelLoadFromFile  func(path string, p ModelParams) uintptr `c:"llama_model_load_from_file"`
+	ModelFree          func(m uintptr)                          `c:"llama_model_free"`
+	MaxDevices         func() uintptr                           `c:"llama_max_devices"`
+	ModelNDevices      func(m uintptr) int32                    `c:"_Z21llama_model_n_devicesPK11llama_model"`
+	ModelGetDevice     func(m uintptr, i int32) bindings.Dev    `c:"_Z22llama_model_get_devicePK11llama_modeli"`
+	tensorMap          func(m uintptr) unsafe.Pointer           `c:"_Z29llama_internal_get_tensor_mapB5cxx11PK11llama_model"`
+
+	rt *ggml.Runtime
+}
+
+var (
+	openMu   sync.Mutex
+	opened   *Lib
+	progress uintptr
+)
+
+// ErrMissing is wrapped by Open's error when the native set has no libllama.
+var ErrMissing = errors.New("no libllama in the native set")
+
+// Open opens the libllama of rt's native set (once per process) and routes
+// its log through ggml's (the same callback, so the bindings' tap sees it).
+func Open(rt *ggml.Runtime) (*Lib, error) {
+	openMu.Lock()
+	defer openMu.Unlock()
+	if opened != nil {
+		return opened, nil
+	}
+	path := rt.Location().Llama
+	if path == "" {
+		return nil, fmt.Errorf("%w %s (the prebuilt packages carry it: scripts/fetch-native.sh)", ErrMissing, rt.Location().Dir)
+	}
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("llama: open %s: %w", path, err)
+	}
+	l := &Lib{rt: rt}
+	v := reflect.ValueOf(l).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Tag.Get("c")
+		if name == "" {
+			continue
+		}
+		sym, err := purego.Dlsym(h, name)
+		if err != nil {
+			return nil, fmt.Errorf("llama: %s lacks %s: %w", path, name, err)
+		}
+		f := v.Field(i)
+		purego.RegisterFunc(reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface(), sym)
+	}
+	l.BackendInit() // a no-op: ggml's registry is already populated
+	l.LogSet(bindings.CallbackAddr(), 0)
+	progress = purego.NewCallback(func(_ float32, _ uintptr) uintptr { return 1 })
+	opened = l
+	return l, nil
+}
+
+// Load describes one llama_model_load_from_file call.
+type Load struct {
+	Path        string
+	NGPULayers  int
+	SplitMode   int
+	MainGPU     int
+	LoadMode    int // -1 auto, 0 none, 1 mmap, 2 mlock, 3 mmap-mlock, 4 direct-io
+	LazyMode    int
+	TensorSplit []float32
+	Devices     []*ggml.Device // nil: llama.cpp's own selection
+	Overrides   [][2]string    // pattern, buffer type name
+	NoHost      bool
+	NoExtra     bool
+	NoAlloc     bool
+	Check       bool
+}
+
+// Model is a loaded llama_model.
+type Model struct {
+	l *Lib
+	h uintptr
+}
+
+// LoadModel loads a model; the error carries llama.cpp's own error line.
+func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
+	p := l.ModelDefaultParams()
+	p.NGPULayers = int32(ld.NGPULayers)
+	p.SplitMode = int32(ld.SplitMode)
+	p.MainGPU = int32(ld.MainGPU)
+	p.LoadMode = int32(ld.LoadMode)
+	p.LazyMode = int32(ld.LazyMode)
+	p.NoHost, p.UseExtraBufts, p.NoAlloc, p.CheckTensors = ld.NoHost, !ld.NoExtra, ld.NoAlloc, ld.Check
+	p.ProgressCallback = progress
+
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	if ld.Devices != nil {
+		devs := make([]bindings.Dev, len(ld.Devices)+1)
+		for i, d := range ld.Devices {
+			devs[i] = d.Handle()
+		}
+		pin.Pin(&devs[0])
+		p.Devices = uintptr(unsafe.Pointer(&devs[0]))
+	}
+	if len(ld.TensorSplit) > 0 {
+		ts := make([]float32, max(int(l.MaxDevices()), len(ld.TensorSplit)))
+		copy(ts, ld.TensorSplit)
+		pin.Pin(&ts[0])
+		p.TensorSplit = uintptr(unsafe.Pointer(&ts[0]))
+	}
+	if len(ld.Overrides) > 0 {
+		ovs := make([]buftOverride, len(ld.Overrides)+1)
+		for i, o := range ld.Overrides {
+			b, err := l.rt.BufferTypeByName(o[1])
+			if err != nil {
+				return nil, nil, err
+			}
+			pat := bindings.CString(o[0])
+			pin.Pin(pat)
+			ovs[i] = buftOverride{pat, b.Handle()}
+		}
+		pin.Pin(&ovs[0])
+		p.TensorBuftOverrides = uintptr(unsafe.Pointer(&ovs[0]))
+	}
+	var lines []LogLine
+	old := bindings.SetLogTap(func(level int, line string) { lines = append(lines, LogLine{level, line}) })
+	h := l.ModelLoadFromFile(ld.Path, p)
+	bindings.SetLogTap(old)
+	if h == 0 {
+		msg := "llama_model_load_from_file failed"
+		for _, ln := range lines {
+			if ln.Level == 4 {
+				msg = ln.Text
+			}
+		}
+		return nil, lines, errors.New("llama: " + msg)
+	}
+	return &Model{l, h}, lines, nil
+}
+
+// LogLine is a captured log line (level 1 debug ... 4 error).
+type LogLine struct {
+	Level int
+	Text  string
+}
+
+// Free frees the model.
+func (m *Model) Free() {
+	if m.h != 0 {
+		m.l.ModelFree(m.h)
+		m.h = 0
+	}
+}
+
+// Devices is the model's device list after llama.cpp's selection.
+func (m *Model) Devices() []bindings.Dev {
+	n := m.l.ModelNDevices(m.h)
+	out := make([]bindings.Dev, n)
+	for i := range out {
+		out[i] = m.l.ModelGetDevice(m.h, int32(i))
+	}
+	return out
+}
+
+// Tensor is one entry of the model's tensors_by_name.
+type Tensor struct {
+	Name string
+	C    *bindings.Tensor
+}
+
+// Tensors reads llama_model::tensors_by_name: a std::vector of
+// std::pair<std::string, ggml_tensor*> (libstdc++'s C++11 ABI: 40-byte
+// elements, the string's pointer and length first, the tensor at 32).
+func (m *Model) Tensors() []Tensor {
+	v := m.l.tensorMap(m.h)
+	begin := *(*unsafe.Pointer)(v)
+	end := *(*unsafe.Pointer)(unsafe.Add(v, 8))
+	n := (uintptr(end) - uintptr(begin)) / 40
+	out := make([]Tensor, 0, n)
+	for i := uintptr(0); i < n; i++ {
+		e := unsafe.Add(begin, i*40)
+		p := *(**byte)(e)
+		ln := *(*uintptr)(unsafe.Add(e, 8))
+		out = append(out, Tensor{string(unsafe.Slice(p, ln)), *(**bindings.Tensor)(unsafe.Add(e, 32))})
+	}
+	return out
+}
