@@ -1,0 +1,135 @@
+package place
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+// candidate is what device selection needs to know of a device. The real
+// devices of a runtime implement it through devView; tests of lists a
+// machine cannot produce (two GPUs with one PCI id, iGPUs) use doubles.
+type candidate interface {
+	Name() string
+	Type() ggml.DeviceType
+	IsRPC() bool
+	DeviceID() string
+	Backend() string // the backend (registry) the device belongs to
+}
+
+type devView struct{ d *ggml.Device }
+
+func (v devView) Name() string          { return v.d.Name() }
+func (v devView) Type() ggml.DeviceType { return v.d.Type() }
+func (v devView) IsRPC() bool           { return v.d.IsRPC() }
+func (v devView) DeviceID() string      { return v.d.Props().DeviceID }
+func (v devView) Backend() string       { return v.d.Registry().Name() }
+
+// selectDevices is llama_prepare_model_devices' default selection: RPC
+// devices first, then GPUs without repeating a PCI device id, then iGPUs
+// only when there is no GPU; CPU and ACCEL devices are handled separately.
+// Split mode none keeps main_gpu alone (none when it is negative). It
+// returns indexes into all and the log lines llama.cpp prints.
+func selectDevices(all []candidate, mode SplitMode, mainGPU int) ([]int, []string, error) {
+	var rpc, gpus, igpus []int
+	var log []string
+	for i, d := range all {
+		switch d.Type() {
+		case ggml.DeviceCPU, ggml.DeviceAccel:
+		case ggml.DeviceGPU:
+			if d.IsRPC() {
+				rpc = append(rpc, i)
+				continue
+			}
+			dup := -1
+			if id := d.DeviceID(); id != "" {
+				for _, g := range gpus {
+					if all[g].DeviceID() == id {
+						dup = g
+						break
+					}
+				}
+			}
+			if dup >= 0 {
+				log = append(log, fmt.Sprintf("skipping device %s with id %s - already using device %s with the same id", d.Name(), d.DeviceID(), all[dup].Name()))
+				continue
+			}
+			gpus = append(gpus, i)
+		case ggml.DeviceIGPU:
+			if len(igpus) == 0 || all[igpus[len(igpus)-1]].Backend() == d.Backend() {
+				igpus = append(igpus, i)
+			}
+		case ggml.DeviceMeta:
+			return nil, nil, fmt.Errorf("place: device %s is a meta device; it cannot be enumerated", d.Name())
+		}
+	}
+	devs := append(append([]int{}, rpc...), gpus...)
+	if len(gpus) == 0 {
+		devs = append(devs, igpus...)
+	}
+	return applyMainGPU(all, devs, mode, mainGPU, log)
+}
+
+func applyMainGPU(all []candidate, devs []int, mode SplitMode, mainGPU int, log []string) ([]int, []string, error) {
+	if mode != SplitNone || len(devs) == 0 {
+		return devs, log, nil
+	}
+	if mainGPU < 0 {
+		return nil, log, nil
+	}
+	if mainGPU >= len(devs) {
+		names := make([]string, len(devs))
+		for i, d := range devs {
+			names[i] = fmt.Sprintf("%d=%s", i, all[d].Name())
+		}
+		return nil, log, fmt.Errorf("place: invalid main GPU %d: %d devices (%s)", mainGPU, len(devs), strings.Join(names, ", "))
+	}
+	return []int{devs[mainGPU]}, log, nil
+}
+
+// resolveDevices turns the device list of Params into devices: explicit
+// names in their order (["none"] for no offload), or the default selection.
+func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error) {
+	all := rt.Devices()
+	if len(p.Devices) > 0 {
+		if len(p.Devices) == 1 && strings.EqualFold(p.Devices[0], "none") {
+			return nil, nil, nil
+		}
+		var devs []*ggml.Device
+		for _, name := range p.Devices {
+			d, err := rt.DeviceByName(name)
+			if err != nil {
+				return nil, nil, fmt.Errorf("place: --device: %w", err)
+			}
+			devs = append(devs, d)
+		}
+		cands := make([]candidate, len(devs))
+		idx := make([]int, len(devs))
+		for i, d := range devs {
+			cands[i], idx[i] = devView{d}, i
+		}
+		sel, log, err := applyMainGPU(cands, idx, p.SplitMode, p.MainGPU, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := make([]*ggml.Device, len(sel))
+		for i, j := range sel {
+			out[i] = devs[j]
+		}
+		return out, log, nil
+	}
+	cands := make([]candidate, len(all))
+	for i, d := range all {
+		cands[i] = devView{d}
+	}
+	sel, log, err := selectDevices(cands, p.SplitMode, p.MainGPU)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]*ggml.Device, len(sel))
+	for i, j := range sel {
+		out[i] = all[j]
+	}
+	return out, log, nil
+}

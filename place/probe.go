@@ -1,0 +1,250 @@
+package place
+
+import (
+	"fmt"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml"
+)
+
+// prober answers llama.cpp's weight_buft_supported question: can device dev
+// run the op a weight is used with when the weight lives in a buffer of
+// type buft? It builds the same tiny op over a zero-size buffer and asks
+// supports_op. Answers are cached by everything they depend on: the op, the
+// weight's type and shape, the buffer type, the device, and the
+// hyperparameters the op's shape uses.
+type prober struct {
+	rt      *ggml.Runtime
+	h       *hparams
+	noCache bool
+
+	cache   map[probeKey]bool
+	dummies map[bindings.Buft]*ggml.Buffer
+	asked   int // questions
+	probes  int // questions that reached the device
+}
+
+type probeKey struct {
+	op    ggml.Op
+	typ   ggml.Type
+	ne    ggml.Shape
+	buft  bindings.Buft
+	dev   bindings.Dev
+	extra [4]int64
+}
+
+func newProber(rt *ggml.Runtime, h *hparams, noCache bool) *prober {
+	return &prober{rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}, dummies: map[bindings.Buft]*ggml.Buffer{}}
+}
+
+// close frees the dummy buffers.
+func (p *prober) close() {
+	for _, b := range p.dummies {
+		b.Free()
+	}
+	p.dummies = map[bindings.Buft]*ggml.Buffer{}
+}
+
+// extra is the part of the hyperparameters an op's probe shape reads.
+func (p *prober) extra(op ggml.Op) [4]int64 {
+	h := p.h
+	switch op {
+	case ggml.OpMulMatID, ggml.OpAddID:
+		return [4]int64{h.nExpertUsedMax()}
+	case ggml.OpRope:
+		return [4]int64{h.nEmbdHeadV0(), h.nHead0()}
+	case ggml.OpSSMScan:
+		return [4]int64{h.ssmDState, h.ssmDInner, h.ssmNGroup}
+	case ggml.OpIm2Col:
+		return [4]int64{h.nEmbd}
+	}
+	return [4]int64{}
+}
+
+// supported reports whether dev supports op for weight w in buft.
+func (p *prober) supported(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft ggml.BufferType, dev *ggml.Device) (bool, error) {
+	if op == ggml.OpNone {
+		return true, nil
+	}
+	p.asked++
+	key := probeKey{op, typ, ne, buft.Handle(), dev.Handle(), p.extra(op)}
+	if !p.noCache {
+		if ok, hit := p.cache[key]; hit {
+			return ok, nil
+		}
+	}
+	ok, err := p.ask(name, typ, ne, op, buft, dev)
+	if err != nil {
+		return false, err
+	}
+	p.probes++
+	p.cache[key] = ok
+	return ok, nil
+}
+
+func (p *prober) ask(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft ggml.BufferType, dev *ggml.Device) (bool, error) {
+	ctx, err := p.rt.NewContext(ggml.ContextParams{Tensors: 8, NoAlloc: true})
+	if err != nil {
+		return false, err
+	}
+	defer ctx.Free()
+	w, err := ctx.NewTensor(typ, ne[:]...)
+	if err != nil {
+		return false, fmt.Errorf("place: tensor %q: %w", name, err)
+	}
+	opt, err := p.build(ctx, w, op)
+	if err != nil {
+		return false, fmt.Errorf("place: tensor %q (%s %v) cannot be used with %s as llama.cpp's probe builds it: %w", name, typ, ne, p.rt.OpName(op), err)
+	}
+	dummy, ok := p.dummies[buft.Handle()]
+	if !ok {
+		if dummy, err = buft.DummyBuffer(); err != nil {
+			return false, err
+		}
+		p.dummies[buft.Handle()] = dummy
+	}
+	if err := w.SetProbeBuffer(dummy); err != nil {
+		return false, err
+	}
+	defer w.ClearProbeBuffer()
+	return dev.SupportsOp(opt)
+}
+
+// build makes the op as weight_buft_supported does
+// (src/llama-model-loader.cpp:927-1064).
+func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
+	ne := w.Shape()
+	f32 := func(dims ...int64) (*ggml.Tensor, error) { return ctx.NewTensor(ggml.TypeF32, dims...) }
+	i32 := func(dims ...int64) (*ggml.Tensor, error) { return ctx.NewTensor(ggml.TypeI32, dims...) }
+	switch op {
+	case ggml.OpGetRows:
+		b, err := i32(512)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.GetRows(w, b)
+	case ggml.OpMulMat:
+		b, err := f32(ne[0], 512, ne[2], ne[3])
+		if err != nil {
+			return nil, err
+		}
+		return ctx.MulMat(w, b)
+	case ggml.OpMulMatID, ggml.OpAddID:
+		n := p.h.nExpertUsedMax()
+		if n <= 0 {
+			return nil, fmt.Errorf("the model uses experts but %s is 0", p.h.key("expert_used_count"))
+		}
+		if op == ggml.OpMulMatID {
+			b, err := f32(ne[0], n, 512)
+			if err != nil {
+				return nil, err
+			}
+			ids, err := i32(n, 512)
+			if err != nil {
+				return nil, err
+			}
+			return ctx.MulMatID(w, b, ids)
+		}
+		a, err := f32(ne[0], n, 512)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := i32(n, 512)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.AddID(a, w, ids)
+	case ggml.OpAdd, ggml.OpMul:
+		a, err := f32(ne[0], ne[1], ne[2], ne[3])
+		if err != nil {
+			return nil, err
+		}
+		if op == ggml.OpAdd {
+			return ctx.Add(a, w)
+		}
+		return ctx.Mul(a, w)
+	case ggml.OpDiv:
+		a, err := f32(ne[0])
+		if err != nil {
+			return nil, err
+		}
+		return ctx.Div(a, w)
+	case ggml.OpRope:
+		a, err := f32(p.h.nEmbdHeadV0(), p.h.nHead0(), 512)
+		if err != nil {
+			return nil, err
+		}
+		b, err := i32(512)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.RopeExt(a, b, w, ggml.RopeParams{})
+	case ggml.OpSSMConv:
+		sx, err := f32(ne[0]-1+512, ne[1], 3)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.SSMConv(sx, w)
+	case ggml.OpSSMScan:
+		h := p.h
+		dState := ne[0]
+		if dState == 1 {
+			dState = h.ssmDState
+		}
+		nHead := ne[1]
+		if nHead <= 0 {
+			return nil, fmt.Errorf("ssm_a has no heads")
+		}
+		headDim := h.ssmDInner / nHead
+		nGroup := max(h.ssmNGroup, 1)
+		s, err := f32(dState, headDim, nHead, 3)
+		if err != nil {
+			return nil, err
+		}
+		x, err := f32(headDim, nHead, 512, 3)
+		if err != nil {
+			return nil, err
+		}
+		dt, err := f32(nHead, 512, 3)
+		if err != nil {
+			return nil, err
+		}
+		B, err := f32(dState, nGroup, 512, 3)
+		if err != nil {
+			return nil, err
+		}
+		C, err := f32(dState, nGroup, 512, 3)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := i32(3)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.SSMScan(s, x, dt, w, B, C, ids)
+	case ggml.OpRWKVWKV6:
+		const S, H, T, N = 123, 123, 123, 123
+		var ts [5]*ggml.Tensor
+		for i := range 4 {
+			t, err := f32(S, H, T)
+			if err != nil {
+				return nil, err
+			}
+			ts[i] = t
+		}
+		state, err := f32(S, N, S, H)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.RWKVWKV6(ts[0], ts[1], ts[2], w, ts[3], state)
+	case ggml.OpIm2Col:
+		b, err := f32(p.h.nEmbd, ne[1], 1, 1)
+		if err != nil {
+			return nil, err
+		}
+		return ctx.Im2Col(w, b, 1, 0, 0, 0, 1, 0, false, ggml.TypeF16)
+	case ggml.OpScale:
+		return ctx.Scale(w, 1)
+	}
+	return nil, fmt.Errorf("llama.cpp has no probe for op %s", p.rt.OpName(op))
+}

@@ -1,0 +1,259 @@
+package tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/llama"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// A conformance case: one model, one set of parameters, planned by ggload
+// and loaded by llama.cpp in the same process on the same devices.
+type confCase struct {
+	name   string
+	model  string
+	params func(p *place.Params)
+}
+
+func openLlama(t *testing.T, rt *ggml.Runtime) *llama.Lib {
+	t.Helper()
+	l, err := llama.Open(rt)
+	if err != nil {
+		testenv.Missing(t, "llama", "%v", err)
+	}
+	return l
+}
+
+var layerLine = regexp.MustCompile(`^load_tensors: layer +(\d+) assigned to device (\S+), is_swa`)
+
+// report is what both sides are compared on.
+type report struct {
+	layers    map[int]string
+	overrides []string
+	moved     string
+	offload   []string
+	sizeLines []string
+	buffers   []string // "name size" of every buffer
+	tensors   []string // "name buffer-type" of every placed tensor
+}
+
+func llamaReport(t *testing.T, rt *ggml.Runtime, m *llama.Model, lines []llama.LogLine) report {
+	r := report{layers: map[int]string{}}
+	for _, ln := range lines {
+		switch {
+		case layerLine.MatchString(ln.Text):
+			sm := layerLine.FindStringSubmatch(ln.Text)
+			var il int
+			fmt.Sscan(sm[1], &il)
+			r.layers[il] = sm[2]
+		case strings.HasPrefix(ln.Text, "tensor ") && strings.Contains(ln.Text, "buffer type overridden to"):
+			r.overrides = append(r.overrides, ln.Text)
+		case strings.HasPrefix(ln.Text, "done_getting_tensors: tensor '"):
+			r.moved = ln.Text
+		case strings.HasPrefix(ln.Text, "load_tensors: offload"):
+			r.offload = append(r.offload, ln.Text)
+		case strings.Contains(ln.Text, "model buffer size ="):
+			r.sizeLines = append(r.sizeLines, ln.Text)
+		}
+	}
+	lib := rt.Lib()
+	seen := map[bindings.Buffer]bool{}
+	for _, tn := range m.Tensors() {
+		b := tn.C.Buffer
+		r.tensors = append(r.tensors, tn.Name+" "+lib.BuftName(lib.BufferGetType(b)))
+		if !seen[b] {
+			seen[b] = true
+			r.buffers = append(r.buffers, fmt.Sprintf("%s %d", lib.BufferName(b), lib.BufferGetSize(b)))
+		}
+	}
+	slices.Sort(r.tensors)
+	slices.Sort(r.buffers)
+	return r
+}
+
+func ourReport(p *place.Plan) report {
+	r := report{layers: map[int]string{}}
+	for il, d := range p.LayerDevices {
+		r.layers[il] = d.Name()
+	}
+	for _, ln := range p.Log {
+		switch {
+		case strings.HasPrefix(ln.Text, "tensor ") && strings.Contains(ln.Text, "buffer type overridden to"):
+			r.overrides = append(r.overrides, ln.Text)
+		case strings.HasPrefix(ln.Text, "done_getting_tensors: tensor '"):
+			r.moved = ln.Text
+		case strings.HasPrefix(ln.Text, "load_tensors: offload"):
+			r.offload = append(r.offload, ln.Text)
+		case strings.Contains(ln.Text, "model buffer size ="):
+			r.sizeLines = append(r.sizeLines, ln.Text)
+		}
+	}
+	for _, c := range p.Contexts {
+		for _, b := range c.Buffers {
+			r.buffers = append(r.buffers, fmt.Sprintf("%s %d", b.Name, b.Size))
+		}
+	}
+	for _, tp := range p.Tensors {
+		if tp.Context >= 0 && !tp.Shared {
+			// a tensor in a mapped context lives in a buffer made from the
+			// mapping, whose buffer type is that buffer's own (CPU_Mapped)
+			bt := tp.BufferType.Name()
+			if c := p.Contexts[tp.Context]; c.Mapped {
+				bt = c.Buffers[0].Name
+			}
+			r.tensors = append(r.tensors, tp.Name+" "+bt)
+		}
+	}
+	slices.Sort(r.tensors)
+	slices.Sort(r.buffers)
+	return r
+}
+
+func compareReports(t *testing.T, ours, theirs report) {
+	t.Helper()
+	for il, d := range theirs.layers {
+		if ours.layers[il] != d {
+			t.Errorf("layer %d: ours %s, llama.cpp %s", il, ours.layers[il], d)
+		}
+	}
+	if len(ours.layers) != len(theirs.layers) {
+		t.Errorf("%d layers, llama.cpp %d", len(ours.layers), len(theirs.layers))
+	}
+	eq := func(what string, a, b []string) {
+		if !slices.Equal(a, b) {
+			t.Errorf("%s differ:\n ours:      %q\n llama.cpp: %q", what, a, b)
+		}
+	}
+	eq("override lines", ours.overrides, theirs.overrides)
+	if ours.moved != theirs.moved {
+		t.Errorf("moved summary:\n ours:      %q\n llama.cpp: %q", ours.moved, theirs.moved)
+	}
+	eq("offload lines", ours.offload, theirs.offload)
+	eq("buffer size lines", ours.sizeLines, theirs.sizeLines)
+	eq("buffers (exact sizes)", ours.buffers, theirs.buffers)
+	eq("per-tensor buffer types", ours.tensors, theirs.tensors)
+}
+
+var confModels = map[string]synth.Spec{
+	"dense4":    {Layers: 4, Embd: 256, FF: 512, Heads: 4, Vocab: 512, RopeFreqs: true, Seed: 1},
+	"tied7":     {Layers: 7, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Tied: true, Weights: ggml.TypeQ4_0, Seed: 2},
+	"moe4":      {Layers: 4, Embd: 256, FF: 256, Heads: 4, Vocab: 256, Experts: 4, ExpertsUsed: 2, Tied: true, Seed: 3},
+	"dense12q4": {Layers: 12, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 1024, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ6_K, Seed: 4},
+}
+
+func TestConformanceWithLlamaCpp(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	eps := testenv.RPC(t, 2)
+	l := openLlama(t, rt)
+	dir := t.TempDir()
+	paths := map[string]string{}
+	for name, spec := range confModels {
+		p, err := spec.Write(rt, filepath.Join(dir, name+".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
+	rpc0 := "RPC0[" + eps[0] + "]"
+	_ = vk
+	cases := []confCase{
+		{"all-layers", "dense4", nil},
+		{"ngl0", "dense4", func(p *place.Params) { p.NGPULayers = 0 }},
+		{"ngl2", "dense12q4", func(p *place.Params) { p.NGPULayers = 2 }},
+		{"ngl-n-layer", "dense12q4", func(p *place.Params) { p.NGPULayers = 12 }},
+		{"ngl-over", "tied7", func(p *place.Params) { p.NGPULayers = 99 }},
+		{"ts-even", "dense12q4", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1} }},
+		{"ts-vulkan-heavy", "dense12q4", func(p *place.Params) { p.TensorSplit = []float32{1, 0, 3} }},
+		{"ts-partial", "tied7", func(p *place.Params) { p.TensorSplit = []float32{2, 1, 1}; p.NGPULayers = 5 }},
+		{"sm-none-mg2", "dense4", func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = 2 }},
+		{"sm-none-mg0", "tied7", func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = 0 }},
+		{"sm-none-no-gpu", "dense4", func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = -1 }},
+		{"ot-layer-cpu", "dense12q4", func(p *place.Params) {
+			p.Overrides = []place.Override{{Pattern: `blk\.1[01]\.`, BufferType: "CPU"}}
+		}},
+		{"ot-experts-cpu", "moe4", func(p *place.Params) { p.CPUMoE = true }},
+		{"ot-n-cpu-moe", "moe4", func(p *place.Params) { p.NCPUMoE = 2; p.TensorSplit = []float32{1, 1, 1} }},
+		{"ot-to-vulkan", "dense4", func(p *place.Params) {
+			p.Overrides = []place.Override{{Pattern: `attn_q`, BufferType: "Vulkan0"}, {Pattern: `ffn_up`, BufferType: rpc0}}
+		}},
+		{"moe-ts", "moe4", func(p *place.Params) { p.TensorSplit = []float32{0, 1, 1} }},
+		{"no-host", "tied7", func(p *place.Params) { p.NoHost = true; p.NGPULayers = 3 }},
+		{"no-extra-bufts", "dense4", func(p *place.Params) { p.UseExtraBufts = false; p.NGPULayers = 1 }},
+		{"devices-vulkan-only", "tied7", func(p *place.Params) { p.Devices = []string{"Vulkan0"} }},
+		{"devices-explicit-order", "dense12q4", func(p *place.Params) {
+			p.Devices = []string{"Vulkan0", "RPC1"}
+			p.TensorSplit = []float32{1, 2}
+		}},
+	}
+	for _, c := range cases {
+		for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
+			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
+				params := place.DefaultParams()
+				params.LoadMode = mode
+				params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
+				if c.params != nil {
+					c.params(&params)
+				}
+				m, err := gguf.OpenModel(paths[c.model])
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				plan, err := place.New(rt, m, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ld := llama.Load{Path: paths[c.model], NGPULayers: params.NGPULayers, SplitMode: int(params.SplitMode),
+					MainGPU: params.MainGPU, LoadMode: int(mode), LazyMode: int(params.Lazy), TensorSplit: params.TensorSplit,
+					NoHost: params.NoHost, NoExtra: !params.UseExtraBufts}
+				if len(params.Devices) > 0 {
+					for _, n := range params.Devices {
+						d, err := rt.DeviceByName(n)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ld.Devices = append(ld.Devices, d)
+					}
+				}
+				if params.CPUMoE {
+					ld.Overrides = append(ld.Overrides, [2]string{place.ExpertsPattern, "CPU"})
+				}
+				for i := 0; i < params.NCPUMoE; i++ {
+					ld.Overrides = append(ld.Overrides, [2]string{fmt.Sprintf(`blk\.%d%s`, i, place.ExpertsPattern), "CPU"})
+				}
+				for _, o := range params.Overrides {
+					ld.Overrides = append(ld.Overrides, [2]string{o.Pattern, o.BufferType})
+				}
+				lm, lines, err := l.LoadModel(ld)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer lm.Free()
+				// the device list is the same
+				var theirDevs []string
+				for _, d := range lm.Devices() {
+					theirDevs = append(theirDevs, rt.Lib().DevName(d))
+				}
+				var ourDevs []string
+				for _, d := range plan.Devices {
+					ourDevs = append(ourDevs, d.Name())
+				}
+				if !slices.Equal(ourDevs, theirDevs) {
+					t.Errorf("devices: ours %v, llama.cpp %v", ourDevs, theirDevs)
+				}
+				compareReports(t, ourReport(plan), llamaReport(t, rt, lm, lines))
+			})
+		}
+	}
+}
