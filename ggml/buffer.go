@@ -22,29 +22,61 @@ func (b BufferType) Handle() bindings.Buft { return b.h }
 // IsZero reports whether b is the zero value.
 func (b BufferType) IsZero() bool { return b.h == 0 }
 
+// buftInfo caches what never changes about a buffer type, so that hot
+// paths (planning 100k tensors) do not pay a native call each time.
+type buftInfo struct {
+	name      string
+	dev       bindings.Dev
+	host      bool
+	alignment uint64
+	maxSize   uint64
+}
+
+func (b BufferType) info() *buftInfo {
+	rt := b.rt
+	rt.mu.Lock()
+	bi, ok := rt.bufts[b.h]
+	rt.mu.Unlock()
+	if ok {
+		return bi
+	}
+	lib := rt.lib
+	bi = &buftInfo{
+		name:      lib.BuftName(b.h),
+		dev:       lib.BuftGetDevice(b.h),
+		host:      lib.BuftIsHost(b.h),
+		alignment: uint64(lib.BuftGetAlignment(b.h)),
+		maxSize:   uint64(lib.BuftGetMaxSize(b.h)),
+	}
+	rt.mu.Lock()
+	rt.bufts[b.h] = bi
+	rt.mu.Unlock()
+	return bi
+}
+
 // Name is the buffer type's name ("CPU", "CPU_REPACK", "Vulkan0", "Vulkan_Host").
 func (b BufferType) Name() string {
 	if b.h == 0 {
 		return ""
 	}
-	return b.rt.lib.BuftName(b.h)
+	return b.info().name
 }
 
 func (b BufferType) String() string { return b.Name() }
 
 // Alignment is the alignment of allocations in bytes.
-func (b BufferType) Alignment() uint64 { return uint64(b.rt.lib.BuftGetAlignment(b.h)) }
+func (b BufferType) Alignment() uint64 { return b.info().alignment }
 
 // MaxSize is the largest buffer the type can allocate.
-func (b BufferType) MaxSize() uint64 { return uint64(b.rt.lib.BuftGetMaxSize(b.h)) }
+func (b BufferType) MaxSize() uint64 { return b.info().maxSize }
 
 // IsHost reports whether buffers of this type are host memory the CPU can read.
-func (b BufferType) IsHost() bool { return b.rt.lib.BuftIsHost(b.h) }
+func (b BufferType) IsHost() bool { return b.info().host }
 
 // Device is the device the buffer type belongs to; ok is false for buffer
 // types without one.
 func (b BufferType) Device() (*Device, bool) {
-	h := b.rt.lib.BuftGetDevice(b.h)
+	h := b.info().dev
 	if h == 0 {
 		return nil, false
 	}

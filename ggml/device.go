@@ -3,6 +3,7 @@ package ggml
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
@@ -62,7 +63,35 @@ type Device struct {
 	rt   *Runtime
 	h    bindings.Dev
 	name string
+
+	once     sync.Once
+	typ      DeviceType
+	regName  string
+	buft     bindings.Buft
+	hostBuft bindings.Buft
+	id       string
+	caps     Caps
 }
+
+// fixed caches what never changes about a device.
+func (d *Device) fixed() *Device {
+	d.once.Do(func() {
+		lib := d.rt.lib
+		d.typ = DeviceType(lib.DevType(d.h))
+		d.regName = lib.RegName(lib.DevBackendReg(d.h))
+		d.buft = lib.DevBufferType(d.h)
+		d.hostBuft = lib.DevHostBufferType(d.h)
+		p := d.Props()
+		d.id, d.caps = p.DeviceID, p.Caps
+	})
+	return d
+}
+
+// Caps are the device's capabilities.
+func (d *Device) Caps() Caps { return d.fixed().caps }
+
+// DeviceID is the device's PCI id, or "" when it has none.
+func (d *Device) DeviceID() string { return d.fixed().id }
 
 // Handle returns the native handle (for tests and the conformance harness).
 func (d *Device) Handle() bindings.Dev { return d.h }
@@ -74,13 +103,16 @@ func (d *Device) Name() string { return d.name }
 func (d *Device) Description() string { return d.rt.lib.DevDescription(d.h) }
 
 // Type is the device type.
-func (d *Device) Type() DeviceType { return DeviceType(d.rt.lib.DevType(d.h)) }
+func (d *Device) Type() DeviceType { return d.fixed().typ }
 
 // Registry is the backend the device belongs to.
 func (d *Device) Registry() Registry { return Registry{d.rt, d.rt.lib.DevBackendReg(d.h)} }
 
 // IsRPC reports whether the device is served by ggml-rpc-server.
-func (d *Device) IsRPC() bool { return d.Registry().Name() == "RPC" }
+func (d *Device) IsRPC() bool { return d.fixed().regName == "RPC" }
+
+// BackendName is the name of the device's backend ("CPU", "Vulkan", "RPC").
+func (d *Device) BackendName() string { return d.fixed().regName }
 
 // Props reads the device's properties.
 func (d *Device) Props() Props {
@@ -111,11 +143,11 @@ func (d *Device) Memory() (free, total uint64) {
 }
 
 // BufferType is the device's default buffer type.
-func (d *Device) BufferType() BufferType { return BufferType{d.rt, d.rt.lib.DevBufferType(d.h)} }
+func (d *Device) BufferType() BufferType { return BufferType{d.rt, d.fixed().buft} }
 
 // HostBufferType is the device's pinned host buffer type, if it has one.
 func (d *Device) HostBufferType() (BufferType, bool) {
-	h := d.rt.lib.DevHostBufferType(d.h)
+	h := d.fixed().hostBuft
 	return BufferType{d.rt, h}, h != 0
 }
 
@@ -200,7 +232,7 @@ func (d *Device) NewBackend() (*Backend, error) {
 
 // NewEvent creates an event on the device (needs Caps.Events).
 func (d *Device) NewEvent() (*Event, error) {
-	if !d.Props().Caps.Events {
+	if !d.Caps().Events {
 		return nil, fmt.Errorf("ggml: device %s does not support events", d.name)
 	}
 	h := d.rt.lib.EventNew(d.h)
@@ -215,7 +247,7 @@ func (d *Device) NewEvent() (*Event, error) {
 // memory must outlive the buffer. maxTensorSize is the largest tensor that
 // will be placed in it.
 func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64) (*Buffer, error) {
-	if !d.Props().Caps.BufferFromHostPtr {
+	if !d.Caps().BufferFromHostPtr {
 		return nil, fmt.Errorf("ggml: device %s cannot create buffers from host memory", d.name)
 	}
 	if p == nil || size == 0 {

@@ -32,6 +32,7 @@ type Runtime struct {
 	rpc         map[string][]*Device
 	mappedNames map[bindings.Dev]string
 	slack       map[bindings.Buft]uint64
+	bufts       map[bindings.Buft]*buftInfo
 }
 
 var (
@@ -48,7 +49,7 @@ func Open(opts Options) (*Runtime, error) {
 	}
 	rtMu.Lock()
 	if rtOne == nil {
-		rtOne = &Runtime{lib: lib, devices: map[bindings.Dev]*Device{}, rpc: map[string][]*Device{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}}
+		rtOne = &Runtime{lib: lib, devices: map[bindings.Dev]*Device{}, rpc: map[string][]*Device{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}, bufts: map[bindings.Buft]*buftInfo{}}
 	}
 	rt := rtOne
 	rtMu.Unlock()

@@ -23,8 +23,8 @@ type devView struct{ d *ggml.Device }
 func (v devView) Name() string          { return v.d.Name() }
 func (v devView) Type() ggml.DeviceType { return v.d.Type() }
 func (v devView) IsRPC() bool           { return v.d.IsRPC() }
-func (v devView) DeviceID() string      { return v.d.Props().DeviceID }
-func (v devView) Backend() string       { return v.d.Registry().Name() }
+func (v devView) DeviceID() string      { return v.d.DeviceID() }
+func (v devView) Backend() string       { return v.d.BackendName() }
 
 // selectDevices is llama_prepare_model_devices' default selection: RPC
 // devices first, then GPUs without repeating a PCI device id, then iGPUs

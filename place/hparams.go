@@ -69,8 +69,10 @@ func readHparams(m *gguf.Model) (*hparams, error) {
 	if err != nil {
 		return nil, fmt.Errorf("place: %w", err)
 	}
-	if nl == 0 || nl > 512 { // LLAMA_MAX_LAYERS
-		return nil, fmt.Errorf("place: %s = %d, must be in [1, 512]", h.key("block_count"), nl)
+	// llama.cpp v0.5.0 stops at LLAMA_MAX_LAYERS = 512 (a fixed array);
+	// ggload's bound only keeps allocations sane
+	if nl == 0 || nl > 1<<16 {
+		return nil, fmt.Errorf("place: %s = %d, must be in [1, 65536]", h.key("block_count"), nl)
 	}
 	h.nLayerAll = int(nl)
 	u := func(k string, def int64) int64 {

@@ -142,10 +142,20 @@ type planner struct {
 	warnedOT  bool
 
 	ctxIndex  map[ctxKey]int
-	ctxNames  []map[string]int // per context: tensor name -> index in Plan.Tensors
-	consumed  map[string]bool  // file tensors used
-	created   map[string]bool  // created templates per layer "tmpl#il"
+	members   map[member]bool       // which weights each context holds
+	consumed  map[*gguf.Weight]bool // file tensors used
+	created   map[createdKey]bool   // templates created per layer
 	allocSize map[allocKey]uint64
+}
+
+type member struct {
+	ctx int
+	w   *gguf.Weight
+}
+
+type createdKey struct {
+	tmpl, suffix string
+	il           int
 }
 
 type ctxKey struct {
@@ -203,7 +213,10 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	pl := &planner{
 		rt: rt, m: m, h: h, p: p, pr: pr, cpu: cpu, cpuBuf: cpu.BufferType(),
 		gpuLists: map[bindings.Dev][]bufEntry{}, ctxIndex: map[ctxKey]int{},
-		consumed: map[string]bool{}, created: map[string]bool{}, allocSize: map[allocKey]uint64{},
+		members:   make(map[member]bool, len(m.Weights)+8),
+		consumed:  make(map[*gguf.Weight]bool, len(m.Weights)),
+		created:   make(map[createdKey]bool, len(m.Weights)),
+		allocSize: map[allocKey]uint64{},
 	}
 	devs, devLog, err := resolveDevices(rt, params)
 	if err != nil {
@@ -276,7 +289,7 @@ func (pl *planner) resolveModes() error {
 	p.LoadMode = mode
 	allMmap := true
 	for _, d := range p.Devices {
-		if !d.Props().Caps.MmapSupport {
+		if !d.Caps().MmapSupport {
 			allMmap = false
 		}
 	}
@@ -389,7 +402,7 @@ func (pl *planner) compileOverrides() error {
 	for _, o := range pl.p.Params.allOverrides() {
 		re, err := regexp.Compile(o.Pattern)
 		if err != nil {
-			return fmt.Errorf("place: -ot pattern %q: %w", o.Pattern, err)
+			return fmt.Errorf("place: -ot pattern '%s': %w", o.Pattern, err)
 		}
 		b, err := pl.rt.BufferTypeByName(o.BufferType)
 		if err != nil {
@@ -402,26 +415,25 @@ func (pl *planner) compileOverrides() error {
 
 // createTensors replays the architecture's create_tensor calls.
 func (pl *planner) createTensors() error {
+	pl.p.Tensors = make([]TensorPlan, 0, len(pl.m.Weights)+pl.h.nLayerAll+1)
 	spec, known := archSpecs[pl.h.arch]
 	if !known {
-		if err := pl.createGeneric(); err != nil {
+		// every tensor of the file, scales included, is placed by name
+		return pl.createGeneric()
+	}
+	for _, e := range spec.head {
+		if err := pl.create(e, 0, true); err != nil {
 			return err
 		}
-	} else {
-		for _, e := range spec.head {
-			if err := pl.create(e, 0, true); err != nil {
+	}
+	n := pl.h.nLayerAll - pl.h.nLayerNextn
+	if spec.allLyrs {
+		n = pl.h.nLayerAll
+	}
+	for il := 0; il < n; il++ {
+		for _, e := range spec.layer {
+			if err := pl.create(e, il, false); err != nil {
 				return err
-			}
-		}
-		n := pl.h.nLayerAll - pl.h.nLayerNextn
-		if spec.allLyrs {
-			n = pl.h.nLayerAll
-		}
-		for il := 0; il < n; il++ {
-			for _, e := range spec.layer {
-				if err := pl.create(e, il, false); err != nil {
-					return err
-				}
 			}
 		}
 	}
@@ -429,7 +441,7 @@ func (pl *planner) createTensors() error {
 	for il := 0; il < pl.h.nLayerAll; il++ {
 		for _, suffix := range []string{"scale", "input_scale"} {
 			for _, tmpl := range scaleOrder {
-				if pl.created[fmt.Sprintf("%s#%d", tmpl, il)] {
+				if pl.created[createdKey{tmpl, "weight", il}] {
 					if err := pl.create(archTensor{tmpl: tmpl, suffix: suffix}, il, false); err != nil {
 						return err
 					}
@@ -447,8 +459,8 @@ func (pl *planner) createTensors() error {
 	// every tensor of the file must have been used (llama.cpp: "wrong
 	// number of tensors"); name the ones that were not
 	var unused []string
-	for _, w := range pl.m.Weights {
-		if !pl.consumed[w.Name] {
+	for i := range pl.m.Weights {
+		if w := &pl.m.Weights[i]; !pl.consumed[w] {
 			unused = append(unused, w.Name)
 		}
 	}
@@ -469,7 +481,7 @@ func (pl *planner) createGeneric() error {
 	pl.p.warn(fmt.Sprintf("place: architecture %q is not in the table; tensors are placed by name alone (no tied output, no per-layer duplicates)", pl.h.arch))
 	for i := range pl.m.Weights {
 		w := &pl.m.Weights[i]
-		tmpl, layer, info, ok := lookupTensor(w.Name)
+		_, layer, info, ok := lookupTensor(w.Name)
 		if !ok {
 			return fmt.Errorf("%w: missing tensor info mapping for %s", ErrUnknownTensor, w.Name)
 		}
@@ -479,7 +491,6 @@ func (pl *planner) createGeneric() error {
 		} else if il < 0 || il >= pl.h.nLayerAll {
 			il = 0
 		}
-		_ = tmpl
 		if err := pl.place(w, info, il, false, false); err != nil {
 			return err
 		}
@@ -509,20 +520,20 @@ func (pl *planner) create(e archTensor, il int, head bool) error {
 	// present, replaces the separate ones; the separate biases are tried
 	// only when there is no fused bias
 	for fused, alts := range fusedAlternatives {
-		if !slices.Contains(alts, e.tmpl) || !pl.created[fmt.Sprintf("%s#%d", fused, il)] {
+		if !slices.Contains(alts, e.tmpl) || !pl.created[createdKey{fused, "weight", il}] {
 			continue
 		}
-		if e.suffix == "weight" || pl.created[fmt.Sprintf("%s.bias#%d", fused, il)] {
+		if e.suffix == "weight" || pl.created[createdKey{fused, "bias", il}] {
 			return nil
 		}
 	}
 	// the fused bias is tried only with the fused weight, the separate
 	// biases only without a fused bias
-	if e.tmpl == "blk.%d.attn_qkv" && e.suffix == "bias" && !pl.created[fmt.Sprintf("%s#%d", e.tmpl, il)] {
+	if e.tmpl == "blk.%d.attn_qkv" && e.suffix == "bias" && !pl.created[createdKey{e.tmpl, "weight", il}] {
 		return nil
 	}
 	if e.tied {
-		if _, haveOut := pl.m.Weight("output.weight"); haveOut && pl.consumed["output.weight"] {
+		if out, haveOut := pl.m.Weight("output.weight"); haveOut && pl.consumed[out] {
 			return nil
 		}
 	}
@@ -540,23 +551,23 @@ func (pl *planner) create(e archTensor, il int, head bool) error {
 	if e.tied {
 		info = tensorKinds["output"]
 	}
-	if e.suffix != "weight" && e.suffix != "" {
-		pl.created[fmt.Sprintf("%s.%s#%d", e.tmpl, e.suffix, il)] = true
-	} else {
-		pl.created[fmt.Sprintf("%s#%d", e.tmpl, il)] = true
+	suffix := e.suffix
+	if suffix == "" {
+		suffix = "weight"
 	}
+	pl.created[createdKey{e.tmpl, suffix, il}] = true
 	if e.skip {
-		pl.consumed[name] = true
+		pl.consumed[w] = true
 		pl.p.warn(fmt.Sprintf("model has unused tensor %s (size = %d bytes) -- ignoring", name, w.Size))
 		pl.p.Tensors = append(pl.p.Tensors, TensorPlan{Name: name, Type: w.Type, Shape: w.Shape, Bytes: w.Size, Class: info.Layer, Layer: il, Op: info.Op, Reason: ReasonUnused, Context: -1, Weight: w})
 		return nil
 	}
-	dup := e.tied || (e.dup && pl.consumed[name])
+	dup := e.tied || (e.dup && pl.consumed[w])
 	if info.Layer == LayerRepeating && head {
 		il = 0 // created with bid 0
 	}
 	if !dup {
-		pl.consumed[name] = true
+		pl.consumed[w] = true
 	}
 	return pl.place(w, info, il, dup, e.lazy)
 }
@@ -688,21 +699,17 @@ func (pl *planner) addToContext(t TensorPlan, lazy bool) error {
 			dev = pl.cpu
 		}
 		p.Contexts = append(p.Contexts, ContextPlan{BufferType: t.BufferType, Device: dev, Lazy: lazy})
-		pl.ctxNames = append(pl.ctxNames, map[string]int{})
 	}
 	t.Context = ci
-	if t.Duplicate {
-		if _, have := pl.ctxNames[ci][t.Name]; have {
-			t.Shared = true
-		}
+	mk := member{ci, t.Weight}
+	if t.Duplicate && pl.members[mk] {
+		t.Shared = true
 	}
 	idx := len(p.Tensors)
 	p.Tensors = append(p.Tensors, t)
 	if !t.Shared {
 		p.Contexts[ci].Tensors = append(p.Contexts[ci].Tensors, idx)
-		if _, have := pl.ctxNames[ci][t.Name]; !have {
-			pl.ctxNames[ci][t.Name] = idx
-		}
+		pl.members[mk] = true
 	}
 	return nil
 }
@@ -736,9 +743,8 @@ func (pl *planner) sizeContexts() error {
 	}
 	for ci := range p.Contexts {
 		c := &p.Contexts[ci]
-		props := c.Device.Props()
 		isDefault := c.BufferType == c.Device.BufferType()
-		if (p.UseMmap || c.Lazy) && props.Caps.BufferFromHostPtr && isDefault {
+		if (p.UseMmap || c.Lazy) && c.Device.Caps().BufferFromHostPtr && isDefault {
 			c.Mapped = true
 			name, err := c.Device.HostPtrBufferName()
 			if err != nil {

@@ -204,22 +204,7 @@ func splitTensorName(name string) (base, suffix string) {
 // every layer): callers resolve those through archTensors.
 func lookupTensor(name string) (tmpl string, layer int, info TensorInfo, ok bool) {
 	base, suffix := splitTensorName(name)
-	parts := strings.Split(base, ".")
-	layer = -1
-	for i, p := range parts {
-		if !isDigits(p) {
-			continue
-		}
-		if layer < 0 {
-			n, err := strconv.Atoi(p)
-			if err != nil {
-				return base, -1, TensorInfo{}, false
-			}
-			layer = n
-		}
-		parts[i] = "%d"
-	}
-	tmpl = strings.Join(parts, ".")
+	tmpl, layer = templateOf(base)
 	info, ok = tensorKinds[tmpl]
 	if !ok {
 		return tmpl, layer, TensorInfo{}, false
@@ -234,6 +219,52 @@ func lookupTensor(name string) (tmpl string, layer int, info TensorInfo, ok bool
 	return tmpl, layer, info, true
 }
 
+// templateOf replaces every all-digit dot-separated component of base with
+// %d and returns the first one as the layer (-1 if none).
+func templateOf(base string) (string, int) {
+	// fast path: "blk.N.rest" with no other number
+	if rest, ok := strings.CutPrefix(base, "blk."); ok {
+		if i := strings.IndexByte(rest, '.'); i > 0 && isDigits(rest[:i]) && !hasDigitPart(rest[i+1:]) {
+			n, err := strconv.Atoi(rest[:i])
+			if err == nil {
+				return "blk.%d." + rest[i+1:], n
+			}
+		}
+	}
+	parts := strings.Split(base, ".")
+	layer := -1
+	for i, p := range parts {
+		if !isDigits(p) {
+			continue
+		}
+		if layer < 0 {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return base, -1
+			}
+			layer = n
+		}
+		parts[i] = "%d"
+	}
+	return strings.Join(parts, "."), layer
+}
+
+func hasDigitPart(s string) bool {
+	for s != "" {
+		i := strings.IndexByte(s, '.')
+		part := s
+		if i >= 0 {
+			part, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		if isDigits(part) {
+			return true
+		}
+	}
+	return false
+}
+
 func isDigits(s string) bool {
 	if s == "" {
 		return false
@@ -244,4 +275,14 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// TensorTemplates lists the name templates of llama.cpp's tensor info table
+// that ggload knows.
+func TensorTemplates() []string {
+	out := make([]string, 0, len(tensorKinds))
+	for t := range tensorKinds {
+		out = append(out, t)
+	}
+	return out
 }

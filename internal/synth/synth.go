@@ -186,6 +186,10 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 					b := math.Float32bits(x)
 					rows[4*i], rows[4*i+1], rows[4*i+2], rows[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
 				}
+			} else if t.typ == ggml.TypeQ8_K || t.typ == ggml.TypeQ8_1 {
+				// ggml has no quantizer for these (they are activation
+				// formats); zero blocks are valid data
+				rows = make([]byte, int64(n)*row)
 			} else if rows, err = rt.Quantize(t.typ, src, sh[0], nil); err != nil {
 				return nil, fmt.Errorf("synth: %s: %w", t.name, err)
 			}
@@ -199,8 +203,9 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 }
 
 // tiled writes size bytes by repeating rows (whole rows of rowSize).
-func tiled(rows []byte, rowSize, size int64) func(io.Writer) error {
+func tiled(rows []byte, rowSize, total int64) func(io.Writer) error {
 	return func(out io.Writer) error {
+		size := total
 		// write in chunks of whole rows of about 1 MiB
 		chunkRows := max(int64(1<<20)/rowSize, 1)
 		chunk := make([]byte, 0, chunkRows*rowSize)

@@ -1,0 +1,100 @@
+package place_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// benchModel writes a 1000-layer model with 100 tensors per layer (100k in
+// all): every layer template of llama.cpp's tensor table, weights and
+// biases, under an architecture outside the table (placed by name).
+func benchModel(b *testing.B) string {
+	dir, err := os.MkdirTemp("", "place-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	var tmpls []string
+	for _, tmpl := range place.TensorTemplates() {
+		if strings.HasPrefix(tmpl, "blk.%d.") && strings.Count(tmpl, "%d") == 1 {
+			tmpls = append(tmpls, tmpl)
+		}
+	}
+	sort.Strings(tmpls)
+	w := gguf.NewWriter()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(w.Set("general.architecture", gguf.String("bench")))
+	must(w.Set("bench.block_count", gguf.Uint32(1000)))
+	must(w.Set("bench.embedding_length", gguf.Uint32(64)))
+	must(w.Set("bench.attention.head_count", gguf.Uint32(2)))
+	must(w.Set("bench.expert_used_count", gguf.Uint32(2)))
+	must(w.Set("bench.ssm.state_size", gguf.Uint32(16)))
+	must(w.Set("bench.ssm.inner_size", gguf.Uint32(64)))
+	data := make([]byte, 64*4)
+	must(w.AddTensorBytes("token_embd.weight", ggml.TypeF32, []int64{64, 1}, data))
+	must(w.AddTensorBytes("output.weight", ggml.TypeF32, []int64{64, 1}, data))
+	for il := 0; il < 1000; il++ {
+		n := 0
+		for _, suffix := range []string{"weight", "bias"} {
+			for _, tmpl := range tmpls {
+				if n == 100 {
+					break
+				}
+				name := strings.Replace(tmpl, "%d", fmt.Sprint(il), 1) + "." + suffix
+				shape := []int64{64}
+				switch {
+				case strings.Contains(tmpl, "exps"):
+					shape = []int64{32, 2, 4} // experts: 3-d
+				case strings.Contains(tmpl, "ssm_a"):
+					shape = []int64{1, 2}
+				case strings.Contains(tmpl, "ssm_conv1d") && suffix == "weight":
+					shape = []int64{4, 64}
+				}
+				var s ggml.Shape = ggml.Shape{1, 1, 1, 1}
+				copy(s[:], shape)
+				nb, _ := ggml.TypeF32.Bytes(s)
+				must(w.AddTensorBytes(name, ggml.TypeF32, shape, make([]byte, nb)))
+				n++
+			}
+		}
+	}
+	path := filepath.Join(dir, "bench.gguf")
+	must(w.WriteFile(path))
+	return path
+}
+
+// Planning 100k tensors on the real devices; the probe cache keeps the
+// number of supports_op calls to a few hundred.
+//
+//	go test -run XXX -bench Plan100k ./place
+func BenchmarkPlan100kTensors(b *testing.B) {
+	rt := testenv.Runtime(b)
+	path := benchModel(b)
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	b.ReportMetric(float64(len(m.Weights)), "tensors")
+	var p *place.Plan
+	for b.Loop() {
+		if p, err = place.New(rt, m, place.DefaultParams()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(p.Probes), "probes")
+	b.ReportMetric(float64(p.ProbeQuestions), "questions")
+}

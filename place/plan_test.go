@@ -1,0 +1,201 @@
+package place_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) *gguf.Model {
+	t.Helper()
+	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+var small = synth.Spec{Layers: 6, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Tied: true, RopeFreqs: true}
+
+func devNames(ds []*ggml.Device) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+// With the real devices of this machine: RPC devices first, then the GPU;
+// an explicit list keeps its order; split mode none keeps main_gpu.
+func TestDeviceListOnRealDevices(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	testenv.RPC(t, 2)
+	m := writeModel(t, rt, small)
+	p, err := place.New(rt, m, place.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := devNames(p.Devices); !slices.Equal(got, []string{"RPC0", "RPC1", "Vulkan0"}) {
+		t.Fatalf("default list %v", got)
+	}
+	params := place.DefaultParams()
+	params.Devices = []string{"Vulkan0", "RPC1"}
+	if p, err = place.New(rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0", "RPC1"}) {
+		t.Fatalf("explicit list %v %v", devNames(p.Devices), err)
+	}
+	params = place.DefaultParams()
+	params.SplitMode, params.MainGPU = place.SplitNone, 2
+	if p, err = place.New(rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0"}) {
+		t.Fatalf("split none %v %v", devNames(p.Devices), err)
+	}
+	for _, l := range p.LayerDevices {
+		if l.Name() != "Vulkan0" {
+			t.Fatalf("split none put a layer on %s", l.Name())
+		}
+	}
+	params.Devices = []string{"none"}
+	if p, err = place.New(rt, m, params); err != nil || len(p.Devices) != 0 {
+		t.Fatalf("no devices %v %v", devNames(p.Devices), err)
+	}
+	for _, l := range p.LayerDevices {
+		if l != rt.CPUDevice() {
+			t.Fatalf("no devices: layer on %s", l.Name())
+		}
+	}
+}
+
+func TestBadParameters(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	testenv.RPC(t, 2)
+	m := writeModel(t, rt, small)
+	for _, c := range []struct {
+		name string
+		set  func(p *place.Params)
+		want []string
+	}{
+		{"main gpu out of range", func(p *place.Params) { p.SplitMode, p.MainGPU = place.SplitNone, 5 }, []string{"invalid main GPU 5", "0=RPC0", "2=Vulkan0"}},
+		{"row mode without split buffers", func(p *place.Params) { p.SplitMode = place.SplitRow }, []string{"does not support split buffers", "RPC0"}},
+		{"tensor mode", func(p *place.Params) { p.SplitMode = place.SplitTensor }, []string{"split mode tensor"}},
+		{"bad regex", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: `blk\.(1`, BufferType: "CPU"}} }, []string{`-ot pattern 'blk\.(1'`}},
+		{"unknown buffer type", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "VRAM9"}} }, []string{`"VRAM9"`, "CPU", "Vulkan0"}},
+		{"too many -ts values", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "RPC0, RPC1, Vulkan0"}},
+		{"unknown device", func(p *place.Params) { p.Devices = []string{"CUDA7"} }, []string{`"CUDA7"`, "Vulkan0"}},
+		{"dead rpc endpoint", func(p *place.Params) { p.RPC = []string{"127.0.0.1:1"} }, []string{"127.0.0.1:1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			params := place.DefaultParams()
+			c.set(&params)
+			_, err := place.New(rt, m, params)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknownTensorNames(t *testing.T) {
+	rt := testenv.Runtime(t)
+	w, err := small.Writer(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AddTensorBytes("blk.0.frobnicator.weight", ggml.TypeF32, []int64{4}, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "x.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = place.New(rt, m, place.DefaultParams())
+	if err == nil || !strings.Contains(err.Error(), "blk.0.frobnicator.weight") {
+		t.Fatalf("llama file with a foreign tensor: %v", err)
+	}
+	// an architecture outside the table is placed by name; names the
+	// tensor info table does not know are errors, as in llama.cpp
+	if err := w.Set("general.architecture", gguf.String("novel")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Set("novel.block_count", gguf.Uint32(6)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	_, err = place.New(rt, m2, place.DefaultParams())
+	if !errors.Is(err, place.ErrUnknownTensor) || !strings.Contains(err.Error(), "missing tensor info mapping for blk.0.frobnicator.weight") {
+		t.Fatalf("unknown architecture: %v", err)
+	}
+}
+
+// The probe cache changes nothing but the number of probes.
+func TestProbeCacheChangesNothing(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	m := writeModel(t, rt, synth.Spec{Layers: 8, Embd: 256, FF: 256, Heads: 2, Vocab: 128, Experts: 4, ExpertsUsed: 2, Weights: ggml.TypeQ8_K, Embeddings: ggml.TypeQ4_0})
+	params := place.DefaultParams()
+	params.Overrides = []place.Override{{Pattern: `blk\.[0-3]\.ffn_up`, BufferType: "CPU"}}
+	cached, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params.NoProbeCache = true
+	fresh, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached.Probes >= fresh.Probes || fresh.Probes != fresh.ProbeQuestions {
+		t.Fatalf("probes: cached %d of %d, uncached %d of %d", cached.Probes, cached.ProbeQuestions, fresh.Probes, fresh.ProbeQuestions)
+	}
+	if summary(cached) != summary(fresh) {
+		t.Fatalf("plans differ:\n%s\n---\n%s", summary(cached), summary(fresh))
+	}
+	// q8_K cannot run on Vulkan: the moved summary says so
+	if cached.Moved.Count == 0 {
+		t.Fatal("nothing moved")
+	}
+}
+
+func summary(p *place.Plan) string {
+	var b strings.Builder
+	for _, tp := range p.Tensors {
+		fmt.Fprintf(&b, "%s %s %s %v %d\n", tp.Name, tp.BufferType.Name(), tp.Reason, tp.Duplicate, tp.Context)
+	}
+	for _, c := range p.Contexts {
+		fmt.Fprintf(&b, "ctx %s %d\n", c.BufferType.Name(), c.Size)
+	}
+	for _, l := range p.Log {
+		fmt.Fprintf(&b, "%s\n", l.Text)
+	}
+	return b.String()
+}
