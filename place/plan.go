@@ -68,7 +68,8 @@ type ContextPlan struct {
 	Size       uint64
 }
 
-// DeviceUse sums what a device will hold.
+// DeviceUse sums what a device's memory will hold (host buffer types count
+// as the CPU's: they are host RAM).
 type DeviceUse struct {
 	Device    *ggml.Device
 	Allocated uint64 // bytes of allocated buffers
@@ -87,8 +88,8 @@ type Moved struct {
 
 // LogLine is a message worded as llama.cpp's.
 type LogLine struct {
-	Level string // DEBUG, INFO, WARN
-	Text  string
+	Level string `json:"level"` // DEBUG, INFO, WARN
+	Text  string `json:"text"`
 }
 
 // Plan is where everything goes.
@@ -924,12 +925,17 @@ func (pl *planner) summarise() {
 		for _, b := range c.Buffers {
 			p.info(fmt.Sprintf("load_tensors: %12s model buffer size = %8.2f MiB", b.Name, float64(b.Size)/1024/1024))
 		}
-		u, ok := use[c.Device]
+		// host buffer types (pinned memory of a GPU's driver) use host RAM
+		holder := c.Device
+		if c.BufferType.IsHost() {
+			holder = pl.cpu
+		}
+		u, ok := use[holder]
 		if !ok {
-			free, total := c.Device.Memory()
-			u = &DeviceUse{Device: c.Device, Free: free, Total: total}
-			use[c.Device] = u
-			order = append(order, c.Device)
+			free, total := holder.Memory()
+			u = &DeviceUse{Device: holder, Free: free, Total: total}
+			use[holder] = u
+			order = append(order, holder)
 		}
 		if c.Mapped {
 			u.Mapped += c.Size

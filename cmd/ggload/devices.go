@@ -102,11 +102,12 @@ func runDevices(ctx context.Context, args []string, stdout io.Writer) error {
 	var rf runtimeFlags
 	rf.add(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("devices takes no arguments (got %q)", fs.Args())
+	if len(pos) > 0 {
+		return fmt.Errorf("devices takes no arguments (got %q)", pos)
 	}
 	rt, err := rf.open()
 	if err != nil {

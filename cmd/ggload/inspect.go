@@ -56,18 +56,18 @@ func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
 	full := fs.Bool("full", false, "print arrays in full")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() < 1 {
+	if len(pos) < 1 {
 		return fmt.Errorf("usage: ggload inspect FILE [SPLIT...] [--json] [--full]")
 	}
 	var m *gguf.Model
-	var err error
-	if fs.NArg() == 1 {
-		m, err = gguf.OpenModel(fs.Arg(0))
+	if len(pos) == 1 {
+		m, err = gguf.OpenModel(pos[0])
 	} else {
-		m, err = gguf.OpenSplits(fs.Args()...)
+		m, err = gguf.OpenSplits(pos...)
 	}
 	if err != nil {
 		return err

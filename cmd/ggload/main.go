@@ -96,3 +96,20 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// parseArgs parses flags that may come before or after the positional
+// arguments, as llama.cpp's tools allow, and returns the positionals.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 )
@@ -122,5 +123,63 @@ func TestInspect(t *testing.T) {
 	}
 	if _, err := runCLI(t, "inspect", filepath.Join(t.TempDir(), "none.gguf")); err == nil {
 		t.Fatal("missing file accepted")
+	}
+}
+
+func writeSynth(t *testing.T, spec synth.Spec) string {
+	t.Helper()
+	rt := testenv.Runtime(t)
+	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "model.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestPlanCommand(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 4, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Experts: 4, ExpertsUsed: 2})
+	out, err := runCLI(t, "plan", path, "-ngl", "3", "--cpu-moe", "--tensors", "-v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"layers       0-1 CPU, 2-3 ", "llama.cpp's report:", "offloading 2 repeating layers to GPU", "model buffer size", "per device:", "blk.3.ffn_up_exps.weight", "override"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	out, err = runCLI(t, "plan", "--json", "--fit", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Plan struct {
+			Layers  []string `json:"layer_devices"`
+			Tensors []struct {
+				Name, BufferType string
+			} `json:"tensors"`
+			Buffers []struct {
+				Name string
+				Size uint64
+			} `json:"buffers"`
+		} `json:"plan"`
+		Fit []string `json:"fit"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Plan.Layers) != 5 || len(rep.Plan.Tensors) == 0 || len(rep.Plan.Buffers) == 0 || len(rep.Fit) == 0 {
+		t.Fatalf("%+v", rep)
+	}
+	for _, bad := range [][]string{
+		{"plan", path, "-ngl", "many"},
+		{"plan", path, "-sm", "diagonal"},
+		{"plan", path, "--load-mode", "teleport"},
+		{"plan", path, "-ot", "noequals"},
+		{"plan", path, "-ts", "1,x"},
+		{"plan"},
+	} {
+		if _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }
