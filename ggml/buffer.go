@@ -3,6 +3,7 @@ package ggml
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
@@ -138,7 +139,17 @@ type Buffer struct {
 	freed bool
 }
 
-func newBuffer(rt *Runtime, h bindings.Buffer) *Buffer { return &Buffer{rt: rt, h: h} }
+func newBuffer(rt *Runtime, h bindings.Buffer) *Buffer {
+	liveBuffers.Add(1)
+	return &Buffer{rt: rt, h: h}
+}
+
+// liveBuffers counts buffers made through this package and not yet freed.
+var liveBuffers atomic.Int64
+
+// LiveBuffers is the number of buffers allocated through this package and
+// not freed: tests use it to prove that failed or cancelled loads leak none.
+func LiveBuffers() int64 { return liveBuffers.Load() }
 
 // Handle is the native handle.
 func (b *Buffer) Handle() bindings.Buffer { return b.h }
@@ -189,6 +200,7 @@ func (b *Buffer) Free() {
 		return
 	}
 	b.freed = true
+	liveBuffers.Add(-1)
 	b.rt.lib.BufferFree(b.h)
 }
 

@@ -323,6 +323,9 @@ func (t *Tensor) Get(dst []byte, offset uint64) error {
 	if err := t.checkRange("get", offset, uint64(len(dst))); err != nil {
 		return err
 	}
+	if b := (BufferType{t.rt, t.rt.lib.BufferGetType(t.c.Buffer)}); t.rt.writeOnly(b) {
+		return fmt.Errorf("ggml: tensor %s lives in a %s buffer, which stores data repacked and cannot be read back", t.Name(), b.Name())
+	}
 	t.rt.lib.TensorGet(t.c, unsafe.Pointer(&dst[0]), uintptr(offset), uintptr(len(dst)))
 	return nil
 }

@@ -33,6 +33,7 @@ type Runtime struct {
 	mappedNames map[bindings.Dev]string
 	slack       map[bindings.Buft]uint64
 	bufts       map[bindings.Buft]*buftInfo
+	extras      map[bindings.Buft]bool
 }
 
 var (
@@ -197,4 +198,24 @@ func (rt *Runtime) BufferTypeByName(name string) (BufferType, error) {
 	}
 	sort.Strings(names)
 	return BufferType{}, fmt.Errorf("%w %q; buffer types: %s", ErrUnknownBufferType, name, strings.Join(names, ", "))
+}
+
+// writeOnly reports whether buffers of b cannot be read back: the CPU's
+// extra buffer types (CPU_REPACK and the like) repack data on write and
+// have no get_tensor.
+func (rt *Runtime) writeOnly(b BufferType) bool {
+	rt.mu.Lock()
+	if rt.extras == nil {
+		rt.mu.Unlock()
+		extras := map[bindings.Buft]bool{}
+		if cpu := rt.CPUDevice(); cpu != nil {
+			for _, x := range cpu.ExtraBufferTypes() {
+				extras[x.h] = true
+			}
+		}
+		rt.mu.Lock()
+		rt.extras = extras
+	}
+	defer rt.mu.Unlock()
+	return rt.extras[b.h]
 }

@@ -118,6 +118,14 @@ var (
 // TestMain stops any left.
 func StartRPCServer(t testing.TB, args ...string) *RPCServer {
 	t.Helper()
+	return StartRPCServerWrapped(t, nil, args...)
+}
+
+// StartRPCServerWrapped is StartRPCServer with the server started through
+// a wrapper command (prlimit, ip netns exec, ...): wrapper[0] is run with
+// wrapper[1:] and then the server's command line.
+func StartRPCServerWrapped(t testing.TB, wrapper []string, args ...string) *RPCServer {
+	t.Helper()
 	bin, err := bindings.FindRPCServer()
 	if err != nil {
 		Missing(t, "rpc", "%v", err)
@@ -127,7 +135,8 @@ func StartRPCServer(t testing.TB, args ...string) *RPCServer {
 		t.Fatal(err)
 	}
 	ep := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, append([]string{"-H", "127.0.0.1", "-p", fmt.Sprint(port)}, args...)...)
+	argv := append(append(append([]string{}, wrapper...), bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port)), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

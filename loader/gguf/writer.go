@@ -144,9 +144,24 @@ func (w *Writer) alignment() uint64 {
 	return w.Alignment
 }
 
+// WriteMetadata writes the header, the metadata and the tensor infos,
+// padded to where the data section starts, and returns the file size the
+// whole file would have. Extending the file to that size (os.Truncate)
+// gives a valid GGUF whose tensors are zeros, without writing them.
+func (w *Writer) WriteMetadata(out io.Writer) (int64, error) {
+	noData := make([]wtensor, len(w.tensors))
+	var dataSize int64
+	for i, t := range w.tensors {
+		noData[i] = wtensor{info: t.info}
+		dataSize += int64(padTo(uint64(t.info.Size), w.alignment()))
+	}
+	n, err := w.write(out, w.kv, noData, true)
+	return n + dataSize, err
+}
+
 // WriteTo writes the whole file.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
-	return w.write(out, w.kv, w.tensors)
+	return w.write(out, w.kv, w.tensors, false)
 }
 
 // WriteFile writes the whole file to path.
@@ -210,7 +225,7 @@ func (w *Writer) WriteSplits(prefix string, n int) ([]string, error) {
 		path := SplitPath(prefix, i, n)
 		ts := w.tensors[lo:hi]
 		if err := writeFile(path, func(out io.Writer) error {
-			_, err := w.write(out, kv, ts)
+			_, err := w.write(out, kv, ts, false)
 			return err
 		}); err != nil {
 			return paths, err
@@ -231,7 +246,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *Writer) write(out io.Writer, kv []KV, tensors []wtensor) (int64, error) {
+func (w *Writer) write(out io.Writer, kv []KV, tensors []wtensor, metaOnly bool) (int64, error) {
 	align := w.alignment()
 	if align == 0 || align&(align-1) != 0 {
 		return 0, fmt.Errorf("gguf: alignment %d is not a power of 2", align)
@@ -302,6 +317,9 @@ func (w *Writer) write(out io.Writer, kv []KV, tensors []wtensor) (int64, error)
 	}
 	if len(tensors) > 0 {
 		pad()
+	}
+	if metaOnly {
+		tensors = nil
 	}
 	for _, t := range tensors {
 		start := cw.n
