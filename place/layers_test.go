@@ -3,6 +3,8 @@ package place
 import (
 	"slices"
 	"testing"
+
+	"github.com/ggload/ggload/ggml"
 )
 
 // The seed's arithmetic: -ngl N on a model of L layers starts offloading
@@ -88,5 +90,31 @@ func TestRanges(t *testing.T) {
 	}
 	if got := subRanges(own, [][2]int64{{0, 1000}}); len(got) != 0 {
 		t.Fatalf("sub everything %v", got)
+	}
+}
+
+func TestResolveModesAutoFallback(t *testing.T) {
+	yes, no := ggml.Caps{MmapSupport: true}, ggml.Caps{}
+	for _, c := range []struct {
+		mode     LoadMode
+		lazy     LazyMode
+		caps     []ggml.Caps
+		wantMode LoadMode
+		mmap     bool
+		wantLazy LazyMode
+	}{
+		{LoadAuto, LazyAuto, []ggml.Caps{yes, yes}, LoadMmap, true, LazyAuto},
+		{LoadAuto, LazyAuto, []ggml.Caps{yes, no}, LoadNone, false, LazyOff}, // an iGPU without mmap support
+		{LoadAuto, LazyOn, []ggml.Caps{no}, LoadNone, false, LazyOn},         // lazy ON is kept
+		{LoadAuto, LazyAuto, nil, LoadMmap, true, LazyAuto},                  // CPU only
+		{LoadMmap, LazyAuto, []ggml.Caps{no}, LoadMmap, true, LazyOff},       // explicit mmap is kept
+		{LoadMmapMlock, LazyOff, []ggml.Caps{yes}, LoadMmapMlock, true, LazyOff},
+		{LoadMlock, LazyOff, []ggml.Caps{yes}, LoadMlock, false, LazyOff},
+		{LoadDirectIO, LazyAuto, []ggml.Caps{yes}, LoadDirectIO, false, LazyAuto},
+	} {
+		m, mmap, lz := ResolveModes(c.mode, c.lazy, c.caps)
+		if m != c.wantMode || mmap != c.mmap || lz != c.wantLazy {
+			t.Errorf("%s/%s over %v: %s mmap=%v lazy %s", c.mode, c.lazy, c.caps, m, mmap, lz)
+		}
 	}
 }

@@ -275,37 +275,46 @@ func (p *Plan) info(text string)       { p.log("INFO", text) }
 func (p *Plan) debug(text string)      { p.log("DEBUG", text) }
 func (p *Plan) warn(text string)       { p.log("WARN", text) }
 
-// resolveModes applies AUTO's fallbacks: no mmap (and no lazy reads in lazy
-// AUTO) when a device lacks mmap support.
+// resolveModes applies AUTO's fallbacks (see ResolveModes).
 func (pl *planner) resolveModes() error {
 	p := pl.p
-	mode := p.Params.LoadMode
-	if _, ok := loadModeNames[mode]; !ok {
-		return fmt.Errorf("place: invalid load mode %d", mode)
+	if _, ok := loadModeNames[p.Params.LoadMode]; !ok {
+		return fmt.Errorf("place: invalid load mode %d", p.Params.LoadMode)
 	}
 	if p.Lazy < LazyOff || p.Lazy > LazyOn {
 		return fmt.Errorf("place: invalid lazy mode %d", p.Lazy)
 	}
-	p.UseMmap = mode.UsesMmap()
-	p.LoadMode = mode
+	caps := make([]ggml.Caps, len(p.Devices))
+	for i, d := range p.Devices {
+		caps[i] = d.Caps()
+	}
+	p.LoadMode, p.UseMmap, p.Lazy = ResolveModes(p.Params.LoadMode, p.Params.Lazy, caps)
+	p.info(fmt.Sprintf("load_tensors: loading model tensors, this can take a while... (load_mode = %s)", p.LoadMode))
+	return nil
+}
+
+// ResolveModes is llama.cpp's resolution of AUTO for the devices of a
+// model: AUTO maps the file unless some device lacks mmap support (then it
+// reads: NONE), and lazy AUTO turns OFF in that case too.
+func ResolveModes(mode LoadMode, lazy LazyMode, devices []ggml.Caps) (LoadMode, bool, LazyMode) {
 	allMmap := true
-	for _, d := range p.Devices {
-		if !d.Caps().MmapSupport {
+	for _, c := range devices {
+		if !c.MmapSupport {
 			allMmap = false
 		}
 	}
+	useMmap := mode.UsesMmap()
 	if mode == LoadAuto {
-		p.UseMmap = allMmap
-		p.LoadMode = LoadNone
+		useMmap = allMmap
+		mode = LoadNone
 		if allMmap {
-			p.LoadMode = LoadMmap
+			mode = LoadMmap
 		}
 	}
-	if p.Lazy == LazyAuto && !allMmap {
-		p.Lazy = LazyOff
+	if lazy == LazyAuto && !allMmap {
+		lazy = LazyOff
 	}
-	p.info(fmt.Sprintf("load_tensors: loading model tensors, this can take a while... (load_mode = %s)", p.LoadMode))
-	return nil
+	return mode, useMmap, lazy
 }
 
 // buildLists makes the CPU list and each device's list
