@@ -1,0 +1,597 @@
+package loader
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// Options tune a load.
+type Options struct {
+	// CheckTensors validates every tensor's rows (NaN/Inf data and scales)
+	// while loading; every bad tensor is named, then the load fails.
+	CheckTensors bool
+	// Progress is called with the bytes done and the total, from the
+	// loading goroutine, never decreasing; returning false cancels.
+	Progress func(done, total uint64) bool
+	// Readers is how many goroutines read into host buffers at once
+	// (0: chosen for this machine; 1: sequential).
+	Readers int
+	// ChunkSize is the size of one parallel read (0: 8 MiB).
+	ChunkSize int64
+	// StagingSlots and StagingSize shape the pinned staging ring for device
+	// uploads (0: 4 slots of 1 MiB, or of 64 MiB + 2·alignment under direct
+	// I/O, as llama.cpp).
+	StagingSlots int
+	StagingSize  uint64
+	// Logger receives warnings and debug lines (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ErrCanceled is wrapped by Load's error when the context or the progress
+// callback cancelled the load.
+var ErrCanceled = errors.New("load canceled")
+
+// ErrInvalidData is wrapped by Load's error when --check-tensors found bad
+// rows.
+var ErrInvalidData = errors.New("found tensors with invalid data")
+
+const directIOBufferSize = 64 << 20
+
+// Load carries out plan p for model m on runtime rt.
+func Load(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, p *place.Plan, o Options) (*Model, error) {
+	if p.Model != m {
+		return nil, errors.New("loader: the plan was made for another model")
+	}
+	l := &load{ctx: ctx, rt: rt, gm: m, p: p, o: o, model: &Model{Plan: p, byName: map[string]int{}}}
+	if l.o.Logger == nil {
+		l.o.Logger = slog.Default()
+	}
+	start := time.Now()
+	err := l.run()
+	l.model.Stats.Total = time.Since(start)
+	if err != nil {
+		l.abort()
+		if ctx.Err() != nil && !errors.Is(err, ErrCanceled) {
+			err = fmt.Errorf("%w: %w", ErrCanceled, err)
+		}
+		return nil, err
+	}
+	return l.model, nil
+}
+
+type load struct {
+	ctx   context.Context
+	rt    *ggml.Runtime
+	gm    *gguf.Model
+	p     *place.Plan
+	o     Options
+	model *Model
+
+	total uint64
+	done  atomic.Uint64
+	lastP uint64
+
+	rings map[*ggml.Device]*stagingRing
+
+	vwg     sync.WaitGroup
+	vsem    chan struct{}
+	vmu     sync.Mutex
+	invalid []string
+
+	used [][2]int64 // per file: range used by zero-copy tensors
+}
+
+func (l *load) warn(msg string) {
+	l.model.warnings = append(l.model.warnings, msg)
+	l.o.Logger.Warn(msg)
+}
+
+// abort frees whatever the load made.
+func (l *load) abort() {
+	l.vwg.Wait()
+	for _, r := range l.rings {
+		r.close()
+	}
+	l.model.Close()
+}
+
+func (l *load) canceled() error {
+	if err := l.ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCanceled, err)
+	}
+	return nil
+}
+
+// progress reports the bytes done; false from the callback cancels.
+func (l *load) progress() error {
+	if err := l.canceled(); err != nil {
+		return err
+	}
+	d := l.done.Load()
+	if d < l.lastP {
+		d = l.lastP
+	}
+	l.lastP = d
+	if l.o.Progress != nil && !l.o.Progress(d, l.total) {
+		return fmt.Errorf("%w by the progress callback at %d of %d bytes", ErrCanceled, d, l.total)
+	}
+	return nil
+}
+
+func (l *load) run() error {
+	p, mdl := l.p, l.model
+	t0 := time.Now()
+	if err := l.openFiles(); err != nil {
+		return err
+	}
+	mdl.Stats.Open = time.Since(t0)
+	t0 = time.Now()
+	if err := l.mapFiles(); err != nil {
+		return err
+	}
+	mdl.Stats.Map = time.Since(t0)
+	t0 = time.Now()
+	if err := l.createTensors(); err != nil {
+		return err
+	}
+	if err := l.allocate(); err != nil {
+		return err
+	}
+	mdl.Stats.Alloc = time.Since(t0)
+	t0 = time.Now()
+	if err := l.loadData(); err != nil {
+		return err
+	}
+	mdl.Stats.Data = time.Since(t0)
+	t0 = time.Now()
+	l.vwg.Wait()
+	mdl.Stats.Validate = time.Since(t0)
+	if len(l.invalid) > 0 {
+		slices.Sort(l.invalid)
+		return fmt.Errorf("loader: %w: %s", ErrInvalidData, joinNames(l.invalid))
+	}
+	if p.UseMmap {
+		for fi, mp := range mdl.mappings {
+			if mp == nil {
+				continue
+			}
+			u := l.used[fi]
+			if err := mp.unmapFragment(0, u[0]); err != nil {
+				l.warn(err.Error())
+			}
+			if u[1] != 0 {
+				if err := mp.unmapFragment(u[1], mp.Size()); err != nil {
+					l.warn(err.Error())
+				}
+			}
+		}
+	}
+	l.done.Store(l.total)
+	return l.progress()
+}
+
+func joinNames(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += "'" + n + "'"
+	}
+	return s
+}
+
+// openFiles opens every split and checks that each tensor still lies inside
+// its file (it may have shrunk since the model was opened).
+func (l *load) openFiles() error {
+	direct := l.p.LoadMode == place.LoadDirectIO
+	for _, path := range l.gm.Paths {
+		f, err := openModelFile(path, direct, l.o.Logger)
+		if err != nil {
+			return fmt.Errorf("loader: %w", err)
+		}
+		l.model.files = append(l.model.files, f)
+		if direct && f.alignment() == 1 {
+			l.model.warnings = append(l.model.warnings, fmt.Sprintf("direct I/O unavailable for %s; read through the page cache", path))
+		}
+	}
+	for i := range l.gm.Weights {
+		w := &l.gm.Weights[i]
+		f := l.model.files[w.File]
+		if w.Offset+w.Size > f.size {
+			return fmt.Errorf("loader: tensor '%s' [%d, +%d) lies past the end of %s (%d bytes; was the file truncated after it was opened?)", w.Name, w.Offset, w.Size, f.path, f.size)
+		}
+	}
+	return nil
+}
+
+// mapFiles maps the files when the plan uses mmap or reads some tensor lazily.
+func (l *load) mapFiles() error {
+	var lazy [][][2]int64 = make([][][2]int64, len(l.gm.Files))
+	anyLazy := false
+	for _, t := range l.p.Tensors {
+		if t.Lazy {
+			lazy[t.Weight.File] = append(lazy[t.Weight.File], [2]int64{t.Weight.Offset, t.Weight.Offset + t.Bytes})
+			anyLazy = true
+		}
+	}
+	l.model.mappings = make([]*Mapping, len(l.gm.Files))
+	l.used = make([][2]int64, len(l.gm.Files))
+	if !l.p.UseMmap && !anyLazy {
+		return nil
+	}
+	numa := l.rt.IsNUMA()
+	for i, f := range l.model.files {
+		mp, err := mapFile(f.f, f.size, l.p.UseMmap, lazy[i], numa, l.o.Logger)
+		if err != nil {
+			return err
+		}
+		l.model.mappings[i] = mp
+		l.used[i] = [2]int64{mp.Size(), 0}
+		if l.p.LoadMode == place.LoadMmapMlock {
+			l.model.locks = append(l.model.locks, newMemLock(mp.Addr(0), "the mapping of "+f.path, l.warn))
+		}
+	}
+	return nil
+}
+
+// createTensors makes one ggml context per plan context with its tensors.
+func (l *load) createTensors() error {
+	p, mdl := l.p, l.model
+	ctxTensors := make([][]*ggml.Tensor, len(p.Contexts))
+	for ci, c := range p.Contexts {
+		gc, err := l.rt.NewContext(ggml.ContextParams{Tensors: len(c.Tensors), NoAlloc: true})
+		if err != nil {
+			return err
+		}
+		mdl.contexts = append(mdl.contexts, gc)
+		for _, ti := range c.Tensors {
+			tp := &p.Tensors[ti]
+			nd := max(tp.Weight.NDims, 1)
+			t, err := gc.NewTensor(tp.Type, tp.Shape[:nd]...)
+			if err != nil {
+				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
+			}
+			if err := t.SetName(tp.Name); err != nil {
+				return err
+			}
+			ctxTensors[ci] = append(ctxTensors[ci], t)
+		}
+	}
+	mdl.placements = make([]Placement, len(p.Tensors))
+	pos := make([]int, len(p.Contexts))
+	for i := range p.Tensors {
+		tp := &p.Tensors[i]
+		pl := Placement{Plan: tp}
+		switch {
+		case tp.Context < 0:
+			pl.Path = PathUnused
+		case tp.Shared:
+			pl.Path = PathShared
+			// the context's own tensor of that name
+			for k, ti := range p.Contexts[tp.Context].Tensors {
+				if p.Tensors[ti].Weight == tp.Weight {
+					pl.Tensor = ctxTensors[tp.Context][k]
+				}
+			}
+		default:
+			pl.Tensor = ctxTensors[tp.Context][pos[tp.Context]]
+			pos[tp.Context]++
+		}
+		mdl.placements[i] = pl
+		if _, ok := mdl.byName[tp.Name]; !ok && pl.Tensor != nil {
+			mdl.byName[tp.Name] = i
+		}
+		if pl.Tensor != nil && pl.Path != PathShared {
+			l.total += uint64(tp.Bytes)
+		}
+	}
+	return nil
+}
+
+// allocate makes every context's buffers: zero-copy buffers over the
+// mapping, or allocations of the context's buffer type.
+func (l *load) allocate() error {
+	p, mdl := l.p, l.model
+	for ci, c := range p.Contexts {
+		gc := mdl.contexts[ci]
+		if c.Mapped {
+			for _, bp := range c.Buffers {
+				mp := mdl.mappings[bp.File]
+				if mp == nil {
+					return fmt.Errorf("loader: context %s needs file %d mapped", c.BufferType.Name(), bp.File)
+				}
+				maxT := uint64(0)
+				for _, ti := range c.Tensors {
+					maxT = max(maxT, uint64(p.Tensors[ti].Bytes))
+				}
+				buf, err := c.Device.BufferFromHostPtr(mp.Addr(bp.First), uint64(bp.Last-bp.First), maxT)
+				if err != nil {
+					return fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)
+				}
+				buf.SetUsage(ggml.UsageWeights)
+				mdl.buffers = append(mdl.buffers, &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci})
+			}
+			continue
+		}
+		need := gc.AllocSize(c.BufferType)
+		buf, err := gc.AllocTensors(c.BufferType)
+		if err != nil {
+			return fmt.Errorf("loader: cannot allocate the %s buffer of %.2f MiB (%d bytes, %d tensors) on device %s: %w",
+				c.BufferType.Name(), float64(need)/(1<<20), need, len(c.Tensors), c.Device.Name(), err)
+		}
+		if buf == nil {
+			continue
+		}
+		buf.SetUsage(ggml.UsageWeights)
+		mdl.buffers = append(mdl.buffers, &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci})
+		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
+			lk := newMemLock(buf.Base(), "the "+c.BufferType.Name()+" weight buffer", l.warn)
+			lk.growTo(uintptr(buf.Size()))
+			mdl.locks = append(mdl.locks, lk)
+		}
+	}
+	for i := range mdl.placements {
+		pl := &mdl.placements[i]
+		if pl.Tensor == nil {
+			continue
+		}
+		for _, b := range mdl.buffers {
+			if b.context == pl.Plan.Context && !b.Mapped {
+				pl.Buffer = b
+			}
+		}
+	}
+	return nil
+}
+
+// task is one tensor to load.
+type task struct {
+	i  int // placement index
+	pl *Placement
+	w  *gguf.Weight
+}
+
+// loadData moves every tensor's bytes, in llama.cpp's order: without mmap,
+// contexts in device buffers first and, within a context, staged tensors
+// biggest first.
+func (l *load) loadData() error {
+	p, mdl := l.p, l.model
+	ctxOrder := make([]int, len(p.Contexts))
+	for i := range ctxOrder {
+		ctxOrder[i] = i
+	}
+	if !p.UseMmap {
+		slices.SortStableFunc(ctxOrder, func(a, b int) int {
+			return cmp.Compare(b2i(l.ctxIsHost(a)), b2i(l.ctxIsHost(b)))
+		})
+	}
+	if l.o.CheckTensors {
+		l.vsem = make(chan struct{}, runtime.NumCPU())
+	}
+	readers := newReaderPool(l, l.readerCount())
+	defer readers.stop()
+	mdl.Stats.Readers = readers.n
+	for _, ci := range ctxOrder {
+		var tasks []task
+		for i := range mdl.placements {
+			pl := &mdl.placements[i]
+			if pl.Tensor != nil && pl.Plan.Context == ci && pl.Path != PathShared {
+				tasks = append(tasks, task{i, pl, pl.Plan.Weight})
+			}
+		}
+		if !p.UseMmap && !l.ctxIsHost(ci) {
+			// staged through a temporary buffer: biggest first
+			slices.SortStableFunc(tasks, func(a, b task) int { return -cmp.Compare(a.w.Size, b.w.Size) })
+		}
+		for _, t := range tasks {
+			if err := l.progress(); err != nil {
+				return err
+			}
+			if err := readers.err(); err != nil {
+				return err
+			}
+			if err := l.loadOne(t, readers); err != nil {
+				return err
+			}
+		}
+	}
+	if err := readers.wait(l); err != nil {
+		return err
+	}
+	for _, r := range l.rings {
+		if err := r.close(); err != nil {
+			return err
+		}
+	}
+	l.rings = nil
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (l *load) ctxIsHost(ci int) bool {
+	c := l.p.Contexts[ci]
+	if c.Mapped {
+		return true
+	}
+	for _, b := range l.model.buffers {
+		if b.context == ci {
+			return b.Buffer.IsHost()
+		}
+	}
+	return c.BufferType.IsHost()
+}
+
+func (l *load) readerCount() int {
+	if l.o.Readers > 0 {
+		return l.o.Readers
+	}
+	return min(runtime.NumCPU(), 4)
+}
+
+// loadOne moves one tensor's bytes by the path its placement calls for.
+func (l *load) loadOne(t task, readers *readerPool) error {
+	p, mdl := l.p, l.model
+	tp, w := t.pl.Plan, t.w
+	n := uint64(tp.Bytes)
+	if p.UseMmap || tp.Lazy {
+		mp := mdl.mappings[w.File]
+		addr := mp.Addr(w.Offset)
+		if tp.Lazy {
+			t.pl.Path = PathLazy
+		}
+		var cover *LoadedBuffer
+		for _, b := range mdl.buffers {
+			if b.context == tp.Context && b.Mapped && b.File == w.File && b.First <= w.Offset && w.Offset+w.Size <= b.Last {
+				cover = b
+				break
+			}
+		}
+		if cover != nil {
+			if err := t.pl.Tensor.Alloc(cover.Buffer, addr); err != nil {
+				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
+			}
+			t.pl.Buffer = cover
+			if t.pl.Path != PathLazy {
+				t.pl.Path = PathZeroCopy
+			}
+			if !tp.Lazy {
+				for _, lk := range mdl.locks {
+					if lk.addr == mp.Addr(0) {
+						lk.growTo(uintptr(w.Offset + w.Size))
+					}
+				}
+			}
+			u := &l.used[w.File]
+			u[0], u[1] = min(u[0], w.Offset), max(u[1], w.Offset+w.Size)
+			if l.o.CheckTensors {
+				if err := touch(addr, n); err != nil {
+					return fmt.Errorf("loader: tensor '%s' in %s: %w", tp.Name, mp.path, err)
+				}
+				l.validateAsync(tp.Name, tp.Type, addr, n)
+			}
+		} else {
+			if err := touch(addr, n); err != nil {
+				return fmt.Errorf("loader: tensor '%s' in %s: %w", tp.Name, mp.path, err)
+			}
+			if l.o.CheckTensors {
+				l.validateSync(tp.Name, tp.Type, addr, n)
+			}
+			if err := t.pl.Tensor.SetPtr(addr, 0, n); err != nil {
+				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
+			}
+			t.pl.Path = PathFromMap
+		}
+		l.addDone(t.pl.Path, n)
+		return nil
+	}
+	f := mdl.files[w.File]
+	if t.pl.Buffer != nil && t.pl.Buffer.Buffer.IsHost() {
+		t.pl.Path = PathRead
+		return readers.submit(t, f)
+	}
+	dev := t.pl.Buffer.Device
+	if !l.o.CheckTensors {
+		ring, err := l.ring(t.pl.Buffer)
+		if err != nil {
+			return err
+		}
+		if ring != nil {
+			t.pl.Path = PathStaged
+			if err := ring.upload(l, t.pl.Tensor, f, w.Offset, w.Size, tp.Name); err != nil {
+				return err
+			}
+			l.addDone(PathStaged, n)
+			return nil
+		}
+	}
+	t.pl.Path = PathSync
+	if err := l.syncUpload(t.pl.Tensor, f, w, tp); err != nil {
+		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, dev.Name(), err)
+	}
+	l.addDone(PathSync, n)
+	return nil
+}
+
+func (l *load) addDone(path Path, n uint64) {
+	l.done.Add(n)
+	l.model.statsMu.Lock()
+	if l.model.Stats.Moved == nil {
+		l.model.Stats.Moved = map[Path]uint64{}
+	}
+	l.model.Stats.Moved[path] += n
+	l.model.Stats.Bytes += n
+	l.model.statsMu.Unlock()
+}
+
+// syncUpload reads a tensor in chunks of whole rows and sets each chunk:
+// one bounded buffer instead of a copy of the whole tensor.
+func (l *load) syncUpload(t *ggml.Tensor, f *modelFile, w *gguf.Weight, tp *place.TensorPlan) error {
+	row, err := tp.Type.RowSize(tp.Shape[0])
+	if err != nil || row <= 0 {
+		row = 1
+	}
+	chunk := max(int64(16<<20)/row, 1) * row
+	chunk = min(chunk, w.Size)
+	buf := make([]byte, chunk)
+	for off := int64(0); off < w.Size; off += chunk {
+		if err := l.canceled(); err != nil {
+			return err
+		}
+		n := min(chunk, w.Size-off)
+		if err := f.readAt(buf[:n], w.Offset+off); err != nil {
+			return err
+		}
+		if l.o.CheckTensors {
+			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
+		}
+		if err := t.Set(buf[:n], uint64(off)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateAsync checks rows on another goroutine (data stays valid: it is
+// the mapping or the tensor's own host memory).
+func (l *load) validateAsync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
+	l.vwg.Add(1)
+	l.vsem <- struct{}{}
+	go func() {
+		defer l.vwg.Done()
+		defer func() { <-l.vsem }()
+		l.validateSync(name, typ, p, n)
+	}()
+}
+
+func (l *load) validateSync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
+	ok, err := l.rt.ValidateRowDataPtr(typ, p, n)
+	if ok && err == nil {
+		return
+	}
+	l.vmu.Lock()
+	defer l.vmu.Unlock()
+	if !slices.Contains(l.invalid, name) {
+		l.invalid = append(l.invalid, name)
+		l.o.Logger.Error(fmt.Sprintf("tensor '%s' has invalid data", name))
+	}
+}

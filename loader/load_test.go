@@ -1,0 +1,109 @@
+package loader_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) string {
+	t.Helper()
+	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func openModel(t testing.TB, path string) *gguf.Model {
+	t.Helper()
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// verify reads every tensor back from its buffer and compares it with the
+// file's bytes.
+func verify(t *testing.T, gm *gguf.Model, lm *loader.Model) {
+	t.Helper()
+	n := 0
+	for _, pl := range lm.Placements() {
+		if pl.Tensor == nil {
+			continue
+		}
+		w := pl.Plan.Weight
+		want := make([]byte, w.Size)
+		if _, err := gm.Files[w.File].ReaderAt().ReadAt(want, w.Offset); err != nil {
+			t.Fatal(err)
+		}
+		got, err := pl.Tensor.Bytes()
+		if err != nil {
+			t.Fatalf("%s: %v", pl.Plan.Name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s (%s, %s): bytes differ from the file", pl.Plan.Name, pl.Plan.BufferType.Name(), pl.Path)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("nothing verified")
+	}
+}
+
+var smallSpec = synth.Spec{Layers: 5, Embd: 256, FF: 512, Heads: 4, Vocab: 300, Tied: true, RopeFreqs: true, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0}
+
+func TestLoadModesOnEveryDevice(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	testenv.RPC(t, 1)
+	path := writeModel(t, rt, smallSpec)
+	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone, place.LoadMlock, place.LoadMmapMlock, place.LoadDirectIO, place.LoadAuto} {
+		for _, devs := range [][]string{{"none"}, {"Vulkan0"}, {"RPC0"}, nil} {
+			name := mode.String() + "/" + "auto"
+			if devs != nil {
+				name = mode.String() + "/" + devs[0]
+			}
+			t.Run(name, func(t *testing.T) {
+				gm := openModel(t, path)
+				params := place.DefaultParams()
+				params.LoadMode = mode
+				params.Devices = devs
+				// CPU_REPACK stores repacked data that cannot be read back;
+				// TestRepackedTensors covers it
+				params.UseExtraBufts = false
+				p, err := place.New(rt, gm, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer lm.Close()
+				verify(t, gm, lm)
+				// zero copy where the plan maps: data inside the mapping
+				for _, pl := range lm.Placements() {
+					if pl.Path != loader.PathZeroCopy {
+						continue
+					}
+					mp := lm.Mappings()[pl.Plan.Weight.File]
+					if pl.Tensor.Data() != mp.Addr(pl.Plan.Weight.Offset) {
+						t.Fatalf("%s: data %p is not the mapping %p", pl.Plan.Name, pl.Tensor.Data(), mp.Addr(pl.Plan.Weight.Offset))
+					}
+				}
+				t.Logf("%v", lm.Stats.Moved)
+			})
+		}
+	}
+}

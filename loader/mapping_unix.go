@@ -1,0 +1,159 @@
+//go:build unix
+
+package loader
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mapping is a read-only shared mapping of a whole file, and the list of its
+// fragments still mapped (unmapFragment removes page-aligned pieces).
+type Mapping struct {
+	data      []byte // the whole mapping, as mapped
+	size      int64
+	fragments [][2]int64
+	path      string
+}
+
+// mapFile maps f. prefetch asks the kernel to read the file ahead (all of it
+// with MAP_POPULATE when no range is lazy; otherwise MADV_WILLNEED over
+// everything but the lazy ranges), lazy ranges get MADV_RANDOM, and on NUMA
+// machines the whole mapping does (and nothing is prefetched, so that pages
+// land on the node that first touches them).
+func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*Mapping, error) {
+	if size == 0 {
+		return &Mapping{path: f.Name()}, nil
+	}
+	fd := int(f.Fd())
+	if numa {
+		prefetch = false
+	}
+	if err := adviseSequential(fd); err != nil {
+		log.Warn("posix_fadvise(POSIX_FADV_SEQUENTIAL) failed", "file", f.Name(), "err", err)
+	}
+	flags := unix.MAP_SHARED
+	if prefetch && len(lazy) == 0 {
+		flags |= mapPopulate
+	}
+	// MmapPtr, not Mmap: pieces of the mapping are unmapped one by one
+	ptr, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ, flags)
+	if err != nil {
+		return nil, fmt.Errorf("loader: mmap %s (%d bytes): %w", f.Name(), size, err)
+	}
+	data := unsafe.Slice((*byte)(ptr), size)
+	m := &Mapping{data: data, size: size, fragments: [][2]int64{{0, size}}, path: f.Name()}
+	advise := func(beg, end int64, advice int, name string) {
+		page := int64(unix.Getpagesize())
+		beg &^= page - 1
+		end = min((end+page-1)&^(page-1), size)
+		if beg >= end {
+			return
+		}
+		if err := unix.Madvise(data[beg:end], advice); err != nil {
+			log.Warn("madvise failed", "advice", name, "file", f.Name(), "err", err)
+		}
+	}
+	if prefetch {
+		for _, r := range complement(lazy, size) {
+			advise(r[0], r[1], unix.MADV_WILLNEED, "MADV_WILLNEED")
+		}
+	}
+	for _, r := range lazy {
+		advise(r[0], r[1], unix.MADV_RANDOM, "MADV_RANDOM")
+	}
+	if numa {
+		advise(0, size, unix.MADV_RANDOM, "MADV_RANDOM")
+	}
+	return m, nil
+}
+
+// complement merges ranges and returns what they leave uncovered in
+// [0, limit).
+func complement(ranges [][2]int64, limit int64) [][2]int64 {
+	rs := slices.Clone(ranges)
+	slices.SortFunc(rs, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	var out [][2]int64
+	pos := int64(0)
+	for _, r := range rs {
+		beg, end := min(r[0], limit), min(r[1], limit)
+		if beg > pos {
+			out = append(out, [2]int64{pos, beg})
+		}
+		pos = max(pos, end)
+	}
+	if pos < limit {
+		out = append(out, [2]int64{pos, limit})
+	}
+	return out
+}
+
+// Addr is the address of the byte at offset off of the file.
+func (m *Mapping) Addr(off int64) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.data)), off)
+}
+
+// Size is the mapped file size.
+func (m *Mapping) Size() int64 { return m.size }
+
+// Fragments are the ranges still mapped.
+func (m *Mapping) Fragments() [][2]int64 { return slices.Clone(m.fragments) }
+
+// unmapFragment unmaps the whole pages inside [first, last) and removes them
+// from the fragment list; partial pages at either end stay mapped.
+func (m *Mapping) unmapFragment(first, last int64) error {
+	page := int64(unix.Getpagesize())
+	first = (first + page - 1) &^ (page - 1)
+	last &^= page - 1
+	last = min(last, (m.size+page-1)&^(page-1))
+	if last <= first {
+		return nil
+	}
+	if err := munmapRange(m.Addr(first), uintptr(last-first)); err != nil {
+		return fmt.Errorf("loader: munmap %s [%#x, %#x): %w", m.path, first, last, err)
+	}
+	var out [][2]int64
+	for _, f := range m.fragments {
+		switch {
+		case f[0] < first && f[1] > last:
+			out = append(out, [2]int64{f[0], first}, [2]int64{last, f[1]})
+		case f[0] < first && f[1] > first:
+			out = append(out, [2]int64{f[0], first})
+		case f[0] < last && f[1] > last:
+			out = append(out, [2]int64{last, f[1]})
+		case f[0] >= first && f[1] <= last:
+		default:
+			out = append(out, f)
+		}
+	}
+	m.fragments = out
+	return nil
+}
+
+// munmapRange unmaps part of a mapping (unix.Munmap only takes whole ones).
+func munmapRange(addr unsafe.Pointer, n uintptr) error {
+	_, _, e := unix.Syscall(unix.SYS_MUNMAP, uintptr(addr), n, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// Close unmaps every fragment still mapped.
+func (m *Mapping) Close() error {
+	var first error
+	page := int64(unix.Getpagesize())
+	for _, f := range m.fragments {
+		end := min((f[1]+page-1)&^(page-1), (m.size+page-1)&^(page-1))
+		if err := munmapRange(m.Addr(f[0]), uintptr(end-f[0])); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.fragments = nil
+	return first
+}

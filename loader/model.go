@@ -1,0 +1,141 @@
+package loader
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/place"
+)
+
+// Placement is one tensor of the plan, loaded.
+type Placement struct {
+	Plan   *place.TensorPlan
+	Tensor *ggml.Tensor // nil for unused tensors
+	Buffer *LoadedBuffer
+	Path   Path // how its bytes arrived
+}
+
+// Path is how a tensor's bytes reached its buffer.
+type Path string
+
+// Paths.
+const (
+	PathZeroCopy Path = "zero-copy"    // the tensor points into the mapping
+	PathFromMap  Path = "from-mapping" // copied from the mapping (tensor_set)
+	PathRead     Path = "read"         // read from the file into a host buffer
+	PathStaged   Path = "staged"       // read into pinned staging buffers, uploaded asynchronously
+	PathSync     Path = "sync-upload"  // read into memory, uploaded synchronously
+	PathShared   Path = "shared"       // a duplicate that reuses its context's tensor
+	PathUnused   Path = "unused"
+	PathLazy     Path = "lazy" // left in the mapping, read on demand
+)
+
+// LoadedBuffer is a weight buffer of the model.
+type LoadedBuffer struct {
+	Buffer     *ggml.Buffer
+	BufferType ggml.BufferType
+	Device     *ggml.Device
+	Mapped     bool
+	Lazy       bool
+	File       int
+	First      int64
+	Last       int64
+	context    int
+}
+
+// Stats are the load's timings and volumes.
+type Stats struct {
+	Open, Map, Alloc, Data, Validate, Total time.Duration
+	Bytes                                   uint64 // bytes of tensors loaded (zero copy included)
+	Moved                                   map[Path]uint64
+	Readers                                 int
+	StagingSlots                            int
+	StagingSize                             uint64
+}
+
+// GBps is the throughput of the data phase.
+func (s Stats) GBps() float64 {
+	if s.Data <= 0 {
+		return 0
+	}
+	return float64(s.Bytes) / s.Data.Seconds() / 1e9
+}
+
+// Model is a loaded model: its tensors live in their buffers on their
+// devices until Close.
+type Model struct {
+	Plan  *place.Plan
+	Stats Stats
+
+	files      []*modelFile
+	mappings   []*Mapping
+	locks      []*memLock
+	contexts   []*ggml.Context
+	buffers    []*LoadedBuffer
+	placements []Placement
+	byName     map[string]int
+	warnings   []string
+	statsMu    sync.Mutex
+}
+
+// Tensor returns the named tensor (for a tensor placed twice, such as a
+// tied embedding, the first placement).
+func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
+	i, ok := m.byName[name]
+	if !ok || m.placements[i].Tensor == nil {
+		return nil, false
+	}
+	return m.placements[i].Tensor, true
+}
+
+// Placements lists every placement in plan order.
+func (m *Model) Placements() []Placement { return m.placements }
+
+// Buffers lists the weight buffers.
+func (m *Model) Buffers() []*LoadedBuffer { return m.buffers }
+
+// Mappings lists the file mappings the model keeps (nil entries for files
+// that are not mapped).
+func (m *Model) Mappings() []*Mapping { return m.mappings }
+
+// Warnings are the problems the load worked around (mlock refused, direct
+// I/O unavailable, ...).
+func (m *Model) Warnings() []string { return m.warnings }
+
+// Close frees the buffers, the contexts and the mappings, and closes the
+// files. The tensors must not be used afterwards.
+func (m *Model) Close() error {
+	for _, b := range m.buffers {
+		b.Buffer.Free()
+	}
+	m.buffers = nil
+	for _, c := range m.contexts {
+		c.Free()
+	}
+	m.contexts = nil
+	for _, l := range m.locks {
+		l.release()
+	}
+	m.locks = nil
+	var first error
+	for _, mp := range m.mappings {
+		if mp != nil {
+			if err := mp.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	m.mappings = nil
+	for _, f := range m.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	m.files = nil
+	if first != nil {
+		return fmt.Errorf("loader: close: %w", first)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// readerPool reads tensors into host buffers with several goroutines, each
+// taking a chunk of a tensor at a time: the destination's page faults and
+// the page-cache copies run in parallel.
+type readerPool struct {
+	n     int
+	chunk int64
+	l     *load
+	jobs  chan readJob
+	wg    sync.WaitGroup
+
+	mu      sync.Mutex
+	first   error
+	stopped atomic.Bool
+	closed  bool
+}
+
+type readJob struct {
+	t      task
+	f      *modelFile
+	off, n int64
+	left   *atomic.Int32 // chunks of the tensor still to read
+}
+
+func newReaderPool(l *load, n int) *readerPool {
+	chunk := l.o.ChunkSize
+	if chunk <= 0 {
+		chunk = 8 << 20
+	}
+	p := &readerPool{n: n, chunk: chunk, l: l}
+	if n > 1 {
+		p.jobs = make(chan readJob, 2*n)
+		for range n {
+			p.wg.Add(1)
+			go p.work()
+		}
+	}
+	return p
+}
+
+func (p *readerPool) fail(err error) {
+	p.mu.Lock()
+	if p.first == nil {
+		p.first = err
+	}
+	p.mu.Unlock()
+	p.stopped.Store(true)
+}
+
+func (p *readerPool) err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.first
+}
+
+// submit queues a tensor's chunks (or reads it now with one reader).
+func (p *readerPool) submit(t task, f *modelFile) error {
+	size := t.w.Size
+	if size == 0 {
+		return nil
+	}
+	left := new(atomic.Int32)
+	left.Store(int32((size + p.chunk - 1) / p.chunk))
+	for off := int64(0); off < size; off += p.chunk {
+		j := readJob{t: t, f: f, off: off, n: min(p.chunk, size-off), left: left}
+		if p.n <= 1 {
+			p.do(j)
+			if err := p.err(); err != nil {
+				return err
+			}
+		} else {
+			p.jobs <- j
+		}
+	}
+	return p.err()
+}
+
+func (p *readerPool) work() {
+	defer p.wg.Done()
+	for j := range p.jobs {
+		if p.stopped.Load() || p.l.ctx.Err() != nil {
+			continue
+		}
+		p.do(j)
+	}
+}
+
+func (p *readerPool) do(j readJob) {
+	l, tp := p.l, j.t.pl.Plan
+	if j.n > 0 {
+		dst := unsafe.Slice((*byte)(unsafe.Add(j.t.pl.Tensor.Data(), j.off)), j.n)
+		if err := j.f.readAt(dst, j.t.w.Offset+j.off); err != nil {
+			p.fail(fmt.Errorf("loader: tensor '%s' from %s: %w", tp.Name, j.f.path, err))
+			return
+		}
+		l.addDone(PathRead, uint64(j.n))
+	}
+	if j.left.Add(-1) == 0 && l.o.CheckTensors {
+		l.validateAsync(tp.Name, tp.Type, j.t.pl.Tensor.Data(), uint64(tp.Bytes))
+	}
+}
+
+// wait lets the queued reads finish, reporting progress meanwhile.
+func (p *readerPool) wait(l *load) error {
+	if p.n > 1 && !p.closed {
+		p.closed = true
+		close(p.jobs)
+		done := make(chan struct{})
+		go func() { p.wg.Wait(); close(done) }()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+	loop:
+		for {
+			select {
+			case <-done:
+				break loop
+			case <-tick.C:
+				if err := l.progress(); err != nil {
+					p.fail(err)
+					<-done
+					break loop
+				}
+			}
+		}
+	}
+	return p.err()
+}
+
+// stop ends the workers (after an error or a cancellation).
+func (p *readerPool) stop() {
+	p.stopped.Store(true)
+	if p.n > 1 && !p.closed {
+		p.closed = true
+		close(p.jobs)
+	}
+	p.wg.Wait()
+}
+
+var errShortRead = errors.New("short read")
+
+// readChunkDirect reads [pos, pos+len(dst)) aligned; bytes past the end of
+// the file read as zeros (alignment padding of the last chunk).
+func (f *modelFile) readChunk(dst []byte, pos int64) error {
+	got, err := f.readDirect(dst, pos)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EFAULT) {
+			f.fallBack(err)
+			return f.readChunk(dst, pos)
+		}
+		return err
+	}
+	if got < len(dst) {
+		if pos+int64(got) < f.size {
+			return fmt.Errorf("%w: %s ends at byte %d, before %d (did the file shrink?)", errShortRead, f.path, pos+int64(got), pos+int64(len(dst)))
+		}
+		clear(dst[got:])
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package loader
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Report prints the load as llama.cpp does (file type and size, offload
+// lines, each buffer's size) followed by timings and throughput.
+func (m *Model) Report(w io.Writer, tensors bool) {
+	p, gm := m.Plan, m.Plan.Model
+	fmt.Fprintf(w, "print_info: file type   = %s\n", gm.FileTypeName())
+	fmt.Fprintf(w, "print_info: file size   = %s\n", gm.SizeString())
+	for _, l := range p.Log {
+		if l.Level == "INFO" && len(l.Text) > 13 && l.Text[:13] == "load_tensors:" && !contains(l.Text, "model buffer size") {
+			fmt.Fprintln(w, l.Text)
+		}
+	}
+	for _, b := range m.buffers {
+		fmt.Fprintf(w, "load_tensors: %12s model buffer size = %8.2f MiB\n", b.Buffer.Name(), float64(b.Buffer.Size())/1024/1024)
+	}
+	s := m.Stats
+	fmt.Fprintf(w, "\nloaded %.2f MiB in %v (open %v, map %v, alloc %v, data %v at %.2f GB/s, validate %v); %d readers",
+		float64(s.Bytes)/(1<<20), round(s.Total), round(s.Open), round(s.Map), round(s.Alloc), round(s.Data), s.GBps(), round(s.Validate), s.Readers)
+	if s.StagingSlots > 0 {
+		fmt.Fprintf(w, ", staging %d x %.2f MiB", s.StagingSlots, float64(s.StagingSize)/(1<<20))
+	}
+	fmt.Fprintln(w)
+	for _, path := range []Path{PathZeroCopy, PathFromMap, PathRead, PathStaged, PathSync} {
+		if n := s.Moved[path]; n > 0 {
+			fmt.Fprintf(w, "  %-13s %10.2f MiB\n", path, float64(n)/(1<<20))
+		}
+	}
+	for _, warn := range m.warnings {
+		fmt.Fprintln(w, "warning:", warn)
+	}
+	if tensors {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nname\ttype\tbytes\tbuffer\tbuffer type\tdevice\tpath")
+		for _, pl := range m.placements {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", pl.Plan.Name, pl.Plan.Type, pl.Plan.Bytes, bufName(pl), pl.Plan.BufferType.Name(), devName(pl), pl.Path)
+		}
+		tw.Flush()
+	}
+}
+
+func round(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func bufName(pl Placement) string {
+	if pl.Tensor == nil || pl.Tensor.BufferHandle() == 0 {
+		return ""
+	}
+	if pl.Buffer != nil {
+		return pl.Buffer.Buffer.Name()
+	}
+	return ""
+}
+
+func devName(pl Placement) string {
+	if pl.Plan.Device == nil {
+		return ""
+	}
+	return pl.Plan.Device.Name()
+}
+
+// MarshalJSON renders the loaded model: tensors, buffers, timings.
+func (m *Model) MarshalJSON() ([]byte, error) {
+	type jTensor struct {
+		Name       string `json:"name"`
+		Type       string `json:"type"`
+		Bytes      int64  `json:"bytes"`
+		Buffer     string `json:"buffer"`
+		BufferType string `json:"buffer_type"`
+		Device     string `json:"device"`
+		Path       Path   `json:"path"`
+	}
+	type jBuffer struct {
+		Name       string `json:"name"`
+		BufferType string `json:"buffer_type"`
+		Device     string `json:"device"`
+		Size       uint64 `json:"size"`
+		Mapped     bool   `json:"mapped"`
+	}
+	type jTimings struct {
+		Open, Map, Alloc, Data, Validate, Total float64 // seconds
+		GBps                                    float64 `json:"gb_per_s"`
+	}
+	out := struct {
+		Model    string            `json:"model"`
+		FileType string            `json:"file_type"`
+		BPW      float64           `json:"bpw"`
+		LoadMode string            `json:"load_mode"`
+		Tensors  []jTensor         `json:"tensors"`
+		Buffers  []jBuffer         `json:"buffers"`
+		Bytes    uint64            `json:"bytes"`
+		ByPath   map[Path]uint64   `json:"bytes_by_path"`
+		Timings  jTimings          `json:"timings"`
+		Warnings []string          `json:"warnings,omitempty"`
+		Extra    map[string]string `json:"extra,omitempty"`
+	}{Model: m.Plan.Model.Paths[0], FileType: m.Plan.Model.FileTypeName(), BPW: m.Plan.Model.BPW(), LoadMode: m.Plan.LoadMode.String(),
+		Bytes: m.Stats.Bytes, ByPath: m.Stats.Moved, Warnings: m.warnings}
+	for _, pl := range m.placements {
+		out.Tensors = append(out.Tensors, jTensor{pl.Plan.Name, pl.Plan.Type.String(), pl.Plan.Bytes, bufName(pl), pl.Plan.BufferType.Name(), devName(pl), pl.Path})
+	}
+	for _, b := range m.buffers {
+		out.Buffers = append(out.Buffers, jBuffer{b.Buffer.Name(), b.BufferType.Name(), b.Device.Name(), b.Buffer.Size(), b.Mapped})
+	}
+	s := m.Stats
+	out.Timings = jTimings{s.Open.Seconds(), s.Map.Seconds(), s.Alloc.Seconds(), s.Data.Seconds(), s.Validate.Seconds(), s.Total.Seconds(), s.GBps()}
+	return json.Marshal(out)
+}

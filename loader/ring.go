@@ -1,0 +1,169 @@
+package loader
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+// stagingRing uploads file data to a device through a ring of pinned host
+// buffers: read into a slot, queue an asynchronous copy, record the slot's
+// event; wait on an event only before its slot is used again.
+type stagingRing struct {
+	dev      *ggml.Device
+	backend  *ggml.Backend
+	slots    []*ggml.Buffer
+	events   []*ggml.Event
+	recorded []bool
+	size     uint64
+	next     int
+	cycles   int
+}
+
+// ring returns the staging ring for the device of buffer b, or nil when the
+// device cannot upload asynchronously (llama.cpp's upload_backend
+// conditions: the buffer is of the device's default type, the device has
+// async, host buffers and events, and a host buffer type).
+func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
+	dev := b.Device
+	if r, ok := l.rings[dev]; ok {
+		return r, nil
+	}
+	if l.rings == nil {
+		l.rings = map[*ggml.Device]*stagingRing{}
+	}
+	caps := dev.Caps()
+	host, hasHost := dev.HostBufferType()
+	why := ""
+	switch {
+	case b.BufferType != dev.BufferType():
+		why = fmt.Sprintf("buffer type %s is not the default of %s", b.BufferType.Name(), dev.Name())
+	case !caps.Async || !caps.HostBuffer || !caps.Events:
+		why = fmt.Sprintf("device %s lacks async, host buffers or events", dev.Name())
+	case !hasHost:
+		why = fmt.Sprintf("device %s has no host buffer type", dev.Name())
+	}
+	if why != "" {
+		l.o.Logger.Debug("no async uploads: " + why)
+		l.rings[dev] = nil
+		return nil, nil
+	}
+	slots := l.o.StagingSlots
+	if slots <= 0 {
+		slots = 4
+	}
+	size := l.o.StagingSize
+	if size == 0 {
+		align := int64(1)
+		for _, f := range l.model.files {
+			align = max(align, f.alignment())
+		}
+		size = 1 << 20
+		if align > 1 {
+			size = directIOBufferSize + 2*uint64(align)
+		}
+	}
+	r := &stagingRing{dev: dev, size: size, recorded: make([]bool, slots)}
+	fail := func(err error) (*stagingRing, error) {
+		r.close()
+		return nil, fmt.Errorf("loader: staging ring for %s: %w", dev.Name(), err)
+	}
+	for range slots {
+		buf, err := host.Alloc(size)
+		if err != nil {
+			return fail(err)
+		}
+		r.slots = append(r.slots, buf)
+		ev, err := dev.NewEvent()
+		if err != nil {
+			return fail(err)
+		}
+		r.events = append(r.events, ev)
+	}
+	be, err := dev.NewBackend()
+	if err != nil {
+		return fail(err)
+	}
+	r.backend = be
+	l.rings[dev] = r
+	l.model.Stats.StagingSlots, l.model.Stats.StagingSize = slots, size
+	l.o.Logger.Debug(fmt.Sprintf("using async uploads for device %s, buffer type %s: %d slots of %d bytes", dev.Name(), b.BufferType.Name(), slots, size))
+	return r, nil
+}
+
+// upload copies n bytes at off of f into tensor t.
+func (r *stagingRing) upload(l *load, t *ggml.Tensor, f *modelFile, off, n int64, name string) error {
+	align := f.alignment()
+	alignedOff := off &^ (align - 1)
+	readEnd := (off + n + align - 1) &^ (align - 1)
+	usable := int64(r.size)
+	if align > 1 {
+		usable = (int64(r.size) - align) &^ (align - 1)
+	}
+	if usable <= 0 {
+		return fmt.Errorf("loader: staging slots of %d bytes are too small for %d-byte alignment", r.size, align)
+	}
+	for pos := alignedOff; pos < readEnd; {
+		if err := l.canceled(); err != nil {
+			return err
+		}
+		slot := r.next
+		if r.recorded[slot] {
+			r.events[slot].Synchronize()
+			r.recorded[slot] = false
+		}
+		base := uintptr(r.slots[slot].Base())
+		dstAddr := (base + uintptr(align) - 1) &^ (uintptr(align) - 1)
+		dst := unsafe.Add(r.slots[slot].Base(), dstAddr-base)
+		readSize := min(usable, readEnd-pos)
+		buf := unsafe.Slice((*byte)(dst), readSize)
+		var err error
+		if align > 1 {
+			err = f.readChunk(buf, pos)
+		} else {
+			err = f.readAt(buf, pos)
+		}
+		if err != nil {
+			return fmt.Errorf("loader: tensor '%s' from %s: %w", name, f.path, err)
+		}
+		lo, hi := max(pos, off), min(pos+readSize, off+n)
+		if hi > lo {
+			if err := r.backend.SetTensorAsync(t, unsafe.Add(dst, lo-pos), uint64(lo-off), uint64(hi-lo)); err != nil {
+				return fmt.Errorf("loader: tensor '%s': %w", name, err)
+			}
+			r.events[slot].Record(r.backend)
+			r.recorded[slot] = true
+		}
+		pos += readSize
+		r.next = (slot + 1) % len(r.slots)
+		if r.next == 0 {
+			r.cycles++
+		}
+	}
+	return nil
+}
+
+// close waits for the last copies and frees the ring.
+func (r *stagingRing) close() error {
+	if r == nil {
+		return nil
+	}
+	for i, ev := range r.events {
+		if r.recorded[i] {
+			ev.Synchronize()
+			r.recorded[i] = false
+		}
+		ev.Free()
+	}
+	r.events = nil
+	for _, b := range r.slots {
+		b.Free()
+	}
+	r.slots = nil
+	if r.backend != nil {
+		r.backend.Free()
+		r.backend = nil
+	}
+	return nil
+}

@@ -1,0 +1,15 @@
+//go:build linux
+
+package loader
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+const (
+	mapPopulate = unix.MAP_POPULATE
+	oDirect     = unix.O_DIRECT
+)
+
+// adviseSequential is posix_fadvise(POSIX_FADV_SEQUENTIAL).
+func adviseSequential(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_SEQUENTIAL) }
