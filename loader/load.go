@@ -338,6 +338,11 @@ func (l *load) allocate() error {
 		}
 		buf.SetUsage(ggml.UsageWeights)
 		mdl.buffers = append(mdl.buffers, &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci})
+		if c.Device.Type() == ggml.DeviceCPU && buf.IsHost() && buf.Base() != nil {
+			// the CPU's own allocations are plain memory (a GPU's host
+			// buffer type is pinned by its driver: left alone)
+			adviseHugePages(buf.Base(), buf.Size())
+		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
 			lk := newMemLock(buf.Base(), "the "+c.BufferType.Name()+" weight buffer", l.warn)
 			lk.growTo(uintptr(buf.Size()))

@@ -93,9 +93,14 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 		Size       uint64 `json:"size"`
 		Mapped     bool   `json:"mapped"`
 	}
-	type jTimings struct {
-		Open, Map, Alloc, Data, Validate, Total float64 // seconds
-		GBps                                    float64 `json:"gb_per_s"`
+	type jTimings struct { // seconds
+		Open     float64 `json:"open_s"`
+		Map      float64 `json:"map_s"`
+		Alloc    float64 `json:"alloc_s"`
+		Data     float64 `json:"data_s"`
+		Validate float64 `json:"validate_s"`
+		Total    float64 `json:"total_s"`
+		GBps     float64 `json:"gb_per_s"`
 	}
 	out := struct {
 		Model    string            `json:"model"`

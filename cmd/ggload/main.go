@@ -56,6 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, stdout)
 	}
 	name := args[0]
+	if name == benchChildCmd {
+		return runBenchChild(ctx, args[1:], stdout)
+	}
 	for _, c := range commands {
 		if c.name == name {
 			return c.run(ctx, args[1:], stdout)

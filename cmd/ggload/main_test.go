@@ -16,6 +16,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// `ggload bench` re-executes its own binary for each measurement: here
+	// that binary is the test binary
+	if len(os.Args) > 1 && os.Args[1] == benchChildCmd {
+		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	testenv.KillAll()
 	os.Exit(code)
@@ -177,6 +185,135 @@ func TestPlanCommand(t *testing.T) {
 		{"plan", path, "-ot", "noequals"},
 		{"plan", path, "-ts", "1,x"},
 		{"plan"},
+	} {
+		if _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestLoadCommand(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 3, Embd: 256, FF: 512, Heads: 2, Vocab: 256, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0})
+	out, err := runCLI(t, "load", path, "--load-mode", "none", "--device", "none", "--check-tensors", "--tensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"print_info: file type   = ", "model buffer size =", "loaded ", "GB/s", "blk.2.ffn_up.weight", "read"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	out, err = runCLI(t, "load", path, "--json", "--load-mode", "mmap", "--staging-size", "64KiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Load struct {
+			Tensors []struct {
+				Name, Type, Buffer, BufferType, Device string
+				Bytes                                  int64
+			} `json:"tensors"`
+			Buffers []struct {
+				Name, BufferType, Device string
+				Size                     uint64
+			} `json:"buffers"`
+			Timings struct {
+				Total float64 `json:"total_s"`
+			} `json:"timings"`
+		} `json:"load"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if len(rep.Load.Tensors) != len(m.Weights) || len(rep.Load.Buffers) == 0 || rep.Load.Timings.Total <= 0 {
+		t.Fatalf("%+v", rep.Load)
+	}
+	for _, tn := range rep.Load.Tensors {
+		if tn.Buffer == "" || tn.Device == "" || tn.Bytes <= 0 {
+			t.Fatalf("tensor %+v", tn)
+		}
+	}
+	for _, bad := range [][]string{
+		{"load", path, "--staging-size", "lots"},
+		{"load", path, "--device", "Nowhere0"},
+		{"load", filepath.Join(t.TempDir(), "missing.gguf")},
+		{"load"},
+	} {
+		if _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// The demo writes its model once into the user cache directory, loads it
+// on every device and reads every tensor back.
+func TestDemo(t *testing.T) {
+	rt := testenv.Runtime(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ggload demo:", "== CPU ==", "summary:", "identical to the file"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	for _, d := range rt.Devices() {
+		if d.Type() == ggml.DeviceGPU && !strings.Contains(out, "== "+d.Name()+" ==") {
+			t.Errorf("device %s not in the demo", d.Name())
+		}
+	}
+	path, err := synth.DemoModel(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || !strings.HasPrefix(path, os.Getenv("XDG_CACHE_HOME")) {
+		t.Fatalf("demo model %s: %v", path, err)
+	}
+	if _, err := runCLI(t); err != nil {
+		t.Fatal(err)
+	}
+	if st2, _ := os.Stat(path); !st2.ModTime().Equal(st.ModTime()) {
+		t.Error("the demo model was written again")
+	}
+}
+
+func TestBenchCommand(t *testing.T) {
+	rt := testenv.Runtime(t)
+	if rt.Location().Llama == "" {
+		testenv.Missing(t, "llama", "no libllama in %s (scripts/fetch-native.sh linux-x64)", rt.Location().Dir)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t, "bench", "--size", "8MiB", "--runs", "1", "--modes", "none,mmap", "--targets", "none", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Rows) != 2 || rep.MemcpyGBps <= 0 || rep.BaselineRSS == 0 || rep.Bytes < 8<<20 {
+		t.Fatalf("%+v", rep)
+	}
+	for _, r := range rep.Rows {
+		if r.Ggload.Err != "" || r.Ggload.WallS <= 0 || r.Ggload.PeakRSS == 0 {
+			t.Fatalf("ggload %+v", r)
+		}
+		if r.Llama == nil || r.Llama.Err != "" || r.Ratio <= 0 {
+			t.Fatalf("llama.cpp %+v", r.Llama)
+		}
+	}
+	for _, bad := range [][]string{
+		{"bench", "--size", "big"},
+		{"bench", "--modes", "teleport", "--size", "8MiB"},
+		{"bench", "--targets", "Nowhere0", "--size", "8MiB"},
 	} {
 		if _, err := runCLI(t, bad...); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -1,0 +1,57 @@
+package loader_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/place"
+)
+
+// BenchmarkLoad loads a 256 MiB model (file in the page cache) by each
+// load mode onto the CPU and, where present, Vulkan0; MB/s is the file's
+// bytes over the whole Load call. `ggload bench` compares with llama.cpp
+// process against process.
+func BenchmarkLoad(b *testing.B) {
+	rt := testenv.Runtime(b)
+	spec := synth.BenchSpec(256<<20, ggml.TypeQ8_0)
+	path, err := spec.Write(rt, filepath.Join(b.TempDir(), "bench.gguf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	targets := []string{"none"}
+	if _, err := rt.DeviceByName("Vulkan0"); err == nil {
+		targets = append(targets, "Vulkan0")
+	}
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap, place.LoadDirectIO} {
+		for _, target := range targets {
+			for _, readers := range []int{1, 0} {
+				name := mode.String() + "/" + target + "/readers=auto"
+				if readers == 1 {
+					name = mode.String() + "/" + target + "/readers=1"
+				}
+				b.Run(name, func(b *testing.B) {
+					gm := openModel(b, path)
+					params := place.DefaultParams()
+					params.LoadMode, params.Devices = mode, []string{target}
+					p, err := place.New(rt, gm, params)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.SetBytes(spec.Bytes())
+					for b.Loop() {
+						lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{Readers: readers})
+						if err != nil {
+							b.Fatal(err)
+						}
+						lm.Close()
+					}
+				})
+			}
+		}
+	}
+}
