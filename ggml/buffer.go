@@ -43,7 +43,7 @@ func (b BufferType) info() *buftInfo {
 	}
 	lib := rt.lib
 	bi = &buftInfo{
-		name:      lib.BuftName(b.h),
+		name:      rt.RPCName(lib.BuftName(b.h)),
 		dev:       lib.BuftGetDevice(b.h),
 		host:      lib.BuftIsHost(b.h),
 		alignment: uint64(lib.BuftGetAlignment(b.h)),
@@ -155,7 +155,7 @@ func LiveBuffers() int64 { return liveBuffers.Load() }
 func (b *Buffer) Handle() bindings.Buffer { return b.h }
 
 // Name is the buffer's name ("CPU", "CPU_Mapped", "Vulkan0", ...).
-func (b *Buffer) Name() string { return b.rt.lib.BufferName(b.h) }
+func (b *Buffer) Name() string { return b.rt.RPCName(b.rt.lib.BufferName(b.h)) }
 
 // Base is the start of the buffer in its device's address space. For host
 // buffers it is a host address; it may be nil for buffers without one.

@@ -71,6 +71,8 @@ type Device struct {
 	hostBuft bindings.Buft
 	id       string
 	caps     Caps
+
+	guard *rpcGuard // set for RPC devices reached through a guard
 }
 
 // fixed caches what never changes about a device.
@@ -100,7 +102,7 @@ func (d *Device) Handle() bindings.Dev { return d.h }
 func (d *Device) Name() string { return d.name }
 
 // Description is the device description (model name, or the RPC endpoint).
-func (d *Device) Description() string { return d.rt.lib.DevDescription(d.h) }
+func (d *Device) Description() string { return d.rt.RPCName(d.rt.lib.DevDescription(d.h)) }
 
 // Type is the device type.
 func (d *Device) Type() DeviceType { return d.fixed().typ }
@@ -120,11 +122,11 @@ func (d *Device) Props() Props {
 	d.rt.lib.DevGetProps(d.h, &p)
 	return Props{
 		Name:        bindings.GoString(p.Name),
-		Description: bindings.GoString(p.Description),
+		Description: d.rt.RPCName(bindings.GoString(p.Description)),
 		MemoryFree:  uint64(p.MemoryFree),
 		MemoryTotal: uint64(p.MemoryTotal),
 		Type:        DeviceType(p.Type),
-		DeviceID:    bindings.GoString(p.DeviceID),
+		DeviceID:    d.rt.RPCName(bindings.GoString(p.DeviceID)),
 		Caps: Caps{
 			Async:             p.Caps.Async,
 			HostBuffer:        p.Caps.HostBuffer,

@@ -92,9 +92,15 @@ func wrapTimeout(err error, timeout time.Duration) error {
 }
 
 // AddRPCServer checks a ggml-rpc-server endpoint (ProbeRPC), registers it
-// with ggml and returns its devices. Registering the same endpoint twice
-// returns the devices of the first registration.
+// with ggml behind a guard (see RPCOptions) and returns its devices.
+// Registering the same endpoint twice returns the devices of the first
+// registration.
 func (rt *Runtime) AddRPCServer(endpoint string, timeout time.Duration) ([]*Device, error) {
+	return rt.AddRPCServerWith(endpoint, RPCOptions{Timeout: timeout})
+}
+
+// AddRPCServerWith is AddRPCServer with every option.
+func (rt *Runtime) AddRPCServerWith(endpoint string, o RPCOptions) ([]*Device, error) {
 	rt.mu.Lock()
 	if devs, ok := rt.rpc[endpoint]; ok {
 		rt.mu.Unlock()
@@ -107,14 +113,26 @@ func (rt *Runtime) AddRPCServer(endpoint string, timeout time.Duration) ([]*Devi
 	if !ok {
 		return nil, fmt.Errorf("ggml: the RPC backend is not loaded from %s (build it: scripts/build-native.sh linux-x64 cpu,rpc --into %s)", rt.lib.Loc.Dir, dirBase(rt.lib.Loc.Dir))
 	}
-	n, err := ProbeRPC(endpoint, timeout)
+	n, err := ProbeRPC(endpoint, o.Timeout)
 	if err != nil {
 		return nil, err
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %s offers no devices", ErrRPCUnreachable, endpoint)
 	}
-	h := add(endpoint)
+	native := endpoint
+	var g *rpcGuard
+	if !o.Direct {
+		if g, err = newRPCGuard(endpoint, o.IOTimeout); err != nil {
+			return nil, err
+		}
+		native = g.local
+		// before any name is read and cached
+		rt.mu.Lock()
+		rt.guards = append(rt.guards, g)
+		rt.mu.Unlock()
+	}
+	h := add(native)
 	if h == 0 {
 		return nil, fmt.Errorf("%w: %s: the RPC backend refused it", ErrRPCUnreachable, endpoint)
 	}
@@ -122,8 +140,55 @@ func (rt *Runtime) AddRPCServer(endpoint string, timeout time.Duration) ([]*Devi
 	devs := Registry{rt, h}.Devices()
 	rt.mu.Lock()
 	rt.rpc[endpoint] = devs
+	if g != nil {
+		for _, d := range devs {
+			d.guard = g
+		}
+	}
 	rt.mu.Unlock()
 	return devs, nil
+}
+
+// RPCName rewrites the guards' loopback addresses in a native name, log
+// line or description to the endpoints they stand for.
+func (rt *Runtime) RPCName(s string) string {
+	rt.mu.Lock()
+	guards := rt.guards
+	rt.mu.Unlock()
+	for _, g := range guards {
+		s = g.rename(s)
+	}
+	return s
+}
+
+// RPCTraffic is what went through the guard of an RPC device: bytes sent to
+// its server and received from it (0, 0 for an unguarded device).
+func (d *Device) RPCTraffic() (sent, received uint64) {
+	if d.guard == nil {
+		return 0, 0
+	}
+	return d.guard.sent.Load(), d.guard.received.Load()
+}
+
+// Endpoint is an RPC device's server ("host:port"), "" for other devices.
+func (d *Device) Endpoint() string {
+	if d.guard != nil {
+		return d.guard.remote
+	}
+	if d.IsRPC() {
+		return d.rt.lib.DevDescription(d.h)
+	}
+	return ""
+}
+
+// Err reports a failure of the device's RPC server while in use (wrapping
+// ErrRPCFailed and naming the endpoint); nil for healthy and non-RPC
+// devices. Once it is non-nil, results from the device are meaningless.
+func (d *Device) Err() error {
+	if d.guard == nil {
+		return nil
+	}
+	return d.guard.Err()
 }
 
 // RPCEndpoints lists the registered endpoints.

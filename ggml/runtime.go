@@ -21,6 +21,9 @@ type Options struct {
 	RPC []string
 	// RPCTimeout bounds the check of each endpoint (default 5s).
 	RPCTimeout time.Duration
+	// RPCIOTimeout and RPCDirect: see RPCOptions.
+	RPCIOTimeout time.Duration
+	RPCDirect    bool
 }
 
 // Runtime is the opened native release with its registered backends.
@@ -34,6 +37,7 @@ type Runtime struct {
 	slack       map[bindings.Buft]uint64
 	bufts       map[bindings.Buft]*buftInfo
 	extras      map[bindings.Buft]bool
+	guards      []*rpcGuard
 }
 
 var (
@@ -55,7 +59,7 @@ func Open(opts Options) (*Runtime, error) {
 	rt := rtOne
 	rtMu.Unlock()
 	for _, ep := range opts.RPC {
-		if _, err := rt.AddRPCServer(ep, opts.RPCTimeout); err != nil {
+		if _, err := rt.AddRPCServerWith(ep, RPCOptions{Timeout: opts.RPCTimeout, IOTimeout: opts.RPCIOTimeout, Direct: opts.RPCDirect}); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +86,7 @@ type Registry struct {
 }
 
 // Name of the backend ("CPU", "Vulkan", "RPC", "CUDA", ...).
-func (r Registry) Name() string { return r.rt.lib.RegName(r.h) }
+func (r Registry) Name() string { return r.rt.RPCName(r.rt.lib.RegName(r.h)) }
 
 // Devices of this backend.
 func (r Registry) Devices() []*Device {

@@ -155,6 +155,11 @@ func (l *load) run() error {
 	if err := l.loadData(); err != nil {
 		return err
 	}
+	for _, b := range mdl.buffers {
+		if err := b.Device.Err(); err != nil {
+			return fmt.Errorf("loader: %s: %w", b.Device.Name(), err)
+		}
+	}
 	mdl.Stats.Data = time.Since(t0)
 	t0 = time.Now()
 	l.vwg.Wait()
@@ -329,6 +334,12 @@ func (l *load) allocate() error {
 		}
 		need := gc.AllocSize(c.BufferType)
 		buf, err := gc.AllocTensors(c.BufferType)
+		if derr := c.Device.Err(); derr != nil {
+			if buf != nil {
+				buf.Free()
+			}
+			err = derr
+		}
 		if err != nil {
 			return fmt.Errorf("loader: cannot allocate the %s buffer of %.2f MiB (%d bytes, %d tensors) on device %s: %w",
 				c.BufferType.Name(), float64(need)/(1<<20), need, len(c.Tensors), c.Device.Name(), err)
@@ -504,6 +515,9 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 			if err := t.pl.Tensor.SetPtr(addr, 0, n); err != nil {
 				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
 			}
+			if err := deviceErr(t.pl.Buffer, tp.Name); err != nil {
+				return err
+			}
 			t.pl.Path = PathFromMap
 		}
 		l.addDone(t.pl.Path, n)
@@ -530,8 +544,11 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 		}
 	}
 	t.pl.Path = PathSync
-	if err := l.syncUpload(t.pl.Tensor, f, w, tp); err != nil {
+	if err := l.syncUpload(t.pl.Tensor, f, w, tp, dev.IsRPC()); err != nil {
 		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, dev.Name(), err)
+	}
+	if err := deviceErr(t.pl.Buffer, tp.Name); err != nil {
+		return err
 	}
 	l.addDone(PathSync, n)
 	return nil
@@ -548,14 +565,31 @@ func (l *load) addDone(path Path, n uint64) {
 	l.model.statsMu.Unlock()
 }
 
+// deviceErr reports the failure of the RPC server behind b's device, naming
+// the tensor being loaded when it was found.
+func deviceErr(b *LoadedBuffer, tensor string) error {
+	if b == nil || b.Device == nil {
+		return nil
+	}
+	if err := b.Device.Err(); err != nil {
+		return fmt.Errorf("loader: tensor '%s' to %s: %w", tensor, b.Device.Name(), err)
+	}
+	return nil
+}
+
 // syncUpload reads a tensor in chunks of whole rows and sets each chunk:
-// one bounded buffer instead of a copy of the whole tensor.
-func (l *load) syncUpload(t *ggml.Tensor, f *modelFile, w *gguf.Weight, tp *place.TensorPlan) error {
+// one bounded buffer instead of a copy of the whole tensor. Tensors for RPC
+// servers go whole, as llama.cpp sends them: a server with a file cache
+// (ggml-rpc-server -c) recognises big tensors by the hash of the whole.
+func (l *load) syncUpload(t *ggml.Tensor, f *modelFile, w *gguf.Weight, tp *place.TensorPlan, whole bool) error {
 	row, err := tp.Type.RowSize(tp.Shape[0])
 	if err != nil || row <= 0 {
 		row = 1
 	}
 	chunk := max(int64(16<<20)/row, 1) * row
+	if whole {
+		chunk = w.Size
+	}
 	chunk = min(chunk, w.Size)
 	buf := make([]byte, chunk)
 	for off := int64(0); off < w.Size; off += chunk {

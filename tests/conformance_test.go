@@ -50,6 +50,9 @@ type report struct {
 func llamaReport(t *testing.T, rt *ggml.Runtime, m *llama.Model, lines []llama.LogLine) report {
 	r := report{layers: map[int]string{}}
 	for _, ln := range lines {
+		// RPC devices are reached through ggload's guards: llama.cpp names
+		// them by the guards' loopback addresses
+		ln.Text = rt.RPCName(ln.Text)
 		switch {
 		case layerLine.MatchString(ln.Text):
 			sm := layerLine.FindStringSubmatch(ln.Text)
@@ -70,10 +73,10 @@ func llamaReport(t *testing.T, rt *ggml.Runtime, m *llama.Model, lines []llama.L
 	seen := map[bindings.Buffer]bool{}
 	for _, tn := range m.Tensors() {
 		b := tn.C.Buffer
-		r.tensors = append(r.tensors, tn.Name+" "+lib.BuftName(lib.BufferGetType(b)))
+		r.tensors = append(r.tensors, tn.Name+" "+rt.RPCName(lib.BuftName(lib.BufferGetType(b))))
 		if !seen[b] {
 			seen[b] = true
-			r.buffers = append(r.buffers, fmt.Sprintf("%s %d", lib.BufferName(b), lib.BufferGetSize(b)))
+			r.buffers = append(r.buffers, fmt.Sprintf("%s %d", rt.RPCName(lib.BufferName(b)), lib.BufferGetSize(b)))
 		}
 	}
 	slices.Sort(r.tensors)

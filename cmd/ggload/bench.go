@@ -339,7 +339,10 @@ func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase,
 		return measurement{}, err
 	}
 	args := []string{benchChildCmd, "--impl", impl, "--mode", c.Mode, "--target", c.Target, "--lib-dir", bf.libDir, "--variant", bf.variant,
-		"--rpc", bf.rpc, "--readers", strconv.Itoa(bf.readers)}
+		"--rpc", bf.rpc, "--rpc-timeout", bf.rpcIO.String(), "--readers", strconv.Itoa(bf.readers)}
+	if bf.rpcDirect {
+		args = append(args, "--rpc-direct")
+	}
 	if idle {
 		args = append(args, "--idle")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -17,21 +18,23 @@ func init() {
 
 // runtimeFlags are the flags every command that opens the runtime takes.
 type runtimeFlags struct {
-	libDir  string
-	variant string
-	rpc     string
+	libDir    string
+	variant   string
+	rpc       string
+	rpcDirect bool
+	rpcIO     time.Duration
 }
 
-func (r *runtimeFlags) add(fs interface {
-	StringVar(*string, string, string, string)
-}) {
+func (r *runtimeFlags) add(fs *flag.FlagSet) {
+	fs.BoolVar(&r.rpcDirect, "rpc-direct", false, "connect ggml's RPC client straight to the servers, without ggload's guard (a failing server then aborts the process, as in llama.cpp)")
+	fs.DurationVar(&r.rpcIO, "rpc-timeout", time.Minute, "declare an RPC server failed when it stays silent this long in use")
 	fs.StringVar(&r.libDir, "lib-dir", "", "directory of the native ggml libraries (default: GGLOAD_LIB_DIR, native/lib/<platform>[-variant], beside the executable)")
 	fs.StringVar(&r.variant, "variant", "", "native set variant: vulkan, cuda, src, none (default: GGLOAD_VARIANT, then automatic)")
 	fs.StringVar(&r.rpc, "rpc", "", "comma-separated ggml-rpc-server endpoints host:port to use as devices")
 }
 
 func (r *runtimeFlags) open() (*ggml.Runtime, error) {
-	return ggml.Open(ggml.Options{LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second})
+	return ggml.Open(ggml.Options{LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
 }
 
 type bufferTypeInfo struct {

@@ -161,8 +161,8 @@ func StartRPCServerWrapped(t testing.TB, wrapper []string, args ...string) *RPCS
 
 // RPC returns the endpoints of n ggml-rpc-servers registered with the
 // runtime. They are shared by the whole test binary and live until it exits:
-// ggml keeps registered devices for the life of the process, and its RPC
-// client aborts when a registered server disappears.
+// ggml keeps registered devices for the life of the process, and plans made
+// with every device would meet a dead one.
 func RPC(t testing.TB, n int) []string {
 	t.Helper()
 	r := Runtime(t)

@@ -1,0 +1,264 @@
+// Package rpc_test loads models onto ggml-rpc-servers on separate hosts:
+// network namespaces joined by veth pairs (scripts/rpc-hosts.sh), each with
+// its own server. Servers here die on purpose, so these tests live in their
+// own binary: ggml keeps every registered device for the process's life.
+package rpc_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.KillAll()
+	os.Exit(code)
+}
+
+func register(t testing.TB, rt *ggml.Runtime, hosts []testenv.NetHost, o ggml.RPCOptions) []string {
+	t.Helper()
+	var names []string
+	for _, h := range hosts {
+		devs, err := rt.AddRPCServerWith(h.Endpoint, o)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", h.Endpoint, err, h.Log())
+		}
+		for _, d := range devs {
+			names = append(names, d.Name())
+		}
+	}
+	return names
+}
+
+func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) (string, *gguf.Model) {
+	t.Helper()
+	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return path, m
+}
+
+// verify reads every tensor back from its device and compares it with the
+// file.
+func verify(t *testing.T, m *gguf.Model, lm *loader.Model) map[string]int {
+	t.Helper()
+	perDevice := map[string]int{}
+	for _, pl := range lm.Placements() {
+		if pl.Tensor == nil {
+			continue
+		}
+		w := pl.Plan.Weight
+		want := make([]byte, w.Size)
+		if _, err := m.Files[w.File].ReaderAt().ReadAt(want, w.Offset); err != nil {
+			t.Fatal(err)
+		}
+		got, err := pl.Tensor.Bytes()
+		if err != nil {
+			t.Fatalf("%s: %v", pl.Plan.Name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s on %s: bytes differ from the file", pl.Plan.Name, pl.Plan.BufferType.Name())
+		}
+		perDevice[pl.Plan.Device.Name()]++
+	}
+	return perDevice
+}
+
+var spec = synth.Spec{Layers: 6, Embd: 256, FF: 512, Heads: 4, Vocab: 512, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0}
+
+// Two RPC hosts and the local Vulkan device share the layers; every tensor
+// reads back equal to the file, in both load modes.
+func TestLoadAcrossHosts(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	hosts := testenv.NetHosts(t, 2, testenv.NetOptions{})
+	rpc := register(t, rt, hosts, ggml.RPCOptions{})
+	_, m := writeModel(t, rt, spec)
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+		t.Run(mode.String(), func(t *testing.T) {
+			params := place.DefaultParams()
+			params.LoadMode = mode
+			params.Devices = append(append([]string{}, rpc...), "Vulkan0")
+			params.TensorSplit = []float32{1, 1, 1}
+			params.UseExtraBufts = false
+			p, err := place.New(rt, m, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers := map[string]bool{}
+			for _, d := range p.LayerDevices {
+				layers[d.Name()] = true
+			}
+			for _, d := range params.Devices {
+				if !layers[d] {
+					t.Fatalf("no layer on %s: %v", d, p.LayerDevices)
+				}
+			}
+			var before [2]uint64
+			for i, name := range rpc {
+				d, _ := rt.DeviceByName(name)
+				before[i], _ = d.RPCTraffic()
+			}
+			lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lm.Close()
+			per := verify(t, m, lm)
+			for i, name := range rpc {
+				d, _ := rt.DeviceByName(name)
+				sent, _ := d.RPCTraffic()
+				var placed int64
+				for _, tp := range p.Tensors {
+					if tp.Device == d && tp.Context >= 0 && !tp.Shared {
+						placed += tp.Bytes
+					}
+				}
+				if per[name] == 0 || sent-before[i] < uint64(placed) {
+					t.Errorf("%s (%s): %d tensors verified, %d bytes sent for %d placed", name, hosts[i].Endpoint, per[name], sent-before[i], placed)
+				}
+			}
+			t.Logf("tensors verified per device: %v", per)
+		})
+	}
+}
+
+// settle waits for goroutines to drain back to n (the guards' relays end
+// when the native client closes their connections).
+func settle(n int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && runtime.NumGoroutine() > n {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return runtime.NumGoroutine()
+}
+
+// A server killed in the middle of a load, and one that stops answering:
+// the load fails in bounded time with an error naming the endpoint, and
+// nothing is left allocated or running here.
+func TestServerFailsMidLoad(t *testing.T) {
+	rt := testenv.Runtime(t)
+	big := spec
+	big.Layers, big.Embd, big.FF = 8, 1024, 2816
+	for _, how := range []string{"killed", "silent"} {
+		t.Run(how, func(t *testing.T) {
+			hosts := testenv.NetHosts(t, 1, testenv.NetOptions{})
+			const ioTimeout = 2 * time.Second
+			rpc := register(t, rt, hosts, ggml.RPCOptions{IOTimeout: ioTimeout})
+			_, m := writeModel(t, rt, big)
+			for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+				params := place.DefaultParams()
+				params.LoadMode = mode
+				params.Devices = rpc
+				p, err := place.New(rt, m, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mode == place.LoadMmap && how == "silent" {
+					break // the server stays frozen: one mode is enough
+				}
+				buffers, goroutines := ggml.LiveBuffers(), runtime.NumGoroutine()
+				struck := false
+				start := time.Now()
+				lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{Progress: func(done, total uint64) bool {
+					if !struck && done > total/3 {
+						struck = true
+						if how == "killed" {
+							hosts[0].Kill()
+						} else {
+							hosts[0].Stop()
+						}
+					}
+					return true
+				}})
+				elapsed := time.Since(start)
+				if mode == place.LoadMmap {
+					// the server was killed during the first load: this one
+					// cannot even allocate
+					struck = true
+				}
+				if err == nil {
+					lm.Close()
+					t.Fatalf("%s: load succeeded with the server %s (struck %v)", mode, how, struck)
+				}
+				if !errors.Is(err, ggml.ErrRPCFailed) || !strings.Contains(err.Error(), hosts[0].Endpoint) {
+					t.Fatalf("%s: error %v: want ErrRPCFailed naming %s", mode, err, hosts[0].Endpoint)
+				}
+				if how == "silent" && !strings.Contains(err.Error(), "no answer within") {
+					t.Fatalf("error %v: want the timeout named", err)
+				}
+				if elapsed > 5*ioTimeout+10*time.Second {
+					t.Fatalf("%s: failing took %v", mode, elapsed)
+				}
+				if n := ggml.LiveBuffers(); n != buffers {
+					t.Fatalf("%s: %d buffers live after the failed load, %d before", mode, n, buffers)
+				}
+				if n := settle(goroutines); n > goroutines {
+					t.Fatalf("%s: %d goroutines after the failed load, %d before", mode, n, goroutines)
+				}
+				t.Logf("%s, %s: failed after %v: %v", how, mode, elapsed.Round(time.Millisecond), err)
+			}
+		})
+	}
+}
+
+// The servers' file cache (ggml-rpc-server -c): big tensors go by hash the
+// second time, so the second load sends a fraction of the bytes over a
+// 1 Gbit/s link and takes less time.
+func TestServerFileCache(t *testing.T) {
+	rt := testenv.Runtime(t)
+	hosts := testenv.NetHosts(t, 1, testenv.NetOptions{Cache: true, Rate: "1gbit"})
+	rpc := register(t, rt, hosts, ggml.RPCOptions{})
+	// 2048-wide q8_0: the token embedding (69 MB) and the feed-forward
+	// matrices (12 MB) are over the client's 10 MiB hash threshold
+	_, m := writeModel(t, rt, synth.Spec{Layers: 1, Embd: 2048, FF: 5632, Heads: 16, Vocab: 32000, Tied: true})
+	d, _ := rt.DeviceByName(rpc[0])
+	var sent [2]uint64
+	var took [2]time.Duration
+	for i := range 2 {
+		params := place.DefaultParams()
+		params.LoadMode = place.LoadNone
+		params.Devices = rpc
+		p, err := place.New(rt, m, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s0, _ := d.RPCTraffic()
+		start := time.Now()
+		lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+		if err != nil {
+			t.Fatalf("load %d: %v\n%s", i+1, err, hosts[0].Log())
+		}
+		took[i] = time.Since(start)
+		s1, _ := d.RPCTraffic()
+		sent[i] = s1 - s0
+		if i == 1 {
+			verify(t, m, lm)
+		}
+		lm.Close()
+	}
+	t.Logf("first load %v (%.1f MiB sent), second %v (%.1f MiB sent)", took[0].Round(time.Millisecond), float64(sent[0])/(1<<20), took[1].Round(time.Millisecond), float64(sent[1])/(1<<20))
+	if sent[1]*5 > sent[0] {
+		t.Fatalf("second load sent %d bytes, first %d: the cache was not used", sent[1], sent[0])
+	}
+}
