@@ -262,3 +262,57 @@ func TestServerFileCache(t *testing.T) {
 		t.Fatalf("second load sent %d bytes, first %d: the cache was not used", sent[1], sent[0])
 	}
 }
+
+// The guard on loopback, without namespaces: a buffer on a server that is
+// then killed can still be written, read (zeros) and freed without the
+// process aborting, and Device.Err names the endpoint.
+func TestGuardKeepsProcessAlive(t *testing.T) {
+	rt := testenv.Runtime(t)
+	s := testenv.StartRPCServer(t)
+	devs, err := rt.AddRPCServerWith(s.Endpoint, ggml.RPCOptions{IOTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := devs[0]
+	if d.Endpoint() != s.Endpoint || !strings.Contains(d.Description(), s.Endpoint) || !strings.Contains(d.BufferType().Name(), s.Endpoint) {
+		t.Fatalf("names: endpoint %q, description %q, buffer type %q", d.Endpoint(), d.Description(), d.BufferType().Name())
+	}
+	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free()
+	x, err := ctx.NewTensor(ggml.TypeF32, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := ctx.AllocTensors(d.BufferType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 4096)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	if err := x.Set(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := x.Bytes(); !bytes.Equal(got, data) || d.Err() != nil {
+		t.Fatalf("round trip before the kill: %v", d.Err())
+	}
+	s.Kill()
+	if err := x.Set(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := x.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Err(); !errors.Is(err, ggml.ErrRPCFailed) || !strings.Contains(err.Error(), s.Endpoint) {
+		t.Fatalf("Err after the kill: %v", err)
+	}
+	if bytes.Equal(got, data) {
+		t.Fatal("data read back from a dead server")
+	}
+	buf.Free()
+}
