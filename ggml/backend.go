@@ -18,7 +18,7 @@ type Backend struct {
 }
 
 // Name is the backend's name.
-func (b *Backend) Name() string { return b.rt.lib.BackendName(b.h) }
+func (b *Backend) Name() string { return b.rt.RPCName(b.rt.lib.BackendName(b.h)) }
 
 // Device is the device the backend runs on.
 func (b *Backend) Device() *Device { return b.dev }

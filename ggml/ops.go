@@ -339,3 +339,16 @@ func (c *Context) Im2Col(a, b *Tensor, s0, s1, p0, p1, d0, d1 int32, is2D bool, 
 		return c.rt.lib.IM2Col(c.h, a.c, b.c, s0, s1, p0, p1, d0, d1, is2D, int32(dst))
 	}, a, b)
 }
+
+// RMSNorm divides each row of a by its root mean square (plus eps).
+func (c *Context) RMSNorm(a *Tensor, eps float32) (*Tensor, error) {
+	return c.build("rms_norm", func() string {
+		switch {
+		case a.Type() != TypeF32:
+			return "a must be f32"
+		case eps < 0 || eps != eps:
+			return "eps must be a non-negative number"
+		}
+		return ""
+	}, func() *bindings.Tensor { return c.rt.lib.RMSNorm(c.h, a.c, eps) }, a)
+}

@@ -8,7 +8,9 @@ native_set() {
 	if [ -n "${GGLOAD_LIB_DIR:-}" ]; then return; fi
 	case "$(uname -s)-$(uname -m)" in
 	Linux-x86_64)
-		if ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
+		# (grep reads everything: with -q, ldconfig could die of SIGPIPE and
+		# pipefail would turn a match into a miss)
+		if ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1' >/dev/null; then
 			"$ROOT/scripts/fetch-native.sh" linux-x64-vulkan >&2
 			export GGLOAD_VARIANT=${GGLOAD_VARIANT:-vulkan}
 		else

@@ -1,0 +1,284 @@
+// Command attention computes with loaded weights: it loads the demo model
+// (or -model) onto each device, computes the first layer's attention
+// projections Q, K and V for a few tokens where the weights live, and checks
+// every result against the same computation on the CPU.
+//
+//	go run ./examples/attention [-devices Vulkan0,RPC0] [-rpc host:port] [-tokens 1,17,42,99]
+//
+// The graph is the start of a llama layer: the tokens' embeddings
+// (get_rows), RMS norm, the norm's weight, then the three projections.
+// A ggml scheduler runs each op on the device that holds its weights and
+// moves the activations between devices.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "attention:", err)
+		os.Exit(1)
+	}
+}
+
+// projections are the results for one device.
+type projections struct {
+	Device string
+	Ran    string // the backend that ran the Q projection
+	Out    map[string][]float32
+}
+
+var outputs = []string{"Q", "K", "V"}
+
+func run(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
+	model := fs.String("model", "", "GGUF model (default: the demo model in the user cache directory)")
+	devices := fs.String("devices", "", "devices to compute on, comma-separated (default: every GPU, iGPU and RPC device)")
+	rpc := fs.String("rpc", "", "ggml-rpc-server endpoints to add as devices")
+	tokenList := fs.String("tokens", "1,17,42,99", "token ids")
+	tol := fs.Float64("tol", 0.02, "largest accepted difference from the CPU, relative to the CPU result's largest magnitude")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var tokens []int32
+	for _, s := range strings.Split(*tokenList, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil {
+			return fmt.Errorf("-tokens: %q is not a token id", s)
+		}
+		tokens = append(tokens, int32(v))
+	}
+	var eps []string
+	if *rpc != "" {
+		eps = strings.Split(*rpc, ",")
+	}
+	rt, err := ggml.Open(ggml.Options{RPC: eps})
+	if err != nil {
+		return err
+	}
+	path := *model
+	if path == "" {
+		if path, err = synth.DemoModel(rt); err != nil {
+			return err
+		}
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	var targets []string
+	if *devices != "" {
+		targets = strings.Split(*devices, ",")
+	} else {
+		for _, d := range rt.Devices() {
+			if d.Type() == ggml.DeviceGPU || d.Type() == ggml.DeviceIGPU {
+				targets = append(targets, d.Name())
+			}
+		}
+	}
+	ref, err := project(rt, m, "none", tokens)
+	if err != nil {
+		return fmt.Errorf("CPU: %w", err)
+	}
+	fmt.Fprintf(w, "%s: layer 0 Q, K, V for tokens %v\n", path, tokens)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "device\tran on\tQ diff\tK diff\tV diff\tresult")
+	fmt.Fprintf(tw, "CPU\t%s\t\t\t\treference\n", ref.Ran)
+	var bad []string
+	for _, target := range targets {
+		res, err := project(rt, m, target, tokens)
+		if err != nil {
+			tw.Flush()
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		diffs, ok := compare(ref, res, *tol)
+		verdict := "ok"
+		if !ok {
+			verdict = "MISMATCH"
+			bad = append(bad, target)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2g\t%.2g\t%.2g\t%s\n", target, res.Ran, diffs[0], diffs[1], diffs[2], verdict)
+	}
+	tw.Flush()
+	if len(bad) > 0 {
+		return fmt.Errorf("results differ from the CPU's on %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// compare gives, per projection, the largest difference relative to the
+// reference's largest magnitude, and whether all are within tol.
+func compare(ref, got projections, tol float64) ([3]float64, bool) {
+	var out [3]float64
+	ok := true
+	for i, name := range outputs {
+		a, b := ref.Out[name], got.Out[name]
+		if len(a) != len(b) {
+			out[i] = math.Inf(1)
+			ok = false
+			continue
+		}
+		var peak, diff float64
+		for j := range a {
+			peak = max(peak, math.Abs(float64(a[j])))
+			diff = max(diff, math.Abs(float64(a[j]-b[j])))
+		}
+		if peak > 0 {
+			diff /= peak
+		}
+		out[i] = diff
+		if !(diff <= tol) || peak == 0 {
+			ok = false
+		}
+	}
+	return out, ok
+}
+
+// project loads the model with its layers on target ("none": the CPU) and
+// computes the projections there.
+func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (projections, error) {
+	res := projections{Device: target, Out: map[string][]float32{}}
+	params := place.DefaultParams()
+	params.Devices = []string{target}
+	p, err := place.New(rt, m, params)
+	if err != nil {
+		return res, err
+	}
+	lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+	if err != nil {
+		return res, err
+	}
+	defer lm.Close()
+	weight := func(name string) (*ggml.Tensor, error) {
+		t, ok := lm.Tensor(name)
+		if !ok {
+			return nil, fmt.Errorf("the model has no %s", name)
+		}
+		return t, nil
+	}
+	arch, err := m.String("general.architecture")
+	if err != nil {
+		return res, err
+	}
+	eps := float32(1e-5)
+	if v, err := m.Float(arch + ".attention.layer_norm_rms_epsilon"); err == nil {
+		eps = float32(v)
+	}
+	names := []string{"token_embd.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}
+	ws := make([]*ggml.Tensor, len(names))
+	for i, n := range names {
+		if ws[i], err = weight(n); err != nil {
+			return res, err
+		}
+	}
+	vocab := ws[0].Shape()[1]
+	for _, tok := range tokens {
+		if tok < 0 || int64(tok) >= vocab {
+			return res, fmt.Errorf("token %d outside the vocabulary of %d", tok, vocab)
+		}
+	}
+
+	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 16, Graphs: 1, NoAlloc: true})
+	if err != nil {
+		return res, err
+	}
+	defer ctx.Free()
+	ids, err := ctx.NewTensor(ggml.TypeI32, int64(len(tokens)))
+	if err != nil {
+		return res, err
+	}
+	ids.SetInput()
+	x, err := ctx.GetRows(ws[0], ids)
+	if err != nil {
+		return res, err
+	}
+	if x, err = ctx.RMSNorm(x, eps); err != nil {
+		return res, err
+	}
+	if x, err = ctx.Mul(x, ws[1]); err != nil {
+		return res, err
+	}
+	g, err := ctx.NewGraph(0)
+	if err != nil {
+		return res, err
+	}
+	outs := make([]*ggml.Tensor, 3)
+	for i := range outs {
+		if outs[i], err = ctx.MulMat(ws[2+i], x); err != nil {
+			return res, err
+		}
+		outs[i].SetOutput()
+		if err := g.Expand(outs[i]); err != nil {
+			return res, err
+		}
+	}
+
+	cpu, err := rt.CPUDevice().NewBackend()
+	if err != nil {
+		return res, err
+	}
+	defer cpu.Free()
+	backends := []*ggml.Backend{cpu}
+	if target != "none" {
+		d, err := rt.DeviceByName(target)
+		if err != nil {
+			return res, err
+		}
+		if lm.Plan.LayerDevices[0] != d {
+			return res, fmt.Errorf("layer 0 was placed on %s, not %s", lm.Plan.LayerDevices[0].Name(), target)
+		}
+		be, err := d.NewBackend()
+		if err != nil {
+			return res, err
+		}
+		defer be.Free()
+		backends = []*ggml.Backend{be, cpu}
+	}
+	s, err := rt.NewScheduler(backends, ggml.SchedulerOptions{})
+	if err != nil {
+		return res, err
+	}
+	defer s.Free()
+	if err := s.Alloc(g); err != nil {
+		return res, err
+	}
+	if err := ids.SetInts(tokens); err != nil {
+		return res, err
+	}
+	if err := s.Compute(g); err != nil {
+		return res, err
+	}
+	if b := s.Backend(outs[0]); b != nil {
+		res.Ran = b.Name()
+	}
+	for i, name := range outputs {
+		v, err := outs[i].Floats()
+		if err != nil {
+			return res, err
+		}
+		res.Out[name] = v
+	}
+	if target != "none" && res.Ran != backends[0].Name() {
+		return res, errors.New("the projections did not run on the device holding the weights (ran on " + res.Ran + ")")
+	}
+	return res, nil
+}

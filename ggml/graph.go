@@ -1,0 +1,332 @@
+package ggml
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+)
+
+// Computing with loaded weights: build ops in a NoAlloc context, collect
+// them in a Graph, and run it either on one backend (every tensor already
+// in a buffer that backend can use) or through a Scheduler, which allocates
+// the intermediate tensors, splits the graph between backends by where the
+// weights live and what each device supports, and copies between them.
+// Everything ggml would assert on is checked here first.
+
+// DefaultGraphSize is ggml's default node capacity of a graph.
+const DefaultGraphSize = 2048
+
+// Tensor flags (enum ggml_tensor_flag).
+const (
+	flagInput  = 1
+	flagOutput = 2
+)
+
+// Graph is a computation graph (struct ggml_cgraph) in a context.
+type Graph struct {
+	ctx   *Context
+	h     bindings.Graph
+	size  int
+	nodes map[*bindings.Tensor]bool // ops in the graph
+	leafs map[*bindings.Tensor]bool // inputs and weights
+}
+
+// NewGraph makes a graph of at most size nodes (0: DefaultGraphSize) in c.
+func (c *Context) NewGraph(size int) (*Graph, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("ggml: graph size %d", size)
+	}
+	if size == 0 {
+		size = DefaultGraphSize
+	}
+	c.mu.Lock()
+	if c.freed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("ggml: context used after Free")
+	}
+	need := uint64(c.rt.lib.UsedMem(c.h)) + uint64(c.rt.lib.GraphOverheadCustom(uintptr(size), false))
+	c.mu.Unlock()
+	if need > c.size {
+		return nil, fmt.Errorf("ggml: context of %d bytes has no room for a graph of %d nodes (%d needed; ContextParams.Graphs/GraphSize)", c.size, size, need)
+	}
+	h := c.rt.lib.NewGraphCustom(c.h, uintptr(size), false)
+	if h == 0 {
+		return nil, fmt.Errorf("ggml: new graph failed")
+	}
+	return &Graph{ctx: c, h: h, size: size, nodes: map[*bindings.Tensor]bool{}, leafs: map[*bindings.Tensor]bool{}}, nil
+}
+
+// Expand adds t and everything it depends on (ggml_build_forward_expand).
+func (g *Graph) Expand(t *Tensor) error {
+	if t == nil {
+		return fmt.Errorf("ggml: graph: nil tensor")
+	}
+	// count what the native walk will add, which it asserts fits
+	newNodes, newLeafs := map[*bindings.Tensor]bool{}, map[*bindings.Tensor]bool{}
+	var visit func(p *bindings.Tensor)
+	visit = func(p *bindings.Tensor) {
+		if p == nil || g.nodes[p] || g.leafs[p] || newNodes[p] || newLeafs[p] {
+			return
+		}
+		for _, s := range p.Src {
+			visit(s)
+		}
+		if p.Op == 0 && p.Flags&4 == 0 { // GGML_OP_NONE and not a parameter: a leaf
+			newLeafs[p] = true
+		} else {
+			newNodes[p] = true
+		}
+	}
+	visit(t.c)
+	if len(g.nodes)+len(newNodes) > g.size || len(g.leafs)+len(newLeafs) > g.size {
+		return fmt.Errorf("ggml: graph of %d nodes is full (%d nodes and %d leafs needed)", g.size, len(g.nodes)+len(newNodes), len(g.leafs)+len(newLeafs))
+	}
+	g.ctx.rt.lib.BuildForwardExpand(g.h, t.c)
+	for p := range newNodes {
+		g.nodes[p] = true
+	}
+	for p := range newLeafs {
+		g.leafs[p] = true
+	}
+	return nil
+}
+
+// Nodes is the number of ops in the graph.
+func (g *Graph) Nodes() int { return int(g.ctx.rt.lib.GraphNNodes(g.h)) }
+
+// tensors lists the graph's ops and leafs.
+func (g *Graph) tensors() (nodes, leafs []*Tensor) {
+	for p := range g.nodes {
+		nodes = append(nodes, &Tensor{rt: g.ctx.rt, c: p})
+	}
+	for p := range g.leafs {
+		leafs = append(leafs, &Tensor{rt: g.ctx.rt, c: p})
+	}
+	return nodes, leafs
+}
+
+// SetInput marks t as a graph input: a scheduler gives it its own memory,
+// which Set fills after Alloc.
+func (t *Tensor) SetInput() { t.rt.lib.SetInput(t.c) }
+
+// SetOutput marks t as a graph output: its memory is not reused for other
+// results, so it can be read after Compute.
+func (t *Tensor) SetOutput() { t.rt.lib.SetOutput(t.c) }
+
+// Compute runs g on this backend alone. Every tensor of the graph must
+// already have memory in a buffer the backend's device can use, and the
+// device must support every op.
+func (b *Backend) Compute(g *Graph) error {
+	nodes, leafs := g.tensors()
+	dev := b.dev
+	for _, t := range append(leafs, nodes...) {
+		if t.c.Data == nil && t.c.ViewSrc == nil {
+			return fmt.Errorf("ggml: compute on %s: tensor %q has no memory (use a Scheduler, or allocate it)", b.Name(), t.Name())
+		}
+		if t.c.Buffer != 0 && dev != nil {
+			bt := BufferType{b.rt, b.rt.lib.BufferGetType(t.c.Buffer)}
+			if !dev.SupportsBufferType(bt) {
+				return fmt.Errorf("ggml: compute on %s: tensor %q lives in a %s buffer, which %s cannot use", b.Name(), t.Name(), bt.Name(), dev.Name())
+			}
+		}
+	}
+	if dev != nil {
+		for _, t := range nodes {
+			if ok, err := dev.SupportsOp(t); err != nil || !ok {
+				return fmt.Errorf("ggml: compute on %s: %s does not support %s of %q", b.Name(), dev.Name(), b.rt.OpName(t.Op()), t.Name())
+			}
+		}
+	}
+	if st := b.rt.lib.BackendGraphCompute(b.h, g.h); st != 0 {
+		return fmt.Errorf("ggml: compute on %s: %s", b.Name(), statusName(st))
+	}
+	return nil
+}
+
+func statusName(st int32) string {
+	switch st {
+	case -1:
+		return "allocation failed"
+	case 1:
+		return "failed"
+	case 2:
+		return "aborted"
+	}
+	return fmt.Sprintf("status %d", st)
+}
+
+// SchedulerOptions tune a Scheduler.
+type SchedulerOptions struct {
+	// GraphSize is the largest graph it will run (0: DefaultGraphSize).
+	GraphSize int
+	// OpOffload lets ops whose weights are in host memory run on the
+	// first backend when it supports them (llama.cpp's default).
+	OpOffload bool
+}
+
+// Scheduler runs graphs across several backends (ggml_backend_sched).
+type Scheduler struct {
+	rt       *Runtime
+	h        bindings.Sched
+	backends []*Backend
+	size     int
+	hs       []bindings.Backend
+}
+
+// NewScheduler makes a scheduler over backends in priority order; the last
+// one must be a CPU backend (it runs what no other can).
+func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (*Scheduler, error) {
+	if len(backends) == 0 {
+		return nil, fmt.Errorf("ggml: scheduler: no backends")
+	}
+	for i, b := range backends {
+		if b == nil {
+			return nil, fmt.Errorf("ggml: scheduler: backend %d is nil", i)
+		}
+	}
+	last := backends[len(backends)-1]
+	if last.dev == nil || last.dev.Type() != DeviceCPU {
+		return nil, fmt.Errorf("ggml: scheduler: the last backend must be the CPU's, not %s", last.Name())
+	}
+	if o.GraphSize < 0 {
+		return nil, fmt.Errorf("ggml: scheduler: graph size %d", o.GraphSize)
+	}
+	if o.GraphSize == 0 {
+		o.GraphSize = DefaultGraphSize
+	}
+	s := &Scheduler{rt: rt, backends: backends, size: o.GraphSize}
+	for _, b := range backends {
+		s.hs = append(s.hs, b.h)
+	}
+	s.h = rt.lib.SchedNew(&s.hs[0], nil, int32(len(s.hs)), uintptr(o.GraphSize), false, o.OpOffload)
+	if s.h == 0 {
+		return nil, fmt.Errorf("ggml: scheduler: creation failed")
+	}
+	return s, nil
+}
+
+// check refuses graphs the native scheduler would assert on: too big, or
+// with an op no backend supports.
+func (s *Scheduler) check(g *Graph) error {
+	if s.h == 0 {
+		return fmt.Errorf("ggml: scheduler used after Free")
+	}
+	nodes, leafs := g.tensors()
+	if len(nodes)+len(leafs) > s.size {
+		return fmt.Errorf("ggml: scheduler for %d tensors given a graph of %d", s.size, len(nodes)+len(leafs))
+	}
+	for _, t := range nodes {
+		ok := false
+		for _, b := range s.backends {
+			if b.dev == nil {
+				continue
+			}
+			if yes, err := b.dev.SupportsOp(t); err == nil && yes {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return fmt.Errorf("ggml: scheduler: no backend supports %s of %q", s.rt.OpName(t.Op()), t.Name())
+		}
+	}
+	return nil
+}
+
+// Alloc assigns every tensor of g to a backend and gives the results and
+// inputs memory; inputs can be Set afterwards.
+func (s *Scheduler) Alloc(g *Graph) error {
+	if err := s.check(g); err != nil {
+		return err
+	}
+	if !s.rt.lib.SchedAllocGraph(s.h, g.h) {
+		return fmt.Errorf("ggml: scheduler: allocating the graph failed")
+	}
+	return nil
+}
+
+// Compute runs g (allocating it first if Alloc was not called) and waits
+// for the result.
+func (s *Scheduler) Compute(g *Graph) error {
+	if err := s.check(g); err != nil {
+		return err
+	}
+	if st := s.rt.lib.SchedGraphCompute(s.h, g.h); st != 0 {
+		return fmt.Errorf("ggml: scheduler: compute: %s", statusName(st))
+	}
+	for _, b := range s.backends {
+		if b.dev != nil {
+			if err := b.dev.Err(); err != nil {
+				return fmt.Errorf("ggml: scheduler: %s: %w", b.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// Splits is how many pieces the last graph was cut into.
+func (s *Scheduler) Splits() int { return int(s.rt.lib.SchedGetNSplits(s.h)) }
+
+// Backend is the backend a tensor of the last allocated graph runs on (nil
+// if none).
+func (s *Scheduler) Backend(t *Tensor) *Backend {
+	h := s.rt.lib.SchedGetTensorBackend(s.h, t.c)
+	for _, b := range s.backends {
+		if b.h == h {
+			return b
+		}
+	}
+	return nil
+}
+
+// Reset drops the last graph's allocation.
+func (s *Scheduler) Reset() { s.rt.lib.SchedReset(s.h) }
+
+// Free releases the scheduler and its memory; later calls do nothing.
+func (s *Scheduler) Free() {
+	if s != nil && s.h != 0 {
+		s.rt.lib.SchedFree(s.h)
+		s.h = 0
+	}
+}
+
+// Floats reads an F32 tensor.
+func (t *Tensor) Floats() ([]float32, error) {
+	if t.Type() != TypeF32 {
+		return nil, fmt.Errorf("ggml: %q is %s, not f32", t.Name(), t.Type())
+	}
+	b, err := t.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, nil
+}
+
+// SetFloats writes an F32 tensor whole.
+func (t *Tensor) SetFloats(v []float32) error {
+	if t.Type() != TypeF32 || uint64(len(v))*4 != t.NBytes() {
+		return fmt.Errorf("ggml: %q (%s, %d bytes) cannot take %d floats", t.Name(), t.Type(), t.NBytes(), len(v))
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	return t.Set(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)), 0)
+}
+
+// SetInts writes an I32 tensor whole.
+func (t *Tensor) SetInts(v []int32) error {
+	if t.Type() != TypeI32 || uint64(len(v))*4 != t.NBytes() {
+		return fmt.Errorf("ggml: %q (%s, %d bytes) cannot take %d ints", t.Name(), t.Type(), t.NBytes(), len(v))
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	return t.Set(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)), 0)
+}
