@@ -98,6 +98,9 @@ func (d *Device) DeviceID() string { return d.fixed().id }
 // Handle returns the native handle (for tests and the conformance harness).
 func (d *Device) Handle() bindings.Dev { return d.h }
 
+// Runtime is the runtime the device belongs to.
+func (d *Device) Runtime() *Runtime { return d.rt }
+
 // Name is the device name ("CPU", "Vulkan0", "RPC0", "CUDA0").
 func (d *Device) Name() string { return d.name }
 

@@ -104,10 +104,8 @@ func maxDiff(a, b []float32) float64 {
 
 func TestSchedulerComputes(t *testing.T) {
 	rt := testenv.Runtime(t)
-	devices := []*ggml.Device{rt.CPUDevice()}
-	if vk := testenv.Vulkan(t); vk != nil {
-		devices = append(devices, vk)
-	}
+	testenv.Vulkan(t)
+	devices := append([]*ggml.Device{rt.CPUDevice()}, testenv.GPUs(t)...)
 	cpuBe, err := rt.CPUDevice().NewBackend()
 	if err != nil {
 		t.Fatal(err)

@@ -68,8 +68,12 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 	testenv.Vulkan(t)
 	testenv.RPC(t, 1)
 	path := writeModel(t, rt, smallSpec)
+	targets := [][]string{{"none"}, {"RPC0"}, nil}
+	for _, d := range testenv.GPUs(t) { // Vulkan0, and CUDA0 on GPU runners
+		targets = append(targets, []string{d.Name()})
+	}
 	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone, place.LoadMlock, place.LoadMmapMlock, place.LoadDirectIO, place.LoadAuto} {
-		for _, devs := range [][]string{{"none"}, {"Vulkan0"}, {"RPC0"}, nil} {
+		for _, devs := range targets {
 			name := mode.String() + "/" + "auto"
 			if devs != nil {
 				name = mode.String() + "/" + devs[0]

@@ -43,6 +43,7 @@ type benchFlags struct {
 	noExtra bool
 	readers int
 	asJSON  bool
+	save    string
 }
 
 // benchCase is one (load mode, target) pair.
@@ -94,13 +95,16 @@ type benchRow struct {
 }
 
 type benchReport struct {
-	Model       string     `json:"model"`
-	Bytes       int64      `json:"bytes"`
-	Runs        int        `json:"runs"`
-	MemcpyGBps  float64    `json:"memcpy_gb_per_s"`      // warm destination
-	FirstTouch  float64    `json:"first_touch_gb_per_s"` // fresh destination pages
-	BaselineRSS uint64     `json:"baseline_rss"`
-	Rows        []benchRow `json:"rows"`
+	Model       string  `json:"model"`
+	Bytes       int64   `json:"bytes"`
+	Runs        int     `json:"runs"`
+	MemcpyGBps  float64 `json:"memcpy_gb_per_s"`      // warm destination
+	FirstTouch  float64 `json:"first_touch_gb_per_s"` // fresh destination pages
+	BaselineRSS uint64  `json:"baseline_rss"`
+	// UploadGBps is, per device target, the rate of host→device copies from
+	// its pinned host buffers: the ceiling for loads onto it.
+	UploadGBps map[string]float64 `json:"upload_gb_per_s,omitempty"`
+	Rows       []benchRow         `json:"rows"`
 }
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
@@ -116,6 +120,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&bf.noExtra, "no-extra-bufts", false, "keep the CPU's extra buffer types (CPU_REPACK) out, for both loaders")
 	fs.IntVar(&bf.readers, "readers", 0, "ggload's parallel readers (0: automatic)")
 	fs.BoolVar(&bf.asJSON, "json", false, "print JSON")
+	fs.StringVar(&bf.save, "save", "", "also write the JSON report to this file")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -169,9 +174,28 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs}
 	rep.MemcpyGBps, rep.FirstTouch = memcpyBandwidth()
+	for _, t := range targets {
+		if t == "none" {
+			continue
+		}
+		d, _ := rt.DeviceByName(t)
+		if gbps, err := uploadCeiling(d); err != nil {
+			return fmt.Errorf("upload ceiling of %s: %w", t, err)
+		} else if gbps > 0 {
+			if rep.UploadGBps == nil {
+				rep.UploadGBps = map[string]float64{}
+			}
+			rep.UploadGBps[t] = gbps
+		}
+	}
 	if !bf.asJSON {
 		fmt.Fprintf(stdout, "model %s: %.2f GiB; memcpy %.1f GB/s (fresh pages %.1f GB/s); %d process(es) per measurement, median reported\n",
 			path, float64(size)/(1<<30), rep.MemcpyGBps, rep.FirstTouch, bf.runs)
+		for _, t := range targets {
+			if g, ok := rep.UploadGBps[t]; ok {
+				fmt.Fprintf(stdout, "%s: pinned host→device copies %.1f GB/s (the ceiling for loads onto it)\n", t, g)
+			}
+		}
 	}
 	base, err := bf.child(ctx, path, "ggload", benchCase{"none", "none"}, true)
 	if err != nil {
@@ -213,6 +237,15 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		row.Goal = goal(row, size)
 		rep.Rows = append(rep.Rows, row)
+	}
+	if bf.save != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(bf.save, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
 	}
 	if bf.asJSON {
 		enc := json.NewEncoder(stdout)
@@ -578,4 +611,53 @@ func peakRSS() uint64 {
 		}
 	}
 	return 0
+}
+
+// uploadCeiling times copies of 256 MiB from the device's pinned host
+// buffer type into a device buffer, best of three; 0 for devices without a
+// host buffer type.
+func uploadCeiling(d *ggml.Device) (float64, error) {
+	host, ok := d.HostBufferType()
+	if !ok {
+		return 0, nil
+	}
+	n := uint64(256 << 20)
+	if m := d.BufferType().MaxSize(); m > 0 && m < n {
+		n = m &^ 4095
+	}
+	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		return 0, err
+	}
+	defer ctx.Free()
+	t, err := ctx.NewTensor(ggml.TypeI8, int64(n))
+	if err != nil {
+		return 0, err
+	}
+	buf, err := ctx.AllocTensors(d.BufferType())
+	if err != nil {
+		return 0, err
+	}
+	defer buf.Free()
+	pinned, err := host.Alloc(n)
+	if err != nil {
+		return 0, err
+	}
+	defer pinned.Free()
+	pinned.Clear(1)
+	be, err := d.NewBackend()
+	if err != nil {
+		return 0, err
+	}
+	defer be.Free()
+	best := 0.0
+	for range 4 { // the first warms up
+		start := time.Now()
+		if err := be.SetTensorAsync(t, pinned.Base(), 0, n); err != nil {
+			return 0, err
+		}
+		be.Synchronize()
+		best = max(best, float64(n)/time.Since(start).Seconds()/1e9)
+	}
+	return best, nil
 }

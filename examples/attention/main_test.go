@@ -28,8 +28,14 @@ func TestAttentionOnEveryDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	targets := []string{devs[0].Name()}
+	want := map[string]string{devs[0].Name(): devs[0].Name() + "[" + rpc[0] + "]"}
+	for _, d := range testenv.GPUs(t) { // Vulkan0, and CUDA0 on GPU runners
+		targets = append(targets, d.Name())
+		want[d.Name()] = d.Name()
+	}
 	var out bytes.Buffer
-	if err := run([]string{"-devices", "Vulkan0," + devs[0].Name(), "-tokens", "0,5,4095"}, &out); err != nil {
+	if err := run([]string{"-devices", strings.Join(targets, ","), "-tokens", "0,5,4095"}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	ran := map[string][]string{}
@@ -37,7 +43,7 @@ func TestAttentionOnEveryDevice(t *testing.T) {
 		f := strings.Fields(line)
 		ran[f[0]] = f
 	}
-	for dev, backend := range map[string]string{"Vulkan0": "Vulkan0", devs[0].Name(): devs[0].Name() + "[" + rpc[0] + "]"} {
+	for dev, backend := range want {
 		f := ran[dev]
 		if len(f) != 6 || f[1] != backend || f[5] != "ok" {
 			t.Errorf("%s: line %q, want it computed on %s and ok", dev, f, backend)

@@ -88,6 +88,33 @@ const VulkanInstall = "apt-get install libvulkan1 mesa-vulkan-drivers; scripts/f
 // Vulkan returns the Vulkan0 device (lavapipe on machines without a GPU).
 func Vulkan(t testing.TB) *ggml.Device { return Device(t, "Vulkan", VulkanInstall) }
 
+// CUDAInstall says how to get a CUDA device.
+const CUDAInstall = "an NVIDIA GPU with its driver and the CUDA 13 runtime; scripts/fetch-native.sh linux-x64-cuda; GGLOAD_VARIANT=cuda"
+
+// CUDA returns the first CUDA device.
+func CUDA(t testing.TB) *ggml.Device { return Device(t, "CUDA", CUDAInstall) }
+
+// GPUs returns the local GPU devices (Vulkan, CUDA, Metal; not RPC). A
+// backend named in GGLOAD_REQUIRE must be among them, or the test fails.
+func GPUs(t testing.TB) []*ggml.Device {
+	t.Helper()
+	r := Runtime(t)
+	var out []*ggml.Device
+	have := map[string]bool{}
+	for _, d := range r.Devices() {
+		if (d.Type() == ggml.DeviceGPU || d.Type() == ggml.DeviceIGPU) && !d.IsRPC() {
+			out = append(out, d)
+			have[strings.ToLower(d.Registry().Name())] = true
+		}
+	}
+	for _, b := range []string{"vulkan", "cuda", "metal"} {
+		if Required(b) && !have[b] {
+			t.Fatalf("%s is required (GGLOAD_REQUIRE) but this runtime (%s) has no %s device", b, r.Location().Dir, b)
+		}
+	}
+	return out
+}
+
 // RPCServer is a ggml-rpc-server child process on loopback.
 type RPCServer struct {
 	Endpoint string
