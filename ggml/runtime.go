@@ -223,3 +223,7 @@ func (rt *Runtime) writeOnly(b BufferType) bool {
 	defer rt.mu.Unlock()
 	return rt.extras[b.h]
 }
+
+// WriteOnly reports whether buffers of this type cannot be read back: the
+// CPU's extra buffer types (CPU_REPACK and the like) store data repacked.
+func (b BufferType) WriteOnly() bool { return b.h != 0 && b.rt.writeOnly(b) }

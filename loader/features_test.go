@@ -371,3 +371,28 @@ func TestRepackedTensors(t *testing.T) {
 		})
 	}
 }
+
+// Verify finds a tensor whose bytes on its device no longer match the file.
+func TestVerifyFindsDifferences(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	path := writeModel(t, rt, smallSpec)
+	gm := openModel(t, path)
+	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} })
+	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	v, err := lm.Verify()
+	if err != nil || v.Tensors == 0 || v.ByDevice["Vulkan0"] == 0 {
+		t.Fatalf("verify of a good load: %+v, %v", v, err)
+	}
+	x, _ := lm.Tensor("blk.3.ffn_down.weight")
+	if err := x.Set([]byte{0xff, 0xee}, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lm.Verify(); err == nil || !strings.Contains(err.Error(), "blk.3.ffn_down.weight") {
+		t.Fatalf("verify after a change: %v", err)
+	}
+}

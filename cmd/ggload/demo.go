@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -62,14 +61,14 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 			return fmt.Errorf("%s: %w", label, err)
 		}
 		lm.Report(stdout, false)
-		checked, skipped, err := readBack(m, lm)
+		v, err := lm.Verify()
 		lm.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
-		res := fmt.Sprintf("%d tensors identical to the file", checked)
-		if skipped > 0 {
-			res += fmt.Sprintf(" (%d repacked, not readable)", skipped)
+		res := fmt.Sprintf("%d tensors identical to the file", v.Tensors)
+		if v.Repacked > 0 {
+			res += fmt.Sprintf(" (%d repacked, not readable)", v.Repacked)
 		}
 		rows = append(rows, row{label, bufferSummary(p), res, lm.Stats})
 	}
@@ -80,34 +79,6 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%v\t%.2f\t%s\n", r.target, r.buffers, r.st.Total.Round(10e3), r.st.GBps(), r.res)
 	}
 	return tw.Flush()
-}
-
-// readBack compares every loaded tensor with the file; repacked tensors
-// (CPU_REPACK) cannot be read back and are counted apart.
-func readBack(m *gguf.Model, lm *loader.Model) (checked, skipped int, err error) {
-	for _, pl := range lm.Placements() {
-		if pl.Tensor == nil {
-			continue
-		}
-		if pl.Plan.BufferType.Name() == "CPU_REPACK" {
-			skipped++
-			continue
-		}
-		got, err := pl.Tensor.Bytes()
-		if err != nil {
-			return 0, 0, err
-		}
-		w := pl.Plan.Weight
-		want := make([]byte, w.Size)
-		if _, err := m.Files[w.File].ReaderAt().ReadAt(want, w.Offset); err != nil {
-			return 0, 0, err
-		}
-		if !bytes.Equal(got, want) {
-			return 0, 0, fmt.Errorf("%s: the bytes in %s differ from the file", pl.Plan.Name, pl.Plan.BufferType.Name())
-		}
-		checked++
-	}
-	return checked, skipped, nil
 }
 
 // bufferSummary names the plan's buffers, repeated names counted

@@ -23,6 +23,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON: every tensor, every buffer, timings")
 	tensors := fs.Bool("tensors", false, "list every tensor with its buffer and how its bytes arrived")
 	check := fs.Bool("check-tensors", false, "validate every row (NaN/Inf) while loading")
+	verify := fs.Bool("verify", false, "after loading, read every tensor back from its device and compare it with the file")
 	readers := fs.Int("readers", 0, "parallel file readers (0: chosen for this machine, 1: sequential)")
 	noProgress := fs.Bool("no-progress", false, "no progress bar, even on a terminal")
 	slots := fs.Int("staging-slots", 0, "pinned staging buffers per device for uploads (0: 4, as llama.cpp)")
@@ -60,18 +61,34 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	if opts.Progress != nil {
 		opts.Progress(0, 0) // clear the bar before the report
 	}
+	var verified *loader.Verified
+	if *verify {
+		v, err := lm.Verify()
+		if err != nil {
+			return err
+		}
+		verified = &v
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Load *loader.Model `json:"load"`
-			Fit  []string      `json:"fit,omitempty"`
-		}{lm, reasoning})
+			Load     *loader.Model    `json:"load"`
+			Fit      []string         `json:"fit,omitempty"`
+			Verified *loader.Verified `json:"verified,omitempty"`
+		}{lm, reasoning, verified})
 	}
 	for _, r := range reasoning {
 		fmt.Fprintln(stdout, "fit: "+r)
 	}
 	lm.Report(stdout, *tensors)
+	if verified != nil {
+		fmt.Fprintf(stdout, "verified: %d tensors read back from their devices equal the file", verified.Tensors)
+		if verified.Repacked > 0 {
+			fmt.Fprintf(stdout, " (%d repacked tensors cannot be read back)", verified.Repacked)
+		}
+		fmt.Fprintln(stdout)
+	}
 	return nil
 }
 

@@ -194,11 +194,11 @@ func TestPlanCommand(t *testing.T) {
 
 func TestLoadCommand(t *testing.T) {
 	path := writeSynth(t, synth.Spec{Layers: 3, Embd: 256, FF: 512, Heads: 2, Vocab: 256, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0})
-	out, err := runCLI(t, "load", path, "--load-mode", "none", "--device", "none", "--check-tensors", "--tensors")
+	out, err := runCLI(t, "load", path, "--load-mode", "none", "--device", "none", "--check-tensors", "--tensors", "--verify")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"print_info: file type   = ", "model buffer size =", "loaded ", "GB/s", "blk.2.ffn_up.weight", "read"} {
+	for _, want := range []string{"print_info: file type   = ", "model buffer size =", "loaded ", "GB/s", "blk.2.ffn_up.weight", "read", "verified: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}

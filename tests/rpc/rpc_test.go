@@ -59,29 +59,14 @@ func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) (string, *gguf.
 }
 
 // verify reads every tensor back from its device and compares it with the
-// file.
-func verify(t *testing.T, m *gguf.Model, lm *loader.Model) map[string]int {
+// file; it returns the tensors checked per device.
+func verify(t *testing.T, lm *loader.Model) map[string]int {
 	t.Helper()
-	perDevice := map[string]int{}
-	for _, pl := range lm.Placements() {
-		if pl.Tensor == nil {
-			continue
-		}
-		w := pl.Plan.Weight
-		want := make([]byte, w.Size)
-		if _, err := m.Files[w.File].ReaderAt().ReadAt(want, w.Offset); err != nil {
-			t.Fatal(err)
-		}
-		got, err := pl.Tensor.Bytes()
-		if err != nil {
-			t.Fatalf("%s: %v", pl.Plan.Name, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%s on %s: bytes differ from the file", pl.Plan.Name, pl.Plan.BufferType.Name())
-		}
-		perDevice[pl.Plan.Device.Name()]++
+	v, err := lm.Verify()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return perDevice
+	return v.ByDevice
 }
 
 var spec = synth.Spec{Layers: 6, Embd: 256, FF: 512, Heads: 4, Vocab: 512, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0}
@@ -124,7 +109,7 @@ func TestLoadAcrossHosts(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lm.Close()
-			per := verify(t, m, lm)
+			per := verify(t, lm)
 			for i, name := range rpc {
 				d, _ := rt.DeviceByName(name)
 				sent, _ := d.RPCTraffic()
@@ -253,7 +238,7 @@ func TestServerFileCache(t *testing.T) {
 		s1, _ := d.RPCTraffic()
 		sent[i] = s1 - s0
 		if i == 1 {
-			verify(t, m, lm)
+			verify(t, lm)
 		}
 		lm.Close()
 	}
