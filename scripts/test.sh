@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests: formatting, vet, the whole suite against the real native
 # backends (CPU always; Vulkan and RPC where present, see .ci/run), and the
-# race detector on the packages without native code.
+# race detector.
 #
 # Extra arguments go to `go test` (e.g. -run TestName -v).
 . "$(dirname "$0")/native-set.sh"
@@ -12,8 +12,9 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 [ -z "$unformatted" ] || die "gofmt would change: $unformatted"
 go vet ./...
 go test -count=1 -timeout 30m "$@" ./...
-# -race needs cgo; only packages that never load native code run under it
-race_pkgs=$(go list ./native/... ./loader/gguf/... 2>/dev/null || true)
+# -race needs cgo: the pure-Go packages, and those whose Go concurrency
+# matters most (the RPC guard's relays, the loader's readers and validation)
+race_pkgs=$(go list ./native/... ./loader/... ./ggml/... ./tests/rpc/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	CGO_ENABLED=1 go test -count=1 -race $race_pkgs
 fi
