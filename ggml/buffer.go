@@ -65,6 +65,16 @@ func (b BufferType) Name() string {
 
 func (b BufferType) String() string { return b.Name() }
 
+// NativeName is the name ggml itself gives the buffer type: for an RPC
+// device reached through ggload's guard it holds the guard's loopback
+// address instead of the endpoint.
+func (b BufferType) NativeName() string {
+	if b.h == 0 {
+		return ""
+	}
+	return b.rt.lib.BuftName(b.h)
+}
+
 // Alignment is the alignment of allocations in bytes.
 func (b BufferType) Alignment() uint64 { return b.info().alignment }
 

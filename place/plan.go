@@ -737,7 +737,10 @@ func (pl *planner) sizeContexts() error {
 		if ca.Lazy != cb.Lazy {
 			return cmp.Compare(b2i(ca.Lazy), b2i(cb.Lazy))
 		}
-		return strings.Compare(ca.BufferType.Name(), cb.BufferType.Name())
+		// by the native name: for RPC buffer types behind ggload's guard
+		// that holds the guard's address, which is what llama.cpp in this
+		// process orders by
+		return strings.Compare(ca.BufferType.NativeName(), cb.BufferType.NativeName())
 	})
 	remap := make([]int, len(order))
 	sorted := make([]ContextPlan, len(order))
