@@ -65,9 +65,11 @@ var rpcReplySize = [rpcCmdCount]int{
 	rpcCmdMemsetTensor:  -1,
 }
 
-// rpcRemembered are the queries whose last live answer is replayed once the
-// server is gone (the client asks them again when it makes new objects).
-var rpcRemembered = map[byte]bool{rpcCmdGetAlignment: true, rpcCmdGetMaxSize: true, rpcCmdGetDeviceMem: true, rpcCmdGetAllocSize: true, rpcCmdDevCount: true, rpcCmdBufferGetBase: true}
+// rpcRemembered are the per-device queries whose last live answer is
+// replayed once the server is gone (the client asks them again when it
+// makes new objects). Their requests are a device index at most, so the
+// answers stay few; queries about tensors or buffers are made up instead.
+var rpcRemembered = map[byte]bool{rpcCmdGetAlignment: true, rpcCmdGetMaxSize: true, rpcCmdGetDeviceMem: true, rpcCmdDevCount: true}
 
 // ErrRPCFailed is wrapped by Device.Err when an RPC server failed or stopped
 // answering while in use.
@@ -359,6 +361,8 @@ func (g *rpcGuard) synthesize(client net.Conn, cmd byte, req []byte) error {
 				binary.LittleEndian.PutUint64(rsp, 1<<62)
 			case rpcCmdBufferGetBase:
 				binary.LittleEndian.PutUint64(rsp, 1<<12) // never dereferenced here
+			case rpcCmdGetAllocSize:
+				binary.LittleEndian.PutUint64(rsp, rpcTensorBytes(req))
 			}
 			// ALLOC_BUFFER: a zero remote pointer, the allocation fails;
 			// SET_TENSOR_HASH, COPY_TENSOR: 0, not done; memory: 0 free
@@ -368,6 +372,23 @@ func (g *rpcGuard) synthesize(client net.Conn, cmd byte, req []byte) error {
 	binary.LittleEndian.PutUint64(rh[:], uint64(len(rsp)))
 	_, err := client.Write(append(rh[:], rsp...))
 	return err
+}
+
+// rpcTensorBytes sizes the tensor in a GET_ALLOC_SIZE request (a uint32
+// device, then a packed rpc_tensor with ne[4] at 20 and nb[4] at 36): the
+// largest ne[i]·nb[i] over the row dimensions 1-3, which is ggml_nbytes for
+// contiguous tensors (nb[0] counts blocks, not elements, so dimension 0 is
+// left out).
+func rpcTensorBytes(req []byte) uint64 {
+	const ne, nb = 4 + 20, 4 + 36
+	if len(req) < nb+16 {
+		return 0
+	}
+	n := uint64(0)
+	for i := 1; i < 4; i++ {
+		n = max(n, uint64(binary.LittleEndian.Uint32(req[ne+4*i:]))*uint64(binary.LittleEndian.Uint32(req[nb+4*i:])))
+	}
+	return n
 }
 
 func rpcCmdName(cmd byte) string {

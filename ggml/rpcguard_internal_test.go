@@ -1,0 +1,24 @@
+package ggml
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+// A GET_ALLOC_SIZE answered for a dead server gives the tensor's bytes:
+// 4096 q8_0 values in 32-value blocks of 34 bytes, two rows.
+func TestRPCTensorBytes(t *testing.T) {
+	req := make([]byte, 4+296+10*296)
+	ne := []uint32{4096, 2, 1, 1}
+	nb := []uint32{34, 4352, 8704, 8704}
+	for i := range 4 {
+		binary.LittleEndian.PutUint32(req[24+4*i:], ne[i])
+		binary.LittleEndian.PutUint32(req[40+4*i:], nb[i])
+	}
+	if got := rpcTensorBytes(req); got != 8704 {
+		t.Fatalf("got %d, want 8704", got)
+	}
+	if got := rpcTensorBytes(req[:20]); got != 0 {
+		t.Fatalf("short request: %d", got)
+	}
+}
