@@ -32,6 +32,10 @@ type Graph struct {
 	size  int
 	nodes map[*bindings.Tensor]bool // ops in the graph
 	leafs map[*bindings.Tensor]bool // inputs and weights
+
+	// the scheduler that last accepted the graph as it is: the checks are
+	// not repeated for every Compute
+	checked *Scheduler
 }
 
 // NewGraph makes a graph of at most size nodes (0: DefaultGraphSize) in c.
@@ -85,6 +89,9 @@ func (g *Graph) Expand(t *Tensor) error {
 		return fmt.Errorf("ggml: graph of %d nodes is full (%d nodes and %d leafs needed)", g.size, len(g.nodes)+len(newNodes), len(g.leafs)+len(newLeafs))
 	}
 	g.ctx.rt.lib.BuildForwardExpand(g.h, t.c)
+	if len(newNodes)+len(newLeafs) > 0 {
+		g.checked = nil
+	}
 	for p := range newNodes {
 		g.nodes[p] = true
 	}
@@ -214,6 +221,9 @@ func (s *Scheduler) check(g *Graph) error {
 	if s.h == 0 {
 		return fmt.Errorf("ggml: scheduler used after Free")
 	}
+	if g.checked == s {
+		return nil
+	}
 	nodes, leafs := g.tensors()
 	if len(nodes)+len(leafs) > s.size {
 		return fmt.Errorf("ggml: scheduler for %d tensors given a graph of %d", s.size, len(nodes)+len(leafs))
@@ -233,6 +243,7 @@ func (s *Scheduler) check(g *Graph) error {
 			return fmt.Errorf("ggml: scheduler: no backend supports %s of %q", s.rt.OpName(t.Op()), t.Name())
 		}
 	}
+	g.checked = s
 	return nil
 }
 
