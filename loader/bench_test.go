@@ -2,7 +2,6 @@ package loader_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
@@ -19,10 +18,7 @@ import (
 func BenchmarkLoad(b *testing.B) {
 	rt := testenv.Runtime(b)
 	spec := synth.BenchSpec(256<<20, ggml.TypeQ8_0)
-	path, err := spec.Write(rt, filepath.Join(b.TempDir(), "bench.gguf"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	path := testenv.ModelFile(b, rt, spec)
 	targets := []string{"none"}
 	if _, err := rt.DeviceByName("Vulkan0"); err == nil {
 		targets = append(targets, "Vulkan0")
@@ -35,7 +31,7 @@ func BenchmarkLoad(b *testing.B) {
 					name = mode.String() + "/" + target + "/readers=1"
 				}
 				b.Run(name, func(b *testing.B) {
-					gm := openModel(b, path)
+					gm := testenv.OpenModel(b, path)
 					params := place.DefaultParams()
 					params.LoadMode, params.Devices = mode, []string{target}
 					p, err := place.New(rt, gm, params)

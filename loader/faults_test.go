@@ -48,7 +48,7 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gm := openModel(t, path)
+	gm := testenv.OpenModel(t, path)
 	p := planFor(t, rt, gm, func(p *place.Params) {
 		p.LoadMode = place.LoadNone
 		p.Devices = []string{devs[0].Name()}
@@ -74,8 +74,8 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 func TestMlockRefusedWarnsAndContinues(t *testing.T) {
 	if os.Getenv("GGLOAD_MLOCK_CHILD") != "" {
 		rt := testenv.Runtime(t)
-		path := writeModel(t, rt, smallSpec)
-		gm := openModel(t, path)
+		path := testenv.ModelFile(t, rt, smallSpec)
+		gm := testenv.OpenModel(t, path)
 		for _, mode := range []place.LoadMode{place.LoadMmapMlock, place.LoadMlock} {
 			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
 			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})

@@ -38,9 +38,9 @@ func planFor(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, set func(*place.Par
 func TestLazyTensorsStayMapped(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := writeModel(t, rt, synth.Spec{Arch: "gemma4", Layers: 3, Embd: 128, FF: 256, Heads: 2, Vocab: 256, PerLayer: 32})
+	path := testenv.ModelFile(t, rt, synth.Spec{Arch: "gemma4", Layers: 3, Embd: 128, FF: 256, Heads: 2, Vocab: 256, PerLayer: 32})
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
-		gm := openModel(t, path)
+		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Lazy = place.LazyOn })
 		lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
 		if err != nil {
@@ -67,7 +67,7 @@ func TestLazyTensorsStayMapped(t *testing.T) {
 		lm.Close()
 	}
 	// auto: only tensors above 4 GiB are lazy
-	gm := openModel(t, path)
+	gm := testenv.OpenModel(t, path)
 	p := planFor(t, rt, gm, func(p *place.Params) { p.Lazy = place.LazyAuto })
 	for _, tp := range p.Tensors {
 		if tp.Lazy {
@@ -82,8 +82,8 @@ func TestLazyTensorsStayMapped(t *testing.T) {
 func TestUnusedFragmentsReleased(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := writeModel(t, rt, synth.Spec{Layers: 6, Embd: 512, FF: 1024, Heads: 4, Vocab: 4096})
-	gm := openModel(t, path)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 6, Embd: 512, FF: 1024, Heads: 4, Vocab: 4096})
+	gm := testenv.OpenModel(t, path)
 	// token_embd (the first weight in the file) stays on the CPU; the
 	// layers and the output go to Vulkan0: only the start stays mapped
 	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"Vulkan0"} })
@@ -129,9 +129,9 @@ func TestUnusedFragmentsReleased(t *testing.T) {
 func TestStagingRingCycles(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := writeModel(t, rt, smallSpec)
+	path := testenv.ModelFile(t, rt, smallSpec)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadDirectIO} {
-		gm := openModel(t, path)
+		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"Vulkan0"} })
 		size := uint64(3000)
 		if mode == place.LoadDirectIO {
@@ -157,7 +157,7 @@ func plantNaN(t *testing.T, path, tensor string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gm := openModel(t, path)
+	gm := testenv.OpenModel(t, path)
 	w, ok := gm.Weight(tensor)
 	if !ok {
 		t.Fatalf("no %s", tensor)
@@ -173,12 +173,12 @@ func plantNaN(t *testing.T, path, tensor string) string {
 func TestCheckTensorsFindsNaN(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := plantNaN(t, writeModel(t, rt, smallSpec), "blk.2.ffn_down.weight")
+	path := plantNaN(t, testenv.ModelFile(t, rt, smallSpec), "blk.2.ffn_down.weight")
 	for _, c := range []struct {
 		mode place.LoadMode
 		devs []string
 	}{{place.LoadMmap, []string{"none"}}, {place.LoadNone, []string{"none"}}, {place.LoadNone, []string{"Vulkan0"}}, {place.LoadMmap, []string{"Vulkan0"}}} {
-		gm := openModel(t, path)
+		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = c.mode; p.Devices = c.devs })
 		before := ggml.LiveBuffers()
 		_, err := loader.Load(context.Background(), rt, gm, p, loader.Options{CheckTensors: true})
@@ -198,10 +198,10 @@ func TestCheckTensorsFindsNaN(t *testing.T) {
 func TestCancelFreesEverything(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := writeModel(t, rt, smallSpec)
+	path := testenv.ModelFile(t, rt, smallSpec)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		for _, how := range []string{"callback", "context"} {
-			gm := openModel(t, path)
+			gm := testenv.OpenModel(t, path)
 			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.TensorSplit = nil })
 			buffers, goroutines := ggml.LiveBuffers(), runtime.NumGoroutine()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -239,8 +239,8 @@ func TestCancelFreesEverything(t *testing.T) {
 func TestProgressIsMonotonic(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := writeModel(t, rt, smallSpec)
-	gm := openModel(t, path)
+	path := testenv.ModelFile(t, rt, smallSpec)
+	gm := testenv.OpenModel(t, path)
 	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.NGPULayers = 3 })
 	var seen []uint64
 	var total uint64
@@ -268,8 +268,8 @@ func TestProgressIsMonotonic(t *testing.T) {
 func TestTruncatedAfterOpen(t *testing.T) {
 	rt := testenv.Runtime(t)
 	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
-		path := writeModel(t, rt, smallSpec)
-		gm := openModel(t, path)
+		path := testenv.ModelFile(t, rt, smallSpec)
+		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
 		last := gm.Weights[0]
 		for _, w := range gm.Weights {
@@ -293,8 +293,8 @@ func TestShrinksDuringLoad(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
-		path := writeModel(t, rt, smallSpec)
-		gm := openModel(t, path)
+		path := testenv.ModelFile(t, rt, smallSpec)
+		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"Vulkan0"} })
 		calls := 0
 		_, err := loader.Load(context.Background(), rt, gm, p, loader.Options{Readers: 1, Progress: func(done, total uint64) bool {
@@ -324,10 +324,10 @@ func TestRepackedTensors(t *testing.T) {
 	}
 	spec := smallSpec
 	spec.Weights = ggml.TypeQ4_0
-	path := writeModel(t, rt, spec)
+	path := testenv.ModelFile(t, rt, spec)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap, place.LoadDirectIO} {
 		t.Run(mode.String(), func(t *testing.T) {
-			gm := openModel(t, path)
+			gm := testenv.OpenModel(t, path)
 			p := planFor(t, rt, gm, func(p *place.Params) {
 				p.UseExtraBufts = true
 				p.LoadMode = mode
@@ -376,8 +376,8 @@ func TestRepackedTensors(t *testing.T) {
 func TestVerifyFindsDifferences(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
-	path := writeModel(t, rt, smallSpec)
-	gm := openModel(t, path)
+	path := testenv.ModelFile(t, rt, smallSpec)
+	gm := testenv.OpenModel(t, path)
 	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} })
 	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
 	if err != nil {

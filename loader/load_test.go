@@ -2,7 +2,6 @@ package loader_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
@@ -12,25 +11,6 @@ import (
 	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
-
-func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) string {
-	t.Helper()
-	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func openModel(t testing.TB, path string) *gguf.Model {
-	t.Helper()
-	m, err := gguf.OpenModel(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
-}
 
 // verify reads every tensor back from its buffer and compares it with the
 // file's bytes.
@@ -51,7 +31,7 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
 	testenv.RPC(t, 1)
-	path := writeModel(t, rt, smallSpec)
+	path := testenv.ModelFile(t, rt, smallSpec)
 	targets := [][]string{{"none"}, {"RPC0"}, nil}
 	for _, d := range testenv.GPUs(t) { // Vulkan0, and CUDA0 on GPU runners
 		targets = append(targets, []string{d.Name()})
@@ -63,7 +43,7 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 				name = mode.String() + "/" + devs[0]
 			}
 			t.Run(name, func(t *testing.T) {
-				gm := openModel(t, path)
+				gm := testenv.OpenModel(t, path)
 				params := place.DefaultParams()
 				params.LoadMode = mode
 				params.Devices = devs

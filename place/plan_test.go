@@ -17,16 +17,7 @@ import (
 
 func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) *gguf.Model {
 	t.Helper()
-	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := gguf.OpenModel(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return m
+	return testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
 }
 
 var small = synth.Spec{Layers: 6, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Tied: true, RopeFreqs: true}

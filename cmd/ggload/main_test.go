@@ -136,12 +136,7 @@ func TestInspect(t *testing.T) {
 
 func writeSynth(t *testing.T, spec synth.Spec) string {
 	t.Helper()
-	rt := testenv.Runtime(t)
-	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "model.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testenv.ModelFile(t, testenv.Runtime(t), spec)
 }
 
 func TestPlanCommand(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // as a fraction of the limit.
 func BenchmarkRPCLoad(b *testing.B) {
 	rt := testenv.Runtime(b)
-	_, m := writeModel(b, rt, synth.BenchSpec(256<<20, ggml.TypeQ8_0))
+	m := writeModel(b, rt, synth.BenchSpec(256<<20, ggml.TypeQ8_0))
 	for _, rate := range []struct {
 		name string
 		bits float64

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -44,18 +43,9 @@ func register(t testing.TB, rt *ggml.Runtime, hosts []testenv.NetHost, o ggml.RP
 	return names
 }
 
-func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) (string, *gguf.Model) {
+func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) *gguf.Model {
 	t.Helper()
-	path, err := spec.Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := gguf.OpenModel(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return path, m
+	return testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
 }
 
 // verify reads every tensor back from its device and compares it with the
@@ -78,7 +68,7 @@ func TestLoadAcrossHosts(t *testing.T) {
 	testenv.Vulkan(t)
 	hosts := testenv.NetHosts(t, 2, testenv.NetOptions{})
 	rpc := register(t, rt, hosts, ggml.RPCOptions{})
-	_, m := writeModel(t, rt, spec)
+	m := writeModel(t, rt, spec)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		t.Run(mode.String(), func(t *testing.T) {
 			params := place.DefaultParams()
@@ -150,7 +140,7 @@ func TestServerFailsMidLoad(t *testing.T) {
 			hosts := testenv.NetHosts(t, 1, testenv.NetOptions{})
 			const ioTimeout = 2 * time.Second
 			rpc := register(t, rt, hosts, ggml.RPCOptions{IOTimeout: ioTimeout})
-			_, m := writeModel(t, rt, big)
+			m := writeModel(t, rt, big)
 			for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 				params := place.DefaultParams()
 				params.LoadMode = mode
@@ -216,7 +206,7 @@ func TestServerFileCache(t *testing.T) {
 	rpc := register(t, rt, hosts, ggml.RPCOptions{})
 	// 2048-wide q8_0: the token embedding (69 MB) and the feed-forward
 	// matrices (12 MB) are over the client's 10 MiB hash threshold
-	_, m := writeModel(t, rt, synth.Spec{Layers: 1, Embd: 2048, FF: 5632, Heads: 16, Vocab: 32000, Tied: true})
+	m := writeModel(t, rt, synth.Spec{Layers: 1, Embd: 2048, FF: 5632, Heads: 16, Vocab: 32000, Tied: true})
 	d, _ := rt.DeviceByName(rpc[0])
 	var sent [2]uint64
 	var took [2]time.Duration
