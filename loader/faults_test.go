@@ -107,3 +107,24 @@ func TestMlockRefusedWarnsAndContinues(t *testing.T) {
 		t.Fatalf("no mlock warning in the child's output:\n%s", s)
 	}
 }
+
+// A file put in the model's place after it was opened (a download finishing,
+// a conversion rerun) is refused rather than loaded with stale metadata.
+func TestReplacedFileIsRefused(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path := testenv.ModelFile(t, rt, smallSpec)
+	gm := testenv.OpenModel(t, path)
+	other := testenv.ModelFile(t, rt, smallSpec)
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	p := planFor(t, rt, gm, func(p *place.Params) { p.Devices = []string{"none"} })
+	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	if err == nil {
+		lm.Close()
+		t.Fatal("a replaced file was loaded")
+	}
+	if !strings.Contains(err.Error(), "was replaced") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v", err)
+	}
+}

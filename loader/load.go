@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -203,12 +204,21 @@ func joinNames(names []string) string {
 // its file (it may have shrunk since the model was opened).
 func (l *load) openFiles() error {
 	direct := l.p.LoadMode == place.LoadDirectIO
-	for _, path := range l.gm.Paths {
+	for i, path := range l.gm.Paths {
 		f, err := openModelFile(path, direct, l.o.Logger)
 		if err != nil {
 			return fmt.Errorf("loader: %w", err)
 		}
 		l.model.files = append(l.model.files, f)
+		// the loaded model owns its own descriptor; it must be the file
+		// the metadata was read from, not one put in its place since
+		if orig, ok := l.gm.Files[i].ReaderAt().(*os.File); ok {
+			a, errA := orig.Stat()
+			b, errB := f.f.Stat()
+			if errA == nil && errB == nil && !os.SameFile(a, b) {
+				return fmt.Errorf("loader: %s was replaced after the model was opened; open it again", path)
+			}
+		}
 		if direct && f.alignment() == 1 {
 			l.model.warnings = append(l.model.warnings, fmt.Sprintf("direct I/O unavailable for %s; read through the page cache", path))
 		}

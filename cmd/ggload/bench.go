@@ -214,7 +214,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				warmPageCache(path, m)
+				warmPageCache(m)
 				mm, err := bf.child(ctx, path, impl, c, false)
 				if err != nil {
 					ms[i] = append(ms[i], measurement{child: childResult{Err: err.Error()}})
@@ -258,7 +258,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 
 // warmPageCache reads the model's files so that every process starts from
 // the same state: the file in the page cache (as after a first load).
-func warmPageCache(path string, m *gguf.Model) {
+func warmPageCache(m *gguf.Model) {
 	buf := make([]byte, 8<<20)
 	for _, p := range m.Paths {
 		f, err := os.Open(p)
