@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,6 +94,11 @@ type load struct {
 	invalid []string
 
 	used [][2]int64 // per file: range used by zero-copy tensors
+
+	// per context: its mapped buffers ordered by (file, first), and its
+	// allocated buffer
+	mapped    [][]*LoadedBuffer
+	allocated []*LoadedBuffer
 }
 
 func (l *load) warn(msg string) {
@@ -321,6 +327,8 @@ func (l *load) createTensors() error {
 // mapping, or allocations of the context's buffer type.
 func (l *load) allocate() error {
 	p, mdl := l.p, l.model
+	l.mapped = make([][]*LoadedBuffer, len(p.Contexts))
+	l.allocated = make([]*LoadedBuffer, len(p.Contexts))
 	for ci, c := range p.Contexts {
 		gc := mdl.contexts[ci]
 		if c.Mapped {
@@ -338,8 +346,13 @@ func (l *load) allocate() error {
 					return fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)
 				}
 				buf.SetUsage(ggml.UsageWeights)
-				mdl.buffers = append(mdl.buffers, &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci})
+				lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
+				mdl.buffers = append(mdl.buffers, lb)
+				l.mapped[ci] = append(l.mapped[ci], lb)
 			}
+			slices.SortFunc(l.mapped[ci], func(a, b *LoadedBuffer) int {
+				return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.First, b.First))
+			})
 			continue
 		}
 		need := gc.AllocSize(c.BufferType)
@@ -358,7 +371,9 @@ func (l *load) allocate() error {
 			continue
 		}
 		buf.SetUsage(ggml.UsageWeights)
-		mdl.buffers = append(mdl.buffers, &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci})
+		lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}
+		mdl.buffers = append(mdl.buffers, lb)
+		l.allocated[ci] = lb
 		if c.Device.Type() == ggml.DeviceCPU && buf.IsHost() && buf.Base() != nil {
 			// the CPU's own allocations are plain memory (a GPU's host
 			// buffer type is pinned by its driver: left alone)
@@ -371,15 +386,27 @@ func (l *load) allocate() error {
 		}
 	}
 	for i := range mdl.placements {
-		pl := &mdl.placements[i]
-		if pl.Tensor == nil {
-			continue
+		if pl := &mdl.placements[i]; pl.Tensor != nil {
+			pl.Buffer = l.allocated[pl.Plan.Context]
 		}
-		for _, b := range mdl.buffers {
-			if b.context == pl.Plan.Context && !b.Mapped {
-				pl.Buffer = b
-			}
-		}
+	}
+	return nil
+}
+
+// cover is the mapped buffer of context ci that holds [off, off+size) of
+// file fi, or nil.
+func (l *load) cover(ci, fi int, off, size int64) *LoadedBuffer {
+	bufs := l.mapped[ci]
+	// the last buffer starting at or before (fi, off)
+	i := sort.Search(len(bufs), func(i int) bool {
+		b := bufs[i]
+		return b.File > fi || (b.File == fi && b.First > off)
+	}) - 1
+	if i < 0 {
+		return nil
+	}
+	if b := bufs[i]; b.File == fi && off+size <= b.Last {
+		return b
 	}
 	return nil
 }
@@ -459,10 +486,8 @@ func (l *load) ctxIsHost(ci int) bool {
 	if c.Mapped {
 		return true
 	}
-	for _, b := range l.model.buffers {
-		if b.context == ci {
-			return b.Buffer.IsHost()
-		}
+	if b := l.allocated[ci]; b != nil {
+		return b.Buffer.IsHost()
 	}
 	return c.BufferType.IsHost()
 }
@@ -485,14 +510,7 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 		if tp.Lazy {
 			t.pl.Path = PathLazy
 		}
-		var cover *LoadedBuffer
-		for _, b := range mdl.buffers {
-			if b.context == tp.Context && b.Mapped && b.File == w.File && b.First <= w.Offset && w.Offset+w.Size <= b.Last {
-				cover = b
-				break
-			}
-		}
-		if cover != nil {
+		if cover := l.cover(tp.Context, w.File, w.Offset, w.Size); cover != nil {
 			if err := t.pl.Tensor.Alloc(cover.Buffer, addr); err != nil {
 				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
 			}
