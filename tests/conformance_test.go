@@ -47,6 +47,21 @@ type report struct {
 	tensors   []string // "name buffer-type" of every placed tensor
 }
 
+// add files one report line (override, moved, offload or buffer size
+// line) under its kind; other lines are ignored.
+func (r *report) add(text string) {
+	switch {
+	case strings.HasPrefix(text, "tensor ") && strings.Contains(text, "buffer type overridden to"):
+		r.overrides = append(r.overrides, text)
+	case strings.HasPrefix(text, "done_getting_tensors: tensor '"):
+		r.moved = text
+	case strings.HasPrefix(text, "load_tensors: offload"):
+		r.offload = append(r.offload, text)
+	case strings.Contains(text, "model buffer size ="):
+		r.sizeLines = append(r.sizeLines, text)
+	}
+}
+
 func llamaReport(t *testing.T, rt *ggml.Runtime, m *llama.Model, lines []llama.LogLine) report {
 	r := report{layers: map[int]string{}}
 	for _, ln := range lines {
@@ -59,14 +74,8 @@ func llamaReport(t *testing.T, rt *ggml.Runtime, m *llama.Model, lines []llama.L
 			var il int
 			fmt.Sscan(sm[1], &il)
 			r.layers[il] = sm[2]
-		case strings.HasPrefix(ln.Text, "tensor ") && strings.Contains(ln.Text, "buffer type overridden to"):
-			r.overrides = append(r.overrides, ln.Text)
-		case strings.HasPrefix(ln.Text, "done_getting_tensors: tensor '"):
-			r.moved = ln.Text
-		case strings.HasPrefix(ln.Text, "load_tensors: offload"):
-			r.offload = append(r.offload, ln.Text)
-		case strings.Contains(ln.Text, "model buffer size ="):
-			r.sizeLines = append(r.sizeLines, ln.Text)
+		default:
+			r.add(ln.Text)
 		}
 	}
 	lib := rt.Lib()
@@ -90,16 +99,7 @@ func ourReport(p *place.Plan) report {
 		r.layers[il] = d.Name()
 	}
 	for _, ln := range p.Log {
-		switch {
-		case strings.HasPrefix(ln.Text, "tensor ") && strings.Contains(ln.Text, "buffer type overridden to"):
-			r.overrides = append(r.overrides, ln.Text)
-		case strings.HasPrefix(ln.Text, "done_getting_tensors: tensor '"):
-			r.moved = ln.Text
-		case strings.HasPrefix(ln.Text, "load_tensors: offload"):
-			r.offload = append(r.offload, ln.Text)
-		case strings.Contains(ln.Text, "model buffer size ="):
-			r.sizeLines = append(r.sizeLines, ln.Text)
-		}
+		r.add(ln.Text)
 	}
 	for _, c := range p.Contexts {
 		for _, b := range c.Buffers {
