@@ -51,3 +51,40 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadFromMapping times the mmap loads whose bytes are copied out
+// of the mapping rather than used in place: a q4_0 model onto the CPU with
+// its extra buffer types (CPU_REPACK repacks every matrix) and onto
+// Vulkan0.
+func BenchmarkLoadFromMapping(b *testing.B) {
+	rt := testenv.Runtime(b)
+	spec := synth.BenchSpec(256<<20, ggml.TypeQ4_0)
+	path := testenv.ModelFile(b, rt, spec)
+	targets := []string{"none"}
+	if _, err := rt.DeviceByName("Vulkan0"); err == nil {
+		targets = append(targets, "Vulkan0")
+	}
+	for _, target := range targets {
+		name := "mmap/" + target
+		if target == "none" {
+			name = "mmap/CPU_REPACK"
+		}
+		b.Run(name, func(b *testing.B) {
+			gm := testenv.OpenModel(b, path)
+			params := place.DefaultParams()
+			params.LoadMode, params.Devices = place.LoadMmap, []string{target}
+			p, err := place.New(rt, gm, params)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(spec.Bytes())
+			for b.Loop() {
+				lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				lm.Close()
+			}
+		})
+	}
+}
