@@ -82,13 +82,13 @@ func open(loc Location) (*Lib, error) {
 	if err := checkAdded(loc, pin); err != nil {
 		return nil, err
 	}
-	base, err := purego.Dlopen(loc.Base, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	base, err := dlopen(loc.Base)
 	if err != nil {
 		return nil, fmt.Errorf("bindings: open %s: %w", loc.Base, err)
 	}
 	// check the version before anything else relies on the pinned layouts
 	var version func() string
-	if sym, err := purego.Dlsym(base, "ggml_version"); err == nil {
+	if sym, err := dlsym(base, "ggml_version"); err == nil {
 		purego.RegisterFunc(&version, sym)
 	} else {
 		return nil, fmt.Errorf("%w: %s has no ggml_version (older than the pinned ggml %s, llama.cpp %s)", ErrVersion, loc.Base, pin.GGMLVersion, pin.LlamaCppTag)
@@ -97,7 +97,7 @@ func open(loc Location) (*Lib, error) {
 		return nil, fmt.Errorf("%w: %s is ggml %s, the pin is ggml %s (llama.cpp %s); fetch the pinned set with scripts/fetch-native.sh or point GGLOAD_LIB_DIR at a build of %s",
 			ErrVersion, loc.Base, v, pin.GGMLVersion, pin.LlamaCppTag, pin.LlamaCppTag)
 	}
-	core, err := purego.Dlopen(loc.Core, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	core, err := dlopen(loc.Core)
 	if err != nil {
 		return nil, fmt.Errorf("bindings: open %s: %w", loc.Core, err)
 	}
@@ -129,9 +129,9 @@ func (l *Lib) register() error {
 		if name == "" {
 			continue
 		}
-		sym, err := purego.Dlsym(l.core, name)
+		sym, err := dlsym(l.core, name)
 		if err != nil {
-			sym, err = purego.Dlsym(l.base, name)
+			sym, err = dlsym(l.base, name)
 		}
 		if err != nil {
 			if f.Tag.Get("opt") == "" {
@@ -276,3 +276,11 @@ func Ptr(b []byte) unsafe.Pointer {
 	}
 	return unsafe.Pointer(&b[0])
 }
+
+// OpenLibrary opens another native library of the set (libllama, for the
+// comparison harness) the way the set itself is opened on this platform,
+// and returns its handle for LookupSymbol.
+func OpenLibrary(path string) (uintptr, error) { return dlopen(path) }
+
+// LookupSymbol is the address of name in a library opened by OpenLibrary.
+func LookupSymbol(h uintptr, name string) (uintptr, error) { return dlsym(h, name) }
