@@ -1,0 +1,5 @@
+package main
+
+import "golang.org/x/sys/unix"
+
+func adviseHugePages(b []byte) { unix.Madvise(b, unix.MADV_HUGEPAGE) }
