@@ -30,10 +30,10 @@ func (h NetHost) Log() string {
 }
 
 // Kill stops the host's server with SIGKILL.
-func (h NetHost) Kill() { syscall.Kill(h.PID, syscall.SIGKILL) }
+func (h NetHost) Kill() { signalPID(h.PID, syscall.SIGKILL) }
 
 // Stop freezes the host's server (SIGSTOP): connected, silent.
-func (h NetHost) Stop() { syscall.Kill(h.PID, syscall.SIGSTOP) }
+func (h NetHost) Stop() { signalPID(h.PID, sigStop) }
 
 // NetOptions shape a topology.
 type NetOptions struct {

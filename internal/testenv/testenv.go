@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -166,7 +165,7 @@ func StartRPCServerWrapped(t testing.TB, wrapper []string, args ...string) *RPCS
 	cmd := exec.Command(argv[0], argv[1:]...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
