@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -72,37 +71,6 @@ func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, 
 	}
 	return m, nil
 }
-
-// complement merges ranges and returns what they leave uncovered in
-// [0, limit).
-func complement(ranges [][2]int64, limit int64) [][2]int64 {
-	rs := slices.Clone(ranges)
-	slices.SortFunc(rs, func(a, b [2]int64) int { return int(a[0] - b[0]) })
-	var out [][2]int64
-	pos := int64(0)
-	for _, r := range rs {
-		beg, end := min(r[0], limit), min(r[1], limit)
-		if beg > pos {
-			out = append(out, [2]int64{pos, beg})
-		}
-		pos = max(pos, end)
-	}
-	if pos < limit {
-		out = append(out, [2]int64{pos, limit})
-	}
-	return out
-}
-
-// Addr is the address of the byte at offset off of the file.
-func (m *Mapping) Addr(off int64) unsafe.Pointer {
-	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.data)), off)
-}
-
-// Size is the mapped file size.
-func (m *Mapping) Size() int64 { return m.size }
-
-// Fragments are the ranges still mapped.
-func (m *Mapping) Fragments() [][2]int64 { return slices.Clone(m.fragments) }
 
 // unmapFragment unmaps the whole pages inside [first, last) and removes them
 // from the fragment list; partial pages at either end stay mapped.

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // readerPool reads tensors into host buffers with several goroutines, each
@@ -155,7 +153,7 @@ var errShortRead = errors.New("short read")
 func (f *modelFile) readChunk(dst []byte, pos int64) error {
 	got, err := f.readDirect(dst, pos)
 	if err != nil {
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EFAULT) {
+		if directRefused(err) {
 			f.fallBack(err)
 			return f.readChunk(dst, pos)
 		}

@@ -1,0 +1,91 @@
+package loader
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// Mapping is a read-only view of a whole file. Windows cannot unmap part of
+// a view, so the fragment list only shrinks when the view is closed (as in
+// llama.cpp, where unmap_fragment does nothing on Windows).
+type Mapping struct {
+	data      []byte
+	size      int64
+	fragments [][2]int64
+	path      string
+	handle    windows.Handle // the file-mapping object
+}
+
+// mapFile maps f. prefetch asks the system to read the file ahead
+// (PrefetchVirtualMemory over everything but the lazy ranges); numa and the
+// lazy ranges' random-access advice have no Windows counterpart.
+func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*Mapping, error) {
+	if size == 0 {
+		return &Mapping{path: f.Name()}, nil
+	}
+	h, err := windows.CreateFileMapping(windows.Handle(f.Fd()), nil, windows.PAGE_READONLY, 0, 0, nil)
+	if err != nil {
+		return nil, fmt.Errorf("loader: CreateFileMapping %s: %w", f.Name(), err)
+	}
+	addr, err := windows.MapViewOfFile(h, windows.FILE_MAP_READ, 0, 0, 0)
+	if err != nil {
+		windows.CloseHandle(h)
+		return nil, fmt.Errorf("loader: MapViewOfFile %s (%d bytes): %w", f.Name(), size, err)
+	}
+	m := &Mapping{
+		data:      unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), size),
+		size:      size,
+		fragments: [][2]int64{{0, size}},
+		path:      f.Name(),
+		handle:    h,
+	}
+	if prefetch && !numa {
+		if err := m.prefetch(complement(lazy, size)); err != nil {
+			log.Warn("PrefetchVirtualMemory failed", "file", f.Name(), "err", err)
+		}
+	}
+	return m, nil
+}
+
+var procPrefetchVirtualMemory = windows.NewLazySystemDLL("kernel32.dll").NewProc("PrefetchVirtualMemory")
+
+// prefetch asks for the given ranges to be read in (Windows 8 and later;
+// nothing happens on older systems).
+func (m *Mapping) prefetch(ranges [][2]int64) error {
+	if len(ranges) == 0 || procPrefetchVirtualMemory.Find() != nil {
+		return nil
+	}
+	type rangeEntry struct {
+		addr uintptr
+		n    uintptr
+	}
+	entries := make([]rangeEntry, len(ranges))
+	for i, r := range ranges {
+		entries[i] = rangeEntry{uintptr(m.Addr(r[0])), uintptr(r[1] - r[0])}
+	}
+	ok, _, err := procPrefetchVirtualMemory.Call(uintptr(windows.CurrentProcess()), uintptr(len(entries)), uintptr(unsafe.Pointer(&entries[0])), 0)
+	if ok == 0 {
+		return err
+	}
+	return nil
+}
+
+// unmapFragment does nothing: a view is unmapped whole, by Close.
+func (m *Mapping) unmapFragment(first, last int64) error { return nil }
+
+// Close unmaps the view and closes the mapping object.
+func (m *Mapping) Close() error {
+	if m.handle == 0 {
+		return nil
+	}
+	err := windows.UnmapViewOfFile(uintptr(unsafe.Pointer(unsafe.SliceData(m.data))))
+	if cerr := windows.CloseHandle(m.handle); err == nil {
+		err = cerr
+	}
+	m.handle, m.fragments = 0, nil
+	return err
+}
