@@ -13,8 +13,6 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/testenv"
 )
@@ -127,11 +125,11 @@ func TestHostPtrZeroCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := unix.Mmap(int(f.Fd()), 0, len(content), unix.PROT_READ, unix.MAP_SHARED)
+	m, unmap, err := mapReadOnly(f, len(content))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Munmap(m)
+	defer unmap()
 	base := unsafe.Pointer(&m[0])
 
 	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 3, NoAlloc: true})
