@@ -6,31 +6,32 @@ import (
 	"unsafe"
 )
 
-// touch reads one byte of every page of [p, p+n) in Go with faults turned
-// into panics and recovers them: a mapped file that shrank gives an error
-// here instead of a SIGBUS inside native code, which would kill the
-// process.
-func touch(p unsafe.Pointer, n uint64) (err error) {
-	if n == 0 {
-		return nil
+// copyMapped copies len(dst) bytes of mapped file memory at src into dst,
+// in Go and with faults turned into panics, which it recovers: a mapped
+// file that shrank gives an error here instead of a SIGBUS inside native
+// code, which would kill the process. dst is anonymous memory (a Go slice,
+// a pinned staging buffer, a host weight buffer), so that native code that
+// reads it afterwards never touches the file. fault is the offset of dst
+// at which the fault happened (-1 without one).
+func copyMapped(dst []byte, src unsafe.Pointer) (fault int64, err error) {
+	if len(dst) == 0 {
+		return -1, nil
 	}
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
-			err = fmt.Errorf("reading mapped memory faulted (%v): the file shrank after it was opened?", r)
+			af, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			fault = int64(af.Addr() - uintptr(src))
+			if fault < 0 || fault >= int64(len(dst)) {
+				fault = 0
+			}
+			err = fmt.Errorf("%v", r)
 		}
 	}()
-	const page = 4096
-	var sink byte
-	b := unsafe.Slice((*byte)(p), n)
-	for i := uint64(0); i < n; i += page {
-		sink += b[i]
-	}
-	sink += b[n-1]
-	touchSink = sink
-	return nil
+	copy(dst, unsafe.Slice((*byte)(src), len(dst)))
+	return -1, nil
 }
-
-// touchSink keeps the compiler from dropping touch's reads.
-var touchSink byte

@@ -52,6 +52,11 @@ var ErrInvalidData = errors.New("found tensors with invalid data")
 
 const directIOBufferSize = 64 << 20
 
+// beforeTensor, when set (by tests only, see export_test.go), is called in
+// the loading goroutine before each tensor's bytes are moved, with the
+// tensor's place in the load's order.
+var beforeTensor func(seq int, name string)
+
 // Load carries out plan p for model m on runtime rt.
 func Load(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, p *place.Plan, o Options) (*Model, error) {
 	if p.Model != m {
@@ -88,10 +93,20 @@ type load struct {
 
 	rings map[*ggml.Device]*stagingRing
 
-	vwg     sync.WaitGroup
-	vsem    chan struct{}
-	vmu     sync.Mutex
-	invalid []string
+	vwg      sync.WaitGroup
+	vsem     chan struct{}
+	vmu      sync.Mutex
+	invalid  []string
+	asyncErr error // a validation goroutine that could not read its tensor
+
+	bounce []byte // tensors set through memory the load owns
+
+	samples map[int]*rpcSample // placement index → bytes sent to an RPC server
+	seed    uint64             // where the samples are taken
+
+	lastWatch time.Time // files last checked for changes
+	seq       int       // tensors started
+	last      string    // the last of them
 
 	used [][2]int64 // per file: range used by zero-copy tensors
 
@@ -171,9 +186,18 @@ func (l *load) run() error {
 	t0 = time.Now()
 	l.vwg.Wait()
 	mdl.Stats.Validate = time.Since(t0)
+	if l.asyncErr != nil {
+		return l.asyncErr
+	}
 	if len(l.invalid) > 0 {
 		slices.Sort(l.invalid)
-		return fmt.Errorf("loader: %w: %s", ErrInvalidData, joinNames(l.invalid))
+		return fmt.Errorf("loader: %w in %s: %s", ErrInvalidData, joinPaths(l.gm.Paths), joinNames(l.invalid))
+	}
+	if err := l.confirmRPC(); err != nil {
+		return err
+	}
+	if err := l.watchFiles(l.last, true); err != nil {
+		return err
 	}
 	if p.UseMmap {
 		for fi, mp := range mdl.mappings {
@@ -193,6 +217,17 @@ func (l *load) run() error {
 	}
 	l.done.Store(l.total)
 	return l.progress()
+}
+
+func joinPaths(paths []string) string {
+	s := ""
+	for i, p := range paths {
+		if i > 0 {
+			s += ", "
+		}
+		s += p
+	}
+	return s
 }
 
 func joinNames(names []string) string {
@@ -225,6 +260,11 @@ func (l *load) openFiles() error {
 				return fmt.Errorf("loader: %s was replaced after the model was opened; open it again", path)
 			}
 		}
+		st, err := f.stamp()
+		if err != nil {
+			return fmt.Errorf("loader: %s: %w", path, err)
+		}
+		l.model.stamps = append(l.model.stamps, st)
 		if direct && f.alignment() == 1 {
 			l.model.warnings = append(l.model.warnings, fmt.Sprintf("direct I/O unavailable for %s; read through the page cache", path))
 		}
@@ -454,6 +494,14 @@ func (l *load) loadData() error {
 			if err := l.progress(); err != nil {
 				return err
 			}
+			if err := l.watchFiles(t.pl.Plan.Name, false); err != nil {
+				return err
+			}
+			if beforeTensor != nil {
+				beforeTensor(l.seq, t.pl.Plan.Name)
+			}
+			l.seq++
+			l.last = t.pl.Plan.Name
 			if err := readers.err(); err != nil {
 				return err
 			}
@@ -528,27 +576,18 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 			u := &l.used[w.File]
 			u[0], u[1] = min(u[0], w.Offset), max(u[1], w.Offset+w.Size)
 			if l.o.CheckTensors {
-				if err := touch(addr, n); err != nil {
-					return fmt.Errorf("loader: tensor '%s' in %s: %w", tp.Name, mp.path, err)
-				}
-				l.validateAsync(tp.Name, tp.Type, addr, n)
+				// rows are checked on a copy: native code never reads
+				// the mapping during the load
+				l.validateMapped(tp, mapSource{mp, mdl.files[w.File]})
 			}
-		} else {
-			if err := touch(addr, n); err != nil {
-				return fmt.Errorf("loader: tensor '%s' in %s: %w", tp.Name, mp.path, err)
-			}
-			if l.o.CheckTensors {
-				l.validateSync(tp.Name, tp.Type, addr, n)
-			}
-			if err := t.pl.Tensor.SetPtr(addr, 0, n); err != nil {
-				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
-			}
-			if err := deviceErr(t.pl.Buffer, tp.Name); err != nil {
-				return err
-			}
-			t.pl.Path = PathFromMap
+			l.addDone(t.pl.Path, n)
+			return nil
 		}
-		l.addDone(t.pl.Path, n)
+		t.pl.Path = PathFromMap
+		if err := l.fill(t, mapSource{mp, mdl.files[w.File]}); err != nil {
+			return err
+		}
+		l.addDone(PathFromMap, n)
 		return nil
 	}
 	f := mdl.files[w.File]
@@ -556,30 +595,70 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 		t.pl.Path = PathRead
 		return readers.submit(t, f)
 	}
-	dev := t.pl.Buffer.Device
+	if err := l.fill(t, f); err != nil {
+		return err
+	}
+	l.addDone(t.pl.Path, n)
+	return nil
+}
+
+// fill moves a tensor that is not zero copy from src into its buffer. Into
+// host memory the bytes go straight (copied by Go); to a device through the
+// pinned staging ring where the device can upload asynchronously; otherwise
+// through a bounce buffer and tensor_set: in pieces of whole rows, or whole
+// where the buffer type transforms what it is given (CPU_REPACK and other
+// extra or split buffer types) or the device is an RPC server (whose file
+// cache recognises tensors by the hash of the whole). Paths other than
+// from-mapping are set here.
+func (l *load) fill(t task, src source) error {
+	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
+	if b == nil {
+		return fmt.Errorf("loader: tensor '%s' has no buffer", tp.Name)
+	}
+	if b.Buffer.IsHost() && t.pl.Tensor.Data() != nil {
+		if w.Size == 0 {
+			return nil
+		}
+		dst := unsafe.Slice((*byte)(t.pl.Tensor.Data()), w.Size)
+		if err := src.readAt(dst, w.Offset); err != nil {
+			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
+		}
+		if l.o.CheckTensors {
+			l.validateAsync(tp.Name, tp.Type, t.pl.Tensor.Data(), uint64(w.Size))
+		}
+		return nil
+	}
+	dev := b.Device
 	if !l.o.CheckTensors {
-		ring, err := l.ring(t.pl.Buffer)
+		ring, err := l.ring(b)
 		if err != nil {
 			return err
 		}
 		if ring != nil {
-			t.pl.Path = PathStaged
-			if err := ring.upload(l, t.pl.Tensor, f, w.Offset, w.Size, tp.Name); err != nil {
+			if t.pl.Path != PathFromMap {
+				t.pl.Path = PathStaged
+			}
+			if err := ring.upload(l, t, src, w.Offset, w.Size); err != nil {
 				return err
 			}
-			l.addDone(PathStaged, n)
-			return nil
+			return deviceErr(b, tp.Name)
 		}
 	}
-	t.pl.Path = PathSync
-	if err := l.syncUpload(t.pl.Tensor, f, w, tp, dev.IsRPC()); err != nil {
+	if t.pl.Path != PathFromMap {
+		t.pl.Path = PathSync
+	}
+	if err := l.setFrom(t, src, setsWhole(b)); err != nil {
 		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, dev.Name(), err)
 	}
-	if err := deviceErr(t.pl.Buffer, tp.Name); err != nil {
-		return err
-	}
-	l.addDone(PathSync, n)
-	return nil
+	return deviceErr(b, tp.Name)
+}
+
+// setsWhole reports whether tensors must be set into b whole: buffer types
+// other than the device's own transform or split what they are given and
+// take only whole tensors (CPU_REPACK asserts it), and RPC servers cache
+// whole tensors by hash.
+func setsWhole(b *LoadedBuffer) bool {
+	return b.Device.IsRPC() || b.BufferType != b.Device.BufferType()
 }
 
 func (l *load) addDone(path Path, n uint64) {
@@ -605,41 +684,88 @@ func deviceErr(b *LoadedBuffer, tensor string) error {
 	return nil
 }
 
-// syncUpload reads a tensor in chunks of whole rows and sets each chunk:
-// one bounded buffer instead of a copy of the whole tensor. Tensors for RPC
-// servers go whole, as llama.cpp sends them: a server with a file cache
-// (ggml-rpc-server -c) recognises big tensors by the hash of the whole.
-func (l *load) syncUpload(t *ggml.Tensor, f *modelFile, w *gguf.Weight, tp *place.TensorPlan, whole bool) error {
-	row, err := tp.Type.RowSize(tp.Shape[0])
-	if err != nil || row <= 0 {
-		row = 1
+// setFrom reads a tensor from src into the bounce buffer, memory the load
+// owns, and sets it from there: in pieces of whole rows (at most 16 MiB),
+// or whole.
+func (l *load) setFrom(t task, src source, whole bool) error {
+	tp, w := t.pl.Plan, t.w
+	chunk := w.Size
+	if !whole {
+		row, err := tp.Type.RowSize(tp.Shape[0])
+		if err != nil || row <= 0 {
+			row = 1
+		}
+		chunk = min(max(int64(16<<20)/row, 1)*row, w.Size)
 	}
-	chunk := max(int64(16<<20)/row, 1) * row
-	if whole {
-		chunk = w.Size
+	if chunk == 0 {
+		return nil
 	}
-	chunk = min(chunk, w.Size)
-	buf := make([]byte, chunk)
+	if int64(cap(l.bounce)) < chunk {
+		l.bounce = nil // let the old one go first
+		l.bounce = make([]byte, chunk)
+	}
+	buf := l.bounce[:chunk]
 	for off := int64(0); off < w.Size; off += chunk {
 		if err := l.canceled(); err != nil {
 			return err
 		}
 		n := min(chunk, w.Size-off)
-		if err := f.readAt(buf[:n], w.Offset+off); err != nil {
-			return err
+		if err := src.readAt(buf[:n], w.Offset+off); err != nil {
+			return namingFile(err, src.file())
 		}
 		if l.o.CheckTensors {
 			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
 		}
-		if err := t.Set(buf[:n], uint64(off)); err != nil {
+		l.sample(t, off, buf[:n])
+		if err := t.pl.Tensor.Set(buf[:n], uint64(off)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// validateMapped checks the rows of a tensor left in the mapping (zero
+// copy, lazy) on another goroutine, from copies made in Go: a file that
+// shrinks under it gives an error naming the tensor, not a SIGBUS in the
+// native row check.
+func (l *load) validateMapped(tp *place.TensorPlan, src mapSource) {
+	w := tp.Weight
+	if w.Size == 0 {
+		return
+	}
+	l.vwg.Add(1)
+	l.vsem <- struct{}{}
+	go func() {
+		defer l.vwg.Done()
+		defer func() { <-l.vsem }()
+		row, err := tp.Type.RowSize(tp.Shape[0])
+		if err != nil || row <= 0 {
+			row = 1
+		}
+		chunk := min(max(int64(4<<20)/row, 1)*row, w.Size)
+		buf := make([]byte, chunk)
+		for off := int64(0); off < w.Size; off += chunk {
+			n := min(chunk, w.Size-off)
+			if err := src.readAt(buf[:n], w.Offset+off); err != nil {
+				l.asyncFail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file())))
+				return
+			}
+			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
+		}
+	}()
+}
+
+// asyncFail records the first error of a validation goroutine.
+func (l *load) asyncFail(err error) {
+	l.vmu.Lock()
+	defer l.vmu.Unlock()
+	if l.asyncErr == nil {
+		l.asyncErr = err
+	}
+}
+
 // validateAsync checks rows on another goroutine (data stays valid: it is
-// the mapping or the tensor's own host memory).
+// the tensor's own host memory, never the mapping).
 func (l *load) validateAsync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
 	l.vwg.Add(1)
 	l.vsem <- struct{}{}

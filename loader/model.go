@@ -53,6 +53,10 @@ type Stats struct {
 	Readers                                 int
 	StagingSlots                            int
 	StagingSize                             uint64
+	// Confirm is the time spent reading back a sample of every tensor
+	// sent to an RPC server; Confirmed counts them.
+	Confirm   time.Duration
+	Confirmed int
 }
 
 // GBps is the throughput of the data phase.
@@ -70,6 +74,7 @@ type Model struct {
 	Stats Stats
 
 	files      []*modelFile
+	stamps     []fileStamp // each file as opened
 	mappings   []*Mapping
 	locks      []*memLock
 	contexts   []*ggml.Context

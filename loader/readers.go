@@ -100,7 +100,7 @@ func (p *readerPool) do(j readJob) {
 	if j.n > 0 {
 		dst := unsafe.Slice((*byte)(unsafe.Add(j.t.pl.Tensor.Data(), j.off)), j.n)
 		if err := j.f.readAt(dst, j.t.w.Offset+j.off); err != nil {
-			p.fail(fmt.Errorf("loader: tensor '%s' from %s: %w", tp.Name, j.f.path, err))
+			p.fail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path)))
 			return
 		}
 		l.addDone(PathRead, uint64(j.n))

@@ -8,8 +8,9 @@ import (
 )
 
 // stagingRing uploads file data to a device through a ring of pinned host
-// buffers: read into a slot, queue an asynchronous copy, record the slot's
-// event; wait on an event only before its slot is used again.
+// buffers: read into a slot (or copy into it out of the mapping), queue an
+// asynchronous copy, record the slot's event; wait on an event only before
+// its slot is used again.
 type stagingRing struct {
 	dev      *ggml.Device
 	backend  *ggml.Backend
@@ -92,9 +93,11 @@ func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
 	return r, nil
 }
 
-// upload copies n bytes at off of f into tensor t.
-func (r *stagingRing) upload(l *load, t *ggml.Tensor, f *modelFile, off, n int64, name string) error {
-	align := f.alignment()
+// upload copies n bytes at off of src into tensor t: each piece is read
+// (or copied out of the mapping) into a pinned slot, then queued.
+func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
+	name := t.pl.Plan.Name
+	align := src.alignment()
 	alignedOff := off &^ (align - 1)
 	readEnd := (off + n + align - 1) &^ (align - 1)
 	usable := int64(r.size)
@@ -120,16 +123,18 @@ func (r *stagingRing) upload(l *load, t *ggml.Tensor, f *modelFile, off, n int64
 		buf := unsafe.Slice((*byte)(dst), readSize)
 		var err error
 		if align > 1 {
-			err = f.readChunk(buf, pos)
+			err = src.readChunk(buf, pos)
 		} else {
-			err = f.readAt(buf, pos)
+			err = src.readAt(buf, pos)
 		}
 		if err != nil {
-			return fmt.Errorf("loader: tensor '%s' from %s: %w", name, f.path, err)
+			return fmt.Errorf("loader: tensor '%s': %w", name, namingFile(err, src.file()))
 		}
 		lo, hi := max(pos, off), min(pos+readSize, off+n)
 		if hi > lo {
-			if err := r.backend.SetTensorAsync(t, unsafe.Add(dst, lo-pos), uint64(lo-off), uint64(hi-lo)); err != nil {
+			piece := buf[lo-pos : hi-pos]
+			l.sample(t, lo-off, piece)
+			if err := r.backend.SetTensorAsync(t.pl.Tensor, unsafe.Pointer(&piece[0]), uint64(lo-off), uint64(hi-lo)); err != nil {
 				return fmt.Errorf("loader: tensor '%s': %w", name, err)
 			}
 			r.events[slot].Record(r.backend)

@@ -1,0 +1,11 @@
+package loader
+
+// SetBeforeTensor installs f to be called in the loading goroutine before
+// each tensor's bytes are moved (seq counts the tensors of the load from
+// 0); the returned function removes it. Tests strike at a chosen point of
+// a load with it (truncate, replace or rewrite the file).
+func SetBeforeTensor(f func(seq int, name string)) (restore func()) {
+	old := beforeTensor
+	beforeTensor = f
+	return func() { beforeTensor = old }
+}
