@@ -72,7 +72,7 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 // the load goes on. The child runs without CAP_IPC_LOCK (root ignores
 // RLIMIT_MEMLOCK otherwise) and with a 64 KiB RLIMIT_MEMLOCK.
 func TestMlockRefusedWarnsAndContinues(t *testing.T) {
-	if isChild() {
+	if testenv.IsChild() {
 		rt := testenv.Runtime(t)
 		path := testenv.ModelFile(t, rt, smallSpec)
 		gm := testenv.OpenModel(t, path)
@@ -96,7 +96,7 @@ func TestMlockRefusedWarnsAndContinues(t *testing.T) {
 		testenv.Missing(t, "root", "needs root, setpriv and prlimit (util-linux) to drop CAP_IPC_LOCK and cap RLIMIT_MEMLOCK")
 	}
 	// a child that skips (no runtime, say) makes this test skip
-	s := inChild(t, []string{prlimit, "--memlock=65536:65536", setpriv, "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock"})
+	s := testenv.InChild(t, []string{prlimit, "--memlock=65536:65536", setpriv, "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock"})
 	if !strings.Contains(s, "RLIMIT_MEMLOCK is 65536 bytes") || !strings.Contains(s, "ulimit -l") || !strings.Contains(s, "loading continues") {
 		t.Fatalf("no mlock warning in the child's output:\n%s", s)
 	}

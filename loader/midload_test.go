@@ -139,8 +139,8 @@ func settleGoroutines(n int) int {
 // were. A last pass rewrites the file after a successful load and checks
 // what Verify and CheckFile see.
 func TestFileChangesMidLoad(t *testing.T) {
-	if !isChild() {
-		out := inChild(t, nil)
+	if !testenv.IsChild() {
+		out := testenv.InChild(t, nil)
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, "stress:") {
 				t.Log(strings.TrimSpace(l))
@@ -380,8 +380,8 @@ func checkRewriteAfterLoad(t *testing.T, rt *ggml.Runtime, targets []stressTarge
 // loads are needed (a truncation that lands after the load finished does
 // not count).
 func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
-	if !isChild() {
-		out := inChild(t, nil)
+	if !testenv.IsChild() {
+		out := testenv.InChild(t, nil)
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, "load failed:") || strings.Contains(l, "struck") {
 				t.Log(strings.TrimSpace(l))
