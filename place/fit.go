@@ -63,7 +63,7 @@ func hasExperts(m *gguf.Model) bool {
 // expert on the CPU for MoE models). Only NGPULayers and NCPUMoE of params
 // change; the reasoning says what was tried.
 func Fit(rt *ggml.Runtime, m *gguf.Model, params Params, reserve uint64) (*FitResult, error) {
-	h, err := readHparams(m)
+	h, err := readHparams(m, params.LoadMTP)
 	if err != nil {
 		return nil, err
 	}

@@ -179,6 +179,10 @@ type Params struct {
 	// MapRanges chooses how mapped buffers cover the file (see MapRanges).
 	MapRanges MapRanges
 
+	// LoadMTP loads the multi-token-prediction (NextN) blocks some
+	// architectures carry; llama.cpp's default leaves them unused.
+	LoadMTP bool
+
 	// NoProbeCache asks every supports_op question anew (tests prove the
 	// cache changes nothing).
 	NoProbeCache bool
@@ -190,7 +194,7 @@ type MapRanges int
 const (
 	// MapOwnRanges wraps only the byte ranges of the context's own tensors
 	// that no other context uses (merged), so that a buffer never pins the
-	// bytes of tensors that live elsewhere (the seed's get_mapping_ranges).
+	// bytes of tensors that live elsewhere (the get_mapping_ranges of llama.cpp's loader design).
 	MapOwnRanges MapRanges = iota
 	// MapSpan wraps one range per file from the context's first tensor to
 	// its last, as the pinned llama.cpp v0.5.0 does (get_mapping_range).

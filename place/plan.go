@@ -2,7 +2,6 @@ package place
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/loader/gguf"
 )
 
@@ -96,7 +96,8 @@ type LogLine struct {
 type Plan struct {
 	Model    *gguf.Model
 	Arch     string
-	NLayer   int // n_layer_all; the output layer is NLayer
+	Exact    bool // the architecture's own tensor creation was replayed; false: the generic path, by tensor names
+	NLayer   int  // n_layer_all; the output layer is NLayer
 	Params   Params
 	LoadMode LoadMode // resolved: never LoadAuto
 	UseMmap  bool
@@ -143,20 +144,13 @@ type planner struct {
 	warnedOT  bool
 
 	ctxIndex  map[ctxKey]int
-	members   map[member]bool       // which weights each context holds
-	consumed  map[*gguf.Weight]bool // file tensors used
-	created   map[createdKey]bool   // templates created per layer
+	members   map[member]bool // which weights each context holds
 	allocSize map[allocKey]uint64
 }
 
 type member struct {
 	ctx int
 	w   *gguf.Weight
-}
-
-type createdKey struct {
-	tmpl, suffix string
-	il           int
 }
 
 type ctxKey struct {
@@ -176,13 +170,9 @@ type compiledOverride struct {
 	buft ggml.BufferType
 }
 
-// ErrUnknownTensor is wrapped by New's error for a tensor name that
-// llama.cpp's tensor info table does not know.
-var ErrUnknownTensor = errors.New("unknown tensor")
-
 // New plans the placement of model m on the devices of rt.
 func New(rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
-	h, err := readHparams(m)
+	h, err := readHparams(m, params.LoadMTP)
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +200,18 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	if params.NCPUMoE < 0 {
 		return nil, fmt.Errorf("place: --n-cpu-moe %d is negative", params.NCPUMoE)
 	}
-	p := &Plan{Model: m, Arch: h.arch, NLayer: h.nLayerAll, Params: params, CPU: cpu, Lazy: params.Lazy}
+	p := &Plan{Model: m, Arch: h.arch, Exact: h.exact, NLayer: h.nLayerAll, Params: params, CPU: cpu, Lazy: params.Lazy}
 	pl := &planner{
 		rt: rt, m: m, h: h, p: p, pr: pr, cpu: cpu, cpuBuf: cpu.BufferType(),
 		gpuLists: map[bindings.Dev][]bufEntry{}, ctxIndex: map[ctxKey]int{},
 		members:   make(map[member]bool, len(m.Weights)+8),
-		consumed:  make(map[*gguf.Weight]bool, len(m.Weights)),
-		created:   make(map[createdKey]bool, len(m.Weights)),
 		allocSize: map[allocKey]uint64{},
+	}
+	if h.exact {
+		p.info(fmt.Sprintf("place: architecture '%s': llama.cpp %s's own tensor creation, replayed", h.arch, arch.Pin))
+	}
+	if h.nLayerAll > arch.LayerLimit() {
+		p.warn(fmt.Sprintf("place: %d layers: llama.cpp %s loads at most %d (LLAMA_MAX_LAYERS) and would abort on this model", h.nLayerAll, arch.Pin, arch.LayerLimit()))
 	}
 	devs, devLog, err := resolveDevices(rt, params)
 	if err != nil {
@@ -423,169 +417,12 @@ func (pl *planner) compileOverrides() error {
 	return nil
 }
 
-// createTensors replays the architecture's create_tensor calls.
-func (pl *planner) createTensors() error {
-	pl.p.Tensors = make([]TensorPlan, 0, len(pl.m.Weights)+pl.h.nLayerAll+1)
-	spec, known := archSpecs[pl.h.arch]
-	if !known {
-		// every tensor of the file, scales included, is placed by name
-		return pl.createGeneric()
-	}
-	for _, e := range spec.head {
-		if err := pl.create(e, 0, true); err != nil {
-			return err
-		}
-	}
-	n := pl.h.nLayerAll - pl.h.nLayerNextn
-	if spec.allLyrs {
-		n = pl.h.nLayerAll
-	}
-	for il := 0; il < n; il++ {
-		for _, e := range spec.layer {
-			if err := pl.create(e, il, false); err != nil {
-				return err
-			}
-		}
-	}
-	// the generic ".scale" / ".input_scale" pass
-	for il := 0; il < pl.h.nLayerAll; il++ {
-		for _, suffix := range []string{"scale", "input_scale"} {
-			for _, tmpl := range scaleOrder {
-				if pl.created[createdKey{tmpl, "weight", il}] {
-					if err := pl.create(archTensor{tmpl: tmpl, suffix: suffix}, il, false); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	if out, ok := pl.m.Weight("output.weight"); ok && out.Type == ggml.TypeNVFP4 {
-		for _, s := range []string{"scale", "input_scale"} {
-			if err := pl.create(archTensor{tmpl: "output", suffix: s}, 0, true); err != nil {
-				return err
-			}
-		}
-	}
-	// every tensor of the file must have been used (llama.cpp: "wrong
-	// number of tensors"); name the ones that were not
-	var unused []string
-	for i := range pl.m.Weights {
-		if w := &pl.m.Weights[i]; !pl.consumed[w] {
-			unused = append(unused, w.Name)
-		}
-	}
-	if len(unused) > 0 {
-		more := ""
-		if len(unused) > 5 {
-			more = fmt.Sprintf(" and %d more", len(unused)-5)
-			unused = unused[:5]
-		}
-		return fmt.Errorf("place: the %s architecture does not use tensor %s%s (llama.cpp refuses such a file: wrong number of tensors)", pl.h.arch, strings.Join(unused, ", "), more)
-	}
-	return nil
-}
-
-// createGeneric places every file tensor by its name alone, for
-// architectures outside the table.
-func (pl *planner) createGeneric() error {
-	pl.p.warn(fmt.Sprintf("place: architecture %q is not in the table; tensors are placed by name alone (no tied output, no per-layer duplicates)", pl.h.arch))
-	for i := range pl.m.Weights {
-		w := &pl.m.Weights[i]
-		_, layer, info, ok := lookupTensor(w.Name)
-		if !ok {
-			return fmt.Errorf("%w: missing tensor info mapping for %s", ErrUnknownTensor, w.Name)
-		}
-		il := layer
-		if info.Layer != LayerRepeating {
-			il = 0
-		} else if il < 0 || il >= pl.h.nLayerAll {
-			il = 0
-		}
-		if err := pl.place(w, info, il, false, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// fileName is the GGUF name of a template for layer il.
-func fileName(tmpl, suffix string, il int) string {
-	name := tmpl
-	if strings.Contains(tmpl, "%d") {
-		name = strings.Replace(tmpl, "%d", fmt.Sprint(il), 1)
-	}
-	if suffix != "" {
-		name += "." + suffix
-	}
-	return name
-}
-
-// create is one create_tensor call of the architecture's sequence.
-func (pl *planner) create(e archTensor, il int, head bool) error {
-	if e.when != nil && !e.when(pl.h, il) {
-		return nil
-	}
-	name := fileName(e.tmpl, e.suffix, il)
-	// create_tensor_qkv / create_tensor_gate_up_exps: the fused weight, when
-	// present, replaces the separate ones; the separate biases are tried
-	// only when there is no fused bias
-	for fused, alts := range fusedAlternatives {
-		if !slices.Contains(alts, e.tmpl) || !pl.created[createdKey{fused, "weight", il}] {
-			continue
-		}
-		if e.suffix == "weight" || pl.created[createdKey{fused, "bias", il}] {
-			return nil
-		}
-	}
-	// the fused bias is tried only with the fused weight, the separate
-	// biases only without a fused bias
-	if e.tmpl == "blk.%d.attn_qkv" && e.suffix == "bias" && !pl.created[createdKey{e.tmpl, "weight", il}] {
-		return nil
-	}
-	if e.tied {
-		if out, haveOut := pl.m.Weight("output.weight"); haveOut && pl.consumed[out] {
-			return nil
-		}
-	}
-	w, ok := pl.m.Weight(name)
-	if !ok {
-		if e.required && !e.tied {
-			return fmt.Errorf("place: missing tensor '%s' (required by the %s architecture)", name, pl.h.arch)
-		}
-		return nil
-	}
-	_, _, info, ok := lookupTensor(name)
-	if !ok {
-		return fmt.Errorf("%w: missing tensor info mapping for %s", ErrUnknownTensor, name)
-	}
-	if e.tied {
-		info = tensorKinds["output"]
-	}
-	suffix := e.suffix
-	if suffix == "" {
-		suffix = "weight"
-	}
-	pl.created[createdKey{e.tmpl, suffix, il}] = true
-	if e.skip {
-		pl.consumed[w] = true
-		pl.p.warn(fmt.Sprintf("model has unused tensor %s (size = %d bytes) -- ignoring", name, w.Size))
-		pl.p.Tensors = append(pl.p.Tensors, TensorPlan{Name: name, Type: w.Type, Shape: w.Shape, Bytes: w.Size, Class: info.Layer, Layer: il, Op: info.Op, Reason: ReasonUnused, Context: -1, Weight: w})
-		return nil
-	}
-	dup := e.tied || (e.dup && pl.consumed[w])
-	if info.Layer == LayerRepeating && head {
-		il = 0 // created with bid 0
-	}
-	if !dup {
-		pl.consumed[w] = true
-	}
-	return pl.place(w, info, il, dup, e.lazy)
-}
-
-// place is buft_for_tensor plus the context bookkeeping of create_tensor.
-func (pl *planner) place(w *gguf.Weight, info TensorInfo, il int, dup, lazyCapable bool) error {
+// place is buft_for_tensor plus the context bookkeeping of create_tensor,
+// for a tensor created with the shape shape (a file tensor's own, or the
+// one a TENSOR_ALLOW_RESHAPE creation gives it).
+func (pl *planner) place(w *gguf.Weight, info TensorInfo, il int, dup, lazyCapable bool, shape ggml.Shape) error {
 	p := pl.p
-	t := TensorPlan{Name: w.Name, Type: w.Type, Shape: w.Shape, Bytes: w.Size, Class: info.Layer, Op: info.Op, Duplicate: dup, Weight: w}
+	t := TensorPlan{Name: w.Name, Type: w.Type, Shape: shape, Bytes: w.Size, Class: info.Layer, Op: info.Op, Duplicate: dup, Weight: w}
 	var list []bufEntry
 	switch info.Layer {
 	case LayerInput:

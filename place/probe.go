@@ -50,13 +50,13 @@ func (p *prober) extra(op ggml.Op) [4]int64 {
 	h := p.h
 	switch op {
 	case ggml.OpMulMatID, ggml.OpAddID:
-		return [4]int64{h.nExpertUsedMax()}
+		return [4]int64{h.expertUsedMax, h.routerLayer}
 	case ggml.OpRope:
-		return [4]int64{h.nEmbdHeadV0(), h.nHead0()}
+		return [4]int64{h.embdHeadV, h.head0}
 	case ggml.OpSSMScan:
 		return [4]int64{h.ssmDState, h.ssmDInner, h.ssmNGroup}
 	case ggml.OpIm2Col:
-		return [4]int64{h.nEmbd}
+		return [4]int64{h.embdInp}
 	}
 	return [4]int64{}
 }
@@ -130,9 +130,13 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 		}
 		return ctx.MulMat(w, b)
 	case ggml.OpMulMatID, ggml.OpAddID:
-		n := p.h.nExpertUsedMax()
+		// granite-switch's router layer routes to one adapter at a time
+		n := p.h.expertUsedMax
+		if op == ggml.OpMulMatID && p.h.routerLayer >= 0 {
+			n = 1
+		}
 		if n <= 0 {
-			return nil, fmt.Errorf("the model uses experts but %s is 0", p.h.key("expert_used_count"))
+			return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.arch)
 		}
 		if op == ggml.OpMulMatID {
 			b, err := f32(ne[0], n, 512)
@@ -170,7 +174,7 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 		}
 		return ctx.Div(a, w)
 	case ggml.OpRope:
-		a, err := f32(p.h.nEmbdHeadV0(), p.h.nHead0(), 512)
+		a, err := f32(p.h.embdHeadV, p.h.head0, 512)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +242,7 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 		}
 		return ctx.RWKVWKV6(ts[0], ts[1], ts[2], w, ts[3], state)
 	case ggml.OpIm2Col:
-		b, err := f32(p.h.nEmbd, ne[1], 1, 1)
+		b, err := f32(p.h.embdInp, ne[1], 1, 1)
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ func (s Spec) Tensors() []tensor {
 	if !s.Tied {
 		add("output.weight", s.Embeddings, s.Embd, s.Vocab)
 	}
-	if s.RopeFreqs {
+	if s.RopeFreqs || s.Arch == "gemma4" { // gemma4's full-attention layers require it
 		add("rope_freqs.weight", ggml.TypeF32, headDim/2)
 	}
 	for i := 0; i < s.Layers; i++ {
@@ -153,6 +153,22 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 	if s.Experts > 0 {
 		set(a+".expert_count", gguf.Uint32(uint32(s.Experts)))
 		set(a+".expert_used_count", gguf.Uint32(uint32(s.ExpertsUsed)))
+	}
+	if s.Arch == "gemma4" {
+		// every other layer slides over a window, with heads as wide as the
+		// full-attention layers'
+		swa := make([]bool, s.Layers)
+		for i := range swa {
+			swa[i] = i%2 == 0
+		}
+		pattern, err := gguf.Array(swa)
+		if err != nil {
+			return nil, err
+		}
+		set(a+".attention.sliding_window_pattern", pattern)
+		set(a+".attention.sliding_window", gguf.Uint32(512))
+		set(a+".attention.key_length_swa", gguf.Uint32(uint32(s.Embd/s.Heads)))
+		set(a+".attention.value_length_swa", gguf.Uint32(uint32(s.Embd/s.Heads)))
 	}
 	if s.Arch == "gemma4" && s.PerLayer > 0 {
 		set(a+".embedding_length_per_layer_input", gguf.Uint32(uint32(s.PerLayer)))

@@ -62,6 +62,23 @@ func OpenSplits(paths ...string) (*Model, error) {
 	return openModel(paths[0], paths)
 }
 
+// NewModel indexes the weights of one parsed file that is not a split
+// (from Open, or from NewReader over any io.ReaderAt).
+func NewModel(f *File) (*Model, error) {
+	n, err := splitCount(f)
+	if err != nil {
+		return nil, err
+	}
+	if n > 1 {
+		return nil, fmt.Errorf("%w: the file is split %d ways; open it with OpenModel or OpenSplits", ErrSplit, n)
+	}
+	m := &Model{Files: []*File{f}, Paths: []string{""}}
+	if err := m.index(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 var splitName = regexp.MustCompile(`^(.*)-(\d{5})-of-(\d{5})\.gguf$`)
 
 // SplitPath is llama_split_path: prefix-%05d-of-%05d.gguf for split no

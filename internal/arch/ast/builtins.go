@@ -1,0 +1,14 @@
+package ast
+
+// Builtins are the functions the evaluator provides itself; the generator
+// extracts every other function the programs call from the source.
+var Builtins = map[string]bool{
+	"create_tensor": true, "tn": true, "format": true,
+	"std::to_string": true, "std::max": true, "std::min": true, "std::sqrt": true, "std::fill": true,
+	"std::string": true, "std::runtime_error": true, "std::invalid_argument": true, "std::abs": true,
+	"GGML_ASSERT": true, "GGML_ABORT": true, "assert": true,
+	"llama_rope_scaling_type_from_string": true, "llm_ffn_op_type_from_string": true,
+	"load_arch_hparams": true, "load_arch_tensors": true, "LLM_TN": true, "LLM_KV": true, "arch_name": true, "type_name": true,
+	"gguf_get_n_kv": true, "gguf_get_kv_type": true, "gguf_get_key": true, "gguf_kv_to_str": true,
+	"powf": true, "sqrtf": true, "std::pow": true, "std::log": true, "expf": true, "logf": true,
+}

@@ -1,0 +1,365 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+type archEntry struct{ Enum, Class, Hparams, Tensors string }
+
+// fieldDef is a data member of llama_hparams or of a struct inside it.
+type fieldDef struct {
+	Name    string
+	CType   string
+	Type    ast.Type
+	Enum    bool
+	Len     string
+	Struct  string
+	Default string
+}
+
+// builtins are the free functions the evaluator provides (ast.Builtins
+// names them for the generator).
+var builtins map[string]builtinFunc
+
+func init() {
+	builtins = map[string]builtinFunc{
+		"format":                              bFormat,
+		"std::to_string":                      bToString,
+		"std::max":                            bMinMax(false),
+		"std::min":                            bMinMax(true),
+		"std::abs":                            bMath(math.Abs),
+		"std::sqrt":                           bMath(math.Sqrt),
+		"sqrtf":                               bMath(math.Sqrt),
+		"std::log":                            bMath(math.Log),
+		"logf":                                bMath(math.Log),
+		"expf":                                bMath(math.Exp),
+		"powf":                                bPow,
+		"std::pow":                            bPow,
+		"std::fill":                           bFill,
+		"std::string":                         bString,
+		"std::runtime_error":                  bString,
+		"std::invalid_argument":               bString,
+		"GGML_ASSERT":                         bAssert,
+		"GGML_ABORT":                          bAbort,
+		"assert":                              bNop, // compiled out in llama.cpp's release builds (NDEBUG)
+		"llama_rope_scaling_type_from_string": bRopeScaling,
+		"llm_ffn_op_type_from_string":         bFFNOp,
+		"LLM_TN":                              bLLMTN,
+		"LLM_KV":                              bLLMKV,
+		// llama_model::gguf_kv, a string copy of the metadata, is not kept:
+		// the loop that fills it sees no keys
+		"gguf_get_n_kv":    func(*frame, []*ast.Node) (Val, error) { return vInt(0, ast.TI64), nil },
+		"gguf_get_kv_type": bNop,
+		"gguf_get_key":     func(*frame, []*ast.Node) (Val, error) { return vStr(""), nil },
+		"gguf_kv_to_str":   func(*frame, []*ast.Node) (Val, error) { return vStr(""), nil },
+	}
+	for n := range ast.Builtins {
+		if _, ok := builtins[n]; !ok && !modelMethods[n] {
+			panic("arch: builtin " + n + " has no implementation")
+		}
+	}
+}
+
+// modelMethods are the llama_model_base members the evaluator provides.
+var modelMethods = map[string]bool{"create_tensor": true, "tn": true, "arch_name": true, "type_name": true,
+	"load_arch_hparams": true, "load_arch_tensors": true}
+
+func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
+	out := make([]Val, len(args))
+	for i, a := range args {
+		v, err := f.eval(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func bNop(*frame, []*ast.Node) (Val, error) { return vVoid, nil }
+
+func bAssert(f *frame, args []*ast.Node) (Val, error) {
+	if len(args) != 1 {
+		return vVoid, f.errorf("GGML_ASSERT with %d arguments", len(args))
+	}
+	v, err := f.eval(args[0])
+	if err != nil {
+		return vVoid, err
+	}
+	if !v.truthy() {
+		return vVoid, &Abort{Msg: "GGML_ASSERT(" + exprString(args[0]) + ") failed", Where: f.fn}
+	}
+	return vVoid, nil
+}
+
+func bAbort(f *frame, args []*ast.Node) (Val, error) {
+	v, err := bFormat(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	return vVoid, &Abort{Msg: v.S, Where: f.fn}
+}
+
+func bString(f *frame, args []*ast.Node) (Val, error) {
+	if len(args) == 0 {
+		return vStr(""), nil
+	}
+	v, err := f.eval(args[0])
+	if err != nil {
+		return vVoid, err
+	}
+	s, err := convert(v, ast.TStr)
+	if err != nil {
+		return vVoid, f.errorf("%v", err)
+	}
+	return s, nil
+}
+
+func bToString(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) != 1 {
+		return vVoid, f.errorf("std::to_string with %d arguments", len(vs))
+	}
+	v := vs[0]
+	switch v.K {
+	case KInt:
+		if v.T == ast.TU64 {
+			return vStr(strconv.FormatUint(uint64(v.I), 10)), nil
+		}
+		return vStr(strconv.FormatInt(v.I, 10)), nil
+	case KFloat:
+		return vStr(fmt.Sprintf("%f", v.F)), nil
+	}
+	return vVoid, f.errorf("std::to_string of %s", v.describe())
+}
+
+func bMinMax(isMin bool) builtinFunc {
+	return func(f *frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		if len(vs) != 2 {
+			return vVoid, f.errorf("std::max/min with %d arguments", len(vs))
+		}
+		less, err := arith("<", vs[0], vs[1])
+		if err != nil {
+			return vVoid, f.errorf("%v", err)
+		}
+		a, b := vs[0], vs[1]
+		if a.K == KInt && b.K == KInt {
+			t := common(a.T, b.T)
+			a, b = vInt(a.I, t), vInt(b.I, t)
+		}
+		if less.truthy() == isMin {
+			return a, nil
+		}
+		return b, nil
+	}
+}
+
+func bMath(fn func(float64) float64) builtinFunc {
+	return func(f *frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		if len(vs) != 1 {
+			return vVoid, f.errorf("math function with %d arguments", len(vs))
+		}
+		return Val{K: KFloat, T: ast.TF64, F: fn(vs[0].float())}, nil
+	}
+}
+
+func bPow(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) != 2 {
+		return vVoid, f.errorf("pow with %d arguments", len(vs))
+	}
+	return Val{K: KFloat, T: ast.TF64, F: math.Pow(vs[0].float(), vs[1].float())}, nil
+}
+
+// bFill is std::fill(c.begin(), c.end(), v) over an array.
+func bFill(f *frame, args []*ast.Node) (Val, error) {
+	if len(args) != 3 {
+		return vVoid, f.errorf("std::fill with %d arguments", len(args))
+	}
+	from, err := f.eval(args[0])
+	if err != nil {
+		return vVoid, err
+	}
+	to, err := f.eval(args[1])
+	if err != nil {
+		return vVoid, err
+	}
+	v, err := f.eval(args[2])
+	if err != nil {
+		return vVoid, err
+	}
+	if from.K != KIter || to.K != KIter || from.P != to.P {
+		return vVoid, f.errorf("std::fill over %s and %s", from.describe(), to.describe())
+	}
+	a, ok := from.P.(*Array)
+	if !ok {
+		return vVoid, f.errorf("std::fill over a map")
+	}
+	for i := from.I; i < to.I && i < int64(len(a.cells)); i++ {
+		if err := a.cells[i].set(v); err != nil {
+			return vVoid, err
+		}
+	}
+	return vVoid, nil
+}
+
+func bRopeScaling(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) != 1 || vs[0].K != KStr {
+		return vVoid, f.errorf("llama_rope_scaling_type_from_string arguments")
+	}
+	for _, p := range ropeScalingTypes {
+		if p[1] == vs[0].S {
+			return vInt(enumConsts[p[0]], ast.TI32), nil
+		}
+	}
+	return vInt(enumConsts["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"], ast.TI32), nil
+}
+
+func bFFNOp(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) != 2 || vs[0].K != KStr {
+		return vVoid, f.errorf("llm_ffn_op_type_from_string arguments")
+	}
+	for _, p := range ffnOpTypes {
+		if p[0] == vs[0].S {
+			return vInt(enumConsts[p[1]], ast.TI32), nil
+		}
+	}
+	return vs[1], nil
+}
+
+// bLLMTN is LLM_TN(arch): a tensor namer, used as tn(...).
+func bLLMTN(f *frame, args []*ast.Node) (Val, error) {
+	return Val{K: KFunc, P: &method{recv: Val{K: KObj, P: f.r.model}, name: "tn"}}, nil
+}
+
+// bLLMKV is LLM_KV(arch): a key namer, used as kv(LLM_KV_...).
+func bLLMKV(f *frame, args []*ast.Node) (Val, error) {
+	return Val{K: KFunc, P: &method{recv: f.r.ml, name: "llm_kv"}}, nil
+}
+
+// bFormat is llama.cpp's printf-style format().
+func bFormat(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) == 0 || vs[0].K != KStr {
+		return vVoid, f.errorf("format without a format string")
+	}
+	return vStr(cformat(vs[0].S, vs[1:])), nil
+}
+
+// cformat formats like C's printf for the conversions llama.cpp's messages
+// use.
+func cformat(format string, args []Val) string {
+	var b strings.Builder
+	ai := 0
+	next := func() Val {
+		if ai < len(args) {
+			ai++
+			return args[ai-1]
+		}
+		return vVoid
+	}
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("-+ #0", format[j]) >= 0 {
+			j++
+		}
+		for j < len(format) && (format[j] >= '0' && format[j] <= '9' || format[j] == '.') {
+			j++
+		}
+		spec := format[i+1 : j]
+		for j < len(format) && strings.IndexByte("hlLqjzt", format[j]) >= 0 {
+			j++
+		}
+		if j >= len(format) {
+			b.WriteString(format[i:])
+			break
+		}
+		verb := format[j]
+		i = j
+		switch verb {
+		case '%':
+			b.WriteByte('%')
+		case 'd', 'i':
+			v := next()
+			fmt.Fprintf(&b, "%"+spec+"d", v.I)
+		case 'u':
+			v := next()
+			if v.T == ast.TU64 {
+				fmt.Fprintf(&b, "%"+spec+"d", uint64(v.I))
+			} else {
+				fmt.Fprintf(&b, "%"+spec+"d", v.I)
+			}
+		case 'x', 'X', 'o':
+			v := next()
+			fmt.Fprintf(&b, "%"+spec+string(verb), v.I)
+		case 'f', 'g', 'e', 'F', 'G', 'E':
+			v := next()
+			fmt.Fprintf(&b, "%"+spec+string(verb), v.float())
+		case 's':
+			v := next()
+			s, err := convert(v, ast.TStr)
+			if err != nil {
+				s = vStr(formatValue(v))
+			}
+			fmt.Fprintf(&b, "%"+spec+"s", s.S)
+		case 'c':
+			b.WriteByte(byte(next().I))
+		case 'p':
+			next()
+			b.WriteString("0x0")
+		default:
+			b.WriteString(format[i-len(spec)-1 : j+1])
+		}
+	}
+	return b.String()
+}
+
+func formatValue(v Val) string {
+	switch v.K {
+	case KInt:
+		if v.T == ast.TU64 {
+			return strconv.FormatUint(uint64(v.I), 10)
+		}
+		return strconv.FormatInt(v.I, 10)
+	case KFloat:
+		return strconv.FormatFloat(v.F, 'g', -1, 64)
+	case KStr:
+		return v.S
+	}
+	return v.describe()
+}

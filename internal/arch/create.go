@@ -1,0 +1,289 @@
+package arch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/loader/gguf"
+)
+
+// tnVal is LLM_TN_IMPL: a tensor kind, a suffix and up to two numbers.
+type tnVal struct {
+	r      *Run
+	tensor string // LLM_TENSOR_ name
+	suffix string
+	hasSfx bool
+	bid    int
+	xid    int
+	name   string // formatted on first use
+}
+
+type tnKey struct {
+	tensor, suffix string
+	bid, xid       int
+}
+
+// String is LLM_TN_IMPL::str: the template formatted with the block and
+// the expert, then the suffix.
+func (t *tnVal) String() string {
+	if t.name != "" {
+		return t.name
+	}
+	k := tnKey{t.tensor, t.suffix, t.bid, t.xid}
+	if s, ok := t.r.tnCache[k]; ok {
+		t.name = s
+		return s
+	}
+	tmpl := tensorNames[t.tensor]
+	var b strings.Builder
+	nums := [2]int{t.bid, t.xid}
+	used := 0
+	for i := 0; i < len(tmpl); i++ {
+		if tmpl[i] == '%' && i+1 < len(tmpl) && tmpl[i+1] == 'd' && used < 2 {
+			b.WriteString(strconv.Itoa(nums[used]))
+			used++
+			i++
+			continue
+		}
+		b.WriteByte(tmpl[i])
+	}
+	if t.hasSfx {
+		b.WriteByte('.')
+		b.WriteString(t.suffix)
+	}
+	t.name = b.String()
+	t.r.tnCache[k] = t.name
+	return t.name
+}
+
+// tn is LLM_TN(arch)(tensor, [suffix], [bid], [xid]).
+func (r *Run) tn(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) == 0 || vs[0].K != KEnum || vs[0].I != famTensor {
+		return vVoid, f.errorf("tn without a tensor")
+	}
+	t := &tnVal{r: r, tensor: vs[0].S, bid: -1, xid: -1}
+	if _, ok := tensorNames[t.tensor]; !ok {
+		return vVoid, &Abort{Msg: "unknown tensor name for tensor id " + t.tensor, Where: f.fn}
+	}
+	rest := vs[1:]
+	if len(rest) > 0 && (rest[0].K == KStr || rest[0].K == KNull) {
+		if rest[0].K == KStr {
+			t.suffix, t.hasSfx = rest[0].S, true
+		}
+		rest = rest[1:]
+	}
+	if len(rest) > 0 {
+		t.bid = int(int32(rest[0].I))
+	}
+	if len(rest) > 1 {
+		t.xid = int(int32(rest[1].I))
+	}
+	return Val{K: KTN, P: t}, nil
+}
+
+var (
+	flagNotRequired = enumConsts["TENSOR_NOT_REQUIRED"]
+	flagDuplicated  = enumConsts["TENSOR_DUPLICATED"]
+	flagSkip        = enumConsts["TENSOR_SKIP"]
+	flagReshape     = enumConsts["TENSOR_ALLOW_RESHAPE"]
+	flagLazy        = enumConsts["TENSOR_READ_LAZY"]
+)
+
+var classes = map[string]Class{
+	"LLM_TENSOR_LAYER_INPUT":     ClassInput,
+	"LLM_TENSOR_LAYER_OUTPUT":    ClassOutput,
+	"LLM_TENSOR_LAYER_REPEATING": ClassRepeating,
+}
+
+// createTensor is llama_model_base::create_tensor and
+// llama_model_loader::create_tensor, up to the buffer type, which the
+// placer chooses.
+func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) > 0 && vs[0].K == KObj && vs[0].P.(*Object).class == "llama_model_loader" {
+		vs = vs[1:]
+	}
+	if len(vs) < 2 || vs[0].K != KTN || vs[1].K != KArr {
+		return vVoid, f.errorf("create_tensor arguments")
+	}
+	tn := vs[0].P.(*tnVal)
+	var ne []int64
+	for _, c := range vs[1].P.(*Array).cells {
+		x, err := convert(c.V, ast.TI64)
+		if err != nil {
+			return vVoid, f.errorf("create_tensor shape: %v", err)
+		}
+		ne = append(ne, x.I)
+	}
+	var flags int64
+	if len(vs) > 2 {
+		flags = vs[2].I
+	}
+	name := tn.String()
+	// the layer's buffer type list: dev_layer.at(bid)
+	nLayerAll := r.hparams.obj.fields["n_layer_all"].V.I
+	if tn.bid != -1 && (tn.bid < 0 || int64(tn.bid) >= nLayerAll) {
+		return vVoid, &Throw{Msg: fmt.Sprintf("vector::_M_range_check: __n (which is %d) >= this->size() (which is %d)", uint64(int64(tn.bid)), nLayerAll)}
+	}
+	w, ok := r.gm.Weight(name)
+	if !ok {
+		w, ok = r.extraWeights[name]
+	}
+	if !ok {
+		if flags&flagNotRequired != 0 {
+			if r.opts.Optional != nil && flags&flagSkip == 0 {
+				r.opts.Optional(r.need(tn, ne, flags))
+			}
+			return vNull, nil
+		}
+		n := r.need(tn, ne, flags)
+		typ, supplied := ggml.Type(0), false
+		if r.opts.SupplyTensor != nil && validShape(ne) {
+			typ, supplied = r.opts.SupplyTensor(n)
+		}
+		if !supplied {
+			return vVoid, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' not found", name), Need: n}
+		}
+		w = &gguf.Weight{Name: name, Type: typ, NDims: len(ne), File: -1}
+		w.Shape = ggml.Shape{1, 1, 1, 1}
+		copy(w.Shape[:], ne)
+		r.extraWeights[name] = w
+	}
+	reshape := flags&flagReshape != 0
+	if !shapeOK(ne, w.Shape, reshape) {
+		return vVoid, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' has wrong shape; expected %s, got %s",
+			name, formatShape(ne), formatShape(w.Shape[:])), Need: r.need(tn, ne, flags)}
+	}
+	shape := w.Shape
+	if reshape {
+		for i := range shape {
+			shape[i] = 1
+			if i < len(ne) {
+				shape[i] = ne[i]
+			}
+		}
+		a, err1 := w.Type.Bytes(shape)
+		b, err2 := w.Type.Bytes(w.Shape)
+		if err1 != nil || err2 != nil || a != b {
+			return vVoid, &Abort{Msg: "GGML_ASSERT(ggml_nbytes(&t_meta) == ggml_nbytes(cur)) failed", Where: name}
+		}
+	}
+	dup := flags&flagDuplicated != 0
+	kind := tn.tensor
+	if kind == "LLM_TENSOR_TOKEN_EMBD" && dup {
+		kind = "LLM_TENSOR_OUTPUT"
+	}
+	info, ok := tensorInfos[kind]
+	if !ok {
+		return vVoid, &Throw{Msg: fmt.Sprintf("missing tensor info mapping for %s", name)}
+	}
+	c := &Creation{
+		Name:   name,
+		Kind:   strings.TrimPrefix(kind, "LLM_TENSOR_"),
+		Class:  classes[info[0]],
+		Op:     strings.TrimPrefix(info[1], "GGML_OP_"),
+		Bid:    tn.bid,
+		Shape:  shape,
+		Weight: w,
+		Dup:    dup,
+		Lazy:   flags&flagLazy != 0,
+	}
+	if c.Op == "NONE" || flags&flagSkip != 0 {
+		c.Skip = true
+		if err := r.placer.Place(c); err != nil {
+			return vVoid, err
+		}
+		r.nCreated++
+		r.created[name] = true
+		return vNull, nil
+	}
+	switch {
+	case tn.hasSfx && tn.suffix == "bias":
+		if c.Op == "MUL_MAT_ID" {
+			c.Op = "ADD_ID"
+		} else {
+			c.Op = "ADD"
+		}
+	case tn.hasSfx && (tn.suffix == "lora_a" || tn.suffix == "lora_b") && r.hparams.obj.fields["router_layer"].V.I >= 0:
+		c.Op = "MUL_MAT_ID"
+	}
+	if (c.Class == ClassInput || c.Class == ClassOutput) && tn.bid != -1 {
+		return vVoid, &Abort{Msg: fmt.Sprintf("input/output layer tensor %s used with a layer number", name), Where: f.fn}
+	}
+	if c.Class == ClassRepeating && tn.bid == -1 {
+		return vVoid, &Abort{Msg: fmt.Sprintf("repeating layer tensor %s used without a layer number", name), Where: f.fn}
+	}
+	if err := r.placer.Place(c); err != nil {
+		return vVoid, err
+	}
+	if !dup {
+		r.nCreated++
+		r.created[name] = true
+	}
+	t := &Tensor{Name: name, Type: int(w.Type), Ne: shape}
+	return Val{K: KTensor, P: t}, nil
+}
+
+// need describes a tensor a model lacks.
+func (r *Run) need(tn *tnVal, ne []int64, flags int64) *Need {
+	kind := tn.tensor
+	if kind == "LLM_TENSOR_TOKEN_EMBD" && flags&flagDuplicated != 0 {
+		kind = "LLM_TENSOR_OUTPUT"
+	}
+	op := strings.TrimPrefix(tensorInfos[kind][1], "GGML_OP_")
+	if tn.hasSfx && tn.suffix == "bias" {
+		op = "ADD"
+	}
+	return &Need{Tensor: tn.String(), Shape: ne, Op: op}
+}
+
+func validShape(ne []int64) bool {
+	for _, x := range ne {
+		if x <= 0 {
+			return false
+		}
+	}
+	return len(ne) > 0 && len(ne) <= 4
+}
+
+// shapeOK is check_tensor_dims's test.
+func shapeOK(ne []int64, got ggml.Shape, reshape bool) bool {
+	if reshape {
+		n, m := int64(1), int64(1)
+		for _, x := range ne {
+			n *= x
+		}
+		for _, x := range got {
+			m *= x
+		}
+		return n == m
+	}
+	for i := range got {
+		if i < len(ne) && ne[i] != got[i] || i >= len(ne) && got[i] != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// formatShape is llama_format_tensor_shape.
+func formatShape(ne []int64) string {
+	var b strings.Builder
+	for i, x := range ne {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%6d", x)
+	}
+	return b.String()
+}

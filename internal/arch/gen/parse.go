@@ -1,0 +1,788 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// parser reads the C++ subset of llama.cpp's per-architecture loading
+// functions (statements, declarations, expressions, lambdas) into
+// ast.Nodes.
+type parser struct {
+	toks []token
+	pos  int
+	file string
+}
+
+type parseError struct {
+	file string
+	line int
+	msg  string
+}
+
+func (e *parseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.msg) }
+
+func (p *parser) peek() token        { return p.toks[p.pos] }
+func (p *parser) peekAt(k int) token { return p.toks[min(p.pos+k, len(p.toks)-1)] }
+func (p *parser) next() token {
+	t := p.toks[p.pos]
+	if p.pos < len(p.toks)-1 {
+		p.pos++
+	}
+	return t
+}
+func (p *parser) is(s string) bool {
+	t := p.peek()
+	return (t.k == tPunct || t.k == tIdent) && t.s == s
+}
+func (p *parser) accept(s string) bool {
+	if p.is(s) {
+		p.next()
+		return true
+	}
+	return false
+}
+
+func (p *parser) fail(format string, args ...any) {
+	panic(&parseError{p.file, p.peek().line, fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) expect(s string) token {
+	if !p.is(s) {
+		p.fail("expected '%s', found %s", s, p.peek())
+	}
+	return p.next()
+}
+
+func (p *parser) ident() string {
+	t := p.peek()
+	if t.k != tIdent {
+		p.fail("expected an identifier, found %s", t)
+	}
+	p.next()
+	return t.s
+}
+
+// parseBody parses the tokens of a function body (without its braces).
+func parseBody(file string, toks []token) (n *ast.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pe, ok := r.(*parseError)
+			if !ok {
+				panic(r)
+			}
+			err = pe
+		}
+	}()
+	p := &parser{toks: toks, file: file}
+	var kids []*ast.Node
+	for p.peek().k != tEOF {
+		kids = append(kids, p.statement()...)
+	}
+	return &ast.Node{Op: ast.OpBlock, Kids: kids}, nil
+}
+
+// parseParams parses a parameter list "(T a, U & b = 1)" (without the
+// parentheses) into declarations.
+func parseParams(file string, toks []token) (n *ast.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pe, ok := r.(*parseError)
+			if !ok {
+				panic(r)
+			}
+			err = pe
+		}
+	}()
+	p := &parser{toks: toks, file: file}
+	return p.params(tEOF), nil
+}
+
+func (p *parser) params(end tokKind) *ast.Node {
+	ps := &ast.Node{Op: ast.OpBlock}
+	for p.peek().k != end && !p.is(")") {
+		typ, ok := p.tryType()
+		if !ok {
+			p.fail("expected a parameter type, found %s", p.peek())
+		}
+		name := ""
+		if p.peek().k == tIdent {
+			name = p.ident()
+		}
+		d := &ast.Node{Op: ast.OpDecl, S: name, T: typ}
+		if p.accept("=") {
+			d.Kids = []*ast.Node{p.assignExpr()}
+		}
+		ps.Kids = append(ps.Kids, d)
+		if !p.accept(",") {
+			break
+		}
+	}
+	return ps
+}
+
+// statement parses one statement; a declaration of several names gives
+// several nodes.
+func (p *parser) statement() []*ast.Node {
+	t := p.peek()
+	if t.k == tPunct {
+		switch t.s {
+		case "{":
+			return []*ast.Node{p.block()}
+		case ";":
+			p.next()
+			return nil
+		}
+	}
+	if t.k == tIdent {
+		switch t.s {
+		case "if":
+			return []*ast.Node{p.ifStmt()}
+		case "for":
+			return []*ast.Node{p.forStmt()}
+		case "while":
+			p.next()
+			p.expect("(")
+			cond := p.expr()
+			p.expect(")")
+			body := p.single()
+			return []*ast.Node{{Op: ast.OpFor, Kids: []*ast.Node{nil, cond, nil, body}}}
+		case "switch":
+			return []*ast.Node{p.switchStmt()}
+		case "return":
+			p.next()
+			n := &ast.Node{Op: ast.OpReturn}
+			if !p.is(";") {
+				n.Kids = []*ast.Node{p.expr()}
+			}
+			p.expect(";")
+			return []*ast.Node{n}
+		case "break":
+			p.next()
+			p.expect(";")
+			return []*ast.Node{{Op: ast.OpBreak}}
+		case "continue":
+			p.next()
+			p.expect(";")
+			return []*ast.Node{{Op: ast.OpContinue}}
+		case "throw":
+			p.next()
+			n := &ast.Node{Op: ast.OpThrow, Kids: []*ast.Node{p.expr()}}
+			p.expect(";")
+			return []*ast.Node{n}
+		case "try":
+			p.next()
+			body := p.block()
+			p.expect("catch")
+			p.expect("(")
+			for !p.is(")") {
+				if p.peek().k == tEOF {
+					p.fail("unterminated catch")
+				}
+				p.next()
+			}
+			p.next()
+			handler := p.block()
+			return []*ast.Node{{Op: ast.OpTry, Kids: []*ast.Node{body, handler}}}
+		case "do", "goto", "catch", "case", "default":
+			p.fail("unsupported statement '%s'", t.s)
+		}
+	}
+	if ds := p.tryDecl(); ds != nil {
+		p.expect(";")
+		return ds
+	}
+	e := p.expr()
+	p.expect(";")
+	return []*ast.Node{{Op: ast.OpExpr, Kids: []*ast.Node{e}}}
+}
+
+// single parses the statement of an if/for/while branch as one node.
+func (p *parser) single() *ast.Node {
+	ss := p.statement()
+	if len(ss) == 1 {
+		return ss[0]
+	}
+	return &ast.Node{Op: ast.OpBlock, Kids: ss}
+}
+
+func (p *parser) block() *ast.Node {
+	p.expect("{")
+	b := &ast.Node{Op: ast.OpBlock}
+	for !p.is("}") {
+		if p.peek().k == tEOF {
+			p.fail("unterminated block")
+		}
+		b.Kids = append(b.Kids, p.statement()...)
+	}
+	p.next()
+	return b
+}
+
+func (p *parser) ifStmt() *ast.Node {
+	p.expect("if")
+	p.accept("constexpr")
+	p.expect("(")
+	var init, cond *ast.Node
+	if ds := p.tryDecl(); ds != nil {
+		if len(ds) != 1 {
+			p.fail("several declarations in an if condition")
+		}
+		if p.accept(";") {
+			init, cond = ds[0], p.expr()
+		} else {
+			// if (T x = e): the condition is x
+			init, cond = ds[0], &ast.Node{Op: ast.OpIdent, S: ds[0].S}
+		}
+	} else {
+		cond = p.expr()
+		if p.accept(";") {
+			init = &ast.Node{Op: ast.OpExpr, Kids: []*ast.Node{cond}}
+			cond = p.expr()
+		}
+	}
+	p.expect(")")
+	then := p.single()
+	var els *ast.Node
+	if p.accept("else") {
+		els = p.single()
+	}
+	return &ast.Node{Op: ast.OpIf, Kids: []*ast.Node{init, cond, then, els}}
+}
+
+func (p *parser) forStmt() *ast.Node {
+	p.expect("for")
+	p.expect("(")
+	var init *ast.Node
+	if !p.is(";") {
+		save := p.pos
+		if typ, ok := p.tryType(); ok && p.peek().k == tIdent && p.peekAt(1).s == ":" {
+			name := p.ident()
+			p.expect(":")
+			coll := p.expr()
+			p.expect(")")
+			body := p.single()
+			return &ast.Node{Op: ast.OpRange, S: name, T: typ, Kids: []*ast.Node{coll, body}}
+		}
+		p.pos = save
+		if ds := p.tryDecl(); ds != nil {
+			if len(ds) == 1 {
+				init = ds[0]
+			} else {
+				p.fail("several declarations in a for statement")
+			}
+		} else {
+			init = &ast.Node{Op: ast.OpExpr, Kids: []*ast.Node{p.expr()}}
+		}
+	}
+	p.expect(";")
+	var cond, post *ast.Node
+	if !p.is(";") {
+		cond = p.expr()
+	}
+	p.expect(";")
+	if !p.is(")") {
+		post = p.expr()
+	}
+	p.expect(")")
+	body := p.single()
+	return &ast.Node{Op: ast.OpFor, Kids: []*ast.Node{init, cond, post, body}}
+}
+
+func (p *parser) switchStmt() *ast.Node {
+	p.expect("switch")
+	p.expect("(")
+	v := p.expr()
+	p.expect(")")
+	p.expect("{")
+	sw := &ast.Node{Op: ast.OpSwitch, Kids: []*ast.Node{v}}
+	var cur *ast.Node
+	for !p.is("}") {
+		switch {
+		case p.is("case"):
+			p.next()
+			label := p.condExpr()
+			p.expect(":")
+			cur = &ast.Node{Op: ast.OpCase, Kids: []*ast.Node{label}}
+			sw.Kids = append(sw.Kids, cur)
+		case p.is("default"):
+			p.next()
+			p.expect(":")
+			cur = &ast.Node{Op: ast.OpCase, Kids: []*ast.Node{nil}}
+			sw.Kids = append(sw.Kids, cur)
+		case p.peek().k == tEOF:
+			p.fail("unterminated switch")
+		default:
+			if cur == nil {
+				p.fail("statement before the first case label")
+			}
+			cur.Kids = append(cur.Kids, p.statement()...)
+		}
+	}
+	p.next()
+	p.accept(";")
+	return sw
+}
+
+// builtin type names, as the C++ spells them, and what evaluation keeps
+// of each.
+var builtinTypes = map[string]ast.Type{
+	"bool": ast.TBool, "int": ast.TI32, "int8_t": ast.TI32, "int16_t": ast.TI32, "int32_t": ast.TI32,
+	"short": ast.TI32, "char": ast.TI32, "llama_token": ast.TI32, "llama_pos": ast.TI32, "llama_seq_id": ast.TI32,
+	"unsigned": ast.TU32, "uint8_t": ast.TU32, "uint16_t": ast.TU32, "uint32_t": ast.TU32,
+	"int64_t": ast.TI64, "long": ast.TI64, "ssize_t": ast.TI64,
+	"uint64_t": ast.TU64, "size_t": ast.TU64,
+	"float": ast.TF32, "double": ast.TF64,
+	"auto": ast.TAuto, "void": ast.TAuto,
+}
+
+var qualifiers = map[string]bool{"const": true, "static": true, "constexpr": true, "volatile": true,
+	"struct": true, "enum": true, "signed": true, "inline": true, "mutable": true}
+
+// tryType parses a type at the cursor; it restores the cursor and reports
+// false when what follows is not a type.
+func (p *parser) tryType() (ast.Type, bool) {
+	save := p.pos
+
+	sawQual := false
+	for p.peek().k == tIdent && qualifiers[p.peek().s] {
+		p.next()
+		sawQual = true
+	}
+	t := p.peek()
+	if t.k != tIdent {
+		p.pos = save
+		return 0, false
+	}
+	typ, builtin := builtinTypes[t.s]
+	name := t.s
+	p.next()
+	if builtin {
+		// "unsigned int", "long long", "unsigned long long"
+		for p.peek().k == tIdent && (p.peek().s == "int" || p.peek().s == "long") {
+			if name == "unsigned" && p.peek().s == "long" || name == "long" {
+				typ = ast.TI64
+				if name == "unsigned" {
+					typ = ast.TU64
+				}
+			}
+			p.next()
+		}
+	} else {
+		for p.is("::") {
+			p.next()
+			name += "::" + p.ident()
+		}
+		if keywords[name] {
+			p.pos = save
+			return 0, false
+		}
+		switch {
+		case name == "std::string":
+			typ = ast.TStr
+		case strings.HasPrefix(name, "std::"):
+			typ = ast.TObj
+		default:
+			typ = ast.TAuto
+		}
+		if p.is("<") {
+			if !p.templateArgs() {
+				p.pos = save
+				return 0, false
+			}
+			if typ == ast.TAuto {
+				typ = ast.TObj
+			}
+		}
+	}
+	for p.peek().k == tIdent && qualifiers[p.peek().s] {
+		p.next()
+	}
+	ptr, ref := false, false
+	for {
+		switch {
+		case p.is("*"):
+			ptr = true
+		case p.is("&"), p.is("&&"):
+			ref = true
+		case p.is("const"):
+		default:
+			goto done
+		}
+		p.next()
+	}
+done:
+	if ref {
+		typ = ast.TRef
+	} else if ptr {
+		if name == "char" {
+			typ = ast.TStr
+		} else {
+			typ = ast.TPtr
+		}
+	}
+	// a bare identifier is a type only when a name follows it directly
+	// ("a * b" and "a & b" are expressions), unless it is spelled like one
+	// of llama.cpp's or the standard library's types
+	if !builtin && !sawQual && !strings.HasPrefix(name, "std::") && !strings.HasPrefix(name, "llama_") && !strings.HasPrefix(name, "ggml_") && !strings.HasPrefix(name, "llm_") && !strings.HasPrefix(name, "gguf_") {
+		if ptr || ref || p.peek().k != tIdent {
+			p.pos = save
+			return 0, false
+		}
+	}
+	return typ, true
+}
+
+var keywords = map[string]bool{"return": true, "if": true, "for": true, "while": true, "switch": true,
+	"case": true, "break": true, "continue": true, "throw": true, "else": true, "true": true, "false": true,
+	"nullptr": true, "NULL": true, "this": true, "new": true, "delete": true, "sizeof": true}
+
+// templateArgs skips "<...>" with nesting; false if it does not close.
+func (p *parser) templateArgs() bool {
+	depth := 0
+	for {
+		t := p.next()
+		switch {
+		case t.k == tEOF:
+			return false
+		case t.s == "<":
+			depth++
+		case t.s == ">":
+			depth--
+			if depth == 0 {
+				return true
+			}
+		case t.s == ">>":
+			depth -= 2
+			if depth <= 0 {
+				return true
+			}
+		case t.s == ";" || t.s == "{" || t.s == "}":
+			return false
+		}
+	}
+}
+
+// tryDecl parses "T a = e, *b, c{...}" when the cursor is at a
+// declaration; it returns nil (cursor restored) otherwise.
+func (p *parser) tryDecl() []*ast.Node {
+	save := p.pos
+	typ, ok := p.tryType()
+	if !ok || p.peek().k != tIdent || keywords[p.peek().s] {
+		p.pos = save
+		return nil
+	}
+	// "a b" cannot be an expression, "a * b" / "a & b" as a statement is a
+	// declaration in this code, but "f(x)" or "a = b" is not
+	var out []*ast.Node
+	for {
+		name := p.ident()
+		d := &ast.Node{Op: ast.OpDecl, S: name, T: typ}
+		if typ == ast.TObj {
+			d.C = strings.TrimPrefix(strings.TrimPrefix(p.typeText(save), "static "), "const ")
+		}
+		switch {
+		case p.accept("="):
+			d.Kids = []*ast.Node{p.assignExpr()}
+		case p.is("{"):
+			d.Kids = []*ast.Node{p.braceList()}
+		case p.is("("):
+			p.next()
+			args := &ast.Node{Op: ast.OpList}
+			for !p.is(")") {
+				args.Kids = append(args.Kids, p.assignExpr())
+				if !p.accept(",") {
+					break
+				}
+			}
+			p.expect(")")
+			d.Kids = []*ast.Node{args}
+		case p.is("["):
+			p.fail("array declarators are not supported")
+		}
+		out = append(out, d)
+		if !p.accept(",") {
+			break
+		}
+		// further declarators may add * or &
+		for p.is("*") || p.is("&") {
+			p.next()
+		}
+	}
+	if !p.is(";") && !p.is(")") && !p.is(":") {
+		p.pos = save
+		return nil
+	}
+	return out
+}
+
+// typeText is the declaration's type as written, from save to the name.
+func (p *parser) typeText(save int) string {
+	var b strings.Builder
+	prev := tEOF
+	for _, t := range p.toks[save : p.pos-1] {
+		if prev == tIdent && t.k == tIdent {
+			b.WriteByte(' ')
+		}
+		b.WriteString(t.s)
+		if t.s == "," {
+			b.WriteByte(' ')
+		}
+		prev = t.k
+	}
+	return b.String()
+}
+
+func (p *parser) braceList() *ast.Node {
+	p.expect("{")
+	l := &ast.Node{Op: ast.OpList}
+	for !p.is("}") {
+		l.Kids = append(l.Kids, p.assignExpr())
+		if !p.accept(",") {
+			break
+		}
+	}
+	p.expect("}")
+	return l
+}
+
+// expr is a full expression (comma operator not supported).
+func (p *parser) expr() *ast.Node { return p.assignExpr() }
+
+var assignOps = map[string]bool{"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
+	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true}
+
+func (p *parser) assignExpr() *ast.Node {
+	lhs := p.condExpr()
+	if t := p.peek(); t.k == tPunct && assignOps[t.s] {
+		p.next()
+		rhs := p.assignExpr()
+		return &ast.Node{Op: ast.OpAssign, S: t.s, Kids: []*ast.Node{lhs, rhs}}
+	}
+	return lhs
+}
+
+func (p *parser) condExpr() *ast.Node {
+	c := p.binary(0)
+	if p.accept("?") {
+		a := p.assignExpr()
+		p.expect(":")
+		b := p.assignExpr()
+		return &ast.Node{Op: ast.OpCond, Kids: []*ast.Node{c, a, b}}
+	}
+	return c
+}
+
+var binLevels = [][]string{
+	{"||"}, {"&&"}, {"|"}, {"^"}, {"&"}, {"==", "!="}, {"<", "<=", ">", ">="}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"},
+}
+
+func (p *parser) binary(level int) *ast.Node {
+	if level == len(binLevels) {
+		return p.unary()
+	}
+	lhs := p.binary(level + 1)
+	for {
+		t := p.peek()
+		if t.k != tPunct {
+			return lhs
+		}
+		found := false
+		for _, op := range binLevels[level] {
+			if t.s == op {
+				found = true
+			}
+		}
+		if !found {
+			return lhs
+		}
+		p.next()
+		rhs := p.binary(level + 1)
+		lhs = &ast.Node{Op: ast.OpBinary, S: t.s, Kids: []*ast.Node{lhs, rhs}}
+	}
+}
+
+func (p *parser) unary() *ast.Node {
+	t := p.peek()
+	if t.k == tPunct {
+		switch t.s {
+		case "!", "-", "+", "~", "*", "&":
+			p.next()
+			return &ast.Node{Op: ast.OpUnary, S: t.s, Kids: []*ast.Node{p.unary()}}
+		case "++", "--":
+			p.next()
+			return &ast.Node{Op: ast.OpUnary, S: "pre" + t.s, Kids: []*ast.Node{p.unary()}}
+		case "(":
+			// a C-style cast: "(T) x"
+			save := p.pos
+			p.next()
+			if bt, ok := builtinTypes[p.peek().s]; ok && p.peek().k == tIdent || qualifiers[p.peek().s] {
+				_ = bt
+				if typ, ok := p.tryType(); ok && p.accept(")") {
+					return &ast.Node{Op: ast.OpCast, T: typ, Kids: []*ast.Node{p.unary()}}
+				}
+			}
+			p.pos = save
+		}
+	}
+	if t.k == tIdent && t.s == "sizeof" {
+		p.fail("sizeof is not supported")
+	}
+	return p.postfix(p.primary())
+}
+
+func (p *parser) postfix(n *ast.Node) *ast.Node {
+	for {
+		t := p.peek()
+		if t.k != tPunct {
+			return n
+		}
+		switch t.s {
+		case "(":
+			p.next()
+			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{n}}
+			for !p.is(")") {
+				call.Kids = append(call.Kids, p.assignExpr())
+				if !p.accept(",") {
+					break
+				}
+			}
+			p.expect(")")
+			n = call
+		case "[":
+			p.next()
+			i := p.expr()
+			p.expect("]")
+			n = &ast.Node{Op: ast.OpIndex, Kids: []*ast.Node{n, i}}
+		case ".", "->":
+			p.next()
+			f := p.ident()
+			if p.is("<") && f == "template" {
+				p.fail("member templates are not supported")
+			}
+			n = &ast.Node{Op: ast.OpMember, S: f, Kids: []*ast.Node{n}}
+		case "++", "--":
+			p.next()
+			n = &ast.Node{Op: ast.OpUnary, S: "post" + t.s, Kids: []*ast.Node{n}}
+		default:
+			return n
+		}
+	}
+}
+
+// functions whose template arguments are read (casts) or ignored.
+var templateCalls = map[string]bool{"static_cast": true, "reinterpret_cast": true, "const_cast": true,
+	"std::max": true, "std::min": true, "std::clamp": true, "std::make_pair": true, "std::abs": true}
+
+func (p *parser) primary() *ast.Node {
+	t := p.next()
+	switch t.k {
+	case tNum:
+		return number(p, t.s)
+	case tStr:
+		return &ast.Node{Op: ast.OpStr, S: t.s}
+	case tChar:
+		if len(t.s) != 1 {
+			p.fail("bad character literal")
+		}
+		return &ast.Node{Op: ast.OpInt, I: int64(t.s[0])}
+	case tPunct:
+		switch t.s {
+		case "(":
+			e := p.expr()
+			p.expect(")")
+			return e
+		case "{":
+			p.pos--
+			return p.braceList()
+		case "[":
+			return p.lambda()
+		case "::":
+			return p.primary()
+		}
+		p.pos--
+		p.fail("unexpected %s in an expression", t)
+	case tIdent:
+		name := t.s
+		for p.is("::") {
+			p.next()
+			name += "::" + p.ident()
+		}
+		if templateCalls[name] && p.is("<") {
+			start := p.pos
+			if !p.templateArgs() {
+				p.fail("bad template arguments")
+			}
+			if strings.HasSuffix(name, "_cast") {
+				sub := &parser{toks: append(append([]token{}, p.toks[start+1:p.pos-1]...), token{k: tEOF}), file: p.file}
+				typ, ok := sub.tryType()
+				if !ok {
+					typ = ast.TAuto
+				}
+				p.expect("(")
+				v := p.expr()
+				p.expect(")")
+				return &ast.Node{Op: ast.OpCast, T: typ, Kids: []*ast.Node{v}}
+			}
+		}
+		if typ, ok := builtinTypes[name]; ok && p.is("(") && name != "auto" {
+			// a functional cast: float(x)
+			p.next()
+			v := p.expr()
+			p.expect(")")
+			return &ast.Node{Op: ast.OpCast, T: typ, Kids: []*ast.Node{v}}
+		}
+		if name == "this" {
+			return &ast.Node{Op: ast.OpIdent, S: "this"}
+		}
+		return &ast.Node{Op: ast.OpIdent, S: name}
+	}
+	p.pos--
+	p.fail("unexpected %s", t)
+	return nil
+}
+
+func (p *parser) lambda() *ast.Node {
+	// capture list already opened
+	for !p.is("]") {
+		if p.peek().k == tEOF {
+			p.fail("unterminated lambda capture")
+		}
+		p.next()
+	}
+	p.next()
+	params := &ast.Node{Op: ast.OpBlock}
+	if p.accept("(") {
+		params = p.params(tEOF)
+		p.expect(")")
+	}
+	p.accept("mutable")
+	if p.accept("->") {
+		if _, ok := p.tryType(); !ok {
+			p.fail("bad lambda return type")
+		}
+	}
+	body := p.block()
+	return &ast.Node{Op: ast.OpLambda, Kids: []*ast.Node{params, body}}
+}
+
+func number(p *parser, s string) *ast.Node {
+	l := strings.ToLower(s)
+	isFloat := !strings.HasPrefix(l, "0x") && (strings.ContainsAny(l, ".e") || strings.HasSuffix(l, "f") && !strings.HasPrefix(l, "0x"))
+	if isFloat {
+		f, err := strconv.ParseFloat(strings.TrimRight(l, "fl"), 64)
+		if err != nil {
+			p.fail("bad number %s", s)
+		}
+		return &ast.Node{Op: ast.OpFloat, F: f}
+	}
+	u := strings.TrimRight(l, "ulz")
+	v, err := strconv.ParseUint(u, 0, 64)
+	if err != nil {
+		p.fail("bad number %s", s)
+	}
+	return &ast.Node{Op: ast.OpInt, I: int64(v)}
+}

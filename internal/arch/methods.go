@@ -1,0 +1,735 @@
+package arch
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/loader/gguf"
+)
+
+// methodOf returns obj.name as a callable, if the receiver has it.
+func (r *Run) methodOf(obj Val, name string) (Val, bool) {
+	bound := func() (Val, bool) { return Val{K: KFunc, P: &method{recv: obj, name: name}}, true }
+	switch obj.K {
+	case KObj:
+		o := obj.P.(*Object)
+		switch {
+		case o == r.model:
+			if modelMethods[name] || r.prog(name) != nil || r.prog("llama_model_base::"+name) != nil {
+				return bound()
+			}
+		case o.class == "llama_hparams":
+			if r.prog("llama_hparams::"+name) != nil {
+				return bound()
+			}
+		case o.class == "llama_model_loader":
+			if loaderMethods[name] {
+				return bound()
+			}
+		case o.class == "llama_vocab":
+			if name == "n_tokens" || name == "n_token_types" {
+				return bound()
+			}
+		case o.class == "stringstream":
+			if name == "str" {
+				return bound()
+			}
+		}
+	case KStr, KTN:
+		switch name {
+		case "c_str", "str", "size", "length", "empty":
+			return bound()
+		}
+	case KArr:
+		switch name {
+		case "size", "resize", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test":
+			return bound()
+		}
+	case KMap:
+		switch name {
+		case "find", "end", "begin", "count", "insert", "emplace", "size", "empty", "at", "clear":
+			return bound()
+		}
+	}
+	return vVoid, false
+}
+
+var loaderMethods = map[string]bool{"get_key": true, "get_key_or_arr": true, "get_arr": true, "get_arr_n": true,
+	"get_weight": true, "require_weight": true, "get_tensor_meta": true, "get_arch": true, "get_arch_name": true,
+	"llm_kv": true, "ftype_name": true}
+
+// callMethod calls a bound method.
+func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
+	recv := m.recv
+	switch recv.K {
+	case KObj:
+		o := recv.P.(*Object)
+		switch {
+		case o == r.model:
+			switch m.name {
+			case "create_tensor":
+				return r.createTensor(f, args)
+			case "tn":
+				return r.tn(f, args)
+			case "arch_name":
+				return vStr(r.Arch), nil
+			case "type_name":
+				return vStr("?B"), nil
+			case "load_arch_hparams":
+				if r.entry.Hparams == "" {
+					return vVoid, nil // the generic path: no architecture's own keys
+				}
+				p, err := r.program(r.entry.Hparams)
+				if err != nil {
+					return vVoid, err
+				}
+				return r.invoke(f, p, recv, args)
+			case "load_arch_tensors":
+				p, err := r.program(r.entry.Tensors)
+				if err != nil {
+					return vVoid, err
+				}
+				return r.invoke(f, p, recv, args)
+			}
+			p := r.prog(m.name)
+			if p == nil {
+				p = r.prog("llama_model_base::" + m.name)
+			}
+			return r.invoke(f, p, recv, args)
+		case o.class == "llama_hparams":
+			return r.invoke(f, r.prog("llama_hparams::"+m.name), recv, args)
+		case o.class == "llama_model_loader":
+			return r.loaderCall(f, m.name, args)
+		case o.class == "llama_vocab":
+			return o.fields[m.name].V, nil
+		case o.class == "stringstream":
+			return o.fields["str"].V, nil
+		}
+	case KStr, KTN:
+		s, _ := convert(recv, ast.TStr)
+		switch m.name {
+		case "c_str", "str":
+			return s, nil
+		case "size", "length":
+			return vInt(int64(len(s.S)), ast.TU64), nil
+		case "empty":
+			return vBool(s.S == ""), nil
+		}
+	case KArr:
+		return r.arrayMethod(f, recv.P.(*Array), m.name, args)
+	case KMap:
+		return r.mapMethod(f, recv.P.(*cmap), m.name, args)
+	}
+	return vVoid, f.errorf("method %s of %s", m.name, recv.describe())
+}
+
+func (r *Run) arrayMethod(f *frame, a *Array, name string, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	switch name {
+	case "size":
+		return vInt(int64(len(a.cells)), ast.TU64), nil
+	case "empty":
+		return vBool(len(a.cells) == 0), nil
+	case "begin":
+		return Val{K: KIter, P: a, I: 0}, nil
+	case "end":
+		return Val{K: KIter, P: a, I: int64(len(a.cells))}, nil
+	case "resize":
+		if len(vs) < 1 || vs[0].K != KInt {
+			return vVoid, f.errorf("resize arguments")
+		}
+		if a.fixed {
+			return vVoid, f.errorf("resize of a std::array")
+		}
+		return vVoid, a.resize(vs[0].I)
+	case "push_back", "emplace_back":
+		if len(vs) != 1 || a.fixed {
+			return vVoid, f.errorf("%s arguments", name)
+		}
+		c := Cell{T: a.elem}
+		if err := c.set(vs[0]); err != nil {
+			return vVoid, err
+		}
+		a.cells = append(a.cells, c)
+		return vVoid, nil
+	case "clear":
+		if a.fixed {
+			return vVoid, f.errorf("clear of a std::array")
+		}
+		a.cells = a.cells[:0]
+		return vVoid, nil
+	case "reset", "set":
+		// std::bitset: all bits, or bit i (to a value)
+		switch len(vs) {
+		case 0:
+			for i := range a.cells {
+				a.cells[i].V = vBool(name == "set")
+			}
+			return vVoid, nil
+		case 1, 2:
+			c, err := a.at(vs[0].I)
+			if err != nil {
+				return vVoid, &Abort{Msg: "bitset " + err.Error(), Where: f.fn}
+			}
+			v := name == "set"
+			if len(vs) == 2 {
+				v = vs[1].truthy()
+			}
+			c.V = vBool(v)
+			return vVoid, nil
+		}
+	case "test":
+		if len(vs) == 1 {
+			c, err := a.at(vs[0].I)
+			if err != nil {
+				return vVoid, &Abort{Msg: "bitset " + err.Error(), Where: f.fn}
+			}
+			return vBool(c.V.truthy()), nil
+		}
+	case "back", "front":
+		if len(a.cells) == 0 {
+			return vVoid, &Abort{Msg: name + "() of an empty vector", Where: f.fn}
+		}
+		if name == "back" {
+			return a.cells[len(a.cells)-1].V, nil
+		}
+		return a.cells[0].V, nil
+	}
+	return vVoid, f.errorf("method %s of an array", name)
+}
+
+func (r *Run) mapMethod(f *frame, m *cmap, name string, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	switch name {
+	case "size":
+		return vInt(int64(len(m.keys)), ast.TU64), nil
+	case "empty":
+		return vBool(len(m.keys) == 0), nil
+	case "begin":
+		return Val{K: KIter, P: m, I: 0}, nil
+	case "end":
+		return Val{K: KIter, P: m, I: int64(len(m.keys))}, nil
+	case "find":
+		if len(vs) != 1 {
+			return vVoid, f.errorf("find arguments")
+		}
+		i := m.find(vs[0])
+		if i < 0 {
+			i = len(m.keys)
+		}
+		return Val{K: KIter, P: m, I: int64(i)}, nil
+	case "count":
+		if len(vs) != 1 {
+			return vVoid, f.errorf("count arguments")
+		}
+		return vBool(m.find(vs[0]) >= 0), nil
+	case "insert", "emplace":
+		if len(vs) == 0 {
+			return vVoid, f.errorf("%s arguments", name)
+		}
+		if m.find(vs[0]) < 0 {
+			m.keys = append(m.keys, vs[0])
+			if m.vals != nil {
+				v := vVoid
+				if len(vs) > 1 {
+					v = vs[1]
+				}
+				m.vals = append(m.vals, v)
+			}
+		}
+		return vVoid, nil
+	case "clear":
+		m.keys = m.keys[:0]
+		if m.vals != nil {
+			m.vals = m.vals[:0]
+		}
+		return vVoid, nil
+	case "at":
+		if len(vs) != 1 || m.vals == nil {
+			return vVoid, f.errorf("at arguments")
+		}
+		i := m.find(vs[0])
+		if i < 0 {
+			return vVoid, &Throw{Msg: "map::at"}
+		}
+		return m.vals[i], nil
+	}
+	return vVoid, f.errorf("method %s of a map", name)
+}
+
+// newLoader is llama_model_loader as the programs see it.
+func (r *Run) newLoader() Val {
+	o := newObject("llama_model_loader")
+	o.fields["load_mtp"] = &Cell{V: vBool(r.opts.LoadMTP)}
+	o.fields["use_mmap"] = &Cell{V: vFalse}
+	o.fields["no_alloc"] = &Cell{V: vFalse}
+	o.fields["n_bytes"] = &Cell{V: vInt(int64(r.gm.NBytes), ast.TU64)}
+	o.fields["n_elements"] = &Cell{V: vInt(int64(r.gm.NElements), ast.TU64)}
+	ft, _ := r.gm.FileType()
+	o.fields["ftype"] = &Cell{V: vInt(int64(ft), ast.TI32)}
+	o.fields["metadata"] = &Cell{V: vVoid}
+	return Val{K: KObj, P: o}
+}
+
+// ValueType is a GGUF metadata type.
+type ValueType = gguf.ValueType
+
+// lookup reads a metadata key of the model, or one a Supply callback gave.
+func (r *Run) lookup(key string) (gguf.Value, bool) {
+	if v, ok := r.gm.Lookup(key); ok {
+		return v, true
+	}
+	v, ok := r.extraKV[key]
+	return v, ok
+}
+
+// supplyKey asks the SupplyKey callback for a missing key.
+func (r *Run) supplyKey(t *Throw) bool {
+	if r.opts.SupplyKey == nil || t.Need == nil {
+		return false
+	}
+	v, ok := r.opts.SupplyKey(t.Need)
+	if ok {
+		r.extraKV[t.Need.Key] = v
+	}
+	return ok
+}
+
+func missingKey(key string, t ast.Type, array bool, n int) *Throw {
+	want, _ := wantType(t)
+	msg := "key not found in model: " + key
+	if array && n == 0 {
+		msg = "array key not found in model: " + key
+	}
+	return &Throw{Msg: msg, Need: &Need{Key: key, Type: want, Array: array, Len: n}}
+}
+
+// gguf type names, as gguf_type_name prints them.
+var ggufTypeNames = map[gguf.ValueType]string{gguf.TypeUint8: "u8", gguf.TypeInt8: "i8", gguf.TypeUint16: "u16",
+	gguf.TypeInt16: "i16", gguf.TypeUint32: "u32", gguf.TypeInt32: "i32", gguf.TypeFloat32: "f32",
+	gguf.TypeBool: "bool", gguf.TypeString: "str", gguf.TypeArray: "arr", gguf.TypeUint64: "u64",
+	gguf.TypeInt64: "i64", gguf.TypeFloat64: "f64"}
+
+// wantType is the GGUF type llama_model_loader::get_key accepts for a
+// destination of type t (get_key is instantiated for bool, float, uint32_t,
+// std::string, and llama_pooling_type through uint32_t).
+func wantType(t ast.Type) (gguf.ValueType, bool) {
+	switch t {
+	case ast.TBool:
+		return gguf.TypeBool, true
+	case ast.TF32:
+		return gguf.TypeFloat32, true
+	case ast.TU32, ast.TI32:
+		return gguf.TypeUint32, true
+	case ast.TStr:
+		return gguf.TypeString, true
+	case ast.TU64:
+		return gguf.TypeUint64, true
+	case ast.TI64:
+		return gguf.TypeInt64, true
+	case ast.TF64:
+		return gguf.TypeFloat64, true
+	}
+	return 0, false
+}
+
+// scalar converts a metadata scalar of the right type to a value.
+func scalar(v gguf.Value, t ast.Type) Val {
+	switch v.Type() {
+	case gguf.TypeBool:
+		b, _ := v.Bool()
+		return vBool(b)
+	case gguf.TypeFloat32, gguf.TypeFloat64:
+		x, _ := v.Float()
+		return Val{K: KFloat, T: t, F: x}
+	case gguf.TypeString:
+		s, _ := v.String()
+		return vStr(s)
+	}
+	if i, ok := v.Int(); ok {
+		return vInt(i, t)
+	}
+	u, _ := v.Uint()
+	return vInt(int64(u), t)
+}
+
+func (r *Run) loaderCall(f *frame, name string, args []*ast.Node) (Val, error) {
+	arg := func(i int) (Val, error) {
+		if i >= len(args) {
+			return vVoid, f.errorf("%s: missing argument %d", name, i)
+		}
+		return f.eval(args[i])
+	}
+	required := func(i int) (bool, error) {
+		if i >= len(args) {
+			return true, nil
+		}
+		v, err := f.eval(args[i])
+		if err != nil {
+			return false, err
+		}
+		return v.truthy(), nil
+	}
+	keyArg := func() (string, error) {
+		v, err := arg(0)
+		if err != nil {
+			return "", err
+		}
+		k, err := r.kvKey(v)
+		if err != nil {
+			return "", f.errorf("%s: %v", name, err)
+		}
+		return k, nil
+	}
+	switch name {
+	case "get_arch":
+		return r.model.fields["arch"].V, nil
+	case "get_arch_name":
+		return vStr(r.Arch), nil
+	case "ftype_name":
+		return vStr(r.gm.FileTypeName()), nil
+	case "llm_kv":
+		k, err := keyArg()
+		if err != nil {
+			return vVoid, err
+		}
+		return vStr(k), nil
+	case "get_weight", "require_weight", "get_tensor_meta":
+		v, err := arg(0)
+		if err != nil {
+			return vVoid, err
+		}
+		s, err := convert(v, ast.TStr)
+		if err != nil {
+			return vVoid, f.errorf("%s: %v", name, err)
+		}
+		w, ok := r.gm.Weight(s.S)
+		if !ok {
+			w, ok = r.extraWeights[s.S]
+		}
+		if !ok {
+			if name == "require_weight" {
+				return vVoid, &Throw{Msg: fmt.Sprintf("tensor '%s' not found", s.S)}
+			}
+			return vNull, nil
+		}
+		return Val{K: KTensor, P: weightTensor(w)}, nil
+	case "get_key":
+		key, err := keyArg()
+		if err != nil {
+			return vVoid, err
+		}
+		dst, err := f.ref(args[1])
+		if err != nil {
+			return vVoid, err
+		}
+		req, err := required(2)
+		if err != nil {
+			return vVoid, err
+		}
+		found, err := r.getKey(key, dst, req)
+		if err != nil {
+			return vVoid, err
+		}
+		if !found && dst == r.hparams.obj.fields["pooling_type"] {
+			// the llama_pooling_type overload reports UNSPECIFIED when absent
+			dst.V = vInt(enumConsts["LLAMA_POOLING_TYPE_UNSPECIFIED"], ast.TI32)
+		}
+		return vBool(found), nil
+	case "get_key_or_arr":
+		key, err := keyArg()
+		if err != nil {
+			return vVoid, err
+		}
+		dst, err := f.ref(args[1])
+		if err != nil {
+			return vVoid, err
+		}
+		if dst.V.K != KArr {
+			// the scalar overload: (kid, uint32_t &, required)
+			req, err := required(2)
+			if err != nil {
+				return vVoid, err
+			}
+			v, ok := r.lookup(key)
+			if !ok && req {
+				if e := missingKey(key, dst.T, false, 0); r.supplyKey(e) {
+					v, ok = r.lookup(key)
+				} else {
+					return vVoid, e
+				}
+			}
+			if !ok {
+				return vFalse, nil
+			}
+			if v.IsArray() {
+				if req {
+					return vVoid, &Throw{Msg: "expected scalar, found array for key: " + key}
+				}
+				return vFalse, nil
+			}
+			return r.getKeyBool(key, dst, req)
+		}
+		nv, err := arg(2)
+		if err != nil {
+			return vVoid, err
+		}
+		req, err := required(3)
+		if err != nil {
+			return vVoid, err
+		}
+		return r.getKeyOrArr(key, dst.V.P.(*Array), nv.I, req)
+	case "get_arr":
+		key, err := keyArg()
+		if err != nil {
+			return vVoid, err
+		}
+		dst, err := f.ref(args[1])
+		if err != nil {
+			return vVoid, err
+		}
+		req, err := required(2)
+		if err != nil {
+			return vVoid, err
+		}
+		if dst.V.K != KArr {
+			return vVoid, f.errorf("get_arr into %s", dst.V.describe())
+		}
+		ok, err := r.getArr(key, dst.V.P.(*Array), req)
+		return vBool(ok), err
+	case "get_arr_n":
+		key, err := keyArg()
+		if err != nil {
+			return vVoid, err
+		}
+		dst, err := f.ref(args[1])
+		if err != nil {
+			return vVoid, err
+		}
+		req, err := required(2)
+		if err != nil {
+			return vVoid, err
+		}
+		v, ok := r.lookup(key)
+		if !ok && req {
+			if e := missingKey(key, ast.TU32, true, 0); r.supplyKey(e) {
+				v, ok = r.lookup(key)
+			} else {
+				return vVoid, e
+			}
+		}
+		if !ok {
+			return vFalse, nil
+		}
+		if !v.IsArray() {
+			return vVoid, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Type()], "arr")}
+		}
+		return vTrue, dst.set(vInt(int64(v.Len()), ast.TU64))
+	}
+	return vVoid, f.errorf("llama_model_loader::%s", name)
+}
+
+func weightTensor(w *gguf.Weight) *Tensor {
+	t := &Tensor{Name: w.Name, Type: int(w.Type)}
+	copy(t.Ne[:], w.Shape[:])
+	return t
+}
+
+func (r *Run) getKeyBool(key string, dst *Cell, req bool) (Val, error) {
+	ok, err := r.getKey(key, dst, req)
+	return vBool(ok), err
+}
+
+// getKey is llama_model_loader::get_key: the key's type must be the
+// destination's exactly.
+func (r *Run) getKey(key string, dst *Cell, req bool) (bool, error) {
+	t := dst.T
+	if t == ast.TAuto && dst.V.K == KInt {
+		t = dst.V.T
+	}
+	v, ok := r.lookup(key)
+	if !ok {
+		if req {
+			if e := missingKey(key, t, false, 0); !r.supplyKey(e) {
+				return false, e
+			}
+			return r.getKey(key, dst, req)
+		}
+		return false, nil
+	}
+	want, known := wantType(t)
+	if !known {
+		return false, &evalError{"get_key", fmt.Sprintf("destination of type %s for %s", t, key)}
+	}
+	if v.Type() != want {
+		return false, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Type()], ggufTypeNames[want]),
+			Need: &Need{Key: key, Type: want}}
+	}
+	return true, dst.set(scalar(v, t))
+}
+
+// getKeyOrArr is get_key_or_arr into a std::array of n used elements.
+func (r *Run) getKeyOrArr(key string, a *Array, n int64, req bool) (Val, error) {
+	v, ok := r.lookup(key)
+	if !ok {
+		if req {
+			if e := missingKey(key, a.elem, true, int(n)); !r.supplyKey(e) {
+				return vVoid, e
+			}
+			return r.getKeyOrArr(key, a, n, req)
+		}
+		return vFalse, nil
+	}
+	if n > int64(len(a.cells)) {
+		return vVoid, &Throw{Msg: fmt.Sprintf("n > N_MAX: %d > %d for key %s", uint32(n), len(a.cells), key)}
+	}
+	if v.IsArray() {
+		if uint64(n) != v.Len() {
+			return vVoid, &Throw{Msg: fmt.Sprintf("key %s has wrong array length; expected %d, got %d", key, uint32(n), uint32(v.Len()))}
+		}
+		ok, err := r.getArr(key, a, req)
+		return vBool(ok), err
+	}
+	c := Cell{T: a.elem}
+	found, err := r.getKey(key, &c, req)
+	if err != nil || !found {
+		return vBool(found), err
+	}
+	for i := int64(0); i < n; i++ {
+		a.cells[i].V = c.V
+	}
+	return vTrue, nil
+}
+
+// getArr is get_arr into a std::array (fixed) or a std::vector.
+func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
+	v, ok := r.lookup(key)
+	if !ok || !v.IsArray() {
+		if req {
+			if e := missingKey(key, a.elem, true, 0); !ok && r.supplyKey(e) {
+				return r.getArr(key, a, req)
+			} else {
+				return false, e
+			}
+		}
+		return false, nil
+	}
+	et := v.ElemType()
+	okType := false
+	switch et {
+	case gguf.TypeBool:
+		okType = a.fixed && (a.elem == ast.TI32 || a.elem == ast.TU32)
+		if !a.fixed {
+			return false, &Throw{Msg: fmt.Sprintf("%s is not a string/float32/uint32/int32/uint64 array", key)}
+		}
+	case gguf.TypeUint32, gguf.TypeInt32:
+		okType = a.elem == ast.TI32 || a.elem == ast.TU32
+	case gguf.TypeUint64:
+		okType = a.elem == ast.TU64
+	case gguf.TypeFloat32:
+		okType = a.elem == ast.TF32
+	case gguf.TypeString:
+		okType = a.elem == ast.TStr
+	default:
+		return false, &Throw{Msg: fmt.Sprintf("%s is not a string/float32/uint32/int32/uint64 array", key)}
+	}
+	if a.elem == ast.TBool && et == gguf.TypeBool {
+		okType = true // a std::bitset filled from a bool array
+	}
+	if !okType {
+		want, _ := wantType(a.elem)
+		return false, &Throw{Msg: fmt.Sprintf("%s has wrong array element type %s", key, ggufTypeNames[et]), Need: &Need{Key: key, Type: want, Array: true}}
+	}
+	n := v.Len()
+	if a.fixed && n > uint64(len(a.cells)) {
+		return false, &Throw{Msg: fmt.Sprintf("array length %d for key %s exceeds max %d", uint32(n), key, len(a.cells))}
+	}
+	if !a.fixed {
+		if n > 1<<24 {
+			return false, &Throw{Msg: fmt.Sprintf("array key %s is too long (%d)", key, n)}
+		}
+		a.cells = make([]Cell, n)
+		for i := range a.cells {
+			a.cells[i].T = a.elem
+		}
+	}
+	switch et {
+	case gguf.TypeString:
+		ss, err := v.Strings()
+		if err != nil {
+			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
+		}
+		for i, s := range ss {
+			a.cells[i].V = vStr(s)
+		}
+	case gguf.TypeFloat32:
+		fs, err := v.Floats()
+		if err != nil {
+			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
+		}
+		for i, x := range fs {
+			a.cells[i].V = Val{K: KFloat, T: ast.TF32, F: x}
+		}
+	case gguf.TypeBool:
+		bs, err := v.Bools()
+		if err != nil {
+			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
+		}
+		for i, b := range bs {
+			if err := a.cells[i].set(vBool(b)); err != nil {
+				return false, err
+			}
+		}
+	default:
+		is, err := v.Ints()
+		if err != nil {
+			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
+		}
+		for i, x := range is {
+			// the elements are copied bit for bit into the array's type
+			if err := a.cells[i].set(vInt(x, ast.TI64)); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// newVocab is llama_vocab's two counts the programs read: the number of
+// tokens and of token types.
+func (r *Run) newVocab() (Val, error) {
+	o := newObject("llama_vocab")
+	nTypes := &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	model := &Cell{T: ast.TStr, V: vStr("")}
+	if _, err := r.getKey("tokenizer.ggml.model", model, true); err != nil {
+		return vVoid, err
+	}
+	if _, err := r.getKey("tokenizer.ggml.token_type_count", nTypes, false); err != nil {
+		return vVoid, err
+	}
+	n := &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	if m := model.V.S; m == "no_vocab" || m == "none" {
+		if _, err := r.getKey(strings.Replace(kvNames["LLM_KV_VOCAB_SIZE"], "%s", r.Arch, 1), n, false); err != nil {
+			return vVoid, err
+		}
+	} else {
+		v, ok := r.lookup("tokenizer.ggml.tokens")
+		if !ok {
+			return vVoid, &Throw{Msg: "cannot find tokenizer vocab in model file\n"}
+		}
+		if !v.IsArray() || v.ElemType() != gguf.TypeString {
+			return vVoid, &Throw{Msg: "invalid gguf type for tokenizer.ggml.tokens"}
+		}
+		n.V = vInt(int64(v.Len()), ast.TU32)
+	}
+	o.fields["n_tokens"] = n
+	o.fields["n_token_types"] = nTypes
+	return Val{K: KObj, P: o}, nil
+}

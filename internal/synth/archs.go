@@ -1,0 +1,549 @@
+package synth
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/loader/gguf"
+)
+
+// An architecture model is written by asking the pinned llama.cpp's own
+// loading programs (internal/arch) what is missing, and adding it, until
+// they load the model: every metadata key they require, with a small
+// value, and every tensor they require, with the shape they want, all
+// zeros. The tokenizer is one of the pin's vocab files. libllama then
+// checks the result (ArchFix turns its errors into further changes).
+
+// ArchModel is a synthesized model of one architecture.
+type ArchModel struct {
+	Arch    string
+	KV      []gguf.KV    // metadata, tokenizer excluded
+	Tensors []ArchTensor // in creation order
+	Vocab   *gguf.File   // the tokenizer's source
+	Log     []string     // what each step added
+	Fixes   map[string]bool
+}
+
+// ArchTensor is one tensor of an ArchModel.
+type ArchTensor struct {
+	Name  string
+	Type  ggml.Type
+	Shape []int64
+}
+
+// ArchOptions shape a synthesized model.
+type ArchOptions struct {
+	Layers int   // block_count (default 4)
+	Embd   int64 // embedding_length (default 64)
+}
+
+// maxSteps bounds the additions: a model of the pin needs at most a few
+// dozen keys and a few hundred tensors.
+const maxSteps = 2000
+
+// NewArchModel synthesizes a model of architecture name with the
+// tokenizer of vocab (a GGUF holding tokenizer.* keys).
+func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, error) {
+	if !arch.Known(name) {
+		return nil, fmt.Errorf("synth: %s is not an architecture of llama.cpp %s", name, arch.Pin)
+	}
+	if o.Layers == 0 {
+		o.Layers = 4
+	}
+	if o.Embd == 0 {
+		o.Embd = 64
+	}
+	toks, ok := vocab.Lookup("tokenizer.ggml.tokens")
+	if !ok || !toks.IsArray() {
+		return nil, fmt.Errorf("synth: the vocab file has no tokenizer.ggml.tokens")
+	}
+	m := &ArchModel{Arch: name, Vocab: vocab, Fixes: map[string]bool{}}
+	a := name + "."
+	m.set("general.architecture", gguf.String(name))
+	m.set("general.name", gguf.String("ggload-synthetic-"+name))
+	m.set(a+"block_count", gguf.Uint32(uint32(o.Layers)))
+	m.set(a+"context_length", gguf.Uint32(256))
+	m.set(a+"embedding_length", gguf.Uint32(uint32(o.Embd)))
+	m.set(a+"feed_forward_length", gguf.Uint32(uint32(2*o.Embd)))
+	m.set(a+"attention.head_count", gguf.Uint32(4))
+	m.set(a+"attention.head_count_kv", gguf.Uint32(2))
+	m.set(a+"vocab_size", gguf.Uint32(uint32(toks.Len())))
+	if err := m.solve(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *ArchModel) set(key string, v gguf.Value) {
+	for i := range m.KV {
+		if m.KV[i].Key == key {
+			m.KV[i].Value = v
+			return
+		}
+	}
+	m.KV = append(m.KV, gguf.KV{Key: key, Value: v})
+}
+
+func (m *ArchModel) lookup(key string) (gguf.Value, bool) {
+	for _, kv := range m.KV {
+		if kv.Key == key {
+			return kv.Value, true
+		}
+	}
+	return gguf.Value{}, false
+}
+
+func (m *ArchModel) uintKey(key string) uint64 {
+	v, ok := m.lookup(key)
+	if !ok {
+		return 0
+	}
+	u, _ := v.Uint()
+	return u
+}
+
+// writer builds the model's writer; with tokenizer, the vocab file's
+// tokenizer keys, else a tokenizer of type none.
+func (m *ArchModel) writer(tokenizer bool) (*gguf.Writer, error) {
+	w := gguf.NewWriter()
+	for _, kv := range m.KV {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			return nil, err
+		}
+	}
+	if tokenizer {
+		for _, kv := range m.Vocab.KV {
+			if strings.HasPrefix(kv.Key, "tokenizer.") {
+				if err := w.Set(kv.Key, kv.Value); err != nil {
+					return nil, err
+				}
+			}
+		}
+	} else if err := w.Set("tokenizer.ggml.model", gguf.String("none")); err != nil {
+		return nil, err
+	}
+	for _, t := range m.Tensors {
+		if err := w.AddTensor(t.Name, t.Type, t.Shape, zeros); err != nil {
+			return nil, fmt.Errorf("synth: %s: %w", t.Name, err)
+		}
+	}
+	return w, nil
+}
+
+func zeros(io.Writer) error { return errZeroTensor }
+
+var errZeroTensor = errors.New("synth: architecture models are written by WriteFile (zeros as holes)")
+
+// Model opens the model in memory, metadata only (tensor data reads fail).
+func (m *ArchModel) Model(tokenizer bool) (*gguf.Model, error) {
+	w, err := m.writer(tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	size, err := w.WriteMetadata(&buf)
+	if err != nil {
+		return nil, err
+	}
+	f, err := gguf.NewReader(bytes.NewReader(buf.Bytes()), size)
+	if err != nil {
+		return nil, err
+	}
+	return gguf.NewModel(f)
+}
+
+// WriteFile writes the model with its tokenizer; the tensors are zeros,
+// left as holes in a sparse file.
+func (m *ArchModel) WriteFile(path string) error {
+	w, err := m.writer(true)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	size, err := w.WriteMetadata(f)
+	if err == nil {
+		err = f.Truncate(size)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+type recordPlacer struct{ created map[string]bool }
+
+func (p *recordPlacer) Place(c *arch.Creation) error {
+	p.created[c.Name] = true
+	return nil
+}
+
+// dropUncreated removes tensors added for an earlier set of
+// hyperparameters that the programs no longer create.
+func (m *ArchModel) dropUncreated(created map[string]bool) bool {
+	kept := m.Tensors[:0]
+	for _, t := range m.Tensors {
+		if created[t.Name] {
+			kept = append(kept, t)
+		} else {
+			m.Log = append(m.Log, "drop "+t.Name)
+		}
+	}
+	dropped := len(kept) < len(m.Tensors)
+	m.Tensors = kept
+	return dropped
+}
+
+// solve adds what the programs ask for until they load the model.
+func (m *ArchModel) solve() error {
+	tried := map[string]bool{}
+	for _, kv := range archSeeds[m.Arch] {
+		m.set(strings.Replace(kv.Key, "%s", m.Arch, 1), kv.Value)
+	}
+	for step := 0; step < maxSteps; step++ {
+		gm, err := m.Model(false)
+		if err != nil {
+			return fmt.Errorf("synth: %s: %w", m.Arch, err)
+		}
+		var optional []*arch.Need
+		supplied := 0
+		opts := arch.Options{
+			Optional: func(n *arch.Need) { optional = append(optional, n) },
+			SupplyKey: func(n *arch.Need) (gguf.Value, bool) {
+				if !m.addKey(n) {
+					return gguf.Value{}, false
+				}
+				supplied++
+				v, _ := m.lookup(n.Key)
+				return v, true
+			},
+			SupplyTensor: func(n *arch.Need) (ggml.Type, bool) {
+				if !m.addTensor(n) {
+					return 0, false
+				}
+				supplied++
+				return m.Tensors[len(m.Tensors)-1].Type, true
+			},
+		}
+		r, err := arch.Load(gm, opts)
+		rec := &recordPlacer{created: map[string]bool{}}
+		if err == nil {
+			err = r.CreateTensors(rec)
+		}
+		if err == nil && supplied == 0 {
+			return nil
+		}
+		if err == nil {
+			continue // check the model with what was supplied in it
+		}
+		if strings.Contains(err.Error(), "wrong number of tensors") && m.dropUncreated(rec.created) {
+			continue
+		}
+		if m.fix(err) {
+			continue
+		}
+		// a check over optional tensors (one of two must exist, say):
+		// add the latest optional tensor asked for before the error
+		added := false
+		for i := len(optional) - 1; i >= 0 && !added; i-- {
+			n := optional[i]
+			if tried[n.Tensor] || !validShape(n.Shape) {
+				continue
+			}
+			tried[n.Tensor] = true
+			added = m.addTensor(n)
+			if added {
+				m.Log = append(m.Log, "optional "+n.Tensor+" (for "+err.Error()+")")
+			}
+		}
+		if !added {
+			return fmt.Errorf("synth: %s: %w (after %d steps: %s)", m.Arch, err, step, strings.Join(m.Log, "; "))
+		}
+	}
+	return fmt.Errorf("synth: %s: no loadable model after %d steps", m.Arch, maxSteps)
+}
+
+func validShape(s []int64) bool {
+	for _, x := range s {
+		if x <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fix changes the model for one error; false if it does not know how.
+func (m *ArchModel) fix(err error) bool {
+	var t *arch.Throw
+	if errors.As(err, &t) && t.Need != nil {
+		n := t.Need
+		switch {
+		case n.Tensor != "" && !validShape(n.Shape):
+			// a dimension of 0 comes from a count the model lacks
+			for _, kv := range zeroDimKeys {
+				key := strings.Replace(kv.Key, "%s", m.Arch, 1)
+				if _, ok := m.lookup(key); !ok {
+					m.set(key, kv.Value)
+					m.Log = append(m.Log, fmt.Sprintf("%s=%s (for %s %v)", key, kv.Value.Format(8), n.Tensor, n.Shape))
+					return true
+				}
+			}
+			m.Log = append(m.Log, fmt.Sprintf("%s wants shape %v", n.Tensor, n.Shape))
+			return false
+		case n.Tensor != "":
+			return m.addTensor(n)
+		case n.Key != "":
+			return m.addKey(n)
+		}
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "integer division by zero") {
+		// a count the model lacks divides a size
+		for _, kv := range zeroDimKeys {
+			key := strings.Replace(kv.Key, "%s", m.Arch, 1)
+			if _, ok := m.lookup(key); !ok {
+				m.set(key, kv.Value)
+				m.Log = append(m.Log, fmt.Sprintf("%s=%s (for %s)", key, kv.Value.Format(8), msg))
+				return true
+			}
+		}
+	}
+	for _, f := range messageFixes {
+		if f.re.MatchString(msg) {
+			key := f.key
+			if !strings.Contains(key, ".") || strings.HasPrefix(key, "%s.") {
+				key = strings.Replace(key, "%s", m.Arch, 1)
+			}
+			if m.Fixes[msg+" "+key] {
+				continue // the same error again: this fix did not help
+			}
+			m.Fixes[msg+" "+key] = true
+			m.set(key, f.value)
+			m.Log = append(m.Log, fmt.Sprintf("%s=%s (for %q)", key, f.value.Format(8), f.re.String()))
+			return true
+		}
+	}
+	return false
+}
+
+// messageFixes turn llama.cpp's own checks of the hyperparameters into
+// the keys that satisfy them.
+var messageFixes = []struct {
+	re    *regexp.Regexp
+	key   string
+	value gguf.Value
+}{
+	{regexp.MustCompile(`needs to define token type count`), "tokenizer.ggml.token_type_count", gguf.Uint32(2)},
+	{regexp.MustCompile(`cannot have zero experts|n_expert must be > 0|GGML_ASSERT\(n_expert && n_expert_used\)|n_expert and n_expert_used must be > 0`), "%s.expert_count", gguf.Uint32(4)},
+	{regexp.MustCompile(`n_expert_used_max > 0|expert layers but no expert layers are used|GGML_ASSERT\(n_expert && n_expert_used\)|n_expert and n_expert_used must be > 0`), "%s.expert_used_count", gguf.Uint32(2)},
+	{regexp.MustCompile(`only supports compression ratios 0, 4, and 128`), "%s.attention.compress_ratios", mustArray([]uint32{0, 4, 128, 0})},
+	{regexp.MustCompile(`missing Cohere2 MoE norm epsilon`), "%s.attention.layer_norm_rms_epsilon", gguf.Float32(1e-5)},
+	{regexp.MustCompile(`requires MLA`), "%s.attention.key_length_mla", gguf.Uint32(48)},
+	{regexp.MustCompile(`requires MLA`), "%s.attention.value_length_mla", gguf.Uint32(32)},
+	{regexp.MustCompile(`n_embd_head_qk_nope >= 1`), "%s.attention.key_length_mla", gguf.Uint32(48)},
+	{regexp.MustCompile(`n_embd_head_qk_nope >= 1`), "%s.attention.key_length", gguf.Uint32(48)},
+	{regexp.MustCompile(`n_embd_head_qk_nope >= 1`), "%s.rope.dimension_count", gguf.Uint32(16)},
+	{regexp.MustCompile(`requires embedding_length_out`), "%s.embedding_length_out", gguf.Uint32(128)},
+	{regexp.MustCompile(`requires 'target_layers'`), "%s.target_layers", mustArray([]int32{0, 1, 2})},
+	{regexp.MustCompile(`requires 'extract_layers'`), "%s.target_layers", mustArray([]int32{0, 1, 2})},
+	{regexp.MustCompile(`kda_gate_lower_bound < 0`), "%s.kda.gate_lower_bound", gguf.Float32(-5)},
+}
+
+// zeroDimKeys are the counts tried, in order, when a tensor would have a
+// dimension of 0.
+var zeroDimKeys = []gguf.KV{
+	{Key: "%s.expert_count", Value: gguf.Uint32(4)},
+	{Key: "%s.expert_used_count", Value: gguf.Uint32(2)},
+	{Key: "tokenizer.ggml.token_type_count", Value: gguf.Uint32(2)},
+	{Key: "%s.expert_shared_count", Value: gguf.Uint32(1)},
+	{Key: "%s.expert_feed_forward_length", Value: gguf.Uint32(32)},
+	{Key: "%s.expert_shared_feed_forward_length", Value: gguf.Uint32(32)},
+}
+
+// archSeeds are keys an architecture needs before its programs can say
+// what else is missing: counts that are optional to read but size
+// required tensors, and hyperparameters whose relations are checked.
+var archSeeds = map[string][]gguf.KV{
+	// n_layer = layers_per_stack * h_cycles * (l_cycles + 1)
+	"hrm_text": {{Key: "%s.hrm.layers_per_stack", Value: gguf.Uint32(1)}, {Key: "%s.hrm.h_cycles", Value: gguf.Uint32(2)},
+		{Key: "%s.hrm.l_cycles", Value: gguf.Uint32(1)}},
+	"rwkv7": {{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}},
+	// the only scoring its loader takes: sqrt-softplus
+	"deepseek4": {{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}},
+	"arwkv7":    {{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}},
+}
+
+func (m *ArchModel) addTensor(n *arch.Need) bool {
+	shape := n.Shape
+	if len(shape) == 0 {
+		shape = []int64{1}
+	}
+	for _, x := range shape {
+		if x <= 0 {
+			m.Log = append(m.Log, fmt.Sprintf("%s wants shape %v", n.Tensor, shape))
+			return false
+		}
+	}
+	t := ArchTensor{Name: n.Tensor, Type: tensorType(n.Op, shape), Shape: shape}
+	for i := range m.Tensors {
+		if m.Tensors[i].Name == n.Tensor {
+			if fmt.Sprint(m.Tensors[i].Shape) == fmt.Sprint(shape) {
+				return false
+			}
+			m.Tensors[i] = t
+			m.Log = append(m.Log, fmt.Sprintf("reshape %s %v", n.Tensor, shape))
+			return true
+		}
+	}
+	m.Tensors = append(m.Tensors, t)
+	return true
+}
+
+// tensorType picks a weight type the probe op accepts on every backend:
+// quantized matrices (so that the CPU's repacking buffer type takes part),
+// f32 elsewhere.
+func tensorType(op string, shape []int64) ggml.Type {
+	if len(shape) < 2 {
+		return ggml.TypeF32
+	}
+	switch op {
+	case "MUL_MAT", "MUL_MAT_ID":
+		if shape[0]%32 == 0 {
+			return ggml.TypeQ4_0
+		}
+		return ggml.TypeF16
+	case "GET_ROWS":
+		if shape[0]%32 == 0 {
+			return ggml.TypeQ8_0
+		}
+		return ggml.TypeF16
+	}
+	return ggml.TypeF32
+}
+
+// keyDefaults are values for keys by the end of their name: small counts
+// and sizes that keep shapes consistent with embedding_length 64.
+var keyDefaults = []struct {
+	suffix string
+	v      uint32
+}{
+	{"expert_count", 4}, {"expert_used_count", 2}, {"expert_shared_count", 1}, {"expert_group_count", 0},
+	{"expert_group_used_count", 0}, {"leading_dense_block_count", 1}, {"nextn_predict_layers", 1},
+	{"head_count", 4}, {"head_count_kv", 2}, {"key_length", 16}, {"value_length", 16},
+	{"key_length_mla", 48}, {"value_length_mla", 32}, {"key_length_mla_swa", 48}, {"value_length_mla_swa", 32}, {"experts_per_group", 2}, {"adapters.count", 4}, {"q_lora_rank", 32}, {"kv_lora_rank", 16},
+	{"rope.dimension_count", 16}, {"expert_feed_forward_length", 32}, {"expert_shared_feed_forward_length", 32},
+	{"ssm.conv_kernel", 4}, {"ssm.inner_size", 128}, {"ssm.state_size", 16}, {"ssm.time_step_rank", 4},
+	{"ssm.group_count", 1}, {"sliding_window", 32}, {"sliding_window_pattern", 2},
+	{"decoder_block_count", 4}, {"relative_buckets_count", 32},
+	{"wkv.head_size", 16}, {"time_mix_extra_dim", 16}, {"time_decay_extra_dim", 16},
+	{"rescale_every_n_layers", 6}, {"token_shift_count", 2}, {"expert_gating_func", 2},
+	{"decay_lora_rank", 16}, {"iclr_lora_rank", 16}, {"value_residual_mix_lora_rank", 16}, {"gate_lora_rank", 16},
+	{"shortconv.l_cache", 3}, {"full_attention_interval", 2}, {"interleave_moe_layer_step", 2},
+	{"context_length", 256}, {"vocab_size", 32000}, {"block_count", 4},
+}
+
+func (m *ArchModel) addKey(n *arch.Need) bool {
+	key := n.Key
+	if _, ok := m.lookup(key); ok && m.Fixes[key] {
+		return false // a value it already chose was refused
+	}
+	m.Fixes[key] = true
+	var v gguf.Value
+	var err error
+	u := uint32(16)
+	for _, d := range keyDefaults {
+		if strings.HasSuffix(key, "."+d.suffix) {
+			u = d.v
+			break
+		}
+	}
+	switch n.Type {
+	case gguf.TypeUint32:
+		v = gguf.Uint32(u)
+	case gguf.TypeFloat32:
+		f := float32(1.0)
+		if strings.Contains(key, "epsilon") || strings.HasSuffix(key, "eps") {
+			f = 1e-5
+		}
+		v = gguf.Float32(f)
+	case gguf.TypeBool:
+		v = gguf.Bool(false)
+	case gguf.TypeString:
+		v = gguf.String(stringDefault(key))
+	case gguf.TypeUint64:
+		v = gguf.Uint64(uint64(u))
+	default:
+		m.Log = append(m.Log, fmt.Sprintf("%s wants type %s", key, n.Type))
+		return false
+	}
+	if n.Array {
+		count := n.Len
+		if count == 0 {
+			count = int(m.uintKey(m.Arch + ".block_count"))
+		}
+		elems := make([]uint32, count)
+		switch n.Type {
+		case gguf.TypeUint32:
+			for i := range elems {
+				elems[i] = u
+			}
+			v, err = gguf.Array(elems)
+		case gguf.TypeFloat32:
+			fs := make([]float32, count)
+			for i := range fs {
+				fs[i] = 1
+			}
+			v, err = gguf.Array(fs)
+		default:
+			m.Log = append(m.Log, fmt.Sprintf("%s wants an array of %s", key, n.Type))
+			return false
+		}
+		if err != nil {
+			return false
+		}
+	}
+	m.set(key, v)
+	m.Log = append(m.Log, key+"="+v.Format(8))
+	return true
+}
+
+func stringDefault(key string) string {
+	switch {
+	case strings.HasSuffix(key, "rope.scaling.type"):
+		return "linear"
+	case strings.HasSuffix(key, "pooling_type"):
+		return "mean"
+	}
+	return ""
+}
+
+// ArchSummary lists a model's keys and tensors for messages.
+func (m *ArchModel) ArchSummary() string {
+	var b strings.Builder
+	for _, kv := range m.KV {
+		b.WriteString(kv.Key + "=" + kv.Value.Format(8) + " ")
+	}
+	b.WriteString(strconv.Itoa(len(m.Tensors)) + " tensors")
+	return b.String()
+}
+
+func mustArray(elems any) gguf.Value {
+	v, err := gguf.Array(elems)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
