@@ -62,7 +62,7 @@ func (r *report) add(text string) {
 	}
 }
 
-func llamaReport(t *testing.T, rt *ggml.Runtime, m *llama.Model, lines []llama.LogLine) report {
+func llamaReport(rt *ggml.Runtime, m *llama.Model, lines []llama.LogLine) report {
 	r := report{layers: map[int]string{}}
 	for _, ln := range lines {
 		// RPC devices are reached through ggload's guards: llama.cpp names
@@ -124,27 +124,79 @@ func ourReport(p *place.Plan) report {
 
 func compareReports(t *testing.T, ours, theirs report) {
 	t.Helper()
+	for _, d := range diffReports(ours, theirs) {
+		t.Error(d)
+	}
+}
+
+// diffReports lists every difference between ggload's report and
+// llama.cpp's; per-tensor buffer types are compared as multisets (a
+// duplicated tensor appears once per context it is in).
+func diffReports(ours, theirs report) []string {
+	var out []string
 	for il, d := range theirs.layers {
 		if ours.layers[il] != d {
-			t.Errorf("layer %d: ours %s, llama.cpp %s", il, ours.layers[il], d)
+			out = append(out, fmt.Sprintf("layer %d: ours %s, llama.cpp %s", il, ours.layers[il], d))
 		}
 	}
 	if len(ours.layers) != len(theirs.layers) {
-		t.Errorf("%d layers, llama.cpp %d", len(ours.layers), len(theirs.layers))
+		out = append(out, fmt.Sprintf("%d layers, llama.cpp %d", len(ours.layers), len(theirs.layers)))
 	}
 	eq := func(what string, a, b []string) {
 		if !slices.Equal(a, b) {
-			t.Errorf("%s differ:\n ours:      %q\n llama.cpp: %q", what, a, b)
+			out = append(out, fmt.Sprintf("%s differ:\n ours:      %q\n llama.cpp: %q", what, a, b))
 		}
 	}
 	eq("override lines", ours.overrides, theirs.overrides)
 	if ours.moved != theirs.moved {
-		t.Errorf("moved summary:\n ours:      %q\n llama.cpp: %q", ours.moved, theirs.moved)
+		out = append(out, fmt.Sprintf("moved summary:\n ours:      %q\n llama.cpp: %q", ours.moved, theirs.moved))
 	}
 	eq("offload lines", ours.offload, theirs.offload)
 	eq("buffer size lines", ours.sizeLines, theirs.sizeLines)
 	eq("buffers (exact sizes)", ours.buffers, theirs.buffers)
 	eq("per-tensor buffer types", ours.tensors, theirs.tensors)
+	return out
+}
+
+// llamaLoad is the libllama load that matches ggload's parameters.
+func llamaLoad(t testing.TB, rt *ggml.Runtime, path string, params place.Params) llama.Load {
+	t.Helper()
+	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers, SplitMode: int(params.SplitMode),
+		MainGPU: params.MainGPU, LoadMode: int(params.LoadMode), LazyMode: int(params.Lazy), TensorSplit: params.TensorSplit,
+		NoHost: params.NoHost, NoExtra: !params.UseExtraBufts, LoadMTP: params.LoadMTP}
+	for _, n := range params.Devices {
+		d, err := rt.DeviceByName(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld.Devices = append(ld.Devices, d)
+	}
+	if params.CPUMoE {
+		ld.Overrides = append(ld.Overrides, [2]string{place.ExpertsPattern, "CPU"})
+	}
+	for i := 0; i < params.NCPUMoE; i++ {
+		ld.Overrides = append(ld.Overrides, [2]string{fmt.Sprintf(`blk\.%d%s`, i, place.ExpertsPattern), "CPU"})
+	}
+	for _, o := range params.Overrides {
+		ld.Overrides = append(ld.Overrides, [2]string{o.Pattern, o.BufferType})
+	}
+	return ld
+}
+
+// deviceDiff compares the model's device list.
+func deviceDiff(rt *ggml.Runtime, plan *place.Plan, lm *llama.Model) []string {
+	var theirDevs []string
+	for _, d := range lm.Devices() {
+		theirDevs = append(theirDevs, rt.Lib().DevName(d))
+	}
+	var ourDevs []string
+	for _, d := range plan.Devices {
+		ourDevs = append(ourDevs, d.Name())
+	}
+	if !slices.Equal(ourDevs, theirDevs) {
+		return []string{fmt.Sprintf("devices: ours %v, llama.cpp %v", ourDevs, theirDevs)}
+	}
+	return nil
 }
 
 var confModels = map[string]synth.Spec{
@@ -217,45 +269,15 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ld := llama.Load{Path: paths[c.model], NGPULayers: params.NGPULayers, SplitMode: int(params.SplitMode),
-					MainGPU: params.MainGPU, LoadMode: int(mode), LazyMode: int(params.Lazy), TensorSplit: params.TensorSplit,
-					NoHost: params.NoHost, NoExtra: !params.UseExtraBufts}
-				if len(params.Devices) > 0 {
-					for _, n := range params.Devices {
-						d, err := rt.DeviceByName(n)
-						if err != nil {
-							t.Fatal(err)
-						}
-						ld.Devices = append(ld.Devices, d)
-					}
-				}
-				if params.CPUMoE {
-					ld.Overrides = append(ld.Overrides, [2]string{place.ExpertsPattern, "CPU"})
-				}
-				for i := 0; i < params.NCPUMoE; i++ {
-					ld.Overrides = append(ld.Overrides, [2]string{fmt.Sprintf(`blk\.%d%s`, i, place.ExpertsPattern), "CPU"})
-				}
-				for _, o := range params.Overrides {
-					ld.Overrides = append(ld.Overrides, [2]string{o.Pattern, o.BufferType})
-				}
-				lm, lines, err := l.LoadModel(ld)
+				lm, lines, err := l.LoadModel(llamaLoad(t, rt, paths[c.model], params))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer lm.Free()
-				// the device list is the same
-				var theirDevs []string
-				for _, d := range lm.Devices() {
-					theirDevs = append(theirDevs, rt.Lib().DevName(d))
+				for _, d := range deviceDiff(rt, plan, lm) {
+					t.Error(d)
 				}
-				var ourDevs []string
-				for _, d := range plan.Devices {
-					ourDevs = append(ourDevs, d.Name())
-				}
-				if !slices.Equal(ourDevs, theirDevs) {
-					t.Errorf("devices: ours %v, llama.cpp %v", ourDevs, theirDevs)
-				}
-				compareReports(t, ourReport(plan), llamaReport(t, rt, lm, lines))
+				compareReports(t, ourReport(plan), llamaReport(rt, lm, lines))
 			})
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -128,6 +129,7 @@ type Load struct {
 	NoExtra     bool
 	NoAlloc     bool
 	Check       bool
+	LoadMTP     bool
 }
 
 // Model is a loaded llama_model.
@@ -144,7 +146,7 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 	p.MainGPU = int32(ld.MainGPU)
 	p.LoadMode = int32(ld.LoadMode)
 	p.LazyMode = int32(ld.LazyMode)
-	p.NoHost, p.UseExtraBufts, p.NoAlloc, p.CheckTensors = ld.NoHost, !ld.NoExtra, ld.NoAlloc, ld.Check
+	p.NoHost, p.UseExtraBufts, p.NoAlloc, p.CheckTensors, p.LoadMTP = ld.NoHost, !ld.NoExtra, ld.NoAlloc, ld.Check, ld.LoadMTP
 	p.ProgressCallback = progress
 
 	var pin runtime.Pinner
@@ -182,9 +184,11 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 	h := l.ModelLoadFromFile(ld.Path, p)
 	bindings.SetLogTap(old)
 	if h == 0 {
+		// the line that says why ("error loading model: ..."), else the
+		// last error
 		msg := "llama_model_load_from_file failed"
 		for _, ln := range lines {
-			if ln.Level == 4 {
+			if ln.Level == 4 && (msg == "llama_model_load_from_file failed" || strings.Contains(ln.Text, "error loading model")) {
 				msg = ln.Text
 			}
 		}

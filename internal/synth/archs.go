@@ -2,10 +2,14 @@ package synth
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"regexp"
 	"strconv"
 	"strings"
@@ -51,6 +55,9 @@ const maxSteps = 2000
 
 // NewArchModel synthesizes a model of architecture name with the
 // tokenizer of vocab (a GGUF holding tokenizer.* keys).
+//
+// When the programs refuse every attempt, it returns the model as far as
+// it got with the error: llama.cpp can then be asked for its own reason.
 func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, error) {
 	if !arch.Known(name) {
 		return nil, fmt.Errorf("synth: %s is not an architecture of llama.cpp %s", name, arch.Pin)
@@ -76,10 +83,97 @@ func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, err
 	m.set(a+"attention.head_count", gguf.Uint32(4))
 	m.set(a+"attention.head_count_kv", gguf.Uint32(2))
 	m.set(a+"vocab_size", gguf.Uint32(uint32(toks.Len())))
-	if err := m.solve(); err != nil {
+	return m, m.solve()
+}
+
+// archVocab names the vocab file of the pin's models/ directory an
+// architecture's model takes its tokenizer from (ggml-vocab-<name>.gguf);
+// the others take llama-spm's.
+var archVocab = map[string]string{
+	"phi3": "phi-3", // its vocabulary loader looks up phi-3's special tokens
+}
+
+// ArchFile is one architecture's synthesized model file.
+type ArchFile struct {
+	Arch string
+	Path string
+	Err  error // the synthesizer's error: the file is the model as far as it got
+}
+
+// ArchFiles writes a model of every architecture of the pin into dir,
+// taking tokenizers from the pin's source tree src, and returns them
+// sorted by architecture. A file whose content is already in dir is kept
+// (the name carries a hash of the content); other files are removed.
+func ArchFiles(dir, src string, o ArchOptions) ([]ArchFile, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return m, nil
+	vocabs := map[string]*gguf.File{}
+	defer func() {
+		for _, f := range vocabs {
+			f.Close()
+		}
+	}()
+	names := arch.Architectures()
+	sort.Strings(names)
+	keep := map[string]bool{}
+	var out []ArchFile
+	for _, name := range names {
+		vn := archVocab[name]
+		if vn == "" {
+			vn = "llama-spm"
+		}
+		vf := vocabs[vn]
+		if vf == nil {
+			var err error
+			if vf, err = gguf.Open(filepath.Join(src, "models", "ggml-vocab-"+vn+".gguf")); err != nil {
+				return nil, fmt.Errorf("synth: %w", err)
+			}
+			vocabs[vn] = vf
+		}
+		m, serr := NewArchModel(name, vf, o)
+		if m == nil {
+			return nil, serr
+		}
+		sum, err := m.contentHash(vn)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, name+"-"+sum+".gguf")
+		keep[filepath.Base(path)] = true
+		if _, err := os.Stat(path); err != nil {
+			tmp := path + ".tmp"
+			if err := m.WriteFile(tmp); err != nil {
+				return nil, err
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, ArchFile{Arch: name, Path: path, Err: serr})
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
+	for _, f := range old {
+		if !keep[filepath.Base(f)] {
+			os.Remove(f)
+		}
+	}
+	return out, nil
+}
+
+// contentHash identifies the model's content: its metadata and tensor
+// infos without the tokenizer, and the tokenizer's file.
+func (m *ArchModel) contentHash(vocab string) (string, error) {
+	w, err := m.writer(false)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if _, err := w.WriteMetadata(h); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "vocab %s %d", vocab, m.Vocab.Size)
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 func (m *ArchModel) set(key string, v gguf.Value) {

@@ -1,0 +1,403 @@
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/llama"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// Every architecture of the pin: a tiny model synthesized with llama.cpp's
+// own programs as the guide, planned by ggload and loaded by llama.cpp in
+// the same process, under several configurations. Both must agree on
+// every tensor's buffer and buffer type (duplicates as a multiset), on
+// every buffer's size, and on llama.cpp's report lines.
+//
+// llama.cpp aborts the process on some bad inputs, so the loads run in a
+// child process that writes each result as it goes; a crash is recorded
+// against the case that was running and the child starts again after it.
+//
+//	go test -run TestArchitectures -v ./tests
+
+// archConfig is one configuration every architecture is compared under.
+type archConfig struct {
+	name   string
+	rpc    bool // needs an RPC server (RPC0)
+	params func(p *place.Params, gpu string)
+}
+
+var archConfigs = []archConfig{
+	{"ngl99", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = 99 }},
+	{"ngl1", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = 1 }},
+	{"load-none", false, func(p *place.Params, gpu string) {
+		p.Devices = []string{gpu}
+		p.NGPULayers = 99
+		p.LoadMode = place.LoadNone
+	}},
+	{"ot-ffn-cpu", false, func(p *place.Params, gpu string) {
+		p.Devices = []string{gpu}
+		p.NGPULayers = 99
+		p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "CPU"}}
+	}},
+	{"rpc-split", true, func(p *place.Params, gpu string) {
+		p.Devices = []string{"RPC0", gpu}
+		p.NGPULayers = 99
+		p.TensorSplit = []float32{1, 1}
+	}},
+}
+
+// archResult is one line of the child's results.
+type archResult struct {
+	Config string `json:"config"`
+	Arch   string `json:"arch"`
+	Status string `json:"status"` // start, match, differ, ggload-refuses, llama-refuses, both-refuse, crash, skip
+	Detail string `json:"detail,omitempty"`
+}
+
+const archChildEnv = "GGLOAD_ARCH_CHILD"
+
+// archModel is what the child is told of a model.
+type archModel struct{ Arch, Path string }
+
+func TestArchitectures(t *testing.T) {
+	if dir := os.Getenv(archChildEnv); dir != "" {
+		archChild(t, dir)
+		return
+	}
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	openLlama(t, rt)
+	src := testenv.SourceTree(t)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	files, err := synth.ArchFiles(filepath.Join(cache, "ggload", "archs", arch.Pin), src, synth.ArchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	var models []archModel
+	for _, f := range files {
+		models = append(models, archModel{f.Arch, f.Path})
+	}
+	list, err := json.Marshal(models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "models.json"), list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := runArchChildren(t, work)
+
+	// one result per (config, architecture)
+	final := map[[2]string]archResult{}
+	for _, r := range results {
+		if r.Status != "start" {
+			final[[2]string{r.Config, r.Arch}] = r
+		}
+	}
+	refusedBy := map[string]string{} // architecture → llama.cpp's reason
+	for _, c := range archConfigs {
+		var k, n int
+		var skipped string
+		for _, f := range files {
+			r, ok := final[[2]string{c.name, f.Arch}]
+			if !ok {
+				t.Errorf("%s/%s: no result", c.name, f.Arch)
+				continue
+			}
+			switch r.Status {
+			case "match":
+				k++
+				n++
+			case "skip":
+				skipped = r.Detail
+			case "both-refuse":
+				refusedBy[f.Arch] = r.Detail
+			case "crash":
+				refusedBy[f.Arch] = "llama.cpp aborts: " + r.Detail
+			default:
+				n++
+				t.Errorf("%s/%s: %s\n%s", c.name, f.Arch, r.Status, r.Detail)
+			}
+		}
+		if skipped != "" {
+			t.Logf("%-10s skipped: %s", c.name, skipped)
+			continue
+		}
+		t.Logf("%-10s %d/%d architectures identical to llama.cpp", c.name, k, n)
+	}
+	var refused []string
+	for a, why := range refusedBy {
+		refused = append(refused, fmt.Sprintf("%s (%s)", a, why))
+	}
+	sort.Strings(refused)
+	t.Logf("%d architectures llama.cpp %s itself refuses: %s", len(refused), arch.Pin, strings.Join(refused, "; "))
+	for _, f := range files {
+		if f.Err != nil && refusedBy[f.Arch] == "" {
+			t.Errorf("%s: the synthesizer could not build a model that llama.cpp refuses: %v", f.Arch, f.Err)
+		}
+	}
+}
+
+// runArchChildren runs the child until every case has a result, starting
+// it again after a crash.
+func runArchChildren(t *testing.T, work string) []archResult {
+	for attempt := 0; attempt < 50; attempt++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestArchitectures$", "-test.v", "-test.count=1", "-test.timeout=20m")
+		cmd.Env = append(os.Environ(), archChildEnv+"="+work)
+		out, err := cmd.CombinedOutput()
+		results := readArchResults(t, work)
+		if err == nil {
+			if !strings.Contains(string(out), "--- PASS: TestArchitectures") {
+				t.Fatalf("the child did not pass:\n%s", tail(string(out), 40))
+			}
+			return results
+		}
+		// a crash: the last case started and not finished is its cause
+		if n := len(results); n > 0 && results[n-1].Status == "start" {
+			r := results[n-1]
+			r.Status, r.Detail = "crash", crashLine(string(out))
+			appendArchResult(t, work, r)
+			continue
+		}
+		t.Fatalf("the child failed (%v) outside any case:\n%s", err, tail(string(out), 60))
+	}
+	t.Fatal("the child crashed 50 times")
+	return nil
+}
+
+func readArchResults(t *testing.T, work string) []archResult {
+	f, err := os.Open(filepath.Join(work, "results.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []archResult
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r archResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("results: %v", err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func appendArchResult(t testing.TB, work string, r archResult) {
+	f, err := os.OpenFile(filepath.Join(work, "results.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(r)
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashLine picks the native assertion or signal from a crashed child.
+func crashLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "GGML_ASSERT") || strings.Contains(l, "GGML_ABORT") || strings.Contains(l, "terminate called") {
+			if i := strings.Index(l, "GGML_"); i >= 0 && strings.Contains(l, ": GGML_") {
+				return strings.TrimSpace(l[i:])
+			}
+			return strings.TrimSpace(l)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "SIG") || strings.HasPrefix(l, "fatal error") || strings.HasPrefix(l, "panic:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return tail(out, 3)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// archChild compares every case that has no result yet.
+func archChild(t *testing.T, work string) {
+	rt := testenv.Runtime(t)
+	gpu := testenv.Vulkan(t).Name()
+	l := openLlama(t, rt)
+	b, err := os.ReadFile(filepath.Join(work, "models.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []archModel
+	if err := json.Unmarshal(b, &files); err != nil {
+		t.Fatal(err)
+	}
+	done := map[[2]string]bool{}
+	for _, r := range readArchResults(t, work) {
+		if r.Status != "start" {
+			done[[2]string{r.Config, r.Arch}] = true
+		}
+	}
+	for _, c := range archConfigs {
+		if c.rpc {
+			pending := false
+			for _, f := range files {
+				pending = pending || !done[[2]string{c.name, f.Arch}]
+			}
+			if !pending {
+				continue
+			}
+			if ok, why := testenv.HaveRPCServer(); !ok {
+				msg := why
+				if testenv.Required("rpc") {
+					t.Fatalf("rpc is required (GGLOAD_REQUIRE) but missing: %s", msg)
+				}
+				for _, f := range files {
+					appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "skip", Detail: msg})
+				}
+				continue
+			}
+			testenv.RPC(t, 1)
+		}
+		for _, f := range files {
+			if done[[2]string{c.name, f.Arch}] {
+				continue
+			}
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "start"})
+			status, detail := compareArch(t, rt, l, f.Path, c, gpu)
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: status, Detail: detail})
+		}
+	}
+}
+
+// compareArch plans one model under one configuration and loads it with
+// llama.cpp.
+func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c archConfig, gpu string) (string, string) {
+	params := place.DefaultParams()
+	params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
+	c.params(&params, gpu)
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return "ggload-refuses", err.Error()
+	}
+	defer m.Close()
+	plan, ourErr := place.New(rt, m, params)
+	lm, lines, theirErr := l.LoadModel(llamaLoad(t, rt, path, params))
+	if theirErr == nil {
+		defer lm.Free()
+	}
+	switch {
+	case ourErr != nil && theirErr != nil:
+		return "both-refuse", strings.TrimPrefix(theirErr.Error(), "llama: ")
+	case ourErr != nil:
+		return "ggload-refuses", ourErr.Error()
+	case theirErr != nil:
+		return "llama-refuses", theirErr.Error()
+	}
+	ours, theirs := ourReport(plan), llamaReport(rt, lm, lines)
+	if len(theirs.tensors) == 0 || len(theirs.buffers) == 0 {
+		return "differ", "llama.cpp's report has no tensors or no buffers: nothing was compared"
+	}
+	diffs := append(deviceDiff(rt, plan, lm), diffReports(ours, theirs)...)
+	if len(diffs) > 0 {
+		return "differ", strings.Join(diffs, "\n")
+	}
+	return "match", ""
+}
+
+// The comparison finds a single tensor on another buffer type, a buffer
+// of another size and a missing duplicate (a negative control of
+// TestArchitectures).
+func TestArchitectureReportsDiffer(t *testing.T) {
+	rt := testenv.Runtime(t)
+	gpu := testenv.Vulkan(t).Name()
+	l := openLlama(t, rt)
+	src := testenv.SourceTree(t)
+	vf, err := gguf.Open(filepath.Join(src, "models", "ggml-vocab-llama-spm.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vf.Close()
+	am, err := synth.NewArchModel("bloom", vf, synth.ArchOptions{}) // a tied output: token_embd twice
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bloom.gguf")
+	if err := am.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m := testenv.OpenModel(t, path)
+	params := place.DefaultParams()
+	params.MapRanges = place.MapSpan
+	archConfigs[0].params(&params, gpu)
+	plan, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, lines, err := l.LoadModel(llamaLoad(t, rt, path, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Free()
+	theirs := llamaReport(rt, lm, lines)
+	if d := diffReports(ourReport(plan), theirs); len(d) != 0 {
+		t.Fatalf("the unchanged plan differs: %v", d)
+	}
+	dups := 0
+	for _, tn := range theirs.tensors {
+		if strings.HasPrefix(tn, "token_embd.weight ") {
+			dups++
+		}
+	}
+	if dups != 2 {
+		t.Fatalf("llama.cpp has token_embd.weight %d times, want 2 (input and tied output)", dups)
+	}
+	tamper := []struct {
+		name string
+		f    func(r *report)
+	}{
+		{"a tensor's buffer type", func(r *report) { r.tensors[len(r.tensors)/2] += "x" }},
+		{"a buffer's size", func(r *report) { r.buffers[0] += "1" }},
+		{"a duplicate dropped", func(r *report) {
+			for i, tn := range r.tensors {
+				if strings.HasPrefix(tn, "token_embd.weight ") {
+					r.tensors = append(r.tensors[:i], r.tensors[i+1:]...)
+					return
+				}
+			}
+		}},
+		{"a layer's device", func(r *report) { r.layers[0] = "CPU" }},
+	}
+	for _, tc := range tamper {
+		ours := ourReport(plan)
+		tc.f(&ours)
+		if len(diffReports(ours, theirs)) == 0 {
+			t.Errorf("%s changed: no difference found", tc.name)
+		}
+	}
+}
