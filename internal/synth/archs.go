@@ -9,8 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
