@@ -111,9 +111,20 @@ func (b BufferType) Alloc(size uint64) (*Buffer, error) {
 	}
 	h := b.rt.lib.BuftAllocBuffer(b.h, uintptr(size))
 	if h == 0 {
-		return nil, fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB)", b.Name(), size, float64(size)/(1<<20))
+		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB)", b.Name(), size, float64(size)/(1<<20)))
 	}
 	return newBuffer(b.rt, h), nil
+}
+
+// withDeviceErr adds to err the failure of the RPC server behind the buffer
+// type's device, the reason its guard refused an allocation.
+func (b BufferType) withDeviceErr(err error) error {
+	if d, ok := b.Device(); ok {
+		if derr := d.Err(); derr != nil {
+			return fmt.Errorf("%w: %w", err, derr)
+		}
+	}
+	return err
 }
 
 // DummyBuffer allocates the zero-size buffer llama.cpp uses to tell
@@ -124,7 +135,7 @@ func (b BufferType) DummyBuffer() (*Buffer, error) {
 	}
 	h := b.rt.lib.BuftAllocBuffer(b.h, 0)
 	if h == 0 {
-		return nil, fmt.Errorf("ggml: %s: cannot allocate a zero-size buffer", b.Name())
+		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate a zero-size buffer", b.Name()))
 	}
 	return newBuffer(b.rt, h), nil
 }

@@ -158,7 +158,7 @@ func (c *Context) AllocTensors(b BufferType) (*Buffer, error) {
 	}
 	h := c.rt.lib.AllocCtxTensorsFromBuft(c.h, b.h)
 	if h == 0 {
-		return nil, fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB)", b.Name(), need, float64(need)/(1<<20))
+		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB)", b.Name(), need, float64(need)/(1<<20)))
 	}
 	return newBuffer(c.rt, h), nil
 }

@@ -21,6 +21,9 @@ const (
 	rpcCmdHello     = 14
 	rpcCmdDevCount  = 15
 	rpcConnCapsSize = 24
+	// rpcMaxDevices bounds the device count a server may announce (the
+	// native client makes a device for each; a scheduler takes 16 backends)
+	rpcMaxDevices = 64
 )
 
 // ErrRPCUnreachable is wrapped by AddRPCServer's error when an endpoint does
@@ -80,7 +83,11 @@ func ProbeRPC(endpoint string, timeout time.Duration) (devices uint32, err error
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: device count: %v", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
 	}
-	return binary.LittleEndian.Uint32(cnt), nil
+	n := binary.LittleEndian.Uint32(cnt)
+	if n > rpcMaxDevices {
+		return 0, fmt.Errorf("%w: %s: device count: %d devices announced, more than the %d a server may have (not a ggml-rpc-server?)", ErrRPCUnreachable, endpoint, n, rpcMaxDevices)
+	}
+	return n, nil
 }
 
 func wrapTimeout(err error, timeout time.Duration) error {
@@ -123,7 +130,7 @@ func (rt *Runtime) AddRPCServerWith(endpoint string, o RPCOptions) ([]*Device, e
 	native := endpoint
 	var g *rpcGuard
 	if !o.Direct {
-		if g, err = newRPCGuard(endpoint, o.IOTimeout); err != nil {
+		if g, err = newRPCGuard(endpoint, o.IOTimeout, n); err != nil {
 			return nil, err
 		}
 		native = g.local

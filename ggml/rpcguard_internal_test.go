@@ -11,6 +11,7 @@ func TestRPCTensorBytes(t *testing.T) {
 	req := make([]byte, 4+296+10*296)
 	ne := []uint32{4096, 2, 1, 1}
 	nb := []uint32{34, 4352, 8704, 8704}
+	binary.LittleEndian.PutUint32(req[4+8:], uint32(TypeQ8_0))
 	for i := range 4 {
 		binary.LittleEndian.PutUint32(req[24+4*i:], ne[i])
 		binary.LittleEndian.PutUint32(req[40+4*i:], nb[i])
