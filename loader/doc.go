@@ -6,14 +6,40 @@
 //
 // The paths, as in llama.cpp's load_all_data:
 //   - mmap: a tensor inside a buffer made from the mapping costs nothing
-//     (zero copy); other tensors are copied from the mapping;
+//     (zero copy); other tensors are copied out of the mapping;
 //   - no mmap, host buffer: the file is read straight into the tensor;
 //   - no mmap, device buffer: through a ring of pinned staging buffers with
 //     asynchronous uploads and events, or, when the device cannot, one
 //     synchronous copy per chunk.
 //
+// During a load no native call reads the mapped file. Bytes copied out of
+// the mapping are copied by Go, with faults turned into errors
+// (debug.SetPanicOnFault), into memory the process owns: the tensor's own
+// host memory, the pinned staging ring for devices that upload
+// asynchronously, or a bounce buffer for everything else, the buffer types
+// that repack what they are given (CPU_REPACK and the CPU's other extra
+// buffer types, split buffers; set whole, as they require) and RPC servers
+// included. Only then does native code see them. Row validation
+// (CheckTensors) of zero-copy tensors runs on such copies too, and Verify
+// reads host memory in Go. So a file truncated while it loads gives an
+// error naming the file and the tensor, never a SIGBUS in native code; and
+// a file that changed during the load (shrank, grew, was written to) fails
+// the load, since the weights read may mix old and new bytes.
+//
+// The exception is zero copy itself: zero-copy and lazy tensors stay in the
+// file's mapping, and the backends read it when computing. Truncating a
+// file that a loaded model maps is then fatal (SIGBUS in native code), as
+// it is in llama.cpp. Model.CheckFile tells a long-running program that a
+// file changed (size, modification time, replaced at its path), and
+// Model.Verify compares the weights themselves with the file.
+//
+// Weights sent to an RPC server are confirmed before the load succeeds: a
+// sample of every tensor is read back and compared with what was sent (the
+// pinned protocol has no command that reports what a buffer holds, and
+// SET_TENSOR has no reply).
+//
 // Faults are errors: a file that shrank, a mapping that cannot be read, an
-// allocation a device refuses, a cancelled context all end the load with an
-// error that names the tensor, device or file, and free everything the load
-// had made.
+// allocation a device refuses, an RPC server that fails or answers garbage,
+// a cancelled context all end the load with an error that names the tensor,
+// device or file, and free everything the load had made.
 package loader

@@ -23,7 +23,7 @@ type Path string
 // Paths.
 const (
 	PathZeroCopy Path = "zero-copy"    // the tensor points into the mapping
-	PathFromMap  Path = "from-mapping" // copied from the mapping (tensor_set)
+	PathFromMap  Path = "from-mapping" // copied out of the mapping by Go, then set (through staging or a bounce buffer)
 	PathRead     Path = "read"         // read from the file into a host buffer
 	PathStaged   Path = "staged"       // read into pinned staging buffers, uploaded asynchronously
 	PathSync     Path = "sync-upload"  // read into memory, uploaded synchronously

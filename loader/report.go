@@ -28,6 +28,9 @@ func (m *Model) Report(w io.Writer, tensors bool) {
 	if s.StagingSlots > 0 {
 		fmt.Fprintf(w, ", staging %d x %.2f MiB", s.StagingSlots, float64(s.StagingSize)/(1<<20))
 	}
+	if s.Confirmed > 0 {
+		fmt.Fprintf(w, "; %d tensors on RPC servers confirmed by read-back in %v", s.Confirmed, round(s.Confirm))
+	}
 	fmt.Fprintln(w)
 	for _, path := range []Path{PathZeroCopy, PathFromMap, PathRead, PathStaged, PathSync} {
 		if n := s.Moved[path]; n > 0 {
@@ -99,6 +102,7 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 		Alloc    float64 `json:"alloc_s"`
 		Data     float64 `json:"data_s"`
 		Validate float64 `json:"validate_s"`
+		Confirm  float64 `json:"confirm_s"`
 		Total    float64 `json:"total_s"`
 		GBps     float64 `json:"gb_per_s"`
 	}
@@ -123,6 +127,6 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 		out.Buffers = append(out.Buffers, jBuffer{b.Buffer.Name(), b.BufferType.Name(), b.Device.Name(), b.Buffer.Size(), b.Mapped})
 	}
 	s := m.Stats
-	out.Timings = jTimings{s.Open.Seconds(), s.Map.Seconds(), s.Alloc.Seconds(), s.Data.Seconds(), s.Validate.Seconds(), s.Total.Seconds(), s.GBps()}
+	out.Timings = jTimings{s.Open.Seconds(), s.Map.Seconds(), s.Alloc.Seconds(), s.Data.Seconds(), s.Validate.Seconds(), s.Confirm.Seconds(), s.Total.Seconds(), s.GBps()}
 	return json.Marshal(out)
 }
