@@ -119,12 +119,17 @@ mkdir -p "$WORKROOT" || broken "cannot create $WORKROOT"
 PACKID=$(sha256sum "$PACK/MANIFEST" | cut -c1-12)
 W=$WORKROOT/$PACKID
 LIB=$W/native/lib/linux-x64-cuda
+# the source has its own place, keyed by its tarball: a CUDA build made from
+# it stays valid for every pack that carries the same source
+SRC_SUM=$(grep '^file .* src.tar.gz$' "$PACK/MANIFEST" | awk '{print substr($2, 1, 12)}')
+[ -n "$SRC_SUM" ] || broken "MANIFEST lists no src.tar.gz"
+SRC=$WORKROOT/src-$SRC_SUM
 free_gib=$(df -Pk "$WORKROOT" | awk 'NR==2 {printf "%d", $4/1048576}')
 note "work directory $W ($free_gib GiB free)"
 [ "$free_gib" -ge 6 ] || fail "less than 6 GiB free under $WORKROOT: the benchmark model needs 4 GiB"
 
 t0=$(now)
-if [ -f "$W/.unpacked" ]; then
+if [ -f "$W/.unpacked" ] && [ -f "$SRC/CMakeLists.txt" ]; then
 	note "unpacked before (pack $PACKID): reused"
 else
 	while read -r _ sum size name; do
@@ -134,10 +139,11 @@ else
 		[ "$(sha256sum "$f" | cut -d' ' -f1)" = "$sum" ] || broken "$name: sha256 differs from MANIFEST"
 	done < <(grep '^file ' "$PACK/MANIFEST")
 	rm -rf "$W"
-	mkdir -p "$W/bin" "$LIB" "$W/src"
+	rm -rf "$SRC"
+	mkdir -p "$W/bin" "$LIB" "$SRC"
 	run_limited "$(budget 60)" tar -xzf "$PACK/bin.tar.gz" -C "$W/bin" || broken "unpacking bin.tar.gz failed"
 	run_limited "$(budget 60)" tar -xzf "$PACK/lib.tar.gz" -C "$LIB" || broken "unpacking lib.tar.gz failed"
-	run_limited "$(budget 60)" tar -xzf "$PACK/src.tar.gz" -C "$W/src" || broken "unpacking src.tar.gz failed"
+	run_limited "$(budget 60)" tar -xzf "$PACK/src.tar.gz" -C "$SRC" || broken "unpacking src.tar.gz failed"
 	touch "$W/.unpacked"
 	note "sha256 of every pack file checked; unpacked in $(($(now) - t0))s"
 fi
@@ -147,7 +153,7 @@ missing=$(
 		grep '^content ' "$PACK/MANIFEST" | awk '{print "want", $2, $3, $4}'
 		(cd "$W/bin" && find . -type f -printf 'have bin.tar.gz %P %s\n')
 		(cd "$LIB" && find . -type f -printf 'have lib.tar.gz %P %s\n')
-		(cd "$W/src" && find . -type f -printf 'have src.tar.gz %P %s\n')
+		(cd "$SRC" && find . -type f -printf 'have src.tar.gz %P %s\n')
 	} | awk '$1 == "want" {want[$2 " " $3] = $4; next} {have[$2 " " $3] = $4}
 		END {for (k in want) if (have[k] != want[k]) print k}'
 )
@@ -232,7 +238,6 @@ BUILD_KEY=""
 if [ -n "$NVCC" ]; then
 	NVCC_VER=$("$NVCC" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 	ARCHS=${GGLOAD_CUDA_ARCHS:-${GPU_ARCHS:-90-real}}
-	SRC_SUM=$(grep '^file .* src.tar.gz$' "$PACK/MANIFEST" | awk '{print substr($2, 1, 12)}')
 	BUILD_KEY=$SRC_SUM-${ARCHS//;/_}-nvcc$NVCC_VER
 	B=$WORKROOT/cuda-build/$BUILD_KEY
 fi
@@ -273,14 +278,16 @@ else
 		say "configuring in $B"
 		{
 			echo "## configure ($(date -u))"
-			run_limited "$(budget 120)" "$CMAKE" -S "$W/src" -B "$B" -G Ninja -DCMAKE_MAKE_PROGRAM="$NINJA" \
-				-C "$W/src/linux-x64-cuda-module.cmake" \
+			run_limited "$(budget 120)" "$CMAKE" -S "$SRC" -B "$B" -G Ninja -DCMAKE_MAKE_PROGRAM="$NINJA" \
+				-C "$SRC/linux-x64-cuda-module.cmake" \
 				-DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" \
 				"-DCMAKE_INSTALL_RPATH=\$ORIGIN${CUDA_LIBDIR:+;$CUDA_LIBDIR}"
 		} >>"$OUT/build.log" 2>&1
 		rc=$?
 		if [ $rc != 0 ]; then
-			fail "cmake configure failed (status $rc): $(grep -E 'Error|error' "$OUT/build.log" | head -3 | tr '\n' ' ')"
+			rm -rf "$B" # nothing worth keeping: the next run configures afresh
+			fail "cmake configure failed (status $rc), build.log:"
+			grep -A4 'CMake Error' "$OUT/build.log" | grep -v '^ *$' | head -8 | cut -c1-200 | sed 's/^/  /' >>"$SUM"
 		else
 			say "building ggml-cuda with $(nproc) jobs (log: build.log)"
 			{
@@ -295,7 +302,8 @@ else
 			elif [ $rc = 124 ]; then
 				fail "the CUDA build ran out of time after $(($(now) - t0))s (a rerun resumes it: $B)"
 			else
-				fail "the CUDA build failed (status $rc): $(grep -E 'error' "$OUT/build.log" | head -3 | tr '\n' ' ')"
+				fail "the CUDA build failed (status $rc), build.log:"
+				grep -E -B1 -A2 'error|FAILED' "$OUT/build.log" | head -12 | cut -c1-200 | sed 's/^/  /' >>"$SUM"
 			fi
 		fi
 	fi
