@@ -33,6 +33,16 @@
 // file changed (size, modification time, replaced at its path), and
 // Model.Verify compares the weights themselves with the file.
 //
+// What a change to a file's bytes can go unseen by: the load and CheckFile
+// compare size and modification time, so a same-sized write that sets the
+// time back (cp -p, rsync into the file, touch -d) or, on filesystems with
+// coarse timestamps, one within the tick of the previous write is not
+// seen. Verify then sees it for every tensor copied into a buffer that can
+// be read back, but not for zero-copy tensors (the mapping shows the new
+// bytes, which then equal the file's: the model computes with them) nor
+// for tensors in write-only buffers (CPU_REPACK). CheckTensors sees new
+// bytes only when they are invalid (NaN or Inf values or scales).
+//
 // Weights sent to an RPC server are confirmed before the load succeeds: a
 // sample of every tensor is read back and compared with what was sent (the
 // pinned protocol has no command that reports what a buffer holds, and
