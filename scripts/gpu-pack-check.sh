@@ -7,8 +7,8 @@
 #
 #   scripts/gpu-pack-check.sh [DIR]     (DIR: where to build the pack; default a temporary one)
 . "$(dirname "$0")/lib.sh"
-pack=${1:-$(mktemp -d)}
 work=$(mktemp -d)
+pack=${1:-$work/pack}
 trap 'rm -rf "$work"' EXIT
 "$ROOT/scripts/gpu-pack.sh" "$pack"
 size=$(du -cb "$pack"/* | tail -1 | cut -f1)
