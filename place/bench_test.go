@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
@@ -97,4 +98,40 @@ func BenchmarkPlan100kTensors(b *testing.B) {
 	}
 	b.ReportMetric(float64(p.Probes), "probes")
 	b.ReportMetric(float64(p.ProbeQuestions), "questions")
+}
+
+// Planning 1000-layer models of several architectures (the exact path:
+// llama.cpp's own tensor creation, replayed) on the real devices.
+//
+//	go test -run XXX -bench Plan1000Layers ./place
+func BenchmarkPlan1000Layers(b *testing.B) {
+	rt := testenv.Runtime(b)
+	vocab, err := synth.Vocab(1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range []string{"llama", "qwen3moe", "deepseek2", "gemma4", "qwen3next", "jamba", "t5", "rwkv7", "bert", "bloom"} {
+		b.Run(a, func(b *testing.B) {
+			am, err := synth.NewArchModel(a, vocab, synth.ArchOptions{Layers: 1000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join(b.TempDir(), a+".gguf")
+			if err := am.WriteFile(path); err != nil {
+				b.Fatal(err)
+			}
+			m, err := gguf.OpenModel(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			b.ReportMetric(float64(len(m.Weights)), "tensors")
+			params := place.DefaultParams()
+			for b.Loop() {
+				if _, err := place.New(rt, m, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -70,7 +70,12 @@ var modelMethods = map[string]bool{"create_tensor": true, "tn": true, "arch_name
 	"load_arch_hparams": true, "load_arch_tensors": true}
 
 func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
-	out := make([]Val, len(args))
+	var buf [4]Val
+	out := buf[:0]
+	if len(args) > len(buf) {
+		out = make([]Val, 0, len(args))
+	}
+	out = out[:len(args)]
 	for i, a := range args {
 		v, err := f.eval(a)
 		if err != nil {

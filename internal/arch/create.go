@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch/ast"
@@ -12,8 +13,8 @@ import (
 
 // tnVal is LLM_TN_IMPL: a tensor kind, a suffix and up to two numbers.
 type tnVal struct {
-	r      *Run
 	tensor string // LLM_TENSOR_ name
+	tmpl   *tmplParts
 	suffix string
 	hasSfx bool
 	bid    int
@@ -21,9 +22,20 @@ type tnVal struct {
 	name   string // formatted on first use
 }
 
-type tnKey struct {
-	tensor, suffix string
-	bid, xid       int
+// tmplParts is a name template cut at its %d.
+type tmplParts struct {
+	parts []string // len(parts) = number of %d + 1
+}
+
+var tmplCache sync.Map // LLM_TENSOR_ name → *tmplParts
+
+func templateOfKind(kind string) *tmplParts {
+	if t, ok := tmplCache.Load(kind); ok {
+		return t.(*tmplParts)
+	}
+	t := &tmplParts{parts: strings.Split(tensorNames[kind], "%d")}
+	tmplCache.Store(kind, t)
+	return t
 }
 
 // String is LLM_TN_IMPL::str: the template formatted with the block and
@@ -32,44 +44,47 @@ func (t *tnVal) String() string {
 	if t.name != "" {
 		return t.name
 	}
-	k := tnKey{t.tensor, t.suffix, t.bid, t.xid}
-	if s, ok := t.r.tnCache[k]; ok {
-		t.name = s
-		return s
+	if t.tmpl == nil {
+		t.tmpl = templateOfKind(t.tensor)
 	}
-	tmpl := tensorNames[t.tensor]
-	var b strings.Builder
+	var buf [96]byte
+	b := buf[:0]
 	nums := [2]int{t.bid, t.xid}
-	used := 0
-	for i := 0; i < len(tmpl); i++ {
-		if tmpl[i] == '%' && i+1 < len(tmpl) && tmpl[i+1] == 'd' && used < 2 {
-			b.WriteString(strconv.Itoa(nums[used]))
-			used++
-			i++
-			continue
+	for i, p := range t.tmpl.parts {
+		b = append(b, p...)
+		if i+1 < len(t.tmpl.parts) && i < 2 {
+			b = strconv.AppendInt(b, int64(nums[i]), 10)
 		}
-		b.WriteByte(tmpl[i])
 	}
 	if t.hasSfx {
-		b.WriteByte('.')
-		b.WriteString(t.suffix)
+		b = append(b, '.')
+		b = append(b, t.suffix...)
 	}
-	t.name = b.String()
-	t.r.tnCache[k] = t.name
+	t.name = string(b)
 	return t.name
 }
 
 // tn is LLM_TN(arch)(tensor, [suffix], [bid], [xid]).
 func (r *Run) tn(f *frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
-	if err != nil {
-		return vVoid, err
+	var buf [4]Val
+	if len(args) > len(buf) || len(args) == 0 {
+		return vVoid, f.errorf("tn with %d arguments", len(args))
 	}
-	if len(vs) == 0 || vs[0].K != KEnum || vs[0].I != famTensor {
+	vs := buf[:len(args)]
+	for i, a := range args {
+		v, err := f.eval(a)
+		if err != nil {
+			return vVoid, err
+		}
+		vs[i] = v
+	}
+	if vs[0].K != KEnum || vs[0].I != famTensor {
 		return vVoid, f.errorf("tn without a tensor")
 	}
-	t := &tnVal{r: r, tensor: vs[0].S, bid: -1, xid: -1}
-	if _, ok := tensorNames[t.tensor]; !ok {
+	t := &tnVal{tensor: vs[0].S, bid: -1, xid: -1}
+	if p, ok := vs[0].P.(*tmplParts); ok {
+		t.tmpl = p
+	} else if _, ok := tensorNames[t.tensor]; !ok {
 		return vVoid, &Abort{Msg: "unknown tensor name for tensor id " + t.tensor, Where: f.fn}
 	}
 	rest := vs[1:]
@@ -106,28 +121,40 @@ var classes = map[string]Class{
 // llama_model_loader::create_tensor, up to the buffer type, which the
 // placer chooses.
 func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	if len(args) == 4 {
+		args = args[1:] // the overload that takes the loader first
+	}
+	if len(args) < 2 || len(args) > 3 || args[1].Op != ast.OpList || len(args[1].Kids) > 4 {
+		return vVoid, f.errorf("create_tensor arguments")
+	}
+	tv, err := f.eval(args[0])
 	if err != nil {
 		return vVoid, err
 	}
-	if len(vs) > 0 && vs[0].K == KObj && vs[0].P.(*Object).class == "llama_model_loader" {
-		vs = vs[1:]
+	if tv.K != KTN {
+		return vVoid, f.errorf("create_tensor of %s", tv.describe())
 	}
-	if len(vs) < 2 || vs[0].K != KTN || vs[1].K != KArr {
-		return vVoid, f.errorf("create_tensor arguments")
-	}
-	tn := vs[0].P.(*tnVal)
-	var ne []int64
-	for _, c := range vs[1].P.(*Array).cells {
-		x, err := convert(c.V, ast.TI64)
+	tn := tv.P.(*tnVal)
+	var neBuf [4]int64
+	ne := neBuf[:len(args[1].Kids)]
+	for i, k := range args[1].Kids {
+		v, err := f.eval(k)
+		if err != nil {
+			return vVoid, err
+		}
+		x, err := convert(v, ast.TI64)
 		if err != nil {
 			return vVoid, f.errorf("create_tensor shape: %v", err)
 		}
-		ne = append(ne, x.I)
+		ne[i] = x.I
 	}
 	var flags int64
-	if len(vs) > 2 {
-		flags = vs[2].I
+	if len(args) > 2 {
+		v, err := f.eval(args[2])
+		if err != nil {
+			return vVoid, err
+		}
+		flags = v.I
 	}
 	name := tn.String()
 	// the layer's buffer type list: dev_layer.at(bid)
@@ -154,6 +181,7 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		if !supplied {
 			return vVoid, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' not found", name), Need: n}
 		}
+		ne = append([]int64(nil), ne...) // kept by the supplied weight
 		w = &gguf.Weight{Name: name, Type: typ, NDims: len(ne), File: -1}
 		w.Shape = ggml.Shape{1, 1, 1, 1}
 		copy(w.Shape[:], ne)
@@ -187,7 +215,8 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 	if !ok {
 		return vVoid, &Throw{Msg: fmt.Sprintf("missing tensor info mapping for %s", name)}
 	}
-	c := &Creation{
+	c := &r.creation
+	*c = Creation{
 		Name:   name,
 		Kind:   strings.TrimPrefix(kind, "LLM_TENSOR_"),
 		Class:  classes[info[0]],
@@ -244,7 +273,7 @@ func (r *Run) need(tn *tnVal, ne []int64, flags int64) *Need {
 	if tn.hasSfx && tn.suffix == "bias" {
 		op = "ADD"
 	}
-	return &Need{Tensor: tn.String(), Shape: ne, Op: op}
+	return &Need{Tensor: tn.String(), Shape: append([]int64(nil), ne...), Op: op}
 }
 
 func validShape(ne []int64) bool {

@@ -135,8 +135,10 @@ func (f *frame) exec(n *ast.Node) (ctl, error) {
 	}
 	switch n.Op {
 	case ast.OpBlock:
-		f.push()
-		defer f.pop()
+		if n.Res != nil {
+			f.push()
+			defer f.pop()
+		}
 		for _, k := range n.Kids {
 			c, err := f.exec(k)
 			if err != nil || c != ctlNone {
@@ -150,8 +152,10 @@ func (f *frame) exec(n *ast.Node) (ctl, error) {
 	case ast.OpDecl:
 		return ctlNone, f.declare(n)
 	case ast.OpIf:
-		f.push()
-		defer f.pop()
+		if n.Res != nil {
+			f.push()
+			defer f.pop()
+		}
 		if n.Kids[0] != nil {
 			if _, err := f.exec(n.Kids[0]); err != nil {
 				return ctlNone, err
@@ -166,8 +170,10 @@ func (f *frame) exec(n *ast.Node) (ctl, error) {
 		}
 		return f.exec(n.Kids[3])
 	case ast.OpFor:
-		f.push()
-		defer f.pop()
+		if n.Res != nil {
+			f.push()
+			defer f.pop()
+		}
 		if n.Kids[0] != nil {
 			if _, err := f.exec(n.Kids[0]); err != nil {
 				return ctlNone, err
@@ -278,8 +284,10 @@ func (f *frame) exec(n *ast.Node) (ctl, error) {
 		if start < 0 {
 			return ctlNone, nil
 		}
-		f.push()
-		defer f.pop()
+		if n.Res != nil {
+			f.push()
+			defer f.pop()
+		}
 		for _, c := range n.Kids[1+start:] {
 			for _, s := range c.Kids[1:] {
 				k, err := f.exec(s)
@@ -420,12 +428,34 @@ func (f *frame) declare(n *ast.Node) error {
 	return nil
 }
 
+// lookupNode finds an identifier, by its static binding when it has one.
+func (f *frame) lookupNode(n *ast.Node) (*Cell, Val, error) {
+	switch res := n.Res.(type) {
+	case local:
+		sc := f.sc
+		for i := 0; i < res.up && sc != nil; i++ {
+			sc = sc.parent
+		}
+		if sc != nil && res.idx < len(sc.names) && sc.names[res.idx] == res.name {
+			return sc.cells[res.idx], vVoid, nil
+		}
+	case member:
+		return f.lookupMember(n.S)
+	}
+	return f.lookup(n.S)
+}
+
 // lookup finds an identifier: locals, then the members of this, then the
 // global constants.
 func (f *frame) lookup(name string) (*Cell, Val, error) {
 	if c := f.sc.lookup(name); c != nil {
 		return c, vVoid, nil
 	}
+	return f.lookupMember(name)
+}
+
+// lookupMember finds a name that is no local variable.
+func (f *frame) lookupMember(name string) (*Cell, Val, error) {
 	switch name {
 	case "this":
 		return nil, f.this, nil
@@ -466,7 +496,10 @@ func (f *frame) eval(n *ast.Node) (Val, error) {
 	case ast.OpStr:
 		return vStr(n.S), nil
 	case ast.OpIdent:
-		c, v, err := f.lookup(n.S)
+		if v, ok := n.Res.(Val); ok {
+			return v, nil
+		}
+		c, v, err := f.lookupNode(n)
 		if err != nil {
 			return vVoid, err
 		}
@@ -646,7 +679,7 @@ func (f *frame) assign(n *ast.Node) (Val, error) {
 func (f *frame) ref(n *ast.Node) (*Cell, error) {
 	switch n.Op {
 	case ast.OpIdent:
-		c, _, err := f.lookup(n.S)
+		c, _, err := f.lookupNode(n)
 		if err != nil {
 			return nil, err
 		}
@@ -732,7 +765,10 @@ func (f *frame) member(obj Val, name string) (Val, error) {
 		if o.class == "llama_hparams" {
 			return vVoid, f.errorf("llama_hparams has no member %s", name)
 		}
-		return o.field(name).V, nil
+		if _, ok := layerStructs[name]; ok && o.class == "llama_layer" {
+			return o.field(name).V, nil
+		}
+		return vNull, nil // a member never assigned: a null pointer
 	case KTensor:
 		t := obj.P.(*Tensor)
 		switch name {
@@ -777,15 +813,15 @@ func (f *frame) call(n *ast.Node) (Val, error) {
 	switch callee.Op {
 	case ast.OpIdent:
 		name := callee.S
-		if c := f.sc.lookup(name); c != nil {
-			fn = c.V
-			break
-		}
-		if f.this.K == KObj {
-			if m, ok := f.r.methodOf(f.this, name); ok {
-				fn = m
+		if _, isMember := callee.Res.(member); !isMember {
+			if c := f.sc.lookup(name); c != nil {
+				fn = c.V
 				break
 			}
+		}
+		if f.this.K == KObj && f.r.hasMethod(f.this, name) {
+			m := method{recv: f.this, name: name}
+			return f.r.callMethod(f, &m, args)
 		}
 		if b, ok := builtins[name]; ok {
 			return b(f, args)
@@ -802,11 +838,11 @@ func (f *frame) call(n *ast.Node) (Val, error) {
 		if obj.K == KNull {
 			return vVoid, &Abort{Msg: "null pointer dereference calling " + callee.S, Where: f.fn}
 		}
-		m, ok := f.r.methodOf(obj, callee.S)
-		if !ok {
+		if !f.r.hasMethod(obj, callee.S) {
 			return vVoid, f.errorf("no method %s on %s", callee.S, obj.describe())
 		}
-		fn = m
+		m := method{recv: obj, name: callee.S}
+		return f.r.callMethod(f, &m, args)
 	default:
 		v, err := f.eval(callee)
 		if err != nil {

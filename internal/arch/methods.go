@@ -10,17 +10,25 @@ import (
 
 // methodOf returns obj.name as a callable, if the receiver has it.
 func (r *Run) methodOf(obj Val, name string) (Val, bool) {
-	bound := func() (Val, bool) { return Val{K: KFunc, P: &method{recv: obj, name: name}}, true }
+	if !r.hasMethod(obj, name) {
+		return vVoid, false
+	}
+	return Val{K: KFunc, P: &method{recv: obj, name: name}}, true
+}
+
+// hasMethod reports whether the receiver has a method name.
+func (r *Run) hasMethod(obj Val, name string) bool {
+	bound := func() bool { return true }
 	switch obj.K {
 	case KObj:
 		o := obj.P.(*Object)
 		switch {
 		case o == r.model:
-			if modelMethods[name] || r.prog(name) != nil || r.prog("llama_model_base::"+name) != nil {
+			if modelMethods[name] || r.modelProgram(name) != nil {
 				return bound()
 			}
 		case o.class == "llama_hparams":
-			if r.prog("llama_hparams::"+name) != nil {
+			if r.hparamsProgram(name) != nil {
 				return bound()
 			}
 		case o.class == "llama_model_loader":
@@ -52,7 +60,29 @@ func (r *Run) methodOf(obj Val, name string) (Val, bool) {
 			return bound()
 		}
 	}
-	return vVoid, false
+	return false
+}
+
+// modelProgram is the program of a llama_model_base method, nil if none.
+func (r *Run) modelProgram(name string) *Program {
+	p, ok := r.progCache[name]
+	if !ok {
+		if p = r.prog(name); p == nil {
+			p = r.prog("llama_model_base::" + name)
+		}
+		r.progCache[name] = p
+	}
+	return p
+}
+
+// hparamsProgram is the program of a llama_hparams method, nil if none.
+func (r *Run) hparamsProgram(name string) *Program {
+	p, ok := r.hpCache[name]
+	if !ok {
+		p = r.prog("llama_hparams::" + name)
+		r.hpCache[name] = p
+	}
+	return p
 }
 
 var loaderMethods = map[string]bool{"get_key": true, "get_key_or_arr": true, "get_arr": true, "get_arr_n": true,
@@ -92,13 +122,9 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 				}
 				return r.invoke(f, p, recv, args)
 			}
-			p := r.prog(m.name)
-			if p == nil {
-				p = r.prog("llama_model_base::" + m.name)
-			}
-			return r.invoke(f, p, recv, args)
+			return r.invoke(f, r.modelProgram(m.name), recv, args)
 		case o.class == "llama_hparams":
-			return r.invoke(f, r.prog("llama_hparams::"+m.name), recv, args)
+			return r.invoke(f, r.hparamsProgram(m.name), recv, args)
 		case o.class == "llama_model_loader":
 			return r.loaderCall(f, m.name, args)
 		case o.class == "llama_vocab":

@@ -73,8 +73,215 @@ func lookupProgram(name string) (*Program, error) {
 		progs.err[name] = err
 		return nil, err
 	}
+	resolveGlobals(p)
+	resolveLocals(p)
 	progs.decoded[name] = p
 	return p, nil
+}
+
+// local is an identifier's variable, found statically: up scopes out
+// from the one where the identifier is evaluated, at index idx.
+type local struct {
+	up, idx int
+	name    string
+}
+
+// member marks an identifier that is no variable of its program (a
+// member of this, or a global).
+type member struct{}
+
+// resolveLocals binds every identifier that names a variable to its
+// scope and slot, by walking the program as exec runs it: the same
+// scopes, opened at the same statements, declaring in the same order.
+// Evaluation checks the binding (the slot's name) and looks the name up
+// the slow way if it ever differs.
+func resolveLocals(p *Program) {
+	r := &resolver{}
+	r.push()
+	for _, d := range p.Params.Kids {
+		if d.S != "" {
+			r.define(d.S)
+		}
+	}
+	r.stmt(p.Body)
+}
+
+type resolver struct {
+	scopes [][]string
+}
+
+func (r *resolver) push() { r.scopes = append(r.scopes, nil) }
+func (r *resolver) pop()  { r.scopes = r.scopes[:len(r.scopes)-1] }
+func (r *resolver) define(name string) {
+	r.scopes[len(r.scopes)-1] = append(r.scopes[len(r.scopes)-1], name)
+}
+
+func (r *resolver) ident(n *ast.Node) {
+	if n.Res != nil {
+		return // a global
+	}
+	for up := 0; up < len(r.scopes); up++ {
+		sc := r.scopes[len(r.scopes)-1-up]
+		for i := len(sc) - 1; i >= 0; i-- {
+			if sc[i] == n.S {
+				n.Res = local{up, i, n.S}
+				return
+			}
+		}
+	}
+	n.Res = member{}
+}
+
+func (r *resolver) stmt(n *ast.Node) {
+	if n == nil {
+		return
+	}
+	_, scopedStmt := n.Res.(scoped)
+	switch n.Op {
+	case ast.OpBlock:
+		if scopedStmt {
+			r.push()
+			defer r.pop()
+		}
+		for _, k := range n.Kids {
+			r.stmt(k)
+		}
+	case ast.OpExpr, ast.OpReturn, ast.OpThrow:
+		for _, k := range n.Kids {
+			r.expr(k)
+		}
+	case ast.OpDecl:
+		for _, k := range n.Kids {
+			r.expr(k)
+		}
+		r.define(n.S)
+	case ast.OpIf:
+		if scopedStmt {
+			r.push()
+			defer r.pop()
+		}
+		r.stmt(n.Kids[0])
+		r.expr(n.Kids[1])
+		r.stmt(n.Kids[2])
+		r.stmt(n.Kids[3])
+	case ast.OpFor:
+		if scopedStmt {
+			r.push()
+			defer r.pop()
+		}
+		r.stmt(n.Kids[0])
+		r.expr(n.Kids[1])
+		r.stmt(n.Kids[3])
+		r.expr(n.Kids[2])
+	case ast.OpRange:
+		r.expr(n.Kids[0])
+		r.push()
+		r.define(n.S)
+		r.stmt(n.Kids[1])
+		r.pop()
+	case ast.OpSwitch:
+		r.expr(n.Kids[0])
+		for _, c := range n.Kids[1:] {
+			r.expr(c.Kids[0])
+		}
+		if scopedStmt {
+			r.push()
+			defer r.pop()
+		}
+		for _, c := range n.Kids[1:] {
+			for _, s := range c.Kids[1:] {
+				r.stmt(s)
+			}
+		}
+	case ast.OpTry:
+		r.stmt(n.Kids[0])
+		r.stmt(n.Kids[1])
+	}
+}
+
+func (r *resolver) expr(n *ast.Node) {
+	if n == nil {
+		return
+	}
+	switch n.Op {
+	case ast.OpIdent:
+		r.ident(n)
+	case ast.OpLambda:
+		// the body runs in a scope of its parameters, inside the scopes
+		// the lambda was made in
+		saved := r.scopes
+		r.scopes = append(append([][]string(nil), r.scopes...), nil)
+		for _, d := range n.Kids[0].Kids {
+			for _, k := range d.Kids {
+				r.expr(k)
+			}
+			if d.S != "" {
+				r.define(d.S)
+			}
+		}
+		r.stmt(n.Kids[1])
+		r.scopes = saved
+	default:
+		for _, k := range n.Kids {
+			r.expr(k)
+		}
+	}
+}
+
+// resolveGlobals binds the identifiers of a program that name a constant
+// of the tables (and no variable of the program) to its value, once.
+func resolveGlobals(p *Program) {
+	declared := map[string]bool{}
+	var walk func(n *ast.Node, f func(*ast.Node))
+	walk = func(n *ast.Node, f func(*ast.Node)) {
+		if n == nil {
+			return
+		}
+		f(n)
+		for _, k := range n.Kids {
+			walk(k, f)
+		}
+	}
+	collect := func(n *ast.Node) {
+		if n.Op == ast.OpDecl || n.Op == ast.OpRange {
+			declared[n.S] = true
+		}
+	}
+	walk(p.Params, collect)
+	walk(p.Body, collect)
+	walk(p.Body, func(n *ast.Node) {
+		switch n.Op {
+		case ast.OpIdent:
+			if !declared[n.S] {
+				if v, ok := staticGlobal(n.S); ok {
+					n.Res = v
+				}
+			}
+		case ast.OpBlock, ast.OpSwitch:
+			// a block opens a scope only if it declares something
+			for _, k := range n.Kids {
+				if k != nil && (k.Op == ast.OpDecl || k.Op == ast.OpCase && declares(k)) {
+					n.Res = scoped{}
+				}
+			}
+		case ast.OpIf, ast.OpFor:
+			if n.Kids[0] != nil {
+				n.Res = scoped{}
+			}
+		}
+	})
+}
+
+// scoped marks a statement that opens a scope for its declarations.
+type scoped struct{}
+
+func declares(c *ast.Node) bool {
+	for _, k := range c.Kids[1:] {
+		if k != nil && k.Op == ast.OpDecl {
+			return true
+		}
+	}
+	return false
 }
 
 func decodeProgram(s string) (*Program, error) {

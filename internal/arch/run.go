@@ -46,7 +46,8 @@ type Creation struct {
 	Lazy   bool // TENSOR_READ_LAZY: a candidate for reading on demand
 }
 
-// Placer places the tensors a replay creates.
+// Placer places the tensors a replay creates. The Creation is valid
+// during the call only.
 type Placer interface {
 	Place(c *Creation) error
 }
@@ -83,10 +84,13 @@ type Run struct {
 	maxLayers int64
 	nCreated  int
 	created   map[string]bool // file tensors created (not as duplicates)
-	tnCache   map[tnKey]string
 
 	extraKV      map[string]gguf.Value   // keys SupplyKey gave
 	extraWeights map[string]*gguf.Weight // tensors SupplyTensor gave
+
+	progCache map[string]*Program // llama_model_base methods by name
+	hpCache   map[string]*Program // llama_hparams methods by name
+	creation  Creation            // the one passed to the placer
 }
 
 // stepLimit bounds a replay's statements: programs of the pin run a few
@@ -149,8 +153,9 @@ func LoadGeneric(m *gguf.Model) (*Run, error) {
 func (r *Run) Exact() bool { return r.entry.Tensors != "" }
 
 func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
-	r := &Run{gm: m, Arch: name, entry: e, opts: opts, tnCache: map[tnKey]string{},
-		extraKV: map[string]gguf.Value{}, extraWeights: map[string]*gguf.Weight{}}
+	r := &Run{gm: m, Arch: name, entry: e, opts: opts,
+		extraKV: map[string]gguf.Value{}, extraWeights: map[string]*gguf.Weight{},
+		progCache: map[string]*Program{}, hpCache: map[string]*Program{}}
 	// std::array<..., LLAMA_MAX_LAYERS> holds every layer; ggload lets a
 	// model with more layers than the pin's 512 be planned, so the arrays
 	// grow with it (see LayerLimit)
@@ -219,9 +224,7 @@ func (r *Run) CreateTensors(p Placer) error {
 	if err != nil {
 		return err
 	}
-	f := &frame{r: r, fn: prog.Name, this: Val{K: KObj, P: r.model}, sc: &scope{}}
-	f.sc.define("ml", &Cell{V: r.ml})
-	if _, err := f.exec(prog.Body); err != nil {
+	if _, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
 		return err
 	}
 	n := len(r.gm.Weights) + len(r.extraWeights)
@@ -328,6 +331,14 @@ func (r *Run) invokeClosure(caller *frame, c *closure, args []*ast.Node) (Val, e
 
 // global resolves a constant name.
 func (r *Run) global(name string) (Val, bool) {
+	if name == "LLAMA_MAX_LAYERS" {
+		return vInt(r.maxLayers, ast.TI32), true
+	}
+	return staticGlobal(name)
+}
+
+// staticGlobal resolves a constant whose value depends on no model.
+func staticGlobal(name string) (Val, bool) {
 	name = strings.TrimPrefix(name, "llama_model_loader::")
 	switch name {
 	case "true":
@@ -339,10 +350,10 @@ func (r *Run) global(name string) (Val, bool) {
 	case "INFINITY":
 		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
 	case "LLAMA_MAX_LAYERS":
-		return vInt(r.maxLayers, ast.TI32), true
+		return vVoid, false // the model's (see Load)
 	}
 	if _, ok := tensorNames[name]; ok {
-		return Val{K: KEnum, S: name, I: famTensor}, true
+		return Val{K: KEnum, S: name, I: famTensor, P: templateOfKind(name)}, true
 	}
 	if _, ok := tensorInfos[name]; ok {
 		return Val{K: KEnum, S: name, I: famTensor}, true

@@ -407,6 +407,7 @@ func same(a, b Val) bool {
 type Object struct {
 	class  string
 	fields map[string]*Cell
+	slab   []Cell // cells for new members, allocated a few at a time
 }
 
 func newObject(class string) *Object { return &Object{class: class, fields: map[string]*Cell{}} }
@@ -428,7 +429,15 @@ func (o *Object) clone() *Object {
 func (o *Object) field(name string) *Cell {
 	c, ok := o.fields[name]
 	if !ok {
-		c = &Cell{V: vNull}
+		if len(o.slab) == 0 {
+			o.slab = make([]Cell, 16)
+		}
+		c = &o.slab[0]
+		o.slab = o.slab[1:]
+		c.V = vNull
+		if st, ok := layerStructs[name]; ok && o.class == "llama_layer" {
+			c.V = Val{K: KObj, P: newStructObject(st)}
+		}
 		o.fields[name] = c
 	}
 	return c
@@ -535,15 +544,13 @@ func eqVals(a, b Val) bool {
 	return same(a, b)
 }
 
-// newStructObject makes a struct of llama.cpp's model: its struct-typed
-// members (llama_layer's nextn, posnet, ...) exist from the start, as
-// they are members by value.
+// newStructObject makes a struct of llama.cpp's model. Its struct-typed
+// members (llama_layer's nextn, posnet, ...) are members by value: they
+// come into being on first use (see field).
 func newStructObject(class string) *Object {
 	o := newObject(class)
 	if class == "llama_layer" {
-		for name, st := range layerStructs {
-			o.fields[name] = &Cell{V: Val{K: KObj, P: newObject(st)}}
-		}
+		o.fields = make(map[string]*Cell, 64)
 	}
 	return o
 }

@@ -89,7 +89,7 @@ func Open(rt *ggml.Runtime) (*Lib, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w %s (the prebuilt packages carry it: scripts/fetch-native.sh)", ErrMissing, rt.Location().Dir)
 	}
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := bindings.OpenLibrary(path)
 	if err != nil {
 		return nil, fmt.Errorf("llama: open %s: %w", path, err)
 	}
@@ -100,7 +100,7 @@ func Open(rt *ggml.Runtime) (*Lib, error) {
 		if name == "" {
 			continue
 		}
-		sym, err := purego.Dlsym(h, name)
+		sym, err := bindings.LookupSymbol(h, name)
 		if err != nil {
 			return nil, fmt.Errorf("llama: %s lacks %s: %w", path, name, err)
 		}

@@ -34,6 +34,8 @@ type ArchModel struct {
 	Vocab   *gguf.File   // the tokenizer's source
 	Log     []string     // what each step added
 	Fixes   map[string]bool
+
+	index map[string]int // Tensors by name
 }
 
 // ArchTensor is one tensor of an ArchModel.
@@ -298,6 +300,10 @@ func (m *ArchModel) dropUncreated(created map[string]bool) bool {
 	}
 	dropped := len(kept) < len(m.Tensors)
 	m.Tensors = kept
+	m.index = map[string]int{}
+	for i, t := range m.Tensors {
+		m.index[t.Name] = i
+	}
 	return dropped
 }
 
@@ -492,16 +498,18 @@ func (m *ArchModel) addTensor(n *arch.Need) bool {
 		}
 	}
 	t := ArchTensor{Name: n.Tensor, Type: tensorType(n.Op, shape), Shape: shape}
-	for i := range m.Tensors {
-		if m.Tensors[i].Name == n.Tensor {
-			if fmt.Sprint(m.Tensors[i].Shape) == fmt.Sprint(shape) {
-				return false
-			}
-			m.Tensors[i] = t
-			m.Log = append(m.Log, fmt.Sprintf("reshape %s %v", n.Tensor, shape))
-			return true
-		}
+	if m.index == nil {
+		m.index = map[string]int{}
 	}
+	if i, ok := m.index[n.Tensor]; ok {
+		if fmt.Sprint(m.Tensors[i].Shape) == fmt.Sprint(shape) {
+			return false
+		}
+		m.Tensors[i] = t
+		m.Log = append(m.Log, fmt.Sprintf("reshape %s %v", n.Tensor, shape))
+		return true
+	}
+	m.index[n.Tensor] = len(m.Tensors)
 	m.Tensors = append(m.Tensors, t)
 	return true
 }
@@ -640,4 +648,30 @@ func mustArray(elems any) gguf.Value {
 		panic(err)
 	}
 	return v
+}
+
+// Vocab is a vocab file in memory with n tokens, for models that llama.cpp
+// does not load (benchmarks of the planner).
+func Vocab(n int) (*gguf.File, error) {
+	w := gguf.NewWriter()
+	toks := make([]string, n)
+	for i := range toks {
+		toks[i] = "t" + strconv.Itoa(i)
+	}
+	v, err := gguf.Array(toks)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Set("tokenizer.ggml.model", gguf.String("llama")); err != nil {
+		return nil, err
+	}
+	if err := w.Set("tokenizer.ggml.tokens", v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	size, err := w.WriteMetadata(&buf)
+	if err != nil {
+		return nil, err
+	}
+	return gguf.NewReader(bytes.NewReader(buf.Bytes()), size)
 }

@@ -136,7 +136,12 @@ func run(dir, out, pin string) error {
 		return err
 	}
 	blk = withLocals(lt.body, blk)
-	if err := g.add(&function{name: "llama_model_base::create_tensors", file: lt.file, line: line, body: blk}); err != nil {
+	// the block runs inside load_tensors(llama_model_loader & ml)
+	mlParam, err := lex("llama_model_loader & ml", line)
+	if err != nil {
+		return err
+	}
+	if err := g.add(&function{name: "llama_model_base::create_tensors", file: lt.file, line: line, params: mlParam[:len(mlParam)-1], body: blk}); err != nil {
 		return err
 	}
 	hp, err := s.read("src/llama-hparams.cpp")
