@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -399,5 +400,80 @@ func TestArchitectureReportsDiffer(t *testing.T) {
 		if len(diffReports(ours, theirs)) == 0 {
 			t.Errorf("%s changed: no difference found", tc.name)
 		}
+	}
+}
+
+// A file from a later llama.cpp (an architecture the pin does not know)
+// is placed by tensor names: for architectures whose tensors the names
+// say enough about, that is llama.cpp's own placement, tied output (the
+// token embedding used again as the output) and rope tensors used by
+// every layer included.
+func TestGenericPathMatchesLlamaCpp(t *testing.T) {
+	rt := testenv.Runtime(t)
+	gpu := testenv.Vulkan(t).Name()
+	l := openLlama(t, rt)
+	src := testenv.SourceTree(t)
+	vf, err := gguf.Open(filepath.Join(src, "models", "ggml-vocab-llama-spm.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vf.Close()
+	// llama and bloom synthesize without output.weight: both tie it
+	for _, a := range []string{"llama", "bloom", "qwen3", "gemma2", "stablelm"} {
+		t.Run(a, func(t *testing.T) {
+			am, err := synth.NewArchModel(a, vf, synth.ArchOptions{Layers: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			orig := filepath.Join(dir, a+".gguf")
+			if err := am.WriteFile(orig); err != nil {
+				t.Fatal(err)
+			}
+			// the same model under a name llama.cpp does not know
+			renamed := *am
+			renamed.KV = nil
+			for _, kv := range am.KV {
+				switch {
+				case kv.Key == "general.architecture":
+					kv.Value = gguf.String("later-" + a)
+				case strings.HasPrefix(kv.Key, a+"."):
+					kv.Key = "later-" + kv.Key
+				}
+				renamed.KV = append(renamed.KV, kv)
+			}
+			later := filepath.Join(dir, "later.gguf")
+			if err := renamed.WriteFile(later); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range archConfigs[:4] {
+				params := place.DefaultParams()
+				params.MapRanges = place.MapSpan
+				c.params(&params, gpu)
+				m := testenv.OpenModel(t, later)
+				plan, err := place.New(rt, m, params)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if plan.Exact {
+					t.Fatalf("%s: later-%s placed as a known architecture", c.name, a)
+				}
+				lm, lines, err := l.LoadModel(llamaLoad(t, rt, orig, params))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ours, theirs := ourReport(plan), llamaReport(rt, lm, lines)
+				lm.Free()
+				// the generic path creates in file order, not in the
+				// architecture's: the first moved tensor it names can
+				// differ, and the override lines come in another order
+				ours.moved, theirs.moved = "", ""
+				slices.Sort(ours.overrides)
+				slices.Sort(theirs.overrides)
+				for _, d := range diffReports(ours, theirs) {
+					t.Errorf("%s: %s", c.name, d)
+				}
+			}
+		})
 	}
 }
