@@ -8,8 +8,41 @@
 // llama.cpp has one), compared, encoded as JSON and tested. Package loader
 // carries it out.
 //
-// What llama.cpp decides inside each architecture's tensor creation is
-// reproduced from a table (archSpecs) for the architectures it lists;
-// tensor kinds (input, output or repeating layer, and the op a weight is
-// used with) come from llama.cpp's tensor info table (tensorKinds).
+// # Architectures
+//
+// Which tensors a model has, in which order llama.cpp creates them, in
+// which layer, with which op, duplicated (a tied output, a rope tensor
+// every layer uses), skipped (multi-token-prediction blocks) or read on
+// demand, and under which hyperparameter branches (dense or MoE layers,
+// leading dense blocks, shared experts, sliding-window and recurrent
+// layers, encoder and decoder parts) is decided by each architecture's
+// own code in llama.cpp: its load_arch_hparams and load_arch_tensors, and
+// the functions they share. ggload replays that code. internal/arch holds
+// it as generated data (programs.sx: the functions, as a small C++ subset;
+// tables_gen.go: architecture names and classes, metadata keys, tensor
+// names and infos, enum constants, llama_hparams's members) and evaluates
+// it on the model's metadata; Plan.Exact says the model was placed this
+// way. Every architecture the pin loads is covered, and the
+// TestArchitectures conformance test compares each with llama.cpp itself.
+//
+// A later llama.cpp's architecture is added by a mechanical step:
+//
+//  1. Pin the new release (native/pin.env).
+//  2. Run scripts/gen-archs.sh: it unpacks the pinned source and
+//     regenerates internal/arch/programs.sx and tables_gen.go from it.
+//  3. If the generator stops on a construct its C++ parser or the
+//     evaluator does not know (it names the function and line), teach
+//     internal/arch/gen or the evaluator that construct; never edit the
+//     generated files.
+//  4. Run the tests: TestGeneratedFromThePin checks the committed files
+//     are the generator's, and TestArchitectures synthesizes a model of
+//     every architecture and compares ggload's placement with llama.cpp's.
+//
+// A model whose architecture the pin does not know (a file from a later
+// llama.cpp) takes the generic path: its shared hyperparameters are read as
+// llama.cpp reads every model's, and each file tensor is placed by its
+// name alone (its kind from llama.cpp's tensor table, its layer from the
+// name), with the token embedding used again as the output when the model
+// has none, and a rope tensor without a layer number used by every layer.
+// The plan says so, and a tensor name the table does not know is an error.
 package place
