@@ -57,11 +57,58 @@ const (
 	ctlReturn
 )
 
-// scope is one block's local variables.
+// scope is one block's local variables. The first few live in the scope
+// itself, so that a block's declarations allocate nothing more.
 type scope struct {
 	names  []string
 	cells  []*Cell
 	parent *scope
+
+	namesBuf [4]string
+	cellsBuf [4]*Cell
+	store    [4]Cell
+	nStore   int
+	captured bool // a lambda holds it: never reused
+}
+
+// newScope takes a scope from the run's free list, or makes one.
+func (r *Run) newScope(parent *scope) *scope {
+	var s *scope
+	if n := len(r.freeScopes); n > 0 {
+		s = r.freeScopes[n-1]
+		r.freeScopes = r.freeScopes[:n-1]
+	} else {
+		s = &scope{}
+	}
+	s.parent = parent
+	s.names, s.cells = s.namesBuf[:0], s.cellsBuf[:0]
+	return s
+}
+
+// release returns a scope nothing can reach any more to the free list.
+func (r *Run) release(s *scope) {
+	if s.captured {
+		return
+	}
+	for i := 0; i < s.nStore; i++ {
+		s.store[i] = Cell{}
+	}
+	s.nStore = 0
+	clear(s.namesBuf[:])
+	clear(s.cellsBuf[:])
+	s.parent = nil
+	r.freeScopes = append(r.freeScopes, s)
+}
+
+// cell returns storage for a new variable of type t.
+func (s *scope) cell(t ast.Type) *Cell {
+	if s.nStore < len(s.store) {
+		c := &s.store[s.nStore]
+		s.nStore++
+		*c = Cell{T: t}
+		return c
+	}
+	return &Cell{T: t}
 }
 
 func (s *scope) lookup(name string) *Cell {
@@ -122,8 +169,12 @@ func (f *frame) arithError(err error) error {
 	return f.errorf("%v", err)
 }
 
-func (f *frame) push() { f.sc = &scope{parent: f.sc} }
-func (f *frame) pop()  { f.sc = f.sc.parent }
+func (f *frame) push() { f.sc = f.r.newScope(f.sc) }
+func (f *frame) pop() {
+	s := f.sc
+	f.sc = s.parent
+	f.r.release(s)
+}
 
 // exec runs one statement.
 func (f *frame) exec(n *ast.Node) (ctl, error) {
@@ -233,7 +284,7 @@ func (f *frame) exec(n *ast.Node) (ctl, error) {
 		}
 		for _, it := range items {
 			f.push()
-			c := &Cell{T: n.T}
+			c := f.sc.cell(n.T)
 			if n.T == ast.TRef {
 				c.T = ast.TAuto
 			}
@@ -361,7 +412,7 @@ func (f *frame) declare(n *ast.Node) error {
 		f.sc.define(n.S, c)
 		return nil
 	}
-	c := &Cell{T: n.T}
+	c := f.sc.cell(n.T)
 	if n.T == ast.TObj {
 		v, err := f.r.container(n.C)
 		if err != nil {
@@ -597,6 +648,9 @@ func (f *frame) eval(n *ast.Node) (Val, error) {
 		}
 		return Val{K: KArr, P: a}, nil
 	case ast.OpLambda:
+		for s := f.sc; s != nil && !s.captured; s = s.parent {
+			s.captured = true
+		}
 		return Val{K: KFunc, P: &closure{params: n.Kids[0], body: n.Kids[1], sc: f.sc, this: f.this, fn: f.fn}}, nil
 	}
 	return vVoid, f.errorf("expression %s", n.Op)
@@ -885,7 +939,7 @@ func bindParams(caller, callee *frame, params *ast.Node, args []*ast.Node) error
 			if err != nil {
 				return err
 			}
-			c = &Cell{T: p.T}
+			c = callee.sc.cell(p.T)
 			if p.T == ast.TObj {
 				c.T = ast.TAuto
 			}
@@ -897,7 +951,7 @@ func bindParams(caller, callee *frame, params *ast.Node, args []*ast.Node) error
 			if err != nil {
 				return err
 			}
-			c = &Cell{T: p.T}
+			c = callee.sc.cell(p.T)
 			if err := c.set(v); err != nil {
 				return err
 			}

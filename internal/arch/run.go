@@ -88,6 +88,8 @@ type Run struct {
 	extraKV      map[string]gguf.Value   // keys SupplyKey gave
 	extraWeights map[string]*gguf.Weight // tensors SupplyTensor gave
 
+	freeScopes []*scope // scopes no frame uses any more
+
 	progCache map[string]*Program // llama_model_base methods by name
 	hpCache   map[string]*Program // llama_hparams methods by name
 	creation  Creation            // the one passed to the placer
@@ -219,7 +221,7 @@ func (r *Run) CreateTensors(p Placer) error {
 	}
 	r.placer = p
 	r.nCreated = 0
-	r.created = map[string]bool{}
+	r.created = make(map[string]bool, len(r.gm.Weights))
 	prog, err := r.program("llama_model_base::create_tensors")
 	if err != nil {
 		return err
@@ -276,9 +278,10 @@ func (r *Run) prog(name string) *Program {
 
 // call runs a program with evaluated arguments.
 func (r *Run) call(p *Program, this Val, args []Val) (Val, error) {
-	f := &frame{r: r, fn: p.Name, this: this, sc: &scope{}}
+	f := &frame{r: r, fn: p.Name, this: this, sc: r.newScope(nil)}
+	defer r.release(f.sc)
 	for i, d := range p.Params.Kids {
-		c := &Cell{T: d.T}
+		c := f.sc.cell(d.T)
 		if d.T == ast.TRef || d.T == ast.TObj {
 			c.T = ast.TAuto
 		}
@@ -308,7 +311,8 @@ func (r *Run) call(p *Program, this Val, args []Val) (Val, error) {
 
 // invoke runs a program called from a frame with unevaluated arguments.
 func (r *Run) invoke(caller *frame, p *Program, this Val, args []*ast.Node) (Val, error) {
-	f := &frame{r: r, fn: p.Name, this: this, sc: &scope{}}
+	f := &frame{r: r, fn: p.Name, this: this, sc: r.newScope(nil)}
+	defer r.release(f.sc)
 	if err := bindParams(caller, f, p.Params, args); err != nil {
 		return vVoid, err
 	}
@@ -319,7 +323,8 @@ func (r *Run) invoke(caller *frame, p *Program, this Val, args []*ast.Node) (Val
 }
 
 func (r *Run) invokeClosure(caller *frame, c *closure, args []*ast.Node) (Val, error) {
-	f := &frame{r: r, fn: c.fn, this: c.this, sc: &scope{parent: c.sc}}
+	f := &frame{r: r, fn: c.fn, this: c.this, sc: r.newScope(c.sc)}
+	defer r.release(f.sc)
 	if err := bindParams(caller, f, c.params, args); err != nil {
 		return vVoid, err
 	}
