@@ -31,7 +31,8 @@ type Options struct {
 	// Readers is how many goroutines read into host buffers at once
 	// (0: chosen for this machine; 1: sequential).
 	Readers int
-	// ChunkSize is the size of one parallel read (0: 8 MiB).
+	// ChunkSize is the size of one parallel read, and the most bytes a
+	// tensor moves between two progress reports (0: 8 MiB).
 	ChunkSize int64
 	// StagingSlots and StagingSize shape the pinned staging ring for device
 	// uploads (0: 4 slots of 1 MiB, or of 64 MiB + 2·alignment under direct
@@ -584,22 +585,14 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 			return nil
 		}
 		t.pl.Path = PathFromMap
-		if err := l.fill(t, mapSource{mp, mdl.files[w.File]}); err != nil {
-			return err
-		}
-		l.addDone(PathFromMap, n)
-		return nil
+		return l.fill(t, mapSource{mp, mdl.files[w.File]})
 	}
 	f := mdl.files[w.File]
 	if t.pl.Buffer != nil && t.pl.Buffer.Buffer.IsHost() {
 		t.pl.Path = PathRead
 		return readers.submit(t, f)
 	}
-	if err := l.fill(t, f); err != nil {
-		return err
-	}
-	l.addDone(t.pl.Path, n)
-	return nil
+	return l.fill(t, f)
 }
 
 // fill moves a tensor that is not zero copy from src into its buffer. Into
@@ -609,7 +602,8 @@ func (l *load) loadOne(t task, readers *readerPool) error {
 // where the buffer type transforms what it is given (CPU_REPACK and other
 // extra or split buffer types) or the device is an RPC server (whose file
 // cache recognises tensors by the hash of the whole). Paths other than
-// from-mapping are set here.
+// from-mapping are set here. The bytes count as done piece by piece, with
+// a progress report after each: a large tensor moves the progress inside.
 func (l *load) fill(t task, src source) error {
 	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
 	if b == nil {
@@ -620,7 +614,7 @@ func (l *load) fill(t task, src source) error {
 			return nil
 		}
 		dst := unsafe.Slice((*byte)(t.pl.Tensor.Data()), w.Size)
-		if err := src.readAt(dst, w.Offset); err != nil {
+		if err := l.readReporting(t.pl.Path, src, dst, w.Offset); err != nil {
 			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
 		}
 		if l.o.CheckTensors {
@@ -661,6 +655,31 @@ func setsWhole(b *LoadedBuffer) bool {
 	return b.Device.IsRPC() || b.BufferType != b.Device.BufferType()
 }
 
+// piece is the most bytes of one tensor moved between two progress reports.
+func (l *load) piece() int64 {
+	if l.o.ChunkSize > 0 {
+		return l.o.ChunkSize
+	}
+	return 8 << 20
+}
+
+// readReporting fills dst from src at off in pieces, each counted as done
+// (by path) and followed by a progress report.
+func (l *load) readReporting(path Path, src source, dst []byte, off int64) error {
+	piece := l.piece()
+	for pos := int64(0); pos < int64(len(dst)); pos += piece {
+		n := min(piece, int64(len(dst))-pos)
+		if err := src.readAt(dst[pos:pos+n], off+pos); err != nil {
+			return err
+		}
+		l.addDone(path, uint64(n))
+		if err := l.progress(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (l *load) addDone(path Path, n uint64) {
 	l.done.Add(n)
 	l.model.statsMu.Lock()
@@ -685,8 +704,9 @@ func deviceErr(b *LoadedBuffer, tensor string) error {
 }
 
 // setFrom reads a tensor from src into the bounce buffer, memory the load
-// owns, and sets it from there: in pieces of whole rows (at most 16 MiB),
-// or whole.
+// owns, and sets it from there: in pieces of whole rows (at most 16 MiB,
+// and at most a progress piece where rows allow), each counted as done once
+// set; or whole, counted as done as it is read.
 func (l *load) setFrom(t task, src source, whole bool) error {
 	tp, w := t.pl.Plan, t.w
 	chunk := w.Size
@@ -695,7 +715,7 @@ func (l *load) setFrom(t task, src source, whole bool) error {
 		if err != nil || row <= 0 {
 			row = 1
 		}
-		chunk = min(max(int64(16<<20)/row, 1)*row, w.Size)
+		chunk = min(max(min(int64(16<<20), l.piece())/row, 1)*row, w.Size)
 	}
 	if chunk == 0 {
 		return nil
@@ -710,7 +730,11 @@ func (l *load) setFrom(t task, src source, whole bool) error {
 			return err
 		}
 		n := min(chunk, w.Size-off)
-		if err := src.readAt(buf[:n], w.Offset+off); err != nil {
+		if whole {
+			if err := l.readReporting(t.pl.Path, src, buf[:n], w.Offset+off); err != nil {
+				return namingFile(err, src.file())
+			}
+		} else if err := src.readAt(buf[:n], w.Offset+off); err != nil {
 			return namingFile(err, src.file())
 		}
 		if l.o.CheckTensors {
@@ -719,6 +743,12 @@ func (l *load) setFrom(t task, src source, whole bool) error {
 		l.sample(t, off, buf[:n])
 		if err := t.pl.Tensor.Set(buf[:n], uint64(off)); err != nil {
 			return err
+		}
+		if !whole {
+			l.addDone(t.pl.Path, uint64(n))
+			if err := l.progress(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

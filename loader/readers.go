@@ -81,6 +81,9 @@ func (p *readerPool) submit(t task, f *modelFile) error {
 		} else {
 			p.jobs <- j
 		}
+		if err := p.l.progress(); err != nil {
+			return err
+		}
 	}
 	return p.err()
 }

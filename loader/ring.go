@@ -94,7 +94,8 @@ func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
 }
 
 // upload copies n bytes at off of src into tensor t: each piece is read
-// (or copied out of the mapping) into a pinned slot, then queued.
+// (or copied out of the mapping) into a pinned slot, then queued, and
+// counted as done with a progress report.
 func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
 	name := t.pl.Plan.Name
 	align := src.alignment()
@@ -108,7 +109,7 @@ func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
 		return fmt.Errorf("loader: staging slots of %d bytes are too small for %d-byte alignment", r.size, align)
 	}
 	for pos := alignedOff; pos < readEnd; {
-		if err := l.canceled(); err != nil {
+		if err := l.progress(); err != nil {
 			return err
 		}
 		slot := r.next
@@ -139,6 +140,7 @@ func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
 			}
 			r.events[slot].Record(r.backend)
 			r.recorded[slot] = true
+			l.addDone(t.pl.Path, uint64(hi-lo))
 		}
 		pos += readSize
 		r.next = (slot + 1) % len(r.slots)
