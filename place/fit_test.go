@@ -1,6 +1,7 @@
 package place_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,16 +11,25 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// Fit on Vulkan0 with a reserve that leaves room for only part of the
-// model: the largest -ngl that fits is chosen, and one more layer would not
-// fit.
-func TestFitDense(t *testing.T) {
-	rt := testenv.Runtime(t)
-	vk := testenv.Vulkan(t)
-	m := writeModel(t, rt, synth.Spec{Layers: 10, Embd: 512, FF: 1024, Heads: 4, Vocab: 1024, Weights: ggml.TypeQ8_0})
+var fitDense = synth.Spec{Layers: 10, Embd: 512, FF: 1024, Heads: 4, Vocab: 1024, Weights: ggml.TypeQ8_0}
+
+// vkParams places on Vulkan0 alone, reading the file (so that every
+// weight of an offloaded layer is in Vulkan0's memory).
+func vkParams() place.Params {
 	params := place.DefaultParams()
 	params.Devices = []string{"Vulkan0"}
 	params.LoadMode = place.LoadNone
+	return params
+}
+
+// Fit on Vulkan0 with a target that leaves room for only part of the
+// model: the largest -ngl that fits is chosen, one more layer would not
+// fit, and only n_gpu_layers changed.
+func TestFitDense(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	m := writeModel(t, rt, fitDense)
+	params := vkParams()
 	all, err := place.New(rt, m, params)
 	if err != nil {
 		t.Fatal(err)
@@ -27,63 +37,154 @@ func TestFitDense(t *testing.T) {
 	need := vkUse(all, vk)
 	free, _ := vk.Memory()
 	// leave room for about 60% of the full offload
-	reserve := free - need*6/10
-	res, err := place.Fit(rt, m, params, reserve)
+	target := free - need*6/10
+	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	why := strings.Join(res.Reasoning, "\n")
 	ngl := res.Plan.Params.NGPULayers
-	if ngl <= 0 || ngl >= 11 || vkUse(res.Plan, vk) > free-reserve {
-		t.Fatalf("chose -ngl %d using %d of %d: %s", ngl, vkUse(res.Plan, vk), free-reserve, strings.Join(res.Reasoning, "\n"))
+	if res.Status != place.FitAdjusted || ngl <= 0 || ngl >= 11 || vkUse(res.Plan, vk) > free-target {
+		t.Fatalf("%s: chose -ngl %d using %d of %d:\n%s", res.Status, ngl, vkUse(res.Plan, vk), free-target, why)
+	}
+	if len(res.Changed) != 1 || res.Changed[0] != "n_gpu_layers" || len(res.Plan.Params.Overrides) != 0 {
+		t.Fatalf("changed %v, overrides %v", res.Changed, res.Plan.Params.Overrides)
+	}
+	if res.Plan.LoadMode != place.LoadNone || len(res.Devices) != 1 || res.Devices[0].Before != need || res.Devices[0].After != vkUse(res.Plan, vk) {
+		t.Fatalf("devices %+v, load mode %s", res.Devices, res.Plan.LoadMode)
 	}
 	params.NGPULayers = ngl + 1
 	more, err := place.New(rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vkUse(more, vk) <= free-reserve {
-		t.Fatalf("-ngl %d would fit too", ngl+1)
+	if vkUse(more, vk) <= free-target {
+		t.Fatalf("-ngl %d would fit too:\n%s", ngl+1, why)
 	}
-	if !strings.Contains(strings.Join(res.Reasoning, "\n"), "does not fit") {
-		t.Fatalf("reasoning %q", res.Reasoning)
+	for _, want := range []string{"misses it by", "no context to shrink", "chose -ngl"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("reasoning lacks %q:\n%s", want, why)
+		}
 	}
-	// with no reserve, everything fits at once
-	res, err = place.Fit(rt, m, params, 0)
-	if err != nil || res.Plan.Params.NGPULayers != 11 || !strings.HasSuffix(res.Reasoning[0], ": fits") {
-		t.Fatalf("no reserve: %v %v", err, res.Reasoning)
+	// with no target, everything fits at once and nothing changes
+	params.NGPULayers = place.NGPULayersAuto
+	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{0}})
+	if err != nil || res.Status != place.FitUnchanged || res.Plan.Params.NGPULayers != place.NGPULayersAuto || res.Plan.GPULayers != 11 || len(res.Changed) != 0 {
+		t.Fatalf("no target: %v %+v %v", err, res, res.Reasoning)
 	}
 }
 
-// For MoE models Fit keeps every layer offloaded and moves the experts of
-// the fewest first layers to the CPU.
+// Fit changes only what the user left unset: an explicit -ngl, a tensor
+// split or a tensor override stays, and the fit says why it gave up.
+func TestFitKeepsWhatTheUserSet(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	m := writeModel(t, rt, fitDense)
+	free, _ := vk.Memory()
+	tight := place.FitOptions{Targets: []uint64{free - 1<<20}} // 1 MiB for weights: nothing fits
+	for _, c := range []struct {
+		name string
+		set  func(*place.Params)
+		why  string
+		ngl  int
+	}{
+		{"ngl", func(p *place.Params) { p.NGPULayers = 3 }, "n_gpu_layers already set by user to 3, abort", 3},
+		{"ngl-all", func(p *place.Params) { p.NGPULayers = place.NGPULayersAll }, "n_gpu_layers already set by user to -2, abort", 11},
+		{"ot", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: `ffn_down`, BufferType: "CPU"}} }, "tensor_buft_overrides already set by user, abort", 11},
+		{"cpu-moe", func(p *place.Params) { p.CPUMoE = true }, "tensor_buft_overrides already set by user, abort", 11},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			params := vkParams()
+			c.set(&params)
+			res, err := place.Fit(rt, m, params, tight)
+			if err != nil {
+				t.Fatal(err)
+			}
+			why := strings.Join(res.Reasoning, "\n")
+			if res.Status != place.FitFailed || !strings.Contains(why, c.why) || res.Plan.GPULayers != c.ngl || len(res.Changed) != 0 {
+				t.Fatalf("%s, %d layers offloaded:\n%s", res.Status, res.Plan.GPULayers, why)
+			}
+			if res.Plan.Params.NGPULayers != params.NGPULayers || len(res.Plan.Params.Overrides) != len(params.Overrides) {
+				t.Fatalf("params changed: %+v", res.Plan.Params)
+			}
+		})
+	}
+	// the same -ngl where the model fits: no change needed, -ngl kept
+	params := vkParams()
+	params.NGPULayers = 3
+	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{0}})
+	if err != nil || res.Status != place.FitUnchanged || res.Plan.GPULayers != 3 {
+		t.Fatalf("%v %s %d", err, res.Status, res.Plan.GPULayers)
+	}
+}
+
+// Without devices, fit compares the weights with the host's memory: a
+// small model needs no change.
+func TestFitNoDevices(t *testing.T) {
+	rt := testenv.Runtime(t)
+	m := writeModel(t, rt, fitDense)
+	params := place.DefaultParams()
+	params.Devices = []string{"none"}
+	res, err := place.Fit(rt, m, params, place.FitOptions{})
+	if err != nil || res.Status != place.FitUnchanged || len(res.Plan.Devices) != 0 || !strings.Contains(strings.Join(res.Reasoning, "\n"), "host memory") {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+// For a mixture-of-experts model whose dense weights fit, fit keeps every
+// layer offloaded and sends the expert weights of the layers that do not
+// fit to host memory, by overrides that name those layers.
 func TestFitMoE(t *testing.T) {
 	rt := testenv.Runtime(t)
 	vk := testenv.Vulkan(t)
 	m := writeModel(t, rt, synth.Spec{Layers: 8, Embd: 256, FF: 512, Heads: 4, Vocab: 256, Experts: 8, ExpertsUsed: 2})
-	params := place.DefaultParams()
-	params.Devices = []string{"Vulkan0"}
-	params.LoadMode = place.LoadNone
+	params := vkParams()
 	all, err := place.New(rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	free, _ := vk.Memory()
-	reserve := free - vkUse(all, vk)*7/10
-	res, err := place.Fit(rt, m, params, reserve)
+	target := free - vkUse(all, vk)*7/10
+	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	why := strings.Join(res.Reasoning, "\n")
 	p := res.Plan.Params
-	if p.NGPULayers != 9 || p.NCPUMoE <= 0 || p.NCPUMoE >= 8 {
-		t.Fatalf("chose -ngl %d --n-cpu-moe %d:\n%s", p.NGPULayers, p.NCPUMoE, strings.Join(res.Reasoning, "\n"))
+	if res.Status != place.FitAdjusted || p.NGPULayers != 9 || len(p.Overrides) == 0 || vkUse(res.Plan, vk) > free-target {
+		t.Fatalf("%s: -ngl %d, %d overrides, %d of %d:\n%s", res.Status, p.NGPULayers, len(p.Overrides), vkUse(res.Plan, vk), free-target, why)
 	}
-	for _, tp := range res.Plan.Tensors {
-		// an override to the CPU goes through the CPU list, whose first
-		// choice without mmap is Vulkan0's pinned host memory
-		onHost := tp.BufferType.IsHost() || tp.Device == rt.CPUDevice()
-		if strings.Contains(tp.Name, "_exps") && (tp.Layer < p.NCPUMoE) != onHost {
-			t.Fatalf("%s (layer %d) in %s", tp.Name, tp.Layer, tp.BufferType.Name())
+	if !strings.Contains(why, "dense weights leave") || !strings.Contains(why, "converting dense-only layers") {
+		t.Fatalf("reasoning:\n%s", why)
+	}
+	layer := regexp.MustCompile(`^blk\\\.(\d+)\\\.`)
+	var res2 []*regexp.Regexp
+	for _, o := range p.Overrides {
+		if !layer.MatchString(o.Pattern) || o.BufferType != "CPU" {
+			t.Fatalf("override %+v", o)
 		}
+		res2 = append(res2, regexp.MustCompile(o.Pattern))
+	}
+	// the expert weights an override names are off Vulkan0, the others on
+	// it (a layer that overflows keeps its attention and up weights)
+	off := 0
+	for _, tp := range res.Plan.Tensors {
+		if !strings.Contains(tp.Name, "_exps") {
+			continue
+		}
+		named := false
+		for _, re := range res2 {
+			named = named || re.MatchString(tp.Name)
+		}
+		if onVK := tp.Device == vk && !tp.BufferType.IsHost(); onVK == named {
+			t.Fatalf("%s in %s, named by an override: %v", tp.Name, tp.BufferType.Name(), named)
+		}
+		if named {
+			off++
+		}
+	}
+	if off == 0 {
+		t.Fatal("no expert weight left Vulkan0")
 	}
 }
 

@@ -54,8 +54,17 @@ const (
 	LoadDirectIO  LoadMode = 4  // read with O_DIRECT, bypassing the page cache
 )
 
+// loadModeNames are the pin's spellings (llama_load_mode_name).
 var loadModeNames = map[LoadMode]string{
-	LoadAuto: "auto", LoadNone: "none", LoadMmap: "mmap", LoadMlock: "mlock", LoadMmapMlock: "mmap-mlock", LoadDirectIO: "direct-io",
+	LoadAuto: "auto", LoadNone: "none", LoadMmap: "mmap", LoadMlock: "mlock", LoadMmapMlock: "mmap+mlock", LoadDirectIO: "dio",
+}
+
+// loadModeAliases are ggload's earlier spellings, still accepted.
+var loadModeAliases = map[string]LoadMode{"mmap-mlock": LoadMmapMlock, "direct-io": LoadDirectIO}
+
+// LoadModeNames lists the load modes as the pin spells them, in its order.
+func LoadModeNames() []string {
+	return []string{"auto", "none", "mmap", "mlock", "mmap+mlock", "dio"}
 }
 
 func (m LoadMode) String() string {
@@ -68,14 +77,18 @@ func (m LoadMode) String() string {
 // UsesMmap reports whether the mode maps the file (AUTO before resolution).
 func (m LoadMode) UsesMmap() bool { return m == LoadMmap || m == LoadMmapMlock || m == LoadAuto }
 
-// ParseLoadMode reads --load-mode's values.
+// ParseLoadMode reads -lm/--load-mode's values: the pin's (auto, none,
+// mmap, mlock, mmap+mlock, dio) and the spellings mmap-mlock and direct-io.
 func ParseLoadMode(s string) (LoadMode, error) {
 	for m, name := range loadModeNames {
 		if name == s {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("load mode %q: want auto, none, mmap, mlock, mmap-mlock or direct-io", s)
+	if m, ok := loadModeAliases[s]; ok {
+		return m, nil
+	}
+	return 0, fmt.Errorf("load mode %q: want auto, none, mmap, mlock, mmap+mlock or dio", s)
 }
 
 // LazyMode is whether large tensors that the architecture marks (per-layer
@@ -101,7 +114,7 @@ func (m LazyMode) String() string {
 	return fmt.Sprintf("LazyMode(%d)", int(m))
 }
 
-// ParseLazyMode reads --lazy's values.
+// ParseLazyMode reads -lzm/--lazy-mode's values.
 func ParseLazyMode(s string) (LazyMode, error) {
 	for m := LazyOff; m <= LazyOn; m++ {
 		if m.String() == s {
@@ -155,10 +168,33 @@ func ParseTensorSplit(s string) ([]float32, error) {
 // LLM_FFN_EXPS_REGEX), for --cpu-moe and --n-cpu-moe.
 const ExpertsPattern = `\.ffn_(up|down|gate|gate_up)_(ch|)exps`
 
+// DenseFFNPattern matches the dense FFN weights (llama.cpp's
+// LLM_FFN_DENSE_REGEX), for --n-cpu-ffn.
+const DenseFFNPattern = `\.ffn_(up|down|gate)\.`
+
+// FirstLayersOnCPU returns the overrides that keep the weights matching
+// pattern (ExpertsPattern, DenseFFNPattern) of layers 0..n-1 on the CPU,
+// as llama.cpp's --n-cpu-moe and --n-cpu-ffn add them.
+func FirstLayersOnCPU(n int, pattern string) []Override {
+	out := make([]Override, 0, max(n, 0))
+	for i := 0; i < n; i++ {
+		out = append(out, Override{Pattern: fmt.Sprintf(`blk\.%d%s`, i, pattern), BufferType: "CPU"})
+	}
+	return out
+}
+
+// NGPULayers values with a meaning of their own (llama.cpp's -ngl auto and
+// all). Plans treat both as every layer; Fit chooses the count only when
+// it is NGPULayersAuto, the default.
+const (
+	NGPULayersAuto = -1
+	NGPULayersAll  = -2
+)
+
 // Params are the placement parameters, with llama.cpp's names and
 // defaults (see DefaultParams).
 type Params struct {
-	NGPULayers    int       // layers (counting the output layer) to offload; negative: all
+	NGPULayers    int       // layers (counting the output layer) to offload; NGPULayersAuto (default) or NGPULayersAll (any value below -1): all
 	SplitMode     SplitMode // default SplitLayer
 	MainGPU       int       // the device for SplitNone (negative: none)
 	TensorSplit   []float32 // share per device; empty: by free memory
@@ -208,10 +244,11 @@ func (r MapRanges) String() string {
 	return "own"
 }
 
-// DefaultParams are llama.cpp's defaults: all layers, layer split, mmap
-// where every device supports it, extra buffer types on, lazy auto.
+// DefaultParams are llama.cpp's defaults: layers auto (all, unless Fit
+// chooses), layer split, mmap where every device supports it, extra buffer
+// types on, lazy auto.
 func DefaultParams() Params {
-	return Params{NGPULayers: -1, SplitMode: SplitLayer, LoadMode: LoadAuto, Lazy: LazyAuto, UseExtraBufts: true}
+	return Params{NGPULayers: NGPULayersAuto, SplitMode: SplitLayer, LoadMode: LoadAuto, Lazy: LazyAuto, UseExtraBufts: true}
 }
 
 // overrides returns the --cpu-moe / --n-cpu-moe overrides followed by the
@@ -221,8 +258,6 @@ func (p *Params) allOverrides() []Override {
 	if p.CPUMoE {
 		out = append(out, Override{Pattern: ExpertsPattern, BufferType: "CPU"})
 	}
-	for i := 0; i < p.NCPUMoE; i++ {
-		out = append(out, Override{Pattern: fmt.Sprintf(`blk\.%d%s`, i, ExpertsPattern), BufferType: "CPU"})
-	}
+	out = append(out, FirstLayersOnCPU(p.NCPUMoE, ExpertsPattern)...)
 	return append(out, p.Overrides...)
 }

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
 )
 
 // ReportOptions choose what Report prints.
@@ -16,11 +18,136 @@ type ReportOptions struct {
 	Debug   bool // llama.cpp's DEBUG lines too
 }
 
+// Ours reports whether the line is ggload's own (its "place:" lines) rather
+// than one llama.cpp prints.
+func (l LogLine) Ours() bool { return strings.HasPrefix(l.Text, "place: ") }
+
+// Source is "ggload" for ggload's own lines, "llama.cpp" for llama.cpp's.
+func (l LogLine) Source() string {
+	if l.Ours() {
+		return "ggload"
+	}
+	return "llama.cpp"
+}
+
+// Placement names how a model of the architecture is placed: "exact"
+// (llama.cpp's own tensor creation, replayed) or "generic" (by tensor
+// names, for an architecture the pin does not know).
+func Placement(exact bool) string {
+	if exact {
+		return "exact"
+	}
+	return "generic"
+}
+
+// DescribePlacement says in one line how a model of the architecture is
+// placed.
+func DescribePlacement(archName string, exact bool) string {
+	switch {
+	case archName == "clip":
+		return fmt.Sprintf("none: '%s' is a projector, which llama.cpp %s loads with libmtmd, not as a model", archName, arch.Pin)
+	case archName == "":
+		return "none: the file names no general.architecture"
+	case exact:
+		return fmt.Sprintf("exact: llama.cpp %s's own tensor creation for '%s', replayed", arch.Pin, archName)
+	}
+	return fmt.Sprintf("generic: llama.cpp %s does not know '%s'; each tensor is placed by its name", arch.Pin, archName)
+}
+
+// BufferTensors counts the tensors buffer bi of context ci holds and their
+// bytes: a mapped buffer holds the context's tensors inside its file range,
+// an allocated one all of the context's.
+func (p *Plan) BufferTensors(ci, bi int) (n int, bytes uint64) {
+	c := p.contextTensors(ci)[bi]
+	return c.n, c.bytes
+}
+
+type bufCount struct {
+	n     int
+	bytes uint64
+}
+
+// contextTensors counts, per buffer of context ci, the tensors it holds.
+func (p *Plan) contextTensors(ci int) []bufCount {
+	c := &p.Contexts[ci]
+	out := make([]bufCount, len(c.Buffers))
+	if len(c.Buffers) == 0 {
+		return out
+	}
+	if !c.Mapped && len(c.Buffers) == 1 {
+		for _, ti := range c.Tensors {
+			out[0].n++
+			out[0].bytes += uint64(p.Tensors[ti].Bytes)
+		}
+		return out
+	}
+	// the buffers are in (file, range) order; each tensor lies inside one
+	for _, ti := range c.Tensors {
+		w := p.Tensors[ti].Weight
+		bi := sort.Search(len(c.Buffers), func(i int) bool {
+			b := c.Buffers[i]
+			return b.File > w.File || (b.File == w.File && b.First > w.Offset)
+		}) - 1
+		if bi >= 0 {
+			if b := c.Buffers[bi]; b.File == w.File && w.Offset+w.Size <= b.Last {
+				out[bi].n++
+				out[bi].bytes += uint64(p.Tensors[ti].Bytes)
+			}
+		}
+	}
+	return out
+}
+
+// Totals are the plan's counts that the buffers add up to.
+type Totals struct {
+	FileTensors      int    `json:"file_tensors"` // weights in the model's files
+	FileBytes        uint64 `json:"file_bytes"`
+	UnusedTensors    int    `json:"unused_tensors"` // in the file, not used
+	UnusedBytes      uint64 `json:"unused_bytes"`
+	DuplicateTensors int    `json:"duplicate_tensors"` // second placements with a tensor of their own (a tied output elsewhere)
+	DuplicateBytes   uint64 `json:"duplicate_bytes"`
+	SharedTensors    int    `json:"shared_tensors"` // second placements that reuse their context's tensor
+	// BufferTensors and BufferBytes sum the buffers: FileTensors -
+	// UnusedTensors + DuplicateTensors, and the same of the bytes.
+	BufferTensors int    `json:"buffer_tensors"`
+	BufferBytes   uint64 `json:"buffer_tensor_bytes"`
+}
+
+// Totals counts the plan's tensors and what its buffers hold.
+func (p *Plan) Totals() Totals {
+	var t Totals
+	for _, w := range p.Model.Weights {
+		t.FileTensors++
+		t.FileBytes += uint64(w.Size)
+	}
+	for _, tp := range p.Tensors {
+		switch {
+		case tp.Reason == ReasonUnused:
+			t.UnusedTensors++
+			t.UnusedBytes += uint64(tp.Bytes)
+		case tp.Shared:
+			t.SharedTensors++
+		case tp.Duplicate:
+			t.DuplicateTensors++
+			t.DuplicateBytes += uint64(tp.Bytes)
+		}
+	}
+	for ci := range p.Contexts {
+		for _, b := range p.contextTensors(ci) {
+			t.BufferTensors += b.n
+			t.BufferBytes += b.bytes
+		}
+	}
+	return t
+}
+
 // Report prints the plan: the decisions in brief, llama.cpp's own lines,
-// each buffer, and what every device needs against what it has free.
+// ggload's own notes, each buffer, and what every device needs against
+// what it has free.
 func (p *Plan) Report(w io.Writer, o ReportOptions) {
 	m := p.Model
 	fmt.Fprintf(w, "model        %s (%s, %d layers, %s, %s)\n", m.Paths[0], p.Arch, p.NLayer, m.FileTypeName(), m.SizeString())
+	fmt.Fprintf(w, "placement    %s\n", DescribePlacement(p.Arch, p.Exact))
 	mode := p.LoadMode.String()
 	if p.Params.LoadMode == LoadAuto {
 		why := "every device supports mmap"
@@ -47,22 +174,30 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 	}
 	fmt.Fprintf(w, "layers       %s\n", p.layerRuns())
 
-	fmt.Fprintln(w, "\nllama.cpp's report:")
+	fmt.Fprintf(w, "\nllama.cpp's report (its own lines, as llama.cpp %s prints them):\n", arch.Pin)
 	for _, l := range p.Log {
-		if l.Level == "DEBUG" && !o.Debug {
+		if l.Ours() || (l.Level == "DEBUG" && !o.Debug) {
 			continue
 		}
 		fmt.Fprintf(w, "  %-5s %s\n", l.Level, l.Text)
 	}
+	fmt.Fprintln(w, "\nggload's notes:")
+	for _, l := range p.Log {
+		if l.Ours() {
+			fmt.Fprintf(w, "  %-5s %s\n", l.Level, l.Text)
+		}
+	}
 	if p.Moved.Count > 0 && !o.Debug {
-		fmt.Fprintf(w, "  (moved) %d tensors are not on their list's first choice; the first is %s (%s), %s -> %s\n",
+		fmt.Fprintf(w, "  moved %d tensors are not on their list's first choice; the first is %s (%s), %s -> %s (-v: llama.cpp's line)\n",
 			p.Moved.Count, p.Moved.FirstName, p.Moved.FirstType, p.Moved.From.Name(), p.Moved.To.Name())
 	}
 
-	fmt.Fprintln(w, "\nbuffers:")
+	tot := p.Totals()
+	fmt.Fprintf(w, "\nbuffers (%d tensors, %s, in %d buffers):\n", tot.BufferTensors, human(tot.BufferBytes), p.bufferCount())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range p.Contexts {
-		for _, b := range c.Buffers {
+	for ci, c := range p.Contexts {
+		counts := p.contextTensors(ci)
+		for bi, b := range c.Buffers {
 			how := "allocated"
 			if c.Mapped {
 				how = fmt.Sprintf("mapped from file %d [%#x, %#x)", b.File, b.First, b.Last)
@@ -71,10 +206,14 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 			if c.Lazy {
 				lazy = ", lazy"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d tensors\ton %s\t%s%s\n", b.Name, human(b.Size), len(c.Tensors), c.Device.Name(), how, lazy)
+			n, bytes := counts[bi].n, counts[bi].bytes
+			fmt.Fprintf(tw, "  %s\t%s\t%d tensors\t%s\ton %s\t%s%s\n", b.Name, human(b.Size), n, human(bytes), c.Device.Name(), how, lazy)
 		}
 	}
 	tw.Flush()
+	if tot.DuplicateTensors > 0 || tot.UnusedTensors > 0 {
+		fmt.Fprintf(w, "  the file's %d tensors, %d unused, %d placed twice with a copy of their own\n", tot.FileTensors, tot.UnusedTensors, tot.DuplicateTensors)
+	}
 
 	fmt.Fprintln(w, "\nper device:")
 	for _, u := range p.Usage {
@@ -111,6 +250,14 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 		}
 		tw.Flush()
 	}
+}
+
+func (p *Plan) bufferCount() int {
+	n := 0
+	for _, c := range p.Contexts {
+		n += len(c.Buffers)
+	}
+	return n
 }
 
 func (p *Plan) duplicates() int {
@@ -184,6 +331,7 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		First      int64  `json:"first,omitempty"`
 		Last       int64  `json:"last,omitempty"`
 		Tensors    int    `json:"tensors"`
+		Bytes      uint64 `json:"tensor_bytes"`
 	}
 	type jDevice struct {
 		Name       string  `json:"name"`
@@ -197,9 +345,16 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Free      uint64 `json:"free"`
 		Total     uint64 `json:"total"`
 	}
+	type jLog struct {
+		Level  string `json:"level"`
+		Text   string `json:"text"`
+		Source string `json:"source"` // "llama.cpp" or "ggload"
+	}
 	out := struct {
 		Model     string    `json:"model"`
 		Arch      string    `json:"architecture"`
+		Exact     bool      `json:"exact"`
+		Placement string    `json:"placement"`
 		NLayer    int       `json:"n_layer"`
 		LoadMode  string    `json:"load_mode"`
 		UseMmap   bool      `json:"use_mmap"`
@@ -217,11 +372,16 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 			From  string `json:"from,omitempty"`
 			To    string `json:"to,omitempty"`
 		} `json:"moved"`
-		Log            []LogLine `json:"log"`
-		ProbeQuestions int       `json:"probe_questions"`
-		Probes         int       `json:"probes"`
-	}{Model: p.Model.Paths[0], Arch: p.Arch, NLayer: p.NLayer, LoadMode: p.LoadMode.String(), UseMmap: p.UseMmap,
-		Lazy: p.Lazy.String(), GPUStart: p.GPUStart, GPULayers: p.GPULayers, Log: p.Log, ProbeQuestions: p.ProbeQuestions, Probes: p.Probes}
+		Log            []jLog `json:"log"`
+		ProbeQuestions int    `json:"probe_questions"`
+		Probes         int    `json:"probes"`
+		Totals         Totals `json:"totals"`
+	}{Model: p.Model.Paths[0], Arch: p.Arch, Exact: p.Exact, Placement: Placement(p.Exact), NLayer: p.NLayer, LoadMode: p.LoadMode.String(), UseMmap: p.UseMmap,
+		Lazy: p.Lazy.String(), GPUStart: p.GPUStart, GPULayers: p.GPULayers, ProbeQuestions: p.ProbeQuestions, Probes: p.Probes, Totals: p.Totals()}
+	out.Log = []jLog{}
+	for _, l := range p.Log {
+		out.Log = append(out.Log, jLog{l.Level, l.Text, l.Source()})
+	}
 	for i, d := range p.Devices {
 		out.Devices = append(out.Devices, jDevice{d.Name(), p.Shares[i], p.Splits[i]})
 	}
@@ -241,9 +401,11 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		}
 		out.Tensors = append(out.Tensors, jt)
 	}
-	for _, c := range p.Contexts {
-		for _, b := range c.Buffers {
-			out.Buffers = append(out.Buffers, jBuffer{b.Name, c.BufferType.Name(), c.Device.Name(), b.Size, b.Requested, c.Mapped, c.Lazy, b.File, b.First, b.Last, len(c.Tensors)})
+	for ci, c := range p.Contexts {
+		counts := p.contextTensors(ci)
+		for bi, b := range c.Buffers {
+			n, bytes := counts[bi].n, counts[bi].bytes
+			out.Buffers = append(out.Buffers, jBuffer{b.Name, c.BufferType.Name(), c.Device.Name(), b.Size, b.Requested, c.Mapped, c.Lazy, b.File, b.First, b.Last, n, bytes})
 		}
 	}
 	for _, u := range p.Usage {

@@ -145,7 +145,7 @@ func TestPlanCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"layers       0-1 CPU, 2-3 ", "llama.cpp's report:", "offloading 2 repeating layers to GPU", "model buffer size", "per device:", "blk.3.ffn_up_exps.weight", "override"} {
+	for _, want := range []string{"layers       0-1 CPU, 2-3 ", "llama.cpp's report", "offloading 2 repeating layers to GPU", "model buffer size", "per device:", "blk.3.ffn_up_exps.weight", "override"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}

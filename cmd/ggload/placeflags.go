@@ -55,7 +55,7 @@ func (f *placeFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.cpuMoE, "cpu-moe", false, "keep every layer's expert weights on the CPU")
 	fs.IntVar(&f.nCPUMoE, "n-cpu-moe", 0, "keep the expert weights of the first N layers on the CPU")
 	fs.BoolVar(&f.fit, "fit", false, "offload as much as fits every device's free memory minus --fit-reserve")
-	fs.Uint64Var(&f.reserveMiB, "fit-reserve", place.DefaultReserve>>20, "MiB --fit leaves free on each device")
+	fs.Uint64Var(&f.reserveMiB, "fit-reserve", place.DefaultFitTarget>>20, "MiB --fit leaves free on each device")
 	fs.StringVar(&f.mapRanges, "map-ranges", "own", "mapped buffers wrap each context's own ranges (own) or one span as llama.cpp v0.5.0 (span)")
 }
 

@@ -30,7 +30,7 @@ func planModel(pf *placeFlags, path string) (*ggml.Runtime, *gguf.Model, *place.
 		return nil, nil, nil, nil, err
 	}
 	if pf.fit {
-		res, err := place.Fit(rt, m, params, pf.reserveMiB<<20)
+		res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{pf.reserveMiB << 20}})
 		if err != nil {
 			m.Close()
 			return nil, nil, nil, nil, err
