@@ -181,6 +181,14 @@ func (f *frame) exec(n *ast.Node) (ctl, error) {
 	if n == nil {
 		return ctlNone, nil
 	}
+	if c, ok := n.Code.(stmtFn); ok {
+		return c(f)
+	}
+	return f.execNode(n)
+}
+
+// execNode runs a statement by interpreting it.
+func (f *frame) execNode(n *ast.Node) (ctl, error) {
 	if err := f.r.tick(); err != nil {
 		return ctlNone, err
 	}
@@ -535,6 +543,14 @@ func (f *frame) lookupMember(name string) (*Cell, Val, error) {
 
 // eval evaluates an expression.
 func (f *frame) eval(n *ast.Node) (Val, error) {
+	if c, ok := n.Code.(exprFn); ok {
+		return c(f)
+	}
+	return f.evalNode(n)
+}
+
+// evalNode evaluates an expression by interpreting it.
+func (f *frame) evalNode(n *ast.Node) (Val, error) {
 	switch n.Op {
 	case ast.OpInt:
 		t := ast.TI32

@@ -23,6 +23,7 @@ func run(t *testing.T, body string) (Val, error) {
 	}
 	resolveGlobals(p)
 	resolveLocals(p)
+	compile(p)
 	return r.call(p, Val{K: KObj, P: r.model}, nil)
 }
 

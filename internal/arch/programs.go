@@ -75,6 +75,7 @@ func lookupProgram(name string) (*Program, error) {
 	}
 	resolveGlobals(p)
 	resolveLocals(p)
+	compile(p)
 	progs.decoded[name] = p
 	return p, nil
 }

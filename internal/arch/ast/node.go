@@ -74,9 +74,10 @@ type Node struct {
 	F    float64
 	Kids []*Node
 
-	// Res is the evaluator's resolution of an identifier (set once, when
-	// a program is decoded).
-	Res any
+	// Res is the evaluator's resolution of an identifier, and Code its
+	// compiled form of the node (both set once, when a program is decoded).
+	Res  any
+	Code any
 }
 
 // Type is a C++ type, reduced to what evaluation needs.
