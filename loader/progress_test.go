@@ -34,7 +34,11 @@ func TestProgressMovesInsideTensors(t *testing.T) {
 	cases := []tcase{
 		{"read/CPU", false, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"none"} },
 			loader.Options{Readers: 1}, loader.PathRead},
-		{"from-mapping/CPU_REPACK", false, true, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"none"}; p.UseExtraBufts = true },
+		{"from-mapping/CPU_REPACK", false, true, func(p *place.Params) {
+			p.LoadMode = place.LoadMmap
+			p.Devices = []string{"none"}
+			p.UseExtraBufts = true
+		},
 			loader.Options{}, loader.PathFromMap},
 		{"staged/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} },
 			loader.Options{StagingSize: piece}, loader.PathStaged},

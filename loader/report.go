@@ -8,8 +8,26 @@ import (
 	"time"
 )
 
+// BufferTensors counts the tensors placed in each weight buffer (in
+// Buffers() order) and their bytes.
+func (m *Model) BufferTensors() (counts []int, bytes []uint64) {
+	counts, bytes = make([]int, len(m.buffers)), make([]uint64, len(m.buffers))
+	index := make(map[*LoadedBuffer]int, len(m.buffers))
+	for i, b := range m.buffers {
+		index[b] = i
+	}
+	for _, pl := range m.placements {
+		if i, ok := index[pl.Buffer]; ok && pl.Path != PathShared {
+			counts[i]++
+			bytes[i] += uint64(pl.Plan.Bytes)
+		}
+	}
+	return counts, bytes
+}
+
 // Report prints the load as llama.cpp does (file type and size, offload
-// lines, each buffer's size) followed by timings and throughput.
+// lines, each buffer's size), then ggload's own lines, each marked
+// "ggload:": every buffer's tensors, timings and throughput.
 func (m *Model) Report(w io.Writer, tensors bool) {
 	p, gm := m.Plan, m.Plan.Model
 	fmt.Fprintf(w, "print_info: file type   = %s\n", gm.FileTypeName())
@@ -22,8 +40,16 @@ func (m *Model) Report(w io.Writer, tensors bool) {
 	for _, b := range m.buffers {
 		fmt.Fprintf(w, "load_tensors: %12s model buffer size = %8.2f MiB\n", b.Buffer.Name(), float64(b.Buffer.Size())/1024/1024)
 	}
+	counts, bytes := m.BufferTensors()
+	for i, b := range m.buffers {
+		how := "allocated"
+		if b.Mapped {
+			how = "mapped"
+		}
+		fmt.Fprintf(w, "ggload: %12s buffer %4d tensors, %8.2f MiB of tensors on %s, %s\n", b.Buffer.Name(), counts[i], float64(bytes[i])/(1<<20), b.Device.Name(), how)
+	}
 	s := m.Stats
-	fmt.Fprintf(w, "\nloaded %.2f MiB in %v (open %v, map %v, alloc %v, data %v at %.2f GB/s, validate %v); %d readers",
+	fmt.Fprintf(w, "ggload: loaded %.2f MiB in %v (open %v, map %v, alloc %v, data %v at %.2f GB/s, validate %v); %d readers",
 		float64(s.Bytes)/(1<<20), round(s.Total), round(s.Open), round(s.Map), round(s.Alloc), round(s.Data), s.GBps(), round(s.Validate), s.Readers)
 	if s.StagingSlots > 0 {
 		fmt.Fprintf(w, ", staging %d x %.2f MiB", s.StagingSlots, float64(s.StagingSize)/(1<<20))
@@ -34,11 +60,11 @@ func (m *Model) Report(w io.Writer, tensors bool) {
 	fmt.Fprintln(w)
 	for _, path := range []Path{PathZeroCopy, PathFromMap, PathRead, PathStaged, PathSync} {
 		if n := s.Moved[path]; n > 0 {
-			fmt.Fprintf(w, "  %-13s %10.2f MiB\n", path, float64(n)/(1<<20))
+			fmt.Fprintf(w, "ggload:   %-13s %10.2f MiB\n", path, float64(n)/(1<<20))
 		}
 	}
 	for _, warn := range m.warnings {
-		fmt.Fprintln(w, "warning:", warn)
+		fmt.Fprintln(w, "ggload: warning:", warn)
 	}
 	if tensors {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -95,6 +121,8 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 		Device     string `json:"device"`
 		Size       uint64 `json:"size"`
 		Mapped     bool   `json:"mapped"`
+		Tensors    int    `json:"tensors"`
+		Bytes      uint64 `json:"tensor_bytes"`
 	}
 	type jTimings struct { // seconds
 		Open     float64 `json:"open_s"`
@@ -123,8 +151,9 @@ func (m *Model) MarshalJSON() ([]byte, error) {
 	for _, pl := range m.placements {
 		out.Tensors = append(out.Tensors, jTensor{pl.Plan.Name, pl.Plan.Type.String(), pl.Plan.Bytes, bufName(pl), pl.Plan.BufferType.Name(), devName(pl), pl.Path})
 	}
-	for _, b := range m.buffers {
-		out.Buffers = append(out.Buffers, jBuffer{b.Buffer.Name(), b.BufferType.Name(), b.Device.Name(), b.Buffer.Size(), b.Mapped})
+	counts, bytes := m.BufferTensors()
+	for i, b := range m.buffers {
+		out.Buffers = append(out.Buffers, jBuffer{b.Buffer.Name(), b.BufferType.Name(), b.Device.Name(), b.Buffer.Size(), b.Mapped, counts[i], bytes[i]})
 	}
 	s := m.Stats
 	out.Timings = jTimings{s.Open.Seconds(), s.Map.Seconds(), s.Alloc.Seconds(), s.Data.Seconds(), s.Validate.Seconds(), s.Confirm.Seconds(), s.Total.Seconds(), s.GBps()}
