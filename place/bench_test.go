@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
@@ -116,7 +117,7 @@ func BenchmarkPlan1000Layers(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, a := range []string{"llama", "qwen3moe", "deepseek2", "gemma4", "qwen3next", "jamba", "t5", "rwkv7", "bert", "bloom"} {
+	for _, a := range []string{"llama", "qwen3moe", "deepseek2", "gemma4", "qwen3next", "jamba", "t5", "rwkv7", "bert", "bloom", "kimi-linear", "qwen3vl"} {
 		b.Run(a, func(b *testing.B) {
 			am, err := synth.NewArchModel(a, vocab, synth.ArchOptions{Layers: 1000})
 			if err != nil {
@@ -140,4 +141,57 @@ func BenchmarkPlan1000Layers(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Planning a 1000-layer model of every architecture of the pin (the
+// synthesizer's models, 1000 layers), best of three each; it reports the
+// slowest architecture's time and logs the ten slowest. Setting up takes
+// about a minute.
+//
+//	go test -run XXX -bench Plan1000LayersEvery -benchtime 1x -v ./place
+func BenchmarkPlan1000LayersEvery(b *testing.B) {
+	rt := testenv.Runtime(b)
+	vocab, err := synth.Vocab(1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type timing struct {
+		arch    string
+		tensors int
+		best    time.Duration
+	}
+	var ts []timing
+	dir := b.TempDir()
+	for _, a := range place.Architectures() {
+		am, err := synth.NewArchModel(a, vocab, synth.ArchOptions{Layers: 1000})
+		if err != nil {
+			b.Logf("%s: no 1000-layer model: %.160v", a, err) // clip; granite-switch refuses > 512 layers itself
+			continue
+		}
+		path := filepath.Join(dir, a+".gguf")
+		if err := am.WriteFile(path); err != nil {
+			b.Fatal(err)
+		}
+		m, err := gguf.OpenModel(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		best := time.Duration(1 << 62)
+		for range 3 {
+			start := time.Now()
+			if _, err := place.New(rt, m, place.DefaultParams()); err != nil {
+				b.Fatalf("%s: %v", a, err)
+			}
+			best = min(best, time.Since(start))
+		}
+		ts = append(ts, timing{a, len(m.Weights), best})
+		m.Close()
+		os.Remove(path)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].best > ts[j].best })
+	for _, t := range ts[:min(10, len(ts))] {
+		b.Logf("%-16s %6d tensors %6.1f ms", t.arch, t.tensors, float64(t.best)/1e6)
+	}
+	b.ReportMetric(float64(len(ts)), "architectures")
+	b.ReportMetric(float64(ts[0].best)/1e6, "slowest-ms")
 }

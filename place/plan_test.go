@@ -194,3 +194,56 @@ func summary(p *place.Plan) string {
 	}
 	return b.String()
 }
+
+// A model llama.cpp refuses is refused here, before any native call, with
+// llama.cpp's own words and the file's name.
+func TestRefusalsNameTheFile(t *testing.T) {
+	rt := testenv.Runtime(t)
+	cases := []struct {
+		name   string
+		change func(w *gguf.Writer)
+		want   string
+	}{
+		{"missing tensor", func(w *gguf.Writer) {}, "check_tensor_dims: tensor 'blk.0.attn_q.weight' not found"},
+		{"wrong shape", func(w *gguf.Writer) { w.Set("llama.feed_forward_length", gguf.Uint32(96)) }, "has wrong shape; expected"},
+		{"inconsistent experts", func(w *gguf.Writer) {
+			w.Set("llama.expert_count", gguf.Uint32(2))
+			w.Set("llama.expert_used_count", gguf.Uint32(3))
+		}, "GGML_ASSERT(n_expert_used_max <= hparams.n_expert) failed"},
+		{"missing key", func(w *gguf.Writer) { w.Delete("llama.context_length") }, "key not found in model: llama.context_length"},
+	}
+	for _, c := range cases {
+		w, err := small.Writer(rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.change(w)
+		src := w
+		if c.name == "missing tensor" {
+			// the same model without blk.0.attn_q.weight
+			src = gguf.NewWriter()
+			for _, kv := range w.KV() {
+				src.Set(kv.Key, kv.Value)
+			}
+			for _, ti := range w.Tensors() {
+				if ti.Name != "blk.0.attn_q.weight" {
+					nb, _ := ti.Type.Bytes(ti.Shape)
+					src.AddTensorBytes(ti.Name, ti.Type, ti.Shape[:max(ti.NDims, 1)], make([]byte, nb))
+				}
+			}
+		}
+		path := filepath.Join(t.TempDir(), "refused.gguf")
+		if err := src.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		m, err := gguf.OpenModel(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = place.New(rt, m, place.DefaultParams())
+		m.Close()
+		if !errors.Is(err, place.ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want ErrRefused naming %s and %q", c.name, err, path, c.want)
+		}
+	}
+}

@@ -20,11 +20,16 @@ import (
 )
 
 // An architecture model is written by asking the pinned llama.cpp's own
-// loading programs (internal/arch) what is missing, and adding it, until
-// they load the model: every metadata key they require, with a small
-// value, and every tensor they require, with the shape they want, all
-// zeros. The tokenizer is one of the pin's vocab files. libllama then
-// checks the result (ArchFix turns its errors into further changes).
+// loading code what is missing, and adding it, until it loads the model:
+// every metadata key it requires, with a small value, and every tensor it
+// requires, with the shape it wants, all zeros. The code asked is
+// llama.cpp's load_hparams and load_arch_tensors replayed by internal/arch,
+// whose errors are libllama's, word for word ("key not found in model",
+// "has wrong type", "tensor ... not found", "has wrong shape", a failed
+// GGML_ASSERT): asking the replay costs microseconds where a load through
+// libllama costs milliseconds and can abort the process. The tokenizer is
+// one of the pin's vocab files. libllama itself then loads every model
+// (tests/archs_test.go) and is the judge of the result.
 
 // ArchModel is a synthesized model of one architecture.
 type ArchModel struct {
@@ -310,8 +315,10 @@ func (m *ArchModel) dropUncreated(created map[string]bool) bool {
 // solve adds what the programs ask for until they load the model.
 func (m *ArchModel) solve() error {
 	tried := map[string]bool{}
-	for _, kv := range archSeeds[m.Arch] {
-		m.set(strings.Replace(kv.Key, "%s", m.Arch, 1), kv.Value)
+	if seed := archSeeds[m.Arch]; seed != nil {
+		for _, kv := range seed(int(m.uintKey(m.Arch + ".block_count"))) {
+			m.set(strings.Replace(kv.Key, "%s", m.Arch, 1), kv.Value)
+		}
 	}
 	for step := 0; step < maxSteps; step++ {
 		gm, err := m.Model(false)
@@ -431,7 +438,11 @@ func (m *ArchModel) fix(err error) bool {
 				continue // the same error again: this fix did not help
 			}
 			m.Fixes[msg+" "+key] = true
-			m.set(key, f.value)
+			v := f.value
+			if p, ok := perLayerPatterns[f.key]; ok {
+				v = p(int(m.uintKey(m.Arch + ".block_count")))
+			}
+			m.set(key, v)
 			m.Log = append(m.Log, fmt.Sprintf("%s=%s (for %q)", key, f.value.Format(8), f.re.String()))
 			return true
 		}
@@ -444,12 +455,12 @@ func (m *ArchModel) fix(err error) bool {
 var messageFixes = []struct {
 	re    *regexp.Regexp
 	key   string
-	value gguf.Value
+	value gguf.Value // see perLayer
 }{
 	{regexp.MustCompile(`needs to define token type count`), "tokenizer.ggml.token_type_count", gguf.Uint32(2)},
 	{regexp.MustCompile(`cannot have zero experts|n_expert must be > 0|GGML_ASSERT\(n_expert && n_expert_used\)|n_expert and n_expert_used must be > 0`), "%s.expert_count", gguf.Uint32(4)},
 	{regexp.MustCompile(`n_expert_used_max > 0|expert layers but no expert layers are used|GGML_ASSERT\(n_expert && n_expert_used\)|n_expert and n_expert_used must be > 0`), "%s.expert_used_count", gguf.Uint32(2)},
-	{regexp.MustCompile(`only supports compression ratios 0, 4, and 128`), "%s.attention.compress_ratios", mustArray([]uint32{0, 4, 128, 0})},
+	{regexp.MustCompile(`only supports compression ratios 0, 4, and 128`), "%s.attention.compress_ratios", perLayer("%s.attention.compress_ratios", 0, 4, 128, 0)},
 	{regexp.MustCompile(`missing Cohere2 MoE norm epsilon`), "%s.attention.layer_norm_rms_epsilon", gguf.Float32(1e-5)},
 	{regexp.MustCompile(`requires MLA`), "%s.attention.key_length_mla", gguf.Uint32(48)},
 	{regexp.MustCompile(`requires MLA`), "%s.attention.value_length_mla", gguf.Uint32(32)},
@@ -461,6 +472,21 @@ var messageFixes = []struct {
 	{regexp.MustCompile(`requires 'extract_layers'`), "%s.target_layers", mustArray([]int32{0, 1, 2})},
 	{regexp.MustCompile(`kda_gate_lower_bound < 0`), "%s.kda.gate_lower_bound", gguf.Float32(-5)},
 }
+
+// perLayer is a fix of key whose value has one element per layer,
+// repeating the pattern (registered in perLayerPatterns).
+func perLayer(key string, pattern ...uint32) gguf.Value {
+	perLayerPatterns[key] = func(n int) gguf.Value {
+		xs := make([]uint32, n)
+		for i := range xs {
+			xs[i] = pattern[i%len(pattern)]
+		}
+		return mustArray(xs)
+	}
+	return mustArray(pattern)
+}
+
+var perLayerPatterns = map[string]func(int) gguf.Value{}
 
 // zeroDimKeys are the counts tried, in order, when a tensor would have a
 // dimension of 0.
@@ -476,14 +502,16 @@ var zeroDimKeys = []gguf.KV{
 // archSeeds are keys an architecture needs before its programs can say
 // what else is missing: counts that are optional to read but size
 // required tensors, and hyperparameters whose relations are checked.
-var archSeeds = map[string][]gguf.KV{
+var archSeeds = map[string]func(layers int) []gguf.KV{
 	// n_layer = layers_per_stack * h_cycles * (l_cycles + 1)
-	"hrm_text": {{Key: "%s.hrm.layers_per_stack", Value: gguf.Uint32(1)}, {Key: "%s.hrm.h_cycles", Value: gguf.Uint32(2)},
-		{Key: "%s.hrm.l_cycles", Value: gguf.Uint32(1)}},
-	"rwkv7": {{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}},
+	"hrm_text": func(layers int) []gguf.KV {
+		return []gguf.KV{{Key: "%s.hrm.layers_per_stack", Value: gguf.Uint32(uint32(layers / 4))},
+			{Key: "%s.hrm.h_cycles", Value: gguf.Uint32(2)}, {Key: "%s.hrm.l_cycles", Value: gguf.Uint32(1)}}
+	},
+	"rwkv7":  func(int) []gguf.KV { return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}} },
+	"arwkv7": func(int) []gguf.KV { return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}} },
 	// the only scoring its loader takes: sqrt-softplus
-	"deepseek4": {{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}},
-	"arwkv7":    {{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}},
+	"deepseek4": func(int) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}} },
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {
@@ -593,8 +621,12 @@ func (m *ArchModel) addKey(n *arch.Need) bool {
 	}
 	if n.Array {
 		count := n.Len
-		if count == 0 {
-			count = int(m.uintKey(m.Arch + ".block_count"))
+		switch {
+		case count > 0:
+		case strings.HasPrefix(key, m.Arch+".adapters."):
+			count = int(m.uintKey(m.Arch + ".adapters.count")) // one per adapter
+		default:
+			count = int(m.uintKey(m.Arch + ".block_count")) // one per layer
 		}
 		elems := make([]uint32, count)
 		switch n.Type {
