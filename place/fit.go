@@ -39,8 +39,8 @@ type FitOptions struct {
 	MinCtx uint32
 }
 
-// target is the memory to leave free on device id.
-func (o FitOptions) target(id int) uint64 {
+// Target is the memory to leave free on device id of the model's list.
+func (o FitOptions) Target(id int) uint64 {
 	switch {
 	case len(o.Targets) == 1:
 		return o.Targets[0]
@@ -297,7 +297,7 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 		for _, u := range p0.Usage {
 			used += int64(u.Allocated)
 		}
-		margin := int64(o.target(0))
+		margin := int64(o.Target(0))
 		f.say("  no devices: %s of %s host memory (free %s), target %s kept", human(uint64(used)), human(cpuTotal), human(cpuFree), human(uint64(margin)))
 		if int64(cpuTotal)-used >= margin {
 			f.say("will leave %s >= %s of host memory: no change needed", human(uint64(int64(cpuTotal)-used)), human(uint64(margin)))
@@ -318,7 +318,7 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 				free = hostFree
 			}
 		}
-		margin := o.target(id)
+		margin := o.Target(id)
 		res.Devices = append(res.Devices, FitDevice{Device: d, Free: free, Target: margin, Before: uint64(full[id])})
 		f.targets[id] = int64(free) - int64(margin)
 		left := int64(free) - full[id]

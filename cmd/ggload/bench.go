@@ -25,7 +25,7 @@ import (
 )
 
 func init() {
-	register(command{"bench", "time load modes against llama.cpp of the same pin, each load in a fresh process [--modes] [--targets] [--runs] [--size]", runBench})
+	register(command{"bench", "[MODEL] [options]", "time load modes against llama.cpp of the same pin, each load in a fresh process", runBench})
 }
 
 // benchChildCmd is the hidden command a bench runs in a child process for
@@ -107,26 +107,85 @@ type benchReport struct {
 	Rows       []benchRow         `json:"rows"`
 }
 
+// Ranges of bench's numeric options.
+const (
+	maxRuns      = 100
+	minBenchSize = 1 << 20
+	maxBenchSize = 1 << 40
+)
+
+func benchOptions(bf *benchFlags) *optionSet {
+	s := newOptionSet("bench", "Time each load mode, ggload against llama.cpp of the same pin, each load in a fresh process (MODEL, or a generated model of --size written once into the user cache).",
+		"ggload bench [MODEL] [options]")
+	bf.runtimeFlags.add(s)
+	bf.runtimeFlags.addRPC(s)
+	s.add(&option{names: []string{"--modes"}, value: "MODE,...", help: "load modes to time, comma-separated, as -lm takes them (default: none,mmap,dio)",
+		set: func(v string) error {
+			modes := splitList(v)
+			if len(modes) == 0 {
+				return fmt.Errorf("no load modes named")
+			}
+			for _, m := range modes {
+				if _, err := place.ParseLoadMode(m); err != nil {
+					return withHint(err, m, place.LoadModeNames())
+				}
+			}
+			bf.modes = strings.Join(modes, ",")
+			return nil
+		}})
+	s.add(&option{names: []string{"--targets"}, value: "TARGET,...", help: "where to load: none (the CPU) and device names, comma-separated; auto: the CPU and every GPU (default: auto)",
+		set: func(v string) error {
+			if len(splitList(v)) == 0 {
+				return fmt.Errorf("no targets named")
+			}
+			bf.targets = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--runs"}, value: "N", help: fmt.Sprintf("processes per measurement, 1 to %d; the median is reported (default: 3)", maxRuns),
+		set: func(v string) error {
+			n, err := intIn(v, 1, maxRuns)
+			bf.runs = int(n)
+			return err
+		}})
+	s.add(&option{names: []string{"--size"}, value: "SIZE", help: fmt.Sprintf("size of the generated model when no MODEL is given, %s to %s (default: 1GiB)", sizeString(minBenchSize), sizeString(maxBenchSize)),
+		set: func(v string) error {
+			if _, err := sizeIn(v, minBenchSize, maxBenchSize); err != nil {
+				return err
+			}
+			bf.size = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--type"}, value: "TYPE", help: "weight type of the generated model (default: q8_0)",
+		set: func(v string) error {
+			if _, ok := ggml.TypeByName(v); !ok {
+				return fmt.Errorf("not a ggml type")
+			}
+			bf.typ = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--no-llama"}, help: "do not time llama.cpp", on: func(on bool) error { bf.noLlama = on; return nil }})
+	s.add(&option{names: []string{"-nr", "--no-repack"}, alias: []string{"--no-extra-bufts"}, help: "keep the CPU's extra buffer types (CPU_REPACK) out, for both loaders",
+		on: func(on bool) error { bf.noExtra = on; return nil }})
+	s.add(&option{names: []string{"--readers"}, value: "N", help: fmt.Sprintf("ggload's parallel readers, 0 to %d (0: automatic) (default: 0)", maxReaders),
+		set: func(v string) error {
+			n, err := intIn(v, 0, maxReaders)
+			bf.readers = int(n)
+			return err
+		}})
+	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { bf.asJSON = on; return nil }})
+	s.add(&option{names: []string{"--save"}, value: "FILE", help: "also write the JSON report to FILE", set: func(v string) error { bf.save = v; return nil }})
+	return s
+}
+
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("bench")
-	var bf benchFlags
-	bf.runtimeFlags.add(fs)
-	fs.StringVar(&bf.modes, "modes", "none,mmap,direct-io", "load modes to time, comma-separated")
-	fs.StringVar(&bf.targets, "targets", "auto", "where to load: none (CPU) and device names, comma-separated; auto: CPU and every GPU")
-	fs.IntVar(&bf.runs, "runs", 3, "processes per measurement (the median is reported)")
-	fs.StringVar(&bf.size, "size", "1GiB", "size of the generated model when no MODEL is given")
-	fs.StringVar(&bf.typ, "type", "q8_0", "weight type of the generated model")
-	fs.BoolVar(&bf.noLlama, "no-llama", false, "do not time llama.cpp")
-	fs.BoolVar(&bf.noExtra, "no-extra-bufts", false, "keep the CPU's extra buffer types (CPU_REPACK) out, for both loaders")
-	fs.IntVar(&bf.readers, "readers", 0, "ggload's parallel readers (0: automatic)")
-	fs.BoolVar(&bf.asJSON, "json", false, "print JSON")
-	fs.StringVar(&bf.save, "save", "", "also write the JSON report to this file")
-	pos, err := parseArgs(fs, args)
+	bf := benchFlags{runtimeFlags: defaultRuntimeFlags(), modes: "none,mmap,dio", targets: "auto", runs: 3, size: "1GiB", typ: "q8_0"}
+	s := benchOptions(&bf)
+	pos, err := s.parse(args)
 	if err != nil {
-		return err
+		return helpOr(s, stdout, err)
 	}
-	if len(pos) > 1 || bf.runs < 1 {
-		return fmt.Errorf("usage: ggload bench [MODEL] [--modes M,...] [--targets T,...] [--runs N]")
+	if len(pos) > 1 {
+		return s.errorf("at most one MODEL, got %s", strings.Join(pos, " "))
 	}
 	rt, err := bf.open()
 	if err != nil {
@@ -371,8 +430,12 @@ func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase,
 	if err != nil {
 		return measurement{}, err
 	}
-	args := []string{benchChildCmd, "--impl", impl, "--mode", c.Mode, "--target", c.Target, "--lib-dir", bf.libDir, "--variant", bf.variant,
-		"--rpc", bf.rpc, "--rpc-timeout", bf.rpcIO.String(), "--readers", strconv.Itoa(bf.readers)}
+	args := []string{benchChildCmd, "--impl", impl, "--mode", c.Mode, "--target", c.Target, "--rpc-timeout", bf.rpcIO.String(), "--readers", strconv.Itoa(bf.readers)}
+	for _, kv := range [][2]string{{"--lib-dir", bf.libDir}, {"--variant", bf.variant}, {"--rpc", bf.rpc}} {
+		if kv[1] != "" {
+			args = append(args, kv[0], kv[1])
+		}
+	}
 	if bf.rpcDirect {
 		args = append(args, "--rpc-direct")
 	}
@@ -410,22 +473,48 @@ func lastLine(s string) string {
 	return s
 }
 
-// runBenchChild is one measured process.
+// runBenchChild is one measured process (ggload bench runs it; it is no
+// command of its own).
 func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags(benchChildCmd)
-	var rf runtimeFlags
-	rf.add(fs)
-	impl := fs.String("impl", "ggload", "")
-	mode := fs.String("mode", "none", "")
-	target := fs.String("target", "none", "")
-	idle := fs.Bool("idle", false, "")
-	noExtra := fs.Bool("no-extra-bufts", false, "")
-	readers := fs.Int("readers", 0, "")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
+	s := newOptionSet(benchChildCmd, "One measured load of ggload bench, in a process of its own (internal).",
+		benchChildCmd+" --impl {ggload,llama} --mode MODE --target TARGET [options] MODEL")
+	rf := defaultRuntimeFlags()
+	rf.add(s)
+	rf.addRPC(s)
+	impl, mode, target := "ggload", "none", "none"
+	var idle, noExtra bool
+	var readers int
+	str := func(p *string, words []string) func(string) error {
+		return func(v string) error {
+			if words != nil && !contains(words, v) {
+				return fmt.Errorf("want %s", strings.Join(words, ", "))
+			}
+			*p = v
+			return nil
+		}
 	}
-	res, err := benchOnce(ctx, rf, *impl, *mode, *target, *idle, *noExtra, *readers, pos[0])
+	s.add(&option{names: []string{"--impl"}, value: "{ggload,llama}", set: str(&impl, []string{"ggload", "llama"})})
+	s.add(&option{names: []string{"--mode"}, value: "MODE", set: func(v string) error {
+		_, err := place.ParseLoadMode(v)
+		mode = v
+		return err
+	}})
+	s.add(&option{names: []string{"--target"}, value: "TARGET", set: str(&target, nil)})
+	s.add(&option{names: []string{"--idle"}, on: func(on bool) error { idle = on; return nil }})
+	s.add(&option{names: []string{"--no-extra-bufts"}, on: func(on bool) error { noExtra = on; return nil }})
+	s.add(&option{names: []string{"--readers"}, value: "N", set: func(v string) error {
+		n, err := intIn(v, 0, maxReaders)
+		readers = int(n)
+		return err
+	}})
+	pos, err := s.parse(args)
+	if err != nil {
+		return helpOr(s, stdout, err)
+	}
+	if len(pos) != 1 {
+		return s.errorf("one MODEL expected, got %d arguments: usage: %s", len(pos), s.usage[0])
+	}
+	res, err := benchOnce(ctx, rf, impl, mode, target, idle, noExtra, readers, pos[0])
 	if err != nil {
 		res.Err = err.Error()
 	}

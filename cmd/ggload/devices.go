@@ -3,38 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/ggload/ggload/ggml"
 )
 
 func init() {
-	register(command{"devices", "list backends, devices (memory, caps) and buffer types [--json] [--rpc host:port,...]", runDevices})
-}
-
-// runtimeFlags are the flags every command that opens the runtime takes.
-type runtimeFlags struct {
-	libDir    string
-	variant   string
-	rpc       string
-	rpcDirect bool
-	rpcIO     time.Duration
-}
-
-func (r *runtimeFlags) add(fs *flag.FlagSet) {
-	fs.BoolVar(&r.rpcDirect, "rpc-direct", false, "connect ggml's RPC client straight to the servers, without ggload's guard (a failing server then aborts the process, as in llama.cpp)")
-	fs.DurationVar(&r.rpcIO, "rpc-timeout", time.Minute, "declare an RPC server failed when it stays silent this long in use")
-	fs.StringVar(&r.libDir, "lib-dir", "", "directory of the native ggml libraries (default: GGLOAD_LIB_DIR, native/lib/<platform>[-variant], beside the executable)")
-	fs.StringVar(&r.variant, "variant", "", "native set variant: vulkan, cuda, src, none (default: GGLOAD_VARIANT, then automatic)")
-	fs.StringVar(&r.rpc, "rpc", "", "comma-separated ggml-rpc-server endpoints host:port to use as devices")
-}
-
-func (r *runtimeFlags) open() (*ggml.Runtime, error) {
-	return ggml.Open(ggml.Options{LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
+	register(command{"devices", "[options]", "backends, devices (memory, caps) and their buffer types", runDevices})
 }
 
 type bufferTypeInfo struct {
@@ -101,23 +79,25 @@ func describeDevices(rt *ggml.Runtime) devicesReport {
 }
 
 func runDevices(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("devices")
-	var rf runtimeFlags
-	rf.add(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
+	s := newOptionSet("devices", "The backends and devices of the native set, with their memory, capabilities and buffer types.", "ggload devices [options]")
+	rf := defaultRuntimeFlags()
+	rf.add(s)
+	rf.addRPC(s)
+	var asJSON bool
+	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { asJSON = on; return nil }})
+	pos, err := s.parse(args)
 	if err != nil {
-		return err
+		return helpOr(s, stdout, err)
 	}
 	if len(pos) > 0 {
-		return fmt.Errorf("devices takes no arguments (got %q)", pos)
+		return s.errorf("devices takes no arguments (got %s)", strings.Join(pos, " "))
 	}
 	rt, err := rf.open()
 	if err != nil {
 		return err
 	}
 	rep := describeDevices(rt)
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)

@@ -9,10 +9,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
 )
 
 func init() {
-	register(command{"inspect", "show a GGUF file: header, metadata, tensors, splits, totals [--json] [--full]", runInspect})
+	register(command{"inspect", "FILE [SPLIT...]", "what a GGUF file holds: header, metadata, tensors, splits, totals, how it is placed", runInspect})
 }
 
 type inspectFile struct {
@@ -42,26 +43,33 @@ type inspectTensor struct {
 }
 
 type inspectReport struct {
-	Architecture string          `json:"architecture,omitempty"`
-	Files        []inspectFile   `json:"files"`
-	KV           []inspectKV     `json:"kv"`
-	Tensors      []inspectTensor `json:"tensors"`
-	Elements     uint64          `json:"elements"`
-	Bytes        uint64          `json:"bytes"`
-	BPW          float64         `json:"bpw"`
-	FileType     string          `json:"file_type"`
+	Architecture string `json:"architecture,omitempty"`
+	// Exact: ggload replays llama.cpp's own tensor creation for the
+	// architecture; Placement says it in a word ("exact", "generic").
+	Exact     bool            `json:"exact"`
+	Placement string          `json:"placement"`
+	PlacedBy  string          `json:"placed_by"`
+	Files     []inspectFile   `json:"files"`
+	KV        []inspectKV     `json:"kv"`
+	Tensors   []inspectTensor `json:"tensors"`
+	Elements  uint64          `json:"elements"`
+	Bytes     uint64          `json:"bytes"`
+	BPW       float64         `json:"bpw"`
+	FileType  string          `json:"file_type"`
 }
 
 func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("inspect")
-	asJSON := fs.Bool("json", false, "print JSON")
-	full := fs.Bool("full", false, "print arrays in full")
-	pos, err := parseArgs(fs, args)
+	s := newOptionSet("inspect", "What a GGUF file holds (a split model: its first file, or every file): header, metadata, tensors, totals, and whether ggload places its architecture exactly or by the generic path.",
+		"ggload inspect FILE [SPLIT...] [options]")
+	var asJSON, full bool
+	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { asJSON = on; return nil }})
+	s.add(&option{names: []string{"--full"}, help: "print arrays in full", on: func(on bool) error { full = on; return nil }})
+	pos, err := s.parse(args)
 	if err != nil {
-		return err
+		return helpOr(s, stdout, err)
 	}
 	if len(pos) < 1 {
-		return fmt.Errorf("usage: ggload inspect FILE [SPLIT...] [--json] [--full]")
+		return s.errorf("no FILE given: usage: %s", s.usage[0])
 	}
 	var m *gguf.Model
 	if len(pos) == 1 {
@@ -73,16 +81,16 @@ func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer m.Close()
-	rep, err := describeModel(m, *full)
+	rep, err := describeModel(m, full)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printInspect(stdout, rep, m, *full)
+	printInspect(stdout, rep, m, full)
 	return nil
 }
 
@@ -133,7 +141,13 @@ func jsonValue(v gguf.Value, full bool) (any, error) {
 }
 
 func describeModel(m *gguf.Model, full bool) (inspectReport, error) {
-	rep := inspectReport{Architecture: m.Architecture(), Elements: m.NElements, Bytes: m.NBytes, BPW: m.BPW(), FileType: m.FileTypeName()}
+	a := m.Architecture()
+	exact := place.KnownArchitecture(a)
+	rep := inspectReport{Architecture: a, Exact: exact, Placement: place.Placement(exact), PlacedBy: place.DescribePlacement(a, exact),
+		Elements: m.NElements, Bytes: m.NBytes, BPW: m.BPW(), FileType: m.FileTypeName()}
+	if a == "" || a == "clip" {
+		rep.Placement = "none"
+	}
 	for i, f := range m.Files {
 		rep.Files = append(rep.Files, inspectFile{m.Paths[i], f.Version, f.Size, f.Alignment, f.DataOffset, len(f.KV), len(f.Tensors)})
 	}
@@ -167,6 +181,7 @@ func printInspect(w io.Writer, rep inspectReport, m *gguf.Model, full bool) {
 	if rep.Architecture != "" {
 		fmt.Fprintf(w, "architecture %s\n", rep.Architecture)
 	}
+	fmt.Fprintf(w, "placement    %s\n", rep.PlacedBy)
 	fmt.Fprintf(w, "file type    %s\n", rep.FileType)
 	fmt.Fprintf(w, "file size    %s\n", m.SizeString())
 	fmt.Fprintf(w, "elements     %d\n", rep.Elements)

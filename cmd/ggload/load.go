@@ -5,94 +5,175 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/place"
 )
 
 func init() {
-	register(command{"load", "load a model with llama.cpp's flags and report [--check-tensors] [--json] [--tensors]", runLoad})
+	register(command{"load", "MODEL [options]", "load a model with llama.cpp's options and report: llama.cpp's lines, then ggload's", runLoad})
+}
+
+// Ranges of load's own numeric options.
+const (
+	maxReaders      = 256
+	maxStagingSlots = 64
+	minStagingSize  = 64 << 10
+	maxStagingSize  = 1 << 30
+)
+
+// onProgress, when set (by tests only), is called from the loading
+// goroutine on every progress report.
+var onProgress func(done, total uint64)
+
+type loadFlags struct {
+	asJSON, tensors, verify, verbose bool
+	readers, slots                   int
+	slotSize                         uint64
+	progress                         string // on, off, auto
+}
+
+func loadOptions(pf *placeFlags, lf *loadFlags) *optionSet {
+	s := newOptionSet("load", "Load MODEL's weights onto the devices with llama.cpp's options and report: llama.cpp's lines as it prints them, then ggload's, marked \"ggload:\".",
+		"ggload load MODEL [options]", "ggload load -m MODEL [options]")
+	pf.add(s)
+	s.add(&option{names: []string{"--json"}, help: "print JSON: every tensor and buffer, timings, -fit's decisions, the memory per device", on: func(on bool) error { lf.asJSON = on; return nil }})
+	s.add(&option{names: []string{"--tensors"}, help: "list every tensor with its buffer and how its bytes arrived", on: func(on bool) error { lf.tensors = on; return nil }})
+	s.add(&option{names: []string{"--verify"}, help: "after loading, read every tensor back from its device and compare it with the file", on: func(on bool) error { lf.verify = on; return nil }})
+	s.add(&option{names: []string{"-v", "--verbose", "--log-verbose"}, help: "log the loader's debug lines", on: func(on bool) error { lf.verbose = on; return nil }})
+	s.add(&option{names: []string{"--readers"}, value: "N", help: fmt.Sprintf("parallel file readers, 0 to %d (0: chosen for this machine, 1: sequential) (default: 0)", maxReaders),
+		set: func(v string) error {
+			n, err := intIn(v, 0, maxReaders)
+			lf.readers = int(n)
+			return err
+		}})
+	s.add(&option{names: []string{"--progress"}, value: "{on,off,auto}",
+		help: "a progress bar on stderr that moves by bytes (default: auto: on a terminal, without --json)\n(ggload also takes --no-progress)",
+		set: func(v string) error {
+			if !contains([]string{"on", "off", "auto"}, v) {
+				return withHint(fmt.Errorf("want on, off or auto"), v, []string{"on", "off", "auto"})
+			}
+			lf.progress = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--no-progress"}, hidden: true, on: func(on bool) error {
+		if on {
+			lf.progress = "off"
+		}
+		return nil
+	}})
+	s.add(&option{names: []string{"--staging-slots"}, value: "N", help: fmt.Sprintf("pinned staging buffers per device for uploads, 0 to %d (0: 4, as llama.cpp) (default: 0)", maxStagingSlots),
+		set: func(v string) error {
+			n, err := intIn(v, 0, maxStagingSlots)
+			lf.slots = int(n)
+			return err
+		}})
+	s.add(&option{names: []string{"--staging-size"}, value: "SIZE", help: fmt.Sprintf("size of one staging buffer, %s to %s (default: 1MiB, or 64MiB + 2 x alignment under direct I/O)", sizeString(minStagingSize), sizeString(maxStagingSize)),
+		set: func(v string) error {
+			n, err := sizeIn(v, minStagingSize, maxStagingSize)
+			lf.slotSize = uint64(n)
+			return err
+		}})
+	return s
 }
 
 func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("load")
-	var pf placeFlags
-	pf.add(fs)
-	asJSON := fs.Bool("json", false, "print JSON: every tensor, every buffer, timings")
-	tensors := fs.Bool("tensors", false, "list every tensor with its buffer and how its bytes arrived")
-	check := fs.Bool("check-tensors", false, "validate every row (NaN/Inf) while loading")
-	verify := fs.Bool("verify", false, "after loading, read every tensor back from its device and compare it with the file")
-	readers := fs.Int("readers", 0, "parallel file readers (0: chosen for this machine, 1: sequential)")
-	noProgress := fs.Bool("no-progress", false, "no progress bar, even on a terminal")
-	slots := fs.Int("staging-slots", 0, "pinned staging buffers per device for uploads (0: 4, as llama.cpp)")
-	slotSize := fs.String("staging-size", "", "size of one staging buffer (default 1MiB, or 64MiB + 2×alignment under direct I/O)")
-	pos, err := parseArgs(fs, args)
+	pf := defaultPlaceFlags()
+	lf := loadFlags{progress: "auto"}
+	s := loadOptions(&pf, &lf)
+	pos, err := s.parse(args)
+	if err != nil {
+		return helpOr(s, stdout, err)
+	}
+	if err := pf.finish(s); err != nil {
+		return err
+	}
+	if pf.listDevices {
+		return listDevices(&pf, stdout)
+	}
+	path, err := pf.modelPath(s, pos)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: ggload load MODEL [flags]")
+	if lf.verbose {
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	}
-	rt, m, p, reasoning, err := planModel(&pf, pos[0])
+	pd, err := planModel(&pf, path)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	opts := loader.Options{CheckTensors: *check, Readers: *readers, StagingSlots: *slots}
-	if *slotSize != "" {
-		n, err := parseSize(*slotSize)
-		if err != nil {
-			return fmt.Errorf("--staging-size: %w", err)
+	defer pd.m.Close()
+	fit := pd.fitReport(&pf)
+	rows := memRows(pd.plan, pf.fitOptions())
+	if !lf.asJSON {
+		for _, n := range s.notes {
+			fmt.Fprintln(stdout, n)
 		}
-		opts.StagingSize = uint64(n)
+		printFit(stdout, fit)
+		fmt.Fprintln(stdout)
 	}
-	if !*noProgress && !*asJSON && isTerminal(os.Stderr) {
-		bar := newProgressBar(os.Stderr)
-		opts.Progress = bar.update
-		defer bar.finish()
+	opts := loader.Options{CheckTensors: pf.check, Readers: lf.readers, StagingSlots: lf.slots, StagingSize: lf.slotSize}
+	var bar *progressBar
+	if lf.progress == "on" || lf.progress == "auto" && !lf.asJSON && isTerminal(os.Stderr) {
+		bar = newProgressBar(os.Stderr)
 	}
-	lm, err := loader.Load(ctx, rt, m, p, opts)
+	opts.Progress = func(done, total uint64) bool {
+		if onProgress != nil {
+			onProgress(done, total)
+		}
+		if bar != nil {
+			bar.update(done, total)
+		}
+		return true
+	}
+	lm, err := loader.Load(ctx, pd.rt, pd.m, pd.plan, opts)
+	if bar != nil {
+		bar.finish()
+	}
 	if err != nil {
 		return err
 	}
 	defer lm.Close()
-	if opts.Progress != nil {
-		opts.Progress(0, 0) // clear the bar before the report
-	}
 	var verified *loader.Verified
-	if *verify {
+	if lf.verify {
 		v, err := lm.Verify()
 		if err != nil {
 			return err
 		}
 		verified = &v
 	}
-	if *asJSON {
+	if lf.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Load     *loader.Model    `json:"load"`
-			Fit      []string         `json:"fit,omitempty"`
+			Plan     place.Totals     `json:"totals"`
+			Fit      fitReport        `json:"fit"`
+			Memory   []memRow         `json:"memory"`
 			Verified *loader.Verified `json:"verified,omitempty"`
-		}{lm, reasoning, verified})
+			Notes    []string         `json:"notes,omitempty"`
+		}{lm, pd.plan.Totals(), fit, rows, verified, s.notes})
 	}
-	for _, r := range reasoning {
-		fmt.Fprintln(stdout, "fit: "+r)
-	}
-	lm.Report(stdout, *tensors)
+	lm.Report(stdout, lf.tensors)
 	if verified != nil {
-		fmt.Fprintf(stdout, "verified: %d tensors read back from their devices equal the file", verified.Tensors)
+		fmt.Fprintf(stdout, "ggload: verified: %d tensors read back from their devices equal the file", verified.Tensors)
 		if verified.Repacked > 0 {
 			fmt.Fprintf(stdout, " (%d repacked tensors cannot be read back)", verified.Repacked)
 		}
 		fmt.Fprintln(stdout)
 	}
+	if isTerminalWriter(stdout) {
+		fmt.Fprintln(stdout)
+		drawMemory(stdout, rows, 80)
+	}
 	return nil
 }
 
-// progressBar draws a one-line bar on a terminal, at most every 50 ms.
+// progressBar draws a one-line bar, at most every 50 ms, by bytes.
 type progressBar struct {
 	w     io.Writer
 	start time.Time
@@ -102,27 +183,29 @@ type progressBar struct {
 
 func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w, start: time.Now()} }
 
-// update draws done/total; total 0 clears the line.
-func (b *progressBar) update(done, total uint64) bool {
+// update draws done/total.
+func (b *progressBar) update(done, total uint64) {
 	if total == 0 {
-		b.finish()
-		return true
+		return
 	}
 	now := time.Now()
-	if done < total && now.Sub(b.last) < 50*time.Millisecond {
-		return true
+	if b.drawn && done < total && now.Sub(b.last) < 50*time.Millisecond {
+		return
 	}
 	b.last = now
-	const width = 40
+	const width = 36
 	frac := float64(done) / float64(total)
 	n := int(frac * width)
-	rate := float64(done) / now.Sub(b.start).Seconds() / 1e9
-	fmt.Fprintf(b.w, "\r[%s%s] %5.1f%% %8.1f/%.1f MiB %6.2f GB/s", strings.Repeat("=", n), strings.Repeat(" ", width-n), 100*frac,
+	rate := 0.0
+	if s := now.Sub(b.start).Seconds(); s > 0 {
+		rate = float64(done) / s / 1e9
+	}
+	fmt.Fprintf(b.w, "\r[%s%s] %5.1f%% %9.1f/%.1f MiB %6.2f GB/s", strings.Repeat("=", n), strings.Repeat(" ", width-n), 100*frac,
 		float64(done)/(1<<20), float64(total)/(1<<20), rate)
 	b.drawn = true
-	return true
 }
 
+// finish clears the bar's line.
 func (b *progressBar) finish() {
 	if b.drawn {
 		fmt.Fprint(b.w, "\r\033[K")

@@ -1,49 +1,102 @@
 // Command ggload puts the weights of a GGUF model on ggml devices the way
 // llama.cpp does, and explains where everything went.
 //
-//	ggload                      run the embedded demo
-//	ggload devices [--json]     backends, devices and their buffer types
-//	ggload inspect FILE         what a GGUF file holds
-//	ggload plan MODEL [flags]   where every tensor would go, without loading
-//	ggload load MODEL [flags]   load it and report
-//	ggload bench MODEL          time the load modes against llama.cpp
+//	ggload                        run the embedded demo
+//	ggload devices [options]      backends, devices and their buffer types
+//	ggload inspect FILE           what a GGUF file holds
+//	ggload plan MODEL [options]   where every tensor would go, without loading
+//	ggload load MODEL [options]   load it and report
+//	ggload bench [MODEL]          time the load modes against llama.cpp
+//
+// plan and load take llama.cpp's model loading options as its common/arg.cpp
+// spells them (-ngl, -sm, -ts, -mg, -ot, -dev, -lm, -lzm, -fit, ...).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
+	"sync/atomic"
+	"syscall"
 )
 
 type command struct {
 	name  string
-	usage string
+	args  string // what follows the name in the usage line
+	about string
 	run   func(ctx context.Context, args []string, stdout io.Writer) error
 }
 
 var commands []command
 
-func register(c command) { commands = append(commands, c) }
+func register(c command) {
+	commands = append(commands, c)
+	sort.SliceStable(commands, func(i, j int) bool { return order(commands[i].name) < order(commands[j].name) })
+}
 
-// errUsage marks errors whose message is a usage line.
-var errUsage = errors.New("usage")
+func order(name string) int {
+	for i, n := range []string{"devices", "inspect", "plan", "load", "bench"} {
+		if n == name {
+			return i
+		}
+	}
+	return 99
+}
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "ggload:", err)
-		os.Exit(1)
+	ctx, sig := interruptible()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, sig.Load(), os.Stderr))
+}
+
+// interruptible cancels the context on the first SIGINT or SIGTERM, and
+// records which; a second one ends the process at once.
+func interruptible() (context.Context, *atomic.Value) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := &atomic.Value{}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-ch
+		sig.Store(s)
+		signal.Stop(ch)
+		cancel()
+	}()
+	return ctx, sig
+}
+
+// exitCode prints err and returns the exit status: 130 after SIGINT and
+// 143 after SIGTERM (everything was freed on the way out), 2 for a
+// command line ggload cannot take, 1 for other errors.
+func exitCode(err error, sig any, stderr io.Writer) int {
+	code := 0
+	switch {
+	case sig == os.Interrupt:
+		code = 130
+	case sig == syscall.SIGTERM:
+		code = 143
 	}
+	if err == nil || errors.Is(err, errHelp) || errors.Is(err, errVersion) {
+		return code
+	}
+	var ue *usageError
+	switch {
+	case code != 0:
+		fmt.Fprintln(stderr, "ggload: interrupted:", err)
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "ggload:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "ggload:", err)
+		return 1
+	}
+	return code
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,63 +109,58 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDemo(ctx, stdout)
 	}
 	name := args[0]
-	if name == benchChildCmd {
+	switch name {
+	case benchChildCmd:
 		return runBenchChild(ctx, args[1:], stdout)
+	case "help", "-h", "--help", "--usage":
+		if len(args) > 1 {
+			for _, c := range commands {
+				if c.name == args[1] {
+					return c.run(ctx, []string{"--help"}, stdout)
+				}
+			}
+		}
+		printUsage(stdout)
+		return nil
+	case "version", "--version":
+		printVersion(stdout)
+		return nil
+	case "--list-devices":
+		var rf runtimeFlags
+		rt, err := rf.open()
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, listDevicesText(rt))
+		return err
 	}
 	for _, c := range commands {
 		if c.name == name {
 			return c.run(ctx, args[1:], stdout)
 		}
 	}
-	if name == "help" || name == "-h" || name == "--help" {
-		printUsage(stdout)
-		return nil
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
 	}
-	printUsage(stderr)
-	return fmt.Errorf("unknown command %q", name)
+	msg := fmt.Sprintf("unknown command %q", name)
+	if strings.HasPrefix(name, "-") {
+		msg = fmt.Sprintf("unknown option %s before a command", name)
+	} else if n := nearest(name, names); n != "" {
+		msg += fmt.Sprintf("; did you mean %s?", n)
+	}
+	return &usageError{"", msg}
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: ggload [command] [flags]")
+	fmt.Fprintln(w, "usage: ggload [command] [options]")
 	fmt.Fprintln(w, "\nwith no command, ggload runs its demo: a small generated model planned and loaded on every device.")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
+		fmt.Fprintf(w, "  ggload %-8s %-17s %s\n", c.name, c.args, c.about)
 	}
+	fmt.Fprintln(w, "  ggload --list-devices              the devices llama.cpp can offload to")
+	fmt.Fprintln(w, "  ggload --version                   ggload's version and the native pin")
+	fmt.Fprintln(w, "\n'ggload COMMAND --help' lists a command's options; plan and load take llama.cpp's model loading options.")
 	fmt.Fprintln(w, "\nenvironment: GGLOAD_LIB_DIR (native libraries), GGLOAD_VARIANT (vulkan, cuda, src, none), GGLOAD_DEBUG (ggml's log)")
-}
-
-// newFlags makes a flag set that reports errors instead of exiting.
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("ggload "+name, flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	return fs
-}
-
-// splitList splits a comma list, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// parseArgs parses flags that may come before or after the positional
-// arguments, as llama.cpp's tools allow, and returns the positionals.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }

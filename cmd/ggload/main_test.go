@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
@@ -24,10 +25,23 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// tests that need ggload as a process of its own (signals, exit
+	// codes) run this binary as ggload
+	if os.Getenv(asGgloadEnv) == "1" {
+		if d, err := time.ParseDuration(os.Getenv(slowProgressEnv)); err == nil {
+			onProgress = func(done, total uint64) { time.Sleep(d) }
+		}
+		main()
+	}
 	code := m.Run()
 	testenv.KillAll()
 	os.Exit(code)
 }
+
+const (
+	asGgloadEnv     = "GGLOAD_TEST_AS_GGLOAD"
+	slowProgressEnv = "GGLOAD_TEST_SLOW_PROGRESS"
+)
 
 func runCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -145,7 +159,8 @@ func TestPlanCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"layers       0-1 CPU, 2-3 ", "llama.cpp's report", "offloading 2 repeating layers to GPU", "model buffer size", "per device:", "blk.3.ffn_up_exps.weight", "override"} {
+	for _, want := range []string{"layers       0-1 CPU, 2-3 ", "llama.cpp's report", "offloading 2 repeating layers to GPU", "model buffer size", "per device:",
+		"blk.3.ffn_up_exps.weight", "override", "fit (-fit on", "placement    exact"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
@@ -154,23 +169,11 @@ func TestPlanCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		Plan struct {
-			Layers  []string `json:"layer_devices"`
-			Tensors []struct {
-				Name, BufferType string
-			} `json:"tensors"`
-			Buffers []struct {
-				Name string
-				Size uint64
-			} `json:"buffers"`
-		} `json:"plan"`
-		Fit []string `json:"fit"`
-	}
+	var rep planJSON
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rep.Plan.Layers) != 5 || len(rep.Plan.Tensors) == 0 || len(rep.Plan.Buffers) == 0 || len(rep.Fit) == 0 {
+	if len(rep.Plan.Layers) != 5 || len(rep.Plan.Tensors) == 0 || len(rep.Plan.Buffers) == 0 || !rep.Fit.Enabled || len(rep.Fit.Lines) == 0 || len(rep.Memory) == 0 {
 		t.Fatalf("%+v", rep)
 	}
 	for _, bad := range [][]string{
@@ -187,35 +190,89 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// planJSON is what plan --json prints, as far as the tests read it.
+type planJSON struct {
+	Plan struct {
+		Arch      string   `json:"architecture"`
+		Exact     bool     `json:"exact"`
+		Placement string   `json:"placement"`
+		Layers    []string `json:"layer_devices"`
+		GPULayers int      `json:"act_gpu_layers"`
+		LoadMode  string   `json:"load_mode"`
+		Tensors   []struct {
+			Name, BufferType string
+		} `json:"tensors"`
+		Buffers []struct {
+			Name    string
+			Size    uint64
+			Tensors int    `json:"tensors"`
+			Bytes   uint64 `json:"tensor_bytes"`
+		} `json:"buffers"`
+		Usage []struct {
+			Device    string `json:"device"`
+			Allocated uint64 `json:"allocated"`
+			Mapped    uint64 `json:"mapped"`
+			Free      uint64 `json:"free"`
+		} `json:"usage"`
+		Log []struct {
+			Level, Text, Source string
+		} `json:"log"`
+		Totals struct {
+			FileTensors   int    `json:"file_tensors"`
+			FileBytes     uint64 `json:"file_bytes"`
+			BufferTensors int    `json:"buffer_tensors"`
+			BufferBytes   uint64 `json:"buffer_tensor_bytes"`
+			Unused        int    `json:"unused_tensors"`
+			Duplicates    int    `json:"duplicate_tensors"`
+			DuplicateB    uint64 `json:"duplicate_bytes"`
+			UnusedB       uint64 `json:"unused_bytes"`
+		} `json:"totals"`
+	} `json:"plan"`
+	Fit    fitReport `json:"fit"`
+	Memory []memRow  `json:"memory"`
+	Notes  []string  `json:"notes"`
+}
+
 func TestLoadCommand(t *testing.T) {
 	path := writeSynth(t, synth.Spec{Layers: 3, Embd: 256, FF: 512, Heads: 2, Vocab: 256, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0})
 	out, err := runCLI(t, "load", path, "--load-mode", "none", "--device", "none", "--check-tensors", "--tensors", "--verify")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"print_info: file type   = ", "model buffer size =", "loaded ", "GB/s", "blk.2.ffn_up.weight", "read", "verified: "} {
+	for _, want := range []string{"print_info: file type   = ", "model buffer size =", "ggload: loaded ", "GB/s", "blk.2.ffn_up.weight", "read", "ggload: verified: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
 	}
-	out, err = runCLI(t, "load", path, "--json", "--load-mode", "mmap", "--staging-size", "64KiB")
+	out, err = runCLI(t, "load", path, "--json", "-lm", "mmap", "--staging-size", "64KiB")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
 		Load struct {
-			Tensors []struct {
+			LoadMode string `json:"load_mode"`
+			Tensors  []struct {
 				Name, Type, Buffer, BufferType, Device string
 				Bytes                                  int64
 			} `json:"tensors"`
 			Buffers []struct {
 				Name, BufferType, Device string
 				Size                     uint64
+				Tensors                  int    `json:"tensors"`
+				Bytes                    uint64 `json:"tensor_bytes"`
 			} `json:"buffers"`
 			Timings struct {
 				Total float64 `json:"total_s"`
 			} `json:"timings"`
 		} `json:"load"`
+		Totals struct {
+			FileTensors   int    `json:"file_tensors"`
+			FileBytes     uint64 `json:"file_bytes"`
+			BufferTensors int    `json:"buffer_tensors"`
+			BufferBytes   uint64 `json:"buffer_tensor_bytes"`
+		} `json:"totals"`
+		Fit    fitReport `json:"fit"`
+		Memory []memRow  `json:"memory"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -225,13 +282,22 @@ func TestLoadCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if len(rep.Load.Tensors) != len(m.Weights) || len(rep.Load.Buffers) == 0 || rep.Load.Timings.Total <= 0 {
-		t.Fatalf("%+v", rep.Load)
+	if len(rep.Load.Tensors) != len(m.Weights) || len(rep.Load.Buffers) == 0 || rep.Load.Timings.Total <= 0 || rep.Load.LoadMode != "mmap" || len(rep.Memory) == 0 || !rep.Fit.Enabled {
+		t.Fatalf("%+v", rep)
 	}
 	for _, tn := range rep.Load.Tensors {
 		if tn.Buffer == "" || tn.Device == "" || tn.Bytes <= 0 {
 			t.Fatalf("tensor %+v", tn)
 		}
+	}
+	// the loaded buffers add up to the model (no duplicates here)
+	n, nb := 0, uint64(0)
+	for _, b := range rep.Load.Buffers {
+		n += b.Tensors
+		nb += b.Bytes
+	}
+	if n != len(m.Weights) || nb != m.NBytes || rep.Totals.BufferTensors != n || rep.Totals.FileTensors != len(m.Weights) {
+		t.Fatalf("buffers hold %d tensors, %d bytes; the model %d, %d; totals %+v", n, nb, len(m.Weights), m.NBytes, rep.Totals)
 	}
 	for _, bad := range [][]string{
 		{"load", path, "--staging-size", "lots"},

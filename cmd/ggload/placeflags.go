@@ -1,114 +1,503 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"strconv"
+	"math"
+	"os"
 	"strings"
+	"time"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/place"
 )
 
-// placeFlags are llama.cpp's placement flags, shared by plan, load and bench.
+// maxDevices is llama_max_devices() of the pin: -ts and -fitt take fewer
+// values than this.
+const maxDevices = 16
+
+// placeFlags are llama.cpp's model loading, placement, fit and device
+// options (as the pin's common/arg.cpp spells them), shared by plan and
+// load, with ggload's earlier spellings as aliases.
 type placeFlags struct {
 	runtimeFlags
-	ngl        string
-	sm         string
-	mg         int
-	ts         string
-	ot         multiFlag
-	noHost     bool
-	noExtra    bool
-	devices    string
-	loadMode   string
-	lazy       string
-	cpuMoE     bool
-	nCPUMoE    int
-	fit        bool
-	reserveMiB uint64
-	mapRanges  string
+	model       string
+	ngl         int
+	sm          place.SplitMode
+	mg          int
+	ts          []float32
+	overrides   []place.Override // -ot, -cmoe, -ncmoe, -ncffn, in command-line order
+	noHost      bool
+	repack      bool
+	devices     []string
+	loadMode    place.LoadMode
+	lmGiven     bool
+	noMmap      bool // llama.cpp's older --no-mmap
+	mlock       bool // and --mlock
+	lazy        place.LazyMode
+	numa        ggml.NUMAStrategy
+	fit         bool
+	fitTargets  []uint64
+	fitCtx      int
+	check       bool
+	opOffload   bool
+	listDevices bool
+	version     bool
+	mapRanges   place.MapRanges
 }
 
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
-
-func (f *placeFlags) add(fs *flag.FlagSet) {
-	f.runtimeFlags.add(fs)
-	fs.StringVar(&f.ngl, "ngl", "all", "layers to offload (counting the output layer): a number, all, or auto (--fit)")
-	fs.StringVar(&f.ngl, "n-gpu-layers", "all", "same as -ngl")
-	fs.StringVar(&f.sm, "sm", "layer", "split mode: none, layer, row")
-	fs.StringVar(&f.sm, "split-mode", "layer", "same as -sm")
-	fs.IntVar(&f.mg, "mg", 0, "main GPU for -sm none (index into the device list; negative: none)")
-	fs.IntVar(&f.mg, "main-gpu", 0, "same as -mg")
-	fs.StringVar(&f.ts, "ts", "", "tensor split, e.g. 3,1 (default: by free memory)")
-	fs.StringVar(&f.ts, "tensor-split", "", "same as -ts")
-	fs.Var(&f.ot, "ot", "override tensor buffer types: <pattern>=<buffer type>[,...] (repeatable; first match wins)")
-	fs.Var(&f.ot, "override-tensor", "same as -ot")
-	fs.BoolVar(&f.noHost, "no-host", false, "keep host buffer types out of the CPU list")
-	fs.BoolVar(&f.noExtra, "no-extra-bufts", false, "keep the CPU's extra buffer types (CPU_REPACK) out")
-	fs.StringVar(&f.devices, "device", "", "devices to use, comma-separated, in order (none: no offload)")
-	fs.StringVar(&f.devices, "dev", "", "same as --device")
-	fs.StringVar(&f.loadMode, "load-mode", "auto", "auto, none, mmap, mlock, mmap-mlock, direct-io")
-	fs.StringVar(&f.lazy, "lazy", "auto", "lazy reads of the tensors the architecture marks: off, auto, on")
-	fs.BoolVar(&f.cpuMoE, "cpu-moe", false, "keep every layer's expert weights on the CPU")
-	fs.IntVar(&f.nCPUMoE, "n-cpu-moe", 0, "keep the expert weights of the first N layers on the CPU")
-	fs.BoolVar(&f.fit, "fit", false, "offload as much as fits every device's free memory minus --fit-reserve")
-	fs.Uint64Var(&f.reserveMiB, "fit-reserve", place.DefaultFitTarget>>20, "MiB --fit leaves free on each device")
-	fs.StringVar(&f.mapRanges, "map-ranges", "own", "mapped buffers wrap each context's own ranges (own) or one span as llama.cpp v0.5.0 (span)")
+func defaultPlaceFlags() placeFlags {
+	d := place.DefaultParams()
+	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: d.UseExtraBufts, loadMode: d.LoadMode,
+		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges}
 }
 
-func (f *placeFlags) params() (place.Params, error) {
+var numaNames = map[string]ggml.NUMAStrategy{"distribute": ggml.NUMADistribute, "isolate": ggml.NUMAIsolate, "numactl": ggml.NUMANumactl}
+
+// add registers the options on s.
+func (f *placeFlags) add(s *optionSet) {
+	s.group("llama.cpp's model loading options, as llama.cpp " + pinTag() + " spells them")
+	s.add(&option{names: []string{"-m", "--model"}, value: "FNAME",
+		help: "the model to load (or give it as MODEL); the first file of a split model",
+		set:  func(v string) error { f.model = v; return nil }})
+	s.add(&option{names: []string{"-lm", "--load-mode"}, value: "MODE",
+		help: "how the weights reach memory (default: auto)\n" +
+			"- auto: mmap, unless a device cannot map\n" +
+			"- none: read the file into the buffers\n" +
+			"- mmap: map the file; weights stay in the page cache where they can\n" +
+			"- mlock: read into the buffers and lock them in RAM\n" +
+			"- mmap+mlock: map the file and lock the mapping in RAM\n" +
+			"- dio: read with direct I/O, past the page cache, where the file system allows\n" +
+			"(ggload also takes mmap-mlock and direct-io; llama.cpp's older --no-mmap and --mlock map to none, mlock and mmap+mlock)",
+		set: func(v string) error {
+			m, err := place.ParseLoadMode(v)
+			if err != nil {
+				return withHint(err, v, place.LoadModeNames())
+			}
+			f.loadMode, f.lmGiven = m, true
+			return nil
+		}})
+	s.add(&option{names: []string{"--no-mmap"}, hidden: true, on: func(on bool) error {
+		f.noMmap = on
+		return nil
+	}})
+	s.add(&option{names: []string{"--mlock"}, hidden: true, on: func(on bool) error {
+		f.mlock = on
+		return nil
+	}})
+	s.add(&option{names: []string{"-lzm", "--lazy-mode"}, value: "MODE", alias: []string{"--lazy"},
+		help: "read the tensors the architecture marks (per-layer embeddings) on demand (default: auto)\n" +
+			"- on: leave them on disk, read rows as needed (needs mmap)\n" +
+			"- auto: on for tensors over 4 GiB\n" +
+			"- off: keep them in memory",
+		set: func(v string) error {
+			m, err := place.ParseLazyMode(v)
+			if err != nil {
+				return withHint(err, v, []string{"on", "auto", "off"})
+			}
+			f.lazy = m
+			return nil
+		}})
+	s.add(&option{names: []string{"--numa"}, value: "TYPE",
+		help: "set the CPU backend up for a NUMA machine (default: not set up)\n" +
+			"- distribute: spread work over every node\n" +
+			"- isolate: keep to the node the process started on\n" +
+			"- numactl: follow numactl's CPU map\n" +
+			"with a NUMA set-up, mapped files are not prefetched",
+		set: func(v string) error {
+			n, ok := numaNames[v]
+			if !ok {
+				return withHint(fmt.Errorf("want distribute, isolate or numactl"), v, []string{"distribute", "isolate", "numactl"})
+			}
+			f.numa = n
+			return nil
+		}})
+	s.add(&option{names: []string{"--repack"}, neg: []string{"-nr", "--no-repack"}, alias: []string{"--no-extra-bufts"},
+		help: "repack weights for the CPU (its extra buffer types, CPU_REPACK) (default: enabled)",
+		on:   func(on bool) error { f.repack = on; return nil }})
+	s.add(&option{names: []string{"--no-host"},
+		help: "keep devices' host (pinned) buffer types out, so that extra buffer types can be used",
+		on:   func(on bool) error { f.noHost = on; return nil }})
+	s.add(&option{names: []string{"--check-tensors"},
+		help: "check the tensors' data for invalid values while loading (default: false)",
+		on:   func(on bool) error { f.check = on; return nil }})
+	s.add(&option{names: []string{"--op-offload"}, neg: []string{"--no-op-offload"},
+		help:  "offload operations on host tensors to a device (default: true)",
+		inert: "ggload runs no graphs",
+		on:    func(on bool) error { f.opOffload = on; return nil }})
+
+	s.group("llama.cpp's placement and device options")
+	s.add(&option{names: []string{"-dev", "--device"}, value: "<dev1,dev2,..>",
+		help: "comma-separated devices to offload to, in order (none: no offload)\n--list-devices lists them",
+		set: func(v string) error {
+			d := splitList(v)
+			if len(d) == 0 {
+				return fmt.Errorf("no devices named")
+			}
+			if len(d) > 1 && contains(d, "none") {
+				return fmt.Errorf("none cannot be listed with other devices")
+			}
+			f.devices = d
+			return nil
+		}})
+	s.add(&option{names: []string{"--list-devices"}, help: "print the devices that can be offloaded to, and exit",
+		on: func(on bool) error { f.listDevices = on; return nil }})
+	f.runtimeFlags.addRPC(s)
+	s.add(&option{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, value: "N",
+		help: "most layers to keep in device memory: a number, 'auto' (-1) or 'all' (-2 or less) (default: auto: all, or what -fit chooses)",
+		set: func(v string) error {
+			switch v {
+			case "auto":
+				f.ngl = place.NGPULayersAuto
+			case "all":
+				f.ngl = place.NGPULayersAll
+			default:
+				n, err := intIn(v, math.MinInt32, math.MaxInt32)
+				if err != nil {
+					return fmt.Errorf("want a number of layers, auto or all")
+				}
+				f.ngl = int(n)
+				if n < -1 {
+					f.ngl = place.NGPULayersAll
+				}
+			}
+			return nil
+		}})
+	s.add(&option{names: []string{"-sm", "--split-mode"}, value: "{none,layer,row,tensor}",
+		help: "how to spread the model over several devices:\n" +
+			"- none: one device (-mg)\n" +
+			"- layer (default): whole layers per device\n" +
+			"- row: each matrix's rows over the devices\n" +
+			"- tensor: tensor parallelism (ggload: not available, see the notes)",
+		set: func(v string) error {
+			m, err := place.ParseSplitMode(v)
+			if err != nil {
+				return withHint(err, v, []string{"none", "layer", "row", "tensor"})
+			}
+			f.sm = m
+			return nil
+		}})
+	s.add(&option{names: []string{"-ts", "--tensor-split"}, value: "N0,N1,N2,...",
+		help: "the share of the model for each device, e.g. 3,1 (default: by free memory)",
+		set: func(v string) error {
+			ts, err := place.ParseTensorSplit(v)
+			if err != nil {
+				return err
+			}
+			if len(ts) >= maxDevices {
+				return fmt.Errorf("%d values: at most %d (llama_max_devices() is %d)", len(ts), maxDevices-1, maxDevices)
+			}
+			for _, x := range ts {
+				if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
+					return fmt.Errorf("shares must be finite")
+				}
+			}
+			f.ts = ts
+			return nil
+		}})
+	s.add(&option{names: []string{"-mg", "--main-gpu"}, value: "INDEX",
+		help: "the device for -sm none, an index into the device list, -1 for none (default: 0)",
+		set: func(v string) error {
+			n, err := intIn(v, -1, maxDevices-1)
+			if err != nil {
+				return err
+			}
+			f.mg = int(n)
+			return nil
+		}})
+	s.add(&option{names: []string{"-ot", "--override-tensor"}, value: "<tensor name pattern>=<buffer type>,...",
+		help: "put the tensors whose names match a pattern in a buffer type; the first match wins",
+		set: func(v string) error {
+			ovs, err := place.ParseOverrides(v)
+			if err != nil {
+				return err
+			}
+			if len(ovs) == 0 {
+				return fmt.Errorf("no overrides given")
+			}
+			f.overrides = append(f.overrides, ovs...)
+			return nil
+		}})
+	s.add(&option{names: []string{"-cmoe", "--cpu-moe"}, help: "keep every Mixture of Experts (MoE) weight on the CPU",
+		on: func(on bool) error {
+			if on {
+				f.overrides = append(f.overrides, place.Override{Pattern: place.ExpertsPattern, BufferType: "CPU"})
+			}
+			return nil
+		}})
+	s.add(&option{names: []string{"-ncmoe", "--n-cpu-moe"}, value: "N", help: "keep the Mixture of Experts (MoE) weights of the first N layers on the CPU",
+		set: func(v string) error {
+			n, err := intIn(v, 0, 65536)
+			if err != nil {
+				return err
+			}
+			f.overrides = append(f.overrides, place.FirstLayersOnCPU(int(n), place.ExpertsPattern)...)
+			return nil
+		}})
+	s.add(&option{names: []string{"-ncffn", "--n-cpu-ffn"}, value: "N", help: "keep the dense FFN weights of the first N layers on the CPU (for MoE experts: -ncmoe)",
+		set: func(v string) error {
+			n, err := intIn(v, 0, 65536)
+			if err != nil {
+				return err
+			}
+			f.overrides = append(f.overrides, place.FirstLayersOnCPU(int(n), place.DenseFFNPattern)...)
+			return nil
+		}})
+
+	s.group("llama.cpp's fit options")
+	s.add(&option{names: []string{"-fit", "--fit"}, value: "[on|off]", optValue: true, optWords: []string{"on", "off", "enabled", "disabled", "true", "false", "1", "0"},
+		help: "choose the parameters left unset (-ngl auto, no -ts, no -ot) so that the weights leave every device its -fitt free (default: on)",
+		set: func(v string) error {
+			if v == "" { // ggload's earlier bare --fit
+				f.fit = true
+				return nil
+			}
+			b, ok := parseBool(v)
+			if !ok {
+				return fmt.Errorf("want on or off")
+			}
+			f.fit = b
+			return nil
+		}})
+	s.add(&option{names: []string{"-fitt", "--fit-target"}, value: "MiB0,MiB1,MiB2,...", alias: []string{"--fit-reserve"},
+		help: fmt.Sprintf("MiB -fit leaves free on each device, comma-separated; one value applies to every device (default: %d)", place.DefaultFitTarget>>20),
+		set: func(v string) error {
+			parts := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '/' })
+			if len(parts) == 0 || len(parts) >= maxDevices {
+				return fmt.Errorf("want 1 to %d values", maxDevices-1)
+			}
+			f.fitTargets = nil
+			for _, p := range parts {
+				n, err := intIn(p, 0, 1<<24)
+				if err != nil {
+					return fmt.Errorf("%q: %v MiB", p, err)
+				}
+				f.fitTargets = append(f.fitTargets, uint64(n)<<20)
+			}
+			return nil
+		}})
+	s.add(&option{names: []string{"-fitc", "--fit-ctx"}, value: "N",
+		help:  fmt.Sprintf("the smallest context -fit may shrink to (default: %d)", place.DefaultFitMinCtx),
+		inert: "ggload creates no context, so -fit has none to shrink; the value is reported",
+		set: func(v string) error {
+			n, err := intIn(v, 0, math.MaxInt32)
+			if err != nil {
+				return err
+			}
+			f.fitCtx = int(n)
+			return nil
+		}})
+	f.addUnsupported(s)
+
+	s.group("ggload's options")
+	f.runtimeFlags.add(s)
+	s.add(&option{names: []string{"--map-ranges"}, value: "{own,span}",
+		help: "what mapped buffers wrap: each context's own ranges (own, default) or one span per file as llama.cpp " + pinTag() + " does (span)",
+		set: func(v string) error {
+			switch v {
+			case "own":
+				f.mapRanges = place.MapOwnRanges
+			case "span":
+				f.mapRanges = place.MapSpan
+			default:
+				return withHint(fmt.Errorf("want own or span"), v, []string{"own", "span"})
+			}
+			return nil
+		}})
+}
+
+// withHint adds a "did you mean" for a mistyped value.
+func withHint(err error, v string, words []string) error {
+	if n := nearest(v, words); n != "" {
+		return fmt.Errorf("%w; did you mean %s?", err, n)
+	}
+	return err
+}
+
+// finish resolves what depends on several options and records the notes
+// the options call for.
+func (f *placeFlags) finish(s *optionSet) error {
+	if f.noMmap || f.mlock {
+		if f.lmGiven {
+			return s.errorf("--no-mmap and --mlock are llama.cpp's older spellings of -lm: give -lm alone")
+		}
+		old := strings.TrimSpace(map[bool]string{true: "--no-mmap"}[f.noMmap] + map[bool]string{true: " --mlock"}[f.mlock])
+		switch {
+		case f.noMmap && f.mlock:
+			f.loadMode = place.LoadMlock
+		case f.noMmap:
+			f.loadMode = place.LoadNone
+		default:
+			f.loadMode = place.LoadMmapMlock
+		}
+		s.notes = append(s.notes, fmt.Sprintf("note: %s is llama.cpp's older spelling of -lm %s", old, f.loadMode))
+	}
+	for _, o := range s.orderedGiven() {
+		if o.inert != "" {
+			s.notes = append(s.notes, fmt.Sprintf("note: %s has no effect in ggload: %s", o.names[len(o.names)-1], o.inert))
+		}
+	}
+	if f.sm == place.SplitTensor {
+		s.notes = append(s.notes, "note: -sm tensor needs ggml's meta device, which ggload cannot drive (its split-state callback returns a struct by value, which purego callbacks cannot)")
+	}
+	return nil
+}
+
+// orderedGiven lists the options given, in registration order.
+func (s *optionSet) orderedGiven() []*option {
+	var out []*option
+	for _, g := range s.groups {
+		for _, o := range g.opts {
+			if s.given[o] {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// params are the placement parameters the options ask for.
+func (f *placeFlags) params() place.Params {
 	p := place.DefaultParams()
-	switch f.ngl {
-	case "all":
-		p.NGPULayers = -1
-	case "auto":
-		f.fit = true
-	default:
-		n, err := strconv.Atoi(f.ngl)
-		if err != nil {
-			return p, fmt.Errorf("-ngl %q: want a number, all or auto", f.ngl)
-		}
-		p.NGPULayers = n
-	}
-	var err error
-	if p.SplitMode, err = place.ParseSplitMode(f.sm); err != nil {
-		return p, fmt.Errorf("-sm: %w", err)
-	}
+	p.NGPULayers = f.ngl
+	p.SplitMode = f.sm
 	p.MainGPU = f.mg
-	if f.ts != "" {
-		if p.TensorSplit, err = place.ParseTensorSplit(f.ts); err != nil {
-			return p, fmt.Errorf("-ts: %w", err)
+	p.TensorSplit = f.ts
+	p.Overrides = f.overrides
+	p.NoHost, p.UseExtraBufts = f.noHost, f.repack
+	p.Devices = f.devices
+	p.LoadMode = f.loadMode
+	p.Lazy = f.lazy
+	p.MapRanges = f.mapRanges
+	return p
+}
+
+func (f *placeFlags) fitOptions() place.FitOptions {
+	return place.FitOptions{Targets: f.fitTargets, MinCtx: uint32(f.fitCtx)}
+}
+
+// open opens the runtime and sets NUMA up as --numa asks.
+func (f *placeFlags) open() (*ggml.Runtime, error) {
+	rt, err := f.runtimeFlags.open()
+	if err != nil {
+		return nil, err
+	}
+	if f.numa != ggml.NUMADisabled && !rt.InitNUMA(f.numa) {
+		return nil, fmt.Errorf("--numa: the CPU backend in %s has no NUMA set-up", rt.Location().Dir)
+	}
+	return rt, nil
+}
+
+// modelPath is MODEL or -m, one of them.
+func (f *placeFlags) modelPath(s *optionSet, pos []string) (string, error) {
+	switch {
+	case len(pos) == 1 && f.model != "" && f.model != pos[0]:
+		return "", s.errorf("two models: -m %s and %s", f.model, pos[0])
+	case len(pos) == 1:
+		return pos[0], nil
+	case len(pos) == 0 && f.model != "":
+		return f.model, nil
+	case len(pos) == 0:
+		return "", s.errorf("no MODEL given: usage: %s", s.usage[0])
+	}
+	return "", s.errorf("one MODEL, got %d arguments (%s)", len(pos), strings.Join(pos, " "))
+}
+
+// listDevicesText prints the devices as llama.cpp's --list-devices does.
+func listDevicesText(rt *ggml.Runtime) string {
+	var b strings.Builder
+	b.WriteString("Available devices:\n")
+	n := 0
+	for _, d := range rt.Devices() {
+		if d.Type() == ggml.DeviceCPU {
+			continue
+		}
+		free, total := d.Memory()
+		fmt.Fprintf(&b, "  %s: %s (%d MiB, %d MiB free)\n", d.Name(), d.Description(), total>>20, free>>20)
+		n++
+	}
+	if n == 0 {
+		b.WriteString("  (none)\n")
+	}
+	return b.String()
+}
+
+// runtimeFlags are the options of every command that opens the runtime.
+type runtimeFlags struct {
+	libDir    string
+	variant   string
+	rpc       string
+	rpcDirect bool
+	rpcIO     time.Duration
+}
+
+func defaultRuntimeFlags() runtimeFlags { return runtimeFlags{rpcIO: time.Minute} }
+
+func (r *runtimeFlags) add(s *optionSet) {
+	s.add(&option{names: []string{"--lib-dir"}, value: "DIR",
+		help: "the native ggml libraries (default: GGLOAD_LIB_DIR, native/lib/<platform>[-variant], beside the executable)",
+		set: func(v string) error {
+			if st, err := os.Stat(v); err != nil || !st.IsDir() {
+				return fmt.Errorf("not a directory")
+			}
+			r.libDir = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--variant"}, value: "{vulkan,cuda,src,none}",
+		help: "the native set's variant (default: GGLOAD_VARIANT, then automatic)",
+		set: func(v string) error {
+			if !contains([]string{"", "vulkan", "cuda", "src", "none"}, v) {
+				return withHint(fmt.Errorf("want vulkan, cuda, src or none"), v, []string{"vulkan", "cuda", "src", "none"})
+			}
+			r.variant = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--rpc-direct"},
+		help: "connect ggml's RPC client straight to the servers, without ggload's guard (a failing server then ends the process, as in llama.cpp)",
+		on:   func(on bool) error { r.rpcDirect = on; return nil }})
+	s.add(&option{names: []string{"--rpc-timeout"}, value: "DURATION",
+		help: "declare an RPC server failed when it stays silent this long in use, 100ms to 24h (default: 1m)",
+		set: func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("want a duration such as 30s or 2m")
+			}
+			if d < 100*time.Millisecond || d > 24*time.Hour {
+				return fmt.Errorf("out of range: want 100ms to 24h")
+			}
+			r.rpcIO = d
+			return nil
+		}})
+}
+
+// addRPC registers --rpc.
+func (r *runtimeFlags) addRPC(s *optionSet) {
+	s.add(&option{names: []string{"--rpc"}, value: "SERVERS", help: "comma-separated RPC servers (host:port) to use as devices",
+		set: func(v string) error {
+			eps := splitList(v)
+			if len(eps) == 0 {
+				return fmt.Errorf("no RPC servers named")
+			}
+			for _, ep := range eps {
+				if _, port, ok := strings.Cut(ep, ":"); !ok || port == "" {
+					return fmt.Errorf("%q: want host:port", ep)
+				}
+			}
+			r.rpc = strings.Join(eps, ",")
+			return nil
+		}})
+}
+
+func (r *runtimeFlags) open() (*ggml.Runtime, error) {
+	return ggml.Open(ggml.Options{LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
+}
+
+// splitList splits a comma list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
 		}
 	}
-	for _, o := range f.ot {
-		ovs, err := place.ParseOverrides(o)
-		if err != nil {
-			return p, fmt.Errorf("-ot: %w", err)
-		}
-		p.Overrides = append(p.Overrides, ovs...)
-	}
-	p.NoHost, p.UseExtraBufts = f.noHost, !f.noExtra
-	p.Devices = splitList(f.devices)
-	if p.LoadMode, err = place.ParseLoadMode(f.loadMode); err != nil {
-		return p, fmt.Errorf("--load-mode: %w", err)
-	}
-	if p.Lazy, err = place.ParseLazyMode(f.lazy); err != nil {
-		return p, fmt.Errorf("--lazy: %w", err)
-	}
-	p.CPUMoE, p.NCPUMoE = f.cpuMoE, f.nCPUMoE
-	if f.nCPUMoE < 0 {
-		return p, fmt.Errorf("--n-cpu-moe %d: must not be negative", f.nCPUMoE)
-	}
-	switch f.mapRanges {
-	case "own":
-		p.MapRanges = place.MapOwnRanges
-	case "span":
-		p.MapRanges = place.MapSpan
-	default:
-		return p, fmt.Errorf("--map-ranges %q: want own or span", f.mapRanges)
-	}
-	return p, nil
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
@@ -12,73 +13,178 @@ import (
 )
 
 func init() {
-	register(command{"plan", "where every tensor would go, without loading [llama.cpp's flags] [--fit] [--json] [--tensors]", runPlan})
+	register(command{"plan", "MODEL [options]", "where every tensor would go, and why, without loading (llama.cpp's options)", runPlan})
 }
 
-// planModel opens the model and plans it with the flags (and --fit).
-func planModel(pf *placeFlags, path string) (*ggml.Runtime, *gguf.Model, *place.Plan, []string, error) {
-	params, err := pf.params()
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
+// planned is a model opened and planned by the options.
+type planned struct {
+	rt   *ggml.Runtime
+	m    *gguf.Model
+	plan *place.Plan
+	fit  *place.FitResult // nil with -fit off
+}
+
+// planModel opens the model and plans it, through -fit unless it is off.
+func planModel(pf *placeFlags, path string) (*planned, error) {
+	params := pf.params()
 	rt, err := pf.open()
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	m, err := gguf.OpenModel(path)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
+	out := &planned{rt: rt, m: m}
 	if pf.fit {
-		res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{pf.reserveMiB << 20}})
-		if err != nil {
-			m.Close()
-			return nil, nil, nil, nil, err
+		out.fit, err = place.Fit(rt, m, params, pf.fitOptions())
+		if err == nil {
+			out.plan = out.fit.Plan
 		}
-		return rt, m, res.Plan, res.Reasoning, nil
+	} else {
+		out.plan, err = place.New(rt, m, params)
 	}
-	p, err := place.New(rt, m, params)
 	if err != nil {
 		m.Close()
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	return rt, m, p, nil, nil
+	return out, nil
+}
+
+// fitReport is -fit's outcome for people and programs.
+type fitReport struct {
+	Enabled bool            `json:"enabled"`
+	Status  place.FitStatus `json:"status,omitempty"`
+	Changed []string        `json:"changed,omitempty"`
+	MinCtx  int             `json:"min_ctx"`
+	Devices []fitDevice     `json:"devices,omitempty"`
+	Lines   []string        `json:"lines"`
+	Trials  int             `json:"trials,omitempty"`
+	TookS   float64         `json:"took_s,omitempty"`
+}
+
+type fitDevice struct {
+	Name   string `json:"name"`
+	Free   uint64 `json:"free"`
+	Target uint64 `json:"target"`
+	Before uint64 `json:"weights_before"`
+	After  uint64 `json:"weights_after"`
+}
+
+func (pd *planned) fitReport(pf *placeFlags) fitReport {
+	r := fitReport{Enabled: pf.fit, MinCtx: pf.fitCtx}
+	if pd.fit == nil {
+		r.Lines = []string{"-fit off: the parameters as given"}
+		return r
+	}
+	f := pd.fit
+	r.Status, r.Changed, r.Lines, r.Trials, r.TookS = f.Status, f.Changed, f.Reasoning, f.Trials, f.Took.Seconds()
+	for _, d := range f.Devices {
+		r.Devices = append(r.Devices, fitDevice{d.Device.Name(), d.Free, d.Target, d.Before, d.After})
+	}
+	return r
+}
+
+// printFit writes -fit's lines.
+func printFit(w io.Writer, r fitReport) {
+	if !r.Enabled {
+		fmt.Fprintln(w, "fit: off (-fit off): the parameters as given")
+		return
+	}
+	fmt.Fprintf(w, "fit (-fit on, %s, %s sized in %.0f ms):\n", r.Status, plural(r.Trials, "placement"), r.TookS*1000)
+	for _, l := range r.Lines {
+		fmt.Fprintln(w, "  "+l)
+	}
+}
+
+// isTerminalWriter reports whether w is a terminal.
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+func planOptions(pf *placeFlags) (*optionSet, *bool, *bool, *bool) {
+	s := newOptionSet("plan", "Where every tensor of MODEL would go, and why, without loading it: llama.cpp's decisions, -fit's, each buffer, and what each device needs against its free memory.",
+		"ggload plan MODEL [options]", "ggload plan -m MODEL [options]")
+	pf.add(s)
+	var asJSON, tensors, verbose bool
+	s.add(&option{names: []string{"--json"}, help: "print JSON: the plan, -fit's decisions, the memory per device", on: func(on bool) error { asJSON = on; return nil }})
+	s.add(&option{names: []string{"--tensors"}, help: "list every tensor with its buffer type and the reason", on: func(on bool) error { tensors = on; return nil }})
+	s.add(&option{names: []string{"-v", "--verbose", "--log-verbose"}, help: "include llama.cpp's debug lines (layer assignment, overrides, moved tensors)", on: func(on bool) error { verbose = on; return nil }})
+	return s, &asJSON, &tensors, &verbose
 }
 
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("plan")
-	var pf placeFlags
-	pf.add(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	tensors := fs.Bool("tensors", false, "list every tensor with its buffer type and the reason")
-	verbose := fs.Bool("v", false, "include llama.cpp's debug lines (layer assignment, overrides, moved tensors)")
-	pos, err := parseArgs(fs, args)
+	pf := defaultPlaceFlags()
+	s, asJSON, tensors, verbose := planOptions(&pf)
+	pos, err := s.parse(args)
+	if err != nil {
+		return helpOr(s, stdout, err)
+	}
+	if err := pf.finish(s); err != nil {
+		return err
+	}
+	if pf.listDevices {
+		return listDevices(&pf, stdout)
+	}
+	path, err := pf.modelPath(s, pos)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("usage: ggload plan MODEL [flags]")
-	}
-	_, m, p, reasoning, err := planModel(&pf, pos[0])
+	pd, err := planModel(&pf, path)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer pd.m.Close()
+	fit := pd.fitReport(&pf)
+	rows := memRows(pd.plan, pf.fitOptions())
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Plan *place.Plan `json:"plan"`
-			Fit  []string    `json:"fit,omitempty"`
-		}{p, reasoning})
+			Plan   *place.Plan `json:"plan"`
+			Fit    fitReport   `json:"fit"`
+			Memory []memRow    `json:"memory"`
+			Notes  []string    `json:"notes,omitempty"`
+		}{pd.plan, fit, rows, s.notes})
 	}
-	if len(reasoning) > 0 {
-		fmt.Fprintln(stdout, "fit:")
-		for _, r := range reasoning {
-			fmt.Fprintln(stdout, "  "+r)
-		}
+	for _, n := range s.notes {
+		fmt.Fprintln(stdout, n)
+	}
+	printFit(stdout, fit)
+	fmt.Fprintln(stdout)
+	pd.plan.Report(stdout, place.ReportOptions{Tensors: *tensors, Debug: *verbose})
+	if isTerminalWriter(stdout) {
 		fmt.Fprintln(stdout)
+		drawMemory(stdout, rows, 80)
 	}
-	p.Report(stdout, place.ReportOptions{Tensors: *tensors, Debug: *verbose})
 	return nil
+}
+
+// listDevices is --list-devices: llama.cpp's list, then exit.
+func listDevices(pf *placeFlags, stdout io.Writer) error {
+	rt, err := pf.open()
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, listDevicesText(rt))
+	return err
+}
+
+// helpOr prints the help or the version when they were asked for.
+func helpOr(s *optionSet, stdout io.Writer, err error) error {
+	switch err {
+	case errHelp:
+		s.printHelp(stdout)
+	case errVersion:
+		printVersion(stdout)
+	}
+	return err
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// option is one command-line option as llama.cpp's tools take them: short
+// and long spellings, a value or none, a help text that names its values
+// and default.
+type option struct {
+	names []string // the spellings, the primary first ("-ngl", "--gpu-layers", ...)
+	neg   []string // spellings that turn a switch off ("-nr", "--no-repack")
+	alias []string // ggload's own spellings, accepted too
+	value string   // the value's placeholder ("N", "MODE"); empty for a switch
+	// optValue: the value may be left out; the next argument is taken as
+	// the value only when it is one of optWords.
+	optValue bool
+	optWords []string
+	help     string
+	set      func(string) error // options with a value
+	on       func(bool) error   // switches
+	// unsupported says why ggload refuses the option (llama.cpp has it).
+	unsupported string
+	// inert says why the option, accepted, changes nothing in ggload.
+	inert  string
+	hidden bool
+}
+
+func (o *option) spellings() []string {
+	out := append(append(append([]string{}, o.names...), o.neg...), o.alias...)
+	return out
+}
+
+// optionSet is a command's options.
+type optionSet struct {
+	cmd     string   // "plan"
+	usage   []string // usage lines (after "usage: ")
+	about   string
+	groups  []optionGroup
+	byName  map[string]*option
+	given   map[*option]bool
+	notes   []string // one line each, printed before the command's output
+	helpReq bool
+	verReq  bool
+}
+
+type optionGroup struct {
+	title string
+	opts  []*option
+}
+
+// errHelp and errVersion are returned by parse when the help or the
+// version was asked for.
+var (
+	errHelp    = errors.New("help requested")
+	errVersion = errors.New("version requested")
+)
+
+// usageError is a command line ggload cannot take.
+type usageError struct {
+	cmd, msg string
+}
+
+func (e *usageError) Error() string {
+	if e.cmd == "" {
+		return e.msg + " (ggload --help lists the commands)"
+	}
+	return fmt.Sprintf("%s (ggload %s --help lists its options)", e.msg, e.cmd)
+}
+
+func newOptionSet(cmd, about string, usage ...string) *optionSet {
+	s := &optionSet{cmd: cmd, about: about, usage: usage, byName: map[string]*option{}, given: map[*option]bool{}}
+	s.group("")
+	s.add(&option{names: []string{"-h", "--help", "--usage"}, help: "print this help and exit", on: func(bool) error { s.helpReq = true; return nil }})
+	s.add(&option{names: []string{"--version"}, help: "print ggload's version and the native pin, and exit", on: func(bool) error { s.verReq = true; return nil }})
+	return s
+}
+
+// group starts a group of options in the help.
+func (s *optionSet) group(title string) {
+	s.groups = append(s.groups, optionGroup{title: title})
+}
+
+// add registers o in the current group.
+func (s *optionSet) add(o *option) *option {
+	for _, n := range o.spellings() {
+		if _, dup := s.byName[n]; dup {
+			panic("ggload: option " + n + " registered twice")
+		}
+		s.byName[n] = o
+	}
+	g := &s.groups[len(s.groups)-1]
+	g.opts = append(g.opts, o)
+	return o
+}
+
+func (s *optionSet) errorf(format string, args ...any) error {
+	return &usageError{s.cmd, fmt.Sprintf(format, args...)}
+}
+
+// lookup finds an option by spelling; a long name with one dash or a
+// short one with two is accepted as well (Go's flag package took both).
+func (s *optionSet) lookup(name string) (*option, bool) {
+	if o, ok := s.byName[name]; ok {
+		return o, true
+	}
+	if strings.HasPrefix(name, "--") {
+		o, ok := s.byName[name[1:]]
+		return o, ok
+	}
+	o, ok := s.byName["-"+name]
+	return o, ok
+}
+
+// parse applies the options in args, in order, and returns the other
+// arguments. Options may come before, between and after them; "--" ends
+// the options.
+func (s *optionSet) parse(args []string) ([]string, error) {
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		o, ok := s.lookup(name)
+		if !ok {
+			if hint := s.suggest(name); hint != "" {
+				return nil, s.errorf("unknown option %s; did you mean %s?", name, hint)
+			}
+			return nil, s.errorf("unknown option %s", name)
+		}
+		if o.unsupported != "" {
+			return nil, s.errorf("%s is llama.cpp's, not supported by ggload: %s", name, o.unsupported)
+		}
+		s.given[o] = true
+		if o.value == "" || o.optValue && !hasVal && (i+1 >= len(args) || !contains(o.optWords, args[i+1])) {
+			on := !contains(o.neg, name)
+			if hasVal && !o.optValue {
+				b, ok := parseBool(val)
+				if !ok {
+					return nil, s.errorf("%s=%s: want on or off (true, false, 1, 0, enabled, disabled)", name, val)
+				}
+				on = on == b
+			}
+			if o.optValue {
+				if err := o.set(""); err != nil {
+					return nil, s.errorf("%s: %v", name, err)
+				}
+			} else if err := o.on(on); err != nil {
+				return nil, s.errorf("%s: %v", name, err)
+			}
+			if s.helpReq {
+				return nil, errHelp
+			}
+			if s.verReq {
+				return nil, errVersion
+			}
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return nil, s.errorf("%s needs a value (%s)", name, o.value)
+			}
+			i++
+			val = args[i]
+		}
+		if err := o.set(val); err != nil {
+			return nil, s.errorf("%s %s: %v", name, val, err)
+		}
+	}
+	return pos, nil
+}
+
+// suggest is the known spelling nearest to name, "" when none is near.
+func (s *optionSet) suggest(name string) string {
+	bare := strings.TrimLeft(name, "-")
+	best, bestD := "", math.MaxInt
+	for n := range s.byName {
+		nb := strings.TrimLeft(n, "-")
+		d := editDistance(bare, nb)
+		if strings.HasPrefix(nb, bare) && len(bare) >= 3 {
+			d = min(d, 1)
+		}
+		if d < bestD || d == bestD && n < best {
+			best, bestD = n, d
+		}
+	}
+	if bestD <= max(1, len(bare)/3) {
+		return best
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// nearest is the word of words nearest to w, "" when none is near.
+func nearest(w string, words []string) string {
+	best, bestD := "", math.MaxInt
+	for _, c := range words {
+		if d := editDistance(w, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= max(1, len(w)/3) {
+		return best
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseBool reads llama.cpp's truthy and falsy words.
+func parseBool(s string) (bool, bool) {
+	switch s {
+	case "on", "enabled", "true", "1":
+		return true, true
+	case "off", "disabled", "false", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// intIn parses an integer in [lo, hi].
+func intIn(v string, lo, hi int64) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want an integer from %d to %d", lo, hi)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("out of range: want %d to %d", lo, hi)
+	}
+	return n, nil
+}
+
+// sizeIn parses a size (1GiB, 512MiB, 64KiB, 4G, plain bytes) in [lo, hi].
+func sizeIn(v string, lo, hi int64) (int64, error) {
+	n, err := parseSize(v)
+	if err != nil {
+		return 0, err
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("out of range: want %s to %s", sizeString(lo), sizeString(hi))
+	}
+	return n, nil
+}
+
+// sizeString prints a size in the largest binary unit that divides it.
+func sizeString(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// printHelp writes the usage and every option, laid out as llama.cpp's
+// help is: spellings and value in the first 40 columns, the help beside
+// them, wrapped at 70 characters.
+func (s *optionSet) printHelp(w io.Writer) {
+	for i, u := range s.usage {
+		if i == 0 {
+			fmt.Fprintf(w, "usage: %s\n", u)
+		} else {
+			fmt.Fprintf(w, "       %s\n", u)
+		}
+	}
+	if s.about != "" {
+		fmt.Fprintf(w, "\n%s\n", s.about)
+	}
+	var unsupported []*option
+	for _, g := range s.groups {
+		var shown []*option
+		for _, o := range g.opts {
+			switch {
+			case o.hidden:
+			case o.unsupported != "":
+				unsupported = append(unsupported, o)
+			default:
+				shown = append(shown, o)
+			}
+		}
+		if len(shown) == 0 {
+			continue
+		}
+		if g.title != "" {
+			fmt.Fprintf(w, "\n----- %s -----\n", g.title)
+		}
+		fmt.Fprintln(w)
+		for _, o := range shown {
+			help := o.help
+			if len(o.alias) > 0 {
+				help += "\n(ggload also takes " + strings.Join(o.alias, ", ") + ")"
+			}
+			if o.inert != "" {
+				help += "\naccepted; no effect in ggload: " + o.inert
+			}
+			fmt.Fprint(w, formatOption(append(append([]string{}, o.names...), o.neg...), o.value, help))
+		}
+	}
+	if len(unsupported) > 0 {
+		fmt.Fprintf(w, "\n----- llama.cpp's options that ggload does not support, and why -----\n\n")
+		sort.SliceStable(unsupported, func(i, j int) bool { return unsupported[i].unsupported < unsupported[j].unsupported })
+		for i := 0; i < len(unsupported); {
+			j := i
+			var names []string
+			for ; j < len(unsupported) && unsupported[j].unsupported == unsupported[i].unsupported; j++ {
+				names = append(names, strings.Join(unsupported[j].spellings(), ", "))
+			}
+			for _, l := range wrap(strings.Join(names, "; "), 78) {
+				fmt.Fprintln(w, l)
+			}
+			for _, l := range wrap(unsupported[i].unsupported, 70) {
+				fmt.Fprintf(w, "%8s%s\n", "", l)
+			}
+			i = j
+		}
+	}
+}
+
+// formatOption lays out one option as llama.cpp's help does.
+func formatOption(names []string, value, help string) string {
+	const lead, width = 40, 70
+	var b strings.Builder
+	for i, n := range names {
+		switch {
+		case i == 0 && len(names) == 1:
+			b.WriteString(n)
+		case i == 0:
+			first := n + ", "
+			b.WriteString(first + strings.Repeat(" ", max(0, 7-len(first))))
+		case i < len(names)-1:
+			b.WriteString(n + ", ")
+		default:
+			b.WriteString(n)
+		}
+	}
+	if value != "" {
+		b.WriteString(" " + value)
+	}
+	if b.Len() > lead-3 {
+		b.WriteString("\n" + strings.Repeat(" ", lead))
+	} else {
+		b.WriteString(strings.Repeat(" ", lead-b.Len()))
+	}
+	for i, l := range wrap(help, width) {
+		if i > 0 {
+			b.WriteString(strings.Repeat(" ", lead))
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// wrap breaks text into lines of at most width characters, keeping its
+// own line breaks.
+func wrap(text string, width int) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			if line != "" && len(line)+1+len(word) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return out
+}

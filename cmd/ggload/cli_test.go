@@ -1,0 +1,496 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// A dense model of 19 layers on Vulkan0 (lavapipe, 2 GiB).
+var cliDense = synth.Spec{Layers: 18, Embd: 256, FF: 512, Heads: 2, Vocab: 512}
+
+func planJSONOf(t *testing.T, args ...string) planJSON {
+	t.Helper()
+	out, err := runCLI(t, append([]string{"plan", "--json"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep planJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return rep
+}
+
+// -fit adjusts only what the user left unset: "--fit -ngl 3" keeps 3
+// layers where fit wants fewer than all (it used to offload all 19), and
+// without -ngl fit chooses.
+func TestFitKeepsExplicitNGL(t *testing.T) {
+	vk := testenv.Vulkan(t)
+	path := writeSynth(t, cliDense)
+	free, _ := vk.Memory()
+	// a target that leaves room for fewer than 3 layers
+	three := planJSONOf(t, path, "-dev", "Vulkan0", "-fit", "off", "-ngl", "3")
+	var need uint64
+	for _, u := range three.Plan.Usage {
+		if u.Device == "Vulkan0" {
+			need = u.Allocated
+		}
+	}
+	target := strconv.FormatUint((free-need)>>20+1, 10)
+	for _, args := range [][]string{
+		{"--fit", "-ngl", "3"},           // ggload's earlier spelling
+		{"-fit", "on", "-ngl", "3"},      // the pin's
+		{"--fit=on", "--n-gpu-layers=3"}, // with =
+	} {
+		rep := planJSONOf(t, append([]string{path, "-dev", "Vulkan0", "-fitt", target}, args...)...)
+		if rep.Plan.GPULayers != 3 || rep.Fit.Status != place.FitFailed || !strings.Contains(strings.Join(rep.Fit.Lines, "\n"), "n_gpu_layers already set by user to 3") {
+			t.Fatalf("%v: %d layers offloaded, fit %s:\n%s", args, rep.Plan.GPULayers, rep.Fit.Status, strings.Join(rep.Fit.Lines, "\n"))
+		}
+	}
+	rep := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target)
+	if rep.Fit.Status != place.FitAdjusted || rep.Plan.GPULayers <= 0 || rep.Plan.GPULayers >= 19 || len(rep.Fit.Changed) != 1 {
+		t.Fatalf("fit chose %d layers (%s, %v):\n%s", rep.Plan.GPULayers, rep.Fit.Status, rep.Fit.Changed, strings.Join(rep.Fit.Lines, "\n"))
+	}
+	// -fit off and -ngl auto: everything, as llama.cpp without fit
+	rep = planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target, "-fit", "off")
+	if rep.Plan.GPULayers != 19 || rep.Fit.Enabled {
+		t.Fatalf("-fit off: %d layers, %+v", rep.Plan.GPULayers, rep.Fit)
+	}
+	// the text explains it line by line
+	out, err := runCLI(t, "plan", path, "-dev", "Vulkan0", "-fitt", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fit (-fit on, adjusted", "misses it by", "filling layers back to front", "chose -ngl"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+// Every numeric option is checked against its range, and the error names
+// the option, the range and the value.
+func TestNumericRanges(t *testing.T) {
+	model := filepath.Join(t.TempDir(), "never-opened.gguf")
+	for _, c := range []struct {
+		args  []string
+		value string
+		rng   string
+	}{
+		{[]string{"load", model, "--staging-size", "3"}, "3", "64KiB to 1GiB"},
+		{[]string{"load", model, "--staging-size", "2GiB"}, "2GiB", "64KiB to 1GiB"},
+		{[]string{"load", model, "--readers", "-3"}, "-3", "0 to 256"},
+		{[]string{"load", model, "--staging-slots", "1000"}, "1000", "0 to 64"},
+		{[]string{"plan", model, "-mg", "99"}, "99", "-1 to 15"},
+		{[]string{"plan", model, "--main-gpu", "-2"}, "-2", "-1 to 15"},
+		{[]string{"plan", model, "-ncmoe", "-1"}, "-1", "0 to 65536"},
+		{[]string{"plan", model, "--n-cpu-ffn", "x"}, "x", "0 to 65536"},
+		{[]string{"plan", model, "-fitt", "-5"}, "-5", "0 to 16777216"},
+		{[]string{"plan", model, "-fitc", "-1"}, "-1", "0 to 2147483647"},
+		{[]string{"plan", model, "-ngl", "99999999999"}, "99999999999", "number of layers"},
+		{[]string{"plan", model, "-ts", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1"}, "1,1,1", "at most 15"},
+		{[]string{"plan", model, "--rpc-timeout", "1ns"}, "1ns", "100ms to 24h"},
+		{[]string{"bench", "--runs", "0"}, "0", "1 to 100"},
+		{[]string{"bench", "--size", "3"}, "3", "1MiB to 1TiB"},
+		{[]string{"bench", "--readers", "-1"}, "-1", "0 to 256"},
+	} {
+		_, err := runCLI(t, c.args...)
+		var ue *usageError
+		flag := c.args[len(c.args)-2]
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), flag+" "+c.value) || !strings.Contains(err.Error(), c.rng) {
+			t.Errorf("%v: %v", c.args, err)
+		}
+	}
+}
+
+// A misspelled option, value or command gets a suggestion.
+func TestDidYouMean(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "m.gguf", "--lod-mode", "none"}, "did you mean --load-mode?"},
+		{[]string{"plan", "m.gguf", "-ngll", "3"}, "did you mean -ngl?"},
+		{[]string{"plan", "m.gguf", "--n-gpu-layer", "3"}, "did you mean --n-gpu-layers?"},
+		{[]string{"plan", "m.gguf", "-lm", "dioo"}, "did you mean dio?"},
+		{[]string{"plan", "m.gguf", "-sm", "layers"}, "did you mean layer?"},
+		{[]string{"load", "m.gguf", "--stagin-size", "1MiB"}, "did you mean --staging-size?"},
+		{[]string{"pln", "m.gguf"}, "did you mean plan?"},
+		{[]string{"lod"}, "did you mean load?"},
+		{[]string{"inspekt"}, "did you mean inspect?"},
+	} {
+		_, err := runCLI(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v", c.args, err)
+		}
+	}
+	// nothing near: no suggestion
+	if _, err := runCLI(t, "plan", "m.gguf", "--frobnicate"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("--frobnicate: %v", err)
+	}
+}
+
+// The usage lines name MODEL; a command without it says how to give it.
+func TestUsageNamesModel(t *testing.T) {
+	out, err := runCLI(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ggload plan     MODEL [options]", "ggload load     MODEL [options]", "ggload inspect  FILE", "ggload bench    [MODEL]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	for _, cmd := range []string{"plan", "load"} {
+		out, err := runCLI(t, cmd, "--help")
+		if !errors.Is(err, errHelp) || !strings.HasPrefix(out, "usage: ggload "+cmd+" MODEL [options]\n       ggload "+cmd+" -m MODEL [options]") {
+			t.Errorf("%s --help: %v\n%s", cmd, err, out)
+		}
+		if _, err := runCLI(t, cmd); err == nil || !strings.Contains(err.Error(), "usage: ggload "+cmd+" MODEL [options]") {
+			t.Errorf("%s without MODEL: %v", cmd, err)
+		}
+	}
+	// -m is MODEL too; both, different, is an error
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256})
+	if _, err := runCLI(t, "plan", "-m", path, "-dev", "none"); err != nil {
+		t.Error(err)
+	}
+	if _, err := runCLI(t, "plan", "-m", path, "other.gguf"); err == nil || !strings.Contains(err.Error(), "two models") {
+		t.Error(err)
+	}
+}
+
+// --version prints ggload's version and the native pin, at the top and
+// in every command.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}, {"plan", "--version"}, {"load", "m.gguf", "--version"}, {"devices", "--version"}} {
+		out, err := runCLI(t, args...)
+		if err != nil && !errors.Is(err, errVersion) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.HasPrefix(out, "ggload ") || !strings.Contains(out, "native pin: llama.cpp v0.5.0, ggml 0.25.1") {
+			t.Errorf("%v:\n%s", args, out)
+		}
+	}
+}
+
+// The hidden command bench runs in its children never panics on a missing
+// argument or value.
+func TestHiddenCommandArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{benchChildCmd},
+		{benchChildCmd, "--impl"},
+		{benchChildCmd, "--impl", "other", "m.gguf"},
+		{benchChildCmd, "--mode", "teleport", "m.gguf"},
+		{benchChildCmd, "a.gguf", "b.gguf"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%v panicked: %v", args, r)
+				}
+			}()
+			if _, err := runCLI(t, args...); err == nil {
+				t.Errorf("%v accepted", args)
+			}
+		}()
+	}
+}
+
+// llama.cpp's older --no-mmap and --mlock map to the load modes, with a
+// note; with -lm they are refused.
+func TestOlderLoadModeOptions(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256})
+	for _, c := range []struct {
+		args []string
+		mode string
+	}{
+		{[]string{"--no-mmap"}, "none"},
+		{[]string{"--mlock"}, "mmap+mlock"},
+		{[]string{"--no-mmap", "--mlock"}, "mlock"},
+		{[]string{"-lm", "direct-io"}, "dio"},
+		{[]string{"--load-mode", "mmap-mlock"}, "mmap+mlock"},
+	} {
+		rep := planJSONOf(t, append([]string{path, "-dev", "none"}, c.args...)...)
+		if rep.Plan.LoadMode != c.mode {
+			t.Errorf("%v: load mode %s", c.args, rep.Plan.LoadMode)
+		}
+		if strings.HasPrefix(c.args[0], "--no-mmap") || c.args[0] == "--mlock" {
+			if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "llama.cpp's older spelling of -lm "+c.mode) {
+				t.Errorf("%v: notes %q", c.args, rep.Notes)
+			}
+		}
+	}
+	if _, err := runCLI(t, "plan", path, "--no-mmap", "-lm", "mmap"); err == nil {
+		t.Error("--no-mmap with -lm accepted")
+	}
+}
+
+// plan and inspect say whether the architecture is placed by llama.cpp's
+// own tensor creation, replayed, or by the generic path; a model whose
+// architecture (and keys) are renamed to one the pin does not know takes
+// the generic path, and plan's log says so.
+func TestPlacementPath(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Tied: true})
+	renamed := renameArch(t, path, "llama", "llamax")
+	for _, c := range []struct {
+		path, arch, placement, text string
+	}{
+		{path, "llama", "exact", "exact: llama.cpp v0.5.0's own tensor creation for 'llama', replayed"},
+		{renamed, "llamax", "generic", "generic: llama.cpp v0.5.0 does not know 'llamax'; each tensor is placed by its name"},
+	} {
+		out, err := runCLI(t, "inspect", c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "placement    "+c.text) {
+			t.Errorf("inspect %s:\n%s", c.arch, out)
+		}
+		out, err = runCLI(t, "inspect", "--json", c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ins inspectReport
+		if err := json.Unmarshal([]byte(out), &ins); err != nil {
+			t.Fatal(err)
+		}
+		if ins.Architecture != c.arch || ins.Placement != c.placement || ins.Exact != (c.placement == "exact") || ins.PlacedBy != c.text {
+			t.Errorf("inspect --json: %+v", ins)
+		}
+		out, err = runCLI(t, "plan", c.path, "-dev", "none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "placement    "+c.text) {
+			t.Errorf("plan %s:\n%s", c.arch, out)
+		}
+		rep := planJSONOf(t, c.path, "-dev", "none")
+		if rep.Plan.Arch != c.arch || rep.Plan.Placement != c.placement || rep.Plan.Exact != (c.placement == "exact") {
+			t.Errorf("plan --json: %s %s %v", rep.Plan.Arch, rep.Plan.Placement, rep.Plan.Exact)
+		}
+		level, line := "INFO", "own tensor creation, replayed"
+		if c.placement == "generic" {
+			level, line = "WARN", "(the generic path)"
+		}
+		found := false
+		for _, l := range rep.Plan.Log {
+			found = found || l.Level == level && l.Source == "ggload" && strings.Contains(l.Text, line)
+		}
+		if !found {
+			t.Errorf("plan --json of %s: no %s line %q in %+v", c.arch, level, line, rep.Plan.Log)
+		}
+	}
+}
+
+// renameArch writes a copy of the model whose general.architecture and
+// keys "from.*" are renamed to "to".
+func renameArch(t *testing.T, path, from, to string) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KV {
+		key, v := kv.Key, kv.Value
+		if key == gguf.KeyArchitecture {
+			v = gguf.String(to)
+		} else if rest, ok := strings.CutPrefix(key, from+"."); ok {
+			key = to + "." + rest
+		}
+		if err := w.Set(key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		if err := w.AddTensorReader(ti.Name, ti.Type, ti.Shape[:max(ti.NDims, 1)], f.Data(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), to+".gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The buffers of plan --json add up to the model: each buffer counts its
+// own tensors (they used to repeat their context's count).
+func TestPlanBuffersAddUp(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 8, Embd: 256, FF: 512, Heads: 2, Vocab: 256, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0})
+	m := testenv.OpenModel(t, path)
+	for _, args := range [][]string{{"-dev", "none"}, {"-dev", "none", "-nr"}, {"-ngl", "4"}} {
+		rep := planJSONOf(t, append([]string{path}, args...)...)
+		n, nb := 0, uint64(0)
+		for _, b := range rep.Plan.Buffers {
+			if b.Tensors == 0 || b.Bytes > b.Size {
+				t.Errorf("%v: buffer %+v", args, b)
+			}
+			n += b.Tensors
+			nb += b.Bytes
+		}
+		tot := rep.Plan.Totals
+		if n != len(m.Weights)+tot.Duplicates-tot.Unused || nb != m.NBytes+tot.DuplicateB-tot.UnusedB || n != tot.BufferTensors || tot.FileTensors != len(m.Weights) {
+			t.Fatalf("%v: %d buffers hold %d tensors (%d bytes); the model has %d (%d bytes); totals %+v", args, len(rep.Plan.Buffers), n, nb, len(m.Weights), m.NBytes, tot)
+		}
+	}
+}
+
+// The picture of "will it fit": one bar per device and one for the host,
+// 80 columns at most, the target marked; JSON carries the same numbers.
+func TestMemoryPicture(t *testing.T) {
+	rows := []memRow{
+		{Name: "Vulkan0", Weights: 600 << 20, Free: 2 << 30, Total: 2 << 30, Target: 1 << 30, Fits: true, LeavesTarget: true},
+		{Name: "RPC0[127.0.0.1:50052]", Weights: 3 << 30, Free: 2 << 30, Total: 4 << 30, Target: 1 << 30},
+		{Name: "CUDA0", Weights: 1500 << 20, Free: 2 << 30, Total: 2 << 30, Target: 1 << 30, Fits: true},
+		{Name: "host", Host: true, Weights: 100 << 20, Mapped: 17 << 30, Free: 30 << 30, Total: 32 << 30, Fits: true, LeavesTarget: true},
+	}
+	var out bytes.Buffer
+	drawMemory(&out, rows, 80)
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if len(lines) != 1+len(rows) {
+		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	for i, want := range []string{"|", "over by 1.00G", "fits, not -fitt", "+17.0G mapped"} {
+		if !strings.Contains(lines[i+1], want) {
+			t.Errorf("row %d lacks %q: %q", i, want, lines[i+1])
+		}
+	}
+	bar := lines[1][strings.Index(lines[1], "[")+1 : strings.Index(lines[1], "]")]
+	if strings.Count(bar, "#") == 0 || strings.Index(bar, "|") != len(bar)/2 {
+		t.Errorf("Vulkan0's bar %q: weights, then the target at half", bar)
+	}
+	// from a real plan: the rows are its usage, in JSON as well
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256})
+	rep := planJSONOf(t, path, "-ngl", "2", "-fitt", "1000")
+	if len(rep.Memory) != len(rep.Plan.Usage) && len(rep.Memory) != len(rep.Plan.Usage)+1 {
+		t.Fatalf("memory %+v usage %+v", rep.Memory, rep.Plan.Usage)
+	}
+	host := rep.Memory[len(rep.Memory)-1]
+	if !host.Host || host.Free == 0 {
+		t.Fatalf("host row %+v", host)
+	}
+	for _, r := range rep.Memory {
+		for _, u := range rep.Plan.Usage {
+			if u.Device == r.Name || r.Host && u.Device == "CPU" {
+				if r.Weights != u.Allocated || r.Host && r.Mapped != u.Mapped {
+					t.Errorf("row %+v, usage %+v", r, u)
+				}
+			}
+		}
+		if !r.Host && r.Target != 1000<<20 {
+			t.Errorf("row %+v: target", r)
+		}
+	}
+	// not a terminal: no picture in the text
+	out2, err := runCLI(t, "plan", path)
+	if err != nil || strings.Contains(out2, "will it fit?") {
+		t.Errorf("picture drawn off a terminal: %v", err)
+	}
+}
+
+// Exit statuses: 130 after SIGINT, 143 after SIGTERM, 2 for a command line
+// ggload cannot take, 1 for other errors.
+func TestExitCodes(t *testing.T) {
+	var sink bytes.Buffer
+	for _, c := range []struct {
+		err  error
+		sig  any
+		code int
+	}{
+		{nil, nil, 0},
+		{errHelp, nil, 0},
+		{errors.New("boom"), nil, 1},
+		{&usageError{"plan", "bad"}, nil, 2},
+		{context.Canceled, os.Interrupt, 130},
+		{nil, os.Interrupt, 130},
+		{context.Canceled, syscall.SIGTERM, 143},
+	} {
+		if got := exitCode(c.err, c.sig, &sink); got != c.code {
+			t.Errorf("%v %v: %d, want %d", c.err, c.sig, got, c.code)
+		}
+	}
+}
+
+// Ctrl-C during a load: the load stops, everything it made is freed, and
+// ggload exits 130 (it used to exit 1).
+func TestInterruptExits130(t *testing.T) {
+	testenv.Runtime(t)
+	path := writeSynth(t, synth.Spec{Layers: 8, Embd: 256, FF: 512, Heads: 2, Vocab: 256})
+	cmd := exec.Command(os.Args[0], "load", path, "-dev", "none", "-lm", "none", "--readers", "1", "--progress", "on")
+	cmd.Env = append(os.Environ(), asGgloadEnv+"=1", slowProgressEnv+"=20ms")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// the first progress report: the load has begun
+	r := bufio.NewReader(stderr)
+	var seen bytes.Buffer
+	for !strings.Contains(seen.String(), "%") {
+		b, err := r.ReadByte()
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("no progress before %v: %s", err, seen.String())
+		}
+		seen.WriteByte(b)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := readAll(r)
+	seen.Write(rest)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("ggload did not stop")
+	}
+	st := cmd.ProcessState
+	if !st.Exited() || st.ExitCode() != 130 {
+		t.Fatalf("exit %v (want status 130): %s", st, seen.String())
+	}
+	if !strings.Contains(seen.String(), "ggload: interrupted:") || !strings.Contains(seen.String(), "load canceled") {
+		t.Fatalf("stderr: %s", seen.String())
+	}
+	if strings.Contains(stdout.String(), "ggload: loaded") {
+		t.Fatalf("the load finished:\n%s", stdout.String())
+	}
+}
+
+func readAll(r *bufio.Reader) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
+}

@@ -1,0 +1,68 @@
+package main
+
+// The options of llama.cpp's common/arg.cpp that belong with model
+// loading, placement, fit and devices but that ggload refuses, each with
+// the reason. TestOptionsOfThePin holds this list to the pin's source.
+
+const (
+	whyContext  = "ggload creates no context (KV cache, compute buffers): it loads weights only"
+	whyProject  = "a multimodal projector is a file of its own that libmtmd loads beside the model; ggload places one model's weights and loads no projector"
+	whyAdapter  = "adapters and control vectors are applied by a llama.cpp context on top of a loaded model; ggload loads the base model's weights only"
+	whyDownload = "downloads: ggload loads local files and fetches nothing"
+	whyDraft    = "a draft model is a second model: run ggload on its file with the same options"
+	whyPreset   = "llama-server presets: they download a model and set serving options"
+	whyKV       = "new metadata would change the hyperparameters placement reads; ggload places the file as it is written"
+	whyFitPrint = "llama-fit-params' own option: ggload plan prints the estimate, and its --json carries it"
+)
+
+var unsupportedOptions = []struct {
+	names []string
+	value string
+	why   string
+}{
+	{[]string{"-c", "--ctx-size"}, "N", whyContext},
+	{[]string{"-fitp", "--fit-print"}, "[on|off]", whyFitPrint},
+	{[]string{"--override-kv"}, "KEY=TYPE:VALUE,...", whyKV},
+	{[]string{"-mm", "--mmproj"}, "FILE", whyProject},
+	{[]string{"-mmu", "--mmproj-url"}, "URL", whyProject},
+	{[]string{"--mmproj-auto", "--no-mmproj", "--no-mmproj-auto"}, "", whyProject},
+	{[]string{"--mmproj-offload", "--no-mmproj-offload"}, "", whyProject},
+	{[]string{"-mmdev", "--mmproj-device"}, "DEVICE", whyProject},
+	{[]string{"--lora"}, "FNAME", whyAdapter},
+	{[]string{"--lora-scaled"}, "FNAME:SCALE,...", whyAdapter},
+	{[]string{"--control-vector"}, "FNAME", whyAdapter},
+	{[]string{"--control-vector-scaled"}, "FNAME:SCALE,...", whyAdapter},
+	{[]string{"--control-vector-layer-range"}, "START END", whyAdapter},
+	{[]string{"-mu", "--model-url"}, "MODEL_URL", whyDownload},
+	{[]string{"-dr", "--docker-repo"}, "[<repo>/]<model>[:quant]", whyDownload},
+	{[]string{"-hf", "-hfr", "--hf-repo"}, "<user>/<model>[:quant]", whyDownload},
+	{[]string{"-hff", "--hf-file"}, "FILE", whyDownload},
+	{[]string{"-hft", "--hf-token"}, "TOKEN", whyDownload},
+	{[]string{"--spec-draft-hf", "-hfd", "-hfrd", "--hf-repo-draft"}, "<user>/<model>[:quant]", whyDraft},
+	{[]string{"--spec-draft-override-tensor", "-otd", "--override-tensor-draft"}, "<tensor name pattern>=<buffer type>,...", whyDraft},
+	{[]string{"--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"}, "", whyDraft},
+	{[]string{"--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"}, "N", whyDraft},
+	{[]string{"--spec-draft-device", "-devd", "--device-draft"}, "<dev1,dev2,..>", whyDraft},
+	{[]string{"--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"}, "N", whyDraft},
+	{[]string{"--spec-draft-model", "-md", "--model-draft"}, "FNAME", whyDraft},
+	{[]string{"--embd-gemma-default"}, "", whyPreset},
+	{[]string{"--fim-qwen-1.5b-default"}, "", whyPreset},
+	{[]string{"--fim-qwen-3b-default"}, "", whyPreset},
+	{[]string{"--fim-qwen-7b-default"}, "", whyPreset},
+	{[]string{"--fim-qwen-7b-spec"}, "", whyPreset},
+	{[]string{"--fim-qwen-14b-spec"}, "", whyPreset},
+	{[]string{"--fim-qwen-30b-default"}, "", whyPreset},
+	{[]string{"--gpt-oss-20b-default"}, "", whyPreset},
+	{[]string{"--gpt-oss-120b-default"}, "", whyPreset},
+	{[]string{"--vision-gemma-4b-default"}, "", whyPreset},
+	{[]string{"--vision-gemma-12b-default"}, "", whyPreset},
+}
+
+// addUnsupported registers the refused options, so that they are named
+// with their reason instead of being unknown.
+func (f *placeFlags) addUnsupported(s *optionSet) {
+	s.group("unsupported")
+	for _, u := range unsupportedOptions {
+		s.add(&option{names: u.names, value: u.value, unsupported: u.why})
+	}
+}
