@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/gtype"
 	"github.com/ggload/ggload/internal/arch/ast"
 	"github.com/ggload/ggload/loader/gguf"
 )
@@ -174,7 +174,7 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 			return vNull, nil
 		}
 		n := r.need(tn, ne, flags)
-		typ, supplied := ggml.Type(0), false
+		typ, supplied := gtype.Type(0), false
 		if r.opts.SupplyTensor != nil && validShape(ne) {
 			typ, supplied = r.opts.SupplyTensor(n)
 		}
@@ -183,7 +183,7 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		}
 		ne = append([]int64(nil), ne...) // kept by the supplied weight
 		w = &gguf.Weight{Name: name, Type: typ, NDims: len(ne), File: -1}
-		w.Shape = ggml.Shape{1, 1, 1, 1}
+		w.Shape = gtype.Shape{1, 1, 1, 1}
 		copy(w.Shape[:], ne)
 		r.extraWeights[name] = w
 	}
@@ -286,7 +286,7 @@ func validShape(ne []int64) bool {
 }
 
 // shapeOK is check_tensor_dims's test.
-func shapeOK(ne []int64, got ggml.Shape, reshape bool) bool {
+func shapeOK(ne []int64, got gtype.Shape, reshape bool) bool {
 	if reshape {
 		n, m := int64(1), int64(1)
 		for _, x := range ne {

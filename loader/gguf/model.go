@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/gtype"
 )
 
 // Split keys (written by gguf-split and by Writer.WriteSplits).
@@ -26,8 +26,8 @@ const (
 // Weight is one tensor of a model in the merged index.
 type Weight struct {
 	Name   string
-	Type   ggml.Type
-	Shape  ggml.Shape
+	Type   gtype.Type
+	Shape  gtype.Shape
 	NDims  int
 	File   int   // index into Model.Files
 	Offset int64 // absolute offset of the data in that file
@@ -365,8 +365,8 @@ func (m *Model) FileType() (ftype uint32, guessed bool) {
 	if v, ok := m.Lookup(KeyFileType); ok && v.Type() == TypeUint32 {
 		return uint32(v.bits), false
 	}
-	counts := map[ggml.Type]int{}
-	maxN, maxT := 0, ggml.TypeF32
+	counts := map[gtype.Type]int{}
+	maxN, maxT := 0, gtype.TypeF32
 	for _, w := range m.Weights {
 		counts[w.Type]++
 		if counts[w.Type] > maxN {
@@ -413,11 +413,11 @@ var ftypeNames = map[uint32]string{
 	38: "MXFP4 MoE", 39: "NVFP4", 40: "Q1_0", 41: "Q2_0",
 }
 
-var ftypeOfType = map[ggml.Type]uint32{
-	ggml.TypeF32: 0, ggml.TypeF16: 1, ggml.TypeBF16: 32, ggml.TypeQ4_0: 2, ggml.TypeQ4_1: 3,
-	ggml.TypeQ5_0: 8, ggml.TypeQ5_1: 9, ggml.TypeQ8_0: 7, ggml.TypeQ2_K: 10, ggml.TypeQ3_K: 12,
-	ggml.TypeQ4_K: 15, ggml.TypeQ5_K: 17, ggml.TypeQ6_K: 18, ggml.TypeTQ1_0: 36, ggml.TypeTQ2_0: 37,
-	ggml.TypeIQ2_XXS: 19, ggml.TypeIQ2_XS: 20, ggml.TypeIQ2_S: 28, ggml.TypeIQ3_XXS: 23,
-	ggml.TypeIQ1_S: 24, ggml.TypeIQ1_M: 31, ggml.TypeIQ4_NL: 25, ggml.TypeIQ4_XS: 30, ggml.TypeIQ3_S: 26,
-	ggml.TypeNVFP4: 39, ggml.TypeQ1_0: 40, ggml.TypeQ2_0: 41,
+var ftypeOfType = map[gtype.Type]uint32{
+	gtype.TypeF32: 0, gtype.TypeF16: 1, gtype.TypeBF16: 32, gtype.TypeQ4_0: 2, gtype.TypeQ4_1: 3,
+	gtype.TypeQ5_0: 8, gtype.TypeQ5_1: 9, gtype.TypeQ8_0: 7, gtype.TypeQ2_K: 10, gtype.TypeQ3_K: 12,
+	gtype.TypeQ4_K: 15, gtype.TypeQ5_K: 17, gtype.TypeQ6_K: 18, gtype.TypeTQ1_0: 36, gtype.TypeTQ2_0: 37,
+	gtype.TypeIQ2_XXS: 19, gtype.TypeIQ2_XS: 20, gtype.TypeIQ2_S: 28, gtype.TypeIQ3_XXS: 23,
+	gtype.TypeIQ1_S: 24, gtype.TypeIQ1_M: 31, gtype.TypeIQ4_NL: 25, gtype.TypeIQ4_XS: 30, gtype.TypeIQ3_S: 26,
+	gtype.TypeNVFP4: 39, gtype.TypeQ1_0: 40, gtype.TypeQ2_0: 41,
 }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/gtype"
 )
 
 // Limits of the pinned gguf.cpp.
@@ -37,8 +37,8 @@ type KV struct {
 type TensorInfo struct {
 	Name    string
 	NDims   int        // dimensions as written (0 to 4; ggml treats 0 as a scalar)
-	Shape   ggml.Shape // ne[], padded with 1s
-	Type    ggml.Type
+	Shape   gtype.Shape // ne[], padded with 1s
+	Type    gtype.Type
 	Offset  uint64 // from the start of the data section, as written
 	Size    int64  // bytes (ggml_nbytes)
 	InfoOff int64  // byte offset of this tensor's info record
@@ -443,7 +443,7 @@ func (p *parser) tensor(i uint64) error {
 	if nd > MaxDims {
 		return formatErr(doff, ErrShape, "tensor %q has %d dimensions, at most %d", name, nd, MaxDims)
 	}
-	t := TensorInfo{Name: name, NDims: int(nd), Shape: ggml.Shape{1, 1, 1, 1}, InfoOff: off}
+	t := TensorInfo{Name: name, NDims: int(nd), Shape: gtype.Shape{1, 1, 1, 1}, InfoOff: off}
 	for d := uint32(0); d < nd; d++ {
 		eoff := sc.off
 		x, err := sc.u64()
@@ -466,9 +466,9 @@ func (p *parser) tensor(i uint64) error {
 	if err != nil {
 		return p.fail(toff, err, "the type of "+name)
 	}
-	t.Type = ggml.Type(int32(ty))
-	if int32(ty) < 0 || t.Type >= ggml.TypeCount {
-		return formatErr(toff, ErrTensorType, "tensor %q has invalid type %d, must be in [0, %d)", name, int32(ty), int32(ggml.TypeCount))
+	t.Type = gtype.Type(int32(ty))
+	if int32(ty) < 0 || t.Type >= gtype.TypeCount {
+		return formatErr(toff, ErrTensorType, "tensor %q has invalid type %d, must be in [0, %d)", name, int32(ty), int32(gtype.TypeCount))
 	}
 	if !t.Type.Valid() {
 		return formatErr(toff, ErrTensorType, "tensor %q has type %d (%s), which this ggml no longer supports", name, int32(ty), t.Type)

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/gtype"
 )
 
 // Writer builds a GGUF v3 file: metadata pairs in the order they were set,
@@ -91,7 +91,7 @@ func (w *Writer) KV() []KV { return w.kv }
 
 // AddTensor adds a tensor whose size bytes are written by src when the file
 // is written. The size must match the type and shape.
-func (w *Writer) AddTensor(name string, typ ggml.Type, shape []int64, src func(io.Writer) error) error {
+func (w *Writer) AddTensor(name string, typ gtype.Type, shape []int64, src func(io.Writer) error) error {
 	if name == "" || len(name) > MaxTensorName || strings.IndexByte(name, 0) >= 0 {
 		return fmt.Errorf("gguf: tensor name %q: empty, longer than %d bytes or holds a NUL", name, MaxTensorName)
 	}
@@ -101,7 +101,7 @@ func (w *Writer) AddTensor(name string, typ ggml.Type, shape []int64, src func(i
 	if len(shape) < 1 || len(shape) > MaxDims {
 		return fmt.Errorf("gguf: tensor %q: %d dimensions", name, len(shape))
 	}
-	s := ggml.Shape{1, 1, 1, 1}
+	s := gtype.Shape{1, 1, 1, 1}
 	copy(s[:], shape)
 	size, err := typ.Bytes(s)
 	if err != nil {
@@ -113,7 +113,7 @@ func (w *Writer) AddTensor(name string, typ ggml.Type, shape []int64, src func(i
 }
 
 // AddTensorBytes adds a tensor with its data in memory.
-func (w *Writer) AddTensorBytes(name string, typ ggml.Type, shape []int64, data []byte) error {
+func (w *Writer) AddTensorBytes(name string, typ gtype.Type, shape []int64, data []byte) error {
 	return w.AddTensor(name, typ, shape, func(out io.Writer) error {
 		_, err := out.Write(data)
 		return err
@@ -121,7 +121,7 @@ func (w *Writer) AddTensorBytes(name string, typ ggml.Type, shape []int64, data 
 }
 
 // AddTensorReader adds a tensor whose data is read from r.
-func (w *Writer) AddTensorReader(name string, typ ggml.Type, shape []int64, r io.Reader) error {
+func (w *Writer) AddTensorReader(name string, typ gtype.Type, shape []int64, r io.Reader) error {
 	return w.AddTensor(name, typ, shape, func(out io.Writer) error {
 		_, err := io.Copy(out, r)
 		return err
