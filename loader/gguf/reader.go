@@ -36,7 +36,7 @@ type KV struct {
 // TensorInfo describes one tensor of a file.
 type TensorInfo struct {
 	Name    string
-	NDims   int        // dimensions as written (0 to 4; ggml treats 0 as a scalar)
+	NDims   int         // dimensions as written (0 to 4; ggml treats 0 as a scalar)
 	Shape   gtype.Shape // ne[], padded with 1s
 	Type    gtype.Type
 	Offset  uint64 // from the start of the data section, as written
