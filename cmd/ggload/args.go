@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,13 +140,16 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 			if hint := s.suggest(name); hint != "" {
 				return nil, s.errorf("unknown option %s; did you mean %s?", name, hint)
 			}
+			if others := s.elsewhere(name); len(others) > 0 {
+				return nil, s.errorf("unknown option %s: it is an option of %s", name, strings.Join(others, " and "))
+			}
 			return nil, s.errorf("unknown option %s", name)
 		}
 		if o.unsupported != "" {
 			return nil, s.errorf("%s is llama.cpp's, not supported by ggload: %s", name, o.unsupported)
 		}
 		s.given[o] = true
-		if o.value == "" || o.optValue && !hasVal && (i+1 >= len(args) || !contains(o.optWords, args[i+1])) {
+		if o.value == "" || o.optValue && !hasVal && (i+1 >= len(args) || !optValueNext(o, args[i+1])) {
 			on := !contains(o.neg, name)
 			if hasVal && !o.optValue {
 				b, ok := parseBool(val)
@@ -181,6 +185,25 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// optionSets build each command's options (with throwaway state), to
+// tell which command takes an option given to another.
+var optionSets = map[string]func() *optionSet{}
+
+// elsewhere lists the other commands that take the option.
+func (s *optionSet) elsewhere(name string) []string {
+	var out []string
+	for cmd, build := range optionSets {
+		if cmd == s.cmd {
+			continue
+		}
+		if o, ok := build().lookup(name); ok && o.unsupported == "" && !o.hidden {
+			out = append(out, "ggload "+cmd)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // suggest is the known spelling nearest to name, "" when none is near.
@@ -245,6 +268,20 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// optValueNext reports whether an option whose value may be left out
+// takes next as its value: one of its words, or anything that is neither
+// an option nor an existing file (a mistyped value, refused by the option).
+func optValueNext(o *option, next string) bool {
+	if contains(o.optWords, next) {
+		return true
+	}
+	if strings.HasPrefix(next, "-") {
+		return false
+	}
+	_, err := os.Stat(next)
+	return err != nil
 }
 
 // parseBool reads llama.cpp's truthy and falsy words.

@@ -26,6 +26,7 @@ import (
 
 func init() {
 	register(command{"bench", "[MODEL] [options]", "time load modes against llama.cpp of the same pin, each load in a fresh process", runBench})
+	optionSets["bench"] = func() *optionSet { return benchOptions(&benchFlags{}) }
 }
 
 // benchChildCmd is the hidden command a bench runs in a child process for

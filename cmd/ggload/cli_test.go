@@ -136,6 +136,9 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"pln", "m.gguf"}, "did you mean plan?"},
 		{[]string{"lod"}, "did you mean load?"},
 		{[]string{"inspekt"}, "did you mean inspect?"},
+		{[]string{"plan", "m.gguf", "--staging-size", "1MiB"}, "unknown option --staging-size: it is an option of ggload load"},
+		{[]string{"devices", "--tensors"}, "it is an option of ggload load and ggload plan"},
+		{[]string{"plan", "m.gguf", "-fit", "maybe"}, "-fit maybe: want on or off"},
 	} {
 		_, err := runCLI(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

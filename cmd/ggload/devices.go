@@ -13,6 +13,10 @@ import (
 
 func init() {
 	register(command{"devices", "[options]", "backends, devices (memory, caps) and their buffer types", runDevices})
+	optionSets["devices"] = func() *optionSet {
+		rf := defaultRuntimeFlags()
+		return devicesOptions(&rf, new(bool))
+	}
 }
 
 type bufferTypeInfo struct {
@@ -78,13 +82,18 @@ func describeDevices(rt *ggml.Runtime) devicesReport {
 	return rep
 }
 
-func runDevices(ctx context.Context, args []string, stdout io.Writer) error {
+func devicesOptions(rf *runtimeFlags, asJSON *bool) *optionSet {
 	s := newOptionSet("devices", "The backends and devices of the native set, with their memory, capabilities and buffer types.", "ggload devices [options]")
-	rf := defaultRuntimeFlags()
 	rf.add(s)
 	rf.addRPC(s)
+	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { *asJSON = on; return nil }})
+	return s
+}
+
+func runDevices(ctx context.Context, args []string, stdout io.Writer) error {
+	rf := defaultRuntimeFlags()
 	var asJSON bool
-	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { asJSON = on; return nil }})
+	s := devicesOptions(&rf, &asJSON)
 	pos, err := s.parse(args)
 	if err != nil {
 		return helpOr(s, stdout, err)

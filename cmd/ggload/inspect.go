@@ -14,6 +14,7 @@ import (
 
 func init() {
 	register(command{"inspect", "FILE [SPLIT...]", "what a GGUF file holds: header, metadata, tensors, splits, totals, how it is placed", runInspect})
+	optionSets["inspect"] = func() *optionSet { return inspectOptions(new(bool), new(bool)) }
 }
 
 type inspectFile struct {
@@ -58,12 +59,17 @@ type inspectReport struct {
 	FileType  string          `json:"file_type"`
 }
 
-func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
+func inspectOptions(asJSON, full *bool) *optionSet {
 	s := newOptionSet("inspect", "What a GGUF file holds (a split model: its first file, or every file): header, metadata, tensors, totals, and whether ggload places its architecture exactly or by the generic path.",
 		"ggload inspect FILE [SPLIT...] [options]")
+	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { *asJSON = on; return nil }})
+	s.add(&option{names: []string{"--full"}, help: "print arrays in full", on: func(on bool) error { *full = on; return nil }})
+	return s
+}
+
+func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
 	var asJSON, full bool
-	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { asJSON = on; return nil }})
-	s.add(&option{names: []string{"--full"}, help: "print arrays in full", on: func(on bool) error { full = on; return nil }})
+	s := inspectOptions(&asJSON, &full)
 	pos, err := s.parse(args)
 	if err != nil {
 		return helpOr(s, stdout, err)

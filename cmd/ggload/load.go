@@ -16,6 +16,10 @@ import (
 
 func init() {
 	register(command{"load", "MODEL [options]", "load a model with llama.cpp's options and report: llama.cpp's lines, then ggload's", runLoad})
+	optionSets["load"] = func() *optionSet {
+		pf := defaultPlaceFlags()
+		return loadOptions(&pf, &loadFlags{})
+	}
 }
 
 // Ranges of load's own numeric options.

@@ -14,6 +14,11 @@ import (
 
 func init() {
 	register(command{"plan", "MODEL [options]", "where every tensor would go, and why, without loading (llama.cpp's options)", runPlan})
+	optionSets["plan"] = func() *optionSet {
+		pf := defaultPlaceFlags()
+		s, _, _, _ := planOptions(&pf)
+		return s
+	}
 }
 
 // planned is a model opened and planned by the options.
