@@ -196,3 +196,55 @@ func vkUse(p *place.Plan, vk *ggml.Device) uint64 {
 	}
 	return 0
 }
+
+// Over two devices (an RPC server, then Vulkan0), fit fills the last
+// device first, back to front, and writes the layers of each as the tensor
+// split; each device keeps its own target free.
+func TestFitTwoDevices(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	testenv.RPC(t, 2)
+	m := writeModel(t, rt, fitDense)
+	params := vkParams()
+	all, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := vkUse(all, vk)
+	params.Devices = []string{"RPC0", "Vulkan0"}
+	rpc, err := rt.DeviceByName("RPC0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpcFree, _ := rpc.Memory()
+	vkFree, _ := vk.Memory()
+	// room for about a quarter of the weights on each
+	o := place.FitOptions{Targets: []uint64{rpcFree - need/4, vkFree - need/4}}
+	res, err := place.Fit(rt, m, params, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := strings.Join(res.Reasoning, "\n")
+	p := res.Plan.Params
+	t.Log(why)
+	if res.Status != place.FitAdjusted || len(p.TensorSplit) != 2 || len(res.Changed) != 2 || res.Changed[1] != "tensor_split" {
+		t.Fatalf("%s %v split %v:\n%s", res.Status, res.Changed, p.TensorSplit, why)
+	}
+	if int(p.TensorSplit[0]+p.TensorSplit[1]) != p.NGPULayers || p.NGPULayers >= 11 || p.TensorSplit[1] == 0 {
+		t.Fatalf("-ngl %d split %v:\n%s", p.NGPULayers, p.TensorSplit, why)
+	}
+	for i, d := range res.Devices {
+		var used uint64
+		for _, u := range res.Plan.Usage {
+			if u.Device == d.Device {
+				used = u.Allocated
+			}
+		}
+		if used != d.After || used+d.Target > d.Free {
+			t.Fatalf("%s uses %d (after %d) of %d free, target %d:\n%s", d.Device.Name(), used, d.After, d.Free, d.Target, why)
+		}
+		if d.Target != o.Targets[i] {
+			t.Fatalf("%s target %d", d.Device.Name(), d.Target)
+		}
+	}
+}
