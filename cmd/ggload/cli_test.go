@@ -356,6 +356,26 @@ func TestPlanBuffersAddUp(t *testing.T) {
 		if n != len(m.Weights)+tot.Duplicates-tot.Unused || nb != m.NBytes+tot.DuplicateB-tot.UnusedB || n != tot.BufferTensors || tot.FileTensors != len(m.Weights) {
 			t.Fatalf("%v: %d buffers hold %d tensors (%d bytes); the model has %d (%d bytes); totals %+v", args, len(rep.Plan.Buffers), n, nb, len(m.Weights), m.NBytes, tot)
 		}
+		// the text's buffer lines say the same
+		out, err := runCLI(t, append([]string{"plan", path}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, _ := strings.Cut(out, "\nbuffers (")
+		section, _, _ = strings.Cut(section, "\n\n")
+		lines := strings.Split(section, "\n")[1:]
+		sum := 0
+		for _, l := range lines {
+			f := strings.Fields(l)
+			k, err := strconv.Atoi(f[3])
+			if err != nil || f[4] != "tensors" {
+				t.Fatalf("buffer line %q", l)
+			}
+			sum += k
+		}
+		if len(lines) != len(rep.Plan.Buffers) || sum != n {
+			t.Fatalf("%v: the text's %d buffer lines hold %d tensors:\n%s", args, len(lines), sum, section)
+		}
 	}
 }
 
