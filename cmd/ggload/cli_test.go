@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -463,6 +464,9 @@ func TestExitCodes(t *testing.T) {
 // Ctrl-C during a load: the load stops, everything it made is freed, and
 // ggload exits 130 (it used to exit 1).
 func TestInterruptExits130(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a process cannot be sent SIGINT on Windows")
+	}
 	testenv.Runtime(t)
 	path := writeSynth(t, synth.Spec{Layers: 8, Embd: 256, FF: 512, Heads: 2, Vocab: 256})
 	cmd := exec.Command(os.Args[0], "load", path, "-dev", "none", "-lm", "none", "--readers", "1", "--progress", "on")
