@@ -320,14 +320,14 @@ func (f *placeFlags) finish(s *optionSet) error {
 		if f.lmGiven {
 			return s.errorf("--no-mmap and --mlock are llama.cpp's older spellings of -lm: give -lm alone")
 		}
-		old := strings.TrimSpace(map[bool]string{true: "--no-mmap"}[f.noMmap] + map[bool]string{true: " --mlock"}[f.mlock])
+		var old string
 		switch {
 		case f.noMmap && f.mlock:
-			f.loadMode = place.LoadMlock
+			old, f.loadMode = "--no-mmap --mlock", place.LoadMlock
 		case f.noMmap:
-			f.loadMode = place.LoadNone
+			old, f.loadMode = "--no-mmap", place.LoadNone
 		default:
-			f.loadMode = place.LoadMmapMlock
+			old, f.loadMode = "--mlock", place.LoadMmapMlock
 		}
 		s.notes = append(s.notes, fmt.Sprintf("note: %s is llama.cpp's older spelling of -lm %s", old, f.loadMode))
 	}
