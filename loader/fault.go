@@ -32,6 +32,16 @@ func copyMapped(dst []byte, src unsafe.Pointer) (fault int64, err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	copy(dst, unsafe.Slice((*byte)(src), len(dst)))
+	// in pieces under 1 MiB: Go's memmove writes bigger copies with
+	// non-temporal stores, which push dst out of the caches just before
+	// native code reads it (repacks it, uploads it)
+	from := unsafe.Slice((*byte)(src), len(dst))
+	for off := 0; off < len(dst); off += copyPiece {
+		end := min(off+copyPiece, len(dst))
+		copy(dst[off:end], from[off:end])
+	}
 	return -1, nil
 }
+
+// copyPiece is the most copyMapped copies at once.
+const copyPiece = 512 << 10

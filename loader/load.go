@@ -100,7 +100,8 @@ type load struct {
 	invalid  []string
 	asyncErr error // a validation goroutine that could not read its tensor
 
-	bounce []byte // tensors set through memory the load owns
+	free [][]byte // bounce buffers: tensors set through memory the load owns
+	bg   *bgSet   // a whole tensor being set by native code meanwhile
 
 	samples map[int]*rpcSample // placement index → bytes sent to an RPC server
 	seed    uint64             // where the samples are taken
@@ -124,6 +125,7 @@ func (l *load) warn(msg string) {
 
 // abort frees whatever the load made.
 func (l *load) abort() {
+	l.waitSet()
 	l.vwg.Wait()
 	for _, r := range l.rings {
 		r.close()
@@ -506,11 +508,21 @@ func (l *load) loadData() error {
 			if err := readers.err(); err != nil {
 				return err
 			}
+			if !l.setsWholeFromBounce(t) {
+				// the next native call must not meet a set under way
+				if err := l.waitSet(); err != nil {
+					return err
+				}
+			}
 			if err := l.loadOne(t, readers); err != nil {
 				return err
 			}
 		}
 	}
+	if err := l.waitSet(); err != nil {
+		return err
+	}
+	l.free = nil
 	if err := readers.wait(l); err != nil {
 		return err
 	}
@@ -703,10 +715,12 @@ func deviceErr(b *LoadedBuffer, tensor string) error {
 	return nil
 }
 
-// setFrom reads a tensor from src into the bounce buffer, memory the load
+// setFrom reads a tensor from src into a bounce buffer, memory the load
 // owns, and sets it from there: in pieces of whole rows (at most 16 MiB,
 // and at most a progress piece where rows allow), each counted as done once
-// set; or whole, counted as done as it is read.
+// set; or whole, counted as done as it is read, and set by native code on
+// another goroutine while the load goes on reading the next tensor
+// (background.go).
 func (l *load) setFrom(t task, src source, whole bool) error {
 	tp, w := t.pl.Plan, t.w
 	chunk := w.Size
@@ -720,21 +734,17 @@ func (l *load) setFrom(t task, src source, whole bool) error {
 	if chunk == 0 {
 		return nil
 	}
-	if int64(cap(l.bounce)) < chunk {
-		l.bounce = nil // let the old one go first
-		l.bounce = make([]byte, chunk)
+	if whole {
+		return l.setWhole(t, src)
 	}
-	buf := l.bounce[:chunk]
+	buf := l.bounceBuf(chunk)
+	defer l.putBounce(buf)
 	for off := int64(0); off < w.Size; off += chunk {
 		if err := l.canceled(); err != nil {
 			return err
 		}
 		n := min(chunk, w.Size-off)
-		if whole {
-			if err := l.readReporting(t.pl.Path, src, buf[:n], w.Offset+off); err != nil {
-				return namingFile(err, src.file())
-			}
-		} else if err := src.readAt(buf[:n], w.Offset+off); err != nil {
+		if err := src.readAt(buf[:n], w.Offset+off); err != nil {
 			return namingFile(err, src.file())
 		}
 		if l.o.CheckTensors {
@@ -744,11 +754,9 @@ func (l *load) setFrom(t task, src source, whole bool) error {
 		if err := t.pl.Tensor.Set(buf[:n], uint64(off)); err != nil {
 			return err
 		}
-		if !whole {
-			l.addDone(t.pl.Path, uint64(n))
-			if err := l.progress(); err != nil {
-				return err
-			}
+		l.addDone(t.pl.Path, uint64(n))
+		if err := l.progress(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,113 @@
+package loader
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Tensors set whole through a bounce buffer (CPU_REPACK and the other
+// buffer types that transform what they are given, RPC servers, devices
+// without asynchronous uploads) cost a copy that native code reading the
+// mapping itself did not. So the native set of such a tensor runs on
+// another goroutine while the load reads (or copies out of the mapping) the
+// next one into a second buffer. One set is under way at most, and the
+// load waits for it before any other native call.
+
+// bgMax bounds the tensors read while a set is under way (two bounce
+// buffers of this size at most are held during a load; a bigger tensor
+// waits for the set and reuses its buffer).
+const bgMax = 256 << 20
+
+// bgSet is a whole tensor being set by native code.
+type bgSet struct {
+	name string
+	buf  []byte
+	done chan error
+}
+
+// setWhole reads task t whole from src into a bounce buffer, counting it
+// done as it is read, and starts its set once the previous one is over.
+func (l *load) setWhole(t task, src source) error {
+	tp, w := t.pl.Plan, t.w
+	if w.Size > bgMax {
+		if err := l.waitSet(); err != nil {
+			return err
+		}
+	}
+	buf := l.bounceBuf(w.Size)
+	if err := l.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
+		l.putBounce(buf)
+		return namingFile(err, src.file())
+	}
+	if l.o.CheckTensors {
+		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
+	}
+	l.sample(t, 0, buf)
+	if err := l.waitSet(); err != nil {
+		l.putBounce(buf)
+		return err
+	}
+	s := &bgSet{name: tp.Name, buf: buf, done: make(chan error, 1)}
+	tensor := t.pl.Tensor
+	go func() { s.done <- tensor.Set(s.buf, 0) }()
+	l.bg = s
+	return nil
+}
+
+// waitSet waits for the set under way, if any, and gives its buffer back.
+func (l *load) waitSet() error {
+	s := l.bg
+	if s == nil {
+		return nil
+	}
+	err := <-s.done
+	l.bg = nil
+	l.putBounce(s.buf)
+	if err != nil {
+		return fmt.Errorf("loader: tensor '%s': %w", s.name, err)
+	}
+	return nil
+}
+
+// setsWholeFromBounce reports whether task t will be set whole from a
+// bounce buffer (so that it may start while a set is under way): not zero
+// copy, not into host memory, not through the staging ring (as far as the
+// load already knows; a device's first tensor waits), into a buffer that
+// takes whole tensors.
+func (l *load) setsWholeFromBounce(t task) bool {
+	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
+	if b == nil || t.pl.Tensor == nil || w.Size <= 0 || !setsWhole(b) || b.Buffer.IsHost() {
+		return false
+	}
+	if (l.p.UseMmap || tp.Lazy) && l.cover(tp.Context, w.File, w.Offset, w.Size) != nil {
+		return false
+	}
+	if !l.o.CheckTensors {
+		if r, known := l.rings[b.Device]; !known || r != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// bounceBuf returns a buffer of n bytes, one of the load's two when it is
+// big enough.
+func (l *load) bounceBuf(n int64) []byte {
+	for k, b := range l.free {
+		if int64(cap(b)) >= n {
+			l.free = append(l.free[:k], l.free[k+1:]...)
+			return b[:n]
+		}
+	}
+	if len(l.free) > 0 {
+		l.free = l.free[1:] // too small: let it go before making a bigger one
+	}
+	return make([]byte, n)
+}
+
+// putBounce gives a buffer back (two are kept).
+func (l *load) putBounce(b []byte) {
+	if b != nil && len(l.free) < 2 {
+		l.free = append(l.free, b)
+	}
+}
