@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -98,6 +99,10 @@ const (
 	// rpcPadColumns: a weight's allocation may exceed its bytes by the
 	// padding of one row to 512 columns (CUDA, SYCL).
 	rpcPadColumns = 512
+	// rpcMaxAddress bounds where a buffer may end: no process or GPU
+	// address space reaches past 57 bits (x86-64 with 5-level paging;
+	// 48 to 52 bits elsewhere).
+	rpcMaxAddress = 1 << 57
 )
 
 // rpcRemembered are the per-device queries whose last live answer is
@@ -371,6 +376,21 @@ func (g *rpcGuard) forward(s *rpcSession, client, server net.Conn, hdr, req []by
 		g.fail(rpcCmdName(cmd), err)
 		return consumed, errServerFailed
 	}
+	if cmd == rpcCmdBufferGetBase {
+		// every tensor address the client sends derives from a base: a
+		// wrong one makes it send writes outside the buffer, which an
+		// honest server answers by aborting. Asked twice, a base that
+		// is not the server's own does not come back the same.
+		again, err := g.ask(server, hdr, req, len(rsp))
+		if err != nil {
+			g.fail(rpcCmdName(cmd), err)
+			return consumed, errServerFailed
+		}
+		if !bytes.Equal(again, rsp) {
+			g.fail(rpcCmdName(cmd), g.broken("base address %#x, then %#x for the same buffer", binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(again)))
+			return consumed, errServerFailed
+		}
+	}
 	if rpcRemembered[cmd] {
 		g.mu.Lock()
 		g.answers[string(append([]byte{cmd}, req...))] = rsp
@@ -381,6 +401,28 @@ func (g *rpcGuard) forward(s *rpcSession, client, server net.Conn, hdr, req []by
 	}
 	g.received.Add(8 + n)
 	return consumed, nil
+}
+
+// ask sends a command of the guard's own (a copy of the client's) and
+// reads its fixed-size reply.
+func (g *rpcGuard) ask(server net.Conn, hdr, req []byte, want int) ([]byte, error) {
+	server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
+	if _, err := server.Write(append(append([]byte{}, hdr...), req...)); err != nil {
+		return nil, err
+	}
+	server.SetReadDeadline(time.Now().Add(g.ioTimeout))
+	var rh [8]byte
+	if _, err := io.ReadFull(server, rh[:]); err != nil {
+		return nil, err
+	}
+	if n := binary.LittleEndian.Uint64(rh[:]); n != uint64(want) {
+		return nil, g.broken("a reply of %d bytes where the protocol has %d", n, want)
+	}
+	rsp := make([]byte, want)
+	if _, err := io.ReadFull(server, rsp); err != nil {
+		return nil, err
+	}
+	return rsp, nil
 }
 
 // relay streams a GET_TENSOR reply of n bytes; when the server fails
@@ -528,8 +570,8 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 		if base == 0 || base%a != 0 {
 			return g.broken("base address %#x of buffer %#x is not %d-aligned (or null)", base, u64(req), a)
 		}
-		if _, c := bits.Add64(base, b.size, 0); c != 0 {
-			return g.broken("base address %#x of a %d-byte buffer wraps around", base, b.size)
+		if end, c := bits.Add64(base, b.size, 0); c != 0 || end > rpcMaxAddress {
+			return g.broken("base address %#x of a %d-byte buffer ends past %#x", base, b.size, uint64(rpcMaxAddress))
 		}
 	case rpcCmdSetTensorHash, rpcCmdCopyTensor:
 		if rsp[0] > 1 {

@@ -250,6 +250,9 @@ func TestGarbageReplies(t *testing.T) {
 		{
 			k, mode := try.k, try.mode
 			err, relay, stage := run(k, try.spare, mode)
+			if _, perr := ggml.ProbeRPC(srv.Endpoint, 5*time.Second); perr != nil {
+				t.Fatalf("k=%d, spare=%d, %s: the ggml-rpc-server behind the relay is gone (%v) after: %v\n%s", k, try.spare, mode, perr, err, srv.Output())
+			}
 			_, garbage := relay.stats()
 			// garbage replies met during the load; a memory query's
 			// garbage can pass for an answer (free ≤ total) and harms
