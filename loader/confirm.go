@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ggload/ggload/ggml"
@@ -57,40 +59,68 @@ func (l *load) sample(t task, off int64, data []byte) {
 	}
 }
 
-// confirmRPC reads every sample back from its server.
+// confirmRPC reads every sample back from its server, the servers at once
+// (each answers its reads one after the other).
 func (l *load) confirmRPC() error {
 	if len(l.samples) == 0 {
 		return nil
 	}
 	start := time.Now()
 	defer func() { l.model.Stats.Confirm = time.Since(start) }()
-	idx := make([]int, 0, len(l.samples))
+	byDev := map[*ggml.Device][]int{}
 	for i := range l.samples {
-		idx = append(idx, i)
+		d := l.model.placements[i].Buffer.Device
+		byDev[d] = append(byDev[d], i)
 	}
-	slices.Sort(idx)
+	errs := make([]error, 0, len(byDev))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for d, idx := range byDev {
+		slices.Sort(idx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := l.confirmDevice(d, idx)
+			mu.Lock()
+			defer mu.Unlock()
+			l.model.Stats.Confirmed += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return errs[0]
+	}
+	return nil
+}
+
+// confirmDevice reads back the samples of the tensors idx, all on d.
+func (l *load) confirmDevice(d *ggml.Device, idx []int) (int, error) {
 	got := make([]byte, sampleSize)
+	n := 0
 	for _, i := range idx {
 		if err := l.canceled(); err != nil {
-			return err
+			return n, err
 		}
 		s, pl := l.samples[i], &l.model.placements[i]
 		if s.got < len(s.want) {
-			return fmt.Errorf("loader: tensor '%s': only %d of the %d sampled bytes were sent", pl.Plan.Name, s.got, len(s.want))
+			return n, fmt.Errorf("loader: tensor '%s': only %d of the %d sampled bytes were sent", pl.Plan.Name, s.got, len(s.want))
 		}
 		g := got[:len(s.want)]
 		clear(g)
 		if err := pl.Tensor.Get(g, uint64(s.off)); err != nil {
-			return fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err)
+			return n, fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err)
 		}
 		if err := deviceErr(pl.Buffer, pl.Plan.Name); err != nil {
-			return err
+			return n, err
 		}
 		if !bytes.Equal(g, s.want) {
-			dev := pl.Buffer.Device
-			return fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, dev.Name(), ggml.ErrRPCFailed, dev.Endpoint(), s.off, len(s.want))
+			return n, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, d.Name(), ggml.ErrRPCFailed, d.Endpoint(), s.off, len(s.want))
 		}
-		l.model.Stats.Confirmed++
+		n++
 	}
-	return nil
+	return n, nil
 }
