@@ -177,16 +177,7 @@ func TestHostPtrZeroCopy(t *testing.T) {
 // buffer of buft, as llama.cpp's weight_buft_supported does.
 func probe(t *testing.T, dev *ggml.Device, buft ggml.BufferType, w, op *ggml.Tensor) bool {
 	t.Helper()
-	dummy, err := buft.DummyBuffer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dummy.Free()
-	if err := w.SetProbeBuffer(dummy); err != nil {
-		t.Fatal(err)
-	}
-	defer w.ClearProbeBuffer()
-	ok, err := dev.SupportsOp(op)
+	ok, err := dev.SupportsWeightOp(op, w, buft)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,9 +127,9 @@ func (b BufferType) withDeviceErr(err error) error {
 	return err
 }
 
-// DummyBuffer allocates the zero-size buffer llama.cpp uses to tell
+// dummyBuffer allocates the zero-size buffer llama.cpp uses to tell
 // supports_op which buffer type a weight would live in.
-func (b BufferType) DummyBuffer() (*Buffer, error) {
+func (b BufferType) dummyBuffer() (*Buffer, error) {
 	if b.h == 0 {
 		return nil, fmt.Errorf("ggml: dummy buffer of no buffer type")
 	}

@@ -236,10 +236,10 @@ func (t *Tensor) BufferHandle() bindings.Buffer { return t.c.Buffer }
 // Allocated reports whether the tensor has a buffer and an address.
 func (t *Tensor) Allocated() bool { return t.c.Buffer != 0 && t.c.Data != nil }
 
-// SetProbeBuffer attaches a buffer (normally a zero-size dummy) without
+// setProbeBuffer attaches a buffer (normally a zero-size dummy) without
 // giving the tensor data, as llama.cpp does before asking supports_op which
-// buffer type a weight would live in. ClearProbeBuffer undoes it.
-func (t *Tensor) SetProbeBuffer(b *Buffer) error {
+// buffer type a weight would live in. clearProbeBuffer undoes it.
+func (t *Tensor) setProbeBuffer(b *Buffer) error {
 	if t.c.Buffer != 0 || t.c.Data != nil {
 		return fmt.Errorf("ggml: tensor %s already has a buffer", t.Name())
 	}
@@ -247,8 +247,8 @@ func (t *Tensor) SetProbeBuffer(b *Buffer) error {
 	return nil
 }
 
-// ClearProbeBuffer detaches the buffer set by SetProbeBuffer.
-func (t *Tensor) ClearProbeBuffer() {
+// clearProbeBuffer detaches the buffer set by setProbeBuffer.
+func (t *Tensor) clearProbeBuffer() {
 	if t.c.Data == nil {
 		t.c.Buffer = 0
 	}

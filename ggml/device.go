@@ -216,13 +216,33 @@ func (d *Device) SupportsBufferType(b BufferType) bool {
 var ErrOpNotReady = errors.New("tensor is not an op result")
 
 // SupportsOp asks the device whether it can compute op (a tensor made by one
-// of Context's op constructors). Weights among its sources must have a buffer
-// (a zero-size one is enough: see BufferType.DummyBuffer), as llama.cpp's
-// probes do.
+// of Context's op constructors). For a weight whose buffer type matters, see
+// SupportsWeightOp.
 func (d *Device) SupportsOp(op *Tensor) (bool, error) {
 	if op == nil || op.c.Op == 0 {
 		return false, ErrOpNotReady
 	}
+	return d.rt.lib.DevSupportsOp(d.h, op.c), nil
+}
+
+// SupportsWeightOp is llama.cpp's weight_buft_supported question: can the
+// device compute op (made by one of Context's op constructors) when its
+// weight w lives in a buffer of type buft? w must be an unallocated tensor
+// of op's context; it is given a zero-size buffer of buft for the
+// question, as llama.cpp does, and none after.
+func (d *Device) SupportsWeightOp(op, w *Tensor, buft BufferType) (bool, error) {
+	if op == nil || op.c.Op == 0 {
+		return false, ErrOpNotReady
+	}
+	dummy, err := buft.dummyBuffer()
+	if err != nil {
+		return false, err
+	}
+	defer dummy.Free()
+	if err := w.setProbeBuffer(dummy); err != nil {
+		return false, err
+	}
+	defer w.clearProbeBuffer()
 	return d.rt.lib.DevSupportsOp(d.h, op.c), nil
 }
 

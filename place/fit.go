@@ -225,7 +225,6 @@ func Fit(rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResu
 		return nil, err
 	}
 	pr := newProber(rt, h, params.NoProbeCache)
-	defer pr.close()
 	res := &FitResult{}
 	measured := params
 	measured.LoadMode = LoadNone

@@ -204,7 +204,6 @@ type Params struct {
 	LoadMode      LoadMode // default LoadAuto
 	Lazy          LazyMode // default LazyAuto
 	Devices       []string // device names to use, in order; empty: automatic; ["none"]: no offload
-	RPC           []string // ggml-rpc-server endpoints to add as devices
 
 	// CPUMoE keeps every layer's expert weights on the CPU; NCPUMoE keeps
 	// those of the first N layers. Both become overrides placed before

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/loader/gguf"
@@ -137,7 +136,7 @@ type planner struct {
 	cpuBuf ggml.BufferType
 
 	cpuList  []bufEntry
-	gpuLists map[bindings.Dev][]bufEntry
+	gpuLists map[*ggml.Device][]bufEntry
 	layerLst [][]bufEntry // per layer 0..NLayer
 
 	overrides []compiledOverride
@@ -154,12 +153,12 @@ type member struct {
 }
 
 type ctxKey struct {
-	buft bindings.Buft
+	buft ggml.BufferType
 	lazy bool
 }
 
 type allocKey struct {
-	buft bindings.Buft
+	buft ggml.BufferType
 	typ  ggml.Type
 	ne   ggml.Shape
 }
@@ -177,16 +176,10 @@ func New(rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
 		return nil, err
 	}
 	pr := newProber(rt, h, params.NoProbeCache)
-	defer pr.close()
 	return plan(rt, m, h, params, pr)
 }
 
 func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober) (*Plan, error) {
-	for _, ep := range params.RPC {
-		if _, err := rt.AddRPCServer(ep, 0); err != nil {
-			return nil, fmt.Errorf("place: --rpc: %w", err)
-		}
-	}
 	cpu := rt.CPUDevice()
 	if cpu == nil {
 		return nil, fmt.Errorf("place: no CPU backend found in %s", rt.Location().Dir)
@@ -203,7 +196,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	p := &Plan{Model: m, Arch: h.arch, Exact: h.exact, NLayer: h.nLayerAll, Params: params, CPU: cpu, Lazy: params.Lazy}
 	pl := &planner{
 		rt: rt, m: m, h: h, p: p, pr: pr, cpu: cpu, cpuBuf: cpu.BufferType(),
-		gpuLists: map[bindings.Dev][]bufEntry{}, ctxIndex: map[ctxKey]int{},
+		gpuLists: map[*ggml.Device][]bufEntry{}, ctxIndex: map[ctxKey]int{},
 		members:   make(map[member]bool, len(m.Weights)+8),
 		allocSize: map[allocKey]uint64{},
 	}
@@ -352,7 +345,7 @@ func (pl *planner) buildLists() error {
 		for _, x := range d.ExtraBufferTypes() {
 			list = append(list, bufEntry{d, x})
 		}
-		pl.gpuLists[d.Handle()] = append(list, pl.cpuList...)
+		pl.gpuLists[d] = append(list, pl.cpuList...)
 	}
 	return nil
 }
@@ -388,7 +381,7 @@ func (pl *planner) assignLayers() {
 		i := layerDevice(il, p.GPUStart, p.GPULayers, p.Splits)
 		dev, list := pl.cpu, pl.cpuList
 		if i >= 0 && i < n {
-			dev, list = p.Devices[i], pl.gpuLists[p.Devices[i].Handle()]
+			dev, list = p.Devices[i], pl.gpuLists[p.Devices[i]]
 		}
 		p.LayerDevices[il], pl.layerLst[il] = dev, list
 		p.debug(fmt.Sprintf("load_tensors: layer %3d assigned to device %s, is_swa = %d", il, dev.Name(), b2i(il < p.NLayer && pl.h.swa(il))))
@@ -534,7 +527,7 @@ func (pl *planner) selectWeightBuft(t *TensorPlan, list []bufEntry) (ggml.Buffer
 // addToContext is ctx_for_buft and the TENSOR_DUPLICATED reuse rule.
 func (pl *planner) addToContext(t TensorPlan, lazy bool) error {
 	p := pl.p
-	key := ctxKey{t.BufferType.Handle(), lazy}
+	key := ctxKey{t.BufferType, lazy}
 	ci, ok := pl.ctxIndex[key]
 	if !ok {
 		ci = len(p.Contexts)
@@ -728,7 +721,7 @@ func (pl *planner) allocatedSize(c *ContextPlan) (uint64, error) {
 // tensorAllocSize asks the buffer type how much a tensor needs (backends
 // may pad), once per (buffer type, type, shape).
 func (pl *planner) tensorAllocSize(b ggml.BufferType, typ ggml.Type, ne ggml.Shape) (uint64, error) {
-	key := allocKey{b.Handle(), typ, ne}
+	key := allocKey{b, typ, ne}
 	if n, ok := pl.allocSize[key]; ok {
 		return n, nil
 	}

@@ -87,7 +87,6 @@ func TestBadParameters(t *testing.T) {
 		{"unknown buffer type", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "VRAM9"}} }, []string{`"VRAM9"`, "CPU", "Vulkan0"}},
 		{"too many -ts values", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "RPC0, RPC1, Vulkan0"}},
 		{"unknown device", func(p *place.Params) { p.Devices = []string{"CUDA7"} }, []string{`"CUDA7"`, "Vulkan0"}},
-		{"dead rpc endpoint", func(p *place.Params) { p.RPC = []string{"127.0.0.1:1"} }, []string{"127.0.0.1:1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			params := place.DefaultParams()

@@ -3,7 +3,6 @@ package place
 import (
 	"fmt"
 
-	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 )
 
@@ -18,31 +17,22 @@ type prober struct {
 	h       *hparams
 	noCache bool
 
-	cache   map[probeKey]bool
-	dummies map[bindings.Buft]*ggml.Buffer
-	asked   int // questions
-	probes  int // questions that reached the device
+	cache  map[probeKey]bool
+	asked  int // questions
+	probes int // questions that reached the device
 }
 
 type probeKey struct {
 	op    ggml.Op
 	typ   ggml.Type
 	ne    ggml.Shape
-	buft  bindings.Buft
-	dev   bindings.Dev
+	buft  ggml.BufferType
+	dev   *ggml.Device
 	extra [4]int64
 }
 
 func newProber(rt *ggml.Runtime, h *hparams, noCache bool) *prober {
-	return &prober{rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}, dummies: map[bindings.Buft]*ggml.Buffer{}}
-}
-
-// close frees the dummy buffers.
-func (p *prober) close() {
-	for _, b := range p.dummies {
-		b.Free()
-	}
-	p.dummies = map[bindings.Buft]*ggml.Buffer{}
+	return &prober{rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}}
 }
 
 // extra is the part of the hyperparameters an op's probe shape reads.
@@ -67,7 +57,7 @@ func (p *prober) supported(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op
 		return true, nil
 	}
 	p.asked++
-	key := probeKey{op, typ, ne, buft.Handle(), dev.Handle(), p.extra(op)}
+	key := probeKey{op, typ, ne, buft, dev, p.extra(op)}
 	if !p.noCache {
 		if ok, hit := p.cache[key]; hit {
 			return ok, nil
@@ -96,18 +86,7 @@ func (p *prober) ask(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft
 	if err != nil {
 		return false, fmt.Errorf("place: tensor %q (%s %v) cannot be used with %s as llama.cpp's probe builds it: %w", name, typ, ne, p.rt.OpName(op), err)
 	}
-	dummy, ok := p.dummies[buft.Handle()]
-	if !ok {
-		if dummy, err = buft.DummyBuffer(); err != nil {
-			return false, err
-		}
-		p.dummies[buft.Handle()] = dummy
-	}
-	if err := w.SetProbeBuffer(dummy); err != nil {
-		return false, err
-	}
-	defer w.ClearProbeBuffer()
-	return dev.SupportsOp(opt)
+	return dev.SupportsWeightOp(opt, w, buft)
 }
 
 // build makes the op as weight_buft_supported does
