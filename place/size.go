@@ -1,0 +1,113 @@
+package place
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+// sizeContexts sorts the contexts as llama.cpp's ctx_map does (non-lazy
+// first, then by buffer type name) and sizes their buffers.
+func (pl *planner) sizeContexts() error {
+	p := pl.p
+	order := make([]int, len(p.Contexts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := p.Contexts[a], p.Contexts[b]
+		if ca.Lazy != cb.Lazy {
+			return cmp.Compare(b2i(ca.Lazy), b2i(cb.Lazy))
+		}
+		// by the native name: for RPC buffer types behind ggload's guard
+		// that holds the guard's address, which is what llama.cpp in this
+		// process orders by
+		return strings.Compare(ca.BufferType.NativeName(), cb.BufferType.NativeName())
+	})
+	remap := make([]int, len(order))
+	sorted := make([]ContextPlan, len(order))
+	for newI, oldI := range order {
+		remap[oldI] = newI
+		sorted[newI] = p.Contexts[oldI]
+	}
+	p.Contexts = sorted
+	for i := range p.Tensors {
+		if p.Tensors[i].Context >= 0 {
+			p.Tensors[i].Context = remap[p.Tensors[i].Context]
+		}
+	}
+	for ci := range p.Contexts {
+		c := &p.Contexts[ci]
+		isDefault := c.BufferType == c.Device.BufferType()
+		if (p.UseMmap || c.Lazy) && c.Device.Caps().BufferFromHostPtr && isDefault {
+			c.Mapped = true
+			name, err := c.Device.HostPtrBufferName()
+			if err != nil {
+				return err
+			}
+			for fi := range p.Model.Files {
+				for _, r := range pl.mappedRanges(ci, fi) {
+					n := uint64(r[1] - r[0])
+					c.Buffers = append(c.Buffers, BufferPlan{Name: name, Size: n, Requested: n, File: fi, First: r[0], Last: r[1]})
+				}
+			}
+		} else {
+			size, err := pl.allocatedSize(c)
+			if err != nil {
+				return err
+			}
+			slack, err := c.BufferType.AllocSlack()
+			if err != nil {
+				return fmt.Errorf("place: %s: %w", c.BufferType.Name(), err)
+			}
+			c.Buffers = []BufferPlan{{Name: c.BufferType.Name(), Size: size + slack, Requested: size, File: -1}}
+		}
+		for _, b := range c.Buffers {
+			c.Size += b.Size
+		}
+	}
+	return nil
+}
+
+// allocatedSize is what ggml_backend_alloc_ctx_tensors_from_buft allocates:
+// each tensor's allocation size padded to the buffer type's alignment.
+func (pl *planner) allocatedSize(c *ContextPlan) (uint64, error) {
+	align := c.BufferType.Alignment()
+	if align == 0 {
+		align = 1
+	}
+	var total uint64
+	for _, ti := range c.Tensors {
+		t := &pl.p.Tensors[ti]
+		n, err := pl.tensorAllocSize(c.BufferType, t.Type, t.Shape)
+		if err != nil {
+			return 0, err
+		}
+		total += (n + align - 1) / align * align
+	}
+	return total, nil
+}
+
+// tensorAllocSize asks the buffer type how much a tensor needs (backends
+// may pad), once per (buffer type, type, shape).
+func (pl *planner) tensorAllocSize(b ggml.BufferType, typ ggml.Type, ne ggml.Shape) (uint64, error) {
+	key := allocKey{b, typ, ne}
+	if n, ok := pl.allocSize[key]; ok {
+		return n, nil
+	}
+	ctx, err := pl.rt.NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		return 0, err
+	}
+	defer ctx.Free()
+	t, err := ctx.NewTensor(typ, ne[:]...)
+	if err != nil {
+		return 0, err
+	}
+	n := b.AllocSize(t)
+	pl.allocSize[key] = n
+	return n, nil
+}
