@@ -104,7 +104,7 @@ func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
 // full) as lists.
 func jsonValue(v gguf.Value, full bool) (any, error) {
 	if !v.IsArray() {
-		if s, ok := v.String(); ok {
+		if s, ok := v.Str(); ok {
 			return s, nil
 		}
 		if b, ok := v.Bool(); ok {

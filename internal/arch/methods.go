@@ -368,7 +368,7 @@ func wantType(t ast.Type) (gguf.ValueType, bool) {
 
 // scalar converts a metadata scalar of the right type to a value.
 func scalar(v gguf.Value, t ast.Type) Val {
-	switch v.Type() {
+	switch v.Kind() {
 	case gguf.TypeBool:
 		b, _ := v.Bool()
 		return vBool(b)
@@ -376,7 +376,7 @@ func scalar(v gguf.Value, t ast.Type) Val {
 		x, _ := v.Float()
 		return Val{K: KFloat, T: t, F: x}
 	case gguf.TypeString:
-		s, _ := v.String()
+		s, _ := v.Str()
 		return vStr(s)
 	}
 	if i, ok := v.Int(); ok {
@@ -555,7 +555,7 @@ func (r *Run) loaderCall(f *frame, name string, args []*ast.Node) (Val, error) {
 			return vFalse, nil
 		}
 		if !v.IsArray() {
-			return vVoid, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Type()], "arr")}
+			return vVoid, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Kind()], "arr")}
 		}
 		return vTrue, dst.set(vInt(int64(v.Len()), ast.TU64))
 	}
@@ -594,8 +594,8 @@ func (r *Run) getKey(key string, dst *Cell, req bool) (bool, error) {
 	if !known {
 		return false, &evalError{"get_key", fmt.Sprintf("destination of type %s for %s", t, key)}
 	}
-	if v.Type() != want {
-		return false, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Type()], ggufTypeNames[want]),
+	if v.Kind() != want {
+		return false, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Kind()], ggufTypeNames[want]),
 			Need: &Need{Key: key, Type: want}}
 	}
 	return true, dst.set(scalar(v, t))

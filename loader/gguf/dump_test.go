@@ -70,7 +70,7 @@ func ourDump(t testing.TB, f *gguf.File) dump {
 	d := dump{Version: f.Version, Alignment: f.Alignment, DataOffset: f.DataOffset}
 	for _, kv := range f.KV {
 		v := kv.Value
-		k := dumpKV{Key: kv.Key, Type: v.Type().String()}
+		k := dumpKV{Key: kv.Key, Type: v.Kind().String()}
 		if v.IsArray() {
 			k.Type = "arr[" + v.ElemType().String() + "]"
 			if v.ElemType() == gguf.TypeString {
@@ -93,7 +93,7 @@ func ourDump(t testing.TB, f *gguf.File) dump {
 					k.Values = append(k.Values, scalarString(v.ElemType(), binary.LittleEndian.Uint64(b[:])))
 				}
 			}
-		} else if s, ok := v.String(); ok {
+		} else if s, ok := v.Str(); ok {
 			k.Values = []string{cstr(s)}
 		} else {
 			bits, _ := v.Bits()

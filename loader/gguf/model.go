@@ -192,7 +192,7 @@ func (f *File) u16Key(key string) (uint16, error) {
 		return 0, fmt.Errorf("%w: %s: missing key %s", ErrSplit, f.Path, key)
 	}
 	v := f.KV[i].Value
-	if v.Type() != TypeUint16 {
+	if v.Kind() != TypeUint16 {
 		return 0, &FormatError{Path: f.Path, Off: f.KV[i].Off, Msg: fmt.Sprintf("key %s is %s, expected u16", key, v.TypeName()), Err: ErrTypeMismatch}
 	}
 	return uint16(v.bits), nil
@@ -312,7 +312,7 @@ func (m *Model) String(key string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: key %s", ErrNotFound, key)
 	}
-	s, ok := v.String()
+	s, ok := v.Str()
 	if !ok {
 		return "", fmt.Errorf("key %s: %w", key, v.mismatch("str"))
 	}
@@ -362,7 +362,7 @@ func (m *Model) BPW() float64 {
 // FileType is llama.cpp's file type: general.file_type when present, else
 // guessed from the most common tensor type (Guessed is then true).
 func (m *Model) FileType() (ftype uint32, guessed bool) {
-	if v, ok := m.Lookup(KeyFileType); ok && v.Type() == TypeUint32 {
+	if v, ok := m.Lookup(KeyFileType); ok && v.Kind() == TypeUint32 {
 		return uint32(v.bits), false
 	}
 	counts := map[gtype.Type]int{}

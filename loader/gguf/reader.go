@@ -179,7 +179,7 @@ func (p *parser) parse() error {
 	f.Alignment = DefaultAlignment
 	if i, ok := f.keys[KeyAlignment]; ok {
 		kv := f.KV[i]
-		if kv.Value.Type() != TypeUint32 {
+		if kv.Value.Kind() != TypeUint32 {
 			return formatErr(kv.Off, ErrAlignment, "key %s must be u32, is %s", KeyAlignment, kv.Value.TypeName())
 		}
 		a := kv.Value.bits

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -62,14 +63,14 @@ func TestRoundTripValues(t *testing.T) {
 		t.Error("bool")
 	}
 	// whitespace is kept byte for byte
-	if s, ok := get("t.str").String(); !ok || s != "  leading and trailing spaces \n\t" {
+	if s, ok := get("t.str").Str(); !ok || s != "  leading and trailing spaces \n\t" {
 		t.Errorf("str %q", s)
 	}
 	// wrong-type accessors answer false instead of panicking
 	if _, ok := get("t.str").Uint(); ok {
 		t.Error("str as uint")
 	}
-	if _, ok := get("a.u8").String(); ok {
+	if _, ok := get("a.u8").Str(); ok {
 		t.Error("array as string")
 	}
 	if _, err := get("t.u8").Strings(); !errors.Is(err, gguf.ErrTypeMismatch) {
@@ -265,5 +266,39 @@ func TestOpenNamesFile(t *testing.T) {
 	_, err := gguf.Open(path)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A Value prints as its value (fmt.Stringer), as slog.Value does.
+func TestValuePrints(t *testing.T) {
+	arr, err := gguf.Array([]uint32{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := make([]int32, 40)
+	longArr, err := gguf.Array(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		v    gguf.Value
+		want string
+		kind gguf.ValueType
+	}{
+		{gguf.Uint32(7), "7", gguf.TypeUint32},
+		{gguf.String("llama"), `"llama"`, gguf.TypeString},
+		{gguf.Bool(true), "true", gguf.TypeBool},
+		{arr, "[1, 2, 3]", gguf.TypeArray},
+		{longArr, "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ...]", gguf.TypeArray},
+	} {
+		if got := fmt.Sprint(c.v); got != c.want || c.v.Kind() != c.kind {
+			t.Errorf("%v (%s): printed %q, want %q (%s)", c.v, c.v.Kind(), got, c.want, c.kind)
+		}
+	}
+	if s, ok := gguf.String("x").Str(); !ok || s != "x" {
+		t.Errorf("Str() = %q, %v", s, ok)
+	}
+	if _, ok := gguf.Uint32(1).Str(); ok {
+		t.Error("Str() of a number")
 	}
 }

@@ -81,8 +81,8 @@ type arrayData struct {
 	offErr error
 }
 
-// Type is the value's type: TypeArray for arrays.
-func (v Value) Type() ValueType {
+// Kind is the value's type: TypeArray for arrays (see ElemType).
+func (v Value) Kind() ValueType {
 	if v.array {
 		return TypeArray
 	}
@@ -275,8 +275,8 @@ func (v Value) Bool() (bool, bool) {
 	return v.bits != 0, true
 }
 
-// String returns a string scalar (byte-exact).
-func (v Value) String() (string, bool) {
+// Str returns a string scalar (byte-exact).
+func (v Value) Str() (string, bool) {
 	if v.array || v.typ != TypeString {
 		return "", false
 	}
@@ -466,6 +466,10 @@ func (a *arrayData) index() error {
 	})
 	return a.offErr
 }
+
+// String renders the value for people, as Format does with arrays cut
+// after 16 elements.
+func (v Value) String() string { return v.Format(16) }
 
 // Format renders a value for people: scalars in full, arrays as
 // "[a, b, c, ...]" with at most max elements (all when max < 0), strings

@@ -252,7 +252,7 @@ func (w *Writer) write(out io.Writer, kv []KV, tensors []wtensor, metaOnly bool)
 		return 0, fmt.Errorf("gguf: alignment %d is not a power of 2", align)
 	}
 	if align != DefaultAlignment {
-		if i, ok := w.keys[KeyAlignment]; !ok || w.kv[i].Value.Type() != TypeUint32 || w.kv[i].Value.bits != align {
+		if i, ok := w.keys[KeyAlignment]; !ok || w.kv[i].Value.Kind() != TypeUint32 || w.kv[i].Value.bits != align {
 			return 0, fmt.Errorf("gguf: set %s to u32 %d to write with that alignment", KeyAlignment, align)
 		}
 	}
