@@ -3,6 +3,7 @@ package place
 import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
+	"iter"
 )
 
 // Reason says why a tensor got its buffer type.
@@ -111,6 +112,19 @@ type Plan struct {
 
 	ProbeQuestions int // supports_op questions
 	Probes         int // questions that reached a device (cache misses)
+}
+
+// Placements walks the tensors in llama.cpp's creation order, duplicates
+// (a tied output, a rope tensor every layer uses) and unused tensors
+// included.
+func (p *Plan) Placements() iter.Seq[*TensorPlan] {
+	return func(yield func(*TensorPlan) bool) {
+		for i := range p.Tensors {
+			if !yield(&p.Tensors[i]) {
+				return
+			}
+		}
+	}
 }
 
 // New plans the placement of model m on the devices of rt.

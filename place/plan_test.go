@@ -246,3 +246,26 @@ func TestRefusalsNameTheFile(t *testing.T) {
 		}
 	}
 }
+
+// Placements walks the plan's tensors in creation order and stops when
+// asked.
+func TestPlacements(t *testing.T) {
+	rt := testenv.Runtime(t)
+	p, err := place.New(rt, writeModel(t, rt, small), place.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for tp := range p.Placements() {
+		if tp != &p.Tensors[n] {
+			t.Fatalf("placement %d is not Tensors[%d]", n, n)
+		}
+		n++
+	}
+	if n != len(p.Tensors) {
+		t.Fatalf("%d placements of %d", n, len(p.Tensors))
+	}
+	for range p.Placements() {
+		break
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"os"
 	"path/filepath"
@@ -291,6 +292,17 @@ func (m *Model) Close() error {
 		}
 	}
 	return first
+}
+
+// All walks the model's weights in index order (by layer, then name).
+func (m *Model) All() iter.Seq[*Weight] {
+	return func(yield func(*Weight) bool) {
+		for i := range m.Weights {
+			if !yield(&m.Weights[i]) {
+				return
+			}
+		}
+	}
 }
 
 // Weight returns the named weight.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"math/bits"
 	"os"
@@ -488,6 +489,17 @@ func (p *parser) tensor(i uint64) error {
 	f.names[name] = len(f.Tensors)
 	f.Tensors = append(f.Tensors, t)
 	return nil
+}
+
+// Pairs walks the metadata in file order.
+func (f *File) Pairs() iter.Seq2[string, Value] {
+	return func(yield func(string, Value) bool) {
+		for _, kv := range f.KV {
+			if !yield(kv.Key, kv.Value) {
+				return
+			}
+		}
+	}
 }
 
 // Lookup returns the value of key.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -300,5 +301,46 @@ func TestValuePrints(t *testing.T) {
 	}
 	if _, ok := gguf.Uint32(1).Str(); ok {
 		t.Error("Str() of a number")
+	}
+}
+
+// The iterators walk what the slices hold, and stop when asked.
+func TestIterators(t *testing.T) {
+	w := gguf.NewWriter()
+	for _, k := range []string{"a.x", "b.y", "c.z"} {
+		if err := w.Set(k, gguf.Uint32(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"blk.10.a.weight", "blk.2.a.weight", "token_embd.weight"} {
+		if err := w.AddTensorBytes(n, ggml.TypeF32, []int64{1}, make([]byte, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "it.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var keys []string
+	for k := range m.Files[0].Pairs() {
+		keys = append(keys, k)
+		if k == "b.y" {
+			break
+		}
+	}
+	if strings.Join(keys, " ") != "a.x b.y" {
+		t.Errorf("pairs %v", keys)
+	}
+	var names []string
+	for w := range m.All() {
+		names = append(names, w.Name)
+	}
+	if strings.Join(names, " ") != "token_embd.weight blk.2.a.weight blk.10.a.weight" {
+		t.Errorf("weights %v", names)
 	}
 }
