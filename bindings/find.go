@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/ggload/ggload/native"
 )
 
 // Location is a directory holding one native set: libggml-base, the libggml
@@ -17,7 +19,7 @@ type Location struct {
 	Base   string // path of libggml-base
 	Core   string // path of libggml (core, registry, backend loader)
 	Llama  string // path of libllama when the set has one (prebuilt packages do)
-	Source string // how it was found: "GGLOAD_LIB_DIR", "native/lib", "executable"
+	Source string // how it was found: "GGLOAD_LIB_DIR", "native/lib", "user cache", "executable"
 }
 
 // FindOptions steer Find; the zero value uses the environment.
@@ -46,11 +48,21 @@ func Platform() string {
 	return goos + "-" + arch
 }
 
-// Find locates the native set: opts.Dir or GGLOAD_LIB_DIR alone when set;
-// otherwise native/lib/<platform>[-variant] under the working directory, the
-// executable's directory or any of their parents; then the executable's own
-// directory. The error lists every path tried and the command that fetches
-// the libraries.
+// Find locates the native set. The search order:
+//
+//  1. opts.Dir, or GGLOAD_LIB_DIR, alone when set;
+//  2. native/lib/<platform>[-variant] under the working directory, the
+//     executable's directory or any of their parents (a checkout of
+//     ggload, where scripts/fetch-native.sh puts them);
+//  3. <user cache>/ggload/lib/<pin>/<platform>[-variant], where
+//     scripts/fetch-native.sh also installs them (<user cache> is
+//     os.UserCacheDir: see CacheDir);
+//  4. the executable's own directory.
+//
+// The variants tried, in order: opts.Variant or GGLOAD_VARIANT when set;
+// otherwise CUDA where an NVIDIA driver is present, Vulkan where the
+// Vulkan loader is installed, the plain set, a from-source set. The error
+// lists every path tried and the command that fetches the libraries.
 func Find(opts FindOptions) (Location, error) {
 	var tried []string
 	try := func(dir, source string) (Location, bool) {
@@ -106,6 +118,13 @@ func Find(opts FindOptions) (Location, error) {
 			}
 		}
 	}
+	if cache, err := CacheDir(); err == nil {
+		for _, name := range names {
+			if loc, ok := try(filepath.Join(cache, "lib", native.Load().LlamaCppTag, name), "user cache"); ok {
+				return loc, nil
+			}
+		}
+	}
 	if exeDir != "" {
 		if loc, ok := try(exeDir, "executable"); ok {
 			return loc, nil
@@ -113,6 +132,19 @@ func Find(opts FindOptions) (Location, error) {
 	}
 	return Location{}, fmt.Errorf("%w; searched:\n  %s\nfetch them with: scripts/fetch-native.sh %s (Vulkan: linux-x64-vulkan; RPC: scripts/build-native.sh linux-x64 cpu,rpc --into <set>), or set GGLOAD_LIB_DIR to a llama.cpp build's library directory",
 		ErrNotFound, strings.Join(tried, "\n  "), platform)
+}
+
+// CacheDir is ggload's cache directory: GGLOAD_CACHE when set, else
+// ggload under os.UserCacheDir (the scripts use the same).
+func CacheDir() (string, error) {
+	if d := os.Getenv("GGLOAD_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "ggload"), nil
 }
 
 // autoVariants orders the sets to try: CUDA where an NVIDIA driver is

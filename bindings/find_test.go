@@ -6,9 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ggload/ggload/native"
 )
 
 func TestFindMissingListsEveryPath(t *testing.T) {
+	t.Setenv("GGLOAD_LIB_DIR", "") // the search below, not the one set
+	cache := t.TempDir()
+	t.Setenv("GGLOAD_CACHE", cache)
 	_, err := Find(FindOptions{Variant: "no-such-variant"})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
@@ -19,6 +24,30 @@ func TestFindMissingListsEveryPath(t *testing.T) {
 	}
 	if !strings.Contains(msg, "scripts/fetch-native.sh") {
 		t.Errorf("error does not say how to fetch: %s", msg)
+	}
+	if !strings.Contains(msg, filepath.Join(cache, "lib")) {
+		t.Errorf("error does not list the user cache: %s", msg)
+	}
+}
+
+// A program built outside the checkout finds the set scripts/fetch-native.sh
+// installed in the user cache.
+func TestFindInUserCache(t *testing.T) {
+	t.Setenv("GGLOAD_LIB_DIR", "")
+	cache := t.TempDir()
+	t.Setenv("GGLOAD_CACHE", cache)
+	set := filepath.Join(cache, "lib", native.Load().LlamaCppTag, Platform()+"-cachetest")
+	if err := os.MkdirAll(set, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"libggml-base.so", "libggml.so"} {
+		if err := os.WriteFile(filepath.Join(set, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc, err := Find(FindOptions{Variant: "cachetest"})
+	if err != nil || loc.Dir != set || loc.Source != "user cache" {
+		t.Fatalf("found %+v, %v; want %s from the user cache", loc, err, set)
 	}
 }
 

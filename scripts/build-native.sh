@@ -102,7 +102,8 @@ for f in ggml-rpc-server ggml-rpc-server.exe; do
 	[ -f "$bdir/bin/$f" ] && cp "$bdir/bin/$f" "$dest/"
 done
 printf '%s %s\n' "$LLAMA_CPP_TAG" "$backends" >"$dest/.source"
-say "$platform-src: $(ls "$dest" | wc -l) files in $dest"
+install_set "$platform-src"
+say "$platform-src: $(ls "$dest" | wc -l) files in $dest (and in $CACHE/lib/$LLAMA_CPP_TAG)"
 
 if [ -n "$into" ]; then
 	set_dir="$LIBROOT/$into"
@@ -126,5 +127,6 @@ if [ -n "$into" ]; then
 	*.dylib) ln -sf "$base" "$set_dir/libggml-base.0.dylib" ;;
 	esac
 	printf '%s %s\n' "$LLAMA_CPP_TAG" "${added# }" >"$set_dir/.added"
+	install_set "$into"
 	say "added${added} to $into (built from $LLAMA_CPP_TAG)"
 fi

@@ -7,7 +7,9 @@
 # libvulkan1 at run time), linux-x64-cuda (CPU + CUDA, needs the CUDA 13
 # runtime). Each package is taken with `npm pack`, checked against the sha256
 # in native/pin.env, and unpacked. A platform already unpacked from the same
-# tarball is left alone, so a second run costs nothing.
+# tarball is left alone, so a second run costs nothing. The set is also
+# copied to <user cache>/ggload/lib/<tag>/<platform>, where a ggload binary
+# built anywhere finds it.
 . "$(dirname "$0")/lib.sh"
 
 [ $# -gt 0 ] || set -- linux-x64
@@ -21,6 +23,7 @@ for platform in "$@"; do
 	stamp="$pkg@$NPM_VERSION $sha"
 	if [ -f "$dest/.prebuilt" ] && [ "$(cat "$dest/.prebuilt")" = "$stamp" ]; then
 		say "$platform: up to date ($dest)"
+		[ -d "$CACHE/lib/$LLAMA_CPP_TAG/$platform" ] || install_set "$platform"
 		continue
 	fi
 	tgz=$(npm_tarball "$pkg" "$sha")
@@ -33,5 +36,6 @@ for platform in "$@"; do
 	cp "$tmp/package/LICENSE" "$dest/LICENSE.node-llama-cpp"
 	rm -rf "$tmp"
 	printf '%s\n' "$stamp" >"$dest/.prebuilt"
-	say "$platform: $(ls "$dest" | wc -l) files in $dest"
+	install_set "$platform"
+	say "$platform: $(ls "$dest" | wc -l) files in $dest (and in $CACHE/lib/$LLAMA_CPP_TAG)"
 done

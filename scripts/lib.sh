@@ -5,7 +5,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../native/pin.env
 . "$ROOT/native/pin.env"
-CACHE=${GGLOAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ggload}
+# the same directory as bindings.CacheDir (os.UserCacheDir/ggload)
+if [ "$(uname -s)" = Darwin ]; then
+	CACHE=${GGLOAD_CACHE:-$HOME/Library/Caches/ggload}
+else
+	CACHE=${GGLOAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ggload}
+fi
 LIBROOT="$ROOT/native/lib"
 
 say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
@@ -51,4 +56,16 @@ source_tree() {
 	grep -q "set(GGML_VERSION_MINOR $(echo "$GGML_VERSION" | cut -d. -f2))" "$dir/ggml/CMakeLists.txt" ||
 		die "source bundle is not ggml $GGML_VERSION"
 	printf '%s\n' "$dir"
+}
+
+# install_set NAME: copy native/lib/NAME into the user cache, where a ggload
+# built anywhere finds it (bindings.Find: <cache>/lib/<tag>/NAME)
+install_set() {
+	local src="$LIBROOT/$1" dst="$CACHE/lib/$LLAMA_CPP_TAG/$1"
+	[ -d "$src" ] || return 0
+	mkdir -p "$(dirname "$dst")"
+	rm -rf "$dst.tmp"
+	cp -a "$src" "$dst.tmp"
+	rm -rf "$dst"
+	mv "$dst.tmp" "$dst"
 }
