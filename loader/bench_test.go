@@ -32,7 +32,7 @@ func BenchmarkLoad(b *testing.B) {
 				}
 				b.Run(name, func(b *testing.B) {
 					gm := testenv.OpenModel(b, path)
-					params := place.DefaultParams()
+					params := place.Params{}
 					params.LoadMode, params.Devices = mode, []string{target}
 					p, err := place.New(rt, gm, params)
 					if err != nil {
@@ -71,7 +71,7 @@ func BenchmarkLoadFromMapping(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			gm := testenv.OpenModel(b, path)
-			params := place.DefaultParams()
+			params := place.Params{}
 			params.LoadMode, params.Devices = place.LoadMmap, []string{target}
 			p, err := place.New(rt, gm, params)
 			if err != nil {

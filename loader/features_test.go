@@ -21,8 +21,8 @@ import (
 
 func planFor(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, set func(*place.Params)) *place.Plan {
 	t.Helper()
-	params := place.DefaultParams()
-	params.UseExtraBufts = false
+	params := place.Params{}
+	params.NoExtraBufts = true
 	if set != nil {
 		set(&params)
 	}
@@ -241,7 +241,7 @@ func TestProgressIsMonotonic(t *testing.T) {
 	testenv.Vulkan(t)
 	path := testenv.ModelFile(t, rt, smallSpec)
 	gm := testenv.OpenModel(t, path)
-	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.NGPULayers = 3 })
+	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.NGPULayers = place.NLayers(3) })
 	var seen []uint64
 	var total uint64
 	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{Readers: 3, ChunkSize: 8192, Progress: func(done, t uint64) bool {
@@ -329,7 +329,7 @@ func TestRepackedTensors(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			gm := testenv.OpenModel(t, path)
 			p := planFor(t, rt, gm, func(p *place.Params) {
-				p.UseExtraBufts = true
+				p.NoExtraBufts = false
 				p.LoadMode = mode
 				p.Devices = []string{"none"}
 			})

@@ -44,12 +44,12 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				gm := testenv.OpenModel(t, path)
-				params := place.DefaultParams()
+				params := place.Params{}
 				params.LoadMode = mode
 				params.Devices = devs
 				// CPU_REPACK stores repacked data that cannot be read back;
 				// TestRepackedTensors covers it
-				params.UseExtraBufts = false
+				params.NoExtraBufts = true
 				p, err := place.New(rt, gm, params)
 				if err != nil {
 					t.Fatal(err)

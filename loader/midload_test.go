@@ -92,10 +92,10 @@ func stressPlan(t *testing.T, rt *ggml.Runtime, path string, target stressTarget
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.LoadMode = mode
 	params.Devices = target.devices
-	params.UseExtraBufts = target.extra
+	params.NoExtraBufts = !target.extra
 	p, err := place.New(rt, gm, params)
 	if err != nil {
 		gm.Close()
@@ -411,8 +411,8 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		params := place.DefaultParams()
-		params.LoadMode, params.NGPULayers = place.LoadMmap, 99
+		params := place.Params{}
+		params.LoadMode, params.NGPULayers = place.LoadMmap, place.NLayers(99)
 		params.Devices = []string{vk.Name()}
 		p, err := place.New(rt, gm, params)
 		if err != nil {

@@ -37,7 +37,7 @@ func TestProgressMovesInsideTensors(t *testing.T) {
 		{"from-mapping/CPU_REPACK", false, true, func(p *place.Params) {
 			p.LoadMode = place.LoadMmap
 			p.Devices = []string{"none"}
-			p.UseExtraBufts = true
+			p.NoExtraBufts = false
 		},
 			loader.Options{}, loader.PathFromMap},
 		{"staged/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} },
@@ -56,7 +56,7 @@ func TestProgressMovesInsideTensors(t *testing.T) {
 				t.Skip("this CPU backend has no extra buffer types (no CPU_REPACK on this CPU)")
 			}
 			gm := testenv.OpenModel(t, path)
-			p := planFor(t, rt, gm, func(p *place.Params) { p.UseExtraBufts = false; c.params(p) })
+			p := planFor(t, rt, gm, func(p *place.Params) { p.NoExtraBufts = true; c.params(p) })
 			var reports []uint64
 			var total uint64
 			o := c.opts

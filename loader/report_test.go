@@ -29,8 +29,8 @@ func TestLoadedBuffersAddUp(t *testing.T) {
 			p := planFor(t, rt, gm, func(p *place.Params) {
 				p.Devices = devs
 				p.LoadMode = place.LoadMmap
-				p.NGPULayers = 4
-				p.UseExtraBufts = devs[0] == "none" && len(rt.CPUDevice().ExtraBufferTypes()) > 0
+				p.NGPULayers = place.NLayers(4)
+				p.NoExtraBufts = !(devs[0] == "none" && len(rt.CPUDevice().ExtraBufferTypes()) > 0)
 			})
 			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
 			if err != nil {
@@ -59,7 +59,7 @@ func TestLoadedBuffersAddUp(t *testing.T) {
 				nb += b.Bytes
 			}
 			tot := p.Totals()
-			if n != tot.BufferTensors || nb != tot.BufferBytes || n != tot.FileTensors-tot.UnusedTensors+tot.DuplicateTensors || len(j.Buffers) < 2 && (devs[0] != "none" || p.Params.UseExtraBufts) {
+			if n != tot.BufferTensors || nb != tot.BufferBytes || n != tot.FileTensors-tot.UnusedTensors+tot.DuplicateTensors || len(j.Buffers) < 2 && (devs[0] != "none" || !p.Params.NoExtraBufts) {
 				t.Fatalf("%d buffers hold %d tensors, %d bytes; the plan's totals %+v", len(j.Buffers), n, nb, tot)
 			}
 			var out bytes.Buffer

@@ -99,7 +99,7 @@ func BenchmarkPlan100kTensors(b *testing.B) {
 	b.ReportMetric(float64(len(m.Weights)), "tensors")
 	var p *place.Plan
 	for b.Loop() {
-		if p, err = place.New(rt, m, place.DefaultParams()); err != nil {
+		if p, err = place.New(rt, m, place.Params{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -133,7 +133,7 @@ func BenchmarkPlan1000Layers(b *testing.B) {
 			}
 			defer m.Close()
 			b.ReportMetric(float64(len(m.Weights)), "tensors")
-			params := place.DefaultParams()
+			params := place.Params{}
 			for b.Loop() {
 				if _, err := place.New(rt, m, params); err != nil {
 					b.Fatal(err)
@@ -179,7 +179,7 @@ func BenchmarkPlan1000LayersEvery(b *testing.B) {
 		best := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
-			if _, err := place.New(rt, m, place.DefaultParams()); err != nil {
+			if _, err := place.New(rt, m, place.Params{}); err != nil {
 				b.Fatalf("%s: %v", a, err)
 			}
 			best = min(best, time.Since(start))

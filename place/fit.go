@@ -12,7 +12,7 @@ import (
 
 // Fit is llama.cpp's -fit (common_fit_params in the pin's common/fit.cpp),
 // for the weights: it changes only the parameters the user left at their
-// defaults (NGPULayers at NGPULayersAuto, no TensorSplit, no Overrides),
+// defaults (NGPULayers auto, no TensorSplit, no Overrides),
 // so that every device keeps its fit target free. ggload creates no
 // context, so what llama.cpp counts besides the weights (KV cache, compute
 // buffers) is not counted: the target is the room left for it, and the
@@ -168,7 +168,7 @@ func (f *fitter) apply(ngl []devLayers, overflow []string, q *Params) error {
 	for _, d := range ngl {
 		total += d.nLayer
 	}
-	q.NGPULayers = int(total)
+	q.NGPULayers = NLayers(int(total))
 	if len(f.devs) > 1 {
 		q.TensorSplit = make([]float32, len(f.devs))
 		for id, d := range ngl {
@@ -285,10 +285,7 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 	if minCtx == 0 {
 		minCtx = DefaultFitMinCtx
 	}
-	ngl := "auto"
-	if params.NGPULayers != NGPULayersAuto {
-		ngl = fmt.Sprint(params.NGPULayers)
-	}
+	ngl := params.NGPULayers.String()
 	f.say("the weights as given (-ngl %s), sized with load mode none as llama.cpp sizes them:", ngl)
 	if nd == 0 {
 		cpuFree, cpuTotal := f.rt.CPUDevice().Memory()
@@ -335,8 +332,8 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 	// step 2 of llama.cpp shrinks the context
 	f.say("no context to shrink: ggload loads weights only (-fitc %d has nothing to act on); the targets are the room left for it", minCtx)
 	// step 3 needs the parameters it would set to be unset
-	if params.NGPULayers != NGPULayersAuto {
-		return params, fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers)
+	if !params.NGPULayers.IsAuto() {
+		return params, fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers.Llama())
 	}
 	if nd > 1 {
 		for _, s := range params.TensorSplit {
@@ -595,7 +592,7 @@ func (f *fitter) chosen(ngl []devLayers, overflow []string) (Params, error) {
 	if err := f.apply(ngl, overflow, &q); err != nil {
 		return q, err
 	}
-	line := fmt.Sprintf("chose -ngl %d", q.NGPULayers)
+	line := fmt.Sprintf("chose -ngl %s", q.NGPULayers)
 	if len(q.TensorSplit) > 0 {
 		parts := make([]string, len(q.TensorSplit))
 		for i, s := range q.TensorSplit {

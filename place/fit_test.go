@@ -16,7 +16,7 @@ var fitDense = synth.Spec{Layers: 10, Embd: 512, FF: 1024, Heads: 4, Vocab: 1024
 // vkParams places on Vulkan0 alone, reading the file (so that every
 // weight of an offloaded layer is in Vulkan0's memory).
 func vkParams() place.Params {
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.Devices = []string{"Vulkan0"}
 	params.LoadMode = place.LoadNone
 	return params
@@ -43,7 +43,7 @@ func TestFitDense(t *testing.T) {
 		t.Fatal(err)
 	}
 	why := strings.Join(res.Reasoning, "\n")
-	ngl := res.Plan.Params.NGPULayers
+	ngl, _ := res.Plan.Params.NGPULayers.Count()
 	if res.Status != place.FitAdjusted || ngl <= 0 || ngl >= 11 || vkUse(res.Plan, vk) > free-target {
 		t.Fatalf("%s: chose -ngl %d using %d of %d:\n%s", res.Status, ngl, vkUse(res.Plan, vk), free-target, why)
 	}
@@ -53,7 +53,7 @@ func TestFitDense(t *testing.T) {
 	if res.Plan.LoadMode != place.LoadNone || len(res.Devices) != 1 || res.Devices[0].Before != need || res.Devices[0].After != vkUse(res.Plan, vk) {
 		t.Fatalf("devices %+v, load mode %s", res.Devices, res.Plan.LoadMode)
 	}
-	params.NGPULayers = ngl + 1
+	params.NGPULayers = place.NLayers(ngl + 1)
 	more, err := place.New(rt, m, params)
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +67,9 @@ func TestFitDense(t *testing.T) {
 		}
 	}
 	// with no target, everything fits at once and nothing changes
-	params.NGPULayers = place.NGPULayersAuto
+	params.NGPULayers = place.AutoLayers()
 	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{0}})
-	if err != nil || res.Status != place.FitUnchanged || res.Plan.Params.NGPULayers != place.NGPULayersAuto || res.Plan.GPULayers != 11 || len(res.Changed) != 0 {
+	if err != nil || res.Status != place.FitUnchanged || !res.Plan.Params.NGPULayers.IsAuto() || res.Plan.GPULayers != 11 || len(res.Changed) != 0 {
 		t.Fatalf("no target: %v %+v %v", err, res, res.Reasoning)
 	}
 }
@@ -88,8 +88,8 @@ func TestFitKeepsWhatTheUserSet(t *testing.T) {
 		why  string
 		ngl  int
 	}{
-		{"ngl", func(p *place.Params) { p.NGPULayers = 3 }, "n_gpu_layers already set by user to 3, abort", 3},
-		{"ngl-all", func(p *place.Params) { p.NGPULayers = place.NGPULayersAll }, "n_gpu_layers already set by user to -2, abort", 11},
+		{"ngl", func(p *place.Params) { p.NGPULayers = place.NLayers(3) }, "n_gpu_layers already set by user to 3, abort", 3},
+		{"ngl-all", func(p *place.Params) { p.NGPULayers = place.AllLayers() }, "n_gpu_layers already set by user to -2, abort", 11},
 		{"ot", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: `ffn_down`, BufferType: "CPU"}} }, "tensor_buft_overrides already set by user, abort", 11},
 		{"cpu-moe", func(p *place.Params) { p.CPUMoE = true }, "tensor_buft_overrides already set by user, abort", 11},
 	} {
@@ -111,7 +111,7 @@ func TestFitKeepsWhatTheUserSet(t *testing.T) {
 	}
 	// the same -ngl where the model fits: no change needed, -ngl kept
 	params := vkParams()
-	params.NGPULayers = 3
+	params.NGPULayers = place.NLayers(3)
 	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{0}})
 	if err != nil || res.Status != place.FitUnchanged || res.Plan.GPULayers != 3 {
 		t.Fatalf("%v %s %d", err, res.Status, res.Plan.GPULayers)
@@ -123,7 +123,7 @@ func TestFitKeepsWhatTheUserSet(t *testing.T) {
 func TestFitNoDevices(t *testing.T) {
 	rt := testenv.Runtime(t)
 	m := writeModel(t, rt, fitDense)
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.Devices = []string{"none"}
 	res, err := place.Fit(rt, m, params, place.FitOptions{})
 	if err != nil || res.Status != place.FitUnchanged || len(res.Plan.Devices) != 0 || !strings.Contains(strings.Join(res.Reasoning, "\n"), "host memory") {
@@ -151,8 +151,8 @@ func TestFitMoE(t *testing.T) {
 	}
 	why := strings.Join(res.Reasoning, "\n")
 	p := res.Plan.Params
-	if res.Status != place.FitAdjusted || p.NGPULayers != 9 || len(p.Overrides) == 0 || vkUse(res.Plan, vk) > free-target {
-		t.Fatalf("%s: -ngl %d, %d overrides, %d of %d:\n%s", res.Status, p.NGPULayers, len(p.Overrides), vkUse(res.Plan, vk), free-target, why)
+	if res.Status != place.FitAdjusted || p.NGPULayers != place.NLayers(9) || len(p.Overrides) == 0 || vkUse(res.Plan, vk) > free-target {
+		t.Fatalf("%s: -ngl %s, %d overrides, %d of %d:\n%s", res.Status, p.NGPULayers, len(p.Overrides), vkUse(res.Plan, vk), free-target, why)
 	}
 	if !strings.Contains(why, "dense weights leave") || !strings.Contains(why, "converting dense-only layers") {
 		t.Fatalf("reasoning:\n%s", why)
@@ -230,8 +230,8 @@ func TestFitTwoDevices(t *testing.T) {
 	if res.Status != place.FitAdjusted || len(p.TensorSplit) != 2 || len(res.Changed) != 2 || res.Changed[1] != "tensor_split" {
 		t.Fatalf("%s %v split %v:\n%s", res.Status, res.Changed, p.TensorSplit, why)
 	}
-	if int(p.TensorSplit[0]+p.TensorSplit[1]) != p.NGPULayers || p.NGPULayers >= 11 || p.TensorSplit[1] == 0 {
-		t.Fatalf("-ngl %d split %v:\n%s", p.NGPULayers, p.TensorSplit, why)
+	if n, _ := p.NGPULayers.Count(); int(p.TensorSplit[0]+p.TensorSplit[1]) != n || n >= 11 || p.TensorSplit[1] == 0 {
+		t.Fatalf("-ngl %s split %v:\n%s", p.NGPULayers, p.TensorSplit, why)
 	}
 	for i, d := range res.Devices {
 		var used uint64

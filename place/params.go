@@ -9,13 +9,25 @@ import (
 // SplitMode is how a model is spread over several devices.
 type SplitMode int
 
-// Split modes (llama_split_mode).
+// Split modes. The zero value is SplitLayer, llama.cpp's default; Llama
+// gives the llama_split_mode number.
 const (
-	SplitNone   SplitMode = 0 // one device: MainGPU
-	SplitLayer  SplitMode = 1 // whole layers per device (default)
-	SplitRow    SplitMode = 2 // rows of each matrix over the devices (backends with a split buffer type)
-	SplitTensor SplitMode = 3 // tensor parallelism through ggml's meta device
+	SplitLayer  SplitMode = iota // whole layers per device (default)
+	SplitNone                    // one device: MainGPU
+	SplitRow                     // rows of each matrix over the devices (backends with a split buffer type)
+	SplitTensor                  // tensor parallelism through ggml's meta device
 )
+
+// Llama returns the mode's llama_split_mode value.
+func (m SplitMode) Llama() int {
+	switch m {
+	case SplitNone:
+		return 0
+	case SplitLayer:
+		return 1
+	}
+	return int(m)
+}
 
 func (m SplitMode) String() string {
 	switch m {
@@ -33,7 +45,7 @@ func (m SplitMode) String() string {
 
 // ParseSplitMode reads -sm's values.
 func ParseSplitMode(s string) (SplitMode, error) {
-	for m := SplitNone; m <= SplitTensor; m++ {
+	for m := SplitLayer; m <= SplitTensor; m++ {
 		if m.String() == s {
 			return m, nil
 		}
@@ -44,15 +56,19 @@ func ParseSplitMode(s string) (SplitMode, error) {
 // LoadMode is how weights reach memory (llama_load_mode).
 type LoadMode int
 
-// Load modes.
+// Load modes. The zero value is LoadAuto, llama.cpp's default; Llama
+// gives the llama_load_mode number.
 const (
-	LoadAuto      LoadMode = -1 // mmap unless a device lacks mmap support
-	LoadNone      LoadMode = 0  // read into buffers
-	LoadMmap      LoadMode = 1  // map the file; zero copy where possible
-	LoadMlock     LoadMode = 2  // read into buffers and lock host buffers
-	LoadMmapMlock LoadMode = 3  // map and lock the mapping
-	LoadDirectIO  LoadMode = 4  // read with O_DIRECT, bypassing the page cache
+	LoadAuto      LoadMode = iota // mmap unless a device lacks mmap support
+	LoadNone                      // read into buffers
+	LoadMmap                      // map the file; zero copy where possible
+	LoadMlock                     // read into buffers and lock host buffers
+	LoadMmapMlock                 // map and lock the mapping
+	LoadDirectIO                  // read with O_DIRECT, bypassing the page cache
 )
+
+// Llama returns the mode's llama_load_mode value (-1 for auto).
+func (m LoadMode) Llama() int { return int(m) - 1 }
 
 // loadModeNames are the pin's spellings (llama_load_mode_name).
 var loadModeNames = map[LoadMode]string{
@@ -95,12 +111,24 @@ func ParseLoadMode(s string) (LoadMode, error) {
 // embeddings) stay on disk and are read on demand (llama_lazy_mode).
 type LazyMode int
 
-// Lazy modes.
+// Lazy modes. The zero value is LazyAuto, llama.cpp's default; Llama
+// gives the llama_lazy_mode number.
 const (
-	LazyOff  LazyMode = 0
-	LazyAuto LazyMode = 1 // only tensors larger than 4 GiB
-	LazyOn   LazyMode = 2
+	LazyAuto LazyMode = iota // only tensors larger than 4 GiB
+	LazyOff
+	LazyOn
 )
+
+// Llama returns the mode's llama_lazy_mode value.
+func (m LazyMode) Llama() int {
+	switch m {
+	case LazyOff:
+		return 0
+	case LazyAuto:
+		return 1
+	}
+	return int(m)
+}
 
 func (m LazyMode) String() string {
 	switch m {
@@ -116,7 +144,7 @@ func (m LazyMode) String() string {
 
 // ParseLazyMode reads -lzm/--lazy-mode's values.
 func ParseLazyMode(s string) (LazyMode, error) {
-	for m := LazyOff; m <= LazyOn; m++ {
+	for m := LazyAuto; m <= LazyOn; m++ {
 		if m.String() == s {
 			return m, nil
 		}
@@ -183,27 +211,111 @@ func FirstLayersOnCPU(n int, pattern string) []Override {
 	return out
 }
 
-// NGPULayers values with a meaning of their own (llama.cpp's -ngl auto and
-// all). Plans treat both as every layer; Fit chooses the count only when
-// it is NGPULayersAuto, the default.
+// Layers is how many layers (counting the output layer) go to the GPUs:
+// llama.cpp's -ngl. Its zero value is auto, llama.cpp's default: every
+// layer, unless Fit chooses a count. NLayers and AllLayers make the others.
+type Layers struct {
+	n    int
+	kind layersKind
+}
+
+type layersKind uint8
+
 const (
-	NGPULayersAuto = -1
-	NGPULayersAll  = -2
+	layersAuto layersKind = iota
+	layersAll
+	layersCount
 )
 
-// Params are the placement parameters, with llama.cpp's names and
-// defaults (see DefaultParams).
+// NLayers offloads n layers, as -ngl n. A negative n has llama.cpp's
+// meaning for n_gpu_layers: -1 is auto and anything below is all.
+func NLayers(n int) Layers {
+	switch {
+	case n == -1:
+		return Layers{}
+	case n < -1:
+		return AllLayers()
+	}
+	return Layers{n: n, kind: layersCount}
+}
+
+// AllLayers offloads every layer (-ngl all).
+func AllLayers() Layers { return Layers{kind: layersAll} }
+
+// AutoLayers is the zero value: every layer unless Fit chooses (-ngl auto).
+func AutoLayers() Layers { return Layers{} }
+
+// IsAuto reports whether the count is left to llama.cpp's default.
+func (l Layers) IsAuto() bool { return l.kind == layersAuto }
+
+// Count returns the number of layers, or false for auto and all.
+func (l Layers) Count() (int, bool) { return l.n, l.kind == layersCount }
+
+// Llama returns llama.cpp's n_gpu_layers value: the count, -1 for auto,
+// -2 for all.
+func (l Layers) Llama() int {
+	switch l.kind {
+	case layersAuto:
+		return -1
+	case layersAll:
+		return -2
+	}
+	return l.n
+}
+
+// resolve returns the count for a model of nLayerAll layers plus output.
+func (l Layers) resolve(nLayerAll int) int {
+	if n, ok := l.Count(); ok {
+		return n
+	}
+	return nLayerAll + 1
+}
+
+func (l Layers) String() string {
+	switch l.kind {
+	case layersAuto:
+		return "auto"
+	case layersAll:
+		return "all"
+	}
+	return strconv.Itoa(l.n)
+}
+
+// ParseLayers reads -ngl's values: a count, auto or all (and llama.cpp's
+// negative numbers: -1 auto, below that all).
+func ParseLayers(s string) (Layers, error) {
+	switch s {
+	case "auto":
+		return Layers{}, nil
+	case "all":
+		return AllLayers(), nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return Layers{}, fmt.Errorf("gpu layers %q: want a number, auto or all", s)
+	}
+	return NLayers(n), nil
+}
+
+// Params are the placement parameters, with llama.cpp's names. The zero
+// value is llama.cpp's defaults: layers auto (all, unless Fit chooses),
+// layer split, mmap where every device supports it, the CPU's extra buffer
+// types on, lazy auto.
 type Params struct {
-	NGPULayers    int       // layers (counting the output layer) to offload; NGPULayersAuto (default) or NGPULayersAll (any value below -1): all
-	SplitMode     SplitMode // default SplitLayer
-	MainGPU       int       // the device for SplitNone (negative: none)
-	TensorSplit   []float32 // share per device; empty: by free memory
-	Overrides     []Override
-	NoHost        bool     // keep host (pinned) buffer types out of the CPU list
-	UseExtraBufts bool     // CPU extra buffer types (CPU_REPACK) take part; llama.cpp's default is on
-	LoadMode      LoadMode // default LoadAuto
-	Lazy          LazyMode // default LazyAuto
-	Devices       []string // device names to use, in order; empty: automatic; ["none"]: no offload
+	NGPULayers  Layers    // layers (counting the output layer) to offload; zero: auto
+	SplitMode   SplitMode // zero: SplitLayer
+	MainGPU     int       // the device for SplitNone (negative: none)
+	TensorSplit []float32 // share per device; empty: by free memory
+	Overrides   []Override
+	NoHost      bool     // keep host (pinned) buffer types out of the CPU list
+	LoadMode    LoadMode // zero: LoadAuto
+	Lazy        LazyMode // zero: LazyAuto
+	Devices     []string // device names to use, in order; empty: automatic; ["none"]: no offload
+
+	// NoExtraBufts keeps the CPU's extra buffer types (CPU_REPACK, whose
+	// weights are rearranged for faster kernels and cannot be read back)
+	// out of the CPU list, as llama.cpp's --no-repack does.
+	NoExtraBufts bool
 
 	// CPUMoE keeps every layer's expert weights on the CPU; NCPUMoE keeps
 	// those of the first N layers. Both become overrides placed before
@@ -241,13 +353,6 @@ func (r MapRanges) String() string {
 		return "span"
 	}
 	return "own"
-}
-
-// DefaultParams are llama.cpp's defaults: layers auto (all, unless Fit
-// chooses), layer split, mmap where every device supports it, extra buffer
-// types on, lazy auto.
-func DefaultParams() Params {
-	return Params{NGPULayers: NGPULayersAuto, SplitMode: SplitLayer, LoadMode: LoadAuto, Lazy: LazyAuto, UseExtraBufts: true}
 }
 
 // overrides returns the --cpu-moe / --n-cpu-moe overrides followed by the

@@ -37,19 +37,19 @@ func TestDeviceListOnRealDevices(t *testing.T) {
 	testenv.Vulkan(t)
 	testenv.RPC(t, 2)
 	m := writeModel(t, rt, small)
-	p, err := place.New(rt, m, place.DefaultParams())
+	p, err := place.New(rt, m, place.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := devNames(p.Devices); !slices.Equal(got, []string{"RPC0", "RPC1", "Vulkan0"}) {
 		t.Fatalf("default list %v", got)
 	}
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.Devices = []string{"Vulkan0", "RPC1"}
 	if p, err = place.New(rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0", "RPC1"}) {
 		t.Fatalf("explicit list %v %v", devNames(p.Devices), err)
 	}
-	params = place.DefaultParams()
+	params = place.Params{}
 	params.SplitMode, params.MainGPU = place.SplitNone, 2
 	if p, err = place.New(rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0"}) {
 		t.Fatalf("split none %v %v", devNames(p.Devices), err)
@@ -89,7 +89,7 @@ func TestBadParameters(t *testing.T) {
 		{"unknown device", func(p *place.Params) { p.Devices = []string{"CUDA7"} }, []string{`"CUDA7"`, "Vulkan0"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			params := place.DefaultParams()
+			params := place.Params{}
 			c.set(&params)
 			_, err := place.New(rt, m, params)
 			if err == nil {
@@ -122,7 +122,7 @@ func TestUnknownTensorNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	_, err = place.New(rt, m, place.DefaultParams())
+	_, err = place.New(rt, m, place.Params{})
 	if err == nil || !strings.Contains(err.Error(), "blk.0.frobnicator.weight") {
 		t.Fatalf("llama file with a foreign tensor: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestUnknownTensorNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m2.Close()
-	_, err = place.New(rt, m2, place.DefaultParams())
+	_, err = place.New(rt, m2, place.Params{})
 	if !errors.Is(err, place.ErrUnknownTensor) || !strings.Contains(err.Error(), "missing tensor info mapping for blk.0.frobnicator.weight") {
 		t.Fatalf("unknown architecture: %v", err)
 	}
@@ -157,7 +157,7 @@ func TestProbeCacheChangesNothing(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
 	m := writeModel(t, rt, synth.Spec{Layers: 8, Embd: 256, FF: 256, Heads: 2, Vocab: 128, Experts: 4, ExpertsUsed: 2, Weights: ggml.TypeQ8_K, Embeddings: ggml.TypeQ4_0})
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.Overrides = []place.Override{{Pattern: `blk\.[0-3]\.ffn_up`, BufferType: "CPU"}}
 	cached, err := place.New(rt, m, params)
 	if err != nil {
@@ -239,7 +239,7 @@ func TestRefusalsNameTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = place.New(rt, m, place.DefaultParams())
+		_, err = place.New(rt, m, place.Params{})
 		m.Close()
 		if !errors.Is(err, place.ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want ErrRefused naming %s and %q", c.name, err, path, c.want)
@@ -251,7 +251,7 @@ func TestRefusalsNameTheFile(t *testing.T) {
 // asked.
 func TestPlacements(t *testing.T) {
 	rt := testenv.Runtime(t)
-	p, err := place.New(rt, writeModel(t, rt, small), place.DefaultParams())
+	p, err := place.New(rt, writeModel(t, rt, small), place.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	if params.SplitMode == SplitTensor {
 		return nil, fmt.Errorf("place: split mode tensor needs ggml's meta device, whose split-state callback returns a struct by value, which Go callbacks through purego cannot; use split mode layer or row")
 	}
-	if params.SplitMode < SplitNone || params.SplitMode > SplitTensor {
+	if params.SplitMode < SplitLayer || params.SplitMode > SplitTensor {
 		return nil, fmt.Errorf("place: invalid split mode %d", params.SplitMode)
 	}
 	if params.NCPUMoE < 0 {
@@ -143,7 +143,7 @@ func (pl *planner) resolveModes() error {
 	if _, ok := loadModeNames[p.Params.LoadMode]; !ok {
 		return fmt.Errorf("place: invalid load mode %d", p.Params.LoadMode)
 	}
-	if p.Lazy < LazyOff || p.Lazy > LazyOn {
+	if p.Lazy < LazyAuto || p.Lazy > LazyOn {
 		return fmt.Errorf("place: invalid lazy mode %d", p.Lazy)
 	}
 	caps := make([]ggml.Caps, len(p.Devices))
@@ -172,7 +172,7 @@ func (pl *planner) buildLists() error {
 			}
 		}
 	}
-	if p.Params.UseExtraBufts {
+	if !p.Params.NoExtraBufts {
 		for _, x := range pl.cpu.ExtraBufferTypes() {
 			pl.cpuList = append(pl.cpuList, bufEntry{pl.cpu, x})
 		}
@@ -224,7 +224,7 @@ func (pl *planner) assignLayers() {
 	}
 	p.Shares = shares
 	p.Splits = splitPoints(shares)
-	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.Params.NGPULayers, n)
+	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.Params.NGPULayers.resolve(p.NLayer), n)
 	p.LayerDevices = make([]*ggml.Device, p.NLayer+1)
 	pl.layerLst = make([][]bufEntry, p.NLayer+1)
 	for il := 0; il <= p.NLayer; il++ {
@@ -413,10 +413,7 @@ func (pl *planner) summarise() {
 			p.Moved.FirstName, p.Moved.FirstType, p.Moved.Count-1, p.Moved.From.Name(), p.Moved.To.Name()))
 	}
 	if pl.supportsOffload() {
-		ngl := p.Params.NGPULayers
-		if ngl < 0 {
-			ngl = p.NLayer + 1
-		}
+		ngl := p.Params.NGPULayers.resolve(p.NLayer)
 		nGPU := min(ngl, p.NLayer)
 		nRep := nGPU
 		if nRep > 0 {

@@ -37,7 +37,11 @@ func TestBuffersAddUp(t *testing.T) {
 			p.MapRanges = place.MapSpan
 		}, false},
 		{"none/CPU", func(p *place.Params) { p.Devices = []string{"none"}; p.LoadMode = place.LoadNone }, false},
-		{"mmap/Vulkan0", func(p *place.Params) { p.Devices = []string{"Vulkan0"}; p.LoadMode = place.LoadMmap; p.NGPULayers = 4 }, true},
+		{"mmap/Vulkan0", func(p *place.Params) {
+			p.Devices = []string{"Vulkan0"}
+			p.LoadMode = place.LoadMmap
+			p.NGPULayers = place.NLayers(4)
+		}, true},
 		{"none/Vulkan0", func(p *place.Params) { p.Devices = []string{"Vulkan0"}; p.LoadMode = place.LoadNone }, true},
 	}
 	for _, c := range cases {
@@ -45,7 +49,7 @@ func TestBuffersAddUp(t *testing.T) {
 			if c.gpu {
 				testenv.Vulkan(t)
 			}
-			params := place.DefaultParams()
+			params := place.Params{}
 			c.set(&params)
 			p, err := place.New(rt, m, params)
 			if err != nil {
@@ -109,7 +113,7 @@ func TestBuffersAddUp(t *testing.T) {
 func TestReportLabelsItsLines(t *testing.T) {
 	rt := testenv.Runtime(t)
 	m := writeModel(t, rt, small)
-	p, err := place.New(rt, m, place.DefaultParams())
+	p, err := place.New(rt, m, place.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}

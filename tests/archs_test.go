@@ -42,21 +42,21 @@ type archConfig struct {
 }
 
 var archConfigs = []archConfig{
-	{"ngl99", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = 99 }},
-	{"ngl1", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = 1 }},
+	{"ngl99", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(99) }},
+	{"ngl1", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(1) }},
 	{"load-none", false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
-		p.NGPULayers = 99
+		p.NGPULayers = place.NLayers(99)
 		p.LoadMode = place.LoadNone
 	}},
 	{"ot-ffn-cpu", false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
-		p.NGPULayers = 99
+		p.NGPULayers = place.NLayers(99)
 		p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "CPU"}}
 	}},
 	{"rpc-split", true, func(p *place.Params, gpu string) {
 		p.Devices = []string{"RPC0", gpu}
-		p.NGPULayers = 99
+		p.NGPULayers = place.NLayers(99)
 		p.TensorSplit = []float32{1, 1}
 	}},
 }
@@ -299,7 +299,7 @@ func archChild(t *testing.T, work string) {
 // compareArch plans one model under one configuration and loads it with
 // llama.cpp.
 func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c archConfig, gpu string) (string, string) {
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 	c.params(&params, gpu)
 	m, err := gguf.OpenModel(path)
@@ -353,7 +353,7 @@ func TestArchitectureReportsDiffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := testenv.OpenModel(t, path)
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.MapRanges = place.MapSpan
 	archConfigs[0].params(&params, gpu)
 	plan, err := place.New(rt, m, params)
@@ -447,7 +447,7 @@ func TestGenericPathMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range archConfigs[:4] {
-				params := place.DefaultParams()
+				params := place.Params{}
 				params.MapRanges = place.MapSpan
 				c.params(&params, gpu)
 				m := testenv.OpenModel(t, later)

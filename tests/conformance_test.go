@@ -161,9 +161,9 @@ func diffReports(ours, theirs report) []string {
 // llamaLoad is the libllama load that matches ggload's parameters.
 func llamaLoad(t testing.TB, rt *ggml.Runtime, path string, params place.Params) llama.Load {
 	t.Helper()
-	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers, SplitMode: int(params.SplitMode),
-		MainGPU: params.MainGPU, LoadMode: int(params.LoadMode), LazyMode: int(params.Lazy), TensorSplit: params.TensorSplit,
-		NoHost: params.NoHost, NoExtra: !params.UseExtraBufts, LoadMTP: params.LoadMTP}
+	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers.Llama(), SplitMode: params.SplitMode.Llama(),
+		MainGPU: params.MainGPU, LoadMode: params.LoadMode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: params.TensorSplit,
+		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, LoadMTP: params.LoadMTP}
 	for _, n := range params.Devices {
 		d, err := rt.DeviceByName(n)
 		if err != nil {
@@ -224,13 +224,13 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 	_ = vk
 	cases := []confCase{
 		{"all-layers", "dense4", nil},
-		{"ngl0", "dense4", func(p *place.Params) { p.NGPULayers = 0 }},
-		{"ngl2", "dense12q4", func(p *place.Params) { p.NGPULayers = 2 }},
-		{"ngl-n-layer", "dense12q4", func(p *place.Params) { p.NGPULayers = 12 }},
-		{"ngl-over", "tied7", func(p *place.Params) { p.NGPULayers = 99 }},
+		{"ngl0", "dense4", func(p *place.Params) { p.NGPULayers = place.NLayers(0) }},
+		{"ngl2", "dense12q4", func(p *place.Params) { p.NGPULayers = place.NLayers(2) }},
+		{"ngl-n-layer", "dense12q4", func(p *place.Params) { p.NGPULayers = place.NLayers(12) }},
+		{"ngl-over", "tied7", func(p *place.Params) { p.NGPULayers = place.NLayers(99) }},
 		{"ts-even", "dense12q4", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1} }},
 		{"ts-vulkan-heavy", "dense12q4", func(p *place.Params) { p.TensorSplit = []float32{1, 0, 3} }},
-		{"ts-partial", "tied7", func(p *place.Params) { p.TensorSplit = []float32{2, 1, 1}; p.NGPULayers = 5 }},
+		{"ts-partial", "tied7", func(p *place.Params) { p.TensorSplit = []float32{2, 1, 1}; p.NGPULayers = place.NLayers(5) }},
 		{"sm-none-mg2", "dense4", func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = 2 }},
 		{"sm-none-mg0", "tied7", func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = 0 }},
 		{"sm-none-no-gpu", "dense4", func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = -1 }},
@@ -243,8 +243,8 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 			p.Overrides = []place.Override{{Pattern: `attn_q`, BufferType: "Vulkan0"}, {Pattern: `ffn_up`, BufferType: rpc0}}
 		}},
 		{"moe-ts", "moe4", func(p *place.Params) { p.TensorSplit = []float32{0, 1, 1} }},
-		{"no-host", "tied7", func(p *place.Params) { p.NoHost = true; p.NGPULayers = 3 }},
-		{"no-extra-bufts", "dense4", func(p *place.Params) { p.UseExtraBufts = false; p.NGPULayers = 1 }},
+		{"no-host", "tied7", func(p *place.Params) { p.NoHost = true; p.NGPULayers = place.NLayers(3) }},
+		{"no-extra-bufts", "dense4", func(p *place.Params) { p.NoExtraBufts = true; p.NGPULayers = place.NLayers(1) }},
 		{"devices-vulkan-only", "tied7", func(p *place.Params) { p.Devices = []string{"Vulkan0"} }},
 		{"devices-explicit-order", "dense12q4", func(p *place.Params) {
 			p.Devices = []string{"Vulkan0", "RPC1"}
@@ -254,7 +254,7 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 	for _, c := range cases {
 		for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
-				params := place.DefaultParams()
+				params := place.Params{}
 				params.LoadMode = mode
 				params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 				if c.params != nil {
@@ -280,5 +280,20 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 				compareReports(t, ourReport(plan), llamaReport(rt, lm, lines))
 			})
 		}
+	}
+}
+
+// The zero place.Params are llama_model_default_params of the pin.
+func TestZeroParamsAreLlamaDefaults(t *testing.T) {
+	rt := testenv.Runtime(t)
+	d := openLlama(t, rt).ModelDefaultParams()
+	var p place.Params
+	got := []int{p.NGPULayers.Llama(), p.SplitMode.Llama(), p.LoadMode.Llama(), p.Lazy.Llama(), p.MainGPU}
+	want := []int{int(d.NGPULayers), int(d.SplitMode), int(d.LoadMode), int(d.LazyMode), int(d.MainGPU)}
+	if !slices.Equal(got, want) {
+		t.Errorf("ngl, split, load, lazy, main gpu: zero Params %v, llama.cpp %v", got, want)
+	}
+	if p.NoExtraBufts == d.UseExtraBufts || p.NoHost != d.NoHost || p.LoadMTP != d.LoadMTP {
+		t.Errorf("extra bufts %v, no host %v, mtp %v; llama.cpp %+v", !p.NoExtraBufts, p.NoHost, p.LoadMTP, d)
 	}
 }

@@ -135,9 +135,9 @@ func cudaComparePlacements(t *testing.T, ours, theirs cudaPlacement) {
 
 // cudaLlamaLoad turns placement parameters into the same llama.cpp load.
 func cudaLlamaLoad(rt *ggml.Runtime, path string, params place.Params, check bool) (llama.Load, error) {
-	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers, SplitMode: int(params.SplitMode),
-		MainGPU: params.MainGPU, LoadMode: int(params.LoadMode), LazyMode: int(params.Lazy), TensorSplit: params.TensorSplit,
-		NoHost: params.NoHost, NoExtra: !params.UseExtraBufts, Check: check}
+	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers.Llama(), SplitMode: params.SplitMode.Llama(),
+		MainGPU: params.MainGPU, LoadMode: params.LoadMode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: params.TensorSplit,
+		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, Check: check}
 	for _, n := range params.Devices {
 		d, err := rt.DeviceByName(n)
 		if err != nil {
@@ -194,37 +194,37 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 	}{
 		{"all-layers", "dense8", false, nil},
 		{"auto-devices", "dense8", false, func(p *place.Params) { p.Devices = nil }},
-		{"ngl-half", "dense8", false, func(p *place.Params) { p.NGPULayers = 4 }},
-		{"ngl0", "tied6", false, func(p *place.Params) { p.NGPULayers = 0 }},
-		{"ngl-over", "tied6", false, func(p *place.Params) { p.NGPULayers = 99 }},
+		{"ngl-half", "dense8", false, func(p *place.Params) { p.NGPULayers = place.NLayers(4) }},
+		{"ngl0", "tied6", false, func(p *place.Params) { p.NGPULayers = place.NLayers(0) }},
+		{"ngl-over", "tied6", false, func(p *place.Params) { p.NGPULayers = place.NLayers(99) }},
 		// the partial offload a MoE model gets on one GPU: half the layers,
 		// every expert tensor kept on the CPU (-ngl 4 -ot exps=CPU)
 		{"moe-ngl-half-exps-cpu", "moe8", false, func(p *place.Params) {
-			p.NGPULayers = 4
+			p.NGPULayers = place.NLayers(4)
 			p.Overrides = []place.Override{{Pattern: `exps`, BufferType: "CPU"}}
 		}},
 		{"moe-cpu-moe", "moe8", false, func(p *place.Params) { p.CPUMoE = true }},
 		{"moe-n-cpu-moe", "moe8", false, func(p *place.Params) { p.NCPUMoE = 3 }},
 		{"sm-none", "tied6", false, func(p *place.Params) { p.SplitMode = place.SplitNone; p.MainGPU = 0 }},
-		{"no-host", "dense8", false, func(p *place.Params) { p.NoHost = true; p.NGPULayers = 5 }},
-		{"no-extra-bufts", "dense8", false, func(p *place.Params) { p.UseExtraBufts = false; p.NGPULayers = 3 }},
+		{"no-host", "dense8", false, func(p *place.Params) { p.NoHost = true; p.NGPULayers = place.NLayers(5) }},
+		{"no-extra-bufts", "dense8", false, func(p *place.Params) { p.NoExtraBufts = true; p.NGPULayers = place.NLayers(3) }},
 		{"ot-layers-cpu", "dense8", false, func(p *place.Params) {
 			p.Overrides = []place.Override{{Pattern: `blk\.[67]\.`, BufferType: "CPU"}}
 		}},
 		{"ot-to-cuda", "dense8", false, func(p *place.Params) {
-			p.NGPULayers = 2
+			p.NGPULayers = place.NLayers(2)
 			p.Overrides = []place.Override{{Pattern: `attn_q`, BufferType: cuda.Name()}}
 		}},
-		{"check-tensors", "dense8", true, func(p *place.Params) { p.NGPULayers = 5 }},
+		{"check-tensors", "dense8", true, func(p *place.Params) { p.NGPULayers = place.NLayers(5) }},
 		{"check-tensors-moe", "moe8", true, func(p *place.Params) {
-			p.NGPULayers = 4
+			p.NGPULayers = place.NLayers(4)
 			p.Overrides = []place.Override{{Pattern: `exps`, BufferType: "CPU"}}
 		}},
 	}
 	for _, c := range cases {
 		for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone, place.LoadDirectIO} {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
-				params := place.DefaultParams()
+				params := place.Params{}
 				params.LoadMode = mode
 				params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 				params.Devices = on
@@ -249,7 +249,7 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 				if v.Tensors == 0 {
 					t.Fatalf("nothing verified: %+v", v)
 				}
-				offloaded := params.NGPULayers != 0 || len(params.Overrides) > 0
+				offloaded := params.NGPULayers != place.NLayers(0) || len(params.Overrides) > 0
 				if offloaded && v.ByDevice[cuda.Name()] == 0 {
 					t.Errorf("no tensor read back from %s: %+v", cuda.Name(), v.ByDevice)
 				}
@@ -294,12 +294,12 @@ func TestCUDALoadModes(t *testing.T) {
 		for _, check := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/check=%v", mode, check), func(t *testing.T) {
 				gm := testenv.OpenModel(t, path)
-				params := place.DefaultParams()
+				params := place.Params{}
 				params.LoadMode = mode
 				params.Devices = []string{cuda.Name()}
-				params.NGPULayers = 5
+				params.NGPULayers = place.NLayers(5)
 				params.Overrides = []place.Override{{Pattern: `blk\.[34]\.ffn_(up|down)_exps`, BufferType: "CPU"}}
-				params.UseExtraBufts = false // CPU_REPACK cannot be read back
+				params.NoExtraBufts = true // CPU_REPACK cannot be read back
 				p, err := place.New(rt, gm, params)
 				if err != nil {
 					t.Fatal(err)
@@ -392,7 +392,7 @@ func TestCUDACheckTensorsFindsNaN(t *testing.T) {
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap, place.LoadDirectIO} {
 		t.Run(mode.String(), func(t *testing.T) {
 			gm := testenv.OpenModel(t, path)
-			params := place.DefaultParams()
+			params := place.Params{}
 			params.LoadMode = mode
 			params.Devices = []string{cuda.Name()}
 			p, err := place.New(rt, gm, params)
@@ -444,7 +444,7 @@ func TestCUDASplitRowMatchesLlamaCpp(t *testing.T) {
 	_, splitErr := cuda.SplitBufferType(nil)
 	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
 		t.Run(mode.String(), func(t *testing.T) {
-			params := place.DefaultParams()
+			params := place.Params{}
 			params.LoadMode = mode
 			params.MapRanges = place.MapSpan
 			params.SplitMode = place.SplitRow

@@ -533,10 +533,10 @@ func benchOnce(ctx context.Context, rf runtimeFlags, impl, modeName, target stri
 	if err != nil {
 		return res, err
 	}
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.LoadMode = mode
 	params.Devices = []string{target}
-	params.UseExtraBufts = !noExtra
+	params.NoExtraBufts = noExtra
 	m, err := gguf.OpenModel(path)
 	if err != nil {
 		return res, err
@@ -555,7 +555,7 @@ func benchOnce(ctx context.Context, rf runtimeFlags, impl, modeName, target stri
 		if idle {
 			return res, nil
 		}
-		ld := llama.Load{Path: path, NGPULayers: params.NGPULayers, LoadMode: int(mode), LazyMode: int(params.Lazy), NoExtra: noExtra, Devices: []*ggml.Device{}}
+		ld := llama.Load{Path: path, NGPULayers: params.NGPULayers.Llama(), LoadMode: mode.Llama(), LazyMode: params.Lazy.Llama(), NoExtra: noExtra, Devices: []*ggml.Device{}}
 		if target != "none" {
 			d, err := rt.DeviceByName(target)
 			if err != nil {

@@ -50,7 +50,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 			label = "CPU"
 		}
 		fmt.Fprintf(stdout, "\n== %s ==\n", label)
-		params := place.DefaultParams()
+		params := place.Params{}
 		params.Devices = []string{target}
 		p, err := place.New(rt, m, params)
 		if err != nil {

@@ -197,9 +197,9 @@ func checkEffect(f *placeFlags, primary string, args []string, commonH string) e
 			return fmt.Errorf("numa %d", f.numa)
 		}
 	case "-ngl":
-		want := map[string]int{"auto": place.NGPULayersAuto, "-1": place.NGPULayersAuto, "all": place.NGPULayersAll, "-2": place.NGPULayersAll, "-7": place.NGPULayersAll, "1": 1}[v]
+		want := map[string]place.Layers{"auto": place.AutoLayers(), "-1": place.AutoLayers(), "all": place.AllLayers(), "-2": place.AllLayers(), "-7": place.AllLayers(), "1": place.NLayers(1)}[v]
 		if f.ngl != want {
-			return fmt.Errorf("ngl %d, want %d", f.ngl, want)
+			return fmt.Errorf("ngl %s, want %s", f.ngl, want)
 		}
 	case "-fit":
 		if b, _ := parseBool(v); f.fit != b {
@@ -255,7 +255,7 @@ func checkDefaults(t *testing.T, commonH string) {
 		decl string
 		ok   func(v string) bool
 	}{
-		{"int32_t n_gpu_layers", func(v string) bool { n, _ := strconv.Atoi(v); return n == d.ngl && d.ngl == place.NGPULayersAuto }},
+		{"int32_t n_gpu_layers", func(v string) bool { n, _ := strconv.Atoi(v); return n == d.ngl.Llama() && d.ngl.IsAuto() }},
 		{"int32_t main_gpu", func(v string) bool { n, _ := strconv.Atoi(v); return n == d.mg }},
 		{"bool    fit_params", func(v string) bool { return (v == "true") == d.fit }},
 		{"int32_t fit_params_min_ctx", func(v string) bool { n, _ := strconv.Atoi(v); return n == d.fitCtx }},

@@ -21,7 +21,7 @@ const maxDevices = 16
 type placeFlags struct {
 	runtimeFlags
 	model       string
-	ngl         int
+	ngl         place.Layers
 	sm          place.SplitMode
 	mg          int
 	ts          []float32
@@ -46,8 +46,8 @@ type placeFlags struct {
 }
 
 func defaultPlaceFlags() placeFlags {
-	d := place.DefaultParams()
-	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: d.UseExtraBufts, loadMode: d.LoadMode,
+	d := place.Params{}
+	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: !d.NoExtraBufts, loadMode: d.LoadMode,
 		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges}
 }
 
@@ -145,21 +145,15 @@ func (f *placeFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, value: "N",
 		help: "most layers to keep in device memory: a number, 'auto' (-1) or 'all' (-2 or less) (default: auto: all, or what -fit chooses)",
 		set: func(v string) error {
-			switch v {
-			case "auto":
-				f.ngl = place.NGPULayersAuto
-			case "all":
-				f.ngl = place.NGPULayersAll
-			default:
-				n, err := intIn(v, math.MinInt32, math.MaxInt32)
-				if err != nil {
-					return fmt.Errorf("want a number of layers, auto or all")
-				}
-				f.ngl = int(n)
-				if n < -1 {
-					f.ngl = place.NGPULayersAll
-				}
+			if v == "auto" || v == "all" {
+				f.ngl, _ = place.ParseLayers(v)
+				return nil
 			}
+			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			if err != nil {
+				return fmt.Errorf("want a number of layers, auto or all")
+			}
+			f.ngl = place.NLayers(int(n))
 			return nil
 		}})
 	s.add(&option{names: []string{"-sm", "--split-mode"}, value: "{none,layer,row,tensor}",
@@ -357,13 +351,13 @@ func (s *optionSet) orderedGiven() []*option {
 
 // params are the placement parameters the options ask for.
 func (f *placeFlags) params() place.Params {
-	p := place.DefaultParams()
+	p := place.Params{}
 	p.NGPULayers = f.ngl
 	p.SplitMode = f.sm
 	p.MainGPU = f.mg
 	p.TensorSplit = f.ts
 	p.Overrides = f.overrides
-	p.NoHost, p.UseExtraBufts = f.noHost, f.repack
+	p.NoHost, p.NoExtraBufts = f.noHost, !f.repack
 	p.Devices = f.devices
 	p.LoadMode = f.loadMode
 	p.Lazy = f.lazy

@@ -157,7 +157,7 @@ func compare(ref, got projections, tol float64) ([3]float64, bool) {
 // computes the projections there.
 func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (projections, error) {
 	res := projections{Device: target, Out: map[string][]float32{}}
-	params := place.DefaultParams()
+	params := place.Params{}
 	params.Devices = []string{target}
 	p, err := place.New(rt, m, params)
 	if err != nil {

@@ -33,7 +33,7 @@ func BenchmarkRPCLoad(b *testing.B) {
 				d, _ := rt.DeviceByName(rpc[0])
 				for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 					b.Run(mode.String(), func(b *testing.B) {
-						params := place.DefaultParams()
+						params := place.Params{}
 						params.LoadMode, params.Devices = mode, rpc
 						p, err := place.New(rt, m, params)
 						if err != nil {

@@ -183,7 +183,7 @@ func TestGarbageReplies(t *testing.T) {
 		if err != nil {
 			return err, relay, "register"
 		}
-		params := place.DefaultParams()
+		params := place.Params{}
 		params.LoadMode = mode
 		params.Devices = []string{devs[0].Name()}
 		p, err := place.New(rt, m, params)

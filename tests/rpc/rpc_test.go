@@ -71,11 +71,11 @@ func TestLoadAcrossHosts(t *testing.T) {
 	m := writeModel(t, rt, spec)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		t.Run(mode.String(), func(t *testing.T) {
-			params := place.DefaultParams()
+			params := place.Params{}
 			params.LoadMode = mode
 			params.Devices = append(append([]string{}, rpc...), "Vulkan0")
 			params.TensorSplit = []float32{1, 1, 1}
-			params.UseExtraBufts = false
+			params.NoExtraBufts = true
 			p, err := place.New(rt, m, params)
 			if err != nil {
 				t.Fatal(err)
@@ -142,7 +142,7 @@ func TestServerFailsMidLoad(t *testing.T) {
 			rpc := register(t, rt, hosts, ggml.RPCOptions{IOTimeout: ioTimeout})
 			m := writeModel(t, rt, big)
 			for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
-				params := place.DefaultParams()
+				params := place.Params{}
 				params.LoadMode = mode
 				params.Devices = rpc
 				p, err := place.New(rt, m, params)
@@ -211,7 +211,7 @@ func TestServerFileCache(t *testing.T) {
 	var sent [2]uint64
 	var took [2]time.Duration
 	for i := range 2 {
-		params := place.DefaultParams()
+		params := place.Params{}
 		params.LoadMode = place.LoadNone
 		params.Devices = rpc
 		p, err := place.New(rt, m, params)
