@@ -3,70 +3,154 @@ package ggml
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
 )
 
-// Backend is an execution stream on a device (ggml_backend_t).
+// Backend is an execution stream on a device (ggml_backend_t). Queueing
+// work on one Backend from several goroutines is not safe; Free (or the
+// Runtime's Close) waits for calls in progress, and later calls answer
+// ErrClosed.
 type Backend struct {
 	rt  *Runtime
 	h   bindings.Backend
 	dev *Device
 
-	once sync.Once
+	mu    sync.RWMutex
+	freed atomic.Bool
 }
 
-// Name is the backend's name.
-func (b *Backend) Name() string { return b.rt.RPCName(b.rt.lib.BackendName(b.h)) }
+// hold keeps the backend from being freed until release.
+func (b *Backend) hold() error {
+	b.mu.RLock()
+	if b.freed.Load() {
+		b.mu.RUnlock()
+		return fmt.Errorf("%w: backend on %s freed", ErrClosed, b.dev.Name())
+	}
+	return nil
+}
+
+func (b *Backend) release() { b.mu.RUnlock() }
+
+// Name is the backend's name ("" once freed).
+func (b *Backend) Name() string {
+	if b.hold() != nil {
+		return ""
+	}
+	defer b.release()
+	return b.rt.RPCName(b.rt.lib.BackendName(b.h))
+}
 
 // Device is the device the backend runs on.
 func (b *Backend) Device() *Device { return b.dev }
 
 // Synchronize waits for all queued work on the backend.
-func (b *Backend) Synchronize() { b.rt.lib.BackendSynchronize(b.h) }
+func (b *Backend) Synchronize() error {
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	b.rt.lib.BackendSynchronize(b.h)
+	return nil
+}
 
 // Free releases the backend; later calls do nothing.
 func (b *Backend) Free() {
 	if b == nil {
 		return
 	}
-	b.once.Do(func() { b.rt.lib.BackendFree(b.h) })
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed.Swap(true) {
+		return
+	}
+	b.rt.lib.BackendFree(b.h)
+	b.rt.drop(b)
 }
 
 // SetTensorAsync queues a copy of size bytes from host memory src into t at
 // offset. src must stay valid and unchanged until the copy is known to be
 // done (an event recorded after it has completed, or Synchronize): use
-// pinned host buffers, never Go memory.
+// pinned host buffers, never Go memory. The tensor's buffer must not be
+// freed before then either.
 func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uint64) error {
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	buf, err := t.hold("async set")
+	if err != nil {
+		return err
+	}
+	defer t.unhold(buf)
 	if err := t.checkRange("async set", offset, size); err != nil {
 		return err
 	}
 	if src == nil && size > 0 {
-		return fmt.Errorf("ggml: async set of %s: nil source", t.Name())
+		return fmt.Errorf("ggml: async set of %s: nil source", t.name)
 	}
 	b.rt.lib.TensorSetAsync(b.h, t.c, src, uintptr(offset), uintptr(size))
 	return nil
 }
 
-// Event marks a point in a backend's stream (ggml_backend_event_t).
+// Event marks a point in a backend's stream (ggml_backend_event_t). Free
+// (or the Runtime's Close) waits for calls in progress; later calls answer
+// ErrClosed.
 type Event struct {
-	rt *Runtime
-	h  bindings.Event
+	rt  *Runtime
+	h   bindings.Event
+	dev *Device
 
-	once sync.Once
+	mu    sync.RWMutex
+	freed bool
+}
+
+func (e *Event) hold() error {
+	e.mu.RLock()
+	if e.freed {
+		e.mu.RUnlock()
+		return fmt.Errorf("%w: event on %s freed", ErrClosed, e.dev.Name())
+	}
+	return nil
 }
 
 // Record places the event after the work queued so far on b.
-func (e *Event) Record(b *Backend) { e.rt.lib.EventRecord(e.h, b.h) }
+func (e *Event) Record(b *Backend) error {
+	if err := e.hold(); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	e.rt.lib.EventRecord(e.h, b.h)
+	return nil
+}
 
 // Synchronize waits until the work before the last Record has completed.
-func (e *Event) Synchronize() { e.rt.lib.EventSynchronize(e.h) }
+func (e *Event) Synchronize() error {
+	if err := e.hold(); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
+	e.rt.lib.EventSynchronize(e.h)
+	return nil
+}
 
 // Free releases the event; later calls do nothing.
 func (e *Event) Free() {
 	if e == nil {
 		return
 	}
-	e.once.Do(func() { e.rt.lib.EventFree(e.h) })
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freed {
+		return
+	}
+	e.freed = true
+	e.rt.lib.EventFree(e.h)
+	e.rt.drop(e)
 }

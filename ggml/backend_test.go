@@ -2,7 +2,9 @@ package ggml_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"github.com/ggload/ggload/internal/hooks"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -213,7 +215,7 @@ func TestCPUSupportsQuantizedMulMat(t *testing.T) {
 	if !probe(t, cpu, cpu.BufferType(), w, op) {
 		t.Fatal("CPU does not support a q4_K MUL_MAT")
 	}
-	if w.BufferHandle() != 0 {
+	if hooks.TensorC(w).Buffer != 0 {
 		t.Fatal("probe buffer left attached")
 	}
 }
@@ -331,7 +333,7 @@ func TestRPCDevices(t *testing.T) {
 		}
 	}
 	// registering again returns the same devices
-	again, err := rt.AddRPCServer(eps[0], time.Second)
+	again, err := rt.AddRPCServer(context.Background(), eps[0], ggml.RPCOptions{Timeout: time.Second})
 	if err != nil || len(again) != 1 || again[0].Description() != eps[0] {
 		t.Fatalf("re-register: %v %v", again, err)
 	}
@@ -351,7 +353,7 @@ func TestRPCEndpointErrors(t *testing.T) {
 	port, _ := testenv.FreePort()
 	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	start := time.Now()
-	_, err := rt.AddRPCServer(dead, 2*time.Second)
+	_, err := rt.AddRPCServer(context.Background(), dead, ggml.RPCOptions{Timeout: 2 * time.Second})
 	if !errors.Is(err, ggml.ErrRPCUnreachable) || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("dead endpoint: %v", err)
 	}
@@ -371,14 +373,14 @@ func TestRPCEndpointErrors(t *testing.T) {
 		}
 	}()
 	start = time.Now()
-	_, err = rt.AddRPCServer(l.Addr().String(), 500*time.Millisecond)
+	_, err = rt.AddRPCServer(context.Background(), l.Addr().String(), ggml.RPCOptions{Timeout: 500 * time.Millisecond})
 	if !errors.Is(err, ggml.ErrRPCUnreachable) || !strings.Contains(err.Error(), l.Addr().String()) || !strings.Contains(err.Error(), "no answer within") {
 		t.Fatalf("silent endpoint: %v", err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("took %v", d)
 	}
-	if _, err := rt.AddRPCServer("no-port", time.Second); err == nil || !strings.Contains(err.Error(), "host:port") {
+	if _, err := rt.AddRPCServer(context.Background(), "no-port", ggml.RPCOptions{Timeout: time.Second}); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Fatalf("malformed: %v", err)
 	}
 }

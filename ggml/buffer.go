@@ -109,9 +109,13 @@ func (b BufferType) Alloc(size uint64) (*Buffer, error) {
 	if max := b.MaxSize(); size > max {
 		return nil, fmt.Errorf("ggml: %d bytes exceed the %s maximum buffer size %d", size, b.Name(), max)
 	}
+	if err := b.rt.begin(); err != nil {
+		return nil, err
+	}
+	defer b.rt.end()
 	h := b.rt.lib.BuftAllocBuffer(b.h, uintptr(size))
 	if h == 0 {
-		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB)", b.Name(), size, float64(size)/(1<<20)))
+		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB): %w", b.Name(), size, float64(size)/(1<<20), ErrOutOfMemory))
 	}
 	return newBuffer(b.rt, h), nil
 }
@@ -133,6 +137,10 @@ func (b BufferType) dummyBuffer() (*Buffer, error) {
 	if b.h == 0 {
 		return nil, fmt.Errorf("ggml: dummy buffer of no buffer type")
 	}
+	if err := b.rt.begin(); err != nil {
+		return nil, err
+	}
+	defer b.rt.end()
 	h := b.rt.lib.BuftAllocBuffer(b.h, 0)
 	if h == 0 {
 		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate a zero-size buffer", b.Name()))
@@ -151,66 +159,189 @@ const (
 )
 
 // Buffer is allocated device memory (ggml_backend_buffer_t). Free releases
-// it; tensors placed in it must not be used afterwards.
+// it; the tensors placed in it then answer ErrClosed. A Buffer is safe for
+// concurrent use; Free waits for the reads and writes of its tensors in
+// progress.
 type Buffer struct {
 	rt *Runtime
 	h  bindings.Buffer
 
-	mu    sync.Mutex
+	mu    sync.RWMutex // write-held by Free
 	freed bool
 }
 
+// newBuffer wraps a buffer made while rt.begin holds the runtime open.
 func newBuffer(rt *Runtime, h bindings.Buffer) *Buffer {
 	liveBuffers.Add(1)
-	return &Buffer{rt: rt, h: h}
+	handles.add(h, true)
+	b := &Buffer{rt: rt, h: h}
+	rt.keep(b)
+	return b
 }
 
-// liveBuffers counts buffers made through this package and not yet freed.
+// handles are the native buffers alive in the process: those of Buffers,
+// and the memory of schedulers, which graphs may use.
+var handles = handleSet{m: map[bindings.Buffer][2]int{}}
+
+type handleSet struct {
+	mu sync.Mutex
+	m  map[bindings.Buffer][2]int // [Buffers, schedulers] holding the handle
+}
+
+func (s *handleSet) add(h bindings.Buffer, buffer bool) { s.change(h, buffer, 1) }
+
+func (s *handleSet) remove(h bindings.Buffer, buffer bool) { s.change(h, buffer, -1) }
+
+func (s *handleSet) change(h bindings.Buffer, buffer bool, d int) {
+	i := 1
+	if buffer {
+		i = 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.m[h]
+	n[i] += d
+	if n == [2]int{} {
+		delete(s.m, h)
+	} else {
+		s.m[h] = n
+	}
+}
+
+// buffer reports whether h is a live Buffer's.
+func (s *handleSet) buffer(h bindings.Buffer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[h][0] > 0
+}
+
+// live reports whether h is alive at all.
+func (s *handleSet) live(h bindings.Buffer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[h]
+	return ok
+}
+
+// liveBuffers counts buffers made through this package and not yet freed
+// (internal/hooks.LiveBuffers: tests prove that failed or cancelled loads
+// leak none).
 var liveBuffers atomic.Int64
 
-// LiveBuffers is the number of buffers allocated through this package and
-// not freed: tests use it to prove that failed or cancelled loads leak none.
-func LiveBuffers() int64 { return liveBuffers.Load() }
+// hold keeps the buffer from being freed until release; it fails once the
+// buffer is freed.
+func (b *Buffer) hold() error {
+	b.mu.RLock()
+	if b.freed {
+		b.mu.RUnlock()
+		return fmt.Errorf("%w: buffer freed", ErrClosed)
+	}
+	return nil
+}
 
-// Handle is the native handle.
-func (b *Buffer) Handle() bindings.Buffer { return b.h }
+func (b *Buffer) release() { b.mu.RUnlock() }
 
-// Name is the buffer's name ("CPU", "CPU_Mapped", "Vulkan0", ...).
-func (b *Buffer) Name() string { return b.rt.RPCName(b.rt.lib.BufferName(b.h)) }
+// Handle is the native handle (0 once freed).
+func (b *Buffer) Handle() bindings.Buffer {
+	if b.hold() != nil {
+		return 0
+	}
+	defer b.release()
+	return b.h
+}
+
+// Name is the buffer's name ("CPU", "CPU_Mapped", "Vulkan0", ...; "" once
+// freed).
+func (b *Buffer) Name() string {
+	if b.hold() != nil {
+		return ""
+	}
+	defer b.release()
+	return b.rt.RPCName(b.rt.lib.BufferName(b.h))
+}
 
 // Base is the start of the buffer in its device's address space. For host
-// buffers it is a host address; it may be nil for buffers without one.
-func (b *Buffer) Base() unsafe.Pointer { return b.rt.lib.BufferGetBase(b.h) }
+// buffers it is a host address; it is nil for buffers without one and once
+// freed.
+func (b *Buffer) Base() unsafe.Pointer {
+	if b.hold() != nil {
+		return nil
+	}
+	defer b.release()
+	return b.rt.lib.BufferGetBase(b.h)
+}
 
-// Size is the buffer size in bytes.
-func (b *Buffer) Size() uint64 { return uint64(b.rt.lib.BufferGetSize(b.h)) }
+// Size is the buffer size in bytes (0 once freed).
+func (b *Buffer) Size() uint64 {
+	if b.hold() != nil {
+		return 0
+	}
+	defer b.release()
+	return uint64(b.rt.lib.BufferGetSize(b.h))
+}
 
 // IsHost reports whether the buffer is host memory.
-func (b *Buffer) IsHost() bool { return b.rt.lib.BufferIsHost(b.h) }
+func (b *Buffer) IsHost() bool {
+	if b.hold() != nil {
+		return false
+	}
+	defer b.release()
+	return b.rt.lib.BufferIsHost(b.h)
+}
 
-// Type is the buffer's buffer type.
-func (b *Buffer) Type() BufferType { return BufferType{b.rt, b.rt.lib.BufferGetType(b.h)} }
+// Type is the buffer's buffer type (the zero BufferType once freed).
+func (b *Buffer) Type() BufferType {
+	if b.hold() != nil {
+		return BufferType{}
+	}
+	defer b.release()
+	return BufferType{b.rt, b.rt.lib.BufferGetType(b.h)}
+}
 
 // SetUsage marks what the buffer holds.
-func (b *Buffer) SetUsage(u Usage) { b.rt.lib.BufferSetUsage(b.h, int32(u)) }
+func (b *Buffer) SetUsage(u Usage) error {
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	b.rt.lib.BufferSetUsage(b.h, int32(u))
+	return nil
+}
 
 // Usage returns what the buffer was marked to hold.
-func (b *Buffer) Usage() Usage { return Usage(b.rt.lib.BufferGetUsage(b.h)) }
+func (b *Buffer) Usage() Usage {
+	if b.hold() != nil {
+		return UsageAny
+	}
+	defer b.release()
+	return Usage(b.rt.lib.BufferGetUsage(b.h))
+}
 
 // Clear sets every byte of the buffer to v.
-func (b *Buffer) Clear(v byte) { b.rt.lib.BufferClear(b.h, v) }
+func (b *Buffer) Clear(v byte) error {
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	b.rt.lib.BufferClear(b.h, v)
+	return nil
+}
 
 // Contains reports whether [p, p+n) lies inside the buffer's host range.
 func (b *Buffer) Contains(p unsafe.Pointer, n uint64) bool {
-	base := uintptr(b.Base())
+	if b.hold() != nil {
+		return false
+	}
+	defer b.release()
+	base := uintptr(b.rt.lib.BufferGetBase(b.h))
 	if base == 0 || p == nil {
 		return false
 	}
 	a := uintptr(p)
-	return a >= base && uint64(a-base)+n <= b.Size()
+	return a >= base && uint64(a-base)+n <= uint64(b.rt.lib.BufferGetSize(b.h))
 }
 
-// Free releases the buffer; later calls do nothing.
+// Free releases the buffer once it is not in use; later calls do nothing.
 func (b *Buffer) Free() {
 	if b == nil {
 		return
@@ -222,13 +353,15 @@ func (b *Buffer) Free() {
 	}
 	b.freed = true
 	liveBuffers.Add(-1)
+	handles.remove(b.h, true)
 	b.rt.lib.BufferFree(b.h)
+	b.rt.drop(b)
 }
 
 // Freed reports whether Free was called.
 func (b *Buffer) Freed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	return b.freed
 }
 
@@ -249,6 +382,9 @@ func (b BufferType) AllocSlack() (uint64, error) {
 	}
 	got := buf.Size()
 	buf.Free()
+	if got == 0 {
+		return 0, fmt.Errorf("%w: buffer type %s", ErrClosed, b.Name())
+	}
 	var s uint64
 	if got > ask {
 		s = got - ask

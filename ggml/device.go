@@ -176,7 +176,8 @@ func (d *Device) ExtraBufferTypes() []BufferType {
 
 // ErrNoSplitBufferType is returned when a device's backend has no row-split
 // buffer type (llama.cpp: "device X does not support split buffers").
-var ErrNoSplitBufferType = errors.New("device does not support split buffers")
+// It wraps errors.ErrUnsupported.
+var ErrNoSplitBufferType = fmt.Errorf("device does not support split buffers: %w", errors.ErrUnsupported)
 
 // SplitBufferType returns the backend's row-split buffer type for this
 // device as main device (ggml_backend_split_buffer_type), with tensorSplit
@@ -219,11 +220,18 @@ var ErrOpNotReady = errors.New("tensor is not an op result")
 // of Context's op constructors). For a weight whose buffer type matters, see
 // SupportsWeightOp.
 func (d *Device) SupportsOp(op *Tensor) (bool, error) {
-	if op == nil || op.c.Op == 0 {
+	if op == nil || op.op == OpNone {
 		return false, ErrOpNotReady
 	}
-	return d.rt.lib.DevSupportsOp(d.h, op.c), nil
+	if err := op.ctx.hold(); err != nil {
+		return false, fmt.Errorf("ggml: supports_op of %s: %w", op.name, err)
+	}
+	defer op.ctx.release()
+	return d.supportsOp(op), nil
 }
+
+// supportsOp asks, with op's context held.
+func (d *Device) supportsOp(op *Tensor) bool { return d.rt.lib.DevSupportsOp(d.h, op.c) }
 
 // SupportsWeightOp is llama.cpp's weight_buft_supported question: can the
 // device compute op (made by one of Context's op constructors) when its
@@ -231,8 +239,17 @@ func (d *Device) SupportsOp(op *Tensor) (bool, error) {
 // of op's context; it is given a zero-size buffer of buft for the
 // question, as llama.cpp does, and none after.
 func (d *Device) SupportsWeightOp(op, w *Tensor, buft BufferType) (bool, error) {
-	if op == nil || op.c.Op == 0 {
+	if op == nil || op.op == OpNone {
 		return false, ErrOpNotReady
+	}
+	if w == nil || w.ctx != op.ctx {
+		return false, fmt.Errorf("ggml: supports_op of %s: the weight must be a tensor of the op's context", op.name)
+	}
+	// the weight's buffer is set for the question: the context is written
+	op.ctx.mu.Lock()
+	defer op.ctx.mu.Unlock()
+	if op.ctx.freed {
+		return false, fmt.Errorf("ggml: supports_op of %s: %w: its context was freed", op.name, ErrClosed)
 	}
 	dummy, err := buft.dummyBuffer()
 	if err != nil {
@@ -248,23 +265,35 @@ func (d *Device) SupportsWeightOp(op, w *Tensor, buft BufferType) (bool, error) 
 
 // NewBackend initialises a backend (stream) on the device.
 func (d *Device) NewBackend() (*Backend, error) {
+	if err := d.rt.begin(); err != nil {
+		return nil, err
+	}
+	defer d.rt.end()
 	h := d.rt.lib.DevInit(d.h, nil)
 	if h == 0 {
 		return nil, fmt.Errorf("ggml: cannot initialise a backend on device %s", d.name)
 	}
-	return &Backend{rt: d.rt, h: h, dev: d}, nil
+	b := &Backend{rt: d.rt, h: h, dev: d}
+	d.rt.keep(b)
+	return b, nil
 }
 
 // NewEvent creates an event on the device (needs Caps.Events).
 func (d *Device) NewEvent() (*Event, error) {
 	if !d.Caps().Events {
-		return nil, fmt.Errorf("ggml: device %s does not support events", d.name)
+		return nil, fmt.Errorf("ggml: device %s does not support events: %w", d.name, errors.ErrUnsupported)
 	}
+	if err := d.rt.begin(); err != nil {
+		return nil, err
+	}
+	defer d.rt.end()
 	h := d.rt.lib.EventNew(d.h)
 	if h == 0 {
 		return nil, fmt.Errorf("ggml: cannot create an event on device %s", d.name)
 	}
-	return &Event{rt: d.rt, h: h}, nil
+	e := &Event{rt: d.rt, h: h, dev: d}
+	d.rt.keep(e)
+	return e, nil
 }
 
 // BufferFromHostPtr wraps host memory [p, p+size) as a buffer of the
@@ -273,11 +302,15 @@ func (d *Device) NewEvent() (*Event, error) {
 // will be placed in it.
 func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64) (*Buffer, error) {
 	if !d.Caps().BufferFromHostPtr {
-		return nil, fmt.Errorf("ggml: device %s cannot create buffers from host memory", d.name)
+		return nil, fmt.Errorf("ggml: device %s cannot create buffers from host memory: %w", d.name, errors.ErrUnsupported)
 	}
 	if p == nil || size == 0 {
 		return nil, fmt.Errorf("ggml: buffer from host memory on %s: empty range", d.name)
 	}
+	if err := d.rt.begin(); err != nil {
+		return nil, err
+	}
+	defer d.rt.end()
 	h := d.rt.lib.DevBufferFromHostPtr(d.h, p, uintptr(size), uintptr(maxTensorSize))
 	if h == 0 {
 		return nil, fmt.Errorf("ggml: device %s refused a %d-byte buffer from host memory", d.name, size)
@@ -289,9 +322,10 @@ func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64)
 // backend); it reports false when the backend has no such setting.
 func (b *Backend) SetNThreads(n int) bool {
 	fn, ok := bindings.Proc[func(bindings.Backend, int32)](b.rt.lib, b.rt.lib.DevBackendReg(b.dev.h), "ggml_backend_set_n_threads")
-	if !ok || n <= 0 {
+	if !ok || n <= 0 || b.hold() != nil {
 		return false
 	}
+	defer b.release()
 	fn(b.h, int32(n))
 	return true
 }

@@ -46,13 +46,11 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	if size == 0 {
 		size = DefaultGraphSize
 	}
-	c.mu.Lock()
-	if c.freed {
-		c.mu.Unlock()
-		return nil, fmt.Errorf("ggml: context used after Free")
+	if err := c.hold(); err != nil {
+		return nil, fmt.Errorf("ggml: new graph: %w", err)
 	}
+	defer c.release()
 	need := uint64(c.rt.lib.UsedMem(c.h)) + uint64(c.rt.lib.GraphOverheadCustom(uintptr(size), false))
-	c.mu.Unlock()
 	if need > c.size {
 		return nil, fmt.Errorf("ggml: context of %d bytes has no room for a graph of %d nodes (%d needed; ContextParams.Graphs/GraphSize)", c.size, size, need)
 	}
@@ -68,6 +66,13 @@ func (g *Graph) Expand(t *Tensor) error {
 	if t == nil {
 		return fmt.Errorf("ggml: graph: nil tensor")
 	}
+	if t.ctx.dead.Load() {
+		return fmt.Errorf("ggml: graph: tensor %s: %w: its context was freed", t.name, ErrClosed)
+	}
+	if err := g.ctx.hold(); err != nil {
+		return fmt.Errorf("ggml: graph: %w", err)
+	}
+	defer g.ctx.release()
 	// count what the native walk will add, which it asserts fits
 	newNodes, newLeafs := map[*bindings.Tensor]bool{}, map[*bindings.Tensor]bool{}
 	var visit func(p *bindings.Tensor)
@@ -101,54 +106,104 @@ func (g *Graph) Expand(t *Tensor) error {
 	return nil
 }
 
-// Nodes is the number of ops in the graph.
-func (g *Graph) Nodes() int { return int(g.ctx.rt.lib.GraphNNodes(g.h)) }
+// Nodes is the number of ops in the graph (0 once its context is freed).
+func (g *Graph) Nodes() int {
+	if g.ctx.hold() != nil {
+		return 0
+	}
+	defer g.ctx.release()
+	return int(g.ctx.rt.lib.GraphNNodes(g.h))
+}
 
-// tensors lists the graph's ops and leafs.
+// tensors lists the graph's ops and leafs, with its context held.
 func (g *Graph) tensors() (nodes, leafs []*Tensor) {
 	for p := range g.nodes {
-		nodes = append(nodes, &Tensor{rt: g.ctx.rt, c: p})
+		nodes = append(nodes, g.ctx.wrap(p))
 	}
 	for p := range g.leafs {
-		leafs = append(leafs, &Tensor{rt: g.ctx.rt, c: p})
+		leafs = append(leafs, g.ctx.wrap(p))
 	}
 	return nodes, leafs
 }
 
+// checkMemory refuses, with the graph's context held, a graph that holds a
+// tensor whose buffer was freed: computing it would touch freed memory.
+// It cannot see a buffer freed while the computation runs; do not free
+// what a graph uses before its Compute returns.
+func (g *Graph) checkMemory() error {
+	for _, set := range []map[*bindings.Tensor]bool{g.leafs, g.nodes} {
+		for p := range set {
+			h := p.Buffer
+			if p.ViewSrc != nil {
+				h = p.ViewSrc.Buffer
+			}
+			if h != 0 && !handles.live(h) {
+				return fmt.Errorf("ggml: graph: tensor %s: %w: its buffer was freed", bindings.GoString(&p.Name[0]), ErrClosed)
+			}
+		}
+	}
+	return nil
+}
+
 // SetInput marks t as a graph input: a scheduler gives it its own memory,
 // which Set fills after Alloc.
-func (t *Tensor) SetInput() { t.rt.lib.SetInput(t.c) }
+func (t *Tensor) SetInput() error { return t.setFlag(flagInput) }
 
 // SetOutput marks t as a graph output: its memory is not reused for other
 // results, so it can be read after Compute.
-func (t *Tensor) SetOutput() { t.rt.lib.SetOutput(t.c) }
+func (t *Tensor) SetOutput() error { return t.setFlag(flagOutput) }
+
+func (t *Tensor) setFlag(f int) error {
+	if err := t.ctx.hold(); err != nil {
+		return fmt.Errorf("ggml: flagging tensor %s: %w", t.name, err)
+	}
+	defer t.ctx.release()
+	if f == flagInput {
+		t.rt.lib.SetInput(t.c)
+	} else {
+		t.rt.lib.SetOutput(t.c)
+	}
+	return nil
+}
 
 // Compute runs g on this backend alone. Every tensor of the graph must
 // already have memory in a buffer the backend's device can use, and the
 // device must support every op.
 func (b *Backend) Compute(g *Graph) error {
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	name := b.rt.RPCName(b.rt.lib.BackendName(b.h))
+	if err := g.ctx.hold(); err != nil {
+		return fmt.Errorf("ggml: compute on %s: %w", name, err)
+	}
+	defer g.ctx.release()
+	if err := g.checkMemory(); err != nil {
+		return err
+	}
 	nodes, leafs := g.tensors()
 	dev := b.dev
 	for _, t := range append(leafs, nodes...) {
 		if t.c.Data == nil && t.c.ViewSrc == nil {
-			return fmt.Errorf("ggml: compute on %s: tensor %q has no memory (use a Scheduler, or allocate it)", b.Name(), t.Name())
+			return fmt.Errorf("ggml: compute on %s: tensor %q has no memory (use a Scheduler, or allocate it)", name, t.name)
 		}
 		if t.c.Buffer != 0 && dev != nil {
 			bt := BufferType{b.rt, b.rt.lib.BufferGetType(t.c.Buffer)}
 			if !dev.SupportsBufferType(bt) {
-				return fmt.Errorf("ggml: compute on %s: tensor %q lives in a %s buffer, which %s cannot use", b.Name(), t.Name(), bt.Name(), dev.Name())
+				return fmt.Errorf("ggml: compute on %s: tensor %q lives in a %s buffer, which %s cannot use", name, t.name, bt.Name(), dev.Name())
 			}
 		}
 	}
 	if dev != nil {
 		for _, t := range nodes {
-			if ok, err := dev.SupportsOp(t); err != nil || !ok {
-				return fmt.Errorf("ggml: compute on %s: %s does not support %s of %q", b.Name(), dev.Name(), b.rt.OpName(t.Op()), t.Name())
+			if !dev.supportsOp(t) {
+				return fmt.Errorf("ggml: compute on %s: %s does not support %s of %q", name, dev.Name(), b.rt.OpName(t.Op()), t.name)
 			}
 		}
 	}
 	if st := b.rt.lib.BackendGraphCompute(b.h, g.h); st != 0 {
-		return fmt.Errorf("ggml: compute on %s: %s", b.Name(), statusName(st))
+		return fmt.Errorf("ggml: compute on %s: %s", name, statusName(st))
 	}
 	return nil
 }
@@ -174,13 +229,17 @@ type SchedulerOptions struct {
 	OpOffload bool
 }
 
-// Scheduler runs graphs across several backends (ggml_backend_sched).
+// Scheduler runs graphs across several backends (ggml_backend_sched). It
+// is not safe for concurrent use; Free (or the Runtime's Close) makes it,
+// and the results it allocated, answer ErrClosed.
 type Scheduler struct {
 	rt       *Runtime
 	h        bindings.Sched
 	backends []*Backend
 	size     int
 	hs       []bindings.Backend
+	mem      *Buffer // stands for the memory it gives results: freed with it
+	handles  map[bindings.Buffer]bool
 }
 
 // NewScheduler makes a scheduler over backends in priority order; the last
@@ -193,6 +252,9 @@ func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (*Sched
 		if b == nil {
 			return nil, fmt.Errorf("ggml: scheduler: backend %d is nil", i)
 		}
+		if b.freed.Load() {
+			return nil, fmt.Errorf("ggml: scheduler: backend %s: %w: freed", b.dev.Name(), ErrClosed)
+		}
 	}
 	last := backends[len(backends)-1]
 	if last.dev == nil || last.dev.Type() != DeviceCPU {
@@ -204,7 +266,11 @@ func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (*Sched
 	if o.GraphSize == 0 {
 		o.GraphSize = DefaultGraphSize
 	}
-	s := &Scheduler{rt: rt, backends: backends, size: o.GraphSize}
+	if err := rt.begin(); err != nil {
+		return nil, err
+	}
+	defer rt.end()
+	s := &Scheduler{rt: rt, backends: backends, size: o.GraphSize, mem: &Buffer{rt: rt}, handles: map[bindings.Buffer]bool{}}
 	for _, b := range backends {
 		s.hs = append(s.hs, b.h)
 	}
@@ -212,14 +278,47 @@ func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (*Sched
 	if s.h == 0 {
 		return nil, fmt.Errorf("ggml: scheduler: creation failed")
 	}
+	rt.keep(s)
 	return s, nil
 }
 
-// check refuses graphs the native scheduler would assert on: too big, or
-// with an op no backend supports.
+// begin holds the scheduler, its backends and the graph's context (for
+// writing: the results get memory) until the returned function runs.
+func (s *Scheduler) begin(g *Graph) (func(), error) {
+	if s.mem.hold() != nil {
+		return nil, fmt.Errorf("ggml: scheduler: %w: freed", ErrClosed)
+	}
+	for i, b := range s.backends {
+		if err := b.hold(); err != nil {
+			for _, h := range s.backends[:i] {
+				h.release()
+			}
+			s.mem.release()
+			return nil, fmt.Errorf("ggml: scheduler: %w", err)
+		}
+	}
+	c := g.ctx
+	c.mu.Lock()
+	done := func() {
+		c.mu.Unlock()
+		for _, b := range s.backends {
+			b.release()
+		}
+		s.mem.release()
+	}
+	if c.freed {
+		done()
+		return nil, fmt.Errorf("ggml: scheduler: graph: %w: its context was freed", ErrClosed)
+	}
+	return done, nil
+}
+
+// check refuses, with everything held, graphs the native scheduler would
+// assert on: too big, with an op no backend supports, or using freed
+// memory.
 func (s *Scheduler) check(g *Graph) error {
-	if s.h == 0 {
-		return fmt.Errorf("ggml: scheduler used after Free")
+	if err := g.checkMemory(); err != nil {
+		return err
 	}
 	if g.checked == s {
 		return nil
@@ -231,59 +330,99 @@ func (s *Scheduler) check(g *Graph) error {
 	for _, t := range nodes {
 		ok := false
 		for _, b := range s.backends {
-			if b.dev == nil {
-				continue
-			}
-			if yes, err := b.dev.SupportsOp(t); err == nil && yes {
+			if b.dev != nil && b.dev.supportsOp(t) {
 				ok = true
 				break
 			}
 		}
 		if !ok {
-			return fmt.Errorf("ggml: scheduler: no backend supports %s of %q", s.rt.OpName(t.Op()), t.Name())
+			return fmt.Errorf("ggml: scheduler: no backend supports %s of %q", s.rt.OpName(t.Op()), t.name)
 		}
 	}
 	g.checked = s
 	return nil
 }
 
+// adopt records, with the graph's context held for writing, that the
+// tensors living in the scheduler's memory are the scheduler's.
+func (s *Scheduler) adopt(g *Graph) {
+	for _, set := range []map[*bindings.Tensor]bool{g.nodes, g.leafs} {
+		for p := range set {
+			if h := p.Buffer; h != 0 && p.ViewSrc == nil && !handles.buffer(h) {
+				g.ctx.owners[p] = s.mem
+				if !s.handles[h] {
+					s.handles[h] = true
+					handles.add(h, false)
+				}
+			}
+		}
+	}
+}
+
 // Alloc assigns every tensor of g to a backend and gives the results and
 // inputs memory; inputs can be Set afterwards.
 func (s *Scheduler) Alloc(g *Graph) error {
+	done, err := s.begin(g)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := s.check(g); err != nil {
 		return err
 	}
 	if !s.rt.lib.SchedAllocGraph(s.h, g.h) {
-		return fmt.Errorf("ggml: scheduler: allocating the graph failed")
+		return fmt.Errorf("ggml: scheduler: allocating the graph failed: %w", ErrOutOfMemory)
 	}
+	s.adopt(g)
 	return nil
 }
 
 // Compute runs g (allocating it first if Alloc was not called) and waits
 // for the result.
 func (s *Scheduler) Compute(g *Graph) error {
+	done, err := s.begin(g)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := s.check(g); err != nil {
 		return err
 	}
-	if st := s.rt.lib.SchedGraphCompute(s.h, g.h); st != 0 {
+	st := s.rt.lib.SchedGraphCompute(s.h, g.h)
+	s.adopt(g)
+	if st != 0 {
 		return fmt.Errorf("ggml: scheduler: compute: %s", statusName(st))
 	}
 	for _, b := range s.backends {
 		if b.dev != nil {
 			if err := b.dev.Err(); err != nil {
-				return fmt.Errorf("ggml: scheduler: %s: %w", b.Name(), err)
+				return fmt.Errorf("ggml: scheduler: %s: %w", b.dev.Name(), err)
 			}
 		}
 	}
 	return nil
 }
 
-// Splits is how many pieces the last graph was cut into.
-func (s *Scheduler) Splits() int { return int(s.rt.lib.SchedGetNSplits(s.h)) }
+// Splits is how many pieces the last graph was cut into (0 once freed).
+func (s *Scheduler) Splits() int {
+	if s.mem.hold() != nil {
+		return 0
+	}
+	defer s.mem.release()
+	return int(s.rt.lib.SchedGetNSplits(s.h))
+}
 
 // Backend is the backend a tensor of the last allocated graph runs on (nil
-// if none).
+// if none, and once freed).
 func (s *Scheduler) Backend(t *Tensor) *Backend {
+	if s.mem.hold() != nil {
+		return nil
+	}
+	defer s.mem.release()
+	if t.ctx.hold() != nil {
+		return nil
+	}
+	defer t.ctx.release()
 	h := s.rt.lib.SchedGetTensorBackend(s.h, t.c)
 	for _, b := range s.backends {
 		if b.h == h {
@@ -294,14 +433,32 @@ func (s *Scheduler) Backend(t *Tensor) *Backend {
 }
 
 // Reset drops the last graph's allocation.
-func (s *Scheduler) Reset() { s.rt.lib.SchedReset(s.h) }
-
-// Free releases the scheduler and its memory; later calls do nothing.
-func (s *Scheduler) Free() {
-	if s != nil && s.h != 0 {
-		s.rt.lib.SchedFree(s.h)
-		s.h = 0
+func (s *Scheduler) Reset() error {
+	if err := s.mem.hold(); err != nil {
+		return fmt.Errorf("ggml: scheduler: %w", err)
 	}
+	defer s.mem.release()
+	s.rt.lib.SchedReset(s.h)
+	return nil
+}
+
+// Free releases the scheduler and its memory once no result is being read;
+// later calls do nothing.
+func (s *Scheduler) Free() {
+	if s == nil {
+		return
+	}
+	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
+	if s.mem.freed {
+		return
+	}
+	s.mem.freed = true
+	s.rt.lib.SchedFree(s.h)
+	for h := range s.handles {
+		handles.remove(h, false)
+	}
+	s.rt.drop(s)
 }
 
 // Floats reads an F32 tensor.

@@ -30,29 +30,18 @@ const (
 // Name is ggml's name for the op (ggml_op_name), read from the library.
 func (rt *Runtime) OpName(op Op) string { return rt.lib.OpName(int32(op)) }
 
-// Op is the op that produced the tensor (OpNone for leaves).
-func (t *Tensor) Op() Op { return Op(t.c.Op) }
-
-// Src returns the i-th source of an op tensor, or nil.
-func (t *Tensor) Src(i int) *Tensor {
-	if i < 0 || i >= bindings.MaxSrc || t.c.Src[i] == nil {
-		return nil
-	}
-	return &Tensor{rt: t.rt, c: t.c.Src[i]}
-}
-
-func (t *Tensor) isVector() bool { return t.c.Ne[1] == 1 && t.c.Ne[2] == 1 && t.c.Ne[3] == 1 }
-func (t *Tensor) isMatrix() bool { return t.c.Ne[2] == 1 && t.c.Ne[3] == 1 }
-func (t *Tensor) is3D() bool     { return t.c.Ne[3] == 1 }
+func (t *Tensor) isVector() bool { return t.ne[1] == 1 && t.ne[2] == 1 && t.ne[3] == 1 }
+func (t *Tensor) isMatrix() bool { return t.ne[2] == 1 && t.ne[3] == 1 }
+func (t *Tensor) is3D() bool     { return t.ne[3] == 1 }
 func (t *Tensor) isEmpty() bool {
-	for _, d := range t.c.Ne {
+	for _, d := range t.ne {
 		if d == 0 {
 			return true
 		}
 	}
 	return false
 }
-func (t *Tensor) isTransposed() bool { return t.c.Nb[0] > t.c.Nb[1] }
+func (t *Tensor) isTransposed() bool { return t.nb[0] > t.nb[1] }
 func (t *Tensor) isContiguous() bool { return t.rt.lib.IsContiguous(t.c) }
 
 // canRepeat is ggml_can_repeat(a, b): a can be broadcast to b.
@@ -61,7 +50,7 @@ func canRepeat(a, b *Tensor) bool {
 		return b.isEmpty()
 	}
 	for i := 0; i < 4; i++ {
-		if a.c.Ne[i] <= 0 || b.c.Ne[i]%a.c.Ne[i] != 0 {
+		if a.ne[i] <= 0 || b.ne[i]%a.ne[i] != 0 {
 			return false
 		}
 	}
@@ -90,6 +79,9 @@ func (c *Context) build(op string, check func() string, make func() *bindings.Te
 		if a == nil {
 			return nil, fmt.Errorf("ggml: %s: nil operand", op)
 		}
+		if a.ctx.dead.Load() {
+			return nil, fmt.Errorf("ggml: %s: operand %s: %w: its context was freed", op, a.name, ErrClosed)
+		}
 	}
 	if why := check(); why != "" {
 		return nil, &opError{op, why, args}
@@ -99,6 +91,10 @@ func (c *Context) build(op string, check func() string, make func() *bindings.Te
 	if !c.noAlloc {
 		return nil, fmt.Errorf("ggml: %s: ops are built in NoAlloc contexts", op)
 	}
+	if err := c.hold(); err != nil {
+		return nil, fmt.Errorf("ggml: %s: %w", op, err)
+	}
+	defer c.release()
 	if err := c.room(0); err != nil {
 		return nil, err
 	}
@@ -106,7 +102,7 @@ func (c *Context) build(op string, check func() string, make func() *bindings.Te
 	if p == nil {
 		return nil, fmt.Errorf("ggml: %s failed", op)
 	}
-	return &Tensor{rt: c.rt, c: p}, nil
+	return c.wrap(p), nil
 }
 
 // GetRows gathers rows of a selected by the I32 indices b.
@@ -115,7 +111,7 @@ func (c *Context) GetRows(a, b *Tensor) (*Tensor, error) {
 		switch {
 		case b.Type() != TypeI32:
 			return "indices must be i32"
-		case a.c.Ne[2] != b.c.Ne[1] || a.c.Ne[3] != b.c.Ne[2] || b.c.Ne[3] != 1:
+		case a.ne[2] != b.ne[1] || a.ne[3] != b.ne[2] || b.ne[3] != 1:
 			return "index shape does not match"
 		}
 		return ""
@@ -128,9 +124,9 @@ func (c *Context) MulMat(a, b *Tensor) (*Tensor, error) {
 		switch {
 		case a.isTransposed():
 			return "a is transposed or has empty rows"
-		case a.c.Ne[0] != b.c.Ne[0]:
+		case a.ne[0] != b.ne[0]:
 			return "row lengths differ"
-		case a.c.Ne[2] <= 0 || a.c.Ne[3] <= 0 || b.c.Ne[2]%a.c.Ne[2] != 0 || b.c.Ne[3]%a.c.Ne[3] != 0:
+		case a.ne[2] <= 0 || a.ne[3] <= 0 || b.ne[2]%a.ne[2] != 0 || b.ne[3]%a.ne[3] != 0:
 			return "b cannot be broadcast over a"
 		}
 		return ""
@@ -146,13 +142,13 @@ func (c *Context) MulMatID(as, b, ids *Tensor) (*Tensor, error) {
 			return "experts are transposed or have empty rows"
 		case ids.Type() != TypeI32:
 			return "ids must be i32"
-		case as.c.Ne[3] != 1 || b.c.Ne[3] != 1 || ids.c.Ne[2] != 1 || ids.c.Ne[3] != 1:
+		case as.ne[3] != 1 || b.ne[3] != 1 || ids.ne[2] != 1 || ids.ne[3] != 1:
 			return "experts and b must be 3-d, ids 2-d"
-		case ids.c.Ne[1] != b.c.Ne[2]:
+		case ids.ne[1] != b.ne[2]:
 			return "ids need one expert list per row of b"
-		case as.c.Ne[0] != b.c.Ne[0]:
+		case as.ne[0] != b.ne[0]:
 			return "row lengths differ"
-		case b.c.Ne[1] <= 0 || ids.c.Ne[0]%b.c.Ne[1] != 0:
+		case b.ne[1] <= 0 || ids.ne[0]%b.ne[1] != 0:
 			return "ids cannot be broadcast over b"
 		}
 		return ""
@@ -183,7 +179,7 @@ func (c *Context) AddID(a, b, ids *Tensor) (*Tensor, error) {
 		switch {
 		case ids.Type() != TypeI32:
 			return "ids must be i32"
-		case a.c.Ne[0] != b.c.Ne[0] || a.c.Ne[1] != ids.c.Ne[0] || a.c.Ne[2] != ids.c.Ne[1]:
+		case a.ne[0] != b.ne[0] || a.ne[1] != ids.ne[0] || a.ne[2] != ids.ne[1]:
 			return "shapes do not match"
 		}
 		return ""
@@ -193,8 +189,8 @@ func (c *Context) AddID(a, b, ids *Tensor) (*Tensor, error) {
 // Scale is a·s (ggml_scale).
 func (c *Context) Scale(a *Tensor, s float32) (*Tensor, error) {
 	return c.build("scale", func() string {
-		nb := a.c.Nb
-		if uint64(nb[0]) != uint64(a.Type().TypeSize()) || nb[2] != nb[1]*uintptr(a.c.Ne[1]) || nb[3] != nb[2]*uintptr(a.c.Ne[2]) {
+		nb := a.nb
+		if nb[0] != uint64(a.Type().TypeSize()) || nb[2] != nb[1]*uint64(a.ne[1]) || nb[3] != nb[2]*uint64(a.ne[2]) {
 			return "tensor is not padded-1d"
 		}
 		return ""
@@ -221,11 +217,11 @@ func (c *Context) RopeExt(a, pos, freq *Tensor, p RopeParams) (*Tensor, error) {
 			return "mode & 1 is no longer supported"
 		case !pos.isVector() || pos.Type() != TypeI32:
 			return "positions must be an i32 vector"
-		case p.Mode&mrope != 0 && a.c.Ne[2]*4 != pos.c.Ne[0]:
+		case p.Mode&mrope != 0 && a.ne[2]*4 != pos.ne[0]:
 			return "mrope needs 4 positions per token"
-		case p.Mode&mrope == 0 && a.c.Ne[2] != pos.c.Ne[0]:
+		case p.Mode&mrope == 0 && a.ne[2] != pos.ne[0]:
 			return "one position per token"
-		case freq != nil && (freq.Type() != TypeF32 || freq.c.Ne[0] < int64(p.NDims/2)):
+		case freq != nil && (freq.Type() != TypeF32 || freq.ne[0] < int64(p.NDims/2)):
 			return "frequency factors must be f32 with n_dims/2 entries"
 		}
 		return ""
@@ -244,9 +240,9 @@ func (c *Context) SSMConv(sx, w *Tensor) (*Tensor, error) {
 		switch {
 		case !sx.is3D() || !w.isMatrix():
 			return "sx must be 3-d and the kernel 2-d"
-		case sx.c.Ne[1] != w.c.Ne[1]:
+		case sx.ne[1] != w.ne[1]:
 			return "channel counts differ"
-		case sx.c.Ne[0]-w.c.Ne[0]+1 < 0:
+		case sx.ne[0]-w.ne[0]+1 < 0:
 			return "fewer inputs than the kernel width"
 		}
 		return ""
@@ -256,32 +252,32 @@ func (c *Context) SSMConv(sx, w *Tensor) (*Tensor, error) {
 // SSMScan is Mamba's selective scan (ggml_ssm_scan) with K = 1.
 func (c *Context) SSMScan(s, x, dt, A, B, C, ids *Tensor) (*Tensor, error) {
 	return c.build("ssm_scan", func() string {
-		ts := func(t *Tensor) uintptr { return uintptr(t.Type().TypeSize()) }
+		ts := func(t *Tensor) uint64 { return uint64(t.Type().TypeSize()) }
 		switch {
 		case !s.isContiguous() || !dt.isContiguous() || !A.isContiguous():
 			return "s, dt and A must be contiguous"
-		case x.c.Nb[0] != ts(x) || B.c.Nb[0] != ts(B) || C.c.Nb[0] != ts(C):
+		case x.nb[0] != ts(x) || B.nb[0] != ts(B) || C.nb[0] != ts(C):
 			return "x, B and C must have unit element stride"
-		case x.c.Nb[1] != uintptr(x.c.Ne[0])*x.c.Nb[0] || B.c.Nb[1] != uintptr(B.c.Ne[0])*B.c.Nb[0] || C.c.Nb[1] != uintptr(C.c.Ne[0])*C.c.Nb[0]:
+		case x.nb[1] != uint64(x.ne[0])*x.nb[0] || B.nb[1] != uint64(B.ne[0])*B.nb[0] || C.nb[1] != uint64(C.ne[0])*C.nb[0]:
 			return "x, B and C rows must be contiguous"
-		case B.c.Ne != C.c.Ne:
+		case B.ne != C.ne:
 			return "B and C shapes differ"
 		case ids.Type() != TypeI32 || !ids.isVector():
 			return "ids must be an i32 vector"
 		}
-		dState, headDim, nHead, nTok, nSeq := s.c.Ne[0], x.c.Ne[0], x.c.Ne[1], x.c.Ne[2], x.c.Ne[3]
+		dState, headDim, nHead, nTok, nSeq := s.ne[0], x.ne[0], x.ne[1], x.ne[2], x.ne[3]
 		switch {
-		case dt.c.Ne[0] != nHead || dt.c.Ne[1] != nTok || dt.c.Ne[2] != nSeq || !dt.is3D():
+		case dt.ne[0] != nHead || dt.ne[1] != nTok || dt.ne[2] != nSeq || !dt.is3D():
 			return "dt shape"
-		case s.c.Ne[1] != headDim || s.c.Ne[2] != nHead:
+		case s.ne[1] != headDim || s.ne[2] != nHead:
 			return "state shape"
-		case B.c.Ne[0] != dState || B.c.Ne[2] != nTok || B.c.Ne[3] != nSeq:
+		case B.ne[0] != dState || B.ne[2] != nTok || B.ne[3] != nSeq:
 			return "B shape"
-		case ids.c.Ne[0] != nSeq:
+		case ids.ne[0] != nSeq:
 			return "one id per sequence"
-		case A.c.Ne[1] != nHead || !A.isMatrix():
+		case A.ne[1] != nHead || !A.isMatrix():
 			return "A must be [d_state or 1, n_head]"
-		case A.c.Ne[0] != 1 && A.c.Ne[0] != dState:
+		case A.ne[0] != 1 && A.ne[0] != dState:
 			return "A's first dimension must be 1 or d_state"
 		}
 		return ""
@@ -296,13 +292,13 @@ func (c *Context) RWKVWKV6(k, v, r, tf, td, state *Tensor) (*Tensor, error) {
 				return "operands must be contiguous"
 			}
 		}
-		S, H, n := k.c.Ne[0], k.c.Ne[1], k.c.Ne[2]
-		same := func(t *Tensor) bool { return t.c.Ne[0] == S && t.c.Ne[1] == H && t.c.Ne[2] == n }
+		S, H, n := k.ne[0], k.ne[1], k.ne[2]
+		same := func(t *Tensor) bool { return t.ne[0] == S && t.ne[1] == H && t.ne[2] == n }
 		if !same(v) || !same(r) || !same(td) {
 			return "k, v, r and td shapes differ"
 		}
 		nst, err := state.Shape().Elements()
-		if err != nil || nst != S*S*H*state.c.Ne[1] {
+		if err != nil || nst != S*S*H*state.ne[1] {
 			return "state size"
 		}
 		return ""
@@ -322,16 +318,16 @@ func (c *Context) Im2Col(a, b *Tensor, s0, s1, p0, p1, d0, d1 int32, is2D bool, 
 			return "invalid destination type"
 		}
 		if is2D {
-			if a.c.Ne[2] != b.c.Ne[2] {
+			if a.ne[2] != b.ne[2] {
 				return "channel counts differ"
 			}
-			if outSize(b.c.Ne[1], a.c.Ne[1], s1, p1, d1) <= 0 {
+			if outSize(b.ne[1], a.ne[1], s1, p1, d1) <= 0 {
 				return "b too small compared to a"
 			}
-		} else if b.c.Ne[1] != a.c.Ne[1] || b.c.Ne[3] != 1 {
+		} else if b.ne[1] != a.ne[1] || b.ne[3] != 1 {
 			return "shapes do not match"
 		}
-		if outSize(b.c.Ne[0], a.c.Ne[0], s0, p0, d0) <= 0 {
+		if outSize(b.ne[0], a.ne[0], s0, p0, d0) <= 0 {
 			return "b too small compared to a"
 		}
 		return ""

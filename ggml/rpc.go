@@ -1,12 +1,14 @@
 package ggml
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ggload/ggload/bindings"
@@ -30,13 +32,29 @@ const (
 // not answer as a compatible ggml-rpc-server within the timeout.
 var ErrRPCUnreachable = errors.New("rpc endpoint unreachable")
 
+// DefaultRPCTimeout bounds an endpoint's check when the context has no
+// deadline.
+const DefaultRPCTimeout = 5 * time.Second
+
 // ProbeRPC connects to a ggml-rpc-server, performs the protocol handshake and
-// asks for its device count, all within timeout. It never involves native
-// code, so a dead or foreign endpoint is an error, not a crash.
-func ProbeRPC(endpoint string, timeout time.Duration) (devices uint32, err error) {
+// asks for its device count, within ctx (and DefaultRPCTimeout when ctx has
+// no deadline). It never involves native code, so a dead or foreign
+// endpoint is an error, not a crash.
+func ProbeRPC(ctx context.Context, endpoint string) (devices uint32, err error) {
+	return probeRPC(ctx, endpoint, DefaultRPCTimeout)
+}
+
+func probeRPC(ctx context.Context, endpoint string, timeout time.Duration) (devices uint32, err error) {
 	if timeout <= 0 {
-		timeout = 5 * time.Second
+		timeout = DefaultRPCTimeout
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	timeout = time.Until(deadline)
 	host, port, err := net.SplitHostPort(endpoint)
 	if err != nil || host == "" {
 		return 0, fmt.Errorf("%w: %q is not host:port", ErrRPCUnreachable, endpoint)
@@ -44,12 +62,15 @@ func ProbeRPC(endpoint string, timeout time.Duration) (devices uint32, err error
 	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
 		return 0, fmt.Errorf("%w: %q has no valid port", ErrRPCUnreachable, endpoint)
 	}
-	deadline := time.Now().Add(timeout)
-	conn, err := net.DialTimeout("tcp", endpoint, timeout)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", endpoint)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
 	}
 	defer conn.Close()
+	// a cancelled context ends the exchange at once
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	if err := conn.SetDeadline(deadline); err != nil {
 		return 0, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
 	}
@@ -98,29 +119,32 @@ func wrapTimeout(err error, timeout time.Duration) error {
 	return err
 }
 
-// AddRPCServer checks a ggml-rpc-server endpoint (ProbeRPC), registers it
-// with ggml behind a guard (see RPCOptions) and returns its devices.
-// Registering the same endpoint twice returns the devices of the first
-// registration.
-func (rt *Runtime) AddRPCServer(endpoint string, timeout time.Duration) ([]*Device, error) {
-	return rt.AddRPCServerWith(endpoint, RPCOptions{Timeout: timeout})
-}
-
-// AddRPCServerWith is AddRPCServer with every option.
-func (rt *Runtime) AddRPCServerWith(endpoint string, o RPCOptions) ([]*Device, error) {
+// AddRPCServer checks a ggml-rpc-server endpoint within ctx (ProbeRPC,
+// with o.Timeout when ctx has no deadline), registers it with ggml behind
+// a guard (see RPCOptions) and returns its devices. Registrations are the
+// process's: an endpoint registered before, by any Runtime, is not checked
+// again, and its devices are returned.
+func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptions) ([]*Device, error) {
+	if err := rt.begin(); err != nil {
+		return nil, err
+	}
+	defer rt.end()
+	// one registration at a time, so that an endpoint is registered once
+	rpcAddMu.Lock()
+	defer rpcAddMu.Unlock()
 	rt.mu.Lock()
-	if devs, ok := rt.rpc[endpoint]; ok {
-		rt.mu.Unlock()
-		return devs, nil
-	}
+	reg, ok := rt.rpc[endpoint]
 	rt.mu.Unlock()
-
-	reg := rt.lib.RegByName("RPC")
-	add, ok := bindings.Proc[func(string) bindings.Reg](rt.lib, reg, "ggml_backend_rpc_add_server")
-	if !ok {
-		return nil, fmt.Errorf("ggml: the RPC backend is not loaded from %s (build it: scripts/build-native.sh linux-x64 cpu,rpc --into %s)", rt.lib.Loc.Dir, dirBase(rt.lib.Loc.Dir))
+	if ok {
+		return rt.wrapDevices(reg.devs), nil
 	}
-	n, err := ProbeRPC(endpoint, o.Timeout)
+
+	lib := rt.lib
+	add, ok := bindings.Proc[func(string) bindings.Reg](lib, lib.RegByName("RPC"), "ggml_backend_rpc_add_server")
+	if !ok {
+		return nil, fmt.Errorf("ggml: the RPC backend is not loaded from %s (build it: scripts/build-native.sh linux-x64 cpu,rpc --into %s): %w", lib.Loc.Dir, dirBase(lib.Loc.Dir), errors.ErrUnsupported)
+	}
+	n, err := probeRPC(ctx, endpoint, o.Timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -143,17 +167,41 @@ func (rt *Runtime) AddRPCServerWith(endpoint string, o RPCOptions) ([]*Device, e
 	if h == 0 {
 		return nil, fmt.Errorf("%w: %s: the RPC backend refused it", ErrRPCUnreachable, endpoint)
 	}
-	rt.lib.Register(h)
-	devs := Registry{rt, h}.Devices()
+	reg = &rpcReg{guard: g}
+	for i := uintptr(0); i < lib.RegDevCount(h); i++ {
+		reg.devs = append(reg.devs, lib.RegDevGet(h, i))
+	}
+	// known before any runtime can list the devices
 	rt.mu.Lock()
-	rt.rpc[endpoint] = devs
-	if g != nil {
-		for _, d := range devs {
-			d.guard = g
+	rt.rpc[endpoint] = reg
+	rt.mu.Unlock()
+	lib.Register(h)
+	return rt.wrapDevices(reg.devs), nil
+}
+
+var rpcAddMu sync.Mutex
+
+// wrapDevices returns the runtime's devices for native handles.
+func (rt *Runtime) wrapDevices(hs []bindings.Dev) []*Device {
+	out := make([]*Device, len(hs))
+	for i, h := range hs {
+		out[i] = rt.device(h)
+	}
+	return out
+}
+
+// guardOf is the guard in front of an RPC device, nil for other devices.
+func (p *process) guardOf(h bindings.Dev) *rpcGuard {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, reg := range p.rpc {
+		for _, d := range reg.devs {
+			if d == h {
+				return reg.guard
+			}
 		}
 	}
-	rt.mu.Unlock()
-	return devs, nil
+	return nil
 }
 
 // RPCName rewrites the guards' loopback addresses in a native name, log
@@ -198,7 +246,7 @@ func (d *Device) Err() error {
 	return d.guard.Err()
 }
 
-// RPCEndpoints lists the registered endpoints.
+// RPCEndpoints lists the endpoints registered in the process.
 func (rt *Runtime) RPCEndpoints() []string {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -1,8 +1,10 @@
 package ggml
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -11,7 +13,8 @@ import (
 	"github.com/ggload/ggload/bindings"
 )
 
-// Options choose the native set and the remote devices.
+// Options choose the native set, the remote devices and where ggml's
+// messages go.
 type Options struct {
 	// LibDir forces one directory (like GGLOAD_LIB_DIR).
 	LibDir string
@@ -19,56 +22,181 @@ type Options struct {
 	Variant string
 	// RPC lists ggml-rpc-server endpoints ("host:port") to register.
 	RPC []string
-	// RPCTimeout bounds the check of each endpoint (default 5s).
+	// RPCTimeout bounds the check of each endpoint when the context of
+	// Open has no deadline (default 5s).
 	RPCTimeout time.Duration
 	// RPCIOTimeout and RPCDirect: see RPCOptions.
 	RPCIOTimeout time.Duration
 	RPCDirect    bool
+	// Logger receives the native libraries' messages while the runtime is
+	// open. Nil keeps ggml quiet: warnings and errors go to slog.Default(),
+	// the rest nowhere.
+	Logger *slog.Logger
 }
 
-// Runtime is the opened native release with its registered backends.
-type Runtime struct {
+// process is what the native libraries hold once per process: the opened
+// set, the RPC registrations (ggml cannot forget one) and what never
+// changes about buffer types and devices.
+type process struct {
 	lib *bindings.Lib
 
 	mu          sync.Mutex
-	devices     map[bindings.Dev]*Device
-	rpc         map[string][]*Device
+	rpc         map[string]*rpcReg // by endpoint
+	guards      []*rpcGuard
 	mappedNames map[bindings.Dev]string
 	slack       map[bindings.Buft]uint64
 	bufts       map[bindings.Buft]*buftInfo
 	extras      map[bindings.Buft]bool
-	guards      []*rpcGuard
+}
+
+// rpcReg is an endpoint registered with ggml.
+type rpcReg struct {
+	devs  []bindings.Dev
+	guard *rpcGuard // nil when registered direct
 }
 
 var (
-	rtMu  sync.Mutex
-	rtOne *Runtime
+	procMu  sync.Mutex
+	procOne *process
 )
 
-// Open opens the native set (once per process; later calls share it) and
-// registers the RPC endpoints of opts.
-func Open(opts Options) (*Runtime, error) {
+// Runtime is an opened native release with its registered backends. Each
+// Open returns a Runtime of its own over the process's one native set:
+// Close frees what was made through it (contexts, buffers, backends,
+// events, schedulers), and a closed Runtime, like every handle made
+// through it, answers ErrClosed. A Runtime is safe for concurrent use.
+type Runtime struct {
+	*process
+	logger *slog.Logger
+
+	devMu   sync.Mutex
+	devices map[bindings.Dev]*Device
+
+	state  sync.RWMutex // read-held while a handle is made, write-held by Close
+	closed bool
+	uses   sync.WaitGroup // Use calls not done
+
+	liveMu sync.Mutex
+	live   map[freer]struct{}
+}
+
+// freer is a handle a Runtime frees on Close.
+type freer interface{ Free() }
+
+// Open opens the native set (the first call in a process loads it; later
+// ones share it) and registers the RPC endpoints of opts, within ctx.
+func Open(ctx context.Context, opts Options) (*Runtime, error) {
+	addLogger(opts.Logger) // before the libraries load, which logs
 	lib, err := bindings.Open(bindings.FindOptions{Dir: opts.LibDir, Variant: opts.Variant})
 	if err != nil {
+		removeLogger(opts.Logger)
 		return nil, err
 	}
-	rtMu.Lock()
-	if rtOne == nil {
-		rtOne = &Runtime{lib: lib, devices: map[bindings.Dev]*Device{}, rpc: map[string][]*Device{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}, bufts: map[bindings.Buft]*buftInfo{}}
+	procMu.Lock()
+	if procOne == nil {
+		procOne = &process{lib: lib, rpc: map[string]*rpcReg{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}, bufts: map[bindings.Buft]*buftInfo{}}
 	}
-	rt := rtOne
-	rtMu.Unlock()
+	rt := &Runtime{process: procOne, logger: opts.Logger, devices: map[bindings.Dev]*Device{}, live: map[freer]struct{}{}}
+	procMu.Unlock()
 	for _, ep := range opts.RPC {
-		if _, err := rt.AddRPCServerWith(ep, RPCOptions{Timeout: opts.RPCTimeout, IOTimeout: opts.RPCIOTimeout, Direct: opts.RPCDirect}); err != nil {
+		o := RPCOptions{Timeout: opts.RPCTimeout, IOTimeout: opts.RPCIOTimeout, Direct: opts.RPCDirect}
+		if _, err := rt.AddRPCServer(ctx, ep, o); err != nil {
+			rt.Close()
 			return nil, err
 		}
 	}
 	return rt, nil
 }
 
-// Lib exposes the raw native table. It is meant for tests and the
-// conformance harness; code that can use the checked API should.
-func (rt *Runtime) Lib() *bindings.Lib { return rt.lib }
+// Close frees every handle made through the runtime and not freed yet, and
+// makes later calls that make handles return ErrClosed. The devices and
+// the RPC registrations are the process's and stay. Closing twice does
+// nothing.
+func (rt *Runtime) Close() error {
+	rt.state.Lock()
+	if rt.closed {
+		rt.state.Unlock()
+		return nil
+	}
+	rt.closed = true
+	rt.state.Unlock()
+	rt.uses.Wait()
+	rt.liveMu.Lock()
+	var left []freer
+	for f := range rt.live {
+		left = append(left, f)
+	}
+	rt.liveMu.Unlock()
+	// what computes or copies first, then what holds tensors, then memory
+	rank := func(f freer) int {
+		switch f.(type) {
+		case *Scheduler:
+			return 0
+		case *Event, *Backend:
+			return 1
+		case *Context:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(left, func(i, j int) bool { return rank(left[i]) < rank(left[j]) })
+	for _, f := range left {
+		f.Free()
+	}
+	removeLogger(rt.logger)
+	return nil
+}
+
+// Use keeps Close from freeing anything until done is called, for work
+// that writes through raw pointers into the runtime's buffers (a load
+// filling pinned staging memory). Close waits for it, while handles can no
+// longer be made, which ends such work with ErrClosed. Use fails once the
+// runtime is closed.
+func (rt *Runtime) Use() (done func(), err error) {
+	if err := rt.begin(); err != nil {
+		return nil, err
+	}
+	defer rt.end()
+	rt.uses.Add(1)
+	var once sync.Once
+	return func() { once.Do(rt.uses.Done) }, nil
+}
+
+// ErrClosed is returned by every use of a handle after it (or the Runtime
+// it was made through) was freed or closed.
+var ErrClosed = errors.New("ggml: use of a freed or closed handle")
+
+// begin holds the runtime open while a handle is made; end releases it.
+func (rt *Runtime) begin() error {
+	rt.state.RLock()
+	if rt.closed {
+		rt.state.RUnlock()
+		return fmt.Errorf("%w: runtime closed", ErrClosed)
+	}
+	return nil
+}
+
+func (rt *Runtime) end() { rt.state.RUnlock() }
+
+// keep records a handle for Close; drop forgets a freed one.
+func (rt *Runtime) keep(f freer) {
+	rt.liveMu.Lock()
+	rt.live[f] = struct{}{}
+	rt.liveMu.Unlock()
+}
+
+func (rt *Runtime) drop(f freer) {
+	rt.liveMu.Lock()
+	delete(rt.live, f)
+	rt.liveMu.Unlock()
+}
+
+// Closed reports whether Close was called.
+func (rt *Runtime) Closed() bool {
+	rt.state.RLock()
+	defer rt.state.RUnlock()
+	return rt.closed
+}
 
 // Version is ggml_version() of the opened library.
 func (rt *Runtime) Version() string { return rt.lib.Version }
@@ -119,12 +247,12 @@ func (rt *Runtime) Devices() []*Device {
 }
 
 func (rt *Runtime) device(h bindings.Dev) *Device {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	rt.devMu.Lock()
+	defer rt.devMu.Unlock()
 	if d, ok := rt.devices[h]; ok {
 		return d
 	}
-	d := &Device{rt: rt, h: h, name: rt.lib.DevName(h)}
+	d := &Device{rt: rt, h: h, name: rt.lib.DevName(h), guard: rt.guardOf(h)}
 	rt.devices[h] = d
 	return d
 }

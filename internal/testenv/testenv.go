@@ -8,7 +8,9 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"github.com/ggload/ggload/internal/hooks"
 	"net"
 	"os"
 	"os/exec"
@@ -59,7 +61,7 @@ func Runtime(t testing.TB) *ggml.Runtime {
 		if _, ok := os.LookupEnv("GGML_VK_VISIBLE_DEVICES"); !ok {
 			_ = bindings.Setenv("GGML_VK_VISIBLE_DEVICES", "0")
 		}
-		rt, rtErr = ggml.Open(ggml.Options{})
+		rt, rtErr = ggml.Open(context.Background(), ggml.Options{})
 	})
 	if rtErr != nil {
 		Missing(t, "cpu", "%v", rtErr)
@@ -175,7 +177,10 @@ func StartRPCServerWrapped(t testing.TB, wrapper []string, args ...string) *RPCS
 	rpcMu.Unlock()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if _, err := ggml.ProbeRPC(ep, time.Second); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := ggml.ProbeRPC(ctx, ep)
+		cancel()
+		if err == nil {
 			return s
 		} else if time.Now().After(deadline) {
 			s.Kill()
@@ -197,7 +202,7 @@ func RPC(t testing.TB, n int) []string {
 	rpcMu.Unlock()
 	for i := have; i < n; i++ {
 		s := StartRPCServer(t)
-		if _, err := r.AddRPCServer(s.Endpoint, 5*time.Second); err != nil {
+		if _, err := r.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{}); err != nil {
 			t.Fatalf("register %s: %v\n%s", s.Endpoint, err, s.Output())
 		}
 		rpcMu.Lock()
@@ -284,3 +289,13 @@ func SourceTree(t testing.TB) string {
 	}
 	return dir
 }
+
+// Lib is the raw native table behind rt, for harnesses that call what the
+// checked API does not offer.
+func Lib(rt *ggml.Runtime) *bindings.Lib { return hooks.Lib(rt) }
+
+// TensorC is the native struct of t.
+func TensorC(t *ggml.Tensor) *bindings.Tensor { return hooks.TensorC(t) }
+
+// LiveBuffers counts the buffers made through package ggml and not freed.
+func LiveBuffers() int64 { return hooks.LiveBuffers() }
