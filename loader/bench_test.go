@@ -40,7 +40,7 @@ func BenchmarkLoad(b *testing.B) {
 					}
 					b.SetBytes(spec.Bytes())
 					for b.Loop() {
-						lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{Readers: readers})
+						lm, err := loader.Load(context.Background(), p, loader.Options{Readers: readers})
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -79,7 +79,7 @@ func BenchmarkLoadFromMapping(b *testing.B) {
 			}
 			b.SetBytes(spec.Bytes())
 			for b.Loop() {
-				lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+				lm, err := loader.Load(context.Background(), p, loader.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -9,3 +9,7 @@ func SetBeforeTensor(f func(seq int, name string)) (restore func()) {
 	beforeTensor = f
 	return func() { beforeTensor = old }
 }
+
+// Mappings lists the file mappings the model keeps (nil entries for files
+// that are not mapped).
+func (m *Model) Mappings() []*Mapping { return m.mappings }

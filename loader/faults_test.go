@@ -25,7 +25,7 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 		testenv.Missing(t, "rpc", "prlimit (util-linux) is needed to cap the server's memory")
 	}
 	srv := testenv.StartRPCServerWrapped(t, []string{prlimit, "--as=536870912"})
-	devs, err := rt.AddRPCServer(srv.Endpoint, 0)
+	devs, err := rt.AddRPCServer(context.Background(), srv.Endpoint, ggml.RPCOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +53,8 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 		p.LoadMode = place.LoadNone
 		p.Devices = []string{devs[0].Name()}
 	})
-	before := ggml.LiveBuffers()
-	_, err = loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	before := testenv.LiveBuffers()
+	_, err = loader.Load(context.Background(), p, loader.Options{})
 	if err == nil {
 		t.Fatal("a 1 GiB buffer fit in a 512 MiB address space")
 	}
@@ -63,7 +63,7 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 			t.Fatalf("error %q lacks %q", err, want)
 		}
 	}
-	if after := ggml.LiveBuffers(); after != before {
+	if after := testenv.LiveBuffers(); after != before {
 		t.Fatalf("%d buffers leaked", after-before)
 	}
 }
@@ -78,7 +78,7 @@ func TestMlockRefusedWarnsAndContinues(t *testing.T) {
 		gm := testenv.OpenModel(t, path)
 		for _, mode := range []place.LoadMode{place.LoadMmapMlock, place.LoadMlock} {
 			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
-			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestReplacedFileIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := planFor(t, rt, gm, func(p *place.Params) { p.Devices = []string{"none"} })
-	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err == nil {
 		lm.Close()
 		t.Fatal("a replaced file was loaded")

@@ -42,12 +42,12 @@ func TestLazyTensorsStayMapped(t *testing.T) {
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Lazy = place.LazyOn })
-		lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		found := false
-		for _, pl := range lm.Placements() {
+		for pl := range lm.Placements() {
 			if pl.Plan.Name != "per_layer_token_embd.weight" {
 				continue
 			}
@@ -87,7 +87,7 @@ func TestUnusedFragmentsReleased(t *testing.T) {
 	// token_embd (the first weight in the file) stays on the CPU; the
 	// layers and the output go to Vulkan0: only the start stays mapped
 	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"Vulkan0"} })
-	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestStagingRingCycles(t *testing.T) {
 		if mode == place.LoadDirectIO {
 			size = 3 * 4096 // room for aligned 4 KiB reads
 		}
-		lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{StagingSlots: 2, StagingSize: size})
+		lm, err := loader.Load(context.Background(), p, loader.Options{StagingSlots: 2, StagingSize: size})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,12 +180,12 @@ func TestCheckTensorsFindsNaN(t *testing.T) {
 	}{{place.LoadMmap, []string{"none"}}, {place.LoadNone, []string{"none"}}, {place.LoadNone, []string{"Vulkan0"}}, {place.LoadMmap, []string{"Vulkan0"}}} {
 		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = c.mode; p.Devices = c.devs })
-		before := ggml.LiveBuffers()
-		_, err := loader.Load(context.Background(), rt, gm, p, loader.Options{CheckTensors: true})
+		before := testenv.LiveBuffers()
+		_, err := loader.Load(context.Background(), p, loader.Options{CheckTensors: true})
 		if !errors.Is(err, loader.ErrInvalidData) || !strings.Contains(err.Error(), "'blk.2.ffn_down.weight'") || strings.Contains(err.Error(), "ffn_up") {
 			t.Fatalf("%s on %v: %v", c.mode, c.devs, err)
 		}
-		if after := ggml.LiveBuffers(); after != before {
+		if after := testenv.LiveBuffers(); after != before {
 			t.Fatalf("%d buffers leaked", after-before)
 		}
 		// the clean model passes
@@ -203,7 +203,7 @@ func TestCancelFreesEverything(t *testing.T) {
 		for _, how := range []string{"callback", "context"} {
 			gm := testenv.OpenModel(t, path)
 			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.TensorSplit = nil })
-			buffers, goroutines := ggml.LiveBuffers(), runtime.NumGoroutine()
+			buffers, goroutines := testenv.LiveBuffers(), runtime.NumGoroutine()
 			ctx, cancel := context.WithCancel(context.Background())
 			calls := 0
 			opts := loader.Options{Readers: 4, ChunkSize: 4096, Progress: func(done, total uint64) bool {
@@ -217,12 +217,12 @@ func TestCancelFreesEverything(t *testing.T) {
 				}
 				return true
 			}}
-			_, err := loader.Load(ctx, rt, gm, p, opts)
+			_, err := loader.Load(ctx, p, opts)
 			cancel()
 			if !errors.Is(err, loader.ErrCanceled) {
 				t.Fatalf("%s/%s: %v", mode, how, err)
 			}
-			if b := ggml.LiveBuffers(); b != buffers {
+			if b := testenv.LiveBuffers(); b != buffers {
 				t.Fatalf("%s/%s: %d buffers leaked", mode, how, b-buffers)
 			}
 			deadline := time.Now().Add(2 * time.Second)
@@ -244,7 +244,7 @@ func TestProgressIsMonotonic(t *testing.T) {
 	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.NGPULayers = place.NLayers(3) })
 	var seen []uint64
 	var total uint64
-	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{Readers: 3, ChunkSize: 8192, Progress: func(done, t uint64) bool {
+	lm, err := loader.Load(context.Background(), p, loader.Options{Readers: 3, ChunkSize: 8192, Progress: func(done, t uint64) bool {
 		seen = append(seen, done)
 		total = t
 		return true
@@ -280,7 +280,7 @@ func TestTruncatedAfterOpen(t *testing.T) {
 		if err := os.Truncate(path, last.Offset+last.Size/2); err != nil {
 			t.Fatal(err)
 		}
-		_, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+		_, err := loader.Load(context.Background(), p, loader.Options{})
 		if err == nil || !strings.Contains(err.Error(), "'"+last.Name+"'") || !strings.Contains(err.Error(), "truncated") {
 			t.Fatalf("%s: %v", mode, err)
 		}
@@ -297,7 +297,7 @@ func TestShrinksDuringLoad(t *testing.T) {
 		gm := testenv.OpenModel(t, path)
 		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"Vulkan0"} })
 		calls := 0
-		_, err := loader.Load(context.Background(), rt, gm, p, loader.Options{Readers: 1, Progress: func(done, total uint64) bool {
+		_, err := loader.Load(context.Background(), p, loader.Options{Readers: 1, Progress: func(done, total uint64) bool {
 			calls++
 			if calls == 3 {
 				if err := os.Truncate(path, 4096); err != nil {
@@ -333,13 +333,13 @@ func TestRepackedTensors(t *testing.T) {
 				p.LoadMode = mode
 				p.Devices = []string{"none"}
 			})
-			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer lm.Close()
 			repacked, plain := 0, 0
-			for _, pl := range lm.Placements() {
+			for pl := range lm.Placements() {
 				if pl.Tensor == nil {
 					continue
 				}
@@ -379,7 +379,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	path := testenv.ModelFile(t, rt, smallSpec)
 	gm := testenv.OpenModel(t, path)
 	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} })
-	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,9 +100,10 @@ func (l *load) watchFiles(tensor string, force bool) error {
 // and, on filesystems with coarse timestamps, a write within the same tick
 // as the previous one. Verify reads the weights back and sees those.
 func (m *Model) CheckFile() error {
-	if m.files == nil {
-		return errors.New("loader: check file: the model is closed")
+	if err := m.hold("check file"); err != nil {
+		return err
 	}
+	defer m.release()
 	for i, f := range m.files {
 		if i >= len(m.stamps) {
 			break

@@ -58,17 +58,27 @@ const directIOBufferSize = 64 << 20
 // tensor's place in the load's order.
 var beforeTensor func(seq int, name string)
 
-// Load carries out plan p for model m on runtime rt.
-func Load(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, p *place.Plan, o Options) (*Model, error) {
-	if p.Model != m {
-		return nil, errors.New("loader: the plan was made for another model")
+// Load carries out plan p: the model it was made for goes to the devices of
+// the plan's runtime. The runtime cannot be closed under a load (its Close
+// waits, and a load it ends returns ErrClosed); a cancelled ctx ends the
+// load with an error wrapping ErrCanceled and ctx's error. Nothing is left
+// allocated after an error.
+func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
+	if p == nil || p.Model == nil || p.Runtime() == nil {
+		return nil, errors.New("loader: no plan (make one with place.New)")
 	}
-	l := &load{ctx: ctx, rt: rt, gm: m, p: p, o: o, model: &Model{Plan: p, byName: map[string]int{}}}
+	rt := p.Runtime()
+	done, err := rt.Use()
+	if err != nil {
+		return nil, fmt.Errorf("loader: %w", err)
+	}
+	defer done()
+	l := &load{ctx: ctx, rt: rt, gm: p.Model, p: p, o: o, model: &Model{Plan: p, byName: map[string]int{}}}
 	if l.o.Logger == nil {
 		l.o.Logger = slog.Default()
 	}
 	start := time.Now()
-	err := l.run()
+	err = l.run()
 	l.model.Stats.Total = time.Since(start)
 	if err != nil {
 		l.abort()

@@ -54,14 +54,14 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+				lm, err := loader.Load(context.Background(), p, loader.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer lm.Close()
 				verify(t, gm, lm)
 				// zero copy where the plan maps: data inside the mapping
-				for _, pl := range lm.Placements() {
+				for pl := range lm.Placements() {
 					if pl.Path != loader.PathZeroCopy {
 						continue
 					}

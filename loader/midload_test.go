@@ -212,8 +212,8 @@ func TestFileChangesMidLoad(t *testing.T) {
 							}
 						}
 					})
-					buffers, goroutines := ggml.LiveBuffers(), runtime.NumGoroutine()
-					lm, err := loader.Load(context.Background(), rt, gm, p, opts)
+					buffers, goroutines := testenv.LiveBuffers(), runtime.NumGoroutine()
+					lm, err := loader.Load(context.Background(), p, opts)
 					restore()
 					what := fmt.Sprintf("%s/%s/%s run %d (before tensor %d of %d, %q; cut at %d; %+v)", scenario, target.name, mode, run, k, n, struck, cut, opts)
 					if struck == "" {
@@ -250,7 +250,7 @@ func TestFileChangesMidLoad(t *testing.T) {
 						loaded++
 					}
 					gm.Close()
-					if after := ggml.LiveBuffers(); after != buffers {
+					if after := testenv.LiveBuffers(); after != buffers {
 						t.Fatalf("%s: %d buffers live after the load, %d before", what, after, buffers)
 					}
 					if after := settleGoroutines(goroutines); after > goroutines {
@@ -288,7 +288,7 @@ func rewrite(path string, gm *gguf.Model, rng *rand.Rand) error {
 // bytes of the original file.
 func checkAgainst(t *testing.T, what string, lm *loader.Model, want []byte) {
 	t.Helper()
-	for _, pl := range lm.Placements() {
+	for pl := range lm.Placements() {
 		if pl.Tensor == nil || pl.Plan.BufferType.WriteOnly() {
 			continue
 		}
@@ -314,13 +314,13 @@ func checkRewriteAfterLoad(t *testing.T, rt *ggml.Runtime, targets []stressTarge
 		for _, mode := range stressModes {
 			stressFile(t, path, pristine)
 			gm, p, _ := stressPlan(t, rt, path, target, mode)
-			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatalf("%s/%s: %v", target.name, mode, err)
 			}
 			// rewrite one tensor of each kind of path
 			byPath := map[loader.Path]loader.Placement{}
-			for _, pl := range lm.Placements() {
+			for pl := range lm.Placements() {
 				if pl.Tensor != nil && pl.Path != loader.PathShared {
 					key := pl.Path
 					if pl.Plan.BufferType.WriteOnly() {
@@ -431,7 +431,7 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 	}
 	gm, p := plan()
 	start := time.Now()
-	lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 		gm, p := plan()
 		delay := time.Duration(float64(clean) * (0.1 + 0.6*rand.Float64()))
 		var done atomic.Int64 // when the truncation had happened
-		buffers := ggml.LiveBuffers()
+		buffers := testenv.LiveBuffers()
 		start := time.Now()
 		timer := time.AfterFunc(delay, func() {
 			if err := os.Truncate(path, int64(len(pristine))*4/10); err != nil {
@@ -451,7 +451,7 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 			}
 			done.Store(time.Now().UnixNano())
 		})
-		lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
 		end := time.Now().UnixNano()
 		for !timer.Stop() && done.Load() == 0 {
 			time.Sleep(time.Millisecond) // running: let it finish
@@ -472,7 +472,7 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 		if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "tensor '") {
 			t.Fatalf("the error does not name the file and a tensor: %v", err)
 		}
-		if n := ggml.LiveBuffers(); n != buffers {
+		if n := testenv.LiveBuffers(); n != buffers {
 			t.Fatalf("%d buffers live after the failed load, %d before", n, buffers)
 		}
 		gm.Close()

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -68,10 +69,15 @@ func (s Stats) GBps() float64 {
 }
 
 // Model is a loaded model: its tensors live in their buffers on their
-// devices until Close.
+// devices until Close. A Model is safe for concurrent use: its tensors can
+// be read from many goroutines, and Close waits for reads and Verify in
+// progress; afterwards its tensors and methods answer ErrClosed.
 type Model struct {
 	Plan  *place.Plan
 	Stats Stats
+
+	mu     sync.RWMutex // write-held by Close
+	closed bool
 
 	files      []*modelFile
 	stamps     []fileStamp // each file as opened
@@ -85,9 +91,29 @@ type Model struct {
 	statsMu    sync.Mutex
 }
 
+// ErrClosed is wrapped by the errors of a closed Model's methods; its
+// tensors answer ggml.ErrClosed, which is the same error.
+var ErrClosed = ggml.ErrClosed
+
+// hold keeps the model open until release.
+func (m *Model) hold(what string) error {
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return fmt.Errorf("loader: %s: %w: the model is closed", what, ErrClosed)
+	}
+	return nil
+}
+
+func (m *Model) release() { m.mu.RUnlock() }
+
 // Tensor returns the named tensor (for a tensor placed twice, such as a
-// tied embedding, the first placement).
+// tied embedding, the first placement); none once closed.
 func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
+	if m.hold("tensor") != nil {
+		return nil, false
+	}
+	defer m.release()
 	i, ok := m.byName[name]
 	if !ok || m.placements[i].Tensor == nil {
 		return nil, false
@@ -95,31 +121,47 @@ func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
 	return m.placements[i].Tensor, true
 }
 
-// Placements lists every placement in plan order.
-func (m *Model) Placements() []Placement { return m.placements }
+// Placements walks every placement in plan order.
+func (m *Model) Placements() iter.Seq[Placement] {
+	return func(yield func(Placement) bool) {
+		for _, pl := range m.placements {
+			if !yield(pl) {
+				return
+			}
+		}
+	}
+}
 
 // Buffers lists the weight buffers.
 func (m *Model) Buffers() []*LoadedBuffer { return m.buffers }
-
-// Mappings lists the file mappings the model keeps (nil entries for files
-// that are not mapped).
-func (m *Model) Mappings() []*Mapping { return m.mappings }
 
 // Warnings are the problems the load worked around (mlock refused, direct
 // I/O unavailable, ...).
 func (m *Model) Warnings() []string { return m.warnings }
 
-// Close frees the buffers, the contexts and the mappings, and closes the
-// files. The tensors must not be used afterwards.
+// Close frees the contexts (their tensors then answer ErrClosed), the
+// buffers and the mappings, and closes the files, once the reads in
+// progress are done. Closing twice does nothing.
 func (m *Model) Close() error {
-	for _, b := range m.buffers {
-		b.Buffer.Free()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
 	}
-	m.buffers = nil
+	m.closed = true
+	return m.free()
+}
+
+// free releases everything, tensors first (a load that fails calls it
+// too).
+func (m *Model) free() error {
 	for _, c := range m.contexts {
 		c.Free()
 	}
 	m.contexts = nil
+	for _, b := range m.buffers {
+		b.Buffer.Free() // the list stays for reports
+	}
 	for _, l := range m.locks {
 		l.release()
 	}

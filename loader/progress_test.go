@@ -66,13 +66,13 @@ func TestProgressMovesInsideTensors(t *testing.T) {
 				total = tot
 				return true
 			}
-			lm, err := loader.Load(context.Background(), rt, gm, p, o)
+			lm, err := loader.Load(context.Background(), p, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer lm.Close()
 			var big int64
-			for _, pl := range lm.Placements() {
+			for pl := range lm.Placements() {
 				if pl.Path == c.path {
 					big = max(big, pl.Plan.Bytes)
 				}

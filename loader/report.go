@@ -3,6 +3,7 @@ package loader
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ggload/ggload/place"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -25,10 +26,14 @@ func (m *Model) BufferTensors() (counts []int, bytes []uint64) {
 	return counts, bytes
 }
 
+// ReportOptions choose what a report adds (Debug has no lines of its own
+// in a load's report).
+type ReportOptions = place.ReportOptions
+
 // Report prints the load as llama.cpp does (file type and size, offload
 // lines, each buffer's size), then ggload's own lines, each marked
 // "ggload:": every buffer's tensors, timings and throughput.
-func (m *Model) Report(w io.Writer, tensors bool) {
+func (m *Model) Report(w io.Writer, o ReportOptions) {
 	p, gm := m.Plan, m.Plan.Model
 	fmt.Fprintf(w, "print_info: file type   = %s\n", gm.FileTypeName())
 	fmt.Fprintf(w, "print_info: file size   = %s\n", gm.SizeString())
@@ -66,7 +71,7 @@ func (m *Model) Report(w io.Writer, tensors bool) {
 	for _, warn := range m.warnings {
 		fmt.Fprintln(w, "ggload: warning:", warn)
 	}
-	if tensors {
+	if o.Tensors {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nname\ttype\tbytes\tbuffer\tbuffer type\tdevice\tpath")
 		for _, pl := range m.placements {
@@ -88,7 +93,7 @@ func contains(s, sub string) bool {
 }
 
 func bufName(pl Placement) string {
-	if pl.Tensor == nil || pl.Tensor.BufferHandle() == 0 {
+	if pl.Tensor == nil || !pl.Tensor.Allocated() {
 		return ""
 	}
 	if pl.Buffer != nil {

@@ -32,7 +32,7 @@ func TestLoadedBuffersAddUp(t *testing.T) {
 				p.NGPULayers = place.NLayers(4)
 				p.NoExtraBufts = !(devs[0] == "none" && len(rt.CPUDevice().ExtraBufferTypes()) > 0)
 			})
-			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{})
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestLoadedBuffersAddUp(t *testing.T) {
 				t.Fatalf("%d buffers hold %d tensors, %d bytes; the plan's totals %+v", len(j.Buffers), n, nb, tot)
 			}
 			var out bytes.Buffer
-			lm.Report(&out, false)
+			lm.Report(&out, loader.ReportOptions{})
 			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 				if !strings.HasPrefix(line, "print_info: ") && !strings.HasPrefix(line, "load_tensors: ") && !strings.HasPrefix(line, "ggload: ") {
 					t.Errorf("unlabelled line %q", line)

@@ -114,7 +114,9 @@ func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
 		}
 		slot := r.next
 		if r.recorded[slot] {
-			r.events[slot].Synchronize()
+			if err := r.events[slot].Synchronize(); err != nil {
+				return fmt.Errorf("loader: tensor '%s': %w", name, err)
+			}
 			r.recorded[slot] = false
 		}
 		base := uintptr(r.slots[slot].Base())
@@ -138,7 +140,9 @@ func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
 			if err := r.backend.SetTensorAsync(t.pl.Tensor, unsafe.Pointer(&piece[0]), uint64(lo-off), uint64(hi-lo)); err != nil {
 				return fmt.Errorf("loader: tensor '%s': %w", name, err)
 			}
-			r.events[slot].Record(r.backend)
+			if err := r.events[slot].Record(r.backend); err != nil {
+				return fmt.Errorf("loader: tensor '%s': %w", name, err)
+			}
 			r.recorded[slot] = true
 			l.addDone(t.pl.Path, uint64(hi-lo))
 		}
@@ -156,9 +160,12 @@ func (r *stagingRing) close() error {
 	if r == nil {
 		return nil
 	}
+	var first error
 	for i, ev := range r.events {
 		if r.recorded[i] {
-			ev.Synchronize()
+			if err := ev.Synchronize(); err != nil && first == nil {
+				first = fmt.Errorf("loader: waiting for the last uploads: %w", err)
+			}
 			r.recorded[i] = false
 		}
 		ev.Free()
@@ -172,5 +179,5 @@ func (r *stagingRing) close() error {
 		r.backend.Free()
 		r.backend = nil
 	}
-	return nil
+	return first
 }

@@ -21,6 +21,10 @@ type Verified struct {
 // counted.
 func (m *Model) Verify() (Verified, error) {
 	v := Verified{ByDevice: map[string]int{}}
+	if err := m.hold("verify"); err != nil {
+		return v, err
+	}
+	defer m.release()
 	gm := m.Plan.Model
 	var want []byte
 	for _, pl := range m.placements {

@@ -72,7 +72,7 @@ func BenchmarkParse100kTensorsNative(b *testing.B) {
 }
 
 func benchNative(b *testing.B, path string) {
-	lib := testenv.Runtime(b).Lib()
+	lib := testenv.Lib(testenv.Runtime(b))
 	for b.Loop() {
 		c := lib.GGUFInitFromFile(path, bindings.GGUFInitParams{NoAlloc: true})
 		if c == 0 {

@@ -16,7 +16,7 @@ import (
 // our reader and in ggml's.
 func TestCrossReferenceModels(t *testing.T) {
 	src := testenv.SourceTree(t)
-	lib := testenv.Runtime(t).Lib()
+	lib := testenv.Lib(testenv.Runtime(t))
 	files, err := filepath.Glob(filepath.Join(src, "models", "*.gguf"))
 	must(t, err)
 	if len(files) == 0 {
@@ -37,7 +37,7 @@ func TestCrossReferenceModels(t *testing.T) {
 // Files from our writer read the same in ggml's reader, for several
 // alignments.
 func TestWriterReadByNative(t *testing.T) {
-	lib := testenv.Runtime(t).Lib()
+	lib := testenv.Lib(testenv.Runtime(t))
 	for _, align := range []uint64{0, 1, 64, 4096} {
 		path := writeSample(t, align)
 		f, err := gguf.Open(path)
@@ -50,7 +50,7 @@ func TestWriterReadByNative(t *testing.T) {
 // Files from ggml's writer read the same in ours, tensor data included.
 func TestNativeWriterReadByOurs(t *testing.T) {
 	rt := testenv.Runtime(t)
-	lib := rt.Lib()
+	lib := testenv.Lib(rt)
 	ctx := lib.GGUFInitEmpty()
 	defer lib.GGUFFree(ctx)
 	lib.GGUFSetValStr(ctx, "general.architecture", "llama")
@@ -91,7 +91,7 @@ func TestNativeWriterReadByOurs(t *testing.T) {
 		}
 		copy(unsafeBytes(tn), data)
 		want = append(want, data)
-		lib.GGUFAddTensor(ctx, tn.C())
+		lib.GGUFAddTensor(ctx, testenv.TensorC(tn))
 	}
 	path := filepath.Join(t.TempDir(), "native.gguf")
 	if !lib.GGUFWriteToFile(ctx, path, false) {
@@ -119,7 +119,7 @@ func TestNativeWriterReadByOurs(t *testing.T) {
 // own reader; ours refuses it the same way, naming the tensor.
 func TestNativeWriterAlignmentQuirkRefusedByBoth(t *testing.T) {
 	rt := testenv.Runtime(t)
-	lib := rt.Lib()
+	lib := testenv.Lib(rt)
 	ctx := lib.GGUFInitEmpty()
 	defer lib.GGUFFree(ctx)
 	lib.GGUFSetValU32(ctx, gguf.KeyAlignment, 64)
@@ -130,7 +130,7 @@ func TestNativeWriterAlignmentQuirkRefusedByBoth(t *testing.T) {
 		tn, err := gctx.NewTensor(ggml.TypeF32, 5)
 		must(t, err)
 		must(t, tn.SetName(name))
-		lib.GGUFAddTensor(ctx, tn.C())
+		lib.GGUFAddTensor(ctx, testenv.TensorC(tn))
 	}
 	path := filepath.Join(t.TempDir(), "quirk.gguf")
 	if !lib.GGUFWriteToFile(ctx, path, false) {

@@ -1,0 +1,209 @@
+package loader_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// openOwn opens a Runtime of the test's own, closed when it ends.
+func openOwn(t *testing.T) *ggml.Runtime {
+	t.Helper()
+	testenv.Runtime(t) // the shared one sets the environment up
+	rt, err := ggml.Open(context.Background(), ggml.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func loadTiny(t *testing.T, rt *ggml.Runtime, mode place.LoadMode) (*gguf.Model, *loader.Model) {
+	t.Helper()
+	gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
+	p, err := place.New(rt, gm, place.Params{LoadMode: mode, Devices: []string{"none"}, NoExtraBufts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lm.Close() })
+	return gm, lm
+}
+
+// After Close, of the model or of the runtime, every handle answers
+// ErrClosed and nothing reads freed memory: in host buffers (none), in
+// the mapping (mmap), and on the device of every other buffer type.
+func TestUseAfterClose(t *testing.T) {
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+		for _, by := range []string{"model", "runtime"} {
+			t.Run(mode.String()+"/"+by, func(t *testing.T) {
+				rt := openOwn(t)
+				buffers := testenv.LiveBuffers()
+				_, lm := loadTiny(t, rt, mode)
+				emb, _ := lm.Tensor("token_embd.weight")
+				q, _ := lm.Tensor("blk.0.attn_q.weight")
+				if _, err := q.Bytes(); err != nil {
+					t.Fatal(err)
+				}
+				if by == "model" {
+					lm.Close()
+				} else {
+					rt.Close()
+					if n := testenv.LiveBuffers(); n != buffers {
+						t.Errorf("%d buffers live after the runtime's Close, %d before the load", n, buffers)
+					}
+				}
+				for _, tn := range []*ggml.Tensor{emb, q} {
+					if b, err := tn.Bytes(); !errors.Is(err, ggml.ErrClosed) || b != nil {
+						t.Errorf("%s.Bytes after Close: %d bytes, %v", tn.Name(), len(b), err)
+					}
+					if err := tn.Set([]byte{1}, 0); !errors.Is(err, ggml.ErrClosed) {
+						t.Errorf("%s.Set after Close: %v", tn.Name(), err)
+					}
+					if tn.Data() != nil || tn.Allocated() || tn.Buffer() != nil {
+						t.Errorf("%s still shows memory after Close", tn.Name())
+					}
+					// what Go keeps stays readable
+					if tn.NBytes() == 0 || tn.Name() == "" {
+						t.Errorf("%s lost its shape or name", tn.Name())
+					}
+				}
+				if _, ok := lm.Tensor("token_embd.weight"); ok && by == "model" {
+					t.Error("a closed model still hands out tensors")
+				}
+				if _, err := lm.Verify(); !errors.Is(err, loader.ErrClosed) && by == "model" {
+					t.Errorf("Verify after Close: %v", err)
+				}
+				if err := lm.CheckFile(); by == "model" && !errors.Is(err, loader.ErrClosed) {
+					t.Errorf("CheckFile after Close: %v", err)
+				}
+				if err := lm.Close(); err != nil {
+					t.Errorf("second Close: %v", err)
+				}
+				if by == "runtime" {
+					if _, err := rt.NewContext(ggml.ContextParams{Tensors: 1}); !errors.Is(err, ggml.ErrClosed) {
+						t.Errorf("NewContext on a closed runtime: %v", err)
+					}
+					if _, err := rt.CPUBufferType().Alloc(64); !errors.Is(err, ggml.ErrClosed) {
+						t.Errorf("Alloc on a closed runtime: %v", err)
+					}
+					gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
+					// planning asks devices (supports_op) through the runtime
+					if _, err := place.New(rt, gm, place.Params{}); !errors.Is(err, ggml.ErrClosed) {
+						t.Errorf("place.New on a closed runtime: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A load on a closed runtime is refused, and a runtime closed while
+// loads run ends them with ErrClosed or lets them finish; either way
+// nothing is left allocated.
+func TestLoadAndRuntimeClose(t *testing.T) {
+	rt := openOwn(t)
+	gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
+	p, err := place.New(rt, gm, place.Params{Devices: []string{"none"}, LoadMode: place.LoadNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buffers := testenv.LiveBuffers()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
+			if err == nil {
+				lm.Close()
+			}
+			errs <- err
+		})
+	}
+	rt.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil && !errors.Is(err, ggml.ErrClosed) {
+			t.Errorf("load under Close: %v", err)
+		}
+	}
+	if n := testenv.LiveBuffers(); n != buffers {
+		t.Errorf("%d buffers live, %d before", n, buffers)
+	}
+	if _, err := loader.Load(context.Background(), p, loader.Options{}); !errors.Is(err, ggml.ErrClosed) {
+		t.Errorf("load on a closed runtime: %v", err)
+	}
+}
+
+// Reads racing Close (run with -race): every read returns the weights or
+// ErrClosed, and none touches freed memory.
+func TestReadsRaceClose(t *testing.T) {
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+		for _, by := range []string{"model", "runtime"} {
+			t.Run(mode.String()+"/"+by, func(t *testing.T) {
+				for range 20 {
+					rt := openOwn(t)
+					_, lm := loadTiny(t, rt, mode)
+					names := []string{"token_embd.weight", "blk.0.attn_q.weight", "blk.1.ffn_down.weight", "output_norm.weight"}
+					want := map[string][]byte{}
+					var ts []*ggml.Tensor
+					for _, n := range names {
+						tn, ok := lm.Tensor(n)
+						if !ok {
+							t.Fatalf("no %s", n)
+						}
+						b, err := tn.Bytes()
+						if err != nil {
+							t.Fatal(err)
+						}
+						want[n], ts = b, append(ts, tn)
+					}
+					var wg sync.WaitGroup
+					start := make(chan struct{})
+					for _, tn := range ts {
+						for range 2 {
+							wg.Go(func() {
+								<-start
+								for i := 0; ; i++ {
+									b, err := tn.Bytes()
+									if errors.Is(err, ggml.ErrClosed) {
+										return
+									}
+									if err != nil || !bytes.Equal(b, want[tn.Name()]) {
+										t.Errorf("%s read %d: %v", tn.Name(), i, err)
+										return
+									}
+								}
+							})
+						}
+					}
+					wg.Go(func() {
+						<-start
+						if _, err := lm.Verify(); err != nil && !errors.Is(err, loader.ErrClosed) {
+							t.Errorf("Verify racing Close: %v", err)
+						}
+					})
+					close(start)
+					if by == "model" {
+						lm.Close()
+					} else {
+						rt.Close()
+					}
+					wg.Wait()
+				}
+			})
+		}
+	}
+}
