@@ -112,7 +112,7 @@ func TestResolveModesAutoFallback(t *testing.T) {
 		{LoadMlock, LazyOff, []ggml.Caps{yes}, LoadMlock, false, LazyOff},
 		{LoadDirectIO, LazyAuto, []ggml.Caps{yes}, LoadDirectIO, false, LazyAuto},
 	} {
-		m, mmap, lz := ResolveModes(c.mode, c.lazy, c.caps)
+		m, mmap, lz := autoModes(c.mode, c.lazy, c.caps)
 		if m != c.wantMode || mmap != c.mmap || lz != c.wantLazy {
 			t.Errorf("%s/%s over %v: %s mmap=%v lazy %s", c.mode, c.lazy, c.caps, m, mmap, lz)
 		}

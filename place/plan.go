@@ -112,7 +112,12 @@ type Plan struct {
 
 	ProbeQuestions int // supports_op questions
 	Probes         int // questions that reached a device (cache misses)
+
+	rt *ggml.Runtime
 }
+
+// Runtime is the runtime whose devices the plan uses.
+func (p *Plan) Runtime() *ggml.Runtime { return p.rt }
 
 // Placements walks the tensors in llama.cpp's creation order, duplicates
 // (a tied output, a rope tensor every layer uses) and unused tensors
@@ -136,15 +141,16 @@ func New(rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
 	pr := newProber(rt, h, params.NoProbeCache)
 	return plan(rt, m, h, params, pr)
 }
+
 func (p *Plan) log(level, text string) { p.Log = append(p.Log, LogLine{level, text}) }
 func (p *Plan) info(text string)       { p.log("INFO", text) }
 func (p *Plan) debug(text string)      { p.log("DEBUG", text) }
 func (p *Plan) warn(text string)       { p.log("WARN", text) }
 
-// ResolveModes is llama.cpp's resolution of AUTO for the devices of a
+// autoModes is llama.cpp's resolution of AUTO for the devices of a
 // model: AUTO maps the file unless some device lacks mmap support (then it
 // reads: NONE), and lazy AUTO turns OFF in that case too.
-func ResolveModes(mode LoadMode, lazy LazyMode, devices []ggml.Caps) (LoadMode, bool, LazyMode) {
+func autoModes(mode LoadMode, lazy LazyMode, devices []ggml.Caps) (LoadMode, bool, LazyMode) {
 	allMmap := true
 	for _, c := range devices {
 		if !c.MmapSupport {

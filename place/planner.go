@@ -73,7 +73,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	if params.NCPUMoE < 0 {
 		return nil, fmt.Errorf("place: --n-cpu-moe %d is negative", params.NCPUMoE)
 	}
-	p := &Plan{Model: m, Arch: h.arch, Exact: h.exact, NLayer: h.nLayerAll, Params: params, CPU: cpu, Lazy: params.Lazy}
+	p := &Plan{rt: rt, Model: m, Arch: h.arch, Exact: h.exact, NLayer: h.nLayerAll, Params: params, CPU: cpu, Lazy: params.Lazy}
 	pl := &planner{
 		rt: rt, m: m, h: h, p: p, pr: pr, cpu: cpu, cpuBuf: cpu.BufferType(),
 		gpuLists: map[*ggml.Device][]bufEntry{}, ctxIndex: map[ctxKey]int{},
@@ -137,7 +137,7 @@ func deviceNames(devs []*ggml.Device) string {
 	return strings.Join(names, ", ")
 }
 
-// resolveModes applies AUTO's fallbacks (see ResolveModes).
+// resolveModes applies AUTO's fallbacks (see autoModes).
 func (pl *planner) resolveModes() error {
 	p := pl.p
 	if _, ok := loadModeNames[p.Params.LoadMode]; !ok {
@@ -150,7 +150,7 @@ func (pl *planner) resolveModes() error {
 	for i, d := range p.Devices {
 		caps[i] = d.Caps()
 	}
-	p.LoadMode, p.UseMmap, p.Lazy = ResolveModes(p.Params.LoadMode, p.Params.Lazy, caps)
+	p.LoadMode, p.UseMmap, p.Lazy = autoModes(p.Params.LoadMode, p.Params.Lazy, caps)
 	p.info(fmt.Sprintf("load_tensors: loading model tensors, this can take a while... (load_mode = %s)", p.LoadMode))
 	return nil
 }

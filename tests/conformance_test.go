@@ -78,7 +78,7 @@ func llamaReport(rt *ggml.Runtime, m *llama.Model, lines []llama.LogLine) report
 			r.add(ln.Text)
 		}
 	}
-	lib := rt.Lib()
+	lib := testenv.Lib(rt)
 	seen := map[bindings.Buffer]bool{}
 	for _, tn := range m.Tensors() {
 		b := tn.C.Buffer
@@ -187,7 +187,7 @@ func llamaLoad(t testing.TB, rt *ggml.Runtime, path string, params place.Params)
 func deviceDiff(rt *ggml.Runtime, plan *place.Plan, lm *llama.Model) []string {
 	var theirDevs []string
 	for _, d := range lm.Devices() {
-		theirDevs = append(theirDevs, rt.Lib().DevName(d))
+		theirDevs = append(theirDevs, testenv.Lib(rt).DevName(d))
 	}
 	var ourDevs []string
 	for _, d := range plan.Devices {

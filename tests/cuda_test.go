@@ -63,7 +63,7 @@ type cudaNamedTensor struct {
 }
 
 func cudaPlacementOf(rt *ggml.Runtime, layers map[int]string, ts []cudaNamedTensor) cudaPlacement {
-	lib := rt.Lib()
+	lib := testenv.Lib(rt)
 	r := cudaPlacement{layers: layers}
 	seen := map[bindings.Buffer]bool{}
 	for _, t := range ts {
@@ -103,11 +103,11 @@ func cudaOurPlacement(rt *ggml.Runtime, p *place.Plan, lm *loader.Model) cudaPla
 		layers[il] = d.Name()
 	}
 	var ts []cudaNamedTensor
-	for _, pl := range lm.Placements() {
+	for pl := range lm.Placements() {
 		if pl.Tensor == nil || pl.Path == loader.PathShared {
 			continue
 		}
-		ts = append(ts, cudaNamedTensor{pl.Plan.Name, pl.Tensor.C()})
+		ts = append(ts, cudaNamedTensor{pl.Plan.Name, testenv.TensorC(pl.Tensor)})
 	}
 	return cudaPlacementOf(rt, layers, ts)
 }
@@ -236,7 +236,7 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				lm, err := loader.Load(context.Background(), rt, gm, plan, loader.Options{CheckTensors: c.check})
+				lm, err := loader.Load(context.Background(), plan, loader.Options{CheckTensors: c.check})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -265,7 +265,7 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 				defer m.Free()
 				var theirDevs, ourDevs []string
 				for _, d := range m.Devices() {
-					theirDevs = append(theirDevs, rt.Lib().DevName(d))
+					theirDevs = append(theirDevs, testenv.Lib(rt).DevName(d))
 				}
 				for _, d := range plan.Devices {
 					ourDevs = append(ourDevs, d.Name())
@@ -304,8 +304,8 @@ func TestCUDALoadModes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				before := ggml.LiveBuffers()
-				lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{CheckTensors: check})
+				before := testenv.LiveBuffers()
+				lm, err := loader.Load(context.Background(), p, loader.Options{CheckTensors: check})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -318,7 +318,7 @@ func TestCUDALoadModes(t *testing.T) {
 				}
 				mapped := p.UseMmap
 				onDevice, onHost := 0, 0
-				for _, pl := range lm.Placements() {
+				for pl := range lm.Placements() {
 					if pl.Tensor == nil || pl.Buffer == nil {
 						continue
 					}
@@ -351,7 +351,7 @@ func TestCUDALoadModes(t *testing.T) {
 				if err := lm.Close(); err != nil {
 					t.Fatal(err)
 				}
-				if after := ggml.LiveBuffers(); after != before {
+				if after := testenv.LiveBuffers(); after != before {
 					t.Errorf("%d buffers left after Close", after-before)
 				}
 			})
@@ -402,8 +402,8 @@ func TestCUDACheckTensorsFindsNaN(t *testing.T) {
 			if d := p.LayerDevices[6]; d != cuda {
 				t.Fatalf("layer 6 planned on %s, want %s", d.Name(), cuda.Name())
 			}
-			before := ggml.LiveBuffers()
-			lm, err := loader.Load(context.Background(), rt, gm, p, loader.Options{CheckTensors: true})
+			before := testenv.LiveBuffers()
+			lm, err := loader.Load(context.Background(), p, loader.Options{CheckTensors: true})
 			if err == nil {
 				lm.Close()
 				t.Fatal("a NaN in a CUDA0 tensor passed --check-tensors")
@@ -411,7 +411,7 @@ func TestCUDACheckTensorsFindsNaN(t *testing.T) {
 			if !errors.Is(err, loader.ErrInvalidData) || !strings.Contains(err.Error(), "'"+bad+"'") {
 				t.Fatalf("want ErrInvalidData naming '%s', got %v", bad, err)
 			}
-			if after := ggml.LiveBuffers(); after != before {
+			if after := testenv.LiveBuffers(); after != before {
 				t.Errorf("%d buffers leaked", after-before)
 			}
 			ld, err := cudaLlamaLoad(rt, path, params, true)
@@ -477,7 +477,7 @@ func TestCUDASplitRowMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatalf("llama.cpp loads -sm row on %s; ggload: %v", cuda.Name(), err)
 			}
-			lm, err := loader.Load(context.Background(), rt, gm, plan, loader.Options{})
+			lm, err := loader.Load(context.Background(), plan, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

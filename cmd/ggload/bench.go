@@ -188,7 +188,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) > 1 {
 		return s.errorf("at most one MODEL, got %s", strings.Join(pos, " "))
 	}
-	rt, err := bf.open()
+	rt, err := bf.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -525,7 +525,7 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 
 func benchOnce(ctx context.Context, rf runtimeFlags, impl, modeName, target string, idle, noExtra bool, readers int, path string) (childResult, error) {
 	var res childResult
-	rt, err := rf.open()
+	rt, err := rf.open(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -576,7 +576,7 @@ func benchOnce(ctx context.Context, rf runtimeFlags, impl, modeName, target stri
 		return res, nil
 	}
 	start := time.Now()
-	lm, err := loader.Load(ctx, rt, m, p, loader.Options{Readers: readers})
+	lm, err := loader.Load(ctx, p, loader.Options{Readers: readers})
 	res.LoadS = time.Since(start).Seconds()
 	if err != nil {
 		return res, err

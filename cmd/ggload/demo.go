@@ -19,7 +19,7 @@ import (
 // each load reported and its bytes read back and compared with the file.
 func runDemo(ctx context.Context, stdout io.Writer) error {
 	var rf runtimeFlags
-	rt, err := rf.open()
+	rt, err := rf.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -56,11 +56,11 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
-		lm, err := loader.Load(ctx, rt, m, p, loader.Options{})
+		lm, err := loader.Load(ctx, p, loader.Options{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
-		lm.Report(stdout, false)
+		lm.Report(stdout, loader.ReportOptions{})
 		v, err := lm.Verify()
 		lm.Close()
 		if err != nil {

@@ -101,7 +101,7 @@ func runDevices(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) > 0 {
 		return s.errorf("devices takes no arguments (got %s)", strings.Join(pos, " "))
 	}
-	rt, err := rf.open()
+	rt, err := rf.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if pf.listDevices {
-		return listDevices(&pf, stdout)
+		return listDevices(ctx, &pf, stdout)
 	}
 	path, err := pf.modelPath(s, pos)
 	if err != nil {
@@ -106,7 +106,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	if lf.verbose {
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	}
-	pd, err := planModel(&pf, path)
+	pd, err := planModel(ctx, &pf, path)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return true
 	}
-	lm, err := loader.Load(ctx, pd.rt, pd.m, pd.plan, opts)
+	lm, err := loader.Load(ctx, pd.plan, opts)
 	if bar != nil {
 		bar.finish()
 	}
@@ -162,7 +162,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 			Notes    []string         `json:"notes,omitempty"`
 		}{lm, pd.plan.Totals(), fit, rows, verified, s.notes})
 	}
-	lm.Report(stdout, lf.tensors)
+	lm.Report(stdout, loader.ReportOptions{Tensors: lf.tensors})
 	if verified != nil {
 		fmt.Fprintf(stdout, "ggload: verified: %d tensors read back from their devices equal the file", verified.Tensors)
 		if verified.Repacked > 0 {

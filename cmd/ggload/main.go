@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "--list-devices":
 		var rf runtimeFlags
-		rt, err := rf.open()
+		rt, err := rf.open(ctx)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -370,8 +372,8 @@ func (f *placeFlags) fitOptions() place.FitOptions {
 }
 
 // open opens the runtime and sets NUMA up as --numa asks.
-func (f *placeFlags) open() (*ggml.Runtime, error) {
-	rt, err := f.runtimeFlags.open()
+func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
+	rt, err := f.runtimeFlags.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -481,8 +483,8 @@ func (r *runtimeFlags) addRPC(s *optionSet) {
 		}})
 }
 
-func (r *runtimeFlags) open() (*ggml.Runtime, error) {
-	return ggml.Open(ggml.Options{LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
+func (r *runtimeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
+	return ggml.Open(ctx, ggml.Options{Logger: slog.Default(), LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
 }
 
 // splitList splits a comma list, dropping empty items.

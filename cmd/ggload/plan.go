@@ -30,9 +30,9 @@ type planned struct {
 }
 
 // planModel opens the model and plans it, through -fit unless it is off.
-func planModel(pf *placeFlags, path string) (*planned, error) {
+func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, error) {
 	params := pf.params()
-	rt, err := pf.open()
+	rt, err := pf.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +130,13 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if pf.listDevices {
-		return listDevices(&pf, stdout)
+		return listDevices(ctx, &pf, stdout)
 	}
 	path, err := pf.modelPath(s, pos)
 	if err != nil {
 		return err
 	}
-	pd, err := planModel(&pf, path)
+	pd, err := planModel(ctx, &pf, path)
 	if err != nil {
 		return err
 	}
@@ -167,8 +167,8 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // listDevices is --list-devices: llama.cpp's list, then exit.
-func listDevices(pf *placeFlags, stdout io.Writer) error {
-	rt, err := pf.open()
+func listDevices(ctx context.Context, pf *placeFlags, stdout io.Writer) error {
+	rt, err := pf.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func run(args []string, w io.Writer) error {
 	if *rpc != "" {
 		eps = strings.Split(*rpc, ",")
 	}
-	rt, err := ggml.Open(ggml.Options{RPC: eps})
+	rt, err := ggml.Open(context.Background(), ggml.Options{RPC: eps})
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (pr
 	if err != nil {
 		return res, err
 	}
-	lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		return res, err
 	}

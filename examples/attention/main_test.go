@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"github.com/ggload/ggload/ggml"
 	"os"
 	"strings"
 	"testing"
@@ -24,7 +26,7 @@ func TestAttentionOnEveryDevice(t *testing.T) {
 	testenv.Vulkan(t)
 	rpc := testenv.RPC(t, 1)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	devs, err := rt.AddRPCServer(rpc[0], 0)
+	devs, err := rt.AddRPCServer(context.Background(), rpc[0], ggml.RPCOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

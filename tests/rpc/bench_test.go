@@ -47,7 +47,7 @@ func BenchmarkRPCLoad(b *testing.B) {
 						}
 						b.SetBytes(placed)
 						for b.Loop() {
-							lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+							lm, err := loader.Load(context.Background(), p, loader.Options{})
 							if err != nil {
 								b.Fatal(err)
 							}

@@ -170,16 +170,16 @@ func TestGarbageReplies(t *testing.T) {
 
 	run := func(k, spare int, mode place.LoadMode) (err error, relay *garbageRelay, stage string) {
 		relay = startGarbageRelay(t, srv.Endpoint, k, spare, seed+uint64(k))
-		buffers, goroutines := ggml.LiveBuffers(), runtime.NumGoroutine()
+		buffers, goroutines := testenv.LiveBuffers(), runtime.NumGoroutine()
 		defer func() {
-			if n := ggml.LiveBuffers(); n != buffers {
+			if n := testenv.LiveBuffers(); n != buffers {
 				t.Fatalf("k=%d: %d buffers live after the load, %d before", k, n, buffers)
 			}
 			if n := settle(goroutines + 2); n > goroutines+2 {
 				t.Fatalf("k=%d: %d goroutines after the load, %d before", k, n, goroutines)
 			}
 		}()
-		devs, err := rt.AddRPCServerWith(relay.Endpoint, ggml.RPCOptions{Timeout: 3 * time.Second, IOTimeout: 3 * time.Second})
+		devs, err := rt.AddRPCServer(context.Background(), relay.Endpoint, ggml.RPCOptions{Timeout: 3 * time.Second, IOTimeout: 3 * time.Second})
 		if err != nil {
 			return err, relay, "register"
 		}
@@ -193,7 +193,7 @@ func TestGarbageReplies(t *testing.T) {
 		if err := devs[0].Err(); err != nil {
 			return err, relay, "plan"
 		}
-		lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
 		if err != nil {
 			return err, relay, "load"
 		}
@@ -250,7 +250,7 @@ func TestGarbageReplies(t *testing.T) {
 		{
 			k, mode := try.k, try.mode
 			err, relay, stage := run(k, try.spare, mode)
-			if _, perr := ggml.ProbeRPC(srv.Endpoint, 5*time.Second); perr != nil {
+			if _, perr := ggml.ProbeRPC(context.Background(), srv.Endpoint); perr != nil {
 				t.Fatalf("k=%d, spare=%d, %s: the ggml-rpc-server behind the relay is gone (%v) after: %v\n%s", k, try.spare, mode, perr, err, srv.Output())
 			}
 			_, garbage := relay.stats()

@@ -32,7 +32,7 @@ func register(t testing.TB, rt *ggml.Runtime, hosts []testenv.NetHost, o ggml.RP
 	t.Helper()
 	var names []string
 	for _, h := range hosts {
-		devs, err := rt.AddRPCServerWith(h.Endpoint, o)
+		devs, err := rt.AddRPCServer(context.Background(), h.Endpoint, o)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", h.Endpoint, err, h.Log())
 		}
@@ -94,7 +94,7 @@ func TestLoadAcrossHosts(t *testing.T) {
 				d, _ := rt.DeviceByName(name)
 				before[i], _ = d.RPCTraffic()
 			}
-			lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,10 +152,10 @@ func TestServerFailsMidLoad(t *testing.T) {
 				if mode == place.LoadMmap && how == "silent" {
 					break // the server stays frozen: one mode is enough
 				}
-				buffers, goroutines := ggml.LiveBuffers(), runtime.NumGoroutine()
+				buffers, goroutines := testenv.LiveBuffers(), runtime.NumGoroutine()
 				struck := false
 				start := time.Now()
-				lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{Progress: func(done, total uint64) bool {
+				lm, err := loader.Load(context.Background(), p, loader.Options{Progress: func(done, total uint64) bool {
 					if !struck && done > total/3 {
 						struck = true
 						if how == "killed" {
@@ -185,7 +185,7 @@ func TestServerFailsMidLoad(t *testing.T) {
 				if elapsed > 5*ioTimeout+10*time.Second {
 					t.Fatalf("%s: failing took %v", mode, elapsed)
 				}
-				if n := ggml.LiveBuffers(); n != buffers {
+				if n := testenv.LiveBuffers(); n != buffers {
 					t.Fatalf("%s: %d buffers live after the failed load, %d before", mode, n, buffers)
 				}
 				if n := settle(goroutines); n > goroutines {
@@ -220,7 +220,7 @@ func TestServerFileCache(t *testing.T) {
 		}
 		s0, _ := d.RPCTraffic()
 		start := time.Now()
-		lm, err := loader.Load(context.Background(), rt, m, p, loader.Options{})
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
 		if err != nil {
 			t.Fatalf("load %d: %v\n%s", i+1, err, hosts[0].Log())
 		}
@@ -244,7 +244,7 @@ func TestServerFileCache(t *testing.T) {
 func TestGuardKeepsProcessAlive(t *testing.T) {
 	rt := testenv.Runtime(t)
 	s := testenv.StartRPCServer(t)
-	devs, err := rt.AddRPCServerWith(s.Endpoint, ggml.RPCOptions{IOTimeout: time.Second})
+	devs, err := rt.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{IOTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
