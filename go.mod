@@ -6,3 +6,5 @@ require (
 	github.com/ebitengine/purego v0.11.3
 	golang.org/x/sys v0.50.0
 )
+
+require github.com/google/go-cmp v0.7.0

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/ggload/ggload/internal/hooks"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/hooks"
 	"github.com/ggload/ggload/internal/testenv"
 )
 

@@ -27,15 +27,19 @@ func verify(t *testing.T, gm *gguf.Model, lm *loader.Model) {
 
 var smallSpec = synth.Spec{Layers: 5, Embd: 256, FF: 512, Heads: 4, Vocab: 300, Tied: true, RopeFreqs: true, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0}
 
+// Every load mode onto the CPU, every local GPU, an RPC server and the
+// automatic device list; the CPU cases need nothing but the CPU backend.
 func TestLoadModesOnEveryDevice(t *testing.T) {
 	rt := testenv.Runtime(t)
-	testenv.Vulkan(t)
-	testenv.RPC(t, 1)
 	path := testenv.ModelFile(t, rt, smallSpec)
-	targets := [][]string{{"none"}, {"RPC0"}, nil}
+	targets := [][]string{{"none"}, nil}
 	for _, d := range testenv.GPUs(t) { // Vulkan0, and CUDA0 on GPU runners
 		targets = append(targets, []string{d.Name()})
 	}
+	if len(targets) == 2 {
+		t.Log("no GPU device here: the CPU, automatic and RPC cases only")
+	}
+	targets = append(targets, []string{"RPC0"})
 	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone, place.LoadMlock, place.LoadMmapMlock, place.LoadDirectIO, place.LoadAuto} {
 		for _, devs := range targets {
 			name := mode.String() + "/" + "auto"
@@ -43,6 +47,9 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 				name = mode.String() + "/" + devs[0]
 			}
 			t.Run(name, func(t *testing.T) {
+				if devs != nil && devs[0] == "RPC0" {
+					testenv.RPC(t, 1)
+				}
 				gm := testenv.OpenModel(t, path)
 				params := place.Params{}
 				params.LoadMode = mode

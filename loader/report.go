@@ -3,10 +3,11 @@ package loader
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ggload/ggload/place"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ggload/ggload/place"
 )
 
 // BufferTensors counts the tensors placed in each weight buffer (in

@@ -1,9 +1,10 @@
 package place
 
 import (
+	"iter"
+
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
-	"iter"
 )
 
 // Reason says why a tensor got its buffer type.

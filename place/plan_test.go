@@ -13,6 +13,7 @@ import (
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
+	"github.com/google/go-cmp/cmp"
 )
 
 func writeModel(t testing.TB, rt *ggml.Runtime, spec synth.Spec) *gguf.Model {
@@ -171,8 +172,8 @@ func TestProbeCacheChangesNothing(t *testing.T) {
 	if cached.Probes >= fresh.Probes || fresh.Probes != fresh.ProbeQuestions {
 		t.Fatalf("probes: cached %d of %d, uncached %d of %d", cached.Probes, cached.ProbeQuestions, fresh.Probes, fresh.ProbeQuestions)
 	}
-	if summary(cached) != summary(fresh) {
-		t.Fatalf("plans differ:\n%s\n---\n%s", summary(cached), summary(fresh))
+	if d := cmp.Diff(summary(fresh), summary(cached)); d != "" {
+		t.Fatalf("plans differ (-uncached +cached):\n%s", d)
 	}
 	// q8_K cannot run on Vulkan: the moved summary says so
 	if cached.Moved.Count == 0 {
@@ -180,18 +181,19 @@ func TestProbeCacheChangesNothing(t *testing.T) {
 	}
 }
 
-func summary(p *place.Plan) string {
-	var b strings.Builder
+// summary is a plan's decisions, a line each.
+func summary(p *place.Plan) []string {
+	var out []string
 	for _, tp := range p.Tensors {
-		fmt.Fprintf(&b, "%s %s %s %v %d\n", tp.Name, tp.BufferType.Name(), tp.Reason, tp.Duplicate, tp.Context)
+		out = append(out, fmt.Sprintf("%s %s %s %v %d", tp.Name, tp.BufferType.Name(), tp.Reason, tp.Duplicate, tp.Context))
 	}
 	for _, c := range p.Contexts {
-		fmt.Fprintf(&b, "ctx %s %d\n", c.BufferType.Name(), c.Size)
+		out = append(out, fmt.Sprintf("ctx %s %d", c.BufferType.Name(), c.Size))
 	}
 	for _, l := range p.Log {
-		fmt.Fprintf(&b, "%s\n", l.Text)
+		out = append(out, l.Text)
 	}
-	return b.String()
+	return out
 }
 
 // A model llama.cpp refuses is refused here, before any native call, with

@@ -15,6 +15,7 @@ import (
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
+	"github.com/google/go-cmp/cmp"
 )
 
 // A conformance case: one model, one set of parameters, planned by ggload
@@ -134,23 +135,14 @@ func compareReports(t *testing.T, ours, theirs report) {
 // duplicated tensor appears once per context it is in).
 func diffReports(ours, theirs report) []string {
 	var out []string
-	for il, d := range theirs.layers {
-		if ours.layers[il] != d {
-			out = append(out, fmt.Sprintf("layer %d: ours %s, llama.cpp %s", il, ours.layers[il], d))
+	eq := func(what string, a, b any) {
+		if d := cmp.Diff(b, a); d != "" {
+			out = append(out, fmt.Sprintf("%s differ (-llama.cpp +ggload):\n%s", what, d))
 		}
 	}
-	if len(ours.layers) != len(theirs.layers) {
-		out = append(out, fmt.Sprintf("%d layers, llama.cpp %d", len(ours.layers), len(theirs.layers)))
-	}
-	eq := func(what string, a, b []string) {
-		if !slices.Equal(a, b) {
-			out = append(out, fmt.Sprintf("%s differ:\n ours:      %q\n llama.cpp: %q", what, a, b))
-		}
-	}
+	eq("layer devices", ours.layers, theirs.layers)
 	eq("override lines", ours.overrides, theirs.overrides)
-	if ours.moved != theirs.moved {
-		out = append(out, fmt.Sprintf("moved summary:\n ours:      %q\n llama.cpp: %q", ours.moved, theirs.moved))
-	}
+	eq("moved summary", ours.moved, theirs.moved)
 	eq("offload lines", ours.offload, theirs.offload)
 	eq("buffer size lines", ours.sizeLines, theirs.sizeLines)
 	eq("buffers (exact sizes)", ours.buffers, theirs.buffers)

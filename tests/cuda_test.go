@@ -24,6 +24,7 @@ import (
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
+	"github.com/google/go-cmp/cmp"
 )
 
 var cudaModels = map[string]synth.Spec{
@@ -117,19 +118,13 @@ func cudaComparePlacements(t *testing.T, ours, theirs cudaPlacement) {
 	if len(theirs.layers) == 0 {
 		t.Error("llama.cpp's log named no layer assignment")
 	}
-	for il, d := range theirs.layers {
-		if ours.layers[il] != d {
-			t.Errorf("layer %d: ours %s, llama.cpp %s", il, ours.layers[il], d)
+	for _, d := range []struct {
+		what         string
+		ours, theirs any
+	}{{"layer devices", ours.layers, theirs.layers}, {"per-tensor buffer types", ours.tensors, theirs.tensors}, {"buffers", ours.buffers, theirs.buffers}} {
+		if diff := cmp.Diff(d.theirs, d.ours); diff != "" {
+			t.Errorf("%s differ (-llama.cpp +ggload):\n%s", d.what, diff)
 		}
-	}
-	if len(ours.layers) != len(theirs.layers) {
-		t.Errorf("%d layers, llama.cpp %d", len(ours.layers), len(theirs.layers))
-	}
-	if !slices.Equal(ours.tensors, theirs.tensors) {
-		t.Errorf("per-tensor buffer types differ:\n ours:      %q\n llama.cpp: %q", ours.tensors, theirs.tensors)
-	}
-	if !slices.Equal(ours.buffers, theirs.buffers) {
-		t.Errorf("buffers differ:\n ours:      %q\n llama.cpp: %q", ours.buffers, theirs.buffers)
 	}
 }
 

@@ -33,9 +33,7 @@ func TestMain(m *testing.M) {
 		}
 		main()
 	}
-	code := m.Run()
-	testenv.KillAll()
-	os.Exit(code)
+	testenv.Main(m)
 }
 
 const (
@@ -159,8 +157,13 @@ func TestPlanCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"layers       0-1 CPU, 2-3 ", "llama.cpp's report", "offloading 2 repeating layers to GPU", "model buffer size", "per device:",
-		"blk.3.ffn_up_exps.weight", "override", "fit (-fit on", "placement    exact"} {
+	wants := []string{"llama.cpp's report", "model buffer size", "per device:", "blk.3.ffn_up_exps.weight", "override", "fit (-fit on", "placement    exact"}
+	if len(testenv.GPUs(t)) > 0 || len(testenv.Runtime(t).RPCEndpoints()) > 0 {
+		wants = append(wants, "layers       0-1 CPU, 2-3 ", "offloading 2 repeating layers to GPU")
+	} else {
+		wants = append(wants, "layers       0-3 CPU, output CPU")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}

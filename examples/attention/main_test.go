@@ -3,20 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/ggload/ggload/ggml"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.KillAll()
-	os.Exit(code)
+	testenv.Main(m)
 }
 
 // The example on Vulkan0 (lavapipe) and an RPC server: every device's

@@ -2,9 +2,10 @@ package arch
 
 import (
 	"fmt"
-	"github.com/ggload/ggload/internal/arch/ast"
 	"math"
 	"strconv"
+
+	"github.com/ggload/ggload/internal/arch/ast"
 )
 
 // Kind is the dynamic kind of a value.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/ggload/ggload/bindings"
 )
 
 // NetHost is one RPC host of a NetHosts topology: a network namespace with
@@ -48,6 +50,10 @@ var netSeq atomic.Int32
 // skips (fails where GGLOAD_REQUIRE names netns).
 func NetHosts(t testing.TB, n int, o NetOptions) []NetHost {
 	t.Helper()
+	RPCBackend(t)
+	if _, err := bindings.FindRPCServer(); err != nil {
+		Missing(t, "rpc", "%v", err)
+	}
 	if os.Geteuid() != 0 {
 		Missing(t, "netns", "network namespaces need root")
 	}

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/ggload/ggload/internal/hooks"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/hooks"
 	"github.com/ggload/ggload/native"
 )
 
@@ -154,6 +154,7 @@ func StartRPCServer(t testing.TB, args ...string) *RPCServer {
 // wrapper[1:] and then the server's command line.
 func StartRPCServerWrapped(t testing.TB, wrapper []string, args ...string) *RPCServer {
 	t.Helper()
+	RPCBackend(t)
 	bin, err := bindings.FindRPCServer()
 	if err != nil {
 		Missing(t, "rpc", "%v", err)
@@ -188,6 +189,20 @@ func StartRPCServerWrapped(t testing.TB, wrapper []string, args ...string) *RPCS
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// RPCBackend skips the test (fails it when rpc is required) unless the
+// runtime's native set has the RPC backend: a server alone is not enough.
+func RPCBackend(t testing.TB) {
+	t.Helper()
+	r := Runtime(t)
+	for _, reg := range r.Backends() {
+		if reg.Name() == "RPC" {
+			return
+		}
+	}
+	dir := r.Location().Dir
+	Missing(t, "rpc", "the native set in %s has no RPC backend (scripts/build-native.sh linux-x64 cpu,rpc --into %s)", dir, filepath.Base(dir))
 }
 
 // RPC returns the endpoints of n ggml-rpc-servers registered with the

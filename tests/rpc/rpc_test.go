@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,9 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.KillAll()
-	os.Exit(code)
+	testenv.Main(m)
 }
 
 func register(t testing.TB, rt *ggml.Runtime, hosts []testenv.NetHost, o ggml.RPCOptions) []string {
