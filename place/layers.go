@@ -5,8 +5,8 @@ package place
 
 // splitPoints turns per-device shares (tensor split, or free memory) into
 // cumulative normalised split points [s1, s1+s2, ..., 1]. All-zero shares
-// give a uniform split (the seed's rule; the pinned llama.cpp divides by
-// zero there and fails the load).
+// give a uniform split, where the pinned llama.cpp divides by zero and
+// fails the load.
 func splitPoints(shares []float32) []float32 {
 	out := make([]float32, len(shares))
 	var sum float32

@@ -7,7 +7,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 )
 
-// The seed's arithmetic: -ngl N on a model of L layers starts offloading
+// llama.cpp's arithmetic: -ngl N on a model of L layers starts offloading
 // at L+1-N; the split points are cumulative shares; upper_bound picks the
 // device.
 func TestGPULayers(t *testing.T) {
@@ -49,7 +49,7 @@ func TestSplitPointsAndLayerDevice(t *testing.T) {
 	if devs[12+13] != 0 || devs[12+14] != 1 || devs[32] != 1 {
 		t.Fatalf("devices %v", devs)
 	}
-	// the seed's numbers: offload positions 13 and 14 of 21
+	// a worked case: offload positions 13 and 14 of 21
 	if d := layerDevice(13, 0, 21, splits); d != 0 {
 		t.Errorf("layer 13: device %d", d)
 	}

@@ -86,7 +86,10 @@ type LogLine struct {
 	Text  string `json:"text"`
 }
 
-// Plan is where everything goes.
+// Plan is where everything goes: every tensor's buffer type and device,
+// the buffers they make up, and llama.cpp's report lines. New and Fit make
+// it and nothing changes it afterwards, so it is safe for concurrent
+// reads; loader.Load carries it out.
 type Plan struct {
 	Model    *gguf.Model
 	Arch     string

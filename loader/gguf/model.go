@@ -39,7 +39,9 @@ type Weight struct {
 func (w *Weight) Layer() int { return layerOf(w.Name) }
 
 // Model is a model opened from one file or merged from its splits: the
-// metadata of the first split and one index of every weight.
+// metadata of the first split and one index of every weight. A Model is
+// not changed after it is opened: its methods, and reads of its files'
+// data, are safe for concurrent use until Close.
 type Model struct {
 	Files   []*File  // split files in order; Files[0] holds the metadata
 	Paths   []string // their paths

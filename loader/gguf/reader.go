@@ -46,7 +46,8 @@ type TensorInfo struct {
 }
 
 // File is a parsed GGUF file: header, metadata and tensor infos. Tensor data
-// is read on demand through Data.
+// is read on demand through Data. Like Model, it is safe for concurrent
+// reads until Close.
 type File struct {
 	Path       string // set by Open
 	Version    uint32
