@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -162,9 +163,16 @@ func (rt *Runtime) Use() (done func(), err error) {
 	return func() { once.Do(rt.uses.Done) }, nil
 }
 
-// ErrClosed is returned by every use of a handle after it (or the Runtime
-// it was made through) was freed or closed.
-var ErrClosed = errors.New("ggml: use of a freed or closed handle")
+// ErrClosed is wrapped by the error of every use of a handle after it (or
+// the Runtime it was made through) was freed or closed. It matches
+// os.ErrClosed too, as the errors of a closed gguf file do: errors.Is(err,
+// os.ErrClosed) holds for every closed handle in ggload.
+var ErrClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string        { return "use of a freed or closed handle" }
+func (closedError) Is(target error) bool { return target == os.ErrClosed }
 
 // begin holds the runtime open while a handle is made; end releases it.
 func (rt *Runtime) begin() error {

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/ggload/ggload/ggml/gtype"
 )
@@ -61,6 +62,7 @@ type File struct {
 	r      io.ReaderAt
 	size   int64
 	closer io.Closer
+	closed sync.Once
 	keys   map[string]int
 	names  map[string]int
 }
@@ -90,14 +92,17 @@ func Open(path string) (*File, error) {
 	return g, nil
 }
 
-// Close closes the file if Open opened it.
+// Close closes the file if Open opened it; later calls do nothing. The
+// metadata and tensor infos stay readable; reading tensor data or arrays
+// not decoded yet then fails with an error wrapping os.ErrClosed.
 func (f *File) Close() error {
-	if f.closer == nil {
-		return nil
-	}
-	c := f.closer
-	f.closer = nil
-	return c.Close()
+	var err error
+	f.closed.Do(func() {
+		if f.closer != nil {
+			err = f.closer.Close()
+		}
+	})
+	return err
 }
 
 // NewReader parses a GGUF file of size bytes read through r. r must stay
