@@ -1,6 +1,7 @@
 package place
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -65,7 +66,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		return nil, fmt.Errorf("place: no CPU backend found in %s", rt.Location().Dir)
 	}
 	if params.SplitMode == SplitTensor {
-		return nil, fmt.Errorf("place: split mode tensor needs ggml's meta device, whose split-state callback returns a struct by value, which Go callbacks through purego cannot; use split mode layer or row")
+		return nil, fmt.Errorf("place: split mode tensor (tensor parallelism through ggml's meta device) is not built in ggload: %w; use split mode layer or row", errors.ErrUnsupported)
 	}
 	if params.SplitMode < SplitLayer || params.SplitMode > SplitTensor {
 		return nil, fmt.Errorf("place: invalid split mode %d", params.SplitMode)

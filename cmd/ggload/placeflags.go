@@ -333,7 +333,7 @@ func (f *placeFlags) finish(s *optionSet) error {
 		}
 	}
 	if f.sm == place.SplitTensor {
-		s.notes = append(s.notes, "note: -sm tensor needs ggml's meta device, which ggload cannot drive (its split-state callback returns a struct by value, which purego callbacks cannot)")
+		s.notes = append(s.notes, "note: -sm tensor (tensor parallelism through ggml's meta device) is not built in ggload yet")
 	}
 	return nil
 }
