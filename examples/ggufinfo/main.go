@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/ggload/ggload/loader/gguf"
@@ -17,18 +18,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: ggufinfo MODEL.gguf")
 		os.Exit(2)
 	}
-	m, err := gguf.OpenModel(os.Args[1])
-	if err != nil {
+	if err := info(os.Stdout, os.Args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "ggufinfo:", err)
 		os.Exit(1)
 	}
+}
+
+// info prints the model at path.
+func info(w io.Writer, path string) error {
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return err
+	}
 	defer m.Close()
-	fmt.Printf("%s: architecture %s, %d tensors, %s, %.2f bits per weight\n",
-		os.Args[1], m.Architecture(), len(m.Weights), m.SizeString(), m.BPW())
-	for _, kv := range m.Files[0].KV {
-		fmt.Printf("  %-50s %s\n", kv.Key, kv.Value.Format(8))
+	fmt.Fprintf(w, "%s: architecture %s, %d tensors, %s, %.2f bits per weight\n",
+		path, m.Architecture(), len(m.Weights), m.SizeString(), m.BPW())
+	for key, v := range m.Files[0].Pairs() {
+		fmt.Fprintf(w, "  %-50s %s\n", key, v.Format(8))
 	}
-	for _, w := range m.Weights {
-		fmt.Printf("  %-50s %-6s %v\n", w.Name, w.Type, w.Shape)
+	for wt := range m.All() {
+		fmt.Fprintf(w, "  %-50s %-6s %v\n", wt.Name, wt.Type, wt.Shape)
 	}
+	return nil
 }
