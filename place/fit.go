@@ -1,6 +1,7 @@
 package place
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -219,12 +220,17 @@ func (e *fitFailure) Error() string { return e.msg }
 // at all; a fit that cannot help has Status FitFailed and the plan of the
 // parameters as given.
 func Fit(rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
+	return FitContext(context.Background(), rt, m, params, o)
+}
+
+// FitContext is Fit within ctx (see NewContext).
+func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
 	start := time.Now()
 	h, err := readHparams(m, params.LoadMTP)
 	if err != nil {
 		return nil, err
 	}
-	pr := newProber(rt, h, params.NoProbeCache)
+	pr := newProber(ctx, rt, h, params.NoProbeCache)
 	res := &FitResult{}
 	measured := params
 	measured.LoadMode = LoadNone

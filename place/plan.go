@@ -1,6 +1,7 @@
 package place
 
 import (
+	"context"
 	"iter"
 
 	"github.com/ggload/ggload/ggml"
@@ -136,13 +137,22 @@ func (p *Plan) Placements() iter.Seq[*TensorPlan] {
 	}
 }
 
-// New plans the placement of model m on the devices of rt.
+// New plans the placement of model m on the devices of rt. It is
+// NewContext with context.Background().
 func New(rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
+	return NewContext(context.Background(), rt, m, params)
+}
+
+// NewContext plans the placement of model m on the devices of rt, within
+// ctx. Planning asks RPC devices for their memory and buffer properties: a
+// few round trips, each bounded by the RPC guard's timeout; ctx ends it
+// between them.
+func NewContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
 	h, err := readHparams(m, params.LoadMTP)
 	if err != nil {
 		return nil, err
 	}
-	pr := newProber(rt, h, params.NoProbeCache)
+	pr := newProber(ctx, rt, h, params.NoProbeCache)
 	return plan(rt, m, h, params, pr)
 }
 

@@ -1,12 +1,14 @@
 package place_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
@@ -269,5 +271,24 @@ func TestPlacements(t *testing.T) {
 	}
 	for range p.Placements() {
 		break
+	}
+}
+
+// A cancelled or expired context ends planning and fitting with its error.
+func TestPlanningEndsWithItsContext(t *testing.T) {
+	rt := testenv.Runtime(t)
+	m := writeModel(t, rt, synth.Spec{Layers: 2, Embd: 64, FF: 128, Heads: 2, Vocab: 64})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := place.NewContext(ctx, rt, m, place.Params{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("plan with a cancelled context: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	if _, err := place.FitContext(ctx, rt, m, place.Params{}, place.FitOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("fit with an expired context: %v", err)
+	}
+	if _, err := place.NewContext(context.Background(), rt, m, place.Params{}); err != nil {
+		t.Errorf("plan with a live context: %v", err)
 	}
 }

@@ -61,6 +61,9 @@ type compiledOverride struct {
 }
 
 func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober) (*Plan, error) {
+	if err := pr.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("place: planning ended: %w", err)
+	}
 	cpu := rt.CPUDevice()
 	if cpu == nil {
 		return nil, fmt.Errorf("place: no CPU backend found in %s", rt.Location().Dir)

@@ -1,6 +1,7 @@
 package place
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/ggload/ggload/ggml"
@@ -13,6 +14,7 @@ import (
 // weight's type and shape, the buffer type, the device, and the
 // hyperparameters the op's shape uses.
 type prober struct {
+	ctx     context.Context // ends the planning between questions
 	rt      *ggml.Runtime
 	h       *hparams
 	noCache bool
@@ -31,8 +33,8 @@ type probeKey struct {
 	extra [4]int64
 }
 
-func newProber(rt *ggml.Runtime, h *hparams, noCache bool) *prober {
-	return &prober{rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}}
+func newProber(ctx context.Context, rt *ggml.Runtime, h *hparams, noCache bool) *prober {
+	return &prober{ctx: ctx, rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}}
 }
 
 // extra is the part of the hyperparameters an op's probe shape reads.
@@ -62,6 +64,9 @@ func (p *prober) supported(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op
 		if ok, hit := p.cache[key]; hit {
 			return ok, nil
 		}
+	}
+	if err := p.ctx.Err(); err != nil {
+		return false, fmt.Errorf("place: planning ended: %w", err)
 	}
 	ok, err := p.ask(name, typ, ne, op, buft, dev)
 	if err != nil {

@@ -52,7 +52,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "\n== %s ==\n", label)
 		params := place.Params{}
 		params.Devices = []string{target}
-		p, err := place.New(rt, m, params)
+		p, err := place.NewContext(ctx, rt, m, params)
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}

@@ -42,12 +42,12 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	}
 	out := &planned{rt: rt, m: m}
 	if pf.fit {
-		out.fit, err = place.Fit(rt, m, params, pf.fitOptions())
+		out.fit, err = place.FitContext(ctx, rt, m, params, pf.fitOptions())
 		if err == nil {
 			out.plan = out.fit.Plan
 		}
 	} else {
-		out.plan, err = place.New(rt, m, params)
+		out.plan, err = place.NewContext(ctx, rt, m, params)
 	}
 	if err != nil {
 		m.Close()
