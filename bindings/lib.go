@@ -120,7 +120,35 @@ func open(loc Location) (*Lib, error) {
 
 // register fills every field of Funcs from the two libraries.
 func (l *Lib) register() error {
-	v := reflect.ValueOf(&l.Funcs).Elem()
+	missing := bind(&l.Funcs, func(name string) (uintptr, error) {
+		sym, err := dlsym(l.core, name)
+		if err != nil {
+			sym, err = dlsym(l.base, name)
+		}
+		return sym, err
+	})
+	if len(missing) > 0 {
+		return fmt.Errorf("bindings: %s / %s lack %d symbols of the pinned API: %s", l.Loc.Base, l.Loc.Core, len(missing), strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Bind fills every function field of the struct table points to that has
+// a `c:"symbol"` tag with that symbol of the library h (OpenLibrary), as
+// the bindings' own table is filled. A field tagged `opt:"1"` may be
+// missing; the others missing make the error, which names them.
+func Bind(table any, h uintptr) error {
+	missing := bind(table, func(name string) (uintptr, error) { return LookupSymbol(h, name) })
+	if len(missing) > 0 {
+		return fmt.Errorf("bindings: the library lacks %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// bind fills table's tagged fields from lookup and returns the names of
+// the required symbols it could not find.
+func bind(table any, lookup func(string) (uintptr, error)) []string {
+	v := reflect.ValueOf(table).Elem()
 	t := v.Type()
 	var missing []string
 	for i := 0; i < t.NumField(); i++ {
@@ -129,23 +157,24 @@ func (l *Lib) register() error {
 		if name == "" {
 			continue
 		}
-		sym, err := dlsym(l.core, name)
-		if err != nil {
-			sym, err = dlsym(l.base, name)
-		}
+		sym, err := lookup(name)
 		if err != nil {
 			if f.Tag.Get("opt") == "" {
 				missing = append(missing, name)
 			}
 			continue
 		}
-		purego.RegisterFunc(v.Field(i).Addr().Interface(), sym)
+		// unexported fields too: the table is the caller's own
+		fv := v.Field(i)
+		purego.RegisterFunc(reflect.NewAt(fv.Type(), unsafe.Pointer(fv.UnsafeAddr())).Interface(), sym)
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("bindings: %s / %s lack %d symbols of the pinned API: %s", l.Loc.Base, l.Loc.Core, len(missing), strings.Join(missing, ", "))
-	}
-	return nil
+	return missing
 }
+
+// NewCallback makes a C function pointer that calls fn (purego's rules: fn
+// takes and returns integers and pointers). Callbacks are never freed: make
+// each once.
+func NewCallback(fn any) uintptr { return purego.NewCallback(fn) }
 
 // Proc returns the entry point a backend publishes under name through
 // ggml_backend_reg_get_proc_address, bound to a Go function of type F, and

@@ -11,13 +11,10 @@ package llama
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
@@ -94,22 +91,12 @@ func Open(rt *ggml.Runtime) (*Lib, error) {
 		return nil, fmt.Errorf("llama: open %s: %w", path, err)
 	}
 	l := &Lib{rt: rt}
-	v := reflect.ValueOf(l).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		name := v.Type().Field(i).Tag.Get("c")
-		if name == "" {
-			continue
-		}
-		sym, err := bindings.LookupSymbol(h, name)
-		if err != nil {
-			return nil, fmt.Errorf("llama: %s lacks %s: %w", path, name, err)
-		}
-		f := v.Field(i)
-		purego.RegisterFunc(reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Interface(), sym)
+	if err := bindings.Bind(l, h); err != nil {
+		return nil, fmt.Errorf("llama: %s: %w", path, err)
 	}
 	l.BackendInit() // a no-op: ggml's registry is already populated
 	l.LogSet(bindings.CallbackAddr(), 0)
-	progress = purego.NewCallback(func(_ float32, _ uintptr) uintptr { return 1 })
+	progress = bindings.NewCallback(func(_ float32, _ uintptr) uintptr { return 1 })
 	opened = l
 	return l, nil
 }
