@@ -9,12 +9,12 @@ import (
 // buffer types that transform what they are given, RPC servers, devices
 // without asynchronous uploads) cost a copy that native code reading the
 // mapping itself did not. So the native set of such a tensor runs on
-// another goroutine while the load reads (or copies out of the mapping) the
-// next one into a second buffer. One set is under way at most, and the
-// load waits for it before any other native call.
+// another goroutine while the lane reads (or copies out of the mapping) the
+// next one into a second buffer. One set per lane is under way at most, and
+// the lane waits for it before any other native call of its own.
 
 // bgMax bounds the tensors read while a set is under way (two bounce
-// buffers of this size at most are held during a load; a bigger tensor
+// buffers of this size at most are held by a lane; a bigger tensor
 // waits for the set and reuses its buffer).
 const bgMax = 256 << 20
 
@@ -27,42 +27,43 @@ type bgSet struct {
 
 // setWhole reads task t whole from src into a bounce buffer, counting it
 // done as it is read, and starts its set once the previous one is over.
-func (l *load) setWhole(t task, src source) error {
+func (ln *lane) setWhole(t task, src source) error {
+	l := ln.l
 	tp, w := t.pl.Plan, t.w
 	if w.Size > bgMax {
-		if err := l.waitSet(); err != nil {
+		if err := ln.waitSet(); err != nil {
 			return err
 		}
 	}
-	buf := l.bounceBuf(w.Size)
-	if err := l.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
-		l.putBounce(buf)
+	buf := ln.bounceBuf(w.Size)
+	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
+		ln.putBounce(buf)
 		return namingFile(err, src.file())
 	}
 	if l.o.CheckTensors {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
 	}
 	l.sample(t, 0, buf)
-	if err := l.waitSet(); err != nil {
-		l.putBounce(buf)
+	if err := ln.waitSet(); err != nil {
+		ln.putBounce(buf)
 		return err
 	}
 	s := &bgSet{name: tp.Name, buf: buf, done: make(chan error, 1)}
 	tensor := t.pl.Tensor
 	go func() { s.done <- tensor.Set(s.buf, 0) }()
-	l.bg = s
+	ln.bg = s
 	return nil
 }
 
 // waitSet waits for the set under way, if any, and gives its buffer back.
-func (l *load) waitSet() error {
-	s := l.bg
+func (ln *lane) waitSet() error {
+	s := ln.bg
 	if s == nil {
 		return nil
 	}
 	err := <-s.done
-	l.bg = nil
-	l.putBounce(s.buf)
+	ln.bg = nil
+	ln.putBounce(s.buf)
 	if err != nil {
 		return fmt.Errorf("loader: tensor '%s': %w", s.name, err)
 	}
@@ -72,42 +73,51 @@ func (l *load) waitSet() error {
 // setsWholeFromBounce reports whether task t will be set whole from a
 // bounce buffer (so that it may start while a set is under way): not zero
 // copy, not into host memory, not through the staging ring (as far as the
-// load already knows; a device's first tensor waits), into a buffer that
+// lane already knows; a device's first tensor waits), into a buffer that
 // takes whole tensors.
-func (l *load) setsWholeFromBounce(t task) bool {
-	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
+func (ln *lane) setsWholeFromBounce(t task) bool {
+	l := ln.l
+	w, b := t.w, t.pl.Buffer
 	if b == nil || t.pl.Tensor == nil || w.Size <= 0 || !setsWhole(b) || b.Buffer.IsHost() {
 		return false
 	}
-	if (l.p.UseMmap || tp.Lazy) && l.cover(tp.Context, w.File, w.Offset, w.Size) != nil {
+	if l.isZeroCopy(t) {
 		return false
 	}
 	if !l.o.CheckTensors {
-		if r, known := l.rings[b.Device]; !known || r != nil {
+		if r, known := ln.rings[b.Device]; !known || r != nil {
 			return false
 		}
 	}
 	return true
 }
 
-// bounceBuf returns a buffer of n bytes, one of the load's two when it is
+// bounceBuf returns a buffer of n bytes, one of the lane's two when it is
 // big enough.
-func (l *load) bounceBuf(n int64) []byte {
-	for k, b := range l.free {
+func (ln *lane) bounceBuf(n int64) []byte {
+	for k, b := range ln.free {
 		if int64(cap(b)) >= n {
-			l.free = append(l.free[:k], l.free[k+1:]...)
+			ln.free = append(ln.free[:k], ln.free[k+1:]...)
 			return b[:n]
 		}
 	}
-	if len(l.free) > 0 {
-		l.free = l.free[1:] // too small: let it go before making a bigger one
+	if len(ln.free) > 0 {
+		// too small: let it go before making a bigger one
+		ln.trackBounce(-int64(cap(ln.free[0])))
+		ln.free = ln.free[1:]
 	}
+	ln.trackBounce(n)
 	return make([]byte, n)
 }
 
 // putBounce gives a buffer back (two are kept).
-func (l *load) putBounce(b []byte) {
-	if b != nil && len(l.free) < 2 {
-		l.free = append(l.free, b)
+func (ln *lane) putBounce(b []byte) {
+	if b == nil {
+		return
 	}
+	if len(ln.free) < 2 {
+		ln.free = append(ln.free, b)
+		return
+	}
+	ln.trackBounce(-int64(cap(b)))
 }

@@ -38,6 +38,8 @@ func (l *load) sample(t task, off int64, data []byte) {
 	if b == nil || b.Device == nil || !b.Device.IsRPC() || t.w.Size == 0 {
 		return
 	}
+	l.sampleMu.Lock()
+	defer l.sampleMu.Unlock()
 	if l.samples == nil {
 		l.samples = map[int]*rpcSample{}
 		l.seed = rand.Uint64()

@@ -41,11 +41,14 @@ func (s fileStamp) change(now fileStamp) string {
 }
 
 // watchFiles fails the load when a file changed since it was opened. It
-// runs between tensors (at most every 2 ms, or always when force is set)
+// runs between tensors of every lane (one at a time, at most every 2 ms,
+// or always when force is set)
 // and once after the last: the bytes already moved may then mix old and
 // new contents, and zero-copy tensors may lie past a shrunken end (a
 // SIGBUS when computing), so the load does not succeed.
 func (l *load) watchFiles(tensor string, force bool) error {
+	l.watchMu.Lock()
+	defer l.watchMu.Unlock()
 	if now := time.Now(); force || now.Sub(l.lastWatch) >= 2*time.Millisecond {
 		l.lastWatch = now
 	} else {
@@ -67,7 +70,8 @@ func (l *load) watchFiles(tensor string, force bool) error {
 			// name the first tensor the shrunken file no longer holds
 			first := ""
 			var at int64 = -1
-			for _, pl := range l.model.placements {
+			for k := range l.model.placements {
+				pl := &l.model.placements[k] // (its Path is the lanes')
 				w := pl.Plan.Weight
 				if pl.Tensor != nil && w.File == i && w.Offset+w.Size > now.size() && (at < 0 || w.Offset < at) {
 					first, at = pl.Plan.Name, w.Offset

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
@@ -25,8 +24,9 @@ type Options struct {
 	// CheckTensors validates every tensor's rows (NaN/Inf data and scales)
 	// while loading; every bad tensor is named, then the load fails.
 	CheckTensors bool
-	// Progress is called with the bytes done and the total, from the
-	// loading goroutine, never decreasing; returning false cancels.
+	// Progress is called with the bytes done and the total, never
+	// decreasing, from one loading goroutine at a time (the devices load
+	// at once); returning false cancels.
 	Progress func(done, total uint64) bool
 	// Readers is how many goroutines read into host buffers at once
 	// (0: chosen for this machine; 1: sequential).
@@ -34,11 +34,14 @@ type Options struct {
 	// ChunkSize is the size of one parallel read, and the most bytes a
 	// tensor moves between two progress reports (0: 8 MiB).
 	ChunkSize int64
-	// StagingSlots and StagingSize shape the pinned staging ring for device
-	// uploads (0: 4 slots of 1 MiB, or of 64 MiB + 2·alignment under direct
-	// I/O, as llama.cpp).
+	// StagingSlots and StagingSize shape the pinned staging ring of each
+	// device that uploads asynchronously (0: 4 slots of 1 MiB, or of
+	// 64 MiB + 2·alignment under direct I/O, as llama.cpp).
 	StagingSlots int
 	StagingSize  uint64
+	// Sequential loads one device after another, in llama.cpp's order,
+	// instead of every device at once.
+	Sequential bool
 	// Logger receives warnings and debug lines (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -98,11 +101,14 @@ type load struct {
 	o     Options
 	model *Model
 
-	total uint64
-	done  atomic.Uint64
-	lastP uint64
+	stopped atomic.Bool // a lane failed: the others stop
 
-	rings map[*ggml.Device]*stagingRing
+	total  uint64
+	done   atomic.Uint64
+	progMu sync.Mutex // one progress report at a time
+	lastP  uint64
+
+	readers *readerPool
 
 	vwg      sync.WaitGroup
 	vsem     chan struct{}
@@ -110,15 +116,14 @@ type load struct {
 	invalid  []string
 	asyncErr error // a validation goroutine that could not read its tensor
 
-	free [][]byte // bounce buffers: tensors set through memory the load owns
-	bg   *bgSet   // a whole tensor being set by native code meanwhile
+	sampleMu sync.Mutex
+	samples  map[int]*rpcSample // placement index → bytes sent to an RPC server
+	seed     uint64             // where the samples are taken
 
-	samples map[int]*rpcSample // placement index → bytes sent to an RPC server
-	seed    uint64             // where the samples are taken
-
+	watchMu   sync.Mutex
 	lastWatch time.Time // files last checked for changes
-	seq       int       // tensors started
-	last      string    // the last of them
+	seq       atomic.Int64
+	last      atomic.Pointer[string] // the last tensor started
 
 	used [][2]int64 // per file: range used by zero-copy tensors
 
@@ -129,23 +134,26 @@ type load struct {
 }
 
 func (l *load) warn(msg string) {
+	l.model.statsMu.Lock()
 	l.model.warnings = append(l.model.warnings, msg)
+	l.model.statsMu.Unlock()
 	l.o.Logger.Warn(msg)
 }
 
 // abort frees whatever the load made.
 func (l *load) abort() {
-	l.waitSet()
 	l.vwg.Wait()
-	for _, r := range l.rings {
-		r.close()
-	}
 	l.model.Close()
 }
 
+// canceled reports a cancelled load, or a lane stopped by another's
+// failure.
 func (l *load) canceled() error {
 	if err := l.ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCanceled, err)
+	}
+	if l.stopped.Load() {
+		return errStopped
 	}
 	return nil
 }
@@ -155,6 +163,8 @@ func (l *load) progress() error {
 	if err := l.canceled(); err != nil {
 		return err
 	}
+	l.progMu.Lock()
+	defer l.progMu.Unlock()
 	d := l.done.Load()
 	if d < l.lastP {
 		d = l.lastP
@@ -209,7 +219,7 @@ func (l *load) run() error {
 	if err := l.confirmRPC(); err != nil {
 		return err
 	}
-	if err := l.watchFiles(l.last, true); err != nil {
+	if err := l.watchFiles(l.lastTensor(), true); err != nil {
 		return err
 	}
 	if p.UseMmap {
@@ -464,87 +474,6 @@ func (l *load) cover(ci, fi int, off, size int64) *LoadedBuffer {
 	return nil
 }
 
-// task is one tensor to load.
-type task struct {
-	i  int // placement index
-	pl *Placement
-	w  *gguf.Weight
-}
-
-// loadData moves every tensor's bytes, in llama.cpp's order: without mmap,
-// contexts in device buffers first and, within a context, staged tensors
-// biggest first.
-func (l *load) loadData() error {
-	p, mdl := l.p, l.model
-	ctxOrder := make([]int, len(p.Contexts))
-	for i := range ctxOrder {
-		ctxOrder[i] = i
-	}
-	if !p.UseMmap {
-		slices.SortStableFunc(ctxOrder, func(a, b int) int {
-			return cmp.Compare(b2i(l.ctxIsHost(a)), b2i(l.ctxIsHost(b)))
-		})
-	}
-	if l.o.CheckTensors {
-		l.vsem = make(chan struct{}, runtime.NumCPU())
-	}
-	readers := newReaderPool(l, l.readerCount())
-	defer readers.stop()
-	mdl.Stats.Readers = readers.n
-	for _, ci := range ctxOrder {
-		var tasks []task
-		for i := range mdl.placements {
-			pl := &mdl.placements[i]
-			if pl.Tensor != nil && pl.Plan.Context == ci && pl.Path != PathShared {
-				tasks = append(tasks, task{i, pl, pl.Plan.Weight})
-			}
-		}
-		if !p.UseMmap && !l.ctxIsHost(ci) {
-			// staged through a temporary buffer: biggest first
-			slices.SortStableFunc(tasks, func(a, b task) int { return -cmp.Compare(a.w.Size, b.w.Size) })
-		}
-		for _, t := range tasks {
-			if err := l.progress(); err != nil {
-				return err
-			}
-			if err := l.watchFiles(t.pl.Plan.Name, false); err != nil {
-				return err
-			}
-			if beforeTensor != nil {
-				beforeTensor(l.seq, t.pl.Plan.Name)
-			}
-			l.seq++
-			l.last = t.pl.Plan.Name
-			if err := readers.err(); err != nil {
-				return err
-			}
-			if !l.setsWholeFromBounce(t) {
-				// the next native call must not meet a set under way
-				if err := l.waitSet(); err != nil {
-					return err
-				}
-			}
-			if err := l.loadOne(t, readers); err != nil {
-				return err
-			}
-		}
-	}
-	if err := l.waitSet(); err != nil {
-		return err
-	}
-	l.free = nil
-	if err := readers.wait(l); err != nil {
-		return err
-	}
-	for _, r := range l.rings {
-		if err := r.close(); err != nil {
-			return err
-		}
-	}
-	l.rings = nil
-	return nil
-}
-
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -568,271 +497,4 @@ func (l *load) readerCount() int {
 		return l.o.Readers
 	}
 	return min(runtime.NumCPU(), 4)
-}
-
-// loadOne moves one tensor's bytes by the path its placement calls for.
-func (l *load) loadOne(t task, readers *readerPool) error {
-	p, mdl := l.p, l.model
-	tp, w := t.pl.Plan, t.w
-	n := uint64(tp.Bytes)
-	if p.UseMmap || tp.Lazy {
-		mp := mdl.mappings[w.File]
-		addr := mp.Addr(w.Offset)
-		if tp.Lazy {
-			t.pl.Path = PathLazy
-		}
-		if cover := l.cover(tp.Context, w.File, w.Offset, w.Size); cover != nil {
-			if err := t.pl.Tensor.Alloc(cover.Buffer, addr); err != nil {
-				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
-			}
-			t.pl.Buffer = cover
-			if t.pl.Path != PathLazy {
-				t.pl.Path = PathZeroCopy
-			}
-			if !tp.Lazy {
-				for _, lk := range mdl.locks {
-					if lk.addr == mp.Addr(0) {
-						lk.growTo(uintptr(w.Offset + w.Size))
-					}
-				}
-			}
-			u := &l.used[w.File]
-			u[0], u[1] = min(u[0], w.Offset), max(u[1], w.Offset+w.Size)
-			if l.o.CheckTensors {
-				// rows are checked on a copy: native code never reads
-				// the mapping during the load
-				l.validateMapped(tp, mapSource{mp, mdl.files[w.File]})
-			}
-			l.addDone(t.pl.Path, n)
-			return nil
-		}
-		t.pl.Path = PathFromMap
-		return l.fill(t, mapSource{mp, mdl.files[w.File]})
-	}
-	f := mdl.files[w.File]
-	if t.pl.Buffer != nil && t.pl.Buffer.Buffer.IsHost() {
-		t.pl.Path = PathRead
-		return readers.submit(t, f)
-	}
-	return l.fill(t, f)
-}
-
-// fill moves a tensor that is not zero copy from src into its buffer. Into
-// host memory the bytes go straight (copied by Go); to a device through the
-// pinned staging ring where the device can upload asynchronously; otherwise
-// through a bounce buffer and tensor_set: in pieces of whole rows, or whole
-// where the buffer type transforms what it is given (CPU_REPACK and other
-// extra or split buffer types) or the device is an RPC server (whose file
-// cache recognises tensors by the hash of the whole). Paths other than
-// from-mapping are set here. The bytes count as done piece by piece, with
-// a progress report after each: a large tensor moves the progress inside.
-func (l *load) fill(t task, src source) error {
-	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
-	if b == nil {
-		return fmt.Errorf("loader: tensor '%s' has no buffer", tp.Name)
-	}
-	if b.Buffer.IsHost() && t.pl.Tensor.Data() != nil {
-		if w.Size == 0 {
-			return nil
-		}
-		dst := unsafe.Slice((*byte)(t.pl.Tensor.Data()), w.Size)
-		if err := l.readReporting(t.pl.Path, src, dst, w.Offset); err != nil {
-			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
-		}
-		if l.o.CheckTensors {
-			l.validateAsync(tp.Name, tp.Type, t.pl.Tensor.Data(), uint64(w.Size))
-		}
-		return nil
-	}
-	dev := b.Device
-	if !l.o.CheckTensors {
-		ring, err := l.ring(b)
-		if err != nil {
-			return err
-		}
-		if ring != nil {
-			if t.pl.Path != PathFromMap {
-				t.pl.Path = PathStaged
-			}
-			if err := ring.upload(l, t, src, w.Offset, w.Size); err != nil {
-				return err
-			}
-			return deviceErr(b, tp.Name)
-		}
-	}
-	if t.pl.Path != PathFromMap {
-		t.pl.Path = PathSync
-	}
-	if err := l.setFrom(t, src, setsWhole(b)); err != nil {
-		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, dev.Name(), err)
-	}
-	return deviceErr(b, tp.Name)
-}
-
-// setsWhole reports whether tensors must be set into b whole: buffer types
-// other than the device's own transform or split what they are given and
-// take only whole tensors (CPU_REPACK asserts it), and RPC servers cache
-// whole tensors by hash.
-func setsWhole(b *LoadedBuffer) bool {
-	return b.Device.IsRPC() || b.BufferType != b.Device.BufferType()
-}
-
-// piece is the most bytes of one tensor moved between two progress reports.
-func (l *load) piece() int64 {
-	if l.o.ChunkSize > 0 {
-		return l.o.ChunkSize
-	}
-	return 8 << 20
-}
-
-// readReporting fills dst from src at off in pieces, each counted as done
-// (by path) and followed by a progress report.
-func (l *load) readReporting(path Path, src source, dst []byte, off int64) error {
-	piece := l.piece()
-	for pos := int64(0); pos < int64(len(dst)); pos += piece {
-		n := min(piece, int64(len(dst))-pos)
-		if err := src.readAt(dst[pos:pos+n], off+pos); err != nil {
-			return err
-		}
-		l.addDone(path, uint64(n))
-		if err := l.progress(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *load) addDone(path Path, n uint64) {
-	l.done.Add(n)
-	l.model.statsMu.Lock()
-	if l.model.Stats.Moved == nil {
-		l.model.Stats.Moved = map[Path]uint64{}
-	}
-	l.model.Stats.Moved[path] += n
-	l.model.Stats.Bytes += n
-	l.model.statsMu.Unlock()
-}
-
-// deviceErr reports the failure of the RPC server behind b's device, naming
-// the tensor being loaded when it was found.
-func deviceErr(b *LoadedBuffer, tensor string) error {
-	if b == nil || b.Device == nil {
-		return nil
-	}
-	if err := b.Device.Err(); err != nil {
-		return fmt.Errorf("loader: tensor '%s' to %s: %w", tensor, b.Device.Name(), err)
-	}
-	return nil
-}
-
-// setFrom reads a tensor from src into a bounce buffer, memory the load
-// owns, and sets it from there: in pieces of whole rows (at most 16 MiB,
-// and at most a progress piece where rows allow), each counted as done once
-// set; or whole, counted as done as it is read, and set by native code on
-// another goroutine while the load goes on reading the next tensor
-// (background.go).
-func (l *load) setFrom(t task, src source, whole bool) error {
-	tp, w := t.pl.Plan, t.w
-	chunk := w.Size
-	if !whole {
-		row, err := tp.Type.RowSize(tp.Shape[0])
-		if err != nil || row <= 0 {
-			row = 1
-		}
-		chunk = min(max(min(int64(16<<20), l.piece())/row, 1)*row, w.Size)
-	}
-	if chunk == 0 {
-		return nil
-	}
-	if whole {
-		return l.setWhole(t, src)
-	}
-	buf := l.bounceBuf(chunk)
-	defer l.putBounce(buf)
-	for off := int64(0); off < w.Size; off += chunk {
-		if err := l.canceled(); err != nil {
-			return err
-		}
-		n := min(chunk, w.Size-off)
-		if err := src.readAt(buf[:n], w.Offset+off); err != nil {
-			return namingFile(err, src.file())
-		}
-		if l.o.CheckTensors {
-			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
-		}
-		l.sample(t, off, buf[:n])
-		if err := t.pl.Tensor.Set(buf[:n], uint64(off)); err != nil {
-			return err
-		}
-		l.addDone(t.pl.Path, uint64(n))
-		if err := l.progress(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// validateMapped checks the rows of a tensor left in the mapping (zero
-// copy, lazy) on another goroutine, from copies made in Go: a file that
-// shrinks under it gives an error naming the tensor, not a SIGBUS in the
-// native row check.
-func (l *load) validateMapped(tp *place.TensorPlan, src mapSource) {
-	w := tp.Weight
-	if w.Size == 0 {
-		return
-	}
-	l.vwg.Add(1)
-	l.vsem <- struct{}{}
-	go func() {
-		defer l.vwg.Done()
-		defer func() { <-l.vsem }()
-		row, err := tp.Type.RowSize(tp.Shape[0])
-		if err != nil || row <= 0 {
-			row = 1
-		}
-		chunk := min(max(int64(4<<20)/row, 1)*row, w.Size)
-		buf := make([]byte, chunk)
-		for off := int64(0); off < w.Size; off += chunk {
-			n := min(chunk, w.Size-off)
-			if err := src.readAt(buf[:n], w.Offset+off); err != nil {
-				l.asyncFail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file())))
-				return
-			}
-			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
-		}
-	}()
-}
-
-// asyncFail records the first error of a validation goroutine.
-func (l *load) asyncFail(err error) {
-	l.vmu.Lock()
-	defer l.vmu.Unlock()
-	if l.asyncErr == nil {
-		l.asyncErr = err
-	}
-}
-
-// validateAsync checks rows on another goroutine (data stays valid: it is
-// the tensor's own host memory, never the mapping).
-func (l *load) validateAsync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
-	l.vwg.Add(1)
-	l.vsem <- struct{}{}
-	go func() {
-		defer l.vwg.Done()
-		defer func() { <-l.vsem }()
-		l.validateSync(name, typ, p, n)
-	}()
-}
-
-func (l *load) validateSync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
-	ok, err := l.rt.ValidateRowDataPtr(typ, p, n)
-	if ok && err == nil {
-		return
-	}
-	l.vmu.Lock()
-	defer l.vmu.Unlock()
-	if !slices.Contains(l.invalid, name) {
-		l.invalid = append(l.invalid, name)
-		l.o.Logger.Error(fmt.Sprintf("tensor '%s' has invalid data", name))
-	}
 }

@@ -58,6 +58,19 @@ type Stats struct {
 	// sent to an RPC server; Confirmed counts them.
 	Confirm   time.Duration
 	Confirmed int
+	// Devices are the upload pipelines that ran at once, one per device
+	// (host memory shares one), in the order they were dealt tensors.
+	Devices []DeviceStats
+}
+
+// DeviceStats is one device's upload pipeline during a load.
+type DeviceStats struct {
+	Device  string        // the device's name; "host" for host memory, "all" for a sequential load
+	Tensors int           // tensors it moved
+	Bytes   uint64        // and their bytes
+	Time    time.Duration // from its start to its last byte
+	Staging uint64        // bytes of its pinned staging rings
+	Bounce  uint64        // the most bytes of bounce buffers it held at once
 }
 
 // GBps is the throughput of the data phase.

@@ -26,6 +26,7 @@ type readerPool struct {
 }
 
 type readJob struct {
+	ln     *lane
 	t      task
 	f      *modelFile
 	off, n int64
@@ -64,7 +65,7 @@ func (p *readerPool) err() error {
 }
 
 // submit queues a tensor's chunks (or reads it now with one reader).
-func (p *readerPool) submit(t task, f *modelFile) error {
+func (p *readerPool) submit(ln *lane, t task, f *modelFile) error {
 	size := t.w.Size
 	if size == 0 {
 		return nil
@@ -72,7 +73,7 @@ func (p *readerPool) submit(t task, f *modelFile) error {
 	left := new(atomic.Int32)
 	left.Store(int32((size + p.chunk - 1) / p.chunk))
 	for off := int64(0); off < size; off += p.chunk {
-		j := readJob{t: t, f: f, off: off, n: min(p.chunk, size-off), left: left}
+		j := readJob{ln: ln, t: t, f: f, off: off, n: min(p.chunk, size-off), left: left}
 		if p.n <= 1 {
 			p.do(j)
 			if err := p.err(); err != nil {
@@ -91,7 +92,7 @@ func (p *readerPool) submit(t task, f *modelFile) error {
 func (p *readerPool) work() {
 	defer p.wg.Done()
 	for j := range p.jobs {
-		if p.stopped.Load() || p.l.ctx.Err() != nil {
+		if p.stopped.Load() || p.l.canceled() != nil {
 			continue
 		}
 		p.do(j)
@@ -106,7 +107,7 @@ func (p *readerPool) do(j readJob) {
 			p.fail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path)))
 			return
 		}
-		l.addDone(PathRead, uint64(j.n))
+		j.ln.addDone(PathRead, uint64(j.n))
 	}
 	if j.left.Add(-1) == 0 && l.o.CheckTensors {
 		l.validateAsync(tp.Name, tp.Type, j.t.pl.Tensor.Data(), uint64(tp.Bytes))

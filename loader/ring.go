@@ -12,27 +12,29 @@ import (
 // asynchronous copy, record the slot's event; wait on an event only before
 // its slot is used again.
 type stagingRing struct {
-	dev      *ggml.Device
-	backend  *ggml.Backend
-	slots    []*ggml.Buffer
-	events   []*ggml.Event
-	recorded []bool
-	size     uint64
-	next     int
-	cycles   int
+	dev       *ggml.Device
+	backend   *ggml.Backend
+	slots     []*ggml.Buffer
+	events    []*ggml.Event
+	recorded  []bool
+	size      uint64
+	slotCount int
+	next      int
+	cycles    int
 }
 
 // ring returns the staging ring for the device of buffer b, or nil when the
 // device cannot upload asynchronously (llama.cpp's upload_backend
 // conditions: the buffer is of the device's default type, the device has
 // async, host buffers and events, and a host buffer type).
-func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
+func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
+	l := ln.l
 	dev := b.Device
-	if r, ok := l.rings[dev]; ok {
+	if r, ok := ln.rings[dev]; ok {
 		return r, nil
 	}
-	if l.rings == nil {
-		l.rings = map[*ggml.Device]*stagingRing{}
+	if ln.rings == nil {
+		ln.rings = map[*ggml.Device]*stagingRing{}
 	}
 	caps := dev.Caps()
 	host, hasHost := dev.HostBufferType()
@@ -47,7 +49,7 @@ func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
 	}
 	if why != "" {
 		l.o.Logger.Debug("no async uploads: " + why)
-		l.rings[dev] = nil
+		ln.rings[dev] = nil
 		return nil, nil
 	}
 	slots := l.o.StagingSlots
@@ -65,7 +67,7 @@ func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
 			size = directIOBufferSize + 2*uint64(align)
 		}
 	}
-	r := &stagingRing{dev: dev, size: size, recorded: make([]bool, slots)}
+	r := &stagingRing{dev: dev, size: size, slotCount: slots, recorded: make([]bool, slots)}
 	fail := func(err error) (*stagingRing, error) {
 		r.close()
 		return nil, fmt.Errorf("loader: staging ring for %s: %w", dev.Name(), err)
@@ -87,8 +89,10 @@ func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
 		return fail(err)
 	}
 	r.backend = be
-	l.rings[dev] = r
+	ln.rings[dev] = r
+	l.model.statsMu.Lock()
 	l.model.Stats.StagingSlots, l.model.Stats.StagingSize = slots, size
+	l.model.statsMu.Unlock()
 	l.o.Logger.Debug(fmt.Sprintf("using async uploads for device %s, buffer type %s: %d slots of %d bytes", dev.Name(), b.BufferType.Name(), slots, size))
 	return r, nil
 }
@@ -96,7 +100,8 @@ func (l *load) ring(b *LoadedBuffer) (*stagingRing, error) {
 // upload copies n bytes at off of src into tensor t: each piece is read
 // (or copied out of the mapping) into a pinned slot, then queued, and
 // counted as done with a progress report.
-func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
+func (r *stagingRing) upload(ln *lane, t task, src source, off, n int64) error {
+	l := ln.l
 	name := t.pl.Plan.Name
 	align := src.alignment()
 	alignedOff := off &^ (align - 1)
@@ -144,7 +149,7 @@ func (r *stagingRing) upload(l *load, t task, src source, off, n int64) error {
 				return fmt.Errorf("loader: tensor '%s': %w", name, err)
 			}
 			r.recorded[slot] = true
-			l.addDone(t.pl.Path, uint64(hi-lo))
+			ln.addDone(t.pl.Path, uint64(hi-lo))
 		}
 		pos += readSize
 		r.next = (slot + 1) % len(r.slots)

@@ -1,0 +1,300 @@
+package loader
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/place"
+)
+
+// The paths a tensor's bytes take, as in llama.cpp's load_all_data.
+
+// isZeroCopy reports whether task t stays in the mapping: mmap (or lazy)
+// and inside a buffer made over it.
+func (l *load) isZeroCopy(t task) bool {
+	tp, w := t.pl.Plan, t.w
+	return (l.p.UseMmap || tp.Lazy) && l.cover(tp.Context, w.File, w.Offset, w.Size) != nil
+}
+
+// zeroCopy places a tensor in the buffer made over its bytes in the
+// mapping.
+func (l *load) zeroCopy(t task) error {
+	mdl := l.model
+	tp, w := t.pl.Plan, t.w
+	mp := mdl.mappings[w.File]
+	addr := mp.Addr(w.Offset)
+	cover := l.cover(tp.Context, w.File, w.Offset, w.Size)
+	if err := t.pl.Tensor.Alloc(cover.Buffer, addr); err != nil {
+		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
+	}
+	t.pl.Buffer = cover
+	t.pl.Path = PathZeroCopy
+	if tp.Lazy {
+		t.pl.Path = PathLazy
+	} else {
+		for _, lk := range mdl.locks {
+			if lk.addr == mp.Addr(0) {
+				lk.growTo(uintptr(w.Offset + w.Size))
+			}
+		}
+	}
+	u := &l.used[w.File]
+	u[0], u[1] = min(u[0], w.Offset), max(u[1], w.Offset+w.Size)
+	if l.o.CheckTensors {
+		// rows are checked on a copy: native code never reads the
+		// mapping during the load
+		l.validateMapped(tp, mapSource{mp, mdl.files[w.File]})
+	}
+	l.addDone(t.pl.Path, uint64(tp.Bytes))
+	return l.progress()
+}
+
+// loadOne moves one tensor's bytes by the path its placement calls for.
+func (ln *lane) loadOne(t task) error {
+	l := ln.l
+	p, mdl := l.p, l.model
+	tp, w := t.pl.Plan, t.w
+	if p.UseMmap || tp.Lazy {
+		// not zero copy: copied out of the mapping
+		t.pl.Path = PathFromMap
+		return ln.fill(t, mapSource{mdl.mappings[w.File], mdl.files[w.File]})
+	}
+	f := mdl.files[w.File]
+	if t.pl.Buffer != nil && t.pl.Buffer.Buffer.IsHost() {
+		t.pl.Path = PathRead
+		ln.readers = true
+		return l.readers.submit(ln, t, f)
+	}
+	return ln.fill(t, f)
+}
+
+// fill moves a tensor that is not zero copy from src into its buffer. Into
+// host memory the bytes go straight (copied by Go); to a device through the
+// pinned staging ring where the device can upload asynchronously; otherwise
+// through a bounce buffer and tensor_set: in pieces of whole rows, or whole
+// where the buffer type transforms what it is given (CPU_REPACK and other
+// extra or split buffer types) or the device is an RPC server (whose file
+// cache recognises tensors by the hash of the whole). Paths other than
+// from-mapping are set here. The bytes count as done piece by piece, with
+// a progress report after each: a large tensor moves the progress inside.
+func (ln *lane) fill(t task, src source) error {
+	l := ln.l
+	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
+	if b == nil {
+		return fmt.Errorf("loader: tensor '%s' has no buffer", tp.Name)
+	}
+	if b.Buffer.IsHost() && t.pl.Tensor.Data() != nil {
+		if w.Size == 0 {
+			return nil
+		}
+		dst := unsafe.Slice((*byte)(t.pl.Tensor.Data()), w.Size)
+		if err := ln.readReporting(t.pl.Path, src, dst, w.Offset); err != nil {
+			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
+		}
+		if l.o.CheckTensors {
+			l.validateAsync(tp.Name, tp.Type, t.pl.Tensor.Data(), uint64(w.Size))
+		}
+		return nil
+	}
+	dev := b.Device
+	if !l.o.CheckTensors {
+		ring, err := ln.ring(b)
+		if err != nil {
+			return err
+		}
+		if ring != nil {
+			if t.pl.Path != PathFromMap {
+				t.pl.Path = PathStaged
+			}
+			if err := ring.upload(ln, t, src, w.Offset, w.Size); err != nil {
+				return err
+			}
+			return deviceErr(b, tp.Name)
+		}
+	}
+	if t.pl.Path != PathFromMap {
+		t.pl.Path = PathSync
+	}
+	if err := ln.setFrom(t, src, setsWhole(b)); err != nil {
+		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, dev.Name(), err)
+	}
+	return deviceErr(b, tp.Name)
+}
+
+// setsWhole reports whether tensors must be set into b whole: buffer types
+// other than the device's own transform or split what they are given and
+// take only whole tensors (CPU_REPACK asserts it), and RPC servers cache
+// whole tensors by hash.
+func setsWhole(b *LoadedBuffer) bool {
+	return b.Device.IsRPC() || b.BufferType != b.Device.BufferType()
+}
+
+// piece is the most bytes of one tensor moved between two progress reports.
+func (l *load) piece() int64 {
+	if l.o.ChunkSize > 0 {
+		return l.o.ChunkSize
+	}
+	return 8 << 20
+}
+
+// readReporting fills dst from src at off in pieces, each counted as done
+// (by path) and followed by a progress report.
+func (ln *lane) readReporting(path Path, src source, dst []byte, off int64) error {
+	l := ln.l
+	piece := l.piece()
+	for pos := int64(0); pos < int64(len(dst)); pos += piece {
+		n := min(piece, int64(len(dst))-pos)
+		if err := src.readAt(dst[pos:pos+n], off+pos); err != nil {
+			return err
+		}
+		ln.addDone(path, uint64(n))
+		if err := l.progress(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addDone counts n bytes done by the lane.
+func (ln *lane) addDone(path Path, n uint64) {
+	ln.bytes.Add(n)
+	ln.l.addDone(path, n)
+}
+
+func (l *load) addDone(path Path, n uint64) {
+	l.done.Add(n)
+	l.model.statsMu.Lock()
+	if l.model.Stats.Moved == nil {
+		l.model.Stats.Moved = map[Path]uint64{}
+	}
+	l.model.Stats.Moved[path] += n
+	l.model.Stats.Bytes += n
+	l.model.statsMu.Unlock()
+}
+
+// deviceErr reports the failure of the RPC server behind b's device, naming
+// the tensor being loaded when it was found.
+func deviceErr(b *LoadedBuffer, tensor string) error {
+	if b == nil || b.Device == nil {
+		return nil
+	}
+	if err := b.Device.Err(); err != nil {
+		return fmt.Errorf("loader: tensor '%s' to %s: %w", tensor, b.Device.Name(), err)
+	}
+	return nil
+}
+
+// setFrom reads a tensor from src into a bounce buffer, memory the lane
+// owns, and sets it from there: in pieces of whole rows (at most 16 MiB,
+// and at most a progress piece where rows allow), each counted as done once
+// set; or whole, counted as done as it is read, and set by native code on
+// another goroutine while the lane goes on reading the next tensor
+// (background.go).
+func (ln *lane) setFrom(t task, src source, whole bool) error {
+	l := ln.l
+	tp, w := t.pl.Plan, t.w
+	chunk := w.Size
+	if !whole {
+		row, err := tp.Type.RowSize(tp.Shape[0])
+		if err != nil || row <= 0 {
+			row = 1
+		}
+		chunk = min(max(min(int64(16<<20), l.piece())/row, 1)*row, w.Size)
+	}
+	if chunk == 0 {
+		return nil
+	}
+	if whole {
+		return ln.setWhole(t, src)
+	}
+	buf := ln.bounceBuf(chunk)
+	defer ln.putBounce(buf)
+	for off := int64(0); off < w.Size; off += chunk {
+		if err := l.canceled(); err != nil {
+			return err
+		}
+		n := min(chunk, w.Size-off)
+		if err := src.readAt(buf[:n], w.Offset+off); err != nil {
+			return namingFile(err, src.file())
+		}
+		if l.o.CheckTensors {
+			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
+		}
+		l.sample(t, off, buf[:n])
+		if err := t.pl.Tensor.Set(buf[:n], uint64(off)); err != nil {
+			return err
+		}
+		ln.addDone(t.pl.Path, uint64(n))
+		if err := l.progress(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateMapped checks the rows of a tensor left in the mapping (zero
+// copy, lazy) on another goroutine, from copies made in Go: a file that
+// shrinks under it gives an error naming the tensor, not a SIGBUS in the
+// native row check.
+func (l *load) validateMapped(tp *place.TensorPlan, src mapSource) {
+	w := tp.Weight
+	if w.Size == 0 {
+		return
+	}
+	l.vwg.Add(1)
+	l.vsem <- struct{}{}
+	go func() {
+		defer l.vwg.Done()
+		defer func() { <-l.vsem }()
+		row, err := tp.Type.RowSize(tp.Shape[0])
+		if err != nil || row <= 0 {
+			row = 1
+		}
+		chunk := min(max(int64(4<<20)/row, 1)*row, w.Size)
+		buf := make([]byte, chunk)
+		for off := int64(0); off < w.Size; off += chunk {
+			n := min(chunk, w.Size-off)
+			if err := src.readAt(buf[:n], w.Offset+off); err != nil {
+				l.asyncFail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file())))
+				return
+			}
+			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
+		}
+	}()
+}
+
+// asyncFail records the first error of a validation goroutine.
+func (l *load) asyncFail(err error) {
+	l.vmu.Lock()
+	defer l.vmu.Unlock()
+	if l.asyncErr == nil {
+		l.asyncErr = err
+	}
+}
+
+// validateAsync checks rows on another goroutine (data stays valid: it is
+// the tensor's own host memory, never the mapping).
+func (l *load) validateAsync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
+	l.vwg.Add(1)
+	l.vsem <- struct{}{}
+	go func() {
+		defer l.vwg.Done()
+		defer func() { <-l.vsem }()
+		l.validateSync(name, typ, p, n)
+	}()
+}
+
+func (l *load) validateSync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
+	ok, err := l.rt.ValidateRowDataPtr(typ, p, n)
+	if ok && err == nil {
+		return
+	}
+	l.vmu.Lock()
+	defer l.vmu.Unlock()
+	if !slices.Contains(l.invalid, name) {
+		l.invalid = append(l.invalid, name)
+		l.o.Logger.Error(fmt.Sprintf("tensor '%s' has invalid data", name))
+	}
+}

@@ -1,0 +1,280 @@
+package loader
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/gguf"
+)
+
+// Every device loads at once. The tensors that are not zero copy are dealt
+// to lanes, one per device: a lane is a goroutine with the device's own
+// upload pipeline (its pinned staging ring and backend stream, or its bounce
+// buffers and the one set under way; an RPC server's own connection), so
+// that two RPC hosts fill their two links, and a GPU's uploads run while
+// another device's do. Tensors bound for host memory (CPU buffers, a GPU's
+// pinned host buffers) share one host lane, whose reads run on the reader
+// pool. Each lane reads the files itself (positional reads, or copies out
+// of the mapping) into the memory its pipeline owns, so the memory a load
+// holds is bounded by its lanes: per device, its ring or its bounce
+// buffers.
+//
+// Within a lane the order is llama.cpp's: without mmap, contexts in device
+// buffers before contexts in host buffers, and tensors staged through a
+// buffer of their own biggest first; tensors go whole to buffer types that
+// transform them and to RPC servers, whose file cache knows tensors by the
+// hash of the whole. Zero-copy tensors cost no I/O and are placed before
+// the lanes start.
+//
+// The first lane to fail stops the others (they check between pieces of a
+// tensor) and its error is the load's. Progress reports and file checks
+// are taken by one lane at a time.
+
+// task is one tensor to load.
+type task struct {
+	i  int // placement index
+	pl *Placement
+	w  *gguf.Weight
+}
+
+// lane is one device's upload pipeline and the tensors it moves.
+type lane struct {
+	l     *load
+	name  string
+	tasks []task
+	host  bool // host memory: reads run on the reader pool
+
+	rings map[*ggml.Device]*stagingRing
+	free  [][]byte // bounce buffers: tensors set through memory the lane owns
+	bg    *bgSet   // a whole tensor being set by native code meanwhile
+
+	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
+	took    time.Duration // from its start to its last byte
+	bounce  uint64        // bounce bytes held now
+	peak    uint64        // and at most
+	readers bool          // the lane queued reads on the reader pool
+}
+
+// errStopped ends a lane that another lane's failure stopped; it is never
+// the load's error.
+var errStopped = errors.New("stopped: another device failed")
+
+// loadData moves every tensor's bytes: zero-copy tensors here, then every
+// lane at once (or one after another with Options.Sequential).
+func (l *load) loadData() error {
+	p, mdl := l.p, l.model
+	ctxOrder := make([]int, len(p.Contexts))
+	for i := range ctxOrder {
+		ctxOrder[i] = i
+	}
+	if !p.UseMmap {
+		// llama.cpp's order: device buffers first, where staging is
+		// cheapest while the fewest weights are resident
+		slices.SortStableFunc(ctxOrder, func(a, b int) int {
+			return cmp.Compare(b2i(l.ctxIsHost(a)), b2i(l.ctxIsHost(b)))
+		})
+	}
+	if l.o.CheckTensors {
+		l.vsem = make(chan struct{}, runtime.NumCPU())
+	}
+	readers := newReaderPool(l, l.readerCount())
+	defer readers.stop()
+	l.readers = readers
+	mdl.Stats.Readers = readers.n
+	var rest []task
+	for _, ci := range ctxOrder {
+		var tasks []task
+		for i := range mdl.placements {
+			pl := &mdl.placements[i]
+			if pl.Tensor != nil && pl.Plan.Context == ci && pl.Path != PathShared {
+				tasks = append(tasks, task{i, pl, pl.Plan.Weight})
+			}
+		}
+		if !p.UseMmap && !l.ctxIsHost(ci) {
+			// staged through a temporary buffer: biggest first
+			slices.SortStableFunc(tasks, func(a, b task) int { return -cmp.Compare(a.w.Size, b.w.Size) })
+		}
+		for _, t := range tasks {
+			if !l.isZeroCopy(t) {
+				rest = append(rest, t)
+				continue
+			}
+			if err := l.beforeEach(t); err != nil {
+				return err
+			}
+			if err := l.zeroCopy(t); err != nil {
+				return err
+			}
+		}
+	}
+	lanes := l.deal(rest)
+	err := l.runLanes(lanes)
+	for _, ln := range lanes {
+		mdl.Stats.Devices = append(mdl.Stats.Devices, DeviceStats{Device: ln.name, Tensors: len(ln.tasks), Bytes: ln.bytes.Load(), Time: ln.took, Bounce: ln.peak, Staging: ln.staging()})
+	}
+	if err != nil {
+		return err
+	}
+	return readers.wait(l)
+}
+
+// deal gives every task to the lane of its device, in order; one lane
+// holds them all when the load is sequential.
+func (l *load) deal(tasks []task) []*lane {
+	var lanes []*lane
+	byKey := map[*ggml.Device]*lane{}
+	var host *lane
+	for _, t := range tasks {
+		var ln *lane
+		b := t.pl.Buffer
+		switch {
+		case l.o.Sequential:
+			if len(lanes) == 0 {
+				lanes = append(lanes, &lane{l: l, name: "all"})
+			}
+			ln = lanes[0]
+		case b == nil || b.Buffer.IsHost():
+			if host == nil {
+				host = &lane{l: l, name: "host", host: true}
+				lanes = append(lanes, host)
+			}
+			ln = host
+		default:
+			if ln = byKey[b.Device]; ln == nil {
+				ln = &lane{l: l, name: b.Device.Name()}
+				byKey[b.Device] = ln
+				lanes = append(lanes, ln)
+			}
+		}
+		ln.tasks = append(ln.tasks, t)
+	}
+	return lanes
+}
+
+// runLanes runs the lanes at once and waits for all of them: the first
+// error stops the others and is returned.
+func (l *load) runLanes(lanes []*lane) error {
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	for _, ln := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := ln.run()
+			if err == nil || errors.Is(err, errStopped) {
+				return
+			}
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+			l.stopped.Store(true)
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// run moves the lane's tensors, then waits for its last uploads and frees
+// its pipeline, on every path.
+func (ln *lane) run() (err error) {
+	l := ln.l
+	start := time.Now()
+	defer func() {
+		if ferr := ln.finish(); err == nil {
+			err = ferr
+		}
+		ln.took = time.Since(start)
+	}()
+	for _, t := range ln.tasks {
+		if err := l.progress(); err != nil {
+			return err
+		}
+		if err := l.readers.err(); err != nil {
+			return err
+		}
+		if err := l.beforeEach(t); err != nil {
+			return err
+		}
+		if !ln.setsWholeFromBounce(t) {
+			// the next native call must not meet a set under way
+			if err := ln.waitSet(); err != nil {
+				return err
+			}
+		}
+		if err := ln.loadOne(t); err != nil {
+			return err
+		}
+	}
+	if ln.readers {
+		if err := l.readers.wait(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish waits for the set under way and the ring's last uploads and frees
+// them.
+func (ln *lane) finish() error {
+	first := ln.waitSet()
+	ln.free = nil
+	for _, r := range ln.rings {
+		if err := r.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// staging is the pinned staging memory the lane held.
+func (ln *lane) staging() uint64 {
+	var n uint64
+	for _, r := range ln.rings {
+		if r != nil {
+			n += uint64(r.slotCount) * r.size
+		}
+	}
+	return n
+}
+
+// beforeEach runs between two tensors of any lane: the file check, and the
+// tests' hook.
+func (l *load) beforeEach(t task) error {
+	if err := l.watchFiles(t.pl.Plan.Name, false); err != nil {
+		return err
+	}
+	seq := int(l.seq.Add(1) - 1)
+	l.last.Store(&t.pl.Plan.Name)
+	if beforeTensor != nil {
+		beforeTensor(seq, t.pl.Plan.Name)
+	}
+	return nil
+}
+
+// lastTensor is the name of the last tensor started.
+func (l *load) lastTensor() string {
+	if p := l.last.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// trackBounce counts bounce memory taken (n > 0) or given back.
+func (ln *lane) trackBounce(n int64) {
+	ln.bounce = uint64(int64(ln.bounce) + n)
+	ln.peak = max(ln.peak, ln.bounce)
+}
+
+func (ln *lane) String() string { return fmt.Sprintf("lane %s (%d tensors)", ln.name, len(ln.tasks)) }
