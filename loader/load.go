@@ -127,6 +127,8 @@ type load struct {
 
 	used [][2]int64 // per file: range used by zero-copy tensors
 
+	prefaults []*prefaulter // device memory faulted in meanwhile
+
 	// per context: its mapped buffers ordered by (file, first), and its
 	// allocated buffer
 	mapped    [][]*LoadedBuffer
@@ -142,8 +144,17 @@ func (l *load) warn(msg string) {
 
 // abort frees whatever the load made.
 func (l *load) abort() {
+	l.stopPrefaults()
 	l.vwg.Wait()
 	l.model.Close()
+}
+
+// stopPrefaults ends the faulting in of device memory.
+func (l *load) stopPrefaults() {
+	for _, pf := range l.prefaults {
+		pf.wait()
+	}
+	l.prefaults = nil
 }
 
 // canceled reports a cancelled load, or a lane stopped by another's
@@ -197,7 +208,9 @@ func (l *load) run() error {
 	}
 	mdl.Stats.Alloc = time.Since(t0)
 	t0 = time.Now()
-	if err := l.loadData(); err != nil {
+	err := l.loadData()
+	l.stopPrefaults()
+	if err != nil {
 		return err
 	}
 	for _, b := range mdl.buffers {
@@ -419,6 +432,11 @@ func (l *load) allocate() error {
 			continue
 		}
 		need := gc.AllocSize(c.BufferType)
+		var before anonRanges
+		devMem := !c.BufferType.IsHost() && c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC()
+		if devMem {
+			before = anonMemory()
+		}
 		buf, err := gc.AllocTensors(c.BufferType)
 		if derr := c.Device.Err(); derr != nil {
 			if buf != nil {
@@ -432,6 +450,20 @@ func (l *load) allocate() error {
 		}
 		if buf == nil {
 			continue
+		}
+		if devMem {
+			// a software device's buffer in this process (devmem_linux.go)
+			if rs := adviseNewMemory(before); len(rs) > 0 {
+				n := rs.bytes()
+				how := "huge pages advised"
+				if n <= buf.Size()+64<<20 {
+					// the buffer's own memory, nothing else: fault it in
+					// ahead of the uploads
+					l.prefaults = append(l.prefaults, prefault(rs))
+					how += ", faulted in ahead of the uploads"
+				}
+				l.o.Logger.Debug(fmt.Sprintf("%s: %s over %.2f MiB mapped into this process for the %s buffer", c.Device.Name(), how, float64(n)/(1<<20), c.BufferType.Name()))
+			}
 		}
 		buf.SetUsage(ggml.UsageWeights)
 		lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}

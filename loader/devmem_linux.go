@@ -1,0 +1,144 @@
+//go:build linux
+
+package loader
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"os"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Software devices (lavapipe and the like) keep a device buffer in this
+// process's memory: anonymous pages the driver maps when the buffer is
+// allocated, and every upload is a copy into them on a CPU. Fresh, those
+// pages cost one fault per 4 KiB as the first upload writes them, which is
+// most of such a load's time; with transparent huge pages, one per 2 MiB.
+// The driver does not ask for huge pages, and ggml hides the address, so the
+// loader finds the memory by what appeared in the process's address space
+// while the buffer was allocated, and advises huge pages there before
+// anything is written. A GPU's driver maps no anonymous memory of the
+// buffer's size into the process (device memory lies behind the driver's
+// file, or nowhere here), so nothing is advised for it; advice on memory
+// that belongs to something else only changes how its pages are backed.
+
+// anonRanges are address ranges [start, end) of private anonymous
+// read-write memory, sorted.
+type anonRanges [][2]uintptr
+
+// anonMemory lists the process's private anonymous read-write mappings
+// (nil when /proc cannot be read).
+func anonMemory() anonRanges {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil
+	}
+	var out anonRanges
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		// start-end perms offset dev inode [path]
+		f := bytes.Fields(sc.Bytes())
+		if len(f) != 5 || string(f[1]) != "rw-p" || string(f[4]) != "0" {
+			continue
+		}
+		se := bytes.SplitN(f[0], []byte("-"), 2)
+		if len(se) != 2 {
+			continue
+		}
+		s, err1 := strconv.ParseUint(string(se[0]), 16, 64)
+		e, err2 := strconv.ParseUint(string(se[1]), 16, 64)
+		if err1 != nil || err2 != nil || e <= s {
+			continue
+		}
+		out = append(out, [2]uintptr{uintptr(s), uintptr(e)})
+	}
+	slices.SortFunc(out, func(a, b [2]uintptr) int { return cmp.Compare(a[0], b[0]) })
+	return out
+}
+
+// since lists the ranges of now that were not mapped in before, in runs
+// of at least least bytes.
+func (before anonRanges) since(now anonRanges, least uintptr) anonRanges {
+	var out anonRanges
+	for _, r := range now {
+		lo := r[0]
+		for _, b := range before {
+			if b[1] <= lo || b[0] >= r[1] {
+				continue
+			}
+			if b[0] > lo && b[0]-lo >= least {
+				out = append(out, [2]uintptr{lo, b[0]})
+			}
+			lo = max(lo, b[1])
+		}
+		if r[1] > lo && r[1]-lo >= least {
+			out = append(out, [2]uintptr{lo, r[1]})
+		}
+	}
+	return out
+}
+
+// adviseNewMemory advises huge pages over the anonymous memory mapped since
+// before, in runs of at least 2 MiB, and returns those runs.
+func adviseNewMemory(before anonRanges) anonRanges {
+	if before == nil {
+		return nil
+	}
+	var out anonRanges
+	for _, r := range before.since(anonMemory(), 2<<20) {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_HUGEPAGE); errno == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// bytes is the memory the ranges span.
+func (rs anonRanges) bytes() uint64 {
+	var n uint64
+	for _, r := range rs {
+		n += uint64(r[1] - r[0])
+	}
+	return n
+}
+
+// prefaulter faults a device buffer's fresh memory in on another goroutine
+// (MADV_POPULATE_WRITE, which never changes what the pages hold), ahead of
+// the uploads that write it: the pages are zeroed off the upload's thread.
+type prefaulter struct {
+	stop atomic.Bool
+	done chan struct{}
+}
+
+// prefault starts faulting the ranges in, in address order, 8 MiB at a
+// time.
+func prefault(rs anonRanges) *prefaulter {
+	pf := &prefaulter{done: make(chan struct{})}
+	go func() {
+		defer close(pf.done)
+		const step = 8 << 20
+		for _, r := range rs {
+			for a := r[0]; a < r[1]; a += step {
+				if pf.stop.Load() {
+					return
+				}
+				n := min(uintptr(step), r[1]-a)
+				if _, _, errno := unix.Syscall(unix.SYS_MADVISE, a, n, unix.MADV_POPULATE_WRITE); errno != 0 {
+					return // an older kernel (before 5.14), or memory gone
+				}
+			}
+		}
+	}()
+	return pf
+}
+
+// wait stops the faulting and waits for it to end.
+func (pf *prefaulter) wait() {
+	pf.stop.Store(true)
+	<-pf.done
+}
