@@ -67,7 +67,8 @@ type lane struct {
 var errStopped = errors.New("stopped: another device failed")
 
 // loadData moves every tensor's bytes: zero-copy tensors here, then every
-// lane at once (or one after another with Options.Sequential).
+// lane at once (or, with Options.Sequential, one after another, each
+// alone, in the order of their first tensors).
 func (l *load) loadData() error {
 	p, mdl := l.p, l.model
 	ctxOrder := make([]int, len(p.Contexts))
@@ -125,8 +126,7 @@ func (l *load) loadData() error {
 	return readers.wait(l)
 }
 
-// deal gives every task to the lane of its device, in order; one lane
-// holds them all when the load is sequential.
+// deal gives every task to the lane of its device, in order.
 func (l *load) deal(tasks []task) []*lane {
 	var lanes []*lane
 	byKey := map[*ggml.Device]*lane{}
@@ -135,11 +135,6 @@ func (l *load) deal(tasks []task) []*lane {
 		var ln *lane
 		b := t.pl.Buffer
 		switch {
-		case l.o.Sequential:
-			if len(lanes) == 0 {
-				lanes = append(lanes, &lane{l: l, name: "all"})
-			}
-			ln = lanes[0]
 		case b == nil || b.Buffer.IsHost():
 			if host == nil {
 				host = &lane{l: l, name: "host", host: true}
@@ -158,8 +153,9 @@ func (l *load) deal(tasks []task) []*lane {
 	return lanes
 }
 
-// runLanes runs the lanes at once and waits for all of them: the first
-// error stops the others and is returned.
+// runLanes runs the lanes at once (one after another when the load is
+// sequential) and waits for all of them: the first error stops the others
+// and is returned.
 func (l *load) runLanes(lanes []*lane) error {
 	var (
 		mu    sync.Mutex
@@ -167,6 +163,13 @@ func (l *load) runLanes(lanes []*lane) error {
 		wg    sync.WaitGroup
 	)
 	for _, ln := range lanes {
+		if l.o.Sequential {
+			// one after another, in the order of their first tensors
+			if err := ln.run(); err != nil {
+				return err
+			}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -471,8 +471,13 @@ func (l *load) allocate() error {
 		l.allocated[ci] = lb
 		if c.Device.Type() == ggml.DeviceCPU && buf.IsHost() && buf.Base() != nil {
 			// the CPU's own allocations are plain memory (a GPU's host
-			// buffer type is pinned by its driver: left alone)
+			// buffer type is pinned by its driver: left alone): huge
+			// pages, faulted in ahead of the readers
 			adviseHugePages(buf.Base(), buf.Size())
+			b := uintptr(buf.Base())
+			if start, end := (b+4095)&^4095, (b+uintptr(buf.Size()))&^4095; end > start {
+				l.prefaults = append(l.prefaults, prefault(anonRanges{{start, end}}))
+			}
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
 			lk := newMemLock(buf.Base(), "the "+c.BufferType.Name()+" weight buffer", l.warn)

@@ -65,7 +65,7 @@ type Stats struct {
 
 // DeviceStats is one device's upload pipeline during a load.
 type DeviceStats struct {
-	Device  string        // the device's name; "host" for host memory, "all" for a sequential load
+	Device  string        // the device's name; "host" for host memory
 	Tensors int           // tensors it moved
 	Bytes   uint64        // and their bytes
 	Time    time.Duration // from its start to its last byte
