@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/llama"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// The child protocol: for each measurement the bench runs this executable
+// again with the hidden command below, which makes one load (by ggload or
+// by llama.cpp, in the same native set), prints one JSON childResult on
+// stdout and exits. The parent times the whole process and reads the rest
+// from the JSON; an error of the load is in the JSON, an error of the
+// command line is the exit status 2 and a line on stderr.
+
+// benchChildCmd is the hidden command a bench runs in a child process for
+// each measurement: one load, by ggload or by llama.cpp, then exit.
+const benchChildCmd = "__bench-child"
+
+// implSequential is ggload loading one device after another
+// (loader.Options.Sequential): each device's time alone.
+const implSequential = "ggload-sequential"
+
+// childResult is what a child prints.
+type childResult struct {
+	LoadS float64 `json:"load_s"`
+	// HostResident is what the load keeps in this process's memory by
+	// design: host buffers, and device buffers of a device whose memory is
+	// host memory (a software device such as lavapipe).
+	HostResident uint64 `json:"host_resident"`
+	// Staging is the memory ggload's upload pipelines held by design: the
+	// pinned staging rings, and the bounce buffers at their most.
+	Staging uint64 `json:"staging"`
+	// Devices are ggload's upload pipelines, one per device.
+	Devices []childDevice `json:"devices,omitempty"`
+	// PeakRSS is the process's VmHWM at exit (the parent's rusage would
+	// count the parent's own pages: the child starts as a copy of it).
+	PeakRSS uint64 `json:"peak_rss"`
+	Err     string `json:"error,omitempty"`
+}
+
+// childDevice is one device's upload pipeline in a child's load.
+type childDevice struct {
+	Device  string  `json:"device"`
+	Bytes   uint64  `json:"bytes"`
+	S       float64 `json:"s"`
+	Staging uint64  `json:"staging"`
+	Bounce  uint64  `json:"bounce"`
+}
+
+// child runs one measurement in a fresh process and returns its wall time
+// and peak RSS. idle: everything but the load (the baseline).
+func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase, idle bool) (measurement, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return measurement{}, err
+	}
+	args := []string{benchChildCmd, "--impl", impl, "--mode", c.Mode, "--target", c.Target, "--rpc-timeout", bf.rpcIO.String(), "--readers", strconv.Itoa(bf.readers)}
+	for _, kv := range [][2]string{{"--lib-dir", bf.libDir}, {"--variant", bf.variant}, {"--rpc", bf.rpc}, {"-ngl", bf.ngl}} {
+		if kv[1] != "" {
+			args = append(args, kv[0], kv[1])
+		}
+	}
+	if bf.ts != "" && c.multi() {
+		args = append(args, "-ts", bf.ts)
+	}
+	if bf.rpcDirect {
+		args = append(args, "--rpc-direct")
+	}
+	if idle {
+		args = append(args, "--idle")
+	}
+	if bf.noExtra {
+		args = append(args, "--no-extra-bufts")
+	}
+	args = append(args, path)
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	var res childResult
+	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
+		msg := strings.TrimSpace(errb.String())
+		if err == nil {
+			err = jerr
+		}
+		return measurement{}, fmt.Errorf("%s child: %v %s", impl, err, lastLine(msg))
+	}
+	if res.Err != "" {
+		return measurement{}, errors.New(res.Err)
+	}
+	return measurement{WallS: wall.Seconds(), LoadS: res.LoadS, PeakRSS: res.PeakRSS, child: res}, nil
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// childArgs are the child's parsed arguments.
+type childArgs struct {
+	rf      runtimeFlags
+	impl    string
+	mode    string
+	target  string
+	ngl     place.Layers
+	ts      []float32
+	idle    bool
+	noExtra bool
+	readers int
+	path    string
+}
+
+// runBenchChild is one measured process (ggload bench runs it; it is no
+// command of its own).
+func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
+	s := newOptionSet(benchChildCmd, "One measured load of ggload bench, in a process of its own (internal).",
+		"ggload "+benchChildCmd+" --impl {ggload,"+implSequential+",llama} --mode MODE --target TARGET [options] MODEL")
+	a := childArgs{rf: defaultRuntimeFlags(), impl: "ggload", mode: "none", target: "none"}
+	a.rf.add(s)
+	a.rf.addRPC(s)
+	s.add(&option{names: []string{"--impl"}, value: "{ggload," + implSequential + ",llama}", set: func(v string) error {
+		if !contains([]string{"ggload", implSequential, "llama"}, v) {
+			return fmt.Errorf("want ggload, %s or llama", implSequential)
+		}
+		a.impl = v
+		return nil
+	}})
+	s.add(&option{names: []string{"--mode"}, value: "MODE", set: func(v string) error {
+		if _, err := place.ParseLoadMode(v); err != nil {
+			return withHint(err, v, place.LoadModeNames())
+		}
+		a.mode = v
+		return nil
+	}})
+	s.add(&option{names: []string{"--target"}, value: "TARGET", set: func(v string) error {
+		for _, d := range strings.Split(v, "+") {
+			if d == "" || (d == "none" && v != "none") {
+				return fmt.Errorf("want none, a device, or devices joined by +")
+			}
+		}
+		a.target = v
+		return nil
+	}})
+	s.add(&option{names: []string{"-ngl"}, value: "N", set: func(v string) error {
+		n, err := place.ParseLayers(v)
+		a.ngl = n
+		return err
+	}})
+	s.add(&option{names: []string{"-ts"}, value: "N0,N1,...", set: func(v string) error {
+		ts, err := place.ParseTensorSplit(v)
+		a.ts = ts
+		return err
+	}})
+	s.add(&option{names: []string{"--idle"}, on: func(on bool) error { a.idle = on; return nil }})
+	s.add(&option{names: []string{"--no-extra-bufts"}, on: func(on bool) error { a.noExtra = on; return nil }})
+	s.add(&option{names: []string{"--readers"}, value: "N", set: func(v string) error {
+		n, err := intIn(v, 0, maxReaders)
+		a.readers = int(n)
+		return err
+	}})
+	pos, err := s.parse(args)
+	if err != nil {
+		return helpOr(s, stdout, err)
+	}
+	if len(pos) != 1 {
+		return s.errorf("one MODEL expected, got %d arguments; usage: %s", len(pos), s.usage[0])
+	}
+	a.path = pos[0]
+	res, err := benchOnce(ctx, a)
+	if err != nil {
+		res.Err = err.Error()
+	}
+	res.PeakRSS = peakRSS()
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
+	var res childResult
+	rt, err := a.rf.open(ctx)
+	if err != nil {
+		return res, err
+	}
+	mode, err := place.ParseLoadMode(a.mode)
+	if err != nil {
+		return res, err
+	}
+	params := place.Params{}
+	params.LoadMode = mode
+	params.Devices = strings.Split(a.target, "+")
+	params.NGPULayers = a.ngl
+	params.TensorSplit = a.ts
+	params.NoExtraBufts = a.noExtra
+	m, err := gguf.OpenModel(a.path)
+	if err != nil {
+		return res, err
+	}
+	defer m.Close()
+	p, err := place.New(rt, m, params)
+	if err != nil {
+		return res, err
+	}
+	res.HostResident = hostResident(p)
+	if a.impl == "llama" {
+		lib, err := llama.Open(rt)
+		if err != nil {
+			return res, err
+		}
+		if a.idle {
+			return res, nil
+		}
+		ld := llama.Load{Path: a.path, NGPULayers: params.NGPULayers.Llama(), LoadMode: mode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: a.ts, NoExtra: a.noExtra, Devices: []*ggml.Device{}}
+		if a.target != "none" {
+			for _, name := range params.Devices {
+				d, err := rt.DeviceByName(name)
+				if err != nil {
+					return res, err
+				}
+				ld.Devices = append(ld.Devices, d)
+			}
+		}
+		start := time.Now()
+		lm, _, err := lib.LoadModel(ld)
+		res.LoadS = time.Since(start).Seconds()
+		if err != nil {
+			return res, err
+		}
+		lm.Free()
+		return res, nil
+	}
+	if a.idle {
+		return res, nil
+	}
+	start := time.Now()
+	lm, err := loader.Load(ctx, p, loader.Options{Readers: a.readers, Sequential: a.impl == implSequential})
+	res.LoadS = time.Since(start).Seconds()
+	if err != nil {
+		return res, err
+	}
+	for _, d := range lm.Stats.Devices {
+		res.Devices = append(res.Devices, childDevice{Device: d.Device, Bytes: d.Bytes, S: d.Time.Seconds(), Staging: d.Staging, Bounce: d.Bounce})
+		res.Staging += d.Staging + d.Bounce
+	}
+	return res, lm.Close()
+}
+
+// hostResident sums the allocated buffers a load keeps in this process's
+// memory: host buffer types, the CPU's, and the device buffers of software
+// devices whose "device memory" is this process's memory; with mmap, the
+// mapped files too (their pages count in the process's RSS while mapped).
+func hostResident(p *place.Plan) uint64 {
+	var n uint64
+	if p.UseMmap {
+		for _, f := range p.Model.Files {
+			n += uint64(f.Size)
+		}
+	}
+	for _, c := range p.Contexts {
+		if c.Mapped {
+			continue
+		}
+		if c.BufferType.IsHost() || c.Device == nil || c.Device.Type() == ggml.DeviceCPU || softwareDevice(c.Device) {
+			n += c.Size
+		}
+	}
+	return n
+}
+
+func softwareDevice(d *ggml.Device) bool {
+	desc := strings.ToLower(d.Description())
+	return strings.Contains(desc, "llvmpipe") || strings.Contains(desc, "lavapipe") || strings.Contains(desc, "swiftshader")
+}
+
+// peakRSS is this process's high-water resident set (VmHWM), 0 where
+// /proc is missing.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/place"
+)
+
+// The floors: what this machine does at best with a case's bytes, measured
+// once per bench in the parent, so that each load's time reads as a
+// fraction of what the hardware allows, not only against llama.cpp.
+//
+//   - reading the file (from the page cache, as every load here finds it)
+//     into fresh memory of the kind a load fills: host memory never touched
+//     (huge pages advised, as the loader does) for host buffers, a reused
+//     buffer for staging; with O_DIRECT for direct I/O;
+//   - mapping the file with its pages populated, for zero copy;
+//   - uploading from pinned host memory to each device (into device memory
+//     already touched: the transfer itself), from plain memory where a
+//     device has no pinned buffer type (RPC servers: the link and the
+//     server).
+//
+// A case's floor is the larger of its reading and its slowest device's
+// upload of that device's share: reads and uploads overlap, and the
+// devices upload at once.
+
+// benchRates are the machine's rates, in GB/s (0: not measured).
+type benchRates struct {
+	ReadFresh  float64            `json:"read_fresh_gb_per_s"`
+	ReadWarm   float64            `json:"read_warm_gb_per_s"`
+	ReadDirect float64            `json:"read_direct_gb_per_s,omitempty"`
+	DirectNote string             `json:"direct_note,omitempty"`
+	MapS       float64            `json:"map_s,omitempty"` // the whole file, s
+	Upload     map[string]float64 `json:"upload_gb_per_s,omitempty"`
+}
+
+// benchFloor is a case's floor.
+type benchFloor struct {
+	S   float64 `json:"s"`
+	How string  `json:"how"` // what bounds it
+}
+
+// floorReaders is how many goroutines read for the floors (the loader's
+// default).
+func floorReaders() int { return min(runtime.NumCPU(), 4) }
+
+// measureFloors measures the rates the cases need and each case's floor.
+func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []benchCase, rep *benchReport) error {
+	rep.MemcpyGBps, rep.FirstTouch = memcpyBandwidth()
+	r := &rep.Rates
+	size := rep.Bytes
+	var err error
+	if r.ReadFresh, err = readRate(m.Paths, size, true, false); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	if r.ReadWarm, err = readRate(m.Paths, size, false, false); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	need := map[string]bool{}
+	for _, c := range cases {
+		need[c.Mode] = true
+		for _, d := range c.devices() {
+			if d != "none" && r.Upload[d] == 0 {
+				dev, err := rt.DeviceByName(d)
+				if err != nil {
+					return err
+				}
+				gbps, err := uploadRate(dev)
+				if err != nil {
+					return fmt.Errorf("upload floor of %s: %w", d, err)
+				}
+				if r.Upload == nil {
+					r.Upload = map[string]float64{}
+				}
+				r.Upload[d] = gbps
+			}
+		}
+	}
+	if need["dio"] || need["direct-io"] {
+		if r.ReadDirect, err = readRate(m.Paths, size, false, true); err != nil {
+			r.ReadDirect, r.DirectNote = r.ReadWarm, fmt.Sprintf("no direct I/O here (%v): page-cache reads instead", err)
+		}
+	}
+	if need["mmap"] || need["mmap+mlock"] || need["mmap-mlock"] || need["auto"] {
+		r.MapS = mapTime(m.Paths)
+	}
+	rep.Floors = map[string]benchFloor{}
+	for _, c := range cases {
+		f, err := bf.floorOf(rt, m, c, r, size)
+		if err != nil {
+			return err
+		}
+		rep.Floors[c.Mode+"/"+c.Target] = f
+	}
+	return nil
+}
+
+// floorOf is case c's floor: its plan says how many bytes go where.
+func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *benchRates, size int64) (benchFloor, error) {
+	mode, err := place.ParseLoadMode(c.Mode)
+	if err != nil {
+		return benchFloor{}, err
+	}
+	params := place.Params{}
+	params.LoadMode, params.Devices, params.NoExtraBufts = mode, c.devices(), bf.noExtra
+	if params.NGPULayers, err = place.ParseLayers(bf.ngl); err != nil {
+		return benchFloor{}, err
+	}
+	if bf.ts != "" && c.multi() {
+		if params.TensorSplit, err = place.ParseTensorSplit(bf.ts); err != nil {
+			return benchFloor{}, err
+		}
+	}
+	p, err := place.New(rt, m, params)
+	if err != nil {
+		return benchFloor{}, fmt.Errorf("floor of %s: %w", c.Target, err)
+	}
+	var host int64
+	dev := map[string]int64{}
+	for _, tp := range p.Tensors {
+		if tp.Context < 0 || tp.Shared {
+			continue
+		}
+		if tp.Device == nil || tp.Device.Type() == ggml.DeviceCPU || tp.BufferType.IsHost() {
+			host += tp.Bytes
+		} else {
+			dev[tp.Device.Name()] += tp.Bytes
+		}
+	}
+	var devBytes int64
+	for _, n := range dev {
+		devBytes += n
+	}
+	at := func(n int64, gbps float64) float64 {
+		if n == 0 || gbps <= 0 {
+			return 0
+		}
+		return float64(n) / gbps / 1e9
+	}
+	var read float64
+	how := ""
+	switch {
+	case p.UseMmap:
+		// host tensors stay in the mapping; device tensors are copied
+		// out of it
+		read = r.MapS*float64(host)/float64(max(size, 1)) + at(devBytes, r.ReadWarm)
+		how = "mapping the file, copying the device share out of it"
+	case mode == place.LoadDirectIO:
+		read = at(host+devBytes, r.ReadDirect)
+		how = "reading with direct I/O"
+	default:
+		read = at(host, r.ReadFresh) + at(devBytes, r.ReadWarm)
+		how = "reading into fresh host memory and staging"
+	}
+	f := benchFloor{S: read, How: how}
+	for d, n := range dev {
+		if up := at(n, r.Upload[d]); up > f.S {
+			f = benchFloor{S: up, How: fmt.Sprintf("uploading %s's %.0f MiB", d, float64(n)/(1<<20))}
+		}
+	}
+	return f, nil
+}
+
+// readRate reads the files with the floor's readers, 8 MiB at a time:
+// into fresh memory (huge pages advised) or into one reused buffer per
+// reader; with O_DIRECT when direct. Best of two passes.
+func readRate(paths []string, size int64, fresh, direct bool) (float64, error) {
+	best := 0.0
+	for range 2 {
+		d, err := readOnce(paths, size, fresh, direct)
+		if err != nil {
+			return 0, err
+		}
+		best = max(best, float64(size)/d.Seconds()/1e9)
+	}
+	return best, nil
+}
+
+func readOnce(paths []string, size int64, fresh, direct bool) (time.Duration, error) {
+	const chunk = 8 << 20
+	type job struct {
+		f        *os.File
+		off, dst int64
+		n        int
+	}
+	var dst []byte
+	if fresh {
+		b, err := freshPages(int(size + chunk))
+		if err != nil {
+			return 0, err
+		}
+		defer releasePages(b)
+		dst = b
+	}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var jobs []job
+	pos := int64(0)
+	for _, p := range paths {
+		var f *os.File
+		var err error
+		if direct {
+			f, err = openDirect(p)
+		} else {
+			f, err = os.Open(p)
+		}
+		if err != nil {
+			return 0, err
+		}
+		files = append(files, f)
+		st, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		for off := int64(0); off < st.Size(); off += chunk {
+			jobs = append(jobs, job{f, off, pos, chunk})
+			pos += chunk
+		}
+	}
+	n := floorReaders()
+	ch := make(chan job)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	start := time.Now()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own := alignedBytes(chunk, 4096)
+			for j := range ch {
+				buf := own
+				if fresh {
+					buf = dst[j.dst : j.dst+chunk]
+				}
+				if _, err := j.f.ReadAt(buf[:j.n], j.off); err != nil && err != io.EOF {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		ch <- j
+	}
+	close(ch)
+	wg.Wait()
+	return time.Since(start), first
+}
+
+// alignedBytes returns n bytes aligned to align (direct I/O).
+func alignedBytes(n, align int) []byte {
+	raw := make([]byte, n+align)
+	skip := (align - int(uintptr(unsafe.Pointer(&raw[0])))&(align-1)) & (align - 1)
+	return raw[skip : skip+n]
+}
+
+// uploadRate times copies of 256 MiB (64 MiB to an RPC server) into a
+// device buffer, best of three after one that warms the buffer up: from
+// the device's pinned host buffer type with an asynchronous copy, or from
+// plain memory with tensor_set where it has none.
+func uploadRate(d *ggml.Device) (float64, error) {
+	n := uint64(256 << 20)
+	if d.IsRPC() {
+		n = 64 << 20
+	}
+	if m := d.BufferType().MaxSize(); m > 0 && m < n {
+		n = m &^ 4095
+	}
+	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		return 0, err
+	}
+	defer ctx.Free()
+	t, err := ctx.NewTensor(ggml.TypeI8, int64(n))
+	if err != nil {
+		return 0, err
+	}
+	buf, err := ctx.AllocTensors(d.BufferType())
+	if err != nil {
+		return 0, err
+	}
+	defer buf.Free()
+	var copyOnce func() error
+	if host, ok := d.HostBufferType(); ok && d.Caps().Async {
+		pinned, err := host.Alloc(n)
+		if err != nil {
+			return 0, err
+		}
+		defer pinned.Free()
+		if err := pinned.Clear(1); err != nil {
+			return 0, err
+		}
+		be, err := d.NewBackend()
+		if err != nil {
+			return 0, err
+		}
+		defer be.Free()
+		copyOnce = func() error {
+			if err := be.SetTensorAsync(t, pinned.Base(), 0, n); err != nil {
+				return err
+			}
+			return be.Synchronize()
+		}
+	} else {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i)
+		}
+		copyOnce = func() error { return t.Set(src, 0) }
+	}
+	best := 0.0
+	for range 4 { // the first warms up
+		start := time.Now()
+		if err := copyOnce(); err != nil {
+			return 0, err
+		}
+		if err := d.Err(); err != nil {
+			return 0, err
+		}
+		best = max(best, float64(n)/time.Since(start).Seconds()/1e9)
+	}
+	return best, nil
+}
+
+// memcpyBandwidth measures one thread's copy bandwidth into warm pages and
+// into pages freshly mapped from the kernel (huge pages advised as the
+// loader advises its CPU buffers), best of three.
+func memcpyBandwidth() (warm, fresh float64) {
+	const n = 256 << 20
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	dst := make([]byte, n)
+	copy(dst, src)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		copy(dst, src)
+		warm = max(warm, n/time.Since(start).Seconds()/1e9)
+		d, err := freshPages(n)
+		if err != nil {
+			continue
+		}
+		start = time.Now()
+		copy(d, src)
+		fresh = max(fresh, n/time.Since(start).Seconds()/1e9)
+		releasePages(d)
+	}
+	return warm, fresh
+}
+
+// printFloors prints the rates and the floors.
+func printFloors(w io.Writer, rep benchReport) {
+	r := rep.Rates
+	fmt.Fprintf(w, "model %s: %.2f GiB; %d process(es) per measurement: median [min–max]\n", rep.Model, float64(rep.Bytes)/(1<<30), rep.Runs)
+	fmt.Fprintf(w, "this machine: memcpy %.1f GB/s (fresh pages %.1f); the file read by %d readers into fresh host memory %.2f GB/s, into staging %.2f GB/s",
+		rep.MemcpyGBps, rep.FirstTouch, floorReaders(), r.ReadFresh, r.ReadWarm)
+	if r.ReadDirect > 0 {
+		fmt.Fprintf(w, ", with direct I/O %.2f GB/s", r.ReadDirect)
+	}
+	if r.MapS > 0 {
+		fmt.Fprintf(w, "; mapped and populated in %.3f s", r.MapS)
+	}
+	fmt.Fprintln(w)
+	if r.DirectNote != "" {
+		fmt.Fprintln(w, "  "+r.DirectNote)
+	}
+	var names []string
+	for d := range r.Upload {
+		names = append(names, d)
+	}
+	slices.Sort(names)
+	for _, d := range names {
+		fmt.Fprintf(w, "  %s: uploads %.2f GB/s\n", d, r.Upload[d])
+	}
+}

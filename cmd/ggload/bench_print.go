@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// printBench prints the table, each device's pipeline, and the goals.
+func printBench(w io.Writer, rep benchReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\ttarget\tfloor s\tggload load s\t×floor\twall s\textra/limit MiB\tllama.cpp load s\t×floor\twall s\tratio\tbest\tload ratio\t")
+	for _, r := range rep.Rows {
+		cols := []string{r.Mode, r.Target, secs(r.Floor)}
+		g := r.Ggload
+		if g.Err != "" {
+			cols = append(cols, "error", "", "", "")
+		} else {
+			cols = append(cols, statString(g.Load), times(r.OfFloor), statString(g.Wall), fmt.Sprintf("%s/%s", mibs(g.ExtraRSS), mibs(int64(r.MemLimit))))
+		}
+		switch {
+		case r.Llama == nil:
+			cols = append(cols, "", "", "", "", "", "")
+		case r.Llama.Err != "":
+			cols = append(cols, "error", "", "", "", "", "")
+		default:
+			l := r.Llama
+			cols = append(cols, statString(l.Load), times(r.LlamaOfFloor), statString(l.Wall), times(r.Ratio), times(r.Best), times(r.LoadRatio))
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (bench_floor.go); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
+	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging ggload holds by design + 16 MiB per device\n", float64(rep.BaselineRSS)/(1<<20))
+	for _, r := range rep.Rows {
+		if len(r.Devices) > 1 || r.Solo != nil {
+			fmt.Fprintf(w, "%s→%s, per device (at once", r.Mode, r.Target)
+			if r.Sequential != nil && r.Sequential.Err == "" {
+				fmt.Fprintf(w, "; alone: one after another, %s s in all", statString(r.Sequential.Load))
+			}
+			fmt.Fprintln(w, "):")
+			for _, d := range r.Devices {
+				fmt.Fprintf(w, "  %-10s %8.1f MiB  %s s at once", d.Device, float64(d.Bytes)/(1<<20), statString(d.S))
+				for _, s := range r.Solo {
+					if s.Device == d.Device {
+						fmt.Fprintf(w, ", %s s alone", statString(s.S))
+					}
+				}
+				fmt.Fprintf(w, "; staging %s MiB, bounce %s MiB\n", mibs(int64(d.Staging)), mibs(int64(d.Bounce)))
+			}
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.Goal != "" {
+			fmt.Fprintf(w, "%s→%s: %s\n", r.Mode, r.Target, r.Goal)
+		}
+		if r.Ggload.Err != "" {
+			fmt.Fprintf(w, "%s→%s: ggload: %s\n", r.Mode, r.Target, r.Ggload.Err)
+		}
+		if r.Sequential != nil && r.Sequential.Err != "" {
+			fmt.Fprintf(w, "%s→%s: ggload, one device after another: %s\n", r.Mode, r.Target, r.Sequential.Err)
+		}
+		if r.Llama != nil && r.Llama.Err != "" {
+			fmt.Fprintf(w, "%s→%s: llama.cpp: %s\n", r.Mode, r.Target, r.Llama.Err)
+		}
+	}
+}
+
+func statString(s stat) string {
+	if s.Min == s.Max {
+		return fmt.Sprintf("%.3f", s.Median)
+	}
+	return fmt.Sprintf("%.3f [%.3f–%.3f]", s.Median, s.Min, s.Max)
+}
+
+func secs(s float64) string {
+	if s <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.3f", s)
+}
+
+func times(x float64) string {
+	if x <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f×", x)
+}
+
+func mibs(n int64) string { return fmt.Sprintf("%.0f", float64(n)/(1<<20)) }
+
+// Goals for single devices: the most ggload's median whole-process time
+// may be of llama.cpp's, by mode and target (any local GPU for "gpu").
+var ratioGoals = map[string]float64{
+	"none/none": 0.5, "mmap/none": 1.0,
+	"none/gpu": 0.8, "mmap/gpu": 0.8, "dio/gpu": 1.0,
+}
+
+// Goals for several devices.
+const (
+	rpcHostsGoal = 0.55 // RPC servers only: of llama.cpp's time
+	soloGoal     = 1.15 // with a local device: of the slowest device's time alone
+)
+
+func isRPCName(d string) bool { return strings.HasPrefix(d, "RPC") }
+
+// goal states the case's goals, where it has some, and whether they were
+// met.
+func goal(r benchRow) string {
+	var parts []string
+	devs := r.devices()
+	ratio := func(want float64) {
+		if r.Llama != nil && r.Ratio > 0 {
+			parts = append(parts, fmt.Sprintf("time ≤ %.2f× llama.cpp's: median %s (%.2f×), best %s (%.2f×)", want, yesNo(r.Ratio <= want), r.Ratio, yesNo(r.Best <= want), r.Best))
+		}
+	}
+	switch {
+	case r.Target == "none":
+		if want, ok := ratioGoals[r.Mode+"/none"]; ok {
+			ratio(want)
+		}
+	case len(devs) == 1 && !isRPCName(devs[0]):
+		if want, ok := ratioGoals[r.Mode+"/gpu"]; ok {
+			ratio(want)
+		}
+	case len(devs) > 1:
+		allRPC := true
+		for _, d := range devs {
+			allRPC = allRPC && isRPCName(d)
+		}
+		if allRPC {
+			ratio(rpcHostsGoal)
+		} else if slowest := slowestSolo(r); slowest > 0 && r.Ggload.Err == "" {
+			x := r.Ggload.LoadS / slowest
+			parts = append(parts, fmt.Sprintf("load ≤ %.2f× the slowest device alone (%.3f s): %s (%.2f×)", soloGoal, slowest, yesNo(x <= soloGoal), x))
+		}
+	}
+	if r.Target != "none" && r.Ggload.Err == "" && r.MemLimit > 0 {
+		parts = append(parts, fmt.Sprintf("extra RSS ≤ staging + 16 MiB per device: %s (%s of %s MiB)", yesNo(r.Ggload.ExtraRSS <= int64(r.MemLimit)), mibs(r.Ggload.ExtraRSS), mibs(int64(r.MemLimit))))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// slowestSolo is the largest median time of a device loading alone.
+func slowestSolo(r benchRow) float64 {
+	s := 0.0
+	for _, d := range r.Solo {
+		s = max(s, d.S.Median)
+	}
+	return s
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"slices"
+)
+
+// measurement is one child process, seen from the parent.
+type measurement struct {
+	WallS   float64 `json:"wall_s"`
+	LoadS   float64 `json:"load_s"`
+	PeakRSS uint64  `json:"peak_rss"`
+	child   childResult
+}
+
+// stat is a figure over a case's runs: the median and the range.
+type stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// statOf sums up xs (which it sorts).
+func statOf(xs []float64) stat {
+	if len(xs) == 0 {
+		return stat{}
+	}
+	slices.Sort(xs)
+	med := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return stat{Median: med, Min: xs[0], Max: xs[len(xs)-1]}
+}
+
+type implResult struct {
+	Wall     stat    `json:"wall"`   // whole-process time, s
+	Load     stat    `json:"load"`   // the load call alone, s
+	WallS    float64 `json:"wall_s"` // Wall's median
+	BestS    float64 `json:"best_s"` // and minimum
+	LoadS    float64 `json:"load_s"` // Load's median
+	GBps     float64 `json:"gb_per_s"`
+	PeakRSS  uint64  `json:"peak_rss"`
+	ExtraRSS int64   `json:"extra_rss"` // peak minus the idle process minus what stays resident by design
+	Runs     int     `json:"runs"`      // that succeeded
+	Err      string  `json:"error,omitempty"`
+}
+
+// deviceResult is one device's upload pipeline over a case's runs.
+type deviceResult struct {
+	Device  string `json:"device"`
+	Bytes   uint64 `json:"bytes"`
+	S       stat   `json:"s"`
+	Staging uint64 `json:"staging"`
+	Bounce  uint64 `json:"bounce"`
+}
+
+type benchRow struct {
+	benchCase
+	Ggload implResult `json:"ggload"`
+	// Devices are ggload's pipelines, all at once; Solo the same devices
+	// one after another (several devices only), each one's time alone.
+	Devices    []deviceResult `json:"devices,omitempty"`
+	Sequential *implResult    `json:"sequential,omitempty"`
+	Solo       []deviceResult `json:"solo,omitempty"`
+	Llama      *implResult    `json:"llama,omitempty"`
+	Ratio      float64        `json:"ratio,omitempty"`      // ggload / llama.cpp, median whole-process times
+	Best       float64        `json:"best_ratio,omitempty"` // the same for the fastest runs
+	LoadRatio  float64        `json:"load_ratio,omitempty"` // the same for the load calls' medians
+	// Floor is this machine's least time for the case's bytes (see
+	// bench_floor.go); OfFloor the median load call over it.
+	Floor        float64 `json:"floor_s,omitempty"`
+	OfFloor      float64 `json:"of_floor,omitempty"`
+	LlamaOfFloor float64 `json:"llama_of_floor,omitempty"`
+	// Staging is the memory ggload's pipelines hold by design (rings,
+	// bounce buffers); MemLimit what the extra RSS may reach: that, and
+	// 16 MiB per device.
+	Staging  uint64 `json:"staging"`
+	MemLimit uint64 `json:"mem_limit"`
+	Goal     string `json:"goal,omitempty"`
+}
+
+type benchReport struct {
+	Model       string                `json:"model"`
+	Bytes       int64                 `json:"bytes"`
+	Runs        int                   `json:"runs"`
+	MemcpyGBps  float64               `json:"memcpy_gb_per_s"`      // warm destination
+	FirstTouch  float64               `json:"first_touch_gb_per_s"` // fresh destination pages
+	Rates       benchRates            `json:"rates"`
+	Floors      map[string]benchFloor `json:"floors"` // by mode/target
+	BaselineRSS uint64                `json:"baseline_rss"`
+	Rows        []benchRow            `json:"rows"`
+}
+
+// perDeviceSlack is the resident memory a device's pipeline may add beyond
+// its staging.
+const perDeviceSlack = 16 << 20
+
+// memLimit is what a load's extra RSS may reach.
+func memLimit(c childResult) uint64 {
+	return c.Staging + uint64(len(c.Devices))*perDeviceSlack
+}
+
+func okOnly(ms []measurement) []measurement {
+	var ok []measurement
+	for _, m := range ms {
+		if m.child.Err == "" {
+			ok = append(ok, m)
+		}
+	}
+	return ok
+}
+
+func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
+	var res implResult
+	ok := okOnly(ms)
+	if len(ok) == 0 {
+		res.Err = "no measurement"
+		for _, m := range ms {
+			if m.child.Err != "" {
+				res.Err = m.child.Err
+			}
+		}
+		return res
+	}
+	var wall, load []float64
+	for _, m := range ok {
+		wall, load = append(wall, m.WallS), append(load, m.LoadS)
+		res.PeakRSS = max(res.PeakRSS, m.PeakRSS)
+	}
+	res.Runs = len(ok)
+	res.Wall, res.Load = statOf(wall), statOf(load)
+	res.WallS, res.BestS, res.LoadS = res.Wall.Median, res.Wall.Min, res.Load.Median
+	res.GBps = float64(size) / res.WallS / 1e9
+	// what stays resident by design is the same in every run
+	res.ExtraRSS = int64(res.PeakRSS) - int64(baseRSS) - int64(ok[0].child.HostResident)
+	return res
+}
+
+// deviceSummary sums up the pipelines of successful runs by device.
+func deviceSummary(ok []measurement) []deviceResult {
+	var out []deviceResult
+	idx := map[string]int{}
+	times := map[string][]float64{}
+	for _, m := range ok {
+		for _, d := range m.child.Devices {
+			i, seen := idx[d.Device]
+			if !seen {
+				i = len(out)
+				idx[d.Device] = i
+				out = append(out, deviceResult{Device: d.Device, Bytes: d.Bytes})
+			}
+			out[i].Staging = max(out[i].Staging, d.Staging)
+			out[i].Bounce = max(out[i].Bounce, d.Bounce)
+			times[d.Device] = append(times[d.Device], d.S)
+		}
+	}
+	for i := range out {
+		out[i].S = statOf(times[out[i].Device])
+	}
+	return out
+}

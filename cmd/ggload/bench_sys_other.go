@@ -1,0 +1,16 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"os"
+)
+
+// openDirect: direct I/O is measured on Linux only.
+func openDirect(path string) (*os.File, error) {
+	return nil, errors.New("direct I/O is measured on Linux only")
+}
+
+// mapTime: mapping is measured on Linux only (0: not measured).
+func mapTime(paths []string) float64 { return 0 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+)
+
+// The hidden command a bench runs in its children: a command line it
+// cannot take is a usage error (exit status 2) that names what is wrong,
+// never a panic; a load that fails is the JSON's error, naming the model
+// or the device.
+func TestBenchChildErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "one MODEL expected, got 0"},
+		{[]string{"--impl"}, "--impl needs a value"},
+		{[]string{"--impl", "other", "m.gguf"}, "--impl other"},
+		{[]string{"--mode"}, "--mode needs a value"},
+		{[]string{"--mode", "teleport", "m.gguf"}, "teleport"},
+		{[]string{"--target", "", "m.gguf"}, "--target"},
+		{[]string{"--target", "RPC0++Vulkan0", "m.gguf"}, "devices joined by +"},
+		{[]string{"--target", "none+Vulkan0", "m.gguf"}, "devices joined by +"},
+		{[]string{"-ts", "1,x", "m.gguf"}, "-ts 1,x"},
+		{[]string{"-ngl", "many", "m.gguf"}, "-ngl many"},
+		{[]string{"--readers", "999", "m.gguf"}, "--readers 999"},
+		{[]string{"--no-such-option", "m.gguf"}, "--no-such-option"},
+		{[]string{"a.gguf", "b.gguf"}, "one MODEL expected, got 2"},
+	} {
+		args := append([]string{benchChildCmd}, c.args...)
+		var out, errb bytes.Buffer
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("%q panicked: %v", args, r)
+				}
+			}()
+			err = run(context.Background(), args, &out, &errb)
+		}()
+		var ue *usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v: want a usage error naming %q", args, err, c.want)
+			continue
+		}
+		if code := exitCode(err, nil, &bytes.Buffer{}); code != 2 {
+			t.Errorf("%q: exit status %d, want 2", args, code)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%q printed %q on stdout, where the parent reads JSON", args, out.String())
+		}
+	}
+	path := writeSynth(t, synth.Spec{Layers: 1, Embd: 64, FF: 128, Heads: 2, Vocab: 64})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"/nonexistent/model.gguf"}, "/nonexistent/model.gguf"},
+		{[]string{"--target", "Nowhere0", path}, "Nowhere0"},
+	} {
+		args := append([]string{benchChildCmd}, c.args...)
+		out, err := runCLI(t, args...)
+		if err != nil {
+			t.Errorf("%q: %v: want the error in the JSON", args, err)
+			continue
+		}
+		var res childResult
+		if jerr := json.Unmarshal([]byte(out), &res); jerr != nil || !strings.Contains(res.Err, c.want) {
+			t.Errorf("%q: %q (%v): want an error naming %q", args, out, jerr, c.want)
+		}
+	}
+}
+
+// statOf: the median of an even count is the mean of the middle two.
+func TestBenchStat(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want stat
+	}{
+		{nil, stat{}},
+		{[]float64{3}, stat{3, 3, 3}},
+		{[]float64{5, 1, 3}, stat{3, 1, 5}},
+		{[]float64{4, 1, 2, 8}, stat{3, 1, 8}},
+	} {
+		if got := statOf(c.xs); got != c.want {
+			t.Errorf("statOf(%v) = %+v, want %+v", c.xs, got, c.want)
+		}
+	}
+}
+
+// A bench over two devices at once (an RPC server and Vulkan0): every
+// figure comes with its range, the floor and the fraction of it; each
+// device's pipeline is reported at once and alone, and the goal compares
+// the load with the slower device alone.
+func TestBenchSeveralDevices(t *testing.T) {
+	testenv.Vulkan(t)
+	// the binary's shared server: a registered device lives as long as
+	// the process, and children register it first, as RPC0
+	ep := testenv.RPC(t, 1)[0]
+	if d, err := testenv.Runtime(t).DeviceByName("RPC0"); err != nil || d.Endpoint() != ep {
+		t.Fatalf("the shared server %s is not RPC0 here (%v)", ep, err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "2", "--modes", "none", "--targets", "RPC0+Vulkan0", "-ngl", "99", "-ts", "1,1", "--rpc", ep, "--no-llama", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Rows) != 1 || rep.Rates.ReadFresh <= 0 || rep.Rates.Upload["RPC0"] <= 0 || rep.Rates.Upload["Vulkan0"] <= 0 {
+		t.Fatalf("%+v", rep)
+	}
+	r := rep.Rows[0]
+	g := r.Ggload
+	if g.Err != "" || g.Runs != 2 || g.Load.Min > g.Load.Median || g.Load.Median > g.Load.Max || g.Load.Min <= 0 {
+		t.Fatalf("ggload %+v", g)
+	}
+	if r.Floor <= 0 || r.OfFloor <= 0 || r.Sequential == nil || r.Sequential.Err != "" {
+		t.Fatalf("floor %v, of floor %v, sequential %+v", r.Floor, r.OfFloor, r.Sequential)
+	}
+	devs := map[string]bool{}
+	for _, d := range r.Devices {
+		devs[d.Device] = d.Bytes > 0 && d.S.Median > 0
+	}
+	solo := map[string]bool{}
+	for _, d := range r.Solo {
+		solo[d.Device] = d.S.Median > 0
+	}
+	for _, d := range []string{"RPC0", "Vulkan0"} {
+		if !devs[d] || !solo[d] {
+			t.Errorf("%s: at once %+v, alone %+v", d, r.Devices, r.Solo)
+		}
+	}
+	if r.MemLimit == 0 || !strings.Contains(r.Goal, "the slowest device alone") {
+		t.Errorf("limit %d, goal %q", r.MemLimit, r.Goal)
+	}
+	text, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "1", "--modes", "none", "--targets", "RPC0+Vulkan0", "-ngl", "99", "-ts", "1,1", "--rpc", ep, "--no-llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RPC0: uploads", "per device (at once; alone", "×floor"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
+		}
+	}
+}
