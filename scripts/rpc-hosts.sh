@@ -13,6 +13,8 @@
 #   --rate R        limit each link, both ways, with tc tbf (e.g. 1gbit, 10gbit)
 #   --delay D       add latency with tc netem (e.g. 1ms; the kernel needs netem)
 #   --cache DIR     start the servers with their file cache (-c) under DIR/hostI
+#   --thp           the servers' allocations get transparent huge pages (glibc's
+#                   malloc.hugetlb tunable): their page faults stop bounding a load
 #   --server BIN    ggml-rpc-server to run (default: the native set's)
 #
 # State (server pids, logs) lives in /run/ggload-rpc-hosts/P.
@@ -28,7 +30,7 @@ if [ "$action" = up ]; then
 	n=$1; shift
 	[[ "$n" =~ ^[1-9][0-9]?$ ]] || die "up: the host count must be 1-99, not '$n'"
 fi
-prefix=gglh subnet=10.213 port=50052 rate="" delay="" cache="" server=""
+prefix=gglh subnet=10.213 port=50052 rate="" delay="" cache="" server="" thp=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--prefix) prefix=$2; shift 2 ;;
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--rate) rate=$2; shift 2 ;;
 	--delay) delay=$2; shift 2 ;;
 	--cache) cache=$2; shift 2 ;;
+	--thp) thp=1; shift ;;
 	--server) server=$2; shift 2 ;;
 	*) die "unknown option $1" ;;
 	esac
@@ -105,8 +108,9 @@ start_server() {
 	if [ -n "$cache" ]; then
 		mkdir -p "$cache/host$i"
 		args+=(-c)
-		env=(LLAMA_CACHE="$cache/host$i")
+		env+=(LLAMA_CACHE="$cache/host$i")
 	fi
+	[ -z "$thp" ] || env+=(GLIBC_TUNABLES=glibc.malloc.hugetlb=1)
 	ip netns exec "$ns" env "${env[@]}" setsid "$server" "${args[@]}" >>"$state/host$i.log" 2>&1 &
 	echo $! >"$state/host$i.pid"
 }
