@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -53,9 +54,10 @@ func (s mapSource) readAt(dst []byte, off int64) error {
 	return fmt.Errorf("%s no longer holds byte %d (reading it through the mapping faulted): the file shrank during the load (%s)", s.f.path, off+at, now)
 }
 
-// namingFile makes sure a read error names the file.
+// namingFile makes sure a read error names the file (a cancellation is no
+// read error).
 func namingFile(err error, path string) error {
-	if strings.Contains(err.Error(), path) {
+	if errors.Is(err, ErrCanceled) || errors.Is(err, errStopped) || strings.Contains(err.Error(), path) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", path, err)
