@@ -1,0 +1,138 @@
+//go:build linux
+
+package loader
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/testenv"
+)
+
+func TestMemorySince(t *testing.T) {
+	const M = 1 << 20
+	for _, c := range []struct {
+		name        string
+		before, now anonRanges
+		want        anonRanges
+	}{
+		{"nothing new", anonRanges{{0, 8 * M}}, anonRanges{{0, 8 * M}}, nil},
+		{"a new mapping", anonRanges{{0, 8 * M}}, anonRanges{{0, 8 * M}, {16 * M, 32 * M}}, anonRanges{{16 * M, 32 * M}}},
+		{"grown at the end (merged)", anonRanges{{0, 8 * M}}, anonRanges{{0, 24 * M}}, anonRanges{{8 * M, 24 * M}}},
+		{"grown at the start", anonRanges{{8 * M, 16 * M}}, anonRanges{{0, 16 * M}}, anonRanges{{0, 8 * M}}},
+		{"filled a hole", anonRanges{{0, 4 * M}, {12 * M, 16 * M}}, anonRanges{{0, 16 * M}}, anonRanges{{4 * M, 12 * M}}},
+		{"too small", anonRanges{{0, 8 * M}}, anonRanges{{0, 9 * M}}, nil},
+		{"gone", anonRanges{{0, 8 * M}}, nil, nil},
+	} {
+		got := c.before.since(c.now, 2*M)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			}
+		}
+	}
+}
+
+// smapsOf sums what /proc/self/smaps says of the mappings inside rs: the
+// resident bytes, and whether every one may get huge pages.
+func smapsOf(t *testing.T, rs anonRanges) (rss uint64, eligible bool) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip("no /proc/self/smaps")
+	}
+	eligible = true
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if se := strings.SplitN(f[0], "-", 2); len(se) == 2 && !strings.HasSuffix(f[0], ":") {
+			s, err1 := strconv.ParseUint(se[0], 16, 64)
+			e, err2 := strconv.ParseUint(se[1], 16, 64)
+			in = false
+			if err1 == nil && err2 == nil {
+				for _, r := range rs {
+					if uintptr(s) >= r[0] && uintptr(e) <= r[1] {
+						in = true
+					}
+				}
+			}
+			continue
+		}
+		if !in || len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "Rss:":
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			rss += kb << 10
+		case "THPeligible:":
+			eligible = eligible && f[1] == "1"
+		}
+	}
+	return rss, eligible
+}
+
+// A Vulkan buffer of a software device (lavapipe) lies in this process:
+// the memory that appears while it is allocated is found, gets huge pages,
+// and the prefaulter faults all of it in.
+func TestDeviceMemoryInProcess(t *testing.T) {
+	testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	const n = 64 << 20
+	ctx, err := vk.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free()
+	x, err := ctx.NewTensor(ggml.TypeI8, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := anonMemory()
+	if before == nil {
+		t.Skip("no /proc/self/maps")
+	}
+	buf, err := ctx.AllocTensors(vk.BufferType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	rs := adviseNewMemory(before)
+	if len(rs) == 0 {
+		t.Skipf("%s (%s) keeps its memory outside this process: nothing to advise", vk.Name(), vk.Description())
+	}
+	if got := rs.bytes(); got < n || got > n+64<<20 {
+		t.Fatalf("%d bytes found for a buffer of %d: %v", got, n, rs)
+	}
+	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if _, eligible := smapsOf(t, rs); !eligible && len(thp) > 0 && !strings.Contains(string(thp), "[never]") {
+		t.Errorf("the buffer's memory is not eligible for huge pages (THP: %s)", strings.TrimSpace(string(thp)))
+	}
+	pf := prefault(rs)
+	<-pf.done
+	if rss, _ := smapsOf(t, rs); rss < n {
+		t.Fatalf("%d of %d bytes resident after faulting in (MADV_POPULATE_WRITE needs Linux 5.14)", rss, n)
+	}
+	// and the buffer works as before: a write through ggml reads back
+	data := bytes.Repeat([]byte{0x5a}, 4096)
+	if err := x.Set(data, n-4096); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4096)
+	if err := x.Get(got, n-4096); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %v: %x...", err, got[:8])
+	}
+}
