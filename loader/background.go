@@ -2,7 +2,10 @@ package loader
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
 )
 
 // Tensors set whole through a bounce buffer (CPU_REPACK and the other
@@ -10,15 +13,19 @@ import (
 // without asynchronous uploads) cost a copy that native code reading the
 // mapping itself did not. So the native set of such a tensor runs on
 // another goroutine while the lane reads (or copies out of the mapping) the
-// next one into a second buffer. One set per lane is under way at most, and
-// the lane waits for it before any other native call of its own. Tensors
-// for an RPC server are the exception: the link is far slower than the
-// reading, so they go one after the other through one buffer (measured at
-// 1 and 10 Gbit/s: no slower, and one tensor less held).
+// next one into another buffer. The lane waits for its sets before any
+// other native call of its own.
+//
+// How many sets may be under way: one, except for the CPU's own buffer
+// types, whose set is a repack running on a core of this machine: one per
+// core there, since a repack is slower than the copy that feeds it (and
+// tensors are independent: each writes only its own bytes). Tensors for an
+// RPC server go one after the other through one buffer: the link is far
+// slower than the reading (measured at 1 and 10 Gbit/s: no slower, and one
+// tensor less held).
 
-// bgMax bounds the tensors read while a set is under way (two bounce
-// buffers of this size at most are held by a lane; a bigger tensor
-// waits for the set and reuses its buffer).
+// bgMax bounds the tensors read while sets are under way (a bigger tensor
+// waits for them and reuses a buffer).
 const bgMax = 256 << 20
 
 // bgSet is a whole tensor being set by native code.
@@ -28,8 +35,16 @@ type bgSet struct {
 	done chan error
 }
 
+// maxSets is how many sets into buffer b may be under way at once.
+func maxSets(b *LoadedBuffer) int {
+	if b.Device.Type() == ggml.DeviceCPU {
+		return max(runtime.NumCPU(), 1)
+	}
+	return 1
+}
+
 // setWhole reads task t whole from src into a bounce buffer, counting it
-// done as it is read, and starts its set once the previous one is over.
+// done as it is read, and starts its set once there is room for it.
 func (ln *lane) setWhole(t task, src source) error {
 	l := ln.l
 	tp, w := t.pl.Plan, t.w
@@ -47,30 +62,41 @@ func (ln *lane) setWhole(t task, src source) error {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
 	}
 	l.sample(t, 0, buf)
-	if err := ln.waitSet(); err != nil {
-		ln.putBounce(buf)
-		return err
+	for len(ln.bg) >= maxSets(t.pl.Buffer) {
+		if err := ln.waitOldest(); err != nil {
+			ln.putBounce(buf)
+			return err
+		}
 	}
 	s := &bgSet{name: tp.Name, buf: buf, done: make(chan error, 1)}
 	tensor := t.pl.Tensor
 	go func() { s.done <- tensor.Set(s.buf, 0) }()
-	ln.bg = s
+	ln.bg = append(ln.bg, s)
 	return nil
 }
 
-// waitSet waits for the set under way, if any, and gives its buffer back.
-func (ln *lane) waitSet() error {
-	s := ln.bg
-	if s == nil {
-		return nil
-	}
+// waitOldest waits for the oldest set under way and gives its buffer back.
+func (ln *lane) waitOldest() error {
+	s := ln.bg[0]
 	err := <-s.done
-	ln.bg = nil
+	ln.bg = ln.bg[1:]
 	ln.putBounce(s.buf)
 	if err != nil {
 		return fmt.Errorf("loader: tensor '%s': %w", s.name, err)
 	}
 	return nil
+}
+
+// waitSet waits for every set under way and gives their buffers back; the
+// first error is returned.
+func (ln *lane) waitSet() error {
+	var first error
+	for len(ln.bg) > 0 {
+		if err := ln.waitOldest(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // setsWholeFromBounce reports whether task t will be set whole from a
@@ -100,8 +126,8 @@ func (ln *lane) setsWholeFromBounce(t task) bool {
 	return true
 }
 
-// bounceBuf returns a buffer of n bytes, one of the lane's two when it is
-// big enough.
+// bounceBuf returns a buffer of n bytes, one the lane kept when it is big
+// enough.
 func (ln *lane) bounceBuf(n int64) []byte {
 	for k, b := range ln.free {
 		if int64(cap(b)) >= n {
@@ -118,12 +144,13 @@ func (ln *lane) bounceBuf(n int64) []byte {
 	return make([]byte, n)
 }
 
-// putBounce gives a buffer back (two are kept).
+// putBounce gives a buffer back (as many are kept as sets may be under
+// way, and one more).
 func (ln *lane) putBounce(b []byte) {
 	if b == nil {
 		return
 	}
-	if len(ln.free) < 2 {
+	if len(ln.free) < runtime.NumCPU()+1 {
 		ln.free = append(ln.free, b)
 		return
 	}

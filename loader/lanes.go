@@ -53,7 +53,7 @@ type lane struct {
 
 	rings map[*ggml.Device]*stagingRing
 	free  [][]byte // bounce buffers: tensors set through memory the lane owns
-	bg    *bgSet   // a whole tensor being set by native code meanwhile
+	bg    []*bgSet // whole tensors being set by native code meanwhile, oldest first
 
 	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
 	took    time.Duration // from its start to its last byte

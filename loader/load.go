@@ -469,10 +469,11 @@ func (l *load) allocate() error {
 		lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}
 		mdl.buffers = append(mdl.buffers, lb)
 		l.allocated[ci] = lb
-		if c.Device.Type() == ggml.DeviceCPU && buf.IsHost() && buf.Base() != nil {
-			// the CPU's own allocations are plain memory (a GPU's host
-			// buffer type is pinned by its driver: left alone): huge
-			// pages, faulted in ahead of the readers
+		if c.Device.Type() == ggml.DeviceCPU && buf.Base() != nil {
+			// the CPU's own allocations (its extra buffer types' too,
+			// CPU_REPACK) are plain memory (a GPU's host buffer type is
+			// pinned by its driver: left alone): huge pages, faulted in
+			// ahead of the readers and repacks
 			adviseHugePages(buf.Base(), buf.Size())
 			b := uintptr(buf.Base())
 			if start, end := (b+4095)&^4095, (b+uintptr(buf.Size()))&^4095; end > start {
