@@ -124,15 +124,18 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 	if err != nil {
 		return benchFloor{}, fmt.Errorf("floor of %s: %w", c.Target, err)
 	}
-	var host int64
+	var host, mapped int64
 	dev := map[string]int64{}
 	for _, tp := range p.Tensors {
 		if tp.Context < 0 || tp.Shared {
 			continue
 		}
-		if tp.Device == nil || tp.Device.Type() == ggml.DeviceCPU || tp.BufferType.IsHost() {
+		switch {
+		case p.Contexts[tp.Context].Mapped:
+			mapped += tp.Bytes
+		case tp.Device == nil || tp.Device.Type() == ggml.DeviceCPU || tp.BufferType.IsHost():
 			host += tp.Bytes
-		} else {
+		default:
 			dev[tp.Device.Name()] += tp.Bytes
 		}
 	}
@@ -150,15 +153,16 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 	how := ""
 	switch {
 	case p.UseMmap:
-		// host tensors stay in the mapping; device tensors are copied
-		// out of it
-		read = r.MapS*float64(host)/float64(max(size, 1)) + at(devBytes, r.ReadWarm)
-		how = "mapping the file, copying the device share out of it"
+		// tensors in buffers over the mapping stay there; the others
+		// are copied out of it: into fresh host memory (CPU_REPACK),
+		// or through staging to a device
+		read = r.MapS*float64(mapped)/float64(max(size, 1)) + at(host, r.ReadFresh) + at(devBytes, r.ReadWarm)
+		how = "mapping the file, copying what cannot stay in it"
 	case mode == place.LoadDirectIO:
-		read = at(host+devBytes, r.ReadDirect)
+		read = at(host+mapped+devBytes, r.ReadDirect)
 		how = "reading with direct I/O"
 	default:
-		read = at(host, r.ReadFresh) + at(devBytes, r.ReadWarm)
+		read = at(host+mapped, r.ReadFresh) + at(devBytes, r.ReadWarm)
 		how = "reading into fresh host memory and staging"
 	}
 	f := benchFloor{S: read, How: how}
