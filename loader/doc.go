@@ -12,6 +12,16 @@
 //     asynchronous uploads and events, or, when the device cannot, one
 //     synchronous copy per chunk.
 //
+// Every device loads at once: each has its own pipeline (its
+// staging ring and stream, its bounce buffers, its RPC connection) on a
+// goroutine of its own, host memory shares one fed by parallel readers, and
+// the first failure, or a cancelled context, stops them all before the
+// load frees what it made. Options.Sequential loads one device after
+// another instead. Fresh destination memory is prepared off the critical
+// path: the CPU's weight buffers, and a software device's buffers that live
+// in this process (lavapipe), get transparent huge pages and are faulted in
+// by a goroutine ahead of the writes (on Linux).
+//
 // During a load no native call reads the mapped file. Bytes copied out of
 // the mapping are copied by Go, with faults turned into errors
 // (debug.SetPanicOnFault), into memory the process owns: the tensor's own
