@@ -32,7 +32,7 @@ func printBench(w io.Writer, rep benchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (bench_floor.go); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
-	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging ggload holds by design + 16 MiB per device\n", float64(rep.BaselineRSS)/(1<<20))
+	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging ggload holds by design + 16 MiB per device (+ the RPC client's copy of the biggest tensor per server)\n", float64(rep.BaselineRSS)/(1<<20))
 	for _, r := range rep.Rows {
 		if len(r.Devices) > 1 || r.Solo != nil {
 			fmt.Fprintf(w, "%s→%s, per device (at once", r.Mode, r.Target)
@@ -137,7 +137,7 @@ func goal(r benchRow) string {
 		}
 	}
 	if r.Target != "none" && r.Ggload.Err == "" && r.MemLimit > 0 {
-		parts = append(parts, fmt.Sprintf("extra RSS ≤ staging + 16 MiB per device: %s (%s of %s MiB)", yesNo(r.Ggload.ExtraRSS <= int64(r.MemLimit)), mibs(r.Ggload.ExtraRSS), mibs(int64(r.MemLimit))))
+		parts = append(parts, fmt.Sprintf("extra RSS ≤ the limit: %s (%s of %s MiB)", yesNo(r.Ggload.ExtraRSS <= int64(r.MemLimit)), mibs(r.Ggload.ExtraRSS), mibs(int64(r.MemLimit))))
 	}
 	return strings.Join(parts, "; ")
 }

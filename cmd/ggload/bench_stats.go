@@ -72,8 +72,7 @@ type benchRow struct {
 	OfFloor      float64 `json:"of_floor,omitempty"`
 	LlamaOfFloor float64 `json:"llama_of_floor,omitempty"`
 	// Staging is the memory ggload's pipelines hold by design (rings,
-	// bounce buffers); MemLimit what the extra RSS may reach: that, and
-	// 16 MiB per device.
+	// bounce buffers); MemLimit what the extra RSS may reach (memLimit).
 	Staging  uint64 `json:"staging"`
 	MemLimit uint64 `json:"mem_limit"`
 	Goal     string `json:"goal,omitempty"`
@@ -95,9 +94,17 @@ type benchReport struct {
 // its staging.
 const perDeviceSlack = 16 << 20
 
-// memLimit is what a load's extra RSS may reach.
+// memLimit is what a load's extra RSS may reach: the staging, 16 MiB per
+// device, and for an RPC server the message the native client copies each
+// tensor into before it sends it (as big as ggload's buffer for it).
 func memLimit(c childResult) uint64 {
-	return c.Staging + uint64(len(c.Devices))*perDeviceSlack
+	n := c.Staging + uint64(len(c.Devices))*perDeviceSlack
+	for _, d := range c.Devices {
+		if isRPCName(d.Device) {
+			n += d.Bounce
+		}
+	}
+	return n
 }
 
 func okOnly(ms []measurement) []measurement {
