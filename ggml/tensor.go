@@ -59,15 +59,9 @@ func (t *Tensor) unhold(b *Buffer) {
 	t.ctx.mu.RUnlock()
 }
 
-// Name is the tensor's name.
-func (t *Tensor) Name() string {
-	if t.ctx.hold() != nil {
-		return t.name
-	}
-	defer t.ctx.release()
-	t.name = bindings.GoString(&t.c.Name[0])
-	return t.name
-}
+// Name is the tensor's name, as made or last set through SetName (ggml
+// renames no tensor it has already made, so the Go copy is the name).
+func (t *Tensor) Name() string { return t.name }
 
 // SetName names the tensor (at most 63 bytes, no NUL).
 func (t *Tensor) SetName(name string) error {
