@@ -13,3 +13,6 @@ func SetBeforeTensor(f func(seq int, name string)) (restore func()) {
 // Mappings lists the file mappings the model keeps (nil entries for files
 // that are not mapped).
 func (m *Model) Mappings() []*Mapping { return m.mappings }
+
+// Mapping is the mapping type, named for the tests.
+type Mapping = mapping

@@ -325,7 +325,7 @@ func (l *load) mapFiles() error {
 			anyLazy = true
 		}
 	}
-	l.model.mappings = make([]*Mapping, len(l.gm.Files))
+	l.model.mappings = make([]*mapping, len(l.gm.Files))
 	l.used = make([][2]int64, len(l.gm.Files))
 	if !l.p.UseMmap && !anyLazy {
 		return nil

@@ -26,12 +26,12 @@ func complement(ranges [][2]int64, limit int64) [][2]int64 {
 }
 
 // Addr is the address of the byte at offset off of the file.
-func (m *Mapping) Addr(off int64) unsafe.Pointer {
+func (m *mapping) Addr(off int64) unsafe.Pointer {
 	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.data)), off)
 }
 
 // Size is the mapped file size.
-func (m *Mapping) Size() int64 { return m.size }
+func (m *mapping) Size() int64 { return m.size }
 
 // Fragments are the ranges still mapped.
-func (m *Mapping) Fragments() [][2]int64 { return slices.Clone(m.fragments) }
+func (m *mapping) Fragments() [][2]int64 { return slices.Clone(m.fragments) }

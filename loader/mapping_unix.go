@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Mapping is a read-only shared mapping of a whole file, and the list of its
+// mapping is a read-only shared mapping of a whole file, and the list of its
 // fragments still mapped (unmapFragment removes page-aligned pieces).
-type Mapping struct {
+type mapping struct {
 	data      []byte // the whole mapping, as mapped
 	size      int64
 	fragments [][2]int64
@@ -25,9 +25,9 @@ type Mapping struct {
 // everything but the lazy ranges), lazy ranges get MADV_RANDOM, and on NUMA
 // machines the whole mapping does (and nothing is prefetched, so that pages
 // land on the node that first touches them).
-func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*Mapping, error) {
+func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
 	if size == 0 {
-		return &Mapping{path: f.Name()}, nil
+		return &mapping{path: f.Name()}, nil
 	}
 	fd := int(f.Fd())
 	if numa {
@@ -46,7 +46,7 @@ func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, 
 		return nil, fmt.Errorf("loader: mmap %s (%d bytes): %w", f.Name(), size, err)
 	}
 	data := unsafe.Slice((*byte)(ptr), size)
-	m := &Mapping{data: data, size: size, fragments: [][2]int64{{0, size}}, path: f.Name()}
+	m := &mapping{data: data, size: size, fragments: [][2]int64{{0, size}}, path: f.Name()}
 	advise := func(beg, end int64, advice int, name string) {
 		page := int64(unix.Getpagesize())
 		beg &^= page - 1
@@ -74,7 +74,7 @@ func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, 
 
 // unmapFragment unmaps the whole pages inside [first, last) and removes them
 // from the fragment list; partial pages at either end stay mapped.
-func (m *Mapping) unmapFragment(first, last int64) error {
+func (m *mapping) unmapFragment(first, last int64) error {
 	page := int64(unix.Getpagesize())
 	first = (first + page - 1) &^ (page - 1)
 	last &^= page - 1
@@ -113,7 +113,7 @@ func munmapRange(addr unsafe.Pointer, n uintptr) error {
 }
 
 // Close unmaps every fragment still mapped.
-func (m *Mapping) Close() error {
+func (m *mapping) Close() error {
 	var first error
 	page := int64(unix.Getpagesize())
 	for _, f := range m.fragments {

@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// Mapping is a read-only view of a whole file. Windows cannot unmap part of
+// mapping is a read-only view of a whole file. Windows cannot unmap part of
 // a view, so the fragment list only shrinks when the view is closed (as in
 // llama.cpp, where unmap_fragment does nothing on Windows).
-type Mapping struct {
+type mapping struct {
 	data      []byte
 	size      int64
 	fragments [][2]int64
@@ -23,9 +23,9 @@ type Mapping struct {
 // mapFile maps f. prefetch asks the system to read the file ahead
 // (PrefetchVirtualMemory over everything but the lazy ranges); numa and the
 // lazy ranges' random-access advice have no Windows counterpart.
-func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*Mapping, error) {
+func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
 	if size == 0 {
-		return &Mapping{path: f.Name()}, nil
+		return &mapping{path: f.Name()}, nil
 	}
 	h, err := windows.CreateFileMapping(windows.Handle(f.Fd()), nil, windows.PAGE_READONLY, 0, 0, nil)
 	if err != nil {
@@ -36,7 +36,7 @@ func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, 
 		windows.CloseHandle(h)
 		return nil, fmt.Errorf("loader: MapViewOfFile %s (%d bytes): %w", f.Name(), size, err)
 	}
-	m := &Mapping{
+	m := &mapping{
 		data:      unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), size),
 		size:      size,
 		fragments: [][2]int64{{0, size}},
@@ -55,7 +55,7 @@ var procPrefetchVirtualMemory = windows.NewLazySystemDLL("kernel32.dll").NewProc
 
 // prefetch asks for the given ranges to be read in (Windows 8 and later;
 // nothing happens on older systems).
-func (m *Mapping) prefetch(ranges [][2]int64) error {
+func (m *mapping) prefetch(ranges [][2]int64) error {
 	if len(ranges) == 0 || procPrefetchVirtualMemory.Find() != nil {
 		return nil
 	}
@@ -75,10 +75,10 @@ func (m *Mapping) prefetch(ranges [][2]int64) error {
 }
 
 // unmapFragment does nothing: a view is unmapped whole, by Close.
-func (m *Mapping) unmapFragment(first, last int64) error { return nil }
+func (m *mapping) unmapFragment(first, last int64) error { return nil }
 
 // Close unmaps the view and closes the mapping object.
-func (m *Mapping) Close() error {
+func (m *mapping) Close() error {
 	if m.handle == 0 {
 		return nil
 	}

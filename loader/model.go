@@ -94,7 +94,7 @@ type Model struct {
 
 	files      []*modelFile
 	stamps     []fileStamp // each file as opened
-	mappings   []*Mapping
+	mappings   []*mapping
 	locks      []*memLock
 	contexts   []*ggml.Context
 	buffers    []*LoadedBuffer

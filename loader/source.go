@@ -28,7 +28,7 @@ func (f *modelFile) file() string { return f.path }
 
 // mapSource copies from the mapping of a file.
 type mapSource struct {
-	mp *Mapping
+	mp *mapping
 	f  *modelFile
 }
 
