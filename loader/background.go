@@ -9,8 +9,8 @@ import (
 )
 
 // Tensors set whole through a bounce buffer (CPU_REPACK and the other
-// buffer types that transform what they are given, RPC servers, devices
-// without asynchronous uploads) cost a copy that native code reading the
+// buffer types that transform what they are given, devices without
+// asynchronous uploads) cost a copy that native code reading the
 // mapping itself did not. So the native set of such a tensor runs on
 // another goroutine while the lane reads (or copies out of the mapping) the
 // next one into another buffer. The lane waits for its sets before any
@@ -20,9 +20,7 @@ import (
 // types, whose set is a repack running on a core of this machine: one per
 // core there, since a repack is slower than the copy that feeds it (and
 // tensors are independent: each writes only its own bytes). Tensors for an
-// RPC server go one after the other through one buffer: the link is far
-// slower than the reading (measured at 1 and 10 Gbit/s: no slower, and one
-// tensor less held).
+// RPC server are queued on its connection instead (rpcqueue.go).
 
 // bgMax bounds the tensors read while sets are under way (a bigger tensor
 // waits for them and reuses a buffer).
@@ -111,8 +109,7 @@ func (ln *lane) setsWholeFromBounce(t task) bool {
 		return false
 	}
 	if b.Device.IsRPC() {
-		// the link is slower than reading by far: a second tensor
-		// read meanwhile gains nothing and holds one more tensor
+		// queued on the server's connection (rpcqueue.go)
 		return false
 	}
 	if l.isZeroCopy(t) {

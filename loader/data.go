@@ -73,10 +73,11 @@ func (ln *lane) loadOne(t task) error {
 // fill moves a tensor that is not zero copy from src into its buffer. Into
 // host memory the bytes go straight (copied by Go); to a device through the
 // pinned staging ring where the device can upload asynchronously; otherwise
+// to an RPC server whole through its connection's queue (rpcqueue.go: its
+// file cache recognises tensors by the hash of the whole); otherwise
 // through a bounce buffer and tensor_set: in pieces of whole rows, or whole
 // where the buffer type transforms what it is given (CPU_REPACK and other
-// extra or split buffer types) or the device is an RPC server (whose file
-// cache recognises tensors by the hash of the whole). Paths other than
+// extra or split buffer types). Paths other than
 // from-mapping are set here. The bytes count as done piece by piece, with
 // a progress report after each: a large tensor moves the progress inside.
 func (ln *lane) fill(t task, src source) error {
@@ -99,6 +100,12 @@ func (ln *lane) fill(t task, src source) error {
 		return nil
 	}
 	dev := b.Device
+	if dev.IsRPC() {
+		if t.pl.Path != PathFromMap {
+			t.pl.Path = PathSync
+		}
+		return ln.rpcSend(t, src)
+	}
 	if !l.o.CheckTensors {
 		ring, err := ln.ring(b)
 		if err != nil {

@@ -54,6 +54,7 @@ type lane struct {
 	rings map[*ggml.Device]*stagingRing
 	free  [][]byte // bounce buffers: tensors set through memory the lane owns
 	bg    []*bgSet // whole tensors being set by native code meanwhile, oldest first
+	rpcs  map[*ggml.Device]*rpcQueue
 
 	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
 	took    time.Duration // from its start to its last byte
@@ -235,6 +236,11 @@ func (ln *lane) finish() error {
 	ln.free = nil
 	for _, r := range ln.rings {
 		if err := r.close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, q := range ln.rpcs {
+		if err := q.close(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -95,13 +95,14 @@ type benchReport struct {
 const perDeviceSlack = 16 << 20
 
 // memLimit is what a load's extra RSS may reach: the staging, 16 MiB per
-// device, and for an RPC server the message the native client copies each
-// tensor into before it sends it (as big as ggload's buffer for it).
+// device, and for an RPC server the messages the native client copies
+// tensors into before it sends them (two queued at most, each as big as
+// ggload's buffer for the biggest tensor: loader/rpcqueue.go).
 func memLimit(c childResult) uint64 {
 	n := c.Staging + uint64(len(c.Devices))*perDeviceSlack
 	for _, d := range c.Devices {
 		if isRPCName(d.Device) {
-			n += d.Bounce
+			n += 2 * d.Bounce
 		}
 	}
 	return n
