@@ -18,16 +18,16 @@ type modelFile struct {
 	f    *os.File // buffered reads (always open: mapping and fallback)
 	size int64
 
-	mu     sync.Mutex
-	direct *os.File // direct reads, nil when not in use
-	align  int64    // direct I/O alignment (1 without direct I/O)
+	mu     sync.RWMutex // read-held by each direct read, so that fallBack's close waits for them
+	direct *os.File     // direct reads, nil when not in use
+	align  int64        // direct I/O alignment (1 without direct I/O)
 	log    *slog.Logger
 }
 
 // alignment is the direct I/O alignment, 1 without direct I/O.
 func (f *modelFile) alignment() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	return f.align
 }
 
@@ -67,9 +67,9 @@ func readFull(r io.ReaderAt, dst []byte, off int64, path string) error {
 // readAt reads exactly len(dst) bytes at off into any memory: directly when
 // buffered, through an aligned bounce buffer with direct I/O.
 func (f *modelFile) readAt(dst []byte, off int64) error {
-	f.mu.Lock()
+	f.mu.RLock()
 	direct, align := f.direct, f.align
-	f.mu.Unlock()
+	f.mu.RUnlock()
 	if direct == nil {
 		return readFull(f.f, dst, off, f.path)
 	}

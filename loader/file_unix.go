@@ -48,9 +48,9 @@ func openModelFile(path string, direct bool, log *slog.Logger) (*modelFile, erro
 // readDirect is one aligned O_DIRECT read; it returns fewer bytes only at
 // the end of the file.
 func (f *modelFile) readDirect(dst []byte, off int64) (int, error) {
-	f.mu.Lock()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	d := f.direct
-	f.mu.Unlock()
 	if d == nil {
 		n, err := f.f.ReadAt(dst, off)
 		if errors.Is(err, io.EOF) {

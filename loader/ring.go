@@ -1,7 +1,9 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
@@ -131,7 +133,7 @@ func (r *stagingRing) upload(ln *lane, t task, src source, off, n int64) error {
 		buf := unsafe.Slice((*byte)(dst), readSize)
 		var err error
 		if align > 1 {
-			err = src.readChunk(buf, pos)
+			err = readChunkParts(src, buf, pos, align, l.readerCount())
 		} else {
 			err = src.readAt(buf, pos)
 		}
@@ -185,4 +187,29 @@ func (r *stagingRing) close() error {
 		r.backend = nil
 	}
 	return first
+}
+
+// minPart is the smallest part of a direct read that gets a goroutine of
+// its own.
+const minPart = 8 << 20
+
+// readChunkParts reads the aligned chunk at pos into dst in up to n parts
+// at once: one direct read keeps too few requests in flight to reach what
+// the disk gives (here, 64 MiB reads: 0.93 GB/s from one, 1.37 GB/s from
+// two), and a staging slot has room for a few.
+func readChunkParts(src source, dst []byte, pos, align int64, n int) error {
+	size := int64(len(dst))
+	part := max((size/int64(max(n, 1))+align-1)&^(align-1), minPart)
+	if part >= size {
+		return src.readChunk(dst, pos)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, (size+part-1)/part)
+	for i := range errs {
+		lo := int64(i) * part
+		hi := min(lo+part, size)
+		wg.Go(func() { errs[i] = src.readChunk(dst[lo:hi], pos+lo) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
