@@ -244,7 +244,7 @@ func (g *rpcGuard) serve(client net.Conn) {
 	}()
 	s := &rpcSession{buffers: map[uint64]rpcBuffer{}}
 	hdr := make([]byte, 9)
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 1<<20)
 	for {
 		if _, err := io.ReadFull(client, hdr); err != nil {
 			return // the client is done
@@ -303,6 +303,9 @@ var (
 	errBroken       = fmt.Errorf("the reply breaks RPC protocol %d.%d", rpcProtoMajor, rpcProtoMinor)
 )
 
+// streamPiece is the most tensor data relayed under one write deadline.
+const streamPiece = 4 << 20
+
 // forward sends one command to the server and relays its reply once it
 // has been checked. On a server failure or a reply that breaks the
 // protocol the guard is marked failed and forward says how many bytes of
@@ -324,13 +327,22 @@ func (g *rpcGuard) forward(s *rpcSession, client, server net.Conn, hdr, req []by
 			return 0, errServerFailed
 		}
 	} else {
+		// tensor data is relayed unread, a buffer at a time, under one
+		// write deadline per streamPiece. (Splicing would save the copy,
+		// but when the server fails it loses count of the bytes taken
+		// from the client, which the guard must drain exactly to keep
+		// answering it.)
+		var deadline uint64
 		for consumed < size {
 			n := min(uint64(len(buf)), size-consumed)
 			if _, err := io.ReadFull(client, buf[:n]); err != nil {
 				return consumed, errClientGone
 			}
 			consumed += n
-			server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
+			if consumed > deadline {
+				server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
+				deadline = consumed + streamPiece
+			}
 			if _, err := server.Write(buf[:n]); err != nil {
 				g.fail("send "+rpcCmdName(cmd), err)
 				return consumed, errServerFailed
