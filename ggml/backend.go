@@ -88,10 +88,62 @@ func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uin
 	if err := t.checkRange("async set", offset, size); err != nil {
 		return err
 	}
+	if err := b.ownBuffer("async set", t); err != nil {
+		return err
+	}
 	if src == nil && size > 0 {
 		return fmt.Errorf("ggml: async set of %s: nil source", t.name)
 	}
 	b.rt.lib.TensorSetAsync(b.h, t.c, src, uintptr(offset), uintptr(size))
+	return nil
+}
+
+// GetTensorAsync queues a copy of size bytes of t at offset into host
+// memory dst. dst must stay valid, and untouched, until the copy is known
+// to be done (an event recorded after it has completed, or Synchronize);
+// Go memory must be pinned (runtime.Pinner) until then. A tensor in a
+// buffer that stores data repacked gives an error wrapping ErrWriteOnly.
+func (b *Backend) GetTensorAsync(t *Tensor, dst unsafe.Pointer, offset, size uint64) error {
+	if err := b.hold(); err != nil {
+		return err
+	}
+	defer b.release()
+	buf, err := t.hold("async get")
+	if err != nil {
+		return err
+	}
+	defer t.unhold(buf)
+	if err := t.checkRange("async get", offset, size); err != nil {
+		return err
+	}
+	if err := b.ownBuffer("async get", t); err != nil {
+		return err
+	}
+	if dst == nil && size > 0 {
+		return fmt.Errorf("ggml: async get of %s: nil destination", t.name)
+	}
+	if bt := (BufferType{t.rt, t.rt.lib.BufferGetType(t.c.Buffer)}); t.rt.writeOnly(bt) {
+		return fmt.Errorf("ggml: tensor %s lives in a %s buffer: %w", t.name, bt.Name(), ErrWriteOnly)
+	}
+	b.rt.lib.TensorGetAsync(b.h, t.c, dst, uintptr(offset), uintptr(size))
+	return nil
+}
+
+// ownBuffer refuses, with t held, an asynchronous copy through b for a
+// tensor outside the buffer type of b's device: GPU backends assert on it
+// and an RPC backend would send it to its own server, not the tensor's. A
+// CPU backend copies synchronously into any host buffer.
+func (b *Backend) ownBuffer(what string, t *Tensor) error {
+	if b.dev.Type() == DeviceCPU {
+		return nil
+	}
+	buf := t.c.Buffer
+	if t.c.ViewSrc != nil {
+		buf = t.c.ViewSrc.Buffer
+	}
+	if h := b.rt.lib.BufferGetType(buf); h != b.dev.BufferType().h {
+		return fmt.Errorf("ggml: %s of tensor %s through %s: it lives in a %s buffer, not in %s's own %s", what, t.name, b.dev.Name(), BufferType{b.rt, h}.Name(), b.dev.Name(), b.dev.BufferType().Name())
+	}
 	return nil
 }
 

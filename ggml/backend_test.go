@@ -288,6 +288,32 @@ func TestVulkanAsyncUploadWithEvent(t *testing.T) {
 	if err := be.SetTensorAsync(w, staging.Base(), 1, w.NBytes()); err == nil {
 		t.Fatal("out-of-range async write accepted")
 	}
+	// and back the same way, into the cleared staging buffer
+	back := unsafe.Slice((*byte)(staging.Base()), len(want))
+	clear(back)
+	if err := be.GetTensorAsync(w, staging.Base(), 0, w.NBytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back, want) {
+		t.Fatal("async read back differs")
+	}
+	if err := be.GetTensorAsync(w, staging.Base(), 2, w.NBytes()-1); err == nil {
+		t.Fatal("out-of-range async read accepted")
+	}
+	// a tensor in the CPU's memory is not Vulkan0's to copy (the
+	// backend would assert)
+	cpuTs, _ := allocTensors(t, rt, rt.CPUDevice().BufferType(), []int64{int64(ggml.TypeF32), 64})
+	for name, f := range map[string]func() error{
+		"set": func() error { return be.SetTensorAsync(cpuTs[0], staging.Base(), 0, 64) },
+		"get": func() error { return be.GetTensorAsync(cpuTs[0], staging.Base(), 0, 64) },
+	} {
+		if err := f(); err == nil || !strings.Contains(err.Error(), "not in Vulkan0's own") {
+			t.Errorf("async %s of a CPU tensor through Vulkan0: %v", name, err)
+		}
+	}
 }
 
 // Vulkan and CPU answer supports_op differently for some real op/type pairs;

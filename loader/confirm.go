@@ -4,22 +4,22 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
-	"sync"
+	"runtime"
 	"time"
+	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
 )
 
-// RPC servers are confirmed after the uploads: the pinned protocol (7.0)
-// has no command that reports what a buffer holds (SET_TENSOR_HASH only
-// asks a server's file cache whether it knows some bytes, and a yes means
-// they were not sent), and SET_TENSOR has no reply. A server that dropped
-// a write, closed the connection after it, or claimed a cache hit it did
-// not have would leave the load looking done. So a window of every tensor
-// sent to a server is read back (one GET_TENSOR each) and compared with
-// the bytes that were sent; the window's place is drawn per load.
+// RPC servers are confirmed after the uploads, each lane its own: the
+// pinned protocol (7.0) has no command that reports what a buffer holds
+// (SET_TENSOR_HASH only asks a server's file cache whether it knows some
+// bytes, and a yes means they were not sent), and SET_TENSOR has no reply.
+// A server that dropped a write, closed the connection after it, or
+// claimed a cache hit it did not have would leave the load looking done.
+// So a window of every tensor sent to a server is read back (one
+// GET_TENSOR each) and compared with the bytes that were sent; the
+// window's place is drawn per load.
 
 // sampleSize is the length of the window read back per tensor.
 const sampleSize = 64
@@ -61,68 +61,85 @@ func (l *load) sample(t task, off int64, data []byte) {
 	}
 }
 
-// confirmRPC reads every sample back from its server, the servers at once
-// (each answers its reads one after the other).
-func (l *load) confirmRPC() error {
-	if len(l.samples) == 0 {
+// confirm reads back the samples of the tensors the lane sent to RPC
+// servers, once they are all queued: every read is queued on the server's
+// connection behind the sets (so each sees its tensor's bytes), and the
+// lane waits once, not once per tensor; a lane confirms while the others
+// still load.
+func (ln *lane) confirm() error {
+	l := ln.l
+	if len(ln.rpcs) == 0 {
 		return nil
 	}
+	if err := l.progress(); err != nil {
+		return err // stopped or canceled
+	}
 	start := time.Now()
-	defer func() { l.model.Stats.Confirm = time.Since(start) }()
-	byDev := map[*ggml.Device][]int{}
-	for i := range l.samples {
-		d := l.model.placements[i].Buffer.Device
-		byDev[d] = append(byDev[d], i)
+	type read struct {
+		i int
+		s *rpcSample
+		q *rpcQueue
 	}
-	errs := make([]error, 0, len(byDev))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for d, idx := range byDev {
-		slices.Sort(idx)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n, err := l.confirmDevice(d, idx)
-			mu.Lock()
-			defer mu.Unlock()
-			l.model.Stats.Confirmed += n
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
+	var reads []read
+	l.sampleMu.Lock()
+	for _, t := range ln.tasks {
+		if s := l.samples[t.i]; s != nil {
+			reads = append(reads, read{t.i, s, ln.rpcs[t.pl.Buffer.Device]})
+		}
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-		return errs[0]
+	l.sampleMu.Unlock()
+	if len(reads) == 0 {
+		return nil
 	}
-	return nil
-}
-
-// confirmDevice reads back the samples of the tensors idx, all on d.
-func (l *load) confirmDevice(d *ggml.Device, idx []int) (int, error) {
-	got := make([]byte, sampleSize)
+	got := make([]byte, len(reads)*sampleSize)
+	var pin runtime.Pinner
+	pin.Pin(&got[0])
+	defer pin.Unpin()
+	queued := map[*rpcQueue]bool{}
+	var first error
+	for k, r := range reads {
+		pl := &l.model.placements[r.i]
+		if r.s.got < len(r.s.want) {
+			first = fmt.Errorf("loader: tensor '%s': only %d of the %d sampled bytes were sent", pl.Plan.Name, r.s.got, len(r.s.want))
+			break
+		}
+		if r.q == nil {
+			first = fmt.Errorf("loader: tensor '%s' on %s was not sent through the lane's queue", pl.Plan.Name, pl.Buffer.Device.Name())
+			break
+		}
+		dst := got[k*sampleSize : k*sampleSize+len(r.s.want)]
+		if err := r.q.backend.GetTensorAsync(pl.Tensor, unsafe.Pointer(&dst[0]), uint64(r.s.off), uint64(len(dst))); err != nil {
+			first = fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err)
+			break
+		}
+		queued[r.q] = true
+	}
+	// wait for what was queued even after a failure: the reads write
+	// into got
+	for q := range queued {
+		if err := q.backend.Synchronize(); err != nil && first == nil {
+			first = fmt.Errorf("loader: confirming tensors: %w", err)
+		}
+	}
+	if first != nil {
+		return first
+	}
 	n := 0
-	for _, i := range idx {
-		if err := l.canceled(); err != nil {
-			return n, err
-		}
-		s, pl := l.samples[i], &l.model.placements[i]
-		if s.got < len(s.want) {
-			return n, fmt.Errorf("loader: tensor '%s': only %d of the %d sampled bytes were sent", pl.Plan.Name, s.got, len(s.want))
-		}
-		g := got[:len(s.want)]
-		clear(g)
-		if err := pl.Tensor.Get(g, uint64(s.off)); err != nil {
-			return n, fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err)
-		}
+	for k, r := range reads {
+		pl := &l.model.placements[r.i]
 		if err := deviceErr(pl.Buffer, pl.Plan.Name); err != nil {
-			return n, err
+			return err
 		}
-		if !bytes.Equal(g, s.want) {
-			return n, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, d.Name(), ggml.ErrRPCFailed, d.Endpoint(), s.off, len(s.want))
+		if !bytes.Equal(got[k*sampleSize:k*sampleSize+len(r.s.want)], r.s.want) {
+			d := pl.Buffer.Device
+			return fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, d.Name(), ggml.ErrRPCFailed, d.Endpoint(), r.s.off, len(r.s.want))
 		}
 		n++
 	}
-	return n, nil
+	took := time.Since(start)
+	l.model.statsMu.Lock()
+	l.model.Stats.Confirmed += n
+	l.model.Stats.Confirm = max(l.model.Stats.Confirm, took)
+	l.model.statsMu.Unlock()
+	return nil
 }

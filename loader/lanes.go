@@ -226,7 +226,7 @@ func (ln *lane) run() (err error) {
 			return err
 		}
 	}
-	return nil
+	return ln.confirm()
 }
 
 // finish waits for the set under way and the ring's last uploads and frees
