@@ -7,9 +7,12 @@ import (
 	"bytes"
 	"cmp"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -110,6 +113,8 @@ func (rs anonRanges) bytes() uint64 {
 // prefaulter faults a device buffer's fresh memory in on another goroutine
 // (MADV_POPULATE_WRITE, which never changes what the pages hold), ahead of
 // the uploads that write it: the pages are zeroed off the upload's thread.
+// It also maps a file's pages in (MADV_POPULATE_READ) for the zero-copy
+// buffers over the file, while the load moves the rest (populateLater).
 type prefaulter struct {
 	stop atomic.Bool
 	done chan struct{}
@@ -117,22 +122,34 @@ type prefaulter struct {
 
 // prefault starts faulting the ranges in, in address order, 8 MiB at a
 // time.
-func prefault(rs anonRanges) *prefaulter {
+func prefault(rs anonRanges) *prefaulter { return populate(unix.MADV_POPULATE_WRITE, rs) }
+
+// populate starts madvise(advice) over each list of ranges on a goroutine
+// of its own, in address order, 8 MiB at a time; a goroutine ends at the
+// first refusal (an older kernel, memory gone, a file that shrank: the
+// advice fails, it raises no signal).
+func populate(advice int, lists ...anonRanges) *prefaulter {
 	pf := &prefaulter{done: make(chan struct{})}
-	go func() {
-		defer close(pf.done)
-		const step = 8 << 20
-		for _, r := range rs {
-			for a := r[0]; a < r[1]; a += step {
-				if pf.stop.Load() {
-					return
-				}
-				n := min(uintptr(step), r[1]-a)
-				if _, _, errno := unix.Syscall(unix.SYS_MADVISE, a, n, unix.MADV_POPULATE_WRITE); errno != 0 {
-					return // an older kernel (before 5.14), or memory gone
+	var wg sync.WaitGroup
+	for _, rs := range lists {
+		wg.Go(func() {
+			const step = 8 << 20
+			for _, r := range rs {
+				for a := r[0]; a < r[1]; a += step {
+					if pf.stop.Load() {
+						return
+					}
+					n := min(uintptr(step), r[1]-a)
+					if _, _, errno := unix.Syscall(unix.SYS_MADVISE, a, n, uintptr(advice)); errno != 0 {
+						return
+					}
 				}
 			}
-		}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(pf.done)
 	}()
 	return pf
 }
@@ -141,4 +158,36 @@ func prefault(rs anonRanges) *prefaulter {
 func (pf *prefaulter) wait() {
 	pf.stop.Store(true)
 	<-pf.done
+}
+
+// finish waits for the faulting to end.
+func (pf *prefaulter) finish() { <-pf.done }
+
+// populateLater reports whether a mapping's pages can be mapped in on
+// another goroutine (MADV_POPULATE_READ, Linux 5.14) rather than by mmap
+// itself (MAP_POPULATE), which holds the whole load up until every page of
+// the file is mapped, the pages that are only copied out of it included.
+var populateLater = sync.OnceValue(func() bool {
+	page := unix.Getpagesize()
+	m, err := unix.Mmap(-1, 0, page, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return false
+	}
+	defer unix.Munmap(m)
+	return unix.Madvise(m, unix.MADV_POPULATE_READ) == nil
+})
+
+// populateMapped starts mapping in the pages of [p, p+n) of a file's
+// mapping, in parts at once, one per core (at most 4).
+func populateMapped(p unsafe.Pointer, n uint64) *prefaulter {
+	page := uintptr(unix.Getpagesize())
+	start := uintptr(p) &^ (page - 1)
+	end := (uintptr(p) + uintptr(n) + page - 1) &^ (page - 1)
+	parts := uintptr(min(runtime.NumCPU(), 4))
+	size := max((end-start)/parts, 64<<20) &^ (page - 1)
+	var rs []anonRanges
+	for a := start; a < end; a += size {
+		rs = append(rs, anonRanges{{a, min(a+size, end)}})
+	}
+	return populate(unix.MADV_POPULATE_READ, rs...)
 }

@@ -5,6 +5,7 @@ package loader
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/place"
 )
 
 func TestMemorySince(t *testing.T) {
@@ -134,5 +136,44 @@ func TestDeviceMemoryInProcess(t *testing.T) {
 	got := make([]byte, 4096)
 	if err := x.Get(got, n-4096); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back %v: %x...", err, got[:8])
+	}
+}
+
+// An mmap load leaves the pages under its zero-copy buffers mapped in, as
+// MAP_POPULATE did, though they are mapped in while the load runs
+// (MADV_POPULATE_READ): nothing of the tiny model is read through the
+// mapping otherwise, so without it they would not be resident.
+func TestZeroCopyPagesMappedIn(t *testing.T) {
+	if !populateLater() {
+		t.Skip("MADV_POPULATE_READ needs Linux 5.14 (mmap populates the whole mapping itself before)")
+	}
+	rt := testenv.Runtime(t)
+	gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
+	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadMmap, Devices: []string{"none"}, NoExtraBufts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := Load(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	const page = 4096
+	var rs anonRanges
+	var want uint64
+	for _, b := range lm.buffers {
+		if !b.Mapped {
+			continue
+		}
+		lo := uintptr(lm.mappings[b.File].Addr(b.First)) &^ (page - 1)
+		hi := (uintptr(lm.mappings[b.File].Addr(b.First)) + uintptr(b.Last-b.First) + page - 1) &^ (page - 1)
+		rs = append(rs, [2]uintptr{lo, hi})
+		want += uint64(hi - lo)
+	}
+	if want == 0 {
+		t.Fatal("no zero-copy buffer in an mmap load on the CPU")
+	}
+	if rss, _ := smapsOf(t, rs); rss < want {
+		t.Fatalf("%d of the %d bytes under the zero-copy buffers are mapped in", rss, want)
 	}
 }

@@ -2,6 +2,8 @@
 
 package loader
 
+import "unsafe"
+
 // anonRanges are address ranges of anonymous memory (Linux only).
 type anonRanges [][2]uintptr
 
@@ -16,3 +18,9 @@ type prefaulter struct{}
 func prefault(rs anonRanges) *prefaulter { return &prefaulter{} }
 
 func (pf *prefaulter) wait() {}
+
+func (pf *prefaulter) finish() {}
+
+func populateLater() bool { return false }
+
+func populateMapped(p unsafe.Pointer, n uint64) *prefaulter { return &prefaulter{} }

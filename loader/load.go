@@ -128,6 +128,7 @@ type load struct {
 	used [][2]int64 // per file: range used by zero-copy tensors
 
 	prefaults []*prefaulter // device memory faulted in meanwhile
+	populates []*prefaulter // zero-copy parts of mappings mapped in meanwhile
 
 	// per context: its mapped buffers ordered by (file, first), and its
 	// allocated buffer
@@ -145,6 +146,10 @@ func (l *load) warn(msg string) {
 // abort frees whatever the load made.
 func (l *load) abort() {
 	l.stopPrefaults()
+	for _, pf := range l.populates {
+		pf.wait()
+	}
+	l.populates = nil
 	l.vwg.Wait()
 	l.model.Close()
 }
@@ -211,8 +216,12 @@ func (l *load) run() error {
 	err := l.loadData()
 	l.stopPrefaults()
 	if err != nil {
-		return err
+		return err // abort stops the populates
 	}
+	for _, pf := range l.populates {
+		pf.finish()
+	}
+	l.populates = nil
 	for _, b := range mdl.buffers {
 		if err := b.Device.Err(); err != nil {
 			return fmt.Errorf("loader: %s: %w", b.Device.Name(), err)
@@ -228,9 +237,6 @@ func (l *load) run() error {
 	if len(l.invalid) > 0 {
 		slices.Sort(l.invalid)
 		return fmt.Errorf("loader: %w in %s: %s", ErrInvalidData, joinPaths(l.gm.Paths), joinNames(l.invalid))
-	}
-	if err := l.confirmRPC(); err != nil {
-		return err
 	}
 	if err := l.watchFiles(l.lastTensor(), true); err != nil {
 		return err
@@ -422,6 +428,11 @@ func (l *load) allocate() error {
 					return fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)
 				}
 				buf.SetUsage(ggml.UsageWeights)
+				if p.UseMmap && !c.Lazy && populateLater() && !l.rt.IsNUMA() {
+					// what mmap's MAP_POPULATE did, for this buffer's
+					// pages only, while the load moves the rest
+					l.populates = append(l.populates, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First)))
+				}
 				lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
 				mdl.buffers = append(mdl.buffers, lb)
 				l.mapped[ci] = append(l.mapped[ci], lb)
