@@ -54,8 +54,10 @@ type Stats struct {
 	Readers                                 int
 	StagingSlots                            int
 	StagingSize                             uint64
-	// Confirm is the time spent reading back a sample of every tensor
-	// sent to an RPC server; Confirmed counts them.
+	// Confirm is the longest a lane spent reading back a sample of every
+	// tensor it sent to an RPC server, from queueing the reads (behind
+	// its last sets, still on their way) to comparing them; Confirmed
+	// counts the tensors.
 	Confirm   time.Duration
 	Confirmed int
 	// Devices are the upload pipelines that ran at once, one per device
