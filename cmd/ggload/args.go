@@ -26,6 +26,9 @@ type option struct {
 	help     string
 	set      func(string) error // options with a value
 	on       func(bool) error   // switches
+	// env is the environment variable that sets the option, as in
+	// llama.cpp (pinEnv).
+	env string
 	// unsupported says why ggload refuses the option (llama.cpp has it).
 	unsupported string
 	// inert says why the option, accepted, changes nothing in ggload.
@@ -46,9 +49,12 @@ type optionSet struct {
 	groups  []optionGroup
 	byName  map[string]*option
 	given   map[*option]bool
-	notes   []string // one line each, printed before the command's output
-	helpReq bool
-	verReq  bool
+	notes   []string           // one line each, printed before the command's output
+	fromEnv map[*option]string // options the environment set: "VAR=value"
+	// lookupEnv reads the environment (os.LookupEnv; tests replace it).
+	lookupEnv func(string) (string, bool)
+	helpReq   bool
+	verReq    bool
 }
 
 type optionGroup struct {
@@ -76,7 +82,7 @@ func (e *usageError) Error() string {
 }
 
 func newOptionSet(cmd, about string, usage ...string) *optionSet {
-	s := &optionSet{cmd: cmd, about: about, usage: usage, byName: map[string]*option{}, given: map[*option]bool{}}
+	s := &optionSet{cmd: cmd, about: about, usage: usage, byName: map[string]*option{}, given: map[*option]bool{}, fromEnv: map[*option]string{}, lookupEnv: os.LookupEnv}
 	s.group("")
 	s.add(&option{names: []string{"-h", "--help", "--usage"}, help: "print this help and exit", on: func(bool) error { s.helpReq = true; return nil }})
 	s.add(&option{names: []string{"--version"}, help: "print ggload's version and the native pin, and exit", on: func(bool) error { s.verReq = true; return nil }})
@@ -90,6 +96,9 @@ func (s *optionSet) group(title string) {
 
 // add registers o in the current group.
 func (s *optionSet) add(o *option) *option {
+	if o.env == "" {
+		o.env = pinEnv[o.names[0]]
+	}
 	for _, n := range o.spellings() {
 		if _, dup := s.byName[n]; dup {
 			panic("ggload: option " + n + " registered twice")
@@ -123,6 +132,9 @@ func (s *optionSet) lookup(name string) (*option, bool) {
 // arguments. Options may come before, between and after them; "--" ends
 // the options.
 func (s *optionSet) parse(args []string) ([]string, error) {
+	if err := s.applyEnv(); err != nil {
+		return nil, err
+	}
 	var pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -147,6 +159,10 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 		}
 		if o.unsupported != "" {
 			return nil, s.errorf("%s is llama.cpp's, not supported by ggload: %s", name, o.unsupported)
+		}
+		if kv, ok := s.fromEnv[o]; ok {
+			s.notes = append(s.notes, fmt.Sprintf("note: %s from the environment is overridden by %s", kv, name))
+			delete(s.fromEnv, o)
 		}
 		s.given[o] = true
 		if o.value == "" || o.optValue && !hasVal && (i+1 >= len(args) || !optValueNext(o, args[i+1])) {
@@ -184,7 +200,88 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 			return nil, s.errorf("%s %s: %v", name, val, err)
 		}
 	}
+	for _, g := range s.groups {
+		for _, o := range g.opts {
+			if kv, ok := s.fromEnv[o]; ok {
+				s.notes = append(s.notes, fmt.Sprintf("note: %s from the environment sets %s", kv, o.names[0]))
+			}
+		}
+	}
 	return pos, nil
+}
+
+// pinEnv are the environment variables of llama.cpp's options (the pin's
+// common/arg.cpp, set_env), by primary spelling. As in llama.cpp, they are
+// read before the command line, which overrides them; a switch with an
+// off spelling also reads LLAMA_ARG_NO_..., which turns it off.
+var pinEnv = map[string]string{
+	"-c": "LLAMA_ARG_CTX_SIZE", "--repack": "LLAMA_ARG_REPACK", "--no-host": "LLAMA_ARG_NO_HOST",
+	"-mm": "LLAMA_ARG_MMPROJ", "-mmu": "LLAMA_ARG_MMPROJ_URL", "--mmproj-auto": "LLAMA_ARG_MMPROJ_AUTO",
+	"--mmproj-offload": "LLAMA_ARG_MMPROJ_OFFLOAD", "-mmdev": "MTMD_BACKEND_DEVICE",
+	"--rpc": "LLAMA_ARG_RPC", "-lm": "LLAMA_ARG_LOAD_MODE", "-lzm": "LLAMA_ARG_LAZY_MODE", "--numa": "LLAMA_ARG_NUMA",
+	"-dev": "LLAMA_ARG_DEVICE", "-ot": "LLAMA_ARG_OVERRIDE_TENSOR", "-cmoe": "LLAMA_ARG_CPU_MOE",
+	"-ncmoe": "LLAMA_ARG_N_CPU_MOE", "-ncffn": "LLAMA_ARG_N_CPU_FFN", "-ngl": "LLAMA_ARG_N_GPU_LAYERS",
+	"-sm": "LLAMA_ARG_SPLIT_MODE", "-ts": "LLAMA_ARG_TENSOR_SPLIT", "-mg": "LLAMA_ARG_MAIN_GPU",
+	"-fit": "LLAMA_ARG_FIT", "-fitp": "LLAMA_ARG_FIT_ESTIMATE", "-fitt": "LLAMA_ARG_FIT_TARGET", "-fitc": "LLAMA_ARG_FIT_CTX",
+	"-m": "LLAMA_ARG_MODEL", "-mu": "LLAMA_ARG_MODEL_URL", "-dr": "LLAMA_ARG_DOCKER_REPO", "-hf": "LLAMA_ARG_HF_REPO",
+	"-hff": "LLAMA_ARG_HF_FILE", "-hft": "HF_TOKEN", "--spec-draft-hf": "LLAMA_ARG_SPEC_DRAFT_HF_REPO",
+	"--spec-draft-cpu-moe": "LLAMA_ARG_SPEC_DRAFT_CPU_MOE", "--spec-draft-n-cpu-moe": "LLAMA_ARG_SPEC_DRAFT_N_CPU_MOE",
+	"--spec-draft-ngl": "LLAMA_ARG_N_GPU_LAYERS_DRAFT", "--spec-draft-model": "LLAMA_ARG_SPEC_DRAFT_MODEL",
+}
+
+// applyEnv sets the options the environment names, in the order they were
+// registered. An option ggload does not support is left alone, with a
+// note (HF_TOKEN, say, is often set for other tools).
+func (s *optionSet) applyEnv() error {
+	for _, g := range s.groups {
+		for _, o := range g.opts {
+			if o.env == "" || o.hidden {
+				continue
+			}
+			name, val, ok := o.env, "", false
+			if len(o.neg) > 0 {
+				off := strings.Replace(o.env, "LLAMA_ARG_", "LLAMA_ARG_NO_", 1)
+				if _, set := s.lookupEnv(off); set {
+					name, val, ok = off, "0", true
+				}
+			}
+			if !ok {
+				val, ok = s.lookupEnv(o.env)
+			}
+			if !ok {
+				continue
+			}
+			if o.unsupported != "" {
+				s.notes = append(s.notes, fmt.Sprintf("note: %s is set, for llama.cpp's %s, which ggload does not support (%s): ignored", name, o.names[0], o.unsupported))
+				continue
+			}
+			switch {
+			case o.value == "" && len(o.neg) > 0:
+				b, isBool := parseBool(val)
+				if !isBool {
+					return s.errorf("environment variable %s=%s (%s): want on or off (true, false, 1, 0, enabled, disabled)", name, val, o.names[0])
+				}
+				if err := o.on(b); err != nil {
+					return s.errorf("environment variable %s=%s (%s): %v", name, val, o.names[0], err)
+				}
+			case o.value == "":
+				// a switch without an off spelling: set by a true value
+				if b, _ := parseBool(val); !b {
+					continue
+				}
+				if err := o.on(true); err != nil {
+					return s.errorf("environment variable %s=%s (%s): %v", name, val, o.names[0], err)
+				}
+			default:
+				if err := o.set(val); err != nil {
+					return s.errorf("environment variable %s=%s (%s): %v", name, val, o.names[0], err)
+				}
+			}
+			s.given[o] = true
+			s.fromEnv[o] = name + "=" + val
+		}
+	}
+	return nil
 }
 
 // optionSets build each command's options (with throwaway state), to
@@ -372,6 +469,9 @@ func (s *optionSet) printHelp(w io.Writer) {
 			}
 			if o.inert != "" {
 				help += "\naccepted; no effect in ggload: " + o.inert
+			}
+			if o.env != "" {
+				help += "\n(env: " + o.env + ")"
 			}
 			fmt.Fprint(w, formatOption(append(append([]string{}, o.names...), o.neg...), o.value, help))
 		}

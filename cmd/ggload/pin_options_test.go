@@ -24,6 +24,7 @@ type pinOption struct {
 	help   string   // the help's text (its string literals)
 	body   string   // the whole call, handler included
 	values []string // the values it documents
+	env    string   // set_env: the environment variable that sets it
 }
 
 // inScope are the fields and functions of llama.cpp's common parameters
@@ -90,6 +91,9 @@ func TestOptionsOfThePin(t *testing.T) {
 			if ref.byName[n] != o {
 				t.Errorf("arg.cpp:%d: %s is not a spelling of ggload's %s", po.line, n, o.names[0])
 			}
+		}
+		if o.env != po.env {
+			t.Errorf("arg.cpp:%d %s: environment variable %q, the pin's %q", po.line, po.names[0], o.env, po.env)
 		}
 		if o.unsupported != "" {
 			refused++
@@ -303,6 +307,8 @@ func quoteAll(ss []string) []string {
 }
 
 // parsePinOptions extracts every add_opt(common_arg(...)) of arg.cpp.
+var setEnv = regexp.MustCompile(`\.set_env\(\s*"([A-Z0-9_]+)"\s*\)`)
+
 func parsePinOptions(src string) ([]pinOption, error) {
 	var out []pinOption
 	const marker = "add_opt(common_arg("
@@ -317,6 +323,12 @@ func parsePinOptions(src string) ([]pinOption, error) {
 			return nil, fmt.Errorf("line %d: %w", strings.Count(src[:start], "\n")+1, err)
 		}
 		o := pinOption{line: strings.Count(src[:start], "\n") + 1, body: src[start : end+1]}
+		// the calls chained on the option: .set_env("LLAMA_ARG_...")
+		if outer, err := matchParen(src, i+j+len("add_opt")); err == nil {
+			if m := setEnv.FindStringSubmatch(src[end:outer]); m != nil {
+				o.env = m[1]
+			}
+		}
 		args := splitTop(src[start+1 : end])
 		var rest []string
 		for _, a := range args {
@@ -536,4 +548,47 @@ func literals(s string) []string {
 func unescapeC(s string) string {
 	r := strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\"`, `"`, `\\`, `\`, `\'`, `'`)
 	return r.Replace(s)
+}
+
+// The environment sets options as llama.cpp's tools read it: before the
+// command line, which overrides it; LLAMA_ARG_NO_... turns a switch off;
+// a bad value is an error naming the variable; a variable of an option
+// ggload does not support is ignored with a note.
+func TestOptionsFromTheEnvironment(t *testing.T) {
+	parse := func(env map[string]string, args ...string) (placeFlags, *optionSet, error) {
+		f := defaultPlaceFlags()
+		s, _, _, _ := planOptions(&f)
+		s.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		_, err := s.parse(args)
+		return f, s, err
+	}
+	f, s, err := parse(map[string]string{"LLAMA_ARG_N_GPU_LAYERS": "5", "LLAMA_ARG_NO_REPACK": "1", "LLAMA_ARG_LOAD_MODE": "dio", "LLAMA_ARG_FIT": "off", "HF_TOKEN": "x"}, "model.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.ngl.Count(); n != 5 || f.repack || f.loadMode != place.LoadDirectIO || f.fit {
+		t.Errorf("from the environment: -ngl %v, repack %v, -lm %v, -fit %v", f.ngl, f.repack, f.loadMode, f.fit)
+	}
+	notes := strings.Join(s.notes, "\n")
+	for _, want := range []string{"LLAMA_ARG_N_GPU_LAYERS=5 from the environment sets -ngl", "LLAMA_ARG_NO_REPACK=0 from the environment sets --repack", "HF_TOKEN is set"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	f, s, err = parse(map[string]string{"LLAMA_ARG_N_GPU_LAYERS": "5", "LLAMA_ARG_REPACK": "0"}, "-ngl", "3", "--repack", "model.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.ngl.Count(); n != 3 || !f.repack {
+		t.Errorf("the command line did not override the environment: -ngl %v, repack %v", f.ngl, f.repack)
+	}
+	if notes := strings.Join(s.notes, "\n"); !strings.Contains(notes, "LLAMA_ARG_N_GPU_LAYERS=5 from the environment is overridden by -ngl") {
+		t.Errorf("notes %q", notes)
+	}
+	for env, want := range map[string]string{"LLAMA_ARG_N_GPU_LAYERS": "LLAMA_ARG_N_GPU_LAYERS=lots (-ngl)", "LLAMA_ARG_REPACK": "LLAMA_ARG_REPACK=maybe (--repack): want on or off"} {
+		val := map[string]string{"LLAMA_ARG_N_GPU_LAYERS": "lots", "LLAMA_ARG_REPACK": "maybe"}[env]
+		if _, _, err := parse(map[string]string{env: val}, "model.gguf"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%s: %v", env, val, err)
+		}
+	}
 }
