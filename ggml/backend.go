@@ -76,26 +76,9 @@ func (b *Backend) Free() {
 // pinned host buffers, never Go memory. The tensor's buffer must not be
 // freed before then either.
 func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uint64) error {
-	if err := b.hold(); err != nil {
-		return err
-	}
-	defer b.release()
-	buf, err := t.hold("async set")
-	if err != nil {
-		return err
-	}
-	defer t.unhold(buf)
-	if err := t.checkRange("async set", offset, size); err != nil {
-		return err
-	}
-	if err := b.ownBuffer("async set", t); err != nil {
-		return err
-	}
-	if src == nil && size > 0 {
-		return fmt.Errorf("ggml: async set of %s: nil source", t.name)
-	}
-	b.rt.lib.TensorSetAsync(b.h, t.c, src, uintptr(offset), uintptr(size))
-	return nil
+	return b.async("async set", false, t, src, offset, size, func() {
+		b.rt.lib.TensorSetAsync(b.h, t.c, src, uintptr(offset), uintptr(size))
+	})
 }
 
 // GetTensorAsync queues a copy of size bytes of t at offset into host
@@ -104,28 +87,39 @@ func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uin
 // Go memory must be pinned (runtime.Pinner) until then. A tensor in a
 // buffer that stores data repacked gives an error wrapping ErrWriteOnly.
 func (b *Backend) GetTensorAsync(t *Tensor, dst unsafe.Pointer, offset, size uint64) error {
+	return b.async("async get", true, t, dst, offset, size, func() {
+		b.rt.lib.TensorGetAsync(b.h, t.c, dst, uintptr(offset), uintptr(size))
+	})
+}
+
+// async checks an asynchronous copy of [offset, offset+size) of t to host
+// memory p (read) or from it and queues it (queue), with the backend and
+// the tensor held.
+func (b *Backend) async(what string, read bool, t *Tensor, p unsafe.Pointer, offset, size uint64, queue func()) error {
 	if err := b.hold(); err != nil {
 		return err
 	}
 	defer b.release()
-	buf, err := t.hold("async get")
+	buf, err := t.hold(what)
 	if err != nil {
 		return err
 	}
 	defer t.unhold(buf)
-	if err := t.checkRange("async get", offset, size); err != nil {
+	if err := t.checkRange(what, offset, size); err != nil {
 		return err
 	}
-	if err := b.ownBuffer("async get", t); err != nil {
+	if err := b.ownBuffer(what, t); err != nil {
 		return err
 	}
-	if dst == nil && size > 0 {
-		return fmt.Errorf("ggml: async get of %s: nil destination", t.name)
+	if p == nil && size > 0 {
+		return fmt.Errorf("ggml: %s of %s: nil host memory", what, t.name)
 	}
-	if bt := (BufferType{t.rt, t.rt.lib.BufferGetType(t.c.Buffer)}); t.rt.writeOnly(bt) {
-		return fmt.Errorf("ggml: tensor %s lives in a %s buffer: %w", t.name, bt.Name(), ErrWriteOnly)
+	if read {
+		if err := t.readable(); err != nil {
+			return err
+		}
 	}
-	b.rt.lib.TensorGetAsync(b.h, t.c, dst, uintptr(offset), uintptr(size))
+	queue()
 	return nil
 }
 

@@ -268,10 +268,19 @@ func (t *Tensor) Get(dst []byte, offset uint64) error {
 	if err := t.checkRange("get", offset, uint64(len(dst))); err != nil {
 		return err
 	}
+	if err := t.readable(); err != nil {
+		return err
+	}
+	t.rt.lib.TensorGet(t.c, unsafe.Pointer(&dst[0]), uintptr(offset), uintptr(len(dst)))
+	return nil
+}
+
+// readable refuses, with the tensor held, a read of a tensor in a buffer
+// that stores data repacked.
+func (t *Tensor) readable() error {
 	if bt := (BufferType{t.rt, t.rt.lib.BufferGetType(t.c.Buffer)}); t.rt.writeOnly(bt) {
 		return fmt.Errorf("ggml: tensor %s lives in a %s buffer: %w", t.name, bt.Name(), ErrWriteOnly)
 	}
-	t.rt.lib.TensorGet(t.c, unsafe.Pointer(&dst[0]), uintptr(offset), uintptr(len(dst)))
 	return nil
 }
 
