@@ -150,20 +150,31 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 	return vVoid, f.errorf("method %s of %s", m.name, recv.describe())
 }
 
+// containerMethod answers the methods every container has (size, empty,
+// begin, end) for container c of n elements.
+func containerMethod(c any, n int, name string) (Val, bool) {
+	switch name {
+	case "size":
+		return vInt(int64(n), ast.TU64), true
+	case "empty":
+		return vBool(n == 0), true
+	case "begin":
+		return Val{K: KIter, P: c, I: 0}, true
+	case "end":
+		return Val{K: KIter, P: c, I: int64(n)}, true
+	}
+	return vVoid, false
+}
+
 func (r *Run) arrayMethod(f *frame, a *Array, name string, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
 		return vVoid, err
 	}
+	if v, ok := containerMethod(a, len(a.cells), name); ok {
+		return v, nil
+	}
 	switch name {
-	case "size":
-		return vInt(int64(len(a.cells)), ast.TU64), nil
-	case "empty":
-		return vBool(len(a.cells) == 0), nil
-	case "begin":
-		return Val{K: KIter, P: a, I: 0}, nil
-	case "end":
-		return Val{K: KIter, P: a, I: int64(len(a.cells))}, nil
 	case "resize":
 		if len(vs) < 1 || vs[0].K != KInt {
 			return vVoid, f.errorf("resize arguments")
@@ -233,15 +244,10 @@ func (r *Run) mapMethod(f *frame, m *cmap, name string, args []*ast.Node) (Val, 
 	if err != nil {
 		return vVoid, err
 	}
+	if v, ok := containerMethod(m, len(m.keys), name); ok {
+		return v, nil
+	}
 	switch name {
-	case "size":
-		return vInt(int64(len(m.keys)), ast.TU64), nil
-	case "empty":
-		return vBool(len(m.keys) == 0), nil
-	case "begin":
-		return Val{K: KIter, P: m, I: 0}, nil
-	case "end":
-		return Val{K: KIter, P: m, I: int64(len(m.keys))}, nil
 	case "find":
 		if len(vs) != 1 {
 			return vVoid, f.errorf("find arguments")
