@@ -153,24 +153,9 @@ func diffReports(ours, theirs report) []string {
 // llamaLoad is the libllama load that matches ggload's parameters.
 func llamaLoad(t testing.TB, rt *ggml.Runtime, path string, params place.Params) llama.Load {
 	t.Helper()
-	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers.Llama(), SplitMode: params.SplitMode.Llama(),
-		MainGPU: params.MainGPU, LoadMode: params.LoadMode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: params.TensorSplit,
-		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, LoadMTP: params.LoadMTP}
-	for _, n := range params.Devices {
-		d, err := rt.DeviceByName(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ld.Devices = append(ld.Devices, d)
-	}
-	if params.CPUMoE {
-		ld.Overrides = append(ld.Overrides, [2]string{place.ExpertsPattern, "CPU"})
-	}
-	for i := 0; i < params.NCPUMoE; i++ {
-		ld.Overrides = append(ld.Overrides, [2]string{fmt.Sprintf(`blk\.%d%s`, i, place.ExpertsPattern), "CPU"})
-	}
-	for _, o := range params.Overrides {
-		ld.Overrides = append(ld.Overrides, [2]string{o.Pattern, o.BufferType})
+	ld, err := llama.LoadFor(rt, path, params)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ld
 }

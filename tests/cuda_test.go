@@ -130,26 +130,9 @@ func cudaComparePlacements(t *testing.T, ours, theirs cudaPlacement) {
 
 // cudaLlamaLoad turns placement parameters into the same llama.cpp load.
 func cudaLlamaLoad(rt *ggml.Runtime, path string, params place.Params, check bool) (llama.Load, error) {
-	ld := llama.Load{Path: path, NGPULayers: params.NGPULayers.Llama(), SplitMode: params.SplitMode.Llama(),
-		MainGPU: params.MainGPU, LoadMode: params.LoadMode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: params.TensorSplit,
-		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, Check: check}
-	for _, n := range params.Devices {
-		d, err := rt.DeviceByName(n)
-		if err != nil {
-			return ld, err
-		}
-		ld.Devices = append(ld.Devices, d)
-	}
-	if params.CPUMoE {
-		ld.Overrides = append(ld.Overrides, [2]string{place.ExpertsPattern, "CPU"})
-	}
-	for i := 0; i < params.NCPUMoE; i++ {
-		ld.Overrides = append(ld.Overrides, [2]string{fmt.Sprintf(`blk\.%d%s`, i, place.ExpertsPattern), "CPU"})
-	}
-	for _, o := range params.Overrides {
-		ld.Overrides = append(ld.Overrides, [2]string{o.Pattern, o.BufferType})
-	}
-	return ld, nil
+	ld, err := llama.LoadFor(rt, path, params)
+	ld.Check = check
+	return ld, err
 }
 
 // cudaLlamaSaid reports whether llama.cpp logged a line containing text

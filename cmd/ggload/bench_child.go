@@ -227,15 +227,9 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 		if a.idle {
 			return res, nil
 		}
-		ld := llama.Load{Path: a.path, NGPULayers: params.NGPULayers.Llama(), LoadMode: mode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: a.ts, NoExtra: a.noExtra, Devices: []*ggml.Device{}}
-		if a.target != "none" {
-			for _, name := range params.Devices {
-				d, err := rt.DeviceByName(name)
-				if err != nil {
-					return res, err
-				}
-				ld.Devices = append(ld.Devices, d)
-			}
+		ld, err := llama.LoadFor(rt, a.path, params)
+		if err != nil {
+			return res, err
 		}
 		start := time.Now()
 		lm, _, err := lib.LoadModel(ld)
