@@ -68,7 +68,7 @@ func NetHosts(t testing.TB, n int, o NetOptions) []NetHost {
 	script := filepath.Join(RepoRoot(), "scripts", "rpc-hosts.sh")
 	seq := netSeq.Add(1)
 	prefix := fmt.Sprintf("ggt%d%c", os.Getpid()%10000, 'a'+rune(seq%26))
-	subnet := fmt.Sprintf("10.%d", 100+(os.Getpid()*7+int(seq))%100)
+	subnet := freeSubnet(100 + (os.Getpid()*7+int(seq))%100)
 	args := []string{"up", strconv.Itoa(n), "--prefix", prefix, "--subnet", subnet}
 	if o.Rate != "" {
 		args = append(args, "--rate", o.Rate)
@@ -107,6 +107,20 @@ func NetHosts(t testing.TB, n int, o NetOptions) []NetHost {
 		t.Fatalf("rpc-hosts.sh made %d hosts, want %d", len(hosts), n)
 	}
 	return hosts
+}
+
+// freeSubnet is the first 10.X (X from first, wrapping within 100–199)
+// that no interface of this namespace has an address in: hosts a killed
+// test left behind would otherwise take the new hosts' traffic.
+func freeSubnet(first int) string {
+	out, _ := exec.Command("ip", "-o", "-4", "addr", "show").Output()
+	for k := range 100 {
+		s := fmt.Sprintf("10.%d", 100+(first-100+k)%100)
+		if !strings.Contains(string(out), " "+s+".") {
+			return s
+		}
+	}
+	return fmt.Sprintf("10.%d", first)
 }
 
 // RepoRoot is the repository's root directory.
