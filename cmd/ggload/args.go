@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,10 +161,7 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 		if o.unsupported != "" {
 			return nil, s.errorf("%s is llama.cpp's, not supported by ggload: %s", name, o.unsupported)
 		}
-		if kv, ok := s.fromEnv[o]; ok {
-			s.notes = append(s.notes, fmt.Sprintf("note: %s from the environment is overridden by %s", kv, name))
-			delete(s.fromEnv, o)
-		}
+		s.overriddenByEnv(o, name)
 		s.given[o] = true
 		if o.value == "" || o.optValue && !hasVal && (i+1 >= len(args) || !optValueNext(o, args[i+1])) {
 			on := !contains(o.neg, name)
@@ -203,11 +201,35 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 	for _, g := range s.groups {
 		for _, o := range g.opts {
 			if kv, ok := s.fromEnv[o]; ok {
-				s.notes = append(s.notes, fmt.Sprintf("note: %s from the environment sets %s", kv, o.names[0]))
+				s.notes = append(s.notes, envSets(kv, o))
 			}
 		}
 	}
 	return pos, nil
+}
+
+// envSets is the note that the environment (kv, "VAR=value") set o.
+func envSets(kv string, o *option) string {
+	return fmt.Sprintf("note: %s from the environment sets %s", kv, o.names[0])
+}
+
+// setByEnv reports whether the environment set o and the command line
+// did not.
+func (s *optionSet) setByEnv(o *option) bool {
+	_, ok := s.fromEnv[o]
+	return ok
+}
+
+// overriddenByEnv notes that the command line (by) overrides what the
+// environment set o to, if it did (in place of the note that it set it).
+func (s *optionSet) overriddenByEnv(o *option, by string) {
+	kv, ok := s.fromEnv[o]
+	if !ok {
+		return
+	}
+	delete(s.fromEnv, o)
+	s.notes = slices.DeleteFunc(s.notes, func(t string) bool { return t == envSets(kv, o) })
+	s.notes = append(s.notes, fmt.Sprintf("note: %s from the environment is overridden by %s", kv, by))
 }
 
 // pinEnv are the environment variables of llama.cpp's options (the pin's

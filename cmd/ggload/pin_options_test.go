@@ -585,6 +585,17 @@ func TestOptionsFromTheEnvironment(t *testing.T) {
 	if notes := strings.Join(s.notes, "\n"); !strings.Contains(notes, "LLAMA_ARG_N_GPU_LAYERS=5 from the environment is overridden by -ngl") {
 		t.Errorf("notes %q", notes)
 	}
+	// MODEL on the command line overrides LLAMA_ARG_MODEL, as -m would
+	f, s, err = parse(map[string]string{"LLAMA_ARG_MODEL": "env.gguf"}, "cli.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path, err := f.modelPath(s, []string{"cli.gguf"}); err != nil || path != "cli.gguf" {
+		t.Errorf("MODEL with LLAMA_ARG_MODEL set: %q, %v", path, err)
+	}
+	if notes := strings.Join(s.notes, "\n"); !strings.Contains(notes, "LLAMA_ARG_MODEL=env.gguf from the environment is overridden by MODEL") || strings.Contains(notes, "sets -m") {
+		t.Errorf("notes %q", notes)
+	}
 	for env, want := range map[string]string{"LLAMA_ARG_N_GPU_LAYERS": "LLAMA_ARG_N_GPU_LAYERS=lots (-ngl)", "LLAMA_ARG_REPACK": "LLAMA_ARG_REPACK=maybe (--repack): want on or off"} {
 		val := map[string]string{"LLAMA_ARG_N_GPU_LAYERS": "lots", "LLAMA_ARG_REPACK": "maybe"}[env]
 		if _, _, err := parse(map[string]string{env: val}, "model.gguf"); err == nil || !strings.Contains(err.Error(), want) {

@@ -385,6 +385,11 @@ func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
 
 // modelPath is MODEL or -m, one of them.
 func (f *placeFlags) modelPath(s *optionSet, pos []string) (string, error) {
+	if o := s.byName["-m"]; len(pos) == 1 && f.model != "" && o != nil && s.setByEnv(o) {
+		// the command line's MODEL overrides LLAMA_ARG_MODEL, as -m would
+		s.overriddenByEnv(o, "MODEL")
+		return pos[0], nil
+	}
 	switch {
 	case len(pos) == 1 && f.model != "" && f.model != pos[0]:
 		return "", s.errorf("two models: -m %s and %s", f.model, pos[0])
