@@ -59,7 +59,6 @@ func (ln *lane) setWhole(t task, src source) error {
 	if l.o.CheckTensors {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
 	}
-	l.sample(t, 0, buf)
 	for len(ln.bg) >= maxSets(t.pl.Buffer) {
 		if err := ln.waitOldest(); err != nil {
 			ln.putBounce(buf)
@@ -106,10 +105,6 @@ func (ln *lane) setsWholeFromBounce(t task) bool {
 	l := ln.l
 	w, b := t.w, t.pl.Buffer
 	if b == nil || t.pl.Tensor == nil || w.Size <= 0 || !setsWhole(b) || b.Buffer.IsHost() {
-		return false
-	}
-	if b.Device.IsRPC() {
-		// queued on the server's connection (rpcqueue.go)
 		return false
 	}
 	if l.isZeroCopy(t) {

@@ -132,10 +132,11 @@ func (ln *lane) fill(t task, src source) error {
 
 // setsWhole reports whether tensors must be set into b whole: buffer types
 // other than the device's own transform or split what they are given and
-// take only whole tensors (CPU_REPACK asserts it), and RPC servers cache
-// whole tensors by hash.
+// take only whole tensors (CPU_REPACK asserts it). (RPC servers, whose
+// cache knows tensors by the hash of the whole, take them whole from their
+// queue.)
 func setsWhole(b *LoadedBuffer) bool {
-	return b.Device.IsRPC() || b.BufferType != b.Device.BufferType()
+	return b.BufferType != b.Device.BufferType()
 }
 
 // piece is the most bytes of one tensor moved between two progress reports.
@@ -229,7 +230,6 @@ func (ln *lane) setFrom(t task, src source, whole bool) error {
 		if l.o.CheckTensors {
 			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
 		}
-		l.sample(t, off, buf[:n])
 		if err := t.pl.Tensor.Set(buf[:n], uint64(off)); err != nil {
 			return err
 		}

@@ -51,10 +51,11 @@ type lane struct {
 	tasks []task
 	host  bool // host memory: reads run on the reader pool
 
-	rings map[*ggml.Device]*stagingRing
-	free  [][]byte // bounce buffers: tensors set through memory the lane owns
-	bg    []*bgSet // whole tensors being set by native code meanwhile, oldest first
-	rpcs  map[*ggml.Device]*rpcQueue
+	rings   map[*ggml.Device]*stagingRing
+	free    [][]byte // bounce buffers: tensors set through memory the lane owns
+	bg      []*bgSet // whole tensors being set by native code meanwhile, oldest first
+	rpcs    map[*ggml.Device]*rpcQueue
+	samples []rpcSample // windows of the tensors queued to RPC servers
 
 	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
 	took    time.Duration // from its start to its last byte

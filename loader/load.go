@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -76,7 +77,7 @@ func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
 		return nil, fmt.Errorf("loader: %w", err)
 	}
 	defer done()
-	l := &load{ctx: ctx, rt: rt, gm: p.Model, p: p, o: o, model: &Model{Plan: p, byName: map[string]int{}}}
+	l := &load{ctx: ctx, rt: rt, gm: p.Model, p: p, o: o, model: &Model{Plan: p, byName: map[string]int{}}, seed: rand.Uint64()}
 	if l.o.Logger == nil {
 		l.o.Logger = slog.Default()
 	}
@@ -116,9 +117,7 @@ type load struct {
 	invalid  []string
 	asyncErr error // a validation goroutine that could not read its tensor
 
-	sampleMu sync.Mutex
-	samples  map[int]*rpcSample // placement index → bytes sent to an RPC server
-	seed     uint64             // where the samples are taken
+	seed uint64 // where the windows of RPC tensors read back are taken
 
 	watchMu   sync.Mutex
 	lastWatch time.Time // files last checked for changes

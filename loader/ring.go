@@ -143,7 +143,6 @@ func (r *stagingRing) upload(ln *lane, t task, src source, off, n int64) error {
 		lo, hi := max(pos, off), min(pos+readSize, off+n)
 		if hi > lo {
 			piece := buf[lo-pos : hi-pos]
-			l.sample(t, lo-off, piece)
 			if err := r.backend.SetTensorAsync(t.pl.Tensor, unsafe.Pointer(&piece[0]), uint64(lo-off), uint64(hi-lo)); err != nil {
 				return fmt.Errorf("loader: tensor '%s': %w", name, err)
 			}

@@ -26,11 +26,13 @@ import (
 // rpcQueued is how many messages a lane may have queued to one server.
 const rpcQueued = 2
 
-// rpcQueue is a lane's queue of sets to one RPC device.
+// rpcQueue is a lane's queue of sets to one RPC device: an event after
+// each message, used in turn, and waited on before it is used again.
 type rpcQueue struct {
-	backend *ggml.Backend
-	events  [rpcQueued]*ggml.Event
-	pending []int // indexes into events, oldest first
+	backend  *ggml.Backend
+	events   [rpcQueued]*ggml.Event
+	recorded [rpcQueued]bool
+	next     int
 }
 
 // rpcQueueFor returns the lane's queue to RPC device dev, making it on
@@ -81,7 +83,7 @@ func (ln *lane) rpcSend(t task, src source) error {
 	if l.o.CheckTensors {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
 	}
-	l.sample(t, 0, buf)
+	ln.sample(t, q, buf)
 	slot, err := q.room()
 	if err != nil {
 		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, b.Device.Name(), err)
@@ -96,38 +98,31 @@ func (ln *lane) rpcSend(t task, src source) error {
 	if err := q.events[slot].Record(q.backend); err != nil {
 		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, b.Device.Name(), err)
 	}
-	q.pending = append(q.pending, slot)
+	q.recorded[slot] = true
 	return deviceErr(b, tp.Name)
 }
 
 // room waits until fewer than rpcQueued messages are queued and returns the
 // event free for the next one.
 func (q *rpcQueue) room() (int, error) {
-	if len(q.pending) < rpcQueued {
-		used := [rpcQueued]bool{}
-		for _, i := range q.pending {
-			used[i] = true
-		}
-		for i, u := range used {
-			if !u {
-				return i, nil
-			}
-		}
+	slot := q.next
+	q.next = (slot + 1) % rpcQueued
+	if !q.recorded[slot] {
+		return slot, nil
 	}
-	oldest := q.pending[0]
-	q.pending = q.pending[1:]
-	return oldest, q.events[oldest].Synchronize()
+	q.recorded[slot] = false
+	return slot, q.events[slot].Synchronize()
 }
 
 // close waits for the queued messages to be sent and frees the queue.
 func (q *rpcQueue) close() error {
 	var first error
-	if q.backend != nil && len(q.pending) > 0 {
+	if q.backend != nil && q.recorded != [rpcQueued]bool{} {
 		if err := q.backend.Synchronize(); err != nil {
 			first = fmt.Errorf("loader: waiting for the last sets: %w", err)
 		}
 	}
-	q.pending = nil
+	q.recorded = [rpcQueued]bool{}
 	for i, ev := range q.events {
 		ev.Free()
 		q.events[i] = nil
