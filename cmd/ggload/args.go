@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +50,7 @@ type optionSet struct {
 	byName  map[string]*option
 	given   map[*option]bool
 	notes   []string           // one line each, printed before the command's output
-	fromEnv map[*option]string // options the environment set: "VAR=value"
+	fromEnv map[*option]envSet // options the environment set (and the command line did not)
 	// lookupEnv reads the environment (os.LookupEnv; tests replace it).
 	lookupEnv func(string) (string, bool)
 	helpReq   bool
@@ -83,7 +82,7 @@ func (e *usageError) Error() string {
 }
 
 func newOptionSet(cmd, about string, usage ...string) *optionSet {
-	s := &optionSet{cmd: cmd, about: about, usage: usage, byName: map[string]*option{}, given: map[*option]bool{}, fromEnv: map[*option]string{}, lookupEnv: os.LookupEnv}
+	s := &optionSet{cmd: cmd, about: about, usage: usage, byName: map[string]*option{}, given: map[*option]bool{}, fromEnv: map[*option]envSet{}, lookupEnv: os.LookupEnv}
 	s.group("")
 	s.add(&option{names: []string{"-h", "--help", "--usage"}, help: "print this help and exit", on: func(bool) error { s.helpReq = true; return nil }})
 	s.add(&option{names: []string{"--version"}, help: "print ggload's version and the native pin, and exit", on: func(bool) error { s.verReq = true; return nil }})
@@ -198,19 +197,14 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 			return nil, s.errorf("%s %s: %v", name, val, err)
 		}
 	}
-	for _, g := range s.groups {
-		for _, o := range g.opts {
-			if kv, ok := s.fromEnv[o]; ok {
-				s.notes = append(s.notes, envSets(kv, o))
-			}
-		}
-	}
 	return pos, nil
 }
 
-// envSets is the note that the environment (kv, "VAR=value") set o.
-func envSets(kv string, o *option) string {
-	return fmt.Sprintf("note: %s from the environment sets %s", kv, o.names[0])
+// envSet is an option the environment set: "VAR=value", and the note that
+// says so.
+type envSet struct {
+	kv   string
+	note int // index in notes
 }
 
 // setByEnv reports whether the environment set o and the command line
@@ -220,16 +214,13 @@ func (s *optionSet) setByEnv(o *option) bool {
 	return ok
 }
 
-// overriddenByEnv notes that the command line (by) overrides what the
-// environment set o to, if it did (in place of the note that it set it).
+// overriddenByEnv notes, in place of the note that the environment set o,
+// that the command line (by) overrides it.
 func (s *optionSet) overriddenByEnv(o *option, by string) {
-	kv, ok := s.fromEnv[o]
-	if !ok {
-		return
+	if e, ok := s.fromEnv[o]; ok {
+		delete(s.fromEnv, o)
+		s.notes[e.note] = fmt.Sprintf("note: %s from the environment is overridden by %s", e.kv, by)
 	}
-	delete(s.fromEnv, o)
-	s.notes = slices.DeleteFunc(s.notes, func(t string) bool { return t == envSets(kv, o) })
-	s.notes = append(s.notes, fmt.Sprintf("note: %s from the environment is overridden by %s", kv, by))
 }
 
 // pinEnv are the environment variables of llama.cpp's options (the pin's
@@ -300,7 +291,8 @@ func (s *optionSet) applyEnv() error {
 				}
 			}
 			s.given[o] = true
-			s.fromEnv[o] = name + "=" + val
+			s.fromEnv[o] = envSet{name + "=" + val, len(s.notes)}
+			s.notes = append(s.notes, fmt.Sprintf("note: %s=%s from the environment sets %s", name, val, o.names[0]))
 		}
 	}
 	return nil

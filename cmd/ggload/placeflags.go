@@ -385,9 +385,9 @@ func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
 
 // modelPath is MODEL or -m, one of them.
 func (f *placeFlags) modelPath(s *optionSet, pos []string) (string, error) {
-	if o := s.byName["-m"]; len(pos) == 1 && f.model != "" && o != nil && s.setByEnv(o) {
+	if len(pos) == 1 && s.setByEnv(s.byName["-m"]) {
 		// the command line's MODEL overrides LLAMA_ARG_MODEL, as -m would
-		s.overriddenByEnv(o, "MODEL")
+		s.overriddenByEnv(s.byName["-m"], "MODEL")
 		return pos[0], nil
 	}
 	switch {
