@@ -145,6 +145,7 @@ type Funcs struct {
 	DevBufferFromHostPtr func(d Dev, p unsafe.Pointer, size, maxTensorSize uintptr) Buffer `c:"ggml_backend_dev_buffer_from_host_ptr"`
 	DevSupportsOp        func(d Dev, op *Tensor) bool                                      `c:"ggml_backend_dev_supports_op"`
 	DevSupportsBuft      func(d Dev, b Buft) bool                                          `c:"ggml_backend_dev_supports_buft"`
+	MetaDevice           func(devs *Dev, n uintptr, getSplitState, ud uintptr) Dev         `c:"ggml_backend_meta_device"`
 
 	// registry
 	RegName           func(r Reg) string               `c:"ggml_backend_reg_name"`

@@ -47,6 +47,22 @@ type Tensor struct {
 	Padding  [8]byte
 }
 
+// MetaMaxDevices is GGML_BACKEND_META_MAX_DEVICES: the most devices a meta
+// device spans.
+const MetaMaxDevices = 16
+
+// SplitState mirrors struct ggml_backend_meta_split_state: how a meta
+// device lays one tensor over its devices. Ne holds one length per segment
+// and device (segment-major), Nr each segment's repeat count.
+type SplitState struct {
+	Axis      int32
+	_         [4]byte
+	Ne        [16 * MetaMaxDevices]int64
+	Nr        [16]uint32
+	NSegments uint32
+	_         [4]byte
+}
+
 // InitParams mirrors struct ggml_init_params (passed by value to ggml_init).
 type InitParams struct {
 	MemSize   uintptr

@@ -35,6 +35,10 @@ func TestMirrorLayout(t *testing.T) {
 		{"ggml_backend_dev_props.caps", unsafe.Offsetof(DevProps{}.Caps), 48},
 		{"sizeof(ggml_backend_dev_caps)", unsafe.Sizeof(DevCaps{}), 5},
 		{"ggml_backend_dev_caps.mmap_support", unsafe.Offsetof(DevCaps{}.MmapSupport), 4},
+		{"sizeof(ggml_backend_meta_split_state)", unsafe.Sizeof(SplitState{}), 2128},
+		{"ggml_backend_meta_split_state.ne", unsafe.Offsetof(SplitState{}.Ne), 8},
+		{"ggml_backend_meta_split_state.nr", unsafe.Offsetof(SplitState{}.Nr), 2056},
+		{"ggml_backend_meta_split_state.n_segments", unsafe.Offsetof(SplitState{}.NSegments), 2120},
 		{"sizeof(gguf_init_params)", unsafe.Sizeof(GGUFInitParams{}), 16},
 	}
 	for _, c := range checks {

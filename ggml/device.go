@@ -73,6 +73,7 @@ type Device struct {
 	caps     Caps
 
 	guard *rpcGuard // set for RPC devices reached through a guard
+	parts []*Device // a meta device's devices (guarded by the runtime's devMu)
 }
 
 // fixed caches what never changes about a device.
@@ -80,7 +81,10 @@ func (d *Device) fixed() *Device {
 	d.once.Do(func() {
 		lib := d.rt.lib
 		d.typ = DeviceType(lib.DevType(d.h))
-		d.regName = lib.RegName(lib.DevBackendReg(d.h))
+		if reg := lib.DevBackendReg(d.h); reg != 0 {
+			// a meta device belongs to no registry
+			d.regName = lib.RegName(reg)
+		}
 		d.buft = lib.DevBufferType(d.h)
 		d.hostBuft = lib.DevHostBufferType(d.h)
 		p := d.Props()

@@ -238,8 +238,18 @@ func (d *Device) Endpoint() string {
 
 // Err reports a failure of the device's RPC server while in use (wrapping
 // ErrRPCFailed and naming the endpoint); nil for healthy and non-RPC
-// devices. Once it is non-nil, results from the device are meaningless.
+// devices; for a meta device, the failures of the devices it spans. Once
+// it is non-nil, results from the device are meaningless.
 func (d *Device) Err() error {
+	if parts := d.Parts(); parts != nil {
+		var errs []error
+		for _, x := range parts {
+			if err := x.Err(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}
 	if d.guard == nil {
 		return nil
 	}

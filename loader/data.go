@@ -132,11 +132,14 @@ func (ln *lane) fill(t task, src source) error {
 
 // setsWhole reports whether tensors must be set into b whole: buffer types
 // other than the device's own transform or split what they are given and
-// take only whole tensors (CPU_REPACK asserts it). (RPC servers, whose
+// take only whole tensors (CPU_REPACK asserts it), as does a meta
+// device's buffer. (RPC servers, whose
 // cache knows tensors by the hash of the whole, take them whole from their
 // queue.)
 func setsWhole(b *LoadedBuffer) bool {
-	return b.BufferType != b.Device.BufferType()
+	// a meta device's buffer splits a tensor along one of its dimensions:
+	// a piece of whole rows need not be whole slices
+	return b.BufferType != b.Device.BufferType() || b.Device.IsMeta()
 }
 
 // piece is the most bytes of one tensor moved between two progress reports.

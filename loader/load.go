@@ -447,6 +447,13 @@ func (l *load) allocate() error {
 		if devMem {
 			before = anonMemory()
 		}
+		if c.Device.IsMeta() {
+			// a meta buffer aborts the process when one of its devices
+			// cannot allocate its share: each share is tried first
+			if err := tryParts(c); err != nil {
+				return err
+			}
+		}
 		buf, err := gc.AllocTensors(c.BufferType)
 		if derr := c.Device.Err(); derr != nil {
 			if buf != nil {
@@ -499,6 +506,25 @@ func (l *load) allocate() error {
 	for i := range mdl.placements {
 		if pl := &mdl.placements[i]; pl.Tensor != nil {
 			pl.Buffer = l.allocated[pl.Plan.Context]
+		}
+	}
+	return nil
+}
+
+// tryParts allocates and frees the share of a meta device's buffer on
+// each of its devices.
+func tryParts(c place.ContextPlan) error {
+	for _, b := range c.Buffers {
+		for _, part := range b.Parts {
+			if part.Requested == 0 {
+				continue
+			}
+			buf, err := part.BufferType.Alloc(part.Requested)
+			if err != nil {
+				return fmt.Errorf("loader: cannot allocate the %s buffer: its share of %.2f MiB (%d bytes) on device %s: %w",
+					c.BufferType.Name(), float64(part.Requested)/(1<<20), part.Requested, part.Device.Name(), err)
+			}
+			buf.Free()
 		}
 	}
 	return nil

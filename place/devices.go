@@ -119,6 +119,21 @@ func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error
 		}
 		return out, log, nil
 	}
+	if p.SplitMode == SplitTensor {
+		// every device but those that use the CPU's buffer type, in
+		// registry order
+		var out []*ggml.Device
+		var log []string
+		cpuBuf := rt.CPUBufferType()
+		for _, d := range all {
+			if d.BufferType() == cpuBuf {
+				log = append(log, fmt.Sprintf("llama_prepare_model_devices: skipping %s (%s) for tensor parallelism", d.Name(), d.Description()))
+				continue
+			}
+			out = append(out, d)
+		}
+		return out, log, nil
+	}
 	cands := make([]candidate, len(all))
 	for i, d := range all {
 		cands[i] = devView{d}

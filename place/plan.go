@@ -39,6 +39,9 @@ type TensorPlan struct {
 	Lazy       bool
 	Context    int // index into Plan.Contexts, -1 for unused tensors
 	Weight     *gguf.Weight
+	// Split is how the meta device of split mode tensor lays the tensor
+	// over its devices; nil for tensors elsewhere.
+	Split *ggml.SplitState
 }
 
 // BufferPlan is one buffer the loader will create.
@@ -49,6 +52,17 @@ type BufferPlan struct {
 	File      int    // mapped buffers: the file; -1 for allocated buffers
 	First     int64  // mapped buffers: the file range wrapped
 	Last      int64
+	// Parts are, for the buffer of a meta device, what it allocates on
+	// each of its devices (Size is then the largest, as ggml reports it).
+	Parts []BufferPart
+}
+
+// BufferPart is the share of a meta device's buffer on one of its devices.
+type BufferPart struct {
+	Device     *ggml.Device
+	BufferType ggml.BufferType
+	Size       uint64 // as the device's buffer will report it
+	Requested  uint64
 }
 
 // ContextPlan is one ggml context of weights: one buffer type (and lazy
@@ -101,13 +115,14 @@ type Plan struct {
 	UseMmap  bool
 	Lazy     LazyMode // resolved
 
-	CPU          *ggml.Device
-	Devices      []*ggml.Device // the model's device list
-	Shares       []float32      // per device: tensor split or free memory
-	Splits       []float32      // cumulative normalised split points
-	GPUStart     int            // i_gpu_start
-	GPULayers    int            // act_gpu_layers
-	LayerDevices []*ggml.Device // per layer 0..NLayer (the output); the CPU for layers kept there
+	CPU           *ggml.Device
+	Devices       []*ggml.Device // the model's device list
+	TensorDevices []*ggml.Device // split mode tensor: the devices the meta device (Devices' one entry) spans
+	Shares        []float32      // per device: tensor split or free memory
+	Splits        []float32      // cumulative normalised split points
+	GPUStart      int            // i_gpu_start
+	GPULayers     int            // act_gpu_layers
+	LayerDevices  []*ggml.Device // per layer 0..NLayer (the output); the CPU for layers kept there
 
 	Tensors  []TensorPlan
 	Contexts []ContextPlan
@@ -118,7 +133,8 @@ type Plan struct {
 	ProbeQuestions int // supports_op questions
 	Probes         int // questions that reached a device (cache misses)
 
-	rt *ggml.Runtime
+	rt        *ggml.Runtime
+	splitKeep any // keeps the meta device's splitter alive
 }
 
 // Runtime is the runtime whose devices the plan uses.

@@ -85,7 +85,8 @@ func TestBadParameters(t *testing.T) {
 	}{
 		{"main gpu out of range", func(p *place.Params) { p.SplitMode, p.MainGPU = place.SplitNone, 5 }, []string{"invalid main GPU 5", "0=RPC0", "2=Vulkan0"}},
 		{"row mode without split buffers", func(p *place.Params) { p.SplitMode = place.SplitRow }, []string{"does not support split buffers", "RPC0"}},
-		{"tensor mode", func(p *place.Params) { p.SplitMode = place.SplitTensor }, []string{"split mode tensor"}},
+		{"tensor mode with too many -ts values", func(p *place.Params) { p.SplitMode, p.TensorSplit = place.SplitTensor, []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "Vulkan0, RPC0, RPC1"}},
+		{"tensor mode without devices", func(p *place.Params) { p.SplitMode, p.Devices = place.SplitTensor, []string{"none"} }, []string{"split mode tensor needs at least one device"}},
 		{"bad regex", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: `blk\.(1`, BufferType: "CPU"}} }, []string{`-ot pattern 'blk\.(1'`}},
 		{"unknown buffer type", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "VRAM9"}} }, []string{`"VRAM9"`, "CPU", "Vulkan0"}},
 		{"too many -ts values", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "RPC0, RPC1, Vulkan0"}},

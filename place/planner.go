@@ -1,7 +1,6 @@
 package place
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -32,6 +31,8 @@ type planner struct {
 
 	overrides []compiledOverride
 	warnedOT  bool
+
+	splitTable map[string]ggml.SplitState // split mode tensor: what the meta device asks
 
 	ctxIndex  map[ctxKey]int
 	members   map[member]bool // which weights each context holds
@@ -68,9 +69,6 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	if cpu == nil {
 		return nil, fmt.Errorf("place: no CPU backend found in %s", rt.Location().Dir)
 	}
-	if params.SplitMode == SplitTensor {
-		return nil, fmt.Errorf("place: split mode tensor (tensor parallelism through ggml's meta device) is not built in ggload: %w; use split mode layer or row", errors.ErrUnsupported)
-	}
 	if params.SplitMode < SplitLayer || params.SplitMode > SplitTensor {
 		return nil, fmt.Errorf("place: invalid split mode %d", params.SplitMode)
 	}
@@ -94,10 +92,15 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	if err != nil {
 		return nil, err
 	}
-	p.Devices = devs
 	for _, l := range devLog {
 		p.info(l)
 	}
+	if params.SplitMode == SplitTensor {
+		if devs, err = pl.metaDevice(devs); err != nil {
+			return nil, err
+		}
+	}
+	p.Devices = devs
 	for _, d := range devs {
 		pr := d.Props()
 		id := pr.DeviceID
@@ -106,7 +109,10 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		}
 		p.info(fmt.Sprintf("llama_prepare_model_devices: using device %s (%s) (%s) - %d MiB free", d.Name(), pr.Description, id, pr.MemoryFree/1024/1024))
 	}
-	if len(params.TensorSplit) > max(len(devs), 1) && len(params.TensorSplit) > 0 {
+	if split := max(len(devs), len(p.TensorDevices)); len(params.TensorSplit) > max(split, 1) {
+		if len(p.TensorDevices) > 0 {
+			devs = p.TensorDevices
+		}
 		return nil, fmt.Errorf("place: %d tensor split values for %d devices (%s)", len(params.TensorSplit), len(devs), deviceNames(devs))
 	}
 	if err := pl.resolveModes(); err != nil {
@@ -120,6 +126,9 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		return nil, err
 	}
 	if err := pl.createTensors(); err != nil {
+		return nil, err
+	}
+	if err := pl.splitTensors(); err != nil {
 		return nil, err
 	}
 	if err := pl.sizeContexts(); err != nil {
@@ -210,8 +219,10 @@ func (pl *planner) assignLayers() {
 	n := len(p.Devices)
 	shares := make([]float32, n)
 	allZero := true
-	for _, x := range p.Params.TensorSplit {
-		if x != 0 {
+	// only the first value per device counts (in split mode tensor, the
+	// meta device's: the rest are its devices' shares of each tensor)
+	for i, x := range p.Params.TensorSplit {
+		if x != 0 && i < n {
 			allZero = false
 		}
 	}
@@ -429,22 +440,34 @@ func (pl *planner) summarise() {
 	}
 	use := map[*ggml.Device]*DeviceUse{}
 	var order []*ggml.Device
+	at := func(d *ggml.Device, b ggml.BufferType) *DeviceUse {
+		// host buffer types (pinned memory of a GPU's driver) use host RAM
+		if b.IsHost() {
+			d = pl.cpu
+		}
+		u, ok := use[d]
+		if !ok {
+			free, total := d.Memory()
+			u = &DeviceUse{Device: d, Free: free, Total: total}
+			use[d] = u
+			order = append(order, d)
+		}
+		return u
+	}
 	for _, c := range p.Contexts {
 		for _, b := range c.Buffers {
 			p.info(fmt.Sprintf("load_tensors: %12s model buffer size = %8.2f MiB", b.Name, float64(b.Size)/1024/1024))
 		}
-		// host buffer types (pinned memory of a GPU's driver) use host RAM
-		holder := c.Device
-		if c.BufferType.IsHost() {
-			holder = pl.cpu
+		if c.Device.IsMeta() {
+			// each device of a meta device holds its slices
+			for _, b := range c.Buffers {
+				for _, part := range b.Parts {
+					at(part.Device, part.BufferType).Allocated += part.Size
+				}
+			}
+			continue
 		}
-		u, ok := use[holder]
-		if !ok {
-			free, total := holder.Memory()
-			u = &DeviceUse{Device: holder, Free: free, Total: total}
-			use[holder] = u
-			order = append(order, holder)
-		}
+		u := at(c.Device, c.BufferType)
 		if c.Mapped {
 			u.Mapped += c.Size
 		} else {
@@ -468,4 +491,84 @@ func (pl *planner) supportsOffload() bool {
 		}
 	}
 	return false
+}
+
+// metaDevice makes the meta device of split mode tensor over devs
+// (llama_prepare_model_devices); it is then the model's one device.
+func (pl *planner) metaDevice(devs []*ggml.Device) ([]*ggml.Device, error) {
+	p := pl.p
+	if !SupportsTensorSplit(pl.h.arch) {
+		return nil, refused(pl.m, &arch.Throw{Msg: fmt.Sprintf("LLAMA_SPLIT_MODE_TENSOR not implemented for architecture '%s'", pl.h.arch)})
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("place: split mode tensor needs at least one device other than the CPU")
+	}
+	if len(devs) > ggml.MetaMaxDevices {
+		return nil, fmt.Errorf("place: split mode tensor over %d devices (%s): ggml's meta device spans at most %d", len(devs), deviceNames(devs), ggml.MetaMaxDevices)
+	}
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		return nil, fmt.Errorf("place: split mode tensor: %w", err)
+	}
+	if len(p.Params.Devices) > 0 {
+		p.info(fmt.Sprintf("llama_prepare_model_devices: creating a Meta device with %d devices", len(devs)))
+		for i, d := range devs {
+			p.info(fmt.Sprintf("llama_prepare_model_devices: - device %d: %s", i, d.Name()))
+		}
+	} else {
+		p.info(fmt.Sprintf("llama_prepare_model_devices: creating a Meta device for tensor parallelism from %d devices:", len(devs)))
+		for i, d := range devs {
+			p.info(fmt.Sprintf("llama_prepare_model_devices: - device %d: %s (%s)", i, d.Name(), d.Description()))
+		}
+	}
+	table := map[string]ggml.SplitState{}
+	meta, keep, err := pl.rt.MetaDevice(devs, func(name string) (ggml.SplitState, bool) {
+		s, ok := table[name]
+		return s, ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("place: split mode tensor: %w", err)
+	}
+	pl.splitTable = table
+	p.TensorDevices, p.splitKeep = devs, keep
+	return []*ggml.Device{meta}, nil
+}
+
+// splitTensors decides how the meta device holds each tensor placed on it.
+func (pl *planner) splitTensors() error {
+	p := pl.p
+	if len(p.TensorDevices) == 0 {
+		return nil
+	}
+	meta := p.Devices[0]
+	// llama_model::get_tensor: the model's tensors by name
+	byName := map[string]splitTensor{}
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if _, ok := byName[t.Name]; !ok && t.Context >= 0 {
+			byName[t.Name] = splitTensor{t.Name, t.Type, t.Shape}
+		}
+	}
+	sp, err := newTensorSplitter(pl.h, len(p.TensorDevices), p.Params.TensorSplit, func(name string) (splitTensor, bool) {
+		t, ok := byName[name]
+		return t, ok
+	})
+	if err != nil {
+		return refused(pl.m, err)
+	}
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if t.Context < 0 || t.Device != meta {
+			continue
+		}
+		st, ok := pl.splitTable[t.Name]
+		if !ok {
+			if st, err = sp.state(splitTensor{t.Name, t.Type, t.Shape}); err != nil {
+				return refused(pl.m, &arch.Abort{Msg: err.Error(), Where: "llama_meta_device_get_split_state"})
+			}
+			pl.splitTable[t.Name] = st
+		}
+		t.Split = &st
+		p.debug(fmt.Sprintf("tensor %s split over %s: %s", t.Name, deviceNames(p.TensorDevices), st))
+	}
+	return nil
 }

@@ -54,6 +54,12 @@ func (pl *planner) sizeContexts() error {
 					c.Buffers = append(c.Buffers, BufferPlan{Name: name, Size: n, Requested: n, File: fi, First: r[0], Last: r[1]})
 				}
 			}
+		} else if c.Device.IsMeta() {
+			b, err := pl.metaBuffer(c)
+			if err != nil {
+				return err
+			}
+			c.Buffers = []BufferPlan{b}
 		} else {
 			size, err := pl.allocatedSize(c)
 			if err != nil {
@@ -89,6 +95,41 @@ func (pl *planner) allocatedSize(c *ContextPlan) (uint64, error) {
 		total += (n + align - 1) / align * align
 	}
 	return total, nil
+}
+
+// metaBuffer sizes the buffer of a meta device's context: on each of its
+// devices, the slices of its tensors there (as the meta buffer allocates
+// them: ggml_backend_alloc_ctx_tensors_from_buft per device); the buffer's
+// own size is the largest.
+func (pl *planner) metaBuffer(c *ContextPlan) (BufferPlan, error) {
+	bp := BufferPlan{Name: c.BufferType.Name(), File: -1}
+	for j, d := range c.Device.Parts() {
+		b := d.BufferType()
+		align := max(b.Alignment(), 1)
+		var size uint64
+		for _, ti := range c.Tensors {
+			t := &pl.p.Tensors[ti]
+			shape := t.Shape
+			if t.Split != nil && t.Split.Axis.IsDim() {
+				shape[t.Split.Axis] = t.Split.Share(j)
+			}
+			n, err := pl.tensorAllocSize(b, t.Type, shape)
+			if err != nil {
+				return BufferPlan{}, err
+			}
+			size += (n + align - 1) / align * align
+		}
+		var slack uint64
+		if size > 0 {
+			var err error
+			if slack, err = b.AllocSlack(); err != nil {
+				return BufferPlan{}, fmt.Errorf("place: %s: %w", b.Name(), err)
+			}
+		}
+		bp.Parts = append(bp.Parts, BufferPart{Device: d, BufferType: b, Size: size + slack, Requested: size})
+		bp.Size, bp.Requested = max(bp.Size, size+slack), max(bp.Requested, size)
+	}
+	return bp, nil
 }
 
 // tensorAllocSize asks the buffer type how much a tensor needs (backends

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +14,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/internal/llama"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
@@ -58,6 +61,14 @@ var archConfigs = []archConfig{
 		p.Devices = []string{"RPC0", gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.TensorSplit = []float32{1, 1}
+	}},
+	// a meta device over both, uneven: every tensor's slices are compared
+	// with llama.cpp's own split states too
+	{"sm-tensor", true, func(p *place.Params, gpu string) {
+		p.Devices = []string{"RPC0", gpu}
+		p.NGPULayers = place.NLayers(99)
+		p.SplitMode = place.SplitTensor
+		p.TensorSplit = []float32{3, 1}
 	}},
 }
 
@@ -112,8 +123,9 @@ func TestArchitectures(t *testing.T) {
 			final[[2]string{r.Config, r.Arch}] = r
 		}
 	}
-	refusedBy := map[string]string{} // architecture → llama.cpp's reason
-	for _, c := range archConfigs {
+	refusedBy := map[string]string{} // architecture → llama.cpp's reason, in every configuration
+	for ci, c := range archConfigs {
+		only := map[string]string{} // refused in this configuration alone
 		var k, n int
 		var skipped string
 		for _, f := range files {
@@ -128,10 +140,16 @@ func TestArchitectures(t *testing.T) {
 				n++
 			case "skip":
 				skipped = r.Detail
-			case "both-refuse":
-				refusedBy[f.Arch] = r.Detail
-			case "crash":
-				refusedBy[f.Arch] = "llama.cpp aborts: " + r.Detail
+			case "both-refuse", "crash":
+				why := r.Detail
+				if r.Status == "crash" {
+					why = "llama.cpp aborts and ggload refuses: " + why
+				}
+				if ci == 0 {
+					refusedBy[f.Arch] = why
+				} else if _, ok := refusedBy[f.Arch]; !ok {
+					only[f.Arch] = why
+				}
 			default:
 				n++
 				t.Errorf("%s/%s: %s\n%s", c.name, f.Arch, r.Status, r.Detail)
@@ -142,6 +160,14 @@ func TestArchitectures(t *testing.T) {
 			continue
 		}
 		t.Logf("%-10s %d/%d architectures identical to llama.cpp", c.name, k, n)
+		if len(only) > 0 {
+			var list []string
+			for a, why := range only {
+				list = append(list, fmt.Sprintf("%s (%s)", a, why))
+			}
+			sort.Strings(list)
+			t.Logf("%-10s %d more architectures refused by llama.cpp %s in this configuration: %s", c.name, len(only), arch.Pin, strings.Join(list, "; "))
+		}
 	}
 	var refused []string
 	for a, why := range refusedBy {
@@ -173,7 +199,13 @@ func runArchChildren(t *testing.T, work string) []archResult {
 		// a crash: the last case started and not finished is its cause
 		if n := len(results); n > 0 && results[n-1].Status == "start" {
 			r := results[n-1]
-			r.Status, r.Detail = "crash", crashLine(string(out))
+			r.Status = "crash"
+			if r.Detail == "planned" {
+				// ggload accepted what llama.cpp aborts on: loading it
+				// would abort ggload's process too
+				r.Status = "ggload-accepts-crash"
+			}
+			r.Detail = crashLine(string(out))
 			appendArchResult(t, work, r)
 			continue
 		}
@@ -290,7 +322,13 @@ func archChild(t *testing.T, work string) {
 				continue
 			}
 			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "start"})
-			status, detail := compareArch(t, rt, l, f.Path, c, gpu)
+			status, detail := compareArch(t, rt, l, f.Path, c, gpu, func(planned error) {
+				// what ggload decided, on record before llama.cpp loads
+				// (and perhaps aborts)
+				if planned == nil {
+					appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "start", Detail: "planned"})
+				}
+			})
 			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: status, Detail: detail})
 		}
 	}
@@ -298,7 +336,7 @@ func archChild(t *testing.T, work string) {
 
 // compareArch plans one model under one configuration and loads it with
 // llama.cpp.
-func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c archConfig, gpu string) (string, string) {
+func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c archConfig, gpu string, planned func(error)) (string, string) {
 	params := place.Params{}
 	params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 	c.params(&params, gpu)
@@ -308,6 +346,7 @@ func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c ar
 	}
 	defer m.Close()
 	plan, ourErr := place.New(rt, m, params)
+	planned(ourErr)
 	lm, lines, theirErr := l.LoadModel(llamaLoad(t, rt, path, params))
 	if theirErr == nil {
 		defer lm.Free()
@@ -325,10 +364,65 @@ func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c ar
 		return "differ", "llama.cpp's report has no tensors or no buffers: nothing was compared"
 	}
 	diffs := append(deviceDiff(rt, plan, lm), diffReports(ours, theirs)...)
+	if plan.TensorDevices != nil {
+		diffs = append(diffs, splitDiff(plan, lm)...)
+	}
 	if len(diffs) > 0 {
 		return "differ", strings.Join(diffs, "\n")
 	}
+	if plan.TensorDevices != nil {
+		// ggload loads it too: the meta buffer takes every tensor (its
+		// asserts pass) and gives every tensor back whole
+		lm.Free()
+		mdl, err := loader.Load(context.Background(), plan, loader.Options{})
+		if err != nil {
+			return "differ", "ggload's load: " + err.Error()
+		}
+		defer mdl.Close()
+		v, err := mdl.Verify()
+		if err != nil {
+			return "differ", "ggload's load: " + err.Error()
+		}
+		if v.Tensors == 0 {
+			return "differ", "ggload's load: no tensor verified"
+		}
+	}
 	return "match", ""
+}
+
+// splitDiff compares how the meta device lays out every tensor on it with
+// llama.cpp's own answer for the same tensor of its model.
+func splitDiff(plan *place.Plan, lm *llama.Model) []string {
+	theirs := map[string]*bindings.Tensor{}
+	for _, tn := range lm.Tensors() {
+		if _, ok := theirs[tn.Name]; !ok {
+			theirs[tn.Name] = tn.C
+		}
+	}
+	var out []string
+	n := 0
+	for t := range plan.Placements() {
+		if t.Split == nil {
+			continue
+		}
+		c, ok := theirs[t.Name]
+		if !ok {
+			out = append(out, fmt.Sprintf("split: llama.cpp has no tensor %s", t.Name))
+			continue
+		}
+		s, err := lm.SplitState(c, len(plan.TensorDevices))
+		if err != nil {
+			return append(out, err.Error())
+		}
+		if s.String() != t.Split.String() {
+			out = append(out, fmt.Sprintf("split of %s: ours %s, llama.cpp %s", t.Name, t.Split, s))
+		}
+		n++
+	}
+	if n == 0 {
+		out = append(out, "split mode tensor: no tensor on the meta device, nothing compared")
+	}
+	return out
 }
 
 // The comparison finds a single tensor on another buffer type, a buffer

@@ -163,7 +163,8 @@ func (f *placeFlags) add(s *optionSet) {
 			"- none: one device (-mg)\n" +
 			"- layer (default): whole layers per device\n" +
 			"- row: each matrix's rows over the devices\n" +
-			"- tensor: tensor parallelism (ggload: not available, see the notes)",
+			"- tensor: every weight in slices over the devices (ggml's meta device\n" +
+			"  over every device but the CPU; -ts: each device's share)",
 		set: func(v string) error {
 			m, err := place.ParseSplitMode(v)
 			if err != nil {
@@ -331,9 +332,6 @@ func (f *placeFlags) finish(s *optionSet) error {
 		if o.inert != "" {
 			s.notes = append(s.notes, fmt.Sprintf("note: %s has no effect in ggload: %s", o.names[len(o.names)-1], o.inert))
 		}
-	}
-	if f.sm == place.SplitTensor {
-		s.notes = append(s.notes, "note: -sm tensor (tensor parallelism through ggml's meta device) is not built in ggload yet")
 	}
 	return nil
 }
