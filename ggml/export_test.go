@@ -10,3 +10,14 @@ func (t *Tensor) C() *bindings.Tensor { return t.c }
 
 // LiveBuffers counts the buffers not freed, for this package's tests.
 func LiveBuffers() int64 { return liveBuffers.Load() }
+
+// MetaSplitterIDs lists the user-data words of meta devices whose
+// splitter is still registered.
+func MetaSplitterIDs() map[uintptr]bool {
+	ids := map[uintptr]bool{}
+	metaSplitters.Range(func(k, _ any) bool {
+		ids[k.(uintptr)] = true
+		return true
+	})
+	return ids
+}

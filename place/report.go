@@ -172,6 +172,13 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 		}
 		fmt.Fprintf(w, "device %-5d %s (%s)  %.1f%% of the layers (by %s), %s free of %s\n", i, d.Name(), d.Description(), 100*(p.Splits[i]-prev), from, human(free), human(total))
 	}
+	if len(p.TensorDevices) > 0 {
+		by := "in equal shares"
+		if len(p.Params.TensorSplit) > 0 {
+			by = fmt.Sprintf("in shares %v (-ts)", p.Params.TensorSplit)
+		}
+		fmt.Fprintf(w, "tensor split device 0 is ggml's meta device over %s: every tensor on it sliced %s\n", deviceNames(p.TensorDevices), by)
+	}
 	fmt.Fprintf(w, "layers       %s\n", p.layerRuns())
 
 	fmt.Fprintf(w, "\nllama.cpp's report (its own lines, as llama.cpp %s prints them):\n", arch.Pin)
@@ -208,6 +215,9 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 			}
 			n, bytes := counts[bi].n, counts[bi].bytes
 			fmt.Fprintf(tw, "  %s\t%s\t%d tensors\t%s\ton %s\t%s%s\n", b.Name, human(b.Size), n, human(bytes), c.Device.Name(), how, lazy)
+			for _, part := range b.Parts {
+				fmt.Fprintf(tw, "    %s\t%s\t\t\ton %s\tits slices\n", part.BufferType.Name(), human(part.Size), part.Device.Name())
+			}
 		}
 	}
 	tw.Flush()
@@ -246,7 +256,11 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 			if t.Duplicate {
 				name += " (dup)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, t.Type, human(uint64(t.Bytes)), layer, opName(t.Op), t.BufferType.Name(), t.Reason, t.Detail)
+			detail := t.Detail
+			if t.Split != nil {
+				detail = strings.TrimSpace(detail + " split " + t.Split.String())
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, t.Type, human(uint64(t.Bytes)), layer, opName(t.Op), t.BufferType.Name(), t.Reason, detail)
 		}
 		tw.Flush()
 	}
@@ -303,6 +317,14 @@ func opName(op ggml.Op) string {
 
 // MarshalJSON renders the plan for people and programs.
 func (p *Plan) MarshalJSON() ([]byte, error) {
+	type jSegment struct {
+		Lengths []int64 `json:"lengths"` // per device of the meta device
+		Repeat  uint32  `json:"repeat"`
+	}
+	type jSplit struct {
+		Axis     string     `json:"axis"`
+		Segments []jSegment `json:"segments,omitempty"`
+	}
 	type jTensor struct {
 		Name       string  `json:"name"`
 		Type       string  `json:"type"`
@@ -318,20 +340,28 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Duplicate  bool    `json:"duplicate,omitempty"`
 		Shared     bool    `json:"shared,omitempty"`
 		Lazy       bool    `json:"lazy,omitempty"`
+		Split      *jSplit `json:"split,omitempty"`
 	}
-	type jBuffer struct {
-		Name       string `json:"name"`
-		BufferType string `json:"buffer_type"`
+	type jPart struct {
 		Device     string `json:"device"`
+		BufferType string `json:"buffer_type"`
 		Size       uint64 `json:"size"`
 		Requested  uint64 `json:"requested"`
-		Mapped     bool   `json:"mapped"`
-		Lazy       bool   `json:"lazy,omitempty"`
-		File       int    `json:"file,omitempty"`
-		First      int64  `json:"first,omitempty"`
-		Last       int64  `json:"last,omitempty"`
-		Tensors    int    `json:"tensors"`
-		Bytes      uint64 `json:"tensor_bytes"`
+	}
+	type jBuffer struct {
+		Name       string  `json:"name"`
+		BufferType string  `json:"buffer_type"`
+		Device     string  `json:"device"`
+		Size       uint64  `json:"size"`
+		Requested  uint64  `json:"requested"`
+		Mapped     bool    `json:"mapped"`
+		Lazy       bool    `json:"lazy,omitempty"`
+		File       int     `json:"file,omitempty"`
+		First      int64   `json:"first,omitempty"`
+		Last       int64   `json:"last,omitempty"`
+		Tensors    int     `json:"tensors"`
+		Bytes      uint64  `json:"tensor_bytes"`
+		Parts      []jPart `json:"parts,omitempty"`
 	}
 	type jDevice struct {
 		Name       string  `json:"name"`
@@ -351,22 +381,23 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Source string `json:"source"` // "llama.cpp" or "ggload"
 	}
 	out := struct {
-		Model     string    `json:"model"`
-		Arch      string    `json:"architecture"`
-		Exact     bool      `json:"exact"`
-		Placement string    `json:"placement"`
-		NLayer    int       `json:"n_layer"`
-		LoadMode  string    `json:"load_mode"`
-		UseMmap   bool      `json:"use_mmap"`
-		Lazy      string    `json:"lazy"`
-		Devices   []jDevice `json:"devices"`
-		GPUStart  int       `json:"i_gpu_start"`
-		GPULayers int       `json:"act_gpu_layers"`
-		Layers    []string  `json:"layer_devices"`
-		Tensors   []jTensor `json:"tensors"`
-		Buffers   []jBuffer `json:"buffers"`
-		Usage     []jUsage  `json:"usage"`
-		Moved     struct {
+		Model         string    `json:"model"`
+		Arch          string    `json:"architecture"`
+		Exact         bool      `json:"exact"`
+		Placement     string    `json:"placement"`
+		NLayer        int       `json:"n_layer"`
+		LoadMode      string    `json:"load_mode"`
+		UseMmap       bool      `json:"use_mmap"`
+		Lazy          string    `json:"lazy"`
+		Devices       []jDevice `json:"devices"`
+		TensorDevices []string  `json:"tensor_split_devices,omitempty"`
+		GPUStart      int       `json:"i_gpu_start"`
+		GPULayers     int       `json:"act_gpu_layers"`
+		Layers        []string  `json:"layer_devices"`
+		Tensors       []jTensor `json:"tensors"`
+		Buffers       []jBuffer `json:"buffers"`
+		Usage         []jUsage  `json:"usage"`
+		Moved         struct {
 			Count int    `json:"count"`
 			First string `json:"first,omitempty"`
 			From  string `json:"from,omitempty"`
@@ -388,6 +419,9 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 	for _, d := range p.LayerDevices {
 		out.Layers = append(out.Layers, d.Name())
 	}
+	for _, d := range p.TensorDevices {
+		out.TensorDevices = append(out.TensorDevices, d.Name())
+	}
 	for _, t := range p.Tensors {
 		jt := jTensor{Name: t.Name, Type: t.Type.String(), Bytes: t.Bytes, Class: t.Class.String(), Layer: t.Layer, Op: opName(t.Op),
 			BufferType: t.BufferType.Name(), Reason: t.Reason, Detail: t.Detail, Duplicate: t.Duplicate, Shared: t.Shared, Lazy: t.Lazy}
@@ -399,13 +433,24 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		if t.Device != nil {
 			jt.Device = t.Device.Name()
 		}
+		if t.Split != nil {
+			js := &jSplit{Axis: t.Split.Axis.String()}
+			for _, sg := range t.Split.Segments {
+				js.Segments = append(js.Segments, jSegment{sg.Lengths, sg.Repeat})
+			}
+			jt.Split = js
+		}
 		out.Tensors = append(out.Tensors, jt)
 	}
 	for ci, c := range p.Contexts {
 		counts := p.contextTensors(ci)
 		for bi, b := range c.Buffers {
 			n, bytes := counts[bi].n, counts[bi].bytes
-			out.Buffers = append(out.Buffers, jBuffer{b.Name, c.BufferType.Name(), c.Device.Name(), b.Size, b.Requested, c.Mapped, c.Lazy, b.File, b.First, b.Last, n, bytes})
+			jb := jBuffer{b.Name, c.BufferType.Name(), c.Device.Name(), b.Size, b.Requested, c.Mapped, c.Lazy, b.File, b.First, b.Last, n, bytes, nil}
+			for _, part := range b.Parts {
+				jb.Parts = append(jb.Parts, jPart{part.Device.Name(), part.BufferType.Name(), part.Size, part.Requested})
+			}
+			out.Buffers = append(out.Buffers, jb)
 		}
 	}
 	for _, u := range p.Usage {

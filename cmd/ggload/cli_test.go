@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -377,6 +378,70 @@ func TestPlanBuffersAddUp(t *testing.T) {
 		if len(lines) != len(rep.Plan.Buffers) || sum != n {
 			t.Fatalf("%v: the text's %d buffer lines hold %d tensors:\n%s", args, len(lines), sum, section)
 		}
+	}
+}
+
+// -sm tensor over two RPC servers: the meta device's buffer has a share on
+// each, the usage per device is those shares, and every sliced tensor's
+// lengths add up to its shape along the axis, the first server taking
+// about a quarter by -ts 1,3.
+func TestPlanSplitTensor(t *testing.T) {
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	eps := testenv.RPC(t, 2)
+	path := writeSynth(t, cliDense)
+	args := []string{path, "-sm", "tensor", "-dev", "RPC0,RPC1", "-ts", "1,3", "-fit", "off", "--rpc", strings.Join(eps, ",")}
+	rep := planJSONOf(t, args...)
+	if len(rep.Plan.TensorDevices) != 2 || rep.Plan.TensorDevices[0] != "RPC0" {
+		t.Fatalf("tensor split devices %v", rep.Plan.TensorDevices)
+	}
+	parts := map[string]uint64{}
+	for _, b := range rep.Plan.Buffers {
+		for _, p := range b.Parts {
+			parts[p.Device] += p.Size
+			if p.Size > b.Size {
+				t.Errorf("buffer %s of %d bytes has a share of %d on %s", b.Name, b.Size, p.Size, p.Device)
+			}
+		}
+	}
+	for _, u := range rep.Plan.Usage {
+		if strings.HasPrefix(u.Device, "RPC") && u.Allocated != parts[u.Device] {
+			t.Errorf("%s: usage %d, shares %d", u.Device, u.Allocated, parts[u.Device])
+		}
+	}
+	if parts["RPC0"] == 0 || parts["RPC0"]*2 > parts["RPC1"] {
+		t.Errorf("shares RPC0 %d, RPC1 %d: want RPC1 to hold far more", parts["RPC0"], parts["RPC1"])
+	}
+	split := 0
+	for _, tn := range rep.Plan.Tensors {
+		if tn.Split == nil || tn.Split.Axis == "mirrored" {
+			continue
+		}
+		var axis int
+		if _, err := fmt.Sscanf(tn.Split.Axis, "axis %d", &axis); err != nil {
+			t.Fatalf("%s: axis %q", tn.Name, tn.Split.Axis)
+		}
+		var sum int64
+		for _, sg := range tn.Split.Segments {
+			for _, v := range sg.Lengths {
+				sum += v * sg.Repeat
+			}
+		}
+		if shape := append(tn.Shape, 1, 1, 1); sum != shape[axis] {
+			t.Errorf("%s: slices add up to %d along axis %d of %v", tn.Name, sum, axis, tn.Shape)
+		}
+		split++
+	}
+	if split == 0 {
+		t.Fatal("no tensor sliced")
+	}
+	out, err := runCLI(t, append([]string{"plan"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "meta device over RPC0, RPC1") {
+		t.Fatalf("the text does not name the meta device's devices:\n%s", out)
 	}
 }
 

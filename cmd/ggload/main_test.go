@@ -204,12 +204,25 @@ type planJSON struct {
 		LoadMode  string   `json:"load_mode"`
 		Tensors   []struct {
 			Name, BufferType string
+			Shape            []int64 `json:"shape"`
+			Split            *struct {
+				Axis     string `json:"axis"`
+				Segments []struct {
+					Lengths []int64 `json:"lengths"`
+					Repeat  int64   `json:"repeat"`
+				} `json:"segments"`
+			} `json:"split"`
 		} `json:"tensors"`
-		Buffers []struct {
+		TensorDevices []string `json:"tensor_split_devices"`
+		Buffers       []struct {
 			Name    string
 			Size    uint64
 			Tensors int    `json:"tensors"`
 			Bytes   uint64 `json:"tensor_bytes"`
+			Parts   []struct {
+				Device string `json:"device"`
+				Size   uint64 `json:"size"`
+			} `json:"parts"`
 		} `json:"buffers"`
 		Usage []struct {
 			Device    string `json:"device"`

@@ -194,6 +194,72 @@ func TestServerFailsMidLoad(t *testing.T) {
 	}
 }
 
+// Split mode tensor over two servers, one killed in the middle of the
+// load: every tensor goes to both through ggml's meta buffer, which knows
+// nothing of failures; the load fails naming the server, frees all it
+// made, and the process lives on. Loaded again over healthy servers, every
+// tensor reads back equal to the file.
+func TestServerFailsMidTensorLoad(t *testing.T) {
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	rt := testenv.Runtime(t)
+	big := spec
+	big.Layers, big.Embd, big.FF = 6, 512, 1536
+	m := writeModel(t, rt, big)
+	var servers []*testenv.RPCServer
+	var names []string
+	for range 2 {
+		s := testenv.StartRPCServer(t)
+		devs, err := rt.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{IOTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", s.Endpoint, err, s.Output())
+		}
+		servers = append(servers, s)
+		names = append(names, devs[0].Name())
+	}
+	params := place.Params{SplitMode: place.SplitTensor, Devices: names, TensorSplit: []float32{1, 2}}
+	p, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.TensorDevices) != 2 || len(p.Devices) != 1 || !p.Devices[0].IsMeta() {
+		t.Fatalf("devices %v over %v", p.Devices, p.TensorDevices)
+	}
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := verify(t, lm); v[p.Devices[0].Name()] == 0 {
+		t.Fatalf("no tensor verified on the meta device: %v", v)
+	}
+	lm.Close()
+
+	buffers, goroutines := testenv.LiveBuffers(), runtime.NumGoroutine()
+	struck := false
+	lm, err = loader.Load(context.Background(), p, loader.Options{Progress: func(done, total uint64) bool {
+		if !struck && done > total/3 {
+			struck = true
+			servers[1].Kill()
+		}
+		return true
+	}})
+	if err == nil {
+		lm.Close()
+		t.Fatalf("load succeeded with a server killed (struck %v)", struck)
+	}
+	if !errors.Is(err, ggml.ErrRPCFailed) || !strings.Contains(err.Error(), servers[1].Endpoint) {
+		t.Fatalf("error %v: want ErrRPCFailed naming %s", err, servers[1].Endpoint)
+	}
+	if n := testenv.LiveBuffers(); n != buffers {
+		t.Fatalf("%d buffers live after the failed load, %d before", n, buffers)
+	}
+	if n := settle(goroutines); n > goroutines {
+		t.Fatalf("%d goroutines after the failed load, %d before", n, goroutines)
+	}
+	t.Logf("failed: %v", err)
+}
+
 // The servers' file cache (ggml-rpc-server -c): big tensors go by hash the
 // second time, so the second load sends a fraction of the bytes over a
 // 1 Gbit/s link and takes less time.

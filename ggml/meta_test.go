@@ -1,0 +1,194 @@
+package ggml_test
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/testenv"
+)
+
+func metaParts(t *testing.T) (*ggml.Runtime, []*ggml.Device) {
+	t.Helper()
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	rt := testenv.Runtime(t)
+	testenv.RPC(t, 2)
+	var devs []*ggml.Device
+	for _, name := range []string{"RPC0", "RPC1"} {
+		d, err := rt.DeviceByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs = append(devs, d)
+	}
+	return rt, devs
+}
+
+func TestMetaDeviceRefuses(t *testing.T) {
+	rt, devs := metaParts(t)
+	mirror := func(string) (ggml.SplitState, bool) { return ggml.SplitState{}, false }
+	meta, keep, err := rt.MetaDevice(devs, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.KeepAlive(keep)
+	many := make([]*ggml.Device, ggml.MetaMaxDevices+1)
+	for i := range many {
+		many[i] = devs[i%2]
+	}
+	for _, c := range []struct {
+		name  string
+		devs  []*ggml.Device
+		split ggml.Splitter
+		want  string
+	}{
+		{"no devices", nil, mirror, "1 to 16 devices, not 0"},
+		{"too many", many, mirror, "not 17"},
+		{"no splitter", devs, nil, "needs a splitter"},
+		{"twice", []*ggml.Device{devs[0], devs[0]}, mirror, "RPC0 is listed twice"},
+		{"nested", []*ggml.Device{meta, devs[0]}, mirror, "is a meta device itself"},
+	} {
+		if _, _, err := rt.MetaDevice(c.devs, c.split); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A meta device over two RPC servers holds each tensor as the splitter
+// says: sliced tensors take less room on each device than mirrored ones,
+// and every tensor reads back whole as it was set.
+func TestMetaDeviceSplits(t *testing.T) {
+	rt, devs := metaParts(t)
+	asked := map[string]int{}
+	split := func(name string) (ggml.SplitState, bool) {
+		asked[name]++
+		switch name {
+		case "w": // [8, 16] f32: rows 4 and 12
+			return ggml.SplitState{Axis: ggml.SplitAxis1, Segments: []ggml.SplitSegment{{Lengths: []int64{4, 12}, Repeat: 1}}}, true
+		case "s": // [8, 2] f32: columns in two segments, 2+2 and 1+3
+			return ggml.SplitState{Axis: ggml.SplitAxis0, Segments: []ggml.SplitSegment{
+				{Lengths: []int64{2, 2}, Repeat: 1}, {Lengths: []int64{1, 3}, Repeat: 1}}}, true
+		}
+		return ggml.SplitState{}, false // mirrored
+	}
+	meta, keep, err := rt.MetaDevice(devs, split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.KeepAlive(keep)
+	if !meta.IsMeta() || len(meta.Parts()) != 2 || meta.Parts()[1] != devs[1] {
+		t.Fatalf("meta device %s: parts %v", meta.Name(), meta.Parts())
+	}
+	if meta.Caps().BufferFromHostPtr || meta.Caps().Events {
+		t.Fatalf("meta device caps %+v", meta.Caps())
+	}
+	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 3, NoAlloc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free()
+	shapes := map[string][]int64{"w": {8, 16}, "s": {8, 2}, "m": {8, 2}}
+	var ts []*ggml.Tensor
+	for _, name := range []string{"w", "s", "m"} {
+		x, err := ctx.NewTensor(ggml.TypeF32, shapes[name]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.SetName(name); err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, x)
+	}
+	buf, err := ctx.AllocTensors(meta.BufferType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	for _, name := range []string{"w", "s", "m"} {
+		if asked[name] == 0 {
+			t.Errorf("the meta buffer never asked how to split %s", name)
+		}
+	}
+	// the largest share: RPC1 holds 12 of w's 16 rows, 5 of s's 8
+	// columns and all of m; mirrored everything would be 512+64+64
+	pad := func(n uint64) uint64 { a := devs[1].BufferType().Alignment(); return (n + a - 1) / a * a }
+	if want := pad(12*8*4) + pad(5*2*4) + pad(8*2*4); buf.Size() != want {
+		t.Errorf("meta buffer of %d bytes, want %d (RPC1's slices)", buf.Size(), want)
+	}
+	for i, x := range ts {
+		data := randomBytes(int(x.NBytes()), uint64(i+1))
+		if err := x.Set(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("%s reads back different bytes", x.Name())
+		}
+	}
+	if err := meta.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A failure of one device of a meta device is the meta device's.
+func TestMetaDeviceErr(t *testing.T) {
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	rt := testenv.Runtime(t)
+	s := testenv.StartRPCServer(t)
+	devs, err := rt.AddRPCServer(t.Context(), s.Endpoint, ggml.RPCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, keep, err := rt.MetaDevice(devs, func(string) (ggml.SplitState, bool) { return ggml.SplitState{}, false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.KeepAlive(keep)
+	s.Kill()
+	if _, err := devs[0].BufferType().Alloc(1 << 20); err == nil {
+		t.Fatal("allocated on a killed server")
+	}
+	if err := meta.Err(); !errors.Is(err, ggml.ErrRPCFailed) {
+		t.Fatalf("meta device error %v, want its device's failure", err)
+	}
+}
+
+// A meta device consults its splitter only while the keep value lives;
+// after that its registration goes with the garbage.
+func TestMetaDeviceSplitterLifetime(t *testing.T) {
+	rt, devs := metaParts(t)
+	before := ggml.MetaSplitterIDs()
+	_, keep, err := rt.MetaDevice(devs, func(string) (ggml.SplitState, bool) { return ggml.SplitState{}, false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uintptr
+	for k := range ggml.MetaSplitterIDs() {
+		if !before[k] {
+			id = k
+		}
+	}
+	if id == 0 {
+		t.Fatal("no splitter registered")
+	}
+	runtime.KeepAlive(keep)
+	keep = nil
+	for i := 0; i < 20 && ggml.MetaSplitterIDs()[id]; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if ggml.MetaSplitterIDs()[id] {
+		t.Fatal("the splitter is still registered after its keep value was dropped")
+	}
+}
