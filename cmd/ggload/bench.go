@@ -34,6 +34,7 @@ type benchFlags struct {
 	typ     string
 	ngl     string
 	ts      string
+	sm      string
 	noLlama bool
 	noExtra bool
 	readers int
@@ -125,6 +126,15 @@ func benchOptions(bf *benchFlags) *optionSet {
 				return fmt.Errorf("want a number of layers, auto or all")
 			}
 			bf.ngl = v
+			return nil
+		}})
+	s.add(&option{names: []string{"-sm", "--split-mode"}, value: "{layer,row,tensor}", help: "how a target split over several devices spreads the weights, for both loaders (default: layer)",
+		set: func(v string) error {
+			m, err := place.ParseSplitMode(v)
+			if err != nil || m == place.SplitNone {
+				return withHint(fmt.Errorf("want layer, row or tensor"), v, []string{"layer", "row", "tensor"})
+			}
+			bf.sm = v
 			return nil
 		}})
 	s.add(&option{names: []string{"-ts", "--tensor-split"}, value: "N0,N1,...", help: "the share of the model for each device of a target split over several, for both loaders (default: by free memory)",
@@ -319,6 +329,9 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 			row.LlamaOfFloor = row.Llama.LoadS / f.S
 		}
 	}
-	row.Goal = goal(row)
+	if bf.sm == "" || bf.sm == "layer" || !c.multi() {
+		// the goals are those of whole layers per device
+		row.Goal = goal(row)
+	}
 	return row, nil
 }

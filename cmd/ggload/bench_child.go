@@ -78,6 +78,9 @@ func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase,
 	if bf.ts != "" && c.multi() {
 		args = append(args, "-ts", bf.ts)
 	}
+	if bf.sm != "" && c.multi() {
+		args = append(args, "-sm", bf.sm)
+	}
 	if bf.rpcDirect {
 		args = append(args, "--rpc-direct")
 	}
@@ -123,6 +126,7 @@ type childArgs struct {
 	target  string
 	ngl     place.Layers
 	ts      []float32
+	sm      place.SplitMode
 	idle    bool
 	noExtra bool
 	readers int
@@ -170,6 +174,11 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 		a.ts = ts
 		return err
 	}})
+	s.add(&option{names: []string{"-sm"}, value: "MODE", set: func(v string) error {
+		m, err := place.ParseSplitMode(v)
+		a.sm = m
+		return err
+	}})
 	s.add(&option{names: []string{"--idle"}, on: func(on bool) error { a.idle = on; return nil }})
 	s.add(&option{names: []string{"--no-extra-bufts"}, on: func(on bool) error { a.noExtra = on; return nil }})
 	s.add(&option{names: []string{"--readers"}, value: "N", set: func(v string) error {
@@ -208,6 +217,7 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	params.Devices = strings.Split(a.target, "+")
 	params.NGPULayers = a.ngl
 	params.TensorSplit = a.ts
+	params.SplitMode = a.sm
 	params.NoExtraBufts = a.noExtra
 	m, err := gguf.OpenModel(a.path)
 	if err != nil {

@@ -120,11 +120,16 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 			return benchFloor{}, err
 		}
 	}
+	if bf.sm != "" && c.multi() {
+		if params.SplitMode, err = place.ParseSplitMode(bf.sm); err != nil {
+			return benchFloor{}, err
+		}
+	}
 	p, err := place.New(rt, m, params)
 	if err != nil {
 		return benchFloor{}, fmt.Errorf("floor of %s: %w", c.Target, err)
 	}
-	var host, mapped int64
+	var host, mapped, devBytes int64 // devBytes: read once for the devices
 	dev := map[string]int64{}
 	for _, tp := range p.Tensors {
 		if tp.Context < 0 || tp.Shared {
@@ -135,13 +140,21 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 			mapped += tp.Bytes
 		case tp.Device == nil || tp.Device.Type() == ggml.DeviceCPU || tp.BufferType.IsHost():
 			host += tp.Bytes
+		case tp.Split != nil:
+			devBytes += tp.Bytes
+			// a meta device: each of its devices takes its slices (a
+			// mirrored tensor whole)
+			for j, d := range p.TensorDevices {
+				n := tp.Bytes
+				if tp.Split.Axis.IsDim() {
+					n = tp.Bytes * tp.Split.Share(j) / tp.Shape[tp.Split.Axis]
+				}
+				dev[d.Name()] += n
+			}
 		default:
+			devBytes += tp.Bytes
 			dev[tp.Device.Name()] += tp.Bytes
 		}
-	}
-	var devBytes int64
-	for _, n := range dev {
-		devBytes += n
 	}
 	at := func(n int64, gbps float64) float64 {
 		if n == 0 || gbps <= 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 )
@@ -152,5 +153,38 @@ func TestBenchSeveralDevices(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// -sm tensor reaches both loaders' children and the floor: the meta
+// device's load is timed against the slowest of its devices' uploads, and
+// the goals of whole layers per device are not claimed for it.
+func TestBenchSplitTensor(t *testing.T) {
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	testenv.Vulkan(t)
+	ep := testenv.RPC(t, 1)[0]
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "1", "--modes", "none", "--targets", "RPC0+Vulkan0", "-sm", "tensor", "-ngl", "99", "-ts", "1,3", "--rpc", ep, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Rows) != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	r := rep.Rows[0]
+	if r.Ggload.Err != "" || r.Llama == nil || r.Llama.Err != "" || r.Ratio <= 0 {
+		t.Fatalf("ggload %+v, llama.cpp %+v", r.Ggload, r.Llama)
+	}
+	if r.Floor <= 0 || r.Goal != "" {
+		t.Fatalf("floor %v, goal %q", r.Floor, r.Goal)
+	}
+	if _, err := runCLI(t, "bench", "-sm", "none", "m.gguf"); err == nil || !strings.Contains(err.Error(), "want layer, row or tensor") {
+		t.Fatalf("-sm none: %v", err)
 	}
 }
