@@ -193,6 +193,10 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 			p.NGPULayers = place.NLayers(2)
 			p.Overrides = []place.Override{{Pattern: `attn_q`, BufferType: cuda.Name()}}
 		}},
+		// ggml's meta device over the one GPU; each tensor's split is
+		// compared with libllama's own too
+		{"sm-tensor", "dense8", false, func(p *place.Params) { p.SplitMode = place.SplitTensor }},
+		{"sm-tensor-moe", "moe8", false, func(p *place.Params) { p.SplitMode = place.SplitTensor; p.NGPULayers = place.NLayers(5) }},
 		{"check-tensors", "dense8", true, func(p *place.Params) { p.NGPULayers = place.NLayers(5) }},
 		{"check-tensors-moe", "moe8", true, func(p *place.Params) {
 			p.NGPULayers = place.NLayers(4)
@@ -228,8 +232,12 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 					t.Fatalf("nothing verified: %+v", v)
 				}
 				offloaded := params.NGPULayers != place.NLayers(0) || len(params.Overrides) > 0
-				if offloaded && v.ByDevice[cuda.Name()] == 0 {
-					t.Errorf("no tensor read back from %s: %+v", cuda.Name(), v.ByDevice)
+				on := cuda.Name()
+				if plan.TensorDevices != nil {
+					on = plan.Devices[0].Name() // the meta device over it
+				}
+				if offloaded && v.ByDevice[on] == 0 {
+					t.Errorf("no tensor read back from %s: %+v", on, v.ByDevice)
 				}
 
 				ld, err := cudaLlamaLoad(rt, paths[c.model], params, c.check)
@@ -252,6 +260,11 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 					t.Errorf("devices: ours %v, llama.cpp %v", ourDevs, theirDevs)
 				}
 				cudaComparePlacements(t, ours, cudaLlamaPlacement(rt, m, lines))
+				if plan.TensorDevices != nil {
+					for _, d := range splitDiff(plan, m) {
+						t.Error(d)
+					}
+				}
 			})
 		}
 	}
