@@ -36,6 +36,18 @@ func SupportsTensorSplit(arch string) bool { return !noTensorSplit[arch] }
 
 func rx(s string) *regexp.Regexp { return regexp.MustCompile("^" + s + "$") }
 
+// matcher reports whether a name matches any of the patterns given.
+func matcher(name string) func(res ...*regexp.Regexp) bool {
+	return func(res ...*regexp.Regexp) bool {
+		for _, r := range res {
+			if r.MatchString(name) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 var (
 	reQWeight       = rx(`blk\.\d*\.attn_q.weight`)
 	reKVWeight      = rx(`blk\.\d*\.attn_(k|v).weight`)
@@ -252,14 +264,7 @@ func (s *tensorSplitter) qwenGate() bool {
 // tensorConfig is get_tensor_config.
 func (s *tensorSplitter) tensorConfig(t splitTensor) (splitConfig, error) {
 	name := t.name
-	is := func(res ...*regexp.Regexp) bool {
-		for _, r := range res {
-			if r.MatchString(name) {
-				return true
-			}
-		}
-		return false
-	}
+	is := matcher(name)
 	cfg := func(axis ggml.SplitAxis, suffix ...string) (splitConfig, error) {
 		sfx, fb := "", ""
 		if len(suffix) > 0 {
@@ -298,13 +303,10 @@ func (s *tensorSplitter) tensorConfig(t splitTensor) (splitConfig, error) {
 	switch {
 	case is(reIdxCache), is(rePLERCache):
 		return cfg(mir)
-	case is(reQWeight, reKVWeight):
+	// (the patterns match disjoint names: their order is free)
+	case is(reQWeight, reKVWeight, reQKVWeight, reAttnGate):
 		return cfg(ax1, "attn_output.weight", "ssm_out.weight")
-	case is(reQBias, reKVBias):
-		return cfg(ax0, "attn_output.weight", "ssm_out.weight")
-	case is(reQKVWeight):
-		return cfg(ax1, "attn_output.weight", "ssm_out.weight")
-	case is(reQKVBias):
+	case is(reQBias, reKVBias, reQKVBias):
 		return cfg(ax0, "attn_output.weight", "ssm_out.weight")
 	case is(reQKNorm):
 		if t.shape[1] == 1 {
@@ -317,8 +319,6 @@ func (s *tensorSplitter) tensorConfig(t splitTensor) (splitConfig, error) {
 		return cfg(ax0)
 	case is(reAttnOutBias):
 		return cfg(mir)
-	case is(reAttnGate):
-		return cfg(ax1, "attn_output.weight", "ssm_out.weight")
 	case is(reSSMDt, reSSMA):
 		return cfg(ax0, "ssm_out.weight")
 	case is(reSSMAlpha, reSSMBeta, reSSMBA):
@@ -332,13 +332,9 @@ func (s *tensorSplitter) tensorConfig(t splitTensor) (splitConfig, error) {
 		return cfg(ax1, "ssm_out.weight")
 	case is(reSSMOut):
 		return cfg(ax0)
-	case is(reFFNUpW, reFFNGateW):
+	case is(reFFNUpW, reFFNGateW, reFFNGateUpW):
 		return cfg(ax1, "ffn_down.weight", "ffn_down_exps.weight")
-	case is(reFFNUpB, reFFNGateB):
-		return cfg(ax0, "ffn_down.weight", "ffn_down_exps.weight")
-	case is(reFFNGateUpW):
-		return cfg(ax1, "ffn_down.weight", "ffn_down_exps.weight")
-	case is(reFFNDownW):
+	case is(reFFNUpB, reFFNGateB, reFFNDownW):
 		return cfg(ax0, "ffn_down.weight", "ffn_down_exps.weight")
 	case is(reFFNDownB):
 		return cfg(mir)
@@ -478,14 +474,7 @@ func repeatN(n int, v int64) []int64 {
 // rounded to.
 func (s *tensorSplitter) granularity(t splitTensor, blck, il int64, segs []segment) ([]int64, error) {
 	name := t.name
-	is := func(res ...*regexp.Regexp) bool {
-		for _, r := range res {
-			if r.MatchString(name) {
-				return true
-			}
-		}
-		return false
-	}
+	is := matcher(name)
 	one := func(v int64) ([]int64, error) {
 		if len(segs) != 1 {
 			return nil, abortf("tensor %s has %d segments, its rule wants one", name, len(segs))

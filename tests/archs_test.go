@@ -497,6 +497,62 @@ func TestArchitectureReportsDiffer(t *testing.T) {
 	}
 }
 
+// The split comparison finds one tensor's slices moved from one device to
+// the other (a negative control of the sm-tensor configuration).
+func TestSplitStatesDiffer(t *testing.T) {
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	rt := testenv.Runtime(t)
+	gpu := testenv.Vulkan(t).Name()
+	testenv.RPC(t, 1)
+	l := openLlama(t, rt)
+	src := testenv.SourceTree(t)
+	vf, err := gguf.Open(filepath.Join(src, "models", "ggml-vocab-llama-spm.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vf.Close()
+	am, err := synth.NewArchModel("llama", vf, synth.ArchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "llama.gguf")
+	if err := am.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	params := place.Params{}
+	params.MapRanges = place.MapSpan
+	archConfigs[len(archConfigs)-1].params(&params, gpu)
+	if params.SplitMode != place.SplitTensor {
+		t.Fatal("the last configuration is not split mode tensor")
+	}
+	plan, err := place.New(rt, testenv.OpenModel(t, path), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, _, err := l.LoadModel(llamaLoad(t, rt, path, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Free()
+	if d := splitDiff(plan, lm); len(d) != 0 {
+		t.Fatalf("the unchanged plan differs: %v", d)
+	}
+	for tp := range plan.Placements() {
+		if tp.Split != nil && tp.Split.Axis.IsDim() && tp.Split.Segments[0].Lengths[0] > 0 {
+			sg := tp.Split.Segments[0]
+			sg.Lengths = []int64{sg.Lengths[0] - 1, sg.Lengths[1] + 1}
+			tp.Split.Segments = []ggml.SplitSegment{sg}
+			if d := splitDiff(plan, lm); len(d) != 1 || !strings.Contains(d[0], tp.Name) {
+				t.Fatalf("%s's slices moved: %v", tp.Name, d)
+			}
+			return
+		}
+	}
+	t.Fatal("no tensor sliced")
+}
+
 // A file from a later llama.cpp (an architecture the pin does not know)
 // is placed by tensor names: for architectures whose tensors the names
 // say enough about, that is llama.cpp's own placement, tied output (the
