@@ -126,19 +126,22 @@ type metaSplit struct {
 }
 
 // MetaDeviceSupported reports whether meta devices can be made on this
-// platform, and why not: their split-state callback returns a struct by
-// value, which a Go callback can do where the ABI passes the result's
-// address as a hidden first argument and returns it (amd64, System V and
-// Windows alike), not where it travels in a register of its own (arm64's
-// x8).
+// platform, and why not. The meta device's split-state callback returns a
+// struct of 2 KiB by value: purego's callbacks return structs on Linux and
+// macOS, amd64 and arm64 (through the result address the caller passes: a
+// hidden first argument on amd64, register x8 on arm64); on Windows amd64
+// the callback takes that hidden argument itself.
 func MetaDeviceSupported() error {
-	if runtime.GOARCH != "amd64" {
-		return fmt.Errorf("ggml: meta devices on %s: the split-state callback returns a %d-byte struct by value, which arm64 passes in register x8, out of a Go callback's reach: %w", runtime.GOARCH, unsafe.Sizeof(bindings.SplitState{}), errors.ErrUnsupported)
+	switch runtime.GOOS + "/" + runtime.GOARCH {
+	case "linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64":
+		return nil
 	}
-	return nil
+	return fmt.Errorf("ggml: meta devices on %s/%s: the split-state callback returns a %d-byte struct by value, which Go callbacks cannot do there: %w",
+		runtime.GOOS, runtime.GOARCH, unsafe.Sizeof(bindings.SplitState{}), errors.ErrUnsupported)
 }
 
-func metaSplitState(ret *bindings.SplitState, t *bindings.Tensor, ud uintptr) uintptr {
+// metaSplitState is the meta devices' split-state callback.
+func metaSplitState(t *bindings.Tensor, ud uintptr) bindings.SplitState {
 	s := SplitState{Axis: SplitMirrored}
 	n := 1
 	if v, ok := metaSplitters.Load(ud); ok {
@@ -150,8 +153,22 @@ func metaSplitState(ret *bindings.SplitState, t *bindings.Tensor, ud uintptr) ui
 			}
 		}
 	}
-	s.put(ret, n)
-	return uintptr(unsafe.Pointer(ret))
+	var c bindings.SplitState
+	s.put(&c, n)
+	return c
+}
+
+// metaCallbackFunc is the callback in the form this platform's purego
+// takes.
+func metaCallbackFunc() any {
+	if runtime.GOOS == "windows" {
+		// the Windows x64 ABI: the result's address in RCX, returned
+		return func(ret *bindings.SplitState, t *bindings.Tensor, ud uintptr) uintptr {
+			*ret = metaSplitState(t, ud)
+			return uintptr(unsafe.Pointer(ret))
+		}
+	}
+	return metaSplitState
 }
 
 // MetaDevice makes ggml's meta device over devs (ggml_backend_meta_device):
@@ -193,7 +210,7 @@ func (rt *Runtime) MetaDevice(devs []*Device, split Splitter) (d *Device, keep a
 	runtime.AddCleanup(ms, func(id uintptr) { metaSplitters.Delete(id) }, id)
 	metaMu.Lock()
 	if metaCallback == 0 {
-		metaCallback = bindings.NewCallback(metaSplitState)
+		metaCallback = bindings.NewCallback(metaCallbackFunc())
 	}
 	h := rt.lib.MetaDevice(&hs[0], uintptr(len(hs)), metaCallback, id)
 	metaMu.Unlock()

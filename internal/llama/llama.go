@@ -61,9 +61,9 @@ type Lib struct {
 	ModelNDevices      func(m uintptr) int32                    `c:"_Z21llama_model_n_devicesPK11llama_model"`
 	ModelGetDevice     func(m uintptr, i int32) bindings.Dev    `c:"_Z22llama_model_get_devicePK11llama_modeli"`
 	tensorMap          func(m uintptr) unsafe.Pointer           `c:"_Z29llama_internal_get_tensor_mapB5cxx11PK11llama_model"`
-	// llama_meta_device_get_split_state returns a struct of 2128 bytes:
-	// on amd64 its address is a hidden first argument, returned again
-	splitState func(ret *bindings.SplitState, t *bindings.Tensor, ud unsafe.Pointer) uintptr `c:"_Z33llama_meta_device_get_split_statePK11ggml_tensorPv"`
+	// llama_meta_device_get_split_state returns a struct of 2128 bytes
+	// by value (purego passes the result's address as the ABI wants)
+	splitState func(t *bindings.Tensor, ud unsafe.Pointer) bindings.SplitState `c:"_Z33llama_meta_device_get_split_statePK11ggml_tensorPv"`
 
 	rt *ggml.Runtime
 }
@@ -219,15 +219,13 @@ type splitUserData struct {
 
 // SplitState is llama.cpp's own answer to a meta device of n devices over
 // the model (llama_meta_device_get_split_state): how it lays t out. The
-// model's tensor split (its load's) gives the devices' shares. amd64 only:
-// the struct comes back through a hidden pointer.
+// model's tensor split (its load's) gives the devices' shares.
 func (m *Model) SplitState(t *bindings.Tensor, n int) (ggml.SplitState, error) {
 	if err := ggml.MetaDeviceSupported(); err != nil {
 		return ggml.SplitState{}, err
 	}
 	ud := &splitUserData{uintptr(n), m.h}
-	var c bindings.SplitState
-	m.l.splitState(&c, t, unsafe.Pointer(ud))
+	c := m.l.splitState(t, unsafe.Pointer(ud))
 	runtime.KeepAlive(ud)
 	s := ggml.SplitState{Axis: ggml.SplitAxis(c.Axis)}
 	switch {
