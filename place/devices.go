@@ -102,6 +102,11 @@ func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error
 			if err != nil {
 				return nil, nil, fmt.Errorf("place: --device: %w", err)
 			}
+			if d.Type() == ggml.DeviceCPU {
+				// llama.cpp's parse_device_list: the CPU is where what is
+				// not offloaded stays, not a device to offload to
+				return nil, nil, fmt.Errorf("place: --device: invalid device: %s (the CPU holds what is not offloaded; it is no device to offload to)", d.Name())
+			}
 			devs = append(devs, d)
 		}
 		cands := make([]candidate, len(devs))

@@ -91,6 +91,7 @@ func TestBadParameters(t *testing.T) {
 		{"unknown buffer type", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "VRAM9"}} }, []string{`"VRAM9"`, "CPU", "Vulkan0"}},
 		{"too many -ts values", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "RPC0, RPC1, Vulkan0"}},
 		{"unknown device", func(p *place.Params) { p.Devices = []string{"CUDA7"} }, []string{`"CUDA7"`, "Vulkan0"}},
+		{"the CPU as a device", func(p *place.Params) { p.Devices = []string{"Vulkan0", "CPU"} }, []string{"invalid device: CPU"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			params := place.Params{}
