@@ -425,32 +425,27 @@ func splitDiff(plan *place.Plan, lm *llama.Model) []string {
 	return out
 }
 
-// The comparison finds a single tensor on another buffer type, a buffer
-// of another size and a missing duplicate (a negative control of
-// TestArchitectures).
-func TestArchitectureReportsDiffer(t *testing.T) {
-	rt := testenv.Runtime(t)
-	gpu := testenv.Vulkan(t).Name()
-	l := openLlama(t, rt)
-	src := testenv.SourceTree(t)
-	vf, err := gguf.Open(filepath.Join(src, "models", "ggml-vocab-llama-spm.gguf"))
+// planBoth synthesizes a tiny model of architecture a, plans it under
+// configuration c and loads it with llama.cpp (freed when the test ends).
+func planBoth(t *testing.T, rt *ggml.Runtime, l *llama.Lib, a string, c archConfig, gpu string) (*place.Plan, *llama.Model, []llama.LogLine) {
+	t.Helper()
+	vf, err := gguf.Open(filepath.Join(testenv.SourceTree(t), "models", "ggml-vocab-llama-spm.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer vf.Close()
-	am, err := synth.NewArchModel("bloom", vf, synth.ArchOptions{}) // a tied output: token_embd twice
+	am, err := synth.NewArchModel(a, vf, synth.ArchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "bloom.gguf")
+	path := filepath.Join(t.TempDir(), a+".gguf")
 	if err := am.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	m := testenv.OpenModel(t, path)
 	params := place.Params{}
 	params.MapRanges = place.MapSpan
-	archConfigs[0].params(&params, gpu)
-	plan, err := place.New(rt, m, params)
+	c.params(&params, gpu)
+	plan, err := place.New(rt, testenv.OpenModel(t, path), params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +453,18 @@ func TestArchitectureReportsDiffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lm.Free()
+	t.Cleanup(lm.Free)
+	return plan, lm, lines
+}
+
+// The comparison finds a single tensor on another buffer type, a buffer
+// of another size and a missing duplicate (a negative control of
+// TestArchitectures).
+func TestArchitectureReportsDiffer(t *testing.T) {
+	rt := testenv.Runtime(t)
+	gpu := testenv.Vulkan(t).Name()
+	l := openLlama(t, rt)
+	plan, lm, lines := planBoth(t, rt, l, "bloom", archConfigs[0], gpu) // a tied output: token_embd twice
 	theirs := llamaReport(rt, lm, lines)
 	if d := diffReports(ourReport(plan), theirs); len(d) != 0 {
 		t.Fatalf("the unchanged plan differs: %v", d)
@@ -507,35 +513,11 @@ func TestSplitStatesDiffer(t *testing.T) {
 	gpu := testenv.Vulkan(t).Name()
 	testenv.RPC(t, 1)
 	l := openLlama(t, rt)
-	src := testenv.SourceTree(t)
-	vf, err := gguf.Open(filepath.Join(src, "models", "ggml-vocab-llama-spm.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vf.Close()
-	am, err := synth.NewArchModel("llama", vf, synth.ArchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "llama.gguf")
-	if err := am.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	params := place.Params{}
-	params.MapRanges = place.MapSpan
-	archConfigs[len(archConfigs)-1].params(&params, gpu)
-	if params.SplitMode != place.SplitTensor {
+	c := archConfigs[len(archConfigs)-1]
+	if c.name != "sm-tensor" {
 		t.Fatal("the last configuration is not split mode tensor")
 	}
-	plan, err := place.New(rt, testenv.OpenModel(t, path), params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm, _, err := l.LoadModel(llamaLoad(t, rt, path, params))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lm.Free()
+	plan, lm, _ := planBoth(t, rt, l, "llama", c, gpu)
 	if d := splitDiff(plan, lm); len(d) != 0 {
 		t.Fatalf("the unchanged plan differs: %v", d)
 	}
