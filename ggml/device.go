@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/ggload/ggload/bindings"
 )
@@ -72,8 +73,9 @@ type Device struct {
 	id       string
 	caps     Caps
 
-	guard *rpcGuard // set for RPC devices reached through a guard
-	parts []*Device // a meta device's devices (guarded by the runtime's devMu)
+	guard *rpcGuard               // set for RPC devices reached through a guard
+	parts []*Device               // a meta device's devices (guarded by the runtime's devMu)
+	split weak.Pointer[metaSplit] // a meta device's splitter
 }
 
 // fixed caches what never changes about a device.

@@ -123,6 +123,26 @@ var (
 type metaSplit struct {
 	fn Splitter
 	n  int
+
+	mu  sync.Mutex
+	err error // the first split the meta buffer would have aborted on
+}
+
+// refuse records a split the meta buffer would abort on.
+func (ms *metaSplit) refuse(name string, err error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.err == nil {
+		ms.err = fmt.Errorf("ggml: meta device: the split of tensor %s: %w; mirrored instead", name, err)
+	}
+}
+
+// Err is the first split the splitter gave that the meta buffer would
+// have aborted on.
+func (ms *metaSplit) Err() error {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	return ms.err
 }
 
 // MetaDeviceSupported reports whether meta devices can be made on this
@@ -149,7 +169,13 @@ func metaSplitState(t *bindings.Tensor, ud uintptr) bindings.SplitState {
 			n = ms.n
 			name := bindings.GoString(&t.Name[0])
 			if got, ok := ms.fn(name); ok {
-				s = got
+				// a split the meta buffer would abort on is mirrored (which
+				// it always takes) and reported by the device's Err
+				if err := got.Check(Type(t.Type), Shape(t.Ne), n); err != nil {
+					ms.refuse(name, err)
+				} else {
+					s = got
+				}
 			}
 		}
 	}
@@ -176,6 +202,8 @@ func metaCallbackFunc() any {
 // split says, for tensor parallelism. The device lives as long as the
 // process; split is consulted for as long as the returned keep value is
 // reachable: hold it as long as buffers of the device may be made or used.
+// A split that ggml would abort on (SplitState.Check) is not passed on:
+// the tensor is mirrored instead and the device's Err says so.
 func (rt *Runtime) MetaDevice(devs []*Device, split Splitter) (d *Device, keep any, err error) {
 	if err := MetaDeviceSupported(); err != nil {
 		return nil, nil, err
@@ -219,9 +247,8 @@ func (rt *Runtime) MetaDevice(devs []*Device, split Splitter) (d *Device, keep a
 	}
 	d = rt.device(h)
 	rt.devMu.Lock()
-	if d.parts == nil {
-		d.parts = append([]*Device(nil), devs...)
-	}
+	d.parts = append([]*Device(nil), devs...)
+	d.split = weak.Make(ms)
 	rt.devMu.Unlock()
 	return d, ms, nil
 }
@@ -235,4 +262,161 @@ func (d *Device) Parts() []*Device {
 	d.rt.devMu.Lock()
 	defer d.rt.devMu.Unlock()
 	return d.parts
+}
+
+// Check reports what ggml's meta buffer would assert (aborting the
+// process) when it holds a tensor of type typ and shape ne in this split
+// over n devices and sets it whole: the lengths add up to the tensor
+// along the axis; along dimension 0 each is a whole number of
+// quantization blocks; every copy into a device's slice stays inside the
+// slice as the buffer lays it out; segments only along dimension 0 or 1
+// of a tensor they can be copied from; partial sums only in f32.
+func (s SplitState) Check(typ Type, ne Shape, n int) error {
+	blck, ts := typ.BlockSize(), typ.TypeSize()
+	switch {
+	case blck <= 0 || ts <= 0:
+		return fmt.Errorf("type %s", typ)
+	case n < 1 || n > MetaMaxDevices:
+		return fmt.Errorf("%d devices", n)
+	case s.Axis == SplitMirrored:
+		return nil
+	case s.Axis == SplitPartial:
+		if len(s.Segments) != 1 || len(s.Segments[0].Lengths) != n || s.Segments[0].Repeat != 1 {
+			return fmt.Errorf("a partial sum needs one segment of %d lengths, repeated once", n)
+		}
+		if typ != TypeF32 {
+			// the meta buffer divides the sum among the devices in floats
+			return fmt.Errorf("a partial sum of type %s, not f32", typ)
+		}
+		return nil
+	case !s.Axis.IsDim():
+		return fmt.Errorf("split %s", s.Axis)
+	case len(s.Segments) == 0 || len(s.Segments) > 16:
+		return fmt.Errorf("%d segments (1 to 16)", len(s.Segments))
+	}
+	axis := int(s.Axis)
+	var sum int64
+	for _, sg := range s.Segments {
+		if len(sg.Lengths) != n || sg.Repeat == 0 {
+			return fmt.Errorf("a segment of %d lengths repeated %d times over %d devices", len(sg.Lengths), sg.Repeat, n)
+		}
+		for j, v := range sg.Lengths {
+			if v < 0 {
+				return fmt.Errorf("device %d gets %d along %s", j, v, s.Axis)
+			}
+			if s.Axis == SplitAxis0 && v%blck != 0 {
+				return fmt.Errorf("device %d gets %d along axis 0, not a whole number of blocks of %d", j, v, blck)
+			}
+			sum += v * int64(sg.Repeat)
+		}
+	}
+	if sum != ne[axis] {
+		return fmt.Errorf("the slices add up to %d along %s, the tensor has %d", sum, s.Axis, ne[axis])
+	}
+	if ne[0]%blck != 0 {
+		return fmt.Errorf("%d along axis 0 is not a whole number of blocks of %d", ne[0], blck)
+	}
+	// the whole tensor's strides, and each slice's as the meta buffer
+	// derives them from the whole's
+	var nb [4]int64
+	nb[0], nb[1] = ts, ts*(ne[0]/blck)
+	nb[2], nb[3] = nb[1]*ne[1], nb[1]*ne[1]*ne[2]
+	size := nb[3] * ne[3]
+	type slice struct {
+		ne, nb [4]int64
+		bytes  int64
+	}
+	slices := make([]slice, n)
+	for j := range slices {
+		sl := slice{ne: ne, nb: nb}
+		sl.ne[axis] = s.Share(j)
+		for i := range 4 {
+			if nb[i] > nb[axis] {
+				sl.nb[i] = nb[i] * sl.ne[axis] / ne[axis]
+			}
+		}
+		sl.bytes = nbytesOf(sl.ne, sl.nb, ts, blck)
+		slices[j] = sl
+	}
+	// a copy of rows rows of size bytes, stride apart, at off of slice j
+	fits := func(j int, off, size, rows, stride int64) error {
+		if size == 0 || rows == 0 {
+			return nil
+		}
+		if end := off + (rows-1)*stride + size; end > slices[j].bytes {
+			return fmt.Errorf("setting it would write bytes up to %d of the %d of its slice on device %d (a tensor write out of bounds)", end, slices[j].bytes, j)
+		}
+		return nil
+	}
+	if len(s.Segments) != 1 || s.Segments[0].Repeat != 1 {
+		if s.Axis != SplitAxis0 && s.Axis != SplitAxis1 {
+			return fmt.Errorf("segments along %s", s.Axis)
+		}
+		if ne[3] != 1 || (s.Axis == SplitAxis0 && ne[2] != 1) {
+			return fmt.Errorf("segments along %s of a tensor of shape %v", s.Axis, ne)
+		}
+		rows := size / nb[axis+1]
+		offs := make([]int64, n)
+		var data int64
+		for _, sg := range s.Segments {
+			for range sg.Repeat {
+				for j, v := range sg.Lengths {
+					m := v * nb[1]
+					if s.Axis == SplitAxis0 {
+						m = v / blck * nb[0]
+					}
+					if err := fits(j, offs[j], m, rows, slices[j].nb[axis+1]); err != nil {
+						return err
+					}
+					data += m
+					offs[j] += m
+				}
+			}
+		}
+		if data*rows != size {
+			return fmt.Errorf("its segments copy %d of its %d bytes", data*rows, size)
+		}
+		return nil
+	}
+	if axis > 2 {
+		return fmt.Errorf("ggml's meta buffer sets no tensor split along %s", s.Axis)
+	}
+	chunk := nb[axis+1]
+	if chunk == 0 || size%chunk != 0 {
+		return fmt.Errorf("%d bytes are not whole chunks of %d", size, chunk)
+	}
+	var got int64
+	for j := range slices {
+		cj := slices[j].nb[axis+1]
+		if cj == 0 {
+			continue
+		}
+		if err := fits(j, 0, cj, size/chunk, cj); err != nil {
+			return err
+		}
+		got += cj
+	}
+	if got != chunk {
+		return fmt.Errorf("its slices take %d of every %d bytes", got, chunk)
+	}
+	return nil
+}
+
+// nbytesOf is ggml_nbytes.
+func nbytesOf(ne, nb [4]int64, ts, blck int64) int64 {
+	for _, v := range ne {
+		if v <= 0 {
+			return 0
+		}
+	}
+	n := ts
+	if blck != 1 {
+		n = ne[0] * nb[0] / blck
+	}
+	for i := range 4 {
+		if blck == 1 || i > 0 {
+			n += (ne[i] - 1) * nb[i]
+		}
+	}
+	return n
 }

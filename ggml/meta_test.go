@@ -192,3 +192,81 @@ func TestMetaDeviceSplitterLifetime(t *testing.T) {
 		t.Fatal("the splitter is still registered after its keep value was dropped")
 	}
 }
+
+// A splitter's answer that ggml's meta buffer would abort on is not passed
+// on: the tensor is mirrored, loads and reads back, and the device's Err
+// names it.
+func TestMetaDeviceMirrorsBadSplits(t *testing.T) {
+	rt, devs := metaParts(t)
+	split := func(name string) (ggml.SplitState, bool) {
+		// 4 + 5 rows of a tensor of 8
+		return ggml.SplitState{Axis: ggml.SplitAxis1, Segments: []ggml.SplitSegment{{Lengths: []int64{4, 5}, Repeat: 1}}}, true
+	}
+	meta, keep, err := rt.MetaDevice(devs, split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.KeepAlive(keep)
+	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Free()
+	x, err := ctx.NewTensor(ggml.TypeF32, 16, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetName("bad"); err != nil {
+		t.Fatal(err)
+	}
+	buf, err := ctx.AllocTensors(meta.BufferType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	data := randomBytes(int(x.NBytes()), 3)
+	if err := x.Set(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := x.Bytes(); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v", err)
+	}
+	if err := meta.Err(); err == nil || !strings.Contains(err.Error(), "tensor bad") || !strings.Contains(err.Error(), "add up to 9") {
+		t.Fatalf("Err %v", err)
+	}
+}
+
+func TestSplitStateCheck(t *testing.T) {
+	dim := func(axis ggml.SplitAxis, segs ...ggml.SplitSegment) ggml.SplitState {
+		return ggml.SplitState{Axis: axis, Segments: segs}
+	}
+	seg := func(r uint32, l ...int64) ggml.SplitSegment { return ggml.SplitSegment{Lengths: l, Repeat: r} }
+	for _, c := range []struct {
+		name  string
+		s     ggml.SplitState
+		typ   ggml.Type
+		shape ggml.Shape
+		want  string // "" for valid
+	}{
+		{"rows", dim(ggml.SplitAxis1, seg(1, 3, 5)), ggml.TypeQ4_0, ggml.Shape{64, 8, 1, 1}, ""},
+		{"columns in blocks", dim(ggml.SplitAxis0, seg(1, 32, 32)), ggml.TypeQ4_0, ggml.Shape{64, 8, 1, 1}, ""},
+		{"experts' rows", dim(ggml.SplitAxis1, seg(1, 0, 32)), ggml.TypeQ4_0, ggml.Shape{64, 32, 4, 1}, ""},
+		{"fused qkv", dim(ggml.SplitAxis1, seg(1, 4, 4), seg(2, 2, 2)), ggml.TypeF16, ggml.Shape{16, 16, 1, 1}, ""},
+		{"mirrored", ggml.SplitState{Axis: ggml.SplitMirrored}, ggml.TypeQ4_K, ggml.Shape{256, 3, 1, 1}, ""},
+		{"partial", ggml.SplitState{Axis: ggml.SplitPartial, Segments: []ggml.SplitSegment{seg(1, 1, 0)}}, ggml.TypeF32, ggml.Shape{8, 1, 1, 1}, ""},
+		{"short", dim(ggml.SplitAxis1, seg(1, 3, 4)), ggml.TypeF32, ggml.Shape{4, 8, 1, 1}, "add up to 7"},
+		{"half a block", dim(ggml.SplitAxis0, seg(1, 16, 48)), ggml.TypeQ4_0, ggml.Shape{64, 8, 1, 1}, "whole number of blocks"},
+		// rows one block wide, none of them on device 0: the slice's row
+		// stride is not scaled, and its copies overrun it
+		{"one-block rows", dim(ggml.SplitAxis0, seg(1, 0, 32)), ggml.TypeQ4_0, ggml.Shape{32, 64, 4, 1}, "write out of bounds"},
+		{"segments along 2", dim(ggml.SplitAxis2, seg(1, 1, 1), seg(1, 1, 1)), ggml.TypeF32, ggml.Shape{4, 4, 4, 1}, "segments along axis 2"},
+		{"axis 3", dim(ggml.SplitAxis3, seg(1, 1, 1)), ggml.TypeF32, ggml.Shape{4, 4, 1, 2}, "no tensor split along axis 3"},
+		{"partial of q8_0", ggml.SplitState{Axis: ggml.SplitPartial, Segments: []ggml.SplitSegment{seg(1, 1, 1)}}, ggml.TypeQ8_0, ggml.Shape{32, 1, 1, 1}, "not f32"},
+		{"three lengths", dim(ggml.SplitAxis1, seg(1, 1, 1, 2)), ggml.TypeF32, ggml.Shape{4, 4, 1, 1}, "3 lengths"},
+	} {
+		err := c.s.Check(c.typ, c.shape, 2)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

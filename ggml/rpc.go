@@ -238,15 +238,20 @@ func (d *Device) Endpoint() string {
 
 // Err reports a failure of the device's RPC server while in use (wrapping
 // ErrRPCFailed and naming the endpoint); nil for healthy and non-RPC
-// devices; for a meta device, the failures of the devices it spans. Once
-// it is non-nil, results from the device are meaningless.
+// devices; for a meta device, the failures of the devices it spans and a
+// split it mirrored instead of aborting. Once it is non-nil, results from
+// the device are meaningless.
 func (d *Device) Err() error {
 	if parts := d.Parts(); parts != nil {
 		var errs []error
+		d.rt.devMu.Lock()
+		ms := d.split.Value()
+		d.rt.devMu.Unlock()
+		if ms != nil {
+			errs = append(errs, ms.Err())
+		}
 		for _, x := range parts {
-			if err := x.Err(); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, x.Err())
 		}
 		return errors.Join(errs...)
 	}

@@ -665,143 +665,16 @@ func (s *tensorSplitter) stateOf(t splitTensor) (ggml.SplitState, error) {
 			lengths[j] = src.Share(j)
 		}
 		st.Segments = []ggml.SplitSegment{{Lengths: lengths, Repeat: 1}}
-		if t.typ != ggml.TypeF32 {
-			// the meta buffer divides the sum among the devices in floats
-			return ggml.SplitState{}, abortf("tensor %s is a partial sum of type %s, not f32", t.name, t.typ)
-		}
+		return st, s.checkSlices(t, st)
 	}
 	return st, nil
 }
 
 // checkSlices checks, before any native call, what ggml's meta buffer
-// asserts of a tensor's split state and of setting the tensor whole
-// (ggml_backend_meta_get_split_state, its init_tensor and set_tensor):
-// the slices add up to the tensor; along dimension 0 every length is a
-// whole number of quantization blocks; and every copy into a device's
-// slice stays inside that slice as the buffer lays it out.
+// asserts of the tensor's split (ggml.SplitState.Check).
 func (s *tensorSplitter) checkSlices(t splitTensor, st ggml.SplitState) error {
-	blck, ts := t.typ.BlockSize(), t.typ.TypeSize()
-	if blck <= 0 || ts <= 0 {
-		return abortf("tensor %s has type %s", t.name, t.typ)
-	}
-	axis := int(st.Axis)
-	var sum int64
-	for _, sg := range st.Segments {
-		for j, v := range sg.Lengths {
-			if v < 0 {
-				return abortf("tensor %s: device %d gets %d along %s", t.name, j, v, st.Axis)
-			}
-			if st.Axis == ggml.SplitAxis0 && v%blck != 0 {
-				return abortf("tensor %s (%s): device %d gets %d along axis 0, not a whole number of blocks of %d", t.name, t.typ, j, v, blck)
-			}
-			sum += v * int64(sg.Repeat)
-		}
-	}
-	if sum != t.shape[axis] {
-		return abortf("tensor %s: the slices add up to %d along %s, the tensor has %d", t.name, sum, st.Axis, t.shape[axis])
-	}
-	// the whole tensor's strides, and each slice's as the meta buffer
-	// derives them from the whole's
-	var nb [4]int64
-	nb[0], nb[1] = ts, ts*(t.shape[0]/blck)
-	nb[2], nb[3] = nb[1]*t.shape[1], nb[1]*t.shape[1]*t.shape[2]
-	size := nb[3] * t.shape[3]
-	type slice struct {
-		ne, nb [4]int64
-		bytes  int64
-	}
-	slices := make([]slice, s.n)
-	for j := range slices {
-		sl := slice{ne: t.shape, nb: nb}
-		sl.ne[axis] = st.Share(j)
-		for i := range 4 {
-			if nb[i] > nb[axis] {
-				sl.nb[i] = nb[i] * sl.ne[axis] / t.shape[axis]
-			}
-		}
-		sl.bytes = nbytes(sl.ne, sl.nb, ts, blck)
-		slices[j] = sl
-	}
-	// a copy of n rows of size bytes, stride apart, at off of slice j
-	fits := func(j int, off, size, n, stride int64) error {
-		if size == 0 || n == 0 {
-			return nil
-		}
-		if end := off + (n-1)*stride + size; end > slices[j].bytes {
-			return abortf("tensor %s: setting it would write bytes up to %d of the %d of its slice on device %d (a tensor write out of bounds)", t.name, end, slices[j].bytes, j)
-		}
-		return nil
-	}
-	if len(st.Segments) != 1 || st.Segments[0].Repeat != 1 {
-		if st.Axis != ggml.SplitAxis0 && st.Axis != ggml.SplitAxis1 {
-			return abortf("tensor %s: segments along %s", t.name, st.Axis)
-		}
-		if t.shape[3] != 1 || (st.Axis == ggml.SplitAxis0 && t.shape[2] != 1) {
-			return abortf("tensor %s: segments along %s of a tensor of shape %v", t.name, st.Axis, t.shape)
-		}
-		rowStride := nb[axis+1]
-		rows := size / rowStride
-		offs := make([]int64, s.n)
-		var data int64
-		for _, sg := range st.Segments {
-			for range sg.Repeat {
-				for j, v := range sg.Lengths {
-					n := v * nb[1]
-					if st.Axis == ggml.SplitAxis0 {
-						n = v / blck * nb[0]
-					}
-					if err := fits(j, offs[j], n, rows, slices[j].nb[axis+1]); err != nil {
-						return err
-					}
-					data += n
-					offs[j] += n
-				}
-			}
-		}
-		if data*rows != size {
-			return abortf("tensor %s: its segments copy %d of its %d bytes", t.name, data*rows, size)
-		}
-		return nil
-	}
-	if axis > 2 {
-		return abortf("tensor %s: ggml's meta buffer sets no tensor split along %s", t.name, st.Axis)
-	}
-	chunk := nb[axis+1]
-	if chunk == 0 || size%chunk != 0 {
-		return abortf("tensor %s: %d bytes are not whole chunks of %d", t.name, size, chunk)
-	}
-	var got int64
-	for j := range slices {
-		cj := slices[j].nb[axis+1]
-		if cj == 0 {
-			continue
-		}
-		if err := fits(j, 0, cj, size/chunk, cj); err != nil {
-			return err
-		}
-		got += cj
-	}
-	if got != chunk {
-		return abortf("tensor %s: its slices take %d of every %d bytes", t.name, got, chunk)
+	if err := st.Check(t.typ, t.shape, s.n); err != nil {
+		return fmt.Errorf("split mode tensor: tensor %s (%s, %v): %w", t.name, t.typ, t.shape, err)
 	}
 	return nil
-}
-
-// nbytes is ggml_nbytes.
-func nbytes(ne, nb [4]int64, ts, blck int64) int64 {
-	for _, v := range ne {
-		if v <= 0 {
-			return 0
-		}
-	}
-	n := ts
-	if blck != 1 {
-		n = ne[0] * nb[0] / blck
-	}
-	for i := range 4 {
-		if blck == 1 || i > 0 {
-			n += (ne[i] - 1) * nb[i]
-		}
-	}
-	return n
 }
