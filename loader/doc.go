@@ -29,9 +29,9 @@
 // asynchronously, or a bounce buffer for everything else, the buffer types
 // that repack what they are given (CPU_REPACK and the CPU's other extra
 // buffer types, split buffers and the meta device's buffers of split mode
-// tensor; set whole, as they require) and RPC servers included. Only then does native code see them. Row validation
-// (CheckTensors) of zero-copy tensors runs on such copies too, and Verify
-// reads host memory in Go. So a file truncated while it loads gives an
+// tensor; set whole, as they require) and RPC servers included. Only then
+// does native code see them. Row validation (CheckTensors) of zero-copy
+// tensors runs on such copies too, and Verify reads host memory in Go. So a file truncated while it loads gives an
 // error naming the file and the tensor, never a SIGBUS in native code; and
 // a file that changed during the load (shrank, grew, was written to) fails
 // the load, since the weights read may mix old and new bytes.

@@ -109,11 +109,12 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		}
 		p.info(fmt.Sprintf("llama_prepare_model_devices: using device %s (%s) (%s) - %d MiB free", d.Name(), pr.Description, id, pr.MemoryFree/1024/1024))
 	}
-	if split := max(len(devs), len(p.TensorDevices)); len(params.TensorSplit) > max(split, 1) {
-		if len(p.TensorDevices) > 0 {
-			devs = p.TensorDevices
-		}
-		return nil, fmt.Errorf("place: %d tensor split values for %d devices (%s)", len(params.TensorSplit), len(devs), deviceNames(devs))
+	shared := devs // the devices -ts shares among
+	if p.TensorDevices != nil {
+		shared = p.TensorDevices
+	}
+	if len(params.TensorSplit) > max(len(shared), 1) {
+		return nil, fmt.Errorf("place: %d tensor split values for %d devices (%s)", len(params.TensorSplit), len(shared), deviceNames(shared))
 	}
 	if err := pl.resolveModes(); err != nil {
 		return nil, err

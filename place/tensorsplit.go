@@ -362,9 +362,10 @@ type segment struct {
 // segments is get_split_segments: the segments of t along axis.
 func (s *tensorSplitter) segments(t splitTensor, axis int, il int64) ([]segment, error) {
 	name := t.name
+	is := matcher(name)
 	neAxis := t.shape[axis]
 	if s.qwenGate() {
-		if !s.isRecr(il) && (reQKVWeight.MatchString(name) || reQKVBias.MatchString(name)) {
+		if !s.isRecr(il) && is(reQKVWeight, reQKVBias) {
 			nEmbd := s.call("n_head", il) * s.call("n_embd_head_k", il) * 2
 			gqa := s.call("n_embd_v_gqa", il)
 			if s.call("n_embd_k_gqa", il) != gqa || neAxis != nEmbd+2*gqa {
@@ -377,13 +378,13 @@ func (s *tensorSplitter) segments(t splitTensor, axis int, il int64) ([]segment,
 		keyDim, valueDim := headKDim*nK, headVDim*nV
 		dConv := s.field("ssm_d_conv")
 		if s.arch == "qwen3next" {
-			if reQKVWeight.MatchString(name) || reSSMConv1d.MatchString(name) {
+			if is(reQKVWeight, reSSMConv1d) {
 				if neAxis != 2*keyDim+valueDim {
 					return nil, abortf("tensor %s: %d along axis %d is not 2×%d+%d", name, neAxis, axis, keyDim, valueDim)
 				}
 				return []segment{{keyDim, 2}, {valueDim, 1}}, nil
 			}
-			if reRCache.MatchString(name) {
+			if is(reRCache) {
 				return []segment{{keyDim * (dConv - 1), 2}, {valueDim * (dConv - 1), 1}}, nil
 			}
 		} else {
@@ -392,22 +393,22 @@ func (s *tensorSplitter) segments(t splitTensor, axis int, il int64) ([]segment,
 			}
 			ratio := nV / nK
 			switch {
-			case reQKVWeight.MatchString(name) || reSSMConv1d.MatchString(name):
+			case is(reQKVWeight, reSSMConv1d):
 				if neAxis != 2*keyDim+valueDim {
 					return nil, abortf("tensor %s: %d along axis %d is not 2×%d+%d", name, neAxis, axis, keyDim, valueDim)
 				}
 				return []segment{{keyDim, uint32(2 + ratio)}}, nil
-			case reAttnGate.MatchString(name) || reSSMOut.MatchString(name):
+			case is(reAttnGate, reSSMOut):
 				return []segment{{keyDim, uint32(ratio)}}, nil
-			case reSSMDt.MatchString(name) || reSSMA.MatchString(name) || reSSMAlpha.MatchString(name) || reSSMBeta.MatchString(name):
+			case is(reSSMDt, reSSMA, reSSMAlpha, reSSMBeta):
 				return []segment{{nK, uint32(ratio)}}, nil
-			case reRCache.MatchString(name):
+			case is(reRCache):
 				return []segment{{keyDim * (dConv - 1), uint32(2 + ratio)}}, nil
-			case reSCache.MatchString(name):
+			case is(reSCache):
 				return []segment{{nK * headVDim * headVDim, uint32(ratio)}}, nil
 			}
 		}
-		if reFFNGateUpW.MatchString(name) {
+		if is(reFFNGateUpW) {
 			ff := s.call("n_ff_exp", il)
 			if neAxis != 2*ff {
 				return nil, abortf("tensor %s: %d along axis %d is not 2×n_ff_exp (%d)", name, neAxis, axis, ff)
@@ -417,20 +418,20 @@ func (s *tensorSplitter) segments(t splitTensor, axis int, il int64) ([]segment,
 		return []segment{{neAxis, 1}}, nil
 	}
 	switch {
-	case reQKVWeight.MatchString(name) || reQKVBias.MatchString(name):
+	case is(reQKVWeight, reQKVBias):
 		nEmbd := s.call("n_head", il) * s.call("n_embd_head_k", il)
 		gqa := s.call("n_embd_v_gqa", il)
 		if s.call("n_embd_k_gqa", il) != gqa || neAxis != nEmbd+2*gqa {
 			return nil, abortf("tensor %s: %d along axis %d is not Q of %d plus K and V of %d", name, neAxis, axis, nEmbd, gqa)
 		}
 		return []segment{{nEmbd, 1}, {gqa, 2}}, nil
-	case reFFNUpW.MatchString(name) || reFFNUpB.MatchString(name):
+	case is(reFFNUpW, reFFNUpB):
 		// a fused up+gate tensor named up (Phi 3) has two segments
 		if ff := s.call("n_ff", il); neAxis == 2*ff {
 			return []segment{{ff, 2}}, nil
 		}
 		return []segment{{neAxis, 1}}, nil
-	case reFFNGateUpW.MatchString(name):
+	case is(reFFNGateUpW):
 		ff := s.call("n_ff_exp", il)
 		if neAxis != 2*ff {
 			return nil, abortf("tensor %s: %d along axis %d is not 2×n_ff_exp (%d)", name, neAxis, axis, ff)
