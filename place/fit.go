@@ -226,7 +226,7 @@ func Fit(rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResu
 // FitContext is Fit within ctx (see NewContext).
 func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
 	start := time.Now()
-	h, err := readHparams(m, params.LoadMTP)
+	h, err := readHparams(m, params)
 	if err != nil {
 		return nil, err
 	}

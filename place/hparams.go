@@ -3,6 +3,7 @@ package place
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/loader/gguf"
@@ -29,6 +30,8 @@ type hparams struct {
 	ssmDInner     int64
 	ssmNGroup     int64
 	embdInp       int64 // n_embd_inp()
+
+	log []LogLine // llama.cpp's lines of the replay (overrides used or ignored)
 }
 
 func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.isSWA[il] }
@@ -59,16 +62,25 @@ func refused(m *gguf.Model, err error) error {
 
 // readHparams replays llama.cpp's load_hparams for the model; an
 // architecture the pin does not know gets the shared part only.
-func readHparams(m *gguf.Model, loadMTP bool) (*hparams, error) {
-	run, err := arch.Load(m, arch.Options{LoadMTP: loadMTP})
+func readHparams(m *gguf.Model, params Params) (*hparams, error) {
+	for _, o := range params.KVOverrides {
+		if strings.HasPrefix(o.Key, "split.") {
+			return nil, fmt.Errorf("place: --override-kv %s: the split keys say which files the model is made of; ggload reads them from the files", o.Key)
+		}
+	}
+	var log []LogLine
+	opts := arch.Options{LoadMTP: params.LoadMTP, Overrides: params.KVOverrides,
+		Log: func(level, text string) { log = append(log, LogLine{level, text}) }}
+	run, err := arch.Load(m, opts)
 	if errors.Is(err, arch.ErrUnknownArch) && m.Architecture() != "" && m.Architecture() != "clip" {
-		run, err = arch.LoadGeneric(m)
+		log = nil
+		run, err = arch.LoadGeneric(m, opts)
 	}
 	if err != nil {
 		return nil, refused(m, err)
 	}
 	hp := run.Hparams()
-	h := &hparams{arch: run.Arch, run: run, exact: run.Exact()}
+	h := &hparams{arch: run.Arch, run: run, exact: run.Exact(), log: log}
 	field := func(name string) int64 {
 		v, _ := hp.Field(name)
 		return v

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/ggload/ggload/internal/arch"
 )
 
 // SplitMode is how a model is spread over several devices.
@@ -326,6 +328,11 @@ type Params struct {
 	// MapRanges chooses how mapped buffers cover the file (see MapRanges).
 	MapRanges MapRanges
 
+	// KVOverrides replace metadata values as llama.cpp's --override-kv
+	// does (llama_model_params.kv_overrides): the hyperparameters read
+	// them instead of the file's, so placement follows them.
+	KVOverrides []KVOverride
+
 	// LoadMTP loads the multi-token-prediction (NextN) blocks some
 	// architectures carry; llama.cpp's default leaves them unused.
 	LoadMTP bool
@@ -335,24 +342,46 @@ type Params struct {
 	NoProbeCache bool
 }
 
+// KVOverride is one metadata override, llama_model_kv_override: a key,
+// its kind (OverrideInt, OverrideFloat, OverrideBool, OverrideStr) and
+// the value of that kind. A reader of a key of another kind warns, as
+// llama.cpp does, and takes the file's value.
+type KVOverride = arch.KVOverride
+
+// The kinds of a KVOverride.
+const (
+	OverrideInt   = arch.OverrideInt
+	OverrideFloat = arch.OverrideFloat
+	OverrideBool  = arch.OverrideBool
+	OverrideStr   = arch.OverrideStr
+)
+
+// ParseKVOverride parses KEY=TYPE:VALUE (TYPE int, float, bool or str)
+// as llama.cpp's --override-kv does, one item of its comma list.
+func ParseKVOverride(s string) (KVOverride, error) { return arch.ParseKVOverride(s) }
+
 // MapRanges is how the zero-copy buffers of a context cover the mapped file.
 type MapRanges int
 
 const (
+	// MapSpan (the zero value) wraps one range per file from the context's
+	// first tensor to its last, as the pinned llama.cpp v0.5.0 does
+	// (get_mapping_range): the buffers, their sizes and the report's
+	// "model buffer size" lines are llama.cpp's.
+	MapSpan MapRanges = iota
 	// MapOwnRanges wraps only the byte ranges of the context's own tensors
 	// that no other context uses (merged), so that a buffer never pins the
-	// bytes of tensors that live elsewhere (the get_mapping_ranges of llama.cpp's loader design).
-	MapOwnRanges MapRanges = iota
-	// MapSpan wraps one range per file from the context's first tensor to
-	// its last, as the pinned llama.cpp v0.5.0 does (get_mapping_range).
-	MapSpan
+	// bytes of tensors that live elsewhere (the get_mapping_ranges of
+	// llama.cpp's loader design). A context then gets a buffer per range,
+	// and the buffer lines differ from llama.cpp's.
+	MapOwnRanges
 )
 
 func (r MapRanges) String() string {
-	if r == MapSpan {
-		return "span"
+	if r == MapOwnRanges {
+		return "own"
 	}
-	return "own"
+	return "span"
 }
 
 // overrides returns the --cpu-moe / --n-cpu-moe overrides followed by the

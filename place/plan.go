@@ -164,7 +164,7 @@ func New(rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
 // few round trips, each bounded by the RPC guard's timeout; ctx ends it
 // between them.
 func NewContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
-	h, err := readHparams(m, params.LoadMTP)
+	h, err := readHparams(m, params)
 	if err != nil {
 		return nil, err
 	}

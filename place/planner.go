@@ -82,6 +82,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		members:   make(map[member]bool, len(m.Weights)+8),
 		allocSize: map[allocKey]uint64{},
 	}
+	p.Log = append(p.Log, h.log...)
 	if h.exact {
 		p.info(fmt.Sprintf("place: architecture '%s': llama.cpp %s's own tensor creation, replayed", h.arch, arch.Pin))
 	}

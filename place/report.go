@@ -181,7 +181,12 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 	}
 	fmt.Fprintf(w, "layers       %s\n", p.layerRuns())
 
-	fmt.Fprintf(w, "\nllama.cpp's report (its own lines, as llama.cpp %s prints them):\n", arch.Pin)
+	if p.UseMmap && p.Params.MapRanges == MapOwnRanges {
+		fmt.Fprintf(w, "\nllama.cpp's report (its own lines, as llama.cpp %s prints them, but for the mapped buffers:\n"+
+			"with --map-ranges own each wraps only its context's own tensors, where llama.cpp wraps one span per file):\n", arch.Pin)
+	} else {
+		fmt.Fprintf(w, "\nllama.cpp's report (its own lines, as llama.cpp %s prints them):\n", arch.Pin)
+	}
 	for _, l := range p.Log {
 		if l.Ours() || (l.Level == "DEBUG" && !o.Debug) {
 			continue

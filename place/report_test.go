@@ -30,11 +30,11 @@ func TestBuffersAddUp(t *testing.T) {
 		gpu  bool
 	}
 	cases := []tcase{
-		{"mmap-own-ranges/CPU", func(p *place.Params) { p.Devices = []string{"none"}; p.LoadMode = place.LoadMmap }, false},
-		{"mmap-span/CPU", func(p *place.Params) {
+		{"mmap-span/CPU", func(p *place.Params) { p.Devices = []string{"none"}; p.LoadMode = place.LoadMmap }, false},
+		{"mmap-own-ranges/CPU", func(p *place.Params) {
 			p.Devices = []string{"none"}
 			p.LoadMode = place.LoadMmap
-			p.MapRanges = place.MapSpan
+			p.MapRanges = place.MapOwnRanges
 		}, false},
 		{"none/CPU", func(p *place.Params) { p.Devices = []string{"none"}; p.LoadMode = place.LoadNone }, false},
 		{"mmap/Vulkan0", func(p *place.Params) {

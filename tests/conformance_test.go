@@ -181,6 +181,9 @@ var confModels = map[string]synth.Spec{
 	"tied7":     {Layers: 7, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Tied: true, Weights: ggml.TypeQ4_0, Seed: 2},
 	"moe4":      {Layers: 4, Embd: 256, FF: 256, Heads: 4, Vocab: 256, Experts: 4, ExpertsUsed: 2, Tied: true, Seed: 3},
 	"dense12q4": {Layers: 12, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 1024, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ6_K, Seed: 4},
+	// split files, as llama-gguf-split writes them: each file's own
+	// mapping and buffers
+	"split3": {Layers: 12, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 1024, Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ6_K, Seed: 5, Splits: 3},
 }
 
 func TestConformanceWithLlamaCpp(t *testing.T) {
@@ -227,13 +230,18 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 			p.Devices = []string{"Vulkan0", "RPC1"}
 			p.TensorSplit = []float32{1, 2}
 		}},
+		{"split-files", "split3", nil},
+		{"split-files-ngl5", "split3", func(p *place.Params) { p.NGPULayers = place.NLayers(5); p.Devices = []string{"Vulkan0"} }},
+		{"split-files-ot", "split3", func(p *place.Params) {
+			p.Overrides = []place.Override{{Pattern: `blk\.[4-7]\.ffn`, BufferType: "CPU"}}
+		}},
+		{"split-files-rpc", "split3", func(p *place.Params) { p.Devices = []string{"RPC0", "RPC1"}; p.NGPULayers = place.NLayers(7) }},
 	}
 	for _, c := range cases {
 		for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
 				params := place.Params{}
 				params.LoadMode = mode
-				params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 				if c.params != nil {
 					c.params(&params)
 				}
@@ -256,6 +264,97 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 				}
 				compareReports(t, ourReport(plan), llamaReport(rt, lm, lines))
 			})
+		}
+	}
+}
+
+// The per-context mapped ranges (--map-ranges own) are not llama.cpp's
+// buffers under a partial offload, and the comparison says so (a
+// negative control of the buffer comparison above).
+func TestOwnRangesDifferFromLlamaCpp(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	l := openLlama(t, rt)
+	path, err := confModels["dense12q4"].Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := place.Params{Devices: []string{"Vulkan0"}, NGPULayers: place.NLayers(3), LoadMode: place.LoadMmap}
+	lm, lines, err := l.LoadModel(llamaLoad(t, rt, path, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Free()
+	theirs := llamaReport(rt, lm, lines)
+	for _, r := range []place.MapRanges{place.MapSpan, place.MapOwnRanges} {
+		params.MapRanges = r
+		plan, err := place.New(rt, testenv.OpenModel(t, path), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := diffReports(ourReport(plan), theirs)
+		if (len(d) == 0) != (r == place.MapSpan) {
+			t.Errorf("mapped ranges %s: %d differences from llama.cpp %v", r, len(d), d)
+		}
+	}
+}
+
+// Metadata overrides are read as llama.cpp reads them: one of the key's
+// kind replaces the file's value (here, too few layers: both refuse, in
+// llama.cpp's words), one of another kind is warned about and ignored,
+// and both say so in the same lines.
+func TestKVOverridesMatchLlamaCpp(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	l := openLlama(t, rt)
+	path, err := confModels["dense4"].Write(rt, filepath.Join(t.TempDir(), "m.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		overrides []string
+		refused   string // llama.cpp's reason, "" when both load
+	}{
+		{[]string{"llama.block_count=int:3"}, "done_getting_tensors: wrong number of tensors; expected 40, got 31"},
+		{[]string{"llama.block_count=float:3", "llama.context_length=int:64", "llama.attention.layer_norm_rms_epsilon=float:0.001"}, ""},
+	} {
+		params := place.Params{NGPULayers: place.NLayers(2)}
+		for _, s := range c.overrides {
+			o, err := place.ParseKVOverride(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			params.KVOverrides = append(params.KVOverrides, o)
+		}
+		plan, ourErr := place.New(rt, testenv.OpenModel(t, path), params)
+		lm, lines, theirErr := l.LoadModel(llamaLoad(t, rt, path, params))
+		if c.refused != "" {
+			if ourErr == nil || theirErr == nil || !strings.Contains(ourErr.Error(), c.refused) || !strings.Contains(theirErr.Error(), c.refused) {
+				t.Errorf("%v: ggload %v; llama.cpp %v; want both to refuse with %q", c.overrides, ourErr, theirErr, c.refused)
+			}
+			if theirErr == nil {
+				lm.Free()
+			}
+			continue
+		}
+		if ourErr != nil || theirErr != nil {
+			t.Fatalf("%v: ggload %v; llama.cpp %v", c.overrides, ourErr, theirErr)
+		}
+		compareReports(t, ourReport(plan), llamaReport(rt, lm, lines))
+		lm.Free()
+		var ours, theirs []string
+		for _, ln := range plan.Log {
+			if strings.HasPrefix(ln.Text, "validate_override: ") {
+				ours = append(ours, ln.Text)
+			}
+		}
+		for _, ln := range lines {
+			if strings.HasPrefix(ln.Text, "validate_override: ") {
+				theirs = append(theirs, strings.TrimRight(ln.Text, "\n"))
+			}
+		}
+		if len(ours) != 3 || !slices.Equal(ours, theirs) {
+			t.Errorf("override lines:\n ggload    %q\n llama.cpp %q", ours, theirs)
 		}
 	}
 }

@@ -208,7 +208,6 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
 				params := place.Params{}
 				params.LoadMode = mode
-				params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 				params.Devices = on
 				if c.params != nil {
 					c.params(&params)
@@ -437,7 +436,6 @@ func TestCUDASplitRowMatchesLlamaCpp(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			params := place.Params{}
 			params.LoadMode = mode
-			params.MapRanges = place.MapSpan
 			params.SplitMode = place.SplitRow
 			params.Devices = []string{cuda.Name()}
 			ld, err := cudaLlamaLoad(rt, path, params, false)

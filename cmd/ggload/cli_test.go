@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -585,4 +586,22 @@ func readAll(r *bufio.Reader) ([]byte, error) {
 	var b bytes.Buffer
 	_, err := b.ReadFrom(r)
 	return b.Bytes(), err
+}
+
+// --override-kv's list is split as common/arg.cpp splits it: quoted
+// fields keep their commas.
+func TestParseCSVRow(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"a,b", []string{"a", "b"}},
+		{`"a,b",c`, []string{"a,b", "c"}},
+		{`x"y,"z""w"`, []string{`x"y`, `z"w`}},
+		{"", []string{""}},
+	} {
+		if got := parseCSVRow(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
 }

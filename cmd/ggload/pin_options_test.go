@@ -74,6 +74,7 @@ func TestOptionsOfThePin(t *testing.T) {
 		"N": {"1"}, "-ngl N": {"-1", "-2", "-7"}, "INDEX": {"0", "-1"}, "FNAME": {modelPath}, "N0,N1,N2,...": {"3,1", "1"}, "MiB0,MiB1,MiB2,...": {"1024", "512,256"},
 		"<tensor name pattern>=<buffer type>,...": {`blk\.0\.ffn_down=CPU`, "ffn_up=CPU,ffn_down=CPU"},
 		"<dev1,dev2,..>": {"none", "Vulkan0", "Vulkan0,RPC0"}, "SERVERS": {"127.0.0.1:50052", "10.0.0.2:50052,10.0.0.3:50052"},
+		"KEY=TYPE:VALUE,...": {"llama.context_length=int:512", `tokenizer.ggml.add_bos_token=bool:false,"general.name=str:a,b"`},
 	}
 	pf := defaultPlaceFlags()
 	ref, _, _, _ := planOptions(&pf)

@@ -41,6 +41,7 @@ type placeFlags struct {
 	fitTargets  []uint64
 	fitCtx      int
 	check       bool
+	kvOverrides []place.KVOverride
 	opOffload   bool
 	listDevices bool
 	version     bool
@@ -122,6 +123,19 @@ func (f *placeFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"--check-tensors"},
 		help: "check the tensors' data for invalid values while loading (default: false)",
 		on:   func(on bool) error { f.check = on; return nil }})
+	s.add(&option{names: []string{"--override-kv"}, value: "KEY=TYPE:VALUE,...",
+		help: "override model metadata by key; several are comma-separated; types: int, float, bool, str\n" +
+			"(e.g. --override-kv llama.context_length=int:8192); the hyperparameters, and so the placement, read them",
+		set: func(v string) error {
+			for _, item := range parseCSVRow(v) {
+				o, err := place.ParseKVOverride(item)
+				if err != nil {
+					return err
+				}
+				f.kvOverrides = append(f.kvOverrides, o)
+			}
+			return nil
+		}})
 	s.add(&option{names: []string{"--op-offload"}, neg: []string{"--no-op-offload"},
 		help:  "offload operations on host tensors to a device (default: true)",
 		inert: "ggload runs no graphs",
@@ -288,7 +302,7 @@ func (f *placeFlags) add(s *optionSet) {
 	s.group("ggload's options")
 	f.runtimeFlags.add(s)
 	s.add(&option{names: []string{"--map-ranges"}, value: "{own,span}",
-		help: "what mapped buffers wrap: each context's own ranges (own, default) or one span per file as llama.cpp " + pinTag() + " does (span)",
+		help: "what mapped buffers wrap: one span per file from a context's first tensor to its last, as llama.cpp " + pinTag() + " does (span, default), or only each context's own ranges (own: no buffer pins another context's bytes; the buffer lines then differ from llama.cpp's)",
 		set: func(v string) error {
 			switch v {
 			case "own":
@@ -362,7 +376,36 @@ func (f *placeFlags) params() place.Params {
 	p.LoadMode = f.loadMode
 	p.Lazy = f.lazy
 	p.MapRanges = f.mapRanges
+	p.KVOverrides = f.kvOverrides
 	return p
+}
+
+// parseCSVRow splits a comma list as common/arg.cpp's parse_csv_row does:
+// a field that starts with a quote runs to the closing quote (commas
+// inside it kept, "" an escaped quote).
+func parseCSVRow(s string) []string {
+	var fields []string
+	var field strings.Builder
+	inQuotes := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' && !inQuotes && field.Len() > 0:
+			field.WriteByte('"') // a quote inside an unquoted field is literal
+		case c == '"' && !inQuotes:
+			inQuotes = true
+		case c == '"' && i+1 < len(s) && s[i+1] == '"':
+			field.WriteByte('"')
+			i++
+		case c == '"':
+			inQuotes = false
+		case c == ',' && !inQuotes:
+			fields = append(fields, field.String())
+			field.Reset()
+		default:
+			field.WriteByte(c)
+		}
+	}
+	return append(fields, field.String())
 }
 
 func (f *placeFlags) fitOptions() place.FitOptions {

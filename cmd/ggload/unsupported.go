@@ -11,7 +11,6 @@ const (
 	whyDownload = "downloads: ggload loads local files and fetches nothing"
 	whyDraft    = "a draft model is a second model: run ggload on its file with the same options"
 	whyPreset   = "llama-server presets: they download a model and set serving options"
-	whyKV       = "new metadata would change the hyperparameters placement reads; ggload places the file as it is written"
 	whyFitPrint = "llama-fit-params' own option: ggload plan prints the estimate, and its --json carries it"
 )
 
@@ -22,7 +21,6 @@ var unsupportedOptions = []struct {
 }{
 	{[]string{"-c", "--ctx-size"}, "N", whyContext},
 	{[]string{"-fitp", "--fit-print"}, "[on|off]", whyFitPrint},
-	{[]string{"--override-kv"}, "KEY=TYPE:VALUE,...", whyKV},
 	{[]string{"-mm", "--mmproj"}, "FILE", whyProject},
 	{[]string{"-mmu", "--mmproj-url"}, "URL", whyProject},
 	{[]string{"--mmproj-auto", "--no-mmproj", "--no-mmproj-auto"}, "", whyProject},

@@ -313,101 +313,12 @@ func (r *Run) newLoader() Val {
 // ValueType is a GGUF metadata type.
 type ValueType = gguf.ValueType
 
-// lookup reads a metadata key of the model, or one a Supply callback gave.
-func (r *Run) lookup(key string) (gguf.Value, bool) {
-	if v, ok := r.gm.Lookup(key); ok {
-		return v, true
-	}
-	v, ok := r.extraKV[key]
-	return v, ok
-}
-
-// supplyKey asks the SupplyKey callback for a missing key.
-func (r *Run) supplyKey(t *Throw) bool {
-	if r.opts.SupplyKey == nil || t.Need == nil {
-		return false
-	}
-	v, ok := r.opts.SupplyKey(t.Need)
-	if ok {
-		r.extraKV[t.Need.Key] = v
-	}
-	return ok
-}
-
-func missingKey(key string, t ast.Type, array bool, n int) *Throw {
-	want, _ := wantType(t)
-	msg := "key not found in model: " + key
-	if array && n == 0 {
-		msg = "array key not found in model: " + key
-	}
-	return &Throw{Msg: msg, Need: &Need{Key: key, Type: want, Array: array, Len: n}}
-}
-
-// gguf type names, as gguf_type_name prints them.
-var ggufTypeNames = map[gguf.ValueType]string{gguf.TypeUint8: "u8", gguf.TypeInt8: "i8", gguf.TypeUint16: "u16",
-	gguf.TypeInt16: "i16", gguf.TypeUint32: "u32", gguf.TypeInt32: "i32", gguf.TypeFloat32: "f32",
-	gguf.TypeBool: "bool", gguf.TypeString: "str", gguf.TypeArray: "arr", gguf.TypeUint64: "u64",
-	gguf.TypeInt64: "i64", gguf.TypeFloat64: "f64"}
-
-// wantType is the GGUF type llama_model_loader::get_key accepts for a
-// destination of type t (get_key is instantiated for bool, float, uint32_t,
-// std::string, and llama_pooling_type through uint32_t).
-func wantType(t ast.Type) (gguf.ValueType, bool) {
-	switch t {
-	case ast.TBool:
-		return gguf.TypeBool, true
-	case ast.TF32:
-		return gguf.TypeFloat32, true
-	case ast.TU32, ast.TI32:
-		return gguf.TypeUint32, true
-	case ast.TStr:
-		return gguf.TypeString, true
-	case ast.TU64:
-		return gguf.TypeUint64, true
-	case ast.TI64:
-		return gguf.TypeInt64, true
-	case ast.TF64:
-		return gguf.TypeFloat64, true
-	}
-	return 0, false
-}
-
-// scalar converts a metadata scalar of the right type to a value.
-func scalar(v gguf.Value, t ast.Type) Val {
-	switch v.Kind() {
-	case gguf.TypeBool:
-		b, _ := v.Bool()
-		return vBool(b)
-	case gguf.TypeFloat32, gguf.TypeFloat64:
-		x, _ := v.Float()
-		return Val{K: KFloat, T: t, F: x}
-	case gguf.TypeString:
-		s, _ := v.Str()
-		return vStr(s)
-	}
-	if i, ok := v.Int(); ok {
-		return vInt(i, t)
-	}
-	u, _ := v.Uint()
-	return vInt(int64(u), t)
-}
-
 func (r *Run) loaderCall(f *frame, name string, args []*ast.Node) (Val, error) {
 	arg := func(i int) (Val, error) {
 		if i >= len(args) {
 			return vVoid, f.errorf("%s: missing argument %d", name, i)
 		}
 		return f.eval(args[i])
-	}
-	required := func(i int) (bool, error) {
-		if i >= len(args) {
-			return true, nil
-		}
-		v, err := f.eval(args[i])
-		if err != nil {
-			return false, err
-		}
-		return v.truthy(), nil
 	}
 	keyArg := func() (string, error) {
 		v, err := arg(0)
@@ -453,285 +364,78 @@ func (r *Run) loaderCall(f *frame, name string, args []*ast.Node) (Val, error) {
 			return vNull, nil
 		}
 		return Val{K: KTensor, P: weightTensor(w)}, nil
-	case "get_key":
-		key, err := keyArg()
+	case "get_key", "get_key_or_arr", "get_arr", "get_arr_n":
+		return r.keyCall(f, name, args)
+	}
+	return vVoid, f.errorf("llama_model_loader::%s", name)
+}
+
+// keyCall is one of the loader's metadata reads, (key, destination,
+// [n,] [required]) as the programs call them.
+func (r *Run) keyCall(f *frame, name string, args []*ast.Node) (Val, error) {
+	if len(args) < 2 {
+		return vVoid, f.errorf("%s: %d arguments", name, len(args))
+	}
+	kv, err := f.eval(args[0])
+	if err != nil {
+		return vVoid, err
+	}
+	key, err := r.kvKey(kv)
+	if err != nil {
+		return vVoid, f.errorf("%s: %v", name, err)
+	}
+	dst, err := f.ref(args[1])
+	if err != nil {
+		return vVoid, err
+	}
+	// get_key_or_arr into a std::array takes n before required
+	rest := args[2:]
+	var n int64
+	isArr := dst.V.K == KArr
+	if name == "get_key_or_arr" && isArr {
+		if len(rest) == 0 {
+			return vVoid, f.errorf("get_key_or_arr: no length")
+		}
+		nv, err := f.eval(rest[0])
 		if err != nil {
 			return vVoid, err
 		}
-		dst, err := f.ref(args[1])
+		n, rest = nv.I, rest[1:]
+	}
+	req := true
+	if len(rest) > 0 {
+		v, err := f.eval(rest[0])
 		if err != nil {
 			return vVoid, err
 		}
-		req, err := required(2)
-		if err != nil {
-			return vVoid, err
-		}
-		found, err := r.getKey(key, dst, req)
-		if err != nil {
-			return vVoid, err
-		}
-		if !found && dst == r.hparams.obj.fields["pooling_type"] {
+		req = v.truthy()
+	}
+	var found bool
+	switch {
+	case name == "get_key":
+		found, err = r.getKey(key, dst, req)
+		if err == nil && !found && dst == r.hparams.obj.fields["pooling_type"] {
 			// the llama_pooling_type overload reports UNSPECIFIED when absent
 			dst.V = vInt(enumConsts["LLAMA_POOLING_TYPE_UNSPECIFIED"], ast.TI32)
 		}
-		return vBool(found), nil
-	case "get_key_or_arr":
-		key, err := keyArg()
-		if err != nil {
-			return vVoid, err
-		}
-		dst, err := f.ref(args[1])
-		if err != nil {
-			return vVoid, err
-		}
-		if dst.V.K != KArr {
-			// the scalar overload: (kid, uint32_t &, required)
-			req, err := required(2)
-			if err != nil {
-				return vVoid, err
-			}
-			v, ok := r.lookup(key)
-			if !ok && req {
-				if e := missingKey(key, dst.T, false, 0); r.supplyKey(e) {
-					v, ok = r.lookup(key)
-				} else {
-					return vVoid, e
-				}
-			}
-			if !ok {
-				return vFalse, nil
-			}
-			if v.IsArray() {
-				if req {
-					return vVoid, &Throw{Msg: "expected scalar, found array for key: " + key}
-				}
-				return vFalse, nil
-			}
-			return r.getKeyBool(key, dst, req)
-		}
-		nv, err := arg(2)
-		if err != nil {
-			return vVoid, err
-		}
-		req, err := required(3)
-		if err != nil {
-			return vVoid, err
-		}
-		return r.getKeyOrArr(key, dst.V.P.(*Array), nv.I, req)
-	case "get_arr":
-		key, err := keyArg()
-		if err != nil {
-			return vVoid, err
-		}
-		dst, err := f.ref(args[1])
-		if err != nil {
-			return vVoid, err
-		}
-		req, err := required(2)
-		if err != nil {
-			return vVoid, err
-		}
-		if dst.V.K != KArr {
-			return vVoid, f.errorf("get_arr into %s", dst.V.describe())
-		}
-		ok, err := r.getArr(key, dst.V.P.(*Array), req)
-		return vBool(ok), err
-	case "get_arr_n":
-		key, err := keyArg()
-		if err != nil {
-			return vVoid, err
-		}
-		dst, err := f.ref(args[1])
-		if err != nil {
-			return vVoid, err
-		}
-		req, err := required(2)
-		if err != nil {
-			return vVoid, err
-		}
-		v, ok := r.lookup(key)
-		if !ok && req {
-			if e := missingKey(key, ast.TU32, true, 0); r.supplyKey(e) {
-				v, ok = r.lookup(key)
-			} else {
-				return vVoid, e
-			}
-		}
-		if !ok {
-			return vFalse, nil
-		}
-		if !v.IsArray() {
-			return vVoid, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Kind()], "arr")}
-		}
-		return vTrue, dst.set(vInt(int64(v.Len()), ast.TU64))
+	case name == "get_key_or_arr" && isArr:
+		found, err = r.getKeyOrArr(key, dst.V.P.(*Array), n, req)
+	case name == "get_key_or_arr":
+		found, err = r.getKeyOrArrScalar(key, dst, req)
+	case name == "get_arr" && isArr:
+		found, err = r.getArr(key, dst.V.P.(*Array), req)
+	case name == "get_arr":
+		return vVoid, f.errorf("get_arr into %s", dst.V.describe())
+	default:
+		found, err = r.getArrN(key, dst, req)
 	}
-	return vVoid, f.errorf("llama_model_loader::%s", name)
+	return vBool(found), err
 }
 
 func weightTensor(w *gguf.Weight) *Tensor {
 	t := &Tensor{Name: w.Name, Type: int(w.Type)}
 	copy(t.Ne[:], w.Shape[:])
 	return t
-}
-
-func (r *Run) getKeyBool(key string, dst *Cell, req bool) (Val, error) {
-	ok, err := r.getKey(key, dst, req)
-	return vBool(ok), err
-}
-
-// getKey is llama_model_loader::get_key: the key's type must be the
-// destination's exactly.
-func (r *Run) getKey(key string, dst *Cell, req bool) (bool, error) {
-	t := dst.T
-	if t == ast.TAuto && dst.V.K == KInt {
-		t = dst.V.T
-	}
-	v, ok := r.lookup(key)
-	if !ok {
-		if req {
-			if e := missingKey(key, t, false, 0); !r.supplyKey(e) {
-				return false, e
-			}
-			return r.getKey(key, dst, req)
-		}
-		return false, nil
-	}
-	want, known := wantType(t)
-	if !known {
-		return false, &evalError{"get_key", fmt.Sprintf("destination of type %s for %s", t, key)}
-	}
-	if v.Kind() != want {
-		return false, &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[v.Kind()], ggufTypeNames[want]),
-			Need: &Need{Key: key, Type: want}}
-	}
-	return true, dst.set(scalar(v, t))
-}
-
-// getKeyOrArr is get_key_or_arr into a std::array of n used elements.
-func (r *Run) getKeyOrArr(key string, a *Array, n int64, req bool) (Val, error) {
-	v, ok := r.lookup(key)
-	if !ok {
-		if req {
-			if e := missingKey(key, a.elem, true, int(n)); !r.supplyKey(e) {
-				return vVoid, e
-			}
-			return r.getKeyOrArr(key, a, n, req)
-		}
-		return vFalse, nil
-	}
-	if n > int64(len(a.cells)) {
-		return vVoid, &Throw{Msg: fmt.Sprintf("n > N_MAX: %d > %d for key %s", uint32(n), len(a.cells), key)}
-	}
-	if v.IsArray() {
-		if uint64(n) != v.Len() {
-			return vVoid, &Throw{Msg: fmt.Sprintf("key %s has wrong array length; expected %d, got %d", key, uint32(n), uint32(v.Len()))}
-		}
-		ok, err := r.getArr(key, a, req)
-		return vBool(ok), err
-	}
-	c := Cell{T: a.elem}
-	found, err := r.getKey(key, &c, req)
-	if err != nil || !found {
-		return vBool(found), err
-	}
-	for i := int64(0); i < n; i++ {
-		a.cells[i].V = c.V
-	}
-	return vTrue, nil
-}
-
-// getArr is get_arr into a std::array (fixed) or a std::vector.
-func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
-	v, ok := r.lookup(key)
-	if !ok || !v.IsArray() {
-		if req {
-			if e := missingKey(key, a.elem, true, 0); !ok && r.supplyKey(e) {
-				return r.getArr(key, a, req)
-			} else {
-				return false, e
-			}
-		}
-		return false, nil
-	}
-	et := v.ElemType()
-	okType := false
-	switch et {
-	case gguf.TypeBool:
-		okType = a.fixed && (a.elem == ast.TI32 || a.elem == ast.TU32)
-		if !a.fixed {
-			return false, &Throw{Msg: fmt.Sprintf("%s is not a string/float32/uint32/int32/uint64 array", key)}
-		}
-	case gguf.TypeUint32, gguf.TypeInt32:
-		okType = a.elem == ast.TI32 || a.elem == ast.TU32
-	case gguf.TypeUint64:
-		okType = a.elem == ast.TU64
-	case gguf.TypeFloat32:
-		okType = a.elem == ast.TF32
-	case gguf.TypeString:
-		okType = a.elem == ast.TStr
-	default:
-		return false, &Throw{Msg: fmt.Sprintf("%s is not a string/float32/uint32/int32/uint64 array", key)}
-	}
-	if a.elem == ast.TBool && et == gguf.TypeBool {
-		okType = true // a std::bitset filled from a bool array
-	}
-	if !okType {
-		want, _ := wantType(a.elem)
-		return false, &Throw{Msg: fmt.Sprintf("%s has wrong array element type %s", key, ggufTypeNames[et]), Need: &Need{Key: key, Type: want, Array: true}}
-	}
-	n := v.Len()
-	if a.fixed && n > uint64(len(a.cells)) {
-		return false, &Throw{Msg: fmt.Sprintf("array length %d for key %s exceeds max %d", uint32(n), key, len(a.cells))}
-	}
-	if !a.fixed {
-		if n > 1<<24 {
-			return false, &Throw{Msg: fmt.Sprintf("array key %s is too long (%d)", key, n)}
-		}
-		a.cells = make([]Cell, n)
-		for i := range a.cells {
-			a.cells[i].T = a.elem
-		}
-	}
-	switch et {
-	case gguf.TypeString:
-		ss, err := v.Strings()
-		if err != nil {
-			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
-		}
-		for i, s := range ss {
-			a.cells[i].V = vStr(s)
-		}
-	case gguf.TypeFloat32:
-		fs, err := v.Floats()
-		if err != nil {
-			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
-		}
-		for i, x := range fs {
-			a.cells[i].V = Val{K: KFloat, T: ast.TF32, F: x}
-		}
-	case gguf.TypeBool:
-		bs, err := v.Bools()
-		if err != nil {
-			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
-		}
-		for i, b := range bs {
-			if err := a.cells[i].set(vBool(b)); err != nil {
-				return false, err
-			}
-		}
-	default:
-		is, err := v.Ints()
-		if err != nil {
-			return false, &Throw{Msg: fmt.Sprintf("%s: %v", key, err)}
-		}
-		for i, x := range is {
-			// the elements are copied bit for bit into the array's type
-			if err := a.cells[i].set(vInt(x, ast.TI64)); err != nil {
-				return false, err
-			}
-		}
-	}
-	return true, nil
 }
 
 // newVocab is llama_vocab's two counts the programs read: the number of

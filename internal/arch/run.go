@@ -65,6 +65,15 @@ type Options struct {
 	// it (the synthesizer fills a model this way in one pass).
 	SupplyKey    func(*Need) (gguf.Value, bool)
 	SupplyTensor func(*Need) (ggml.Type, bool)
+
+	// Overrides are llama_model_params.kv_overrides: get_key reads an
+	// override of its kind instead of the file's value (of a key given
+	// twice, the first).
+	Overrides []KVOverride
+
+	// Log, if set, hears llama.cpp's log lines of the replay (the
+	// overrides used or ignored), at "INFO" or "WARN".
+	Log func(level, text string)
 }
 
 // Run is one model's replay: its architecture, its hyperparameters (after
@@ -89,6 +98,7 @@ type Run struct {
 	extraWeights map[string]*gguf.Weight // tensors SupplyTensor gave
 
 	freeScopes []*scope // scopes no frame uses any more
+	overrides  map[string]KVOverride
 
 	progCache map[string]*Program // llama_model_base methods by name
 	hpCache   map[string]*Program // llama_hparams methods by name
@@ -131,6 +141,21 @@ func Architectures() []string {
 // error's text is llama.cpp's.
 func Load(m *gguf.Model, opts Options) (*Run, error) {
 	name := m.Architecture()
+	for _, o := range opts.Overrides {
+		if o.Key != "general.architecture" {
+			continue
+		}
+		// the loader's get_key of the architecture's name takes a string override
+		if o.Type == OverrideStr {
+			if opts.Log != nil {
+				opts.Log("INFO", fmt.Sprintf("validate_override: Using metadata override (%5s) '%s' = %s", o.Type, o.Key, o.Str))
+			}
+			name = o.Str
+		} else if opts.Log != nil {
+			opts.Log("WARN", fmt.Sprintf("validate_override: Warning: Bad metadata override type for key '%s', expected %s but got %s", o.Key, OverrideStr, o.Type))
+		}
+		break
+	}
 	e, ok := archTable[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: '%s'", ErrUnknownArch, name)
@@ -142,12 +167,12 @@ func Load(m *gguf.Model, opts Options) (*Run, error) {
 // architecture-independent part of load_hparams) of a model whose
 // architecture the pin does not know, so that its tensors can be placed
 // by name. It has no CreateTensors.
-func LoadGeneric(m *gguf.Model) (*Run, error) {
+func LoadGeneric(m *gguf.Model, opts Options) (*Run, error) {
 	name := m.Architecture()
 	if name == "" {
 		return nil, fmt.Errorf("%w: the model has no general.architecture", ErrUnknownArch)
 	}
-	return load(m, name, archEntry{Enum: "LLM_ARCH_GENERIC"}, Options{})
+	return load(m, name, archEntry{Enum: "LLM_ARCH_GENERIC"}, Options{Overrides: opts.Overrides, Log: opts.Log})
 }
 
 // Exact reports whether the run replays the architecture's own programs
@@ -158,6 +183,14 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 	r := &Run{gm: m, Arch: name, entry: e, opts: opts,
 		extraKV: map[string]gguf.Value{}, extraWeights: map[string]*gguf.Weight{},
 		progCache: map[string]*Program{}, hpCache: map[string]*Program{}}
+	for _, o := range opts.Overrides {
+		if _, dup := r.overrides[o.Key]; !dup {
+			if r.overrides == nil {
+				r.overrides = map[string]KVOverride{}
+			}
+			r.overrides[o.Key] = o
+		}
+	}
 	// std::array<..., LLAMA_MAX_LAYERS> holds every layer; ggload lets a
 	// model with more layers than the pin's 512 be planned, so the arrays
 	// grow with it (see LayerLimit)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/place"
 )
 
 // ModelParams mirrors struct llama_model_params (include/llama.h of
@@ -48,6 +49,15 @@ type ModelParams struct {
 type buftOverride struct {
 	pattern *byte
 	buft    bindings.Buft
+}
+
+// kvOverride mirrors struct llama_model_kv_override: the tag, the key
+// (128 bytes), and a union of 128 bytes at offset 136.
+type kvOverride struct {
+	tag int32
+	key [128]byte
+	_   [4]byte
+	val [128]byte
 }
 
 // Lib is the opened libllama.
@@ -115,6 +125,7 @@ type Load struct {
 	TensorSplit []float32
 	Devices     []*ggml.Device // nil: llama.cpp's own selection
 	Overrides   [][2]string    // pattern, buffer type name
+	KVOverrides []place.KVOverride
 	NoHost      bool
 	NoExtra     bool
 	NoAlloc     bool
@@ -168,6 +179,30 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 		}
 		pin.Pin(&ovs[0])
 		p.TensorBuftOverrides = uintptr(unsafe.Pointer(&ovs[0]))
+	}
+	if len(ld.KVOverrides) > 0 {
+		kvs := make([]kvOverride, len(ld.KVOverrides)+1) // the last key empty: the end
+		for i, o := range ld.KVOverrides {
+			if len(o.Key) >= len(kvs[i].key) || len(o.Str) >= len(kvs[i].val) {
+				return nil, nil, fmt.Errorf("llama: override %s: too long", o.Key)
+			}
+			kvs[i].tag = int32(o.Type)
+			copy(kvs[i].key[:], o.Key)
+			switch o.Type {
+			case place.OverrideInt:
+				*(*int64)(unsafe.Pointer(&kvs[i].val[0])) = o.Int
+			case place.OverrideFloat:
+				*(*float64)(unsafe.Pointer(&kvs[i].val[0])) = o.Float
+			case place.OverrideBool:
+				if o.Bool {
+					kvs[i].val[0] = 1
+				}
+			case place.OverrideStr:
+				copy(kvs[i].val[:], o.Str)
+			}
+		}
+		pin.Pin(&kvs[0])
+		p.KVOverrides = uintptr(unsafe.Pointer(&kvs[0]))
 	}
 	var lines []LogLine
 	old := bindings.SetLogTap(func(level int, line string) { lines = append(lines, LogLine{level, line}) })

@@ -17,7 +17,7 @@ import (
 func LoadFor(rt *ggml.Runtime, path string, params place.Params) (Load, error) {
 	ld := Load{Path: path, NGPULayers: params.NGPULayers.Llama(), SplitMode: params.SplitMode.Llama(),
 		MainGPU: params.MainGPU, LoadMode: params.LoadMode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: params.TensorSplit,
-		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, LoadMTP: params.LoadMTP}
+		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, LoadMTP: params.LoadMTP, KVOverrides: params.KVOverrides}
 	if len(params.Devices) == 1 && strings.EqualFold(params.Devices[0], "none") {
 		ld.Devices = []*ggml.Device{}
 	} else {

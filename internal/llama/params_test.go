@@ -35,3 +35,11 @@ func TestLoadFor(t *testing.T) {
 		t.Error("an unknown device was accepted")
 	}
 }
+
+// struct llama_model_kv_override: int tag, char key[128], then a union of
+// 128 bytes aligned to 8.
+func TestKVOverrideLayout(t *testing.T) {
+	if s, o := llama.KVOverrideLayout(); s != 264 || o != 136 {
+		t.Errorf("llama_model_kv_override mirror: %d bytes, value at %d; want 264, 136", s, o)
+	}
+}
