@@ -42,26 +42,29 @@ type archConfig struct {
 	name   string
 	rpc    bool // needs an RPC server (RPC0)
 	params func(p *place.Params, gpu string)
+	// loaderTypes: the files written with the loader's types (where they
+	// are not the converter's) are compared here too
+	loaderTypes bool
 }
 
 var archConfigs = []archConfig{
-	{"ngl99", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(99) }},
-	{"ngl1", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(1) }},
+	{"ngl99", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(99) }, true},
+	{"ngl1", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(1) }, true},
 	{"load-none", false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.LoadMode = place.LoadNone
-	}},
+	}, false},
 	{"ot-ffn-cpu", false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "CPU"}}
-	}},
+	}, false},
 	{"rpc-split", true, func(p *place.Params, gpu string) {
 		p.Devices = []string{"RPC0", gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.TensorSplit = []float32{1, 1}
-	}},
+	}, false},
 	// a meta device over both, uneven: every tensor's slices are compared
 	// with llama.cpp's own split states too
 	{"sm-tensor", true, func(p *place.Params, gpu string) {
@@ -69,21 +72,28 @@ var archConfigs = []archConfig{
 		p.NGPULayers = place.NLayers(99)
 		p.SplitMode = place.SplitTensor
 		p.TensorSplit = []float32{3, 1}
-	}},
+	}, false},
 }
 
 // archResult is one line of the child's results.
 type archResult struct {
 	Config string `json:"config"`
-	Arch   string `json:"arch"`
+	Arch   string `json:"arch"`   // the model's archModel.Name
 	Status string `json:"status"` // start, match, differ, ggload-refuses, llama-refuses, both-refuse, crash, skip
 	Detail string `json:"detail,omitempty"`
 }
 
 const archChildEnv = "GGLOAD_ARCH_CHILD"
 
-// archModel is what the child is told of a model.
-type archModel struct{ Arch, Path string }
+// archModel is what the child is told of a model: Name is the
+// architecture, and "/loader-types" for a file with the loader's types.
+type archModel struct {
+	Arch, Name, Path string
+	LoaderTypes      bool
+}
+
+// runs reports whether configuration c compares model f.
+func (c archConfig) runs(f archModel) bool { return !f.LoaderTypes || c.loaderTypes }
 
 func TestArchitectures(t *testing.T) {
 	if dir := os.Getenv(archChildEnv); dir != "" {
@@ -105,7 +115,7 @@ func TestArchitectures(t *testing.T) {
 	work := t.TempDir()
 	var models []archModel
 	for _, f := range files {
-		models = append(models, archModel{f.Arch, f.Path})
+		models = append(models, archModel{f.Arch, f.Name, f.Path, f.Types == synth.LoaderTypes})
 	}
 	list, err := json.Marshal(models)
 	if err != nil {
@@ -128,10 +138,13 @@ func TestArchitectures(t *testing.T) {
 		only := map[string]string{} // refused in this configuration alone
 		var k, n int
 		var skipped string
-		for _, f := range files {
-			r, ok := final[[2]string{c.name, f.Arch}]
+		for _, f := range models {
+			if !c.runs(f) {
+				continue
+			}
+			r, ok := final[[2]string{c.name, f.Name}]
 			if !ok {
-				t.Errorf("%s/%s: no result", c.name, f.Arch)
+				t.Errorf("%s/%s: no result", c.name, f.Name)
 				continue
 			}
 			switch r.Status {
@@ -146,13 +159,13 @@ func TestArchitectures(t *testing.T) {
 					why = "llama.cpp aborts and ggload refuses: " + why
 				}
 				if ci == 0 {
-					refusedBy[f.Arch] = why
-				} else if _, ok := refusedBy[f.Arch]; !ok {
-					only[f.Arch] = why
+					refusedBy[f.Name] = why
+				} else if _, ok := refusedBy[f.Name]; !ok {
+					only[f.Name] = why
 				}
 			default:
 				n++
-				t.Errorf("%s/%s: %s\n%s", c.name, f.Arch, r.Status, r.Detail)
+				t.Errorf("%s/%s: %s\n%s", c.name, f.Name, r.Status, r.Detail)
 			}
 		}
 		if skipped != "" {
@@ -176,8 +189,8 @@ func TestArchitectures(t *testing.T) {
 	sort.Strings(refused)
 	t.Logf("%d architectures llama.cpp %s itself refuses: %s", len(refused), arch.Pin, strings.Join(refused, "; "))
 	for _, f := range files {
-		if f.Err != nil && refusedBy[f.Arch] == "" {
-			t.Errorf("%s: the synthesizer could not build a model that llama.cpp refuses: %v", f.Arch, f.Err)
+		if f.Err != nil && refusedBy[f.Name] == "" {
+			t.Errorf("%s: the synthesizer could not build a model that llama.cpp refuses: %v", f.Name, f.Err)
 		}
 	}
 }
@@ -300,7 +313,7 @@ func archChild(t *testing.T, work string) {
 		if c.rpc {
 			pending := false
 			for _, f := range files {
-				pending = pending || !done[[2]string{c.name, f.Arch}]
+				pending = pending || c.runs(f) && !done[[2]string{c.name, f.Name}]
 			}
 			if !pending {
 				continue
@@ -311,25 +324,27 @@ func archChild(t *testing.T, work string) {
 					t.Fatalf("rpc is required (GGLOAD_REQUIRE) but missing: %s", msg)
 				}
 				for _, f := range files {
-					appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "skip", Detail: msg})
+					if c.runs(f) {
+						appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "skip", Detail: msg})
+					}
 				}
 				continue
 			}
 			testenv.RPC(t, 1)
 		}
 		for _, f := range files {
-			if done[[2]string{c.name, f.Arch}] {
+			if !c.runs(f) || done[[2]string{c.name, f.Name}] {
 				continue
 			}
-			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "start"})
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start"})
 			status, detail := compareArch(t, rt, l, f.Path, c, gpu, func(planned error) {
 				// what ggload decided, on record before llama.cpp loads
 				// (and perhaps aborts)
 				if planned == nil {
-					appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: "start", Detail: "planned"})
+					appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: "planned"})
 				}
 			})
-			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Arch, Status: status, Detail: detail})
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: status, Detail: detail})
 		}
 	}
 }
@@ -338,7 +353,6 @@ func archChild(t *testing.T, work string) {
 // llama.cpp.
 func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c archConfig, gpu string, planned func(error)) (string, string) {
 	params := place.Params{}
-	params.MapRanges = place.MapSpan // the pinned llama.cpp's mapped buffers
 	c.params(&params, gpu)
 	m, err := gguf.OpenModel(path)
 	if err != nil {
@@ -443,7 +457,6 @@ func planBoth(t *testing.T, rt *ggml.Runtime, l *llama.Lib, a string, c archConf
 		t.Fatal(err)
 	}
 	params := place.Params{}
-	params.MapRanges = place.MapSpan
 	c.params(&params, gpu)
 	plan, err := place.New(rt, testenv.OpenModel(t, path), params)
 	if err != nil {
@@ -580,7 +593,6 @@ func TestGenericPathMatchesLlamaCpp(t *testing.T) {
 			}
 			for _, c := range archConfigs[:4] {
 				params := place.Params{}
-				params.MapRanges = place.MapSpan
 				c.params(&params, gpu)
 				m := testenv.OpenModel(t, later)
 				plan, err := place.New(rt, m, params)

@@ -26,7 +26,7 @@ func TestGeneratedFromThePin(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v\n%s", err, b)
 	}
-	for _, f := range []string{"programs.sx", "tables_gen.go"} {
+	for _, f := range []string{"programs.sx", "tables_gen.go", "converter_gen.go"} {
 		want, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "arch", f))
 		if err != nil {
 			t.Fatal(err)

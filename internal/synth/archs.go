@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ type ArchModel struct {
 	Vocab   *gguf.File   // the tokenizer's source
 	Log     []string     // what each step added
 	Fixes   map[string]bool
+	Types   KeyTypes // how the file writes its metadata's types
 
 	index map[string]int // Tensors by name
 }
@@ -52,8 +54,9 @@ type ArchTensor struct {
 
 // ArchOptions shape a synthesized model.
 type ArchOptions struct {
-	Layers int   // block_count (default 4)
-	Embd   int64 // embedding_length (default 64)
+	Layers int      // block_count (default 4)
+	Embd   int64    // embedding_length (default 64)
+	Types  KeyTypes // the metadata's types: the converter's (default) or the loader's
 }
 
 // maxSteps bounds the additions: a model of the pin needs at most a few
@@ -79,7 +82,7 @@ func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, err
 	if !ok || !toks.IsArray() {
 		return nil, fmt.Errorf("synth: the vocab file has no tokenizer.ggml.tokens")
 	}
-	m := &ArchModel{Arch: name, Vocab: vocab, Fixes: map[string]bool{}}
+	m := &ArchModel{Arch: name, Vocab: vocab, Fixes: map[string]bool{}, Types: o.Types}
 	a := name + "."
 	m.set("general.architecture", gguf.String(name))
 	m.set("general.name", gguf.String("ggload-synthetic-"+name))
@@ -102,9 +105,11 @@ var archVocab = map[string]string{
 
 // ArchFile is one architecture's synthesized model file.
 type ArchFile struct {
-	Arch string
-	Path string
-	Err  error // the synthesizer's error: the file is the model as far as it got
+	Arch  string
+	Types KeyTypes // the metadata's types
+	Name  string   // the architecture, and for a file with the loader's types "/loader-types"
+	Path  string
+	Err   error // the synthesizer's error: the file is the model as far as it got
 }
 
 // ArchFiles writes a model of every architecture of the pin into dir,
@@ -138,26 +143,40 @@ func ArchFiles(dir, src string, o ArchOptions) ([]ArchFile, error) {
 			}
 			vocabs[vn] = vf
 		}
-		m, serr := NewArchModel(name, vf, o)
-		if m == nil {
-			return nil, serr
-		}
-		sum, err := m.contentHash(vn)
-		if err != nil {
-			return nil, err
-		}
-		path := filepath.Join(dir, name+"-"+sum+".gguf")
-		keep[filepath.Base(path)] = true
-		if _, err := os.Stat(path); err != nil {
-			tmp := path + ".tmp"
-			if err := m.WriteFile(tmp); err != nil {
+		// the converter's types, and where the loader reads another type
+		// (it accepts both), the loader's too
+		var hashes []string
+		for _, types := range []KeyTypes{ConverterTypes, LoaderTypes} {
+			o.Types = types
+			m, serr := NewArchModel(name, vf, o)
+			if m == nil {
+				return nil, serr
+			}
+			sum, err := m.contentHash(vn)
+			if err != nil {
 				return nil, err
 			}
-			if err := os.Rename(tmp, path); err != nil {
-				return nil, err
+			if slices.Contains(hashes, sum) {
+				continue // the same file
 			}
+			hashes = append(hashes, sum)
+			path := filepath.Join(dir, name+"-"+sum+".gguf")
+			keep[filepath.Base(path)] = true
+			if _, err := os.Stat(path); err != nil {
+				tmp := path + ".tmp"
+				if err := m.WriteFile(tmp); err != nil {
+					return nil, err
+				}
+				if err := os.Rename(tmp, path); err != nil {
+					return nil, err
+				}
+			}
+			f := ArchFile{Arch: name, Types: types, Name: name, Path: path, Err: serr}
+			if types == LoaderTypes {
+				f.Name += "/" + types.String()
+			}
+			out = append(out, f)
 		}
-		out = append(out, ArchFile{Arch: name, Path: path, Err: serr})
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 	for _, f := range old {
@@ -216,7 +235,11 @@ func (m *ArchModel) uintKey(key string) uint64 {
 func (m *ArchModel) writer(tokenizer bool) (*gguf.Writer, error) {
 	w := gguf.NewWriter()
 	for _, kv := range m.KV {
-		if err := w.Set(kv.Key, kv.Value); err != nil {
+		v := kv.Value
+		if m.Types == ConverterTypes {
+			v = asConverter(kv.Key, m.Arch, v)
+		}
+		if err := w.Set(kv.Key, v); err != nil {
 			return nil, err
 		}
 	}
@@ -603,6 +626,8 @@ func (m *ArchModel) addKey(n *arch.Need) bool {
 	switch n.Type {
 	case gguf.TypeUint32:
 		v = gguf.Uint32(u)
+	case gguf.TypeInt32:
+		v = gguf.Int32(int32(u))
 	case gguf.TypeFloat32:
 		f := float32(1.0)
 		if strings.Contains(key, "epsilon") || strings.HasSuffix(key, "eps") {
@@ -628,11 +653,17 @@ func (m *ArchModel) addKey(n *arch.Need) bool {
 		default:
 			count = int(m.uintKey(m.Arch + ".block_count")) // one per layer
 		}
-		elems := make([]uint32, count)
 		switch n.Type {
 		case gguf.TypeUint32:
+			elems := make([]uint32, count)
 			for i := range elems {
 				elems[i] = u
+			}
+			v, err = gguf.Array(elems)
+		case gguf.TypeInt32:
+			elems := make([]int32, count)
+			for i := range elems {
+				elems[i] = int32(u)
 			}
 			v, err = gguf.Array(elems)
 		case gguf.TypeFloat32:

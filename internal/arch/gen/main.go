@@ -390,7 +390,19 @@ func run(dir, out, pin string) error {
 	if err != nil {
 		return fmt.Errorf("formatting tables: %w", err)
 	}
-	return os.WriteFile(filepath.Join(out, "tables_gen.go"), src, 0o644)
+	if err := os.WriteFile(filepath.Join(out, "tables_gen.go"), src, 0o644); err != nil {
+		return err
+	}
+
+	// converter_gen.go: the types the pin's converter writes each key with
+	conv, err := s.converterKeys()
+	if err != nil {
+		return err
+	}
+	if src, err = writeConverterKeys(header, conv); err != nil {
+		return fmt.Errorf("formatting converter keys: %w", err)
+	}
+	return os.WriteFile(filepath.Join(out, "converter_gen.go"), src, 0o644)
 }
 
 func goType(t ast.Type) string {
