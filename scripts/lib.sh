@@ -69,3 +69,45 @@ install_set() {
 	rm -rf "$dst"
 	mv "$dst.tmp" "$dst"
 }
+
+# system_packages: the Debian packages the tests use that this machine
+# lacks (printed one per line): cmake, ninja and a compiler build the RPC
+# backend; git unpacks the pinned source; the Vulkan loader and lavapipe
+# give a Vulkan device; iproute2 makes the RPC hosts' network namespaces.
+system_packages() {
+	command -v cmake >/dev/null || echo cmake
+	command -v ninja >/dev/null || echo ninja-build
+	command -v c++ >/dev/null || command -v g++ >/dev/null || echo g++
+	command -v git >/dev/null || echo git
+	command -v ip >/dev/null && command -v tc >/dev/null || echo iproute2
+	if [ "$(uname -s)" = Linux ]; then
+		# (grep reads everything: with -q, ldconfig could die of SIGPIPE)
+		ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1' >/dev/null || echo libvulkan1
+		ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || echo mesa-vulkan-drivers
+	fi
+}
+
+# ensure_packages: install the missing system packages with apt-get when
+# running as root (or with sudo when CI asks for it), else name the one
+# command that installs them. Returns 1 when some are still missing.
+ensure_packages() {
+	local missing; missing=$(system_packages | tr '\n' ' ')
+	missing=${missing% }
+	[ -n "$missing" ] || return 0
+	local sudo=""
+	if [ "$(id -u)" != 0 ]; then
+		if [ "${GGLOAD_SUDO:-}" = 1 ] && command -v sudo >/dev/null; then sudo=sudo; else
+			say "missing system packages: $missing"
+			say "install them with: sudo apt-get install -y --no-install-recommends $missing"
+			return 1
+		fi
+	fi
+	if ! command -v apt-get >/dev/null; then
+		say "missing system packages (Debian names): $missing; install them with this system's package manager"
+		return 1
+	fi
+	say "installing $missing (apt-get)"
+	$sudo apt-get update -qq >/dev/null &&
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+		{ say "apt-get install $missing failed"; return 1; }
+}
