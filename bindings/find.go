@@ -134,6 +134,21 @@ func Find(opts FindOptions) (Location, error) {
 		ErrNotFound, strings.Join(tried, "\n  "), platform)
 }
 
+// SearchOrder describes, in Find's order, where the native libraries are
+// looked for (the user cache's directory included, as this system names it).
+func SearchOrder() []string {
+	cache := "the user cache"
+	if d, err := CacheDir(); err == nil {
+		cache = filepath.Join(d, "lib", native.Load().LlamaCppTag) + "/<set>"
+	}
+	return []string{
+		"GGLOAD_LIB_DIR (alone, when set)",
+		"native/lib/<platform>[-variant] of a checkout (the working directory's, the executable's, or a parent's)",
+		cache + " (where the scripts install every set)",
+		"beside the executable",
+	}
+}
+
 // CacheDir is ggload's cache directory: GGLOAD_CACHE when set, else
 // ggload under os.UserCacheDir (the scripts use the same).
 func CacheDir() (string, error) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,23 @@ const (
 // not answer as a compatible ggml-rpc-server within the timeout.
 var ErrRPCUnreachable = errors.New("rpc endpoint unreachable")
 
+// ErrRPCEndpoint is wrapped by the error for an endpoint that is not
+// host:port with a port from 1 to 65535 (CheckRPCEndpoint).
+var ErrRPCEndpoint = errors.New("malformed rpc endpoint")
+
+// CheckRPCEndpoint checks an endpoint's form, host:port (a host name, an
+// IPv4 address, or an IPv6 one in brackets), without reaching it.
+func CheckRPCEndpoint(endpoint string) error {
+	host, port, err := net.SplitHostPort(endpoint)
+	if err != nil || host == "" || strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("%w: %q is not host:port", ErrRPCEndpoint, endpoint)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return fmt.Errorf("%w: %q has no port from 1 to 65535", ErrRPCEndpoint, endpoint)
+	}
+	return nil
+}
+
 // DefaultRPCTimeout bounds an endpoint's check when the context has no
 // deadline.
 const DefaultRPCTimeout = 5 * time.Second
@@ -55,12 +73,8 @@ func probeRPC(ctx context.Context, endpoint string, timeout time.Duration) (devi
 	}
 	deadline, _ := ctx.Deadline()
 	timeout = time.Until(deadline)
-	host, port, err := net.SplitHostPort(endpoint)
-	if err != nil || host == "" {
-		return 0, fmt.Errorf("%w: %q is not host:port", ErrRPCUnreachable, endpoint)
-	}
-	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
-		return 0, fmt.Errorf("%w: %q has no valid port", ErrRPCUnreachable, endpoint)
+	if err := CheckRPCEndpoint(endpoint); err != nil {
+		return 0, err
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", endpoint)

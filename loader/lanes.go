@@ -203,23 +203,8 @@ func (ln *lane) run() (err error) {
 		ln.took = time.Since(start)
 	}()
 	for _, t := range ln.tasks {
-		if err := l.progress(); err != nil {
-			return err
-		}
-		if err := l.readers.err(); err != nil {
-			return err
-		}
-		if err := l.beforeEach(t); err != nil {
-			return err
-		}
-		if !ln.setsWholeFromBounce(t) {
-			// the next native call must not meet a set under way
-			if err := ln.waitSet(); err != nil {
-				return err
-			}
-		}
-		if err := ln.loadOne(t); err != nil {
-			return err
+		if err := ln.step(t); err != nil {
+			return ln.canceledAt(err, t)
 		}
 	}
 	if ln.readers {
@@ -229,6 +214,52 @@ func (ln *lane) run() (err error) {
 	}
 	return ln.confirm()
 }
+
+// step moves one tensor.
+func (ln *lane) step(t task) error {
+	l := ln.l
+	if err := l.progress(); err != nil {
+		return err
+	}
+	if err := l.readers.err(); err != nil {
+		return err
+	}
+	if err := l.beforeEach(t); err != nil {
+		return err
+	}
+	if !ln.setsWholeFromBounce(t) {
+		// the next native call must not meet a set under way
+		if err := ln.waitSet(); err != nil {
+			return err
+		}
+	}
+	return ln.loadOne(t)
+}
+
+// canceledAt names, in a cancellation's error, the device and the tensor
+// the lane was at.
+func (ln *lane) canceledAt(err error, t task) error {
+	if !errors.Is(err, ErrCanceled) {
+		return err
+	}
+	where := "onto " + ln.name
+	if ln.host {
+		where = "into host memory"
+	}
+	return &canceledError{err: err, at: fmt.Sprintf("at tensor %s %s, %s of %s moved", t.pl.Plan.Name, where,
+		mibString(ln.l.done.Load()), mibString(ln.l.total))}
+}
+
+// canceledError is a cancellation with where the load was.
+type canceledError struct {
+	err error
+	at  string
+}
+
+func (e *canceledError) Error() string { return e.err.Error() + " (" + e.at + ")" }
+func (e *canceledError) Unwrap() error { return e.err }
+
+func mibString(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
 // finish waits for the set under way and the ring's last uploads and frees
 // them.

@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"runtime"
 	"slices"
 	"sync"
@@ -180,6 +181,10 @@ func TestCancelStopsEveryDevice(t *testing.T) {
 			}
 			if !errors.Is(err, loader.ErrCanceled) || !errors.Is(err, context.Canceled) {
 				t.Fatalf("error %v: want ErrCanceled and context.Canceled", err)
+			}
+			// it names where the load was: a tensor, its device, how far
+			if !regexp.MustCompile(`\(at tensor \S+ (onto \S+|into host memory), [0-9.]+ MiB of [0-9.]+ MiB moved\)$`).MatchString(err.Error()) {
+				t.Errorf("the error names no tensor and device: %v", err)
 			}
 			mu.Lock()
 			defer mu.Unlock()

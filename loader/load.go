@@ -89,6 +89,15 @@ func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
 		if ctx.Err() != nil && !errors.Is(err, ErrCanceled) {
 			err = fmt.Errorf("%w: %w", ErrCanceled, err)
 		}
+		var at *canceledError
+		if errors.Is(err, ErrCanceled) && !errors.As(err, &at) {
+			// not in a device's lane: say how far the load had come
+			where := "before any tensor was moved"
+			if last := l.lastTensor(); last != "" {
+				where = fmt.Sprintf("after tensor %s, %s of %s moved", last, mibString(l.done.Load()), mibString(l.total))
+			}
+			err = &canceledError{err: err, at: where}
+		}
 		return nil, err
 	}
 	return l.model, nil

@@ -329,9 +329,8 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 			row.LlamaOfFloor = row.Llama.LoadS / f.S
 		}
 	}
-	if bf.sm == "" || bf.sm == "layer" || !c.multi() {
-		// the goals are those of whole layers per device
-		row.Goal = goal(row)
-	}
+	// the goals of several devices are those of whole layers per device;
+	// other split modes are held to llama.cpp's time
+	row.Goal = goal(row, bf.sm == "" || bf.sm == "layer" || !c.multi())
 	return row, nil
 }

@@ -31,7 +31,7 @@ func printBench(w io.Writer, rep benchReport) {
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (bench_floor.go); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
+	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (the fastest the case can be here: what its reads and uploads cost alone); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
 	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging ggload holds by design + 16 MiB per device (+ the RPC client's two queued messages per server, each the biggest tensor)\n", float64(rep.BaselineRSS)/(1<<20))
 	for _, r := range rep.Rows {
 		if len(r.Devices) > 1 || r.Solo != nil {
@@ -91,10 +91,20 @@ func times(x float64) string {
 func mibs(n int64) string { return fmt.Sprintf("%.0f", float64(n)/(1<<20)) }
 
 // Goals for single devices: the most ggload's median whole-process time
-// may be of llama.cpp's, by mode and target (any local GPU for "gpu").
+// may be of llama.cpp's, by mode and target (any local GPU for "gpu");
+// every other case's is defaultRatioGoal: never slower than llama.cpp.
 var ratioGoals = map[string]float64{
 	"none/none": 0.5, "mmap/none": 1.0,
 	"none/gpu": 0.8, "mmap/gpu": 0.8, "dio/gpu": 1.0,
+}
+
+const defaultRatioGoal = 1.0
+
+func ratioGoal(mode, target string) float64 {
+	if want, ok := ratioGoals[mode+"/"+target]; ok {
+		return want
+	}
+	return defaultRatioGoal
 }
 
 // Goals for several devices.
@@ -105,9 +115,11 @@ const (
 
 func isRPCName(d string) bool { return strings.HasPrefix(d, "RPC") }
 
-// goal states the case's goals, where it has some, and whether they were
-// met.
-func goal(r benchRow) string {
+// goal states the case's goals and whether they were met: the time
+// against llama.cpp's (or, beside a local device, against the slowest
+// device alone) and the extra memory against its limit. layerSplit: the
+// devices hold whole layers (the goals of several devices are theirs).
+func goal(r benchRow, layerSplit bool) string {
 	var parts []string
 	devs := r.devices()
 	ratio := func(want float64) {
@@ -117,13 +129,13 @@ func goal(r benchRow) string {
 	}
 	switch {
 	case r.Target == "none":
-		if want, ok := ratioGoals[r.Mode+"/none"]; ok {
-			ratio(want)
-		}
+		ratio(ratioGoal(r.Mode, "none"))
 	case len(devs) == 1 && !isRPCName(devs[0]):
-		if want, ok := ratioGoals[r.Mode+"/gpu"]; ok {
-			ratio(want)
-		}
+		ratio(ratioGoal(r.Mode, "gpu"))
+	case len(devs) == 1:
+		ratio(defaultRatioGoal)
+	case !layerSplit:
+		ratio(defaultRatioGoal)
 	case len(devs) > 1:
 		allRPC := true
 		for _, d := range devs {
@@ -134,12 +146,30 @@ func goal(r benchRow) string {
 		} else if slowest := slowestSolo(r); slowest > 0 && r.Ggload.Err == "" {
 			x := r.Ggload.LoadS / slowest
 			parts = append(parts, fmt.Sprintf("load ≤ %.2f× the slowest device alone (%.3f s): %s (%.2f×)", soloGoal, slowest, yesNo(x <= soloGoal), x))
+		} else {
+			ratio(defaultRatioGoal)
 		}
 	}
-	if r.Target != "none" && r.Ggload.Err == "" && r.MemLimit > 0 {
+	if r.Ggload.Err == "" && r.MemLimit > 0 {
 		parts = append(parts, fmt.Sprintf("extra RSS ≤ the limit: %s (%s of %s MiB)", yesNo(r.Ggload.ExtraRSS <= int64(r.MemLimit)), mibs(r.Ggload.ExtraRSS), mibs(int64(r.MemLimit))))
 	}
+	if len(parts) == 0 {
+		return "no goal to judge: " + why(r)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// why says what a case without a verdict lacks.
+func why(r benchRow) string {
+	switch {
+	case r.Ggload.Err != "":
+		return "ggload's load failed"
+	case r.Llama == nil:
+		return "llama.cpp was not run (--no-llama)"
+	case r.Llama.Err != "":
+		return "llama.cpp's load failed"
+	}
+	return "no time or memory was measured"
 }
 
 // slowestSolo is the largest median time of a device loading alone.

@@ -95,11 +95,13 @@ type benchReport struct {
 const perDeviceSlack = 16 << 20
 
 // memLimit is what a load's extra RSS may reach: the staging, 16 MiB per
-// device, and for an RPC server the messages the native client copies
+// device (at least one), and for an RPC server the messages the native client copies
 // tensors into before it sends them (two queued at most, each as big as
-// ggload's buffer for the biggest tensor: loader/rpcqueue.go).
+// ggload's buffer for the biggest tensor, see package loader's RPC queue).
 func memLimit(c childResult) uint64 {
-	n := c.Staging + uint64(len(c.Devices))*perDeviceSlack
+	// a load that moved nothing through a device (every tensor zero-copy
+	// on the CPU) still has the host's own slack
+	n := c.Staging + uint64(max(len(c.Devices), 1))*perDeviceSlack
 	for _, d := range c.Devices {
 		if isRPCName(d.Device) {
 			n += 2 * d.Bounce

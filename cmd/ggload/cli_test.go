@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
@@ -602,6 +603,65 @@ func TestParseCSVRow(t *testing.T) {
 	} {
 		if got := parseCSVRow(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// Where the only Vulkan device is a software one that ggml hides,
+// --list-devices and devices say how to show it.
+func TestHiddenSoftwareDeviceHint(t *testing.T) {
+	if d := testenv.Vulkan(t); d.Type() != ggml.DeviceGPU || !strings.Contains(d.Description(), "llvmpipe") {
+		t.Skipf("%s (%s) is not lavapipe: ggml shows it without being asked", d.Name(), d.Description())
+	}
+	for _, args := range [][]string{{"--list-devices"}, {"devices"}} {
+		cmd := exec.Command(os.Args[0], args...)
+		for _, e := range os.Environ() {
+			if !strings.HasPrefix(e, "GGML_VK_VISIBLE_DEVICES=") {
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
+		cmd.Env = append(cmd.Env, asGgloadEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		if !strings.Contains(string(out), "GGML_VK_VISIBLE_DEVICES=0 makes it Vulkan0") {
+			t.Errorf("%v: no hint:\n%s", args, out)
+		}
+	}
+}
+
+// Every malformed --rpc endpoint is a command line ggload cannot take
+// (exit status 2), refused before anything is dialled.
+func TestMalformedEndpoints(t *testing.T) {
+	var sink bytes.Buffer
+	for _, ep := range []string{"", ",,", "host", "host:", ":50052", "host:abc", "host:99999", "a b:1", "[::1]", "1.2.3.4:0", "h:1,x"} {
+		_, err := runCLI(t, "devices", "--rpc", ep)
+		if code := exitCode(err, nil, &sink); code != 2 {
+			t.Errorf("--rpc %q: exit status %d (%v), want 2", ep, code, err)
+		}
+	}
+	for _, ep := range []string{"h:1", "10.0.0.2:50052", "[::1]:50052", "rpc-host.example:65535"} {
+		if err := ggml.CheckRPCEndpoint(ep); err != nil {
+			t.Errorf("%q: %v", ep, err)
+		}
+	}
+}
+
+// The help names every place the native libraries are looked for, the
+// user cache the scripts install into among them.
+func TestHelpNamesLibrarySearch(t *testing.T) {
+	cache, err := bindings.CacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	out, err := runCLI(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GGLOAD_LIB_DIR", "native/lib/<platform>", cache, "beside the executable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the help does not name %q:\n%s", want, out)
 		}
 	}
 }

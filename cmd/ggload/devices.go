@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -45,6 +47,7 @@ type devicesReport struct {
 	Commit   string        `json:"ggml_commit"`
 	Backends []backendInfo `json:"backends"`
 	Devices  []deviceInfo  `json:"devices"`
+	Hint     string        `json:"hint,omitempty"` // why a backend shows no device
 }
 
 type backendInfo struct {
@@ -53,7 +56,7 @@ type backendInfo struct {
 }
 
 func describeDevices(rt *ggml.Runtime) devicesReport {
-	rep := devicesReport{Library: rt.Location().Dir, Version: rt.Version(), Commit: rt.Commit()}
+	rep := devicesReport{Library: rt.Location().Dir, Version: rt.Version(), Commit: rt.Commit(), Hint: hiddenDevicesHint(rt)}
 	for _, r := range rt.Backends() {
 		bi := backendInfo{Name: r.Name(), Devices: []string{}}
 		for _, d := range r.Devices() {
@@ -138,6 +141,9 @@ func printDevices(w io.Writer, rep devicesReport) {
 		}
 		tw.Flush()
 	}
+	if rep.Hint != "" {
+		fmt.Fprintf(w, "\n%s\n", rep.Hint)
+	}
 }
 
 // mib formats bytes as llama.cpp does in its reports.
@@ -146,4 +152,25 @@ func mib(n uint64) string {
 		return "unlimited"
 	}
 	return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+}
+
+// hiddenDevicesHint says why a Vulkan backend shows no device where ggml
+// hides software drivers: the Vulkan backend lists a CPU-side device
+// (lavapipe, llvmpipe) only when GGML_VK_VISIBLE_DEVICES names it. Empty
+// when there is nothing to say.
+func hiddenDevicesHint(rt *ggml.Runtime) string {
+	if _, set := os.LookupEnv("GGML_VK_VISIBLE_DEVICES"); set {
+		return ""
+	}
+	for _, r := range rt.Backends() {
+		if r.Name() != "Vulkan" || len(r.Devices()) > 0 {
+			continue
+		}
+		hint := "hint: the Vulkan backend shows no device; ggml hides software Vulkan devices (lavapipe) unless GGML_VK_VISIBLE_DEVICES is set"
+		if icds, _ := filepath.Glob("/usr/share/vulkan/icd.d/lvp_icd.*.json"); len(icds) > 0 {
+			hint += " (lavapipe is installed here: GGML_VK_VISIBLE_DEVICES=0 makes it Vulkan0)"
+		}
+		return hint
+	}
+	return ""
 }

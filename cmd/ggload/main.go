@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/ggload/ggload/bindings"
 )
 
 type command struct {
@@ -163,4 +165,8 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "  ggload --version                   ggload's version and the native pin")
 	fmt.Fprintln(w, "\n'ggload COMMAND --help' lists a command's options; plan and load take llama.cpp's model loading options.")
 	fmt.Fprintln(w, "\nenvironment: GGLOAD_LIB_DIR (native libraries), GGLOAD_VARIANT (vulkan, cuda, src, none), GGLOAD_DEBUG (ggml's log)")
+	fmt.Fprintln(w, "\nthe native libraries are looked for in:")
+	for i, where := range bindings.SearchOrder() {
+		fmt.Fprintf(w, "  %d. %s\n", i+1, where)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,10 @@ func TestInspect(t *testing.T) {
 	}
 	if _, err := runCLI(t, "inspect", filepath.Join(t.TempDir(), "none.gguf")); err == nil {
 		t.Fatal("missing file accepted")
+	}
+	// a file that is not split, with another argument: refused, not ignored
+	if _, err := runCLI(t, "inspect", path, filepath.Join(t.TempDir(), "nonexistent.gguf")); err == nil || !strings.Contains(err.Error(), "is not split, but 2 files were given") {
+		t.Fatalf("an extra argument: %v", err)
 	}
 }
 
@@ -386,6 +391,21 @@ func TestBenchCommand(t *testing.T) {
 		if r.Llama == nil || r.Llama.Err != "" || r.Ratio <= 0 {
 			t.Fatalf("llama.cpp %+v", r.Llama)
 		}
+		// every case gets its verdicts, the memory limit's too
+		if !strings.Contains(r.Goal, "llama.cpp's: median ") || !strings.Contains(r.Goal, "extra RSS ≤ the limit: ") {
+			t.Errorf("%s→%s: verdict %q", r.Mode, r.Target, r.Goal)
+		}
+	}
+	// and the text names no source file
+	text, err := runCLI(t, "bench", "--size", "8MiB", "--runs", "1", "--modes", "dio", "--targets", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`\b\w+\.go\b`).FindString(text); m != "" {
+		t.Errorf("the report names a source file (%s):\n%s", m, text)
+	}
+	if !strings.Contains(text, "dio→none: time ≤ 1.00× llama.cpp's") {
+		t.Errorf("no verdict for dio→none:\n%s", text)
 	}
 	for _, bad := range [][]string{
 		{"bench", "--size", "big"},

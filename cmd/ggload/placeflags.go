@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/place"
 )
@@ -460,6 +461,9 @@ func listDevicesText(rt *ggml.Runtime) string {
 	if n == 0 {
 		b.WriteString("  (none)\n")
 	}
+	if h := hiddenDevicesHint(rt); h != "" {
+		b.WriteString(h + "\n")
+	}
 	return b.String()
 }
 
@@ -476,7 +480,7 @@ func defaultRuntimeFlags() runtimeFlags { return runtimeFlags{rpcIO: time.Minute
 
 func (r *runtimeFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"--lib-dir"}, value: "DIR",
-		help: "the native ggml libraries (default: GGLOAD_LIB_DIR, native/lib/<platform>[-variant], beside the executable)",
+		help: "the native ggml libraries (default: the first of " + strings.Join(bindings.SearchOrder(), "; ") + ")",
 		set: func(v string) error {
 			if st, err := os.Stat(v); err != nil || !st.IsDir() {
 				return fmt.Errorf("not a directory")
@@ -520,8 +524,8 @@ func (r *runtimeFlags) addRPC(s *optionSet) {
 				return fmt.Errorf("no RPC servers named")
 			}
 			for _, ep := range eps {
-				if _, port, ok := strings.Cut(ep, ":"); !ok || port == "" {
-					return fmt.Errorf("%q: want host:port", ep)
+				if err := ggml.CheckRPCEndpoint(ep); err != nil {
+					return err
 				}
 			}
 			r.rpc = strings.Join(eps, ",")

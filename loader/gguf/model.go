@@ -107,6 +107,9 @@ func openModel(first string, paths []string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n <= 1 && len(paths) > 1 {
+		return nil, fmt.Errorf("%w: %s is not split, but %d files were given (%s)", ErrSplit, first, len(paths), strings.Join(paths[1:], ", "))
+	}
 	if n > 1 {
 		no, err := f0.u16Key(KeySplitNo)
 		if err != nil {

@@ -191,6 +191,14 @@ func TestSplitErrors(t *testing.T) {
 		t.Fatalf("order: %v", err)
 	}
 
+	// a file that is not split, given with others
+	single := filepath.Join(dir, "single.gguf")
+	must(t, modelWriter(t, 2).WriteFile(single))
+	_, err = gguf.OpenSplits(single, filepath.Join(dir, "nonexistent.gguf"))
+	if !errors.Is(err, gguf.ErrSplit) || !strings.Contains(err.Error(), "is not split, but 2 files were given") {
+		t.Fatalf("extra files: %v", err)
+	}
+
 	// split.tensors.count that does not match
 	w2 := modelWriter(t, 4)
 	p2, err := w2.WriteSplits(filepath.Join(dir, "c"), 2)
