@@ -109,23 +109,11 @@ func retypeArray(v gguf.Value, t gguf.ValueType) (gguf.Value, bool) {
 	var elems any
 	switch t {
 	case gguf.TypeInt32:
-		xs := make([]int32, len(is))
-		for i, x := range is {
-			xs[i] = int32(x)
-		}
-		elems = xs
+		elems = convertInts[int32](is)
 	case gguf.TypeUint32:
-		xs := make([]uint32, len(is))
-		for i, x := range is {
-			xs[i] = uint32(x)
-		}
-		elems = xs
+		elems = convertInts[uint32](is)
 	case gguf.TypeUint64:
-		xs := make([]uint64, len(is))
-		for i, x := range is {
-			xs[i] = uint64(x)
-		}
-		elems = xs
+		elems = convertInts[uint64](is)
 	case gguf.TypeBool:
 		xs := make([]bool, len(is))
 		for i, x := range is {
@@ -137,4 +125,13 @@ func retypeArray(v gguf.Value, t gguf.ValueType) (gguf.Value, bool) {
 	}
 	nv, err := gguf.Array(elems)
 	return nv, err == nil
+}
+
+// convertInts converts integers to T as C converts them (bit for bit).
+func convertInts[T int32 | uint32 | uint64](is []int64) []T {
+	xs := make([]T, len(is))
+	for i, x := range is {
+		xs[i] = T(x)
+	}
+	return xs
 }
