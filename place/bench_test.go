@@ -117,7 +117,7 @@ func BenchmarkPlan1000Layers(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, a := range []string{"llama", "qwen3moe", "deepseek2", "gemma4", "qwen3next", "jamba", "t5", "rwkv7", "bert", "bloom", "kimi-linear", "qwen3vl", "qwen35moe", "afmoe", "qwen4exp"} {
+	for _, a := range []string{"llama", "qwen3moe", "deepseek2", "gemma4", "qwen3next", "jamba", "t5", "rwkv7", "rwkv6", "bert", "bloom", "kimi-linear", "qwen3vl", "qwen35moe", "afmoe", "qwen4exp", "gemma3n", "deepseek32"} {
 		b.Run(a, func(b *testing.B) {
 			am, err := synth.NewArchModel(a, vocab, synth.ArchOptions{Layers: 1000})
 			if err != nil {

@@ -1,23 +1,28 @@
 package arch
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/ggload/ggload/internal/arch/ast"
 )
 
-// A program's most frequent nodes are compiled once, when it is decoded,
-// into closures that call their children's closures directly: statements
-// (blocks, expressions, ifs, fors) and expressions (literals, names,
-// members, calls, operators, assignments). They do what exec and eval do
-// for the same node; every other node is left to exec and eval, which
-// also run a node's compiled form when it has one.
+// The evaluator (see the package doc): every node of a decoded program
+// compiled once into a closure.
 
 type exprFn func(f *frame) (Val, error)
 type stmtFn func(f *frame) (ctl, error)
 type refFn func(f *frame) (*Cell, error)
 
-// compile compiles a decoded program's body.
+// code is a node's compiled form.
+type code struct {
+	stmt stmtFn
+	expr exprFn
+	ref  refFn
+}
+
+// compile compiles a decoded program: its parameters' defaults and its
+// body.
 func compile(p *Program) {
 	for _, d := range p.Params.Kids {
 		for _, k := range d.Kids {
@@ -27,117 +32,77 @@ func compile(p *Program) {
 	stmtOf(p.Body)
 }
 
-// stmtOf returns the statement's compiled form, compiling it (and its
-// children) on first use; a statement it does not compile runs in exec.
+func codeOf(n *ast.Node) *code {
+	c, ok := n.Code.(*code)
+	if !ok {
+		c = &code{}
+		n.Code = c
+	}
+	return c
+}
+
+var noStmt stmtFn = func(*frame) (ctl, error) { return ctlNone, nil }
+
+// stmtOf compiles a statement (once).
 func stmtOf(n *ast.Node) stmtFn {
-	if n == nil {
-		return func(*frame) (ctl, error) { return ctlNone, nil }
+	if n == nil || n.Op == ast.OpNil {
+		return noStmt
 	}
-	if c, ok := n.Code.(stmtFn); ok {
-		return c
+	c := codeOf(n)
+	if c.stmt == nil {
+		c.stmt = ticking(compileStmt(n))
 	}
-	c := compileStmt(n)
-	if c == nil {
-		compileChildren(n)
-		return func(f *frame) (ctl, error) { return f.exec(n) }
-	}
-	n.Code = c
-	return c
+	return c.stmt
 }
 
-// exprOf is stmtOf for expressions.
+// exprOf compiles an expression (once), and its lvalue form where it has
+// one.
 func exprOf(n *ast.Node) exprFn {
-	if c, ok := n.Code.(exprFn); ok {
-		return c
+	c := codeOf(n)
+	if c.expr == nil {
+		c.expr = compileExpr(n)
+		c.ref = compileRef(n)
 	}
-	c := compileExpr(n)
-	if c == nil {
-		compileChildren(n)
-		return func(f *frame) (Val, error) { return f.eval(n) }
-	}
-	n.Code = c
-	return c
+	return c.expr
 }
 
-// compileChildren compiles what is below a node left to the interpreter.
-func compileChildren(n *ast.Node) {
-	switch n.Op {
-	case ast.OpSwitch:
-		exprOf(n.Kids[0])
-		for _, c := range n.Kids[1:] {
-			if c.Kids[0] != nil {
-				exprOf(c.Kids[0])
-			}
-			for _, s := range c.Kids[1:] {
-				stmtOf(s)
-			}
+// refOf is an expression's lvalue form.
+func refOf(n *ast.Node) refFn {
+	exprOf(n)
+	return n.Code.(*code).ref
+}
+
+// ticking counts a statement against the run's step limit before it runs.
+func ticking(s stmtFn) stmtFn {
+	return func(f *frame) (ctl, error) {
+		if err := f.r.tick(); err != nil {
+			return ctlNone, err
 		}
-	case ast.OpRange:
-		exprOf(n.Kids[0])
-		stmtOf(n.Kids[1])
-	case ast.OpTry:
-		stmtOf(n.Kids[0])
-		stmtOf(n.Kids[1])
-	case ast.OpDecl, ast.OpReturn, ast.OpThrow:
-		for _, k := range n.Kids {
-			if k.Op == ast.OpList {
-				for _, x := range k.Kids {
-					exprOf(x)
-				}
-			} else {
-				exprOf(k)
-			}
-		}
-	case ast.OpLambda:
-		for _, d := range n.Kids[0].Kids {
-			for _, k := range d.Kids {
-				exprOf(k)
-			}
-		}
-		stmtOf(n.Kids[1])
-	case ast.OpList:
-		for _, k := range n.Kids {
-			exprOf(k)
-		}
-	default:
-		for _, k := range n.Kids {
-			if k == nil {
-				continue
-			}
-			if isStmt(k.Op) {
-				stmtOf(k)
-			} else {
-				exprOf(k)
-			}
-		}
+		return s(f)
 	}
 }
 
-func isStmt(op ast.Op) bool {
-	switch op {
-	case ast.OpBlock, ast.OpDecl, ast.OpExpr, ast.OpIf, ast.OpFor, ast.OpRange, ast.OpSwitch, ast.OpCase,
-		ast.OpBreak, ast.OpContinue, ast.OpReturn, ast.OpThrow, ast.OpTry:
-		return true
+// scopedStmt runs s in a scope of its own when the statement declares
+// variables (resolveGlobals marks it).
+func scopedStmt(n *ast.Node, s stmtFn) stmtFn {
+	if _, ok := n.Res.(scoped); !ok {
+		return s
 	}
-	return false
+	return func(f *frame) (ctl, error) {
+		f.push()
+		defer f.pop()
+		return s(f)
+	}
 }
 
 func compileStmt(n *ast.Node) stmtFn {
-	_, scopedStmt := n.Res.(scoped)
 	switch n.Op {
 	case ast.OpBlock:
 		kids := make([]stmtFn, len(n.Kids))
 		for i, k := range n.Kids {
 			kids[i] = stmtOf(k)
 		}
-		return func(f *frame) (ctl, error) {
-			if err := f.r.tick(); err != nil {
-				return ctlNone, err
-			}
-			if scopedStmt {
-				f.push()
-				defer f.pop()
-			}
+		return scopedStmt(n, func(f *frame) (ctl, error) {
 			for _, k := range kids {
 				c, err := k(f)
 				if err != nil || c != ctlNone {
@@ -145,34 +110,20 @@ func compileStmt(n *ast.Node) stmtFn {
 				}
 			}
 			return ctlNone, nil
-		}
+		})
 	case ast.OpExpr:
 		e := exprOf(n.Kids[0])
 		return func(f *frame) (ctl, error) {
-			if err := f.r.tick(); err != nil {
-				return ctlNone, err
-			}
 			_, err := e(f)
 			return ctlNone, err
 		}
+	case ast.OpDecl:
+		return compileDecl(n)
 	case ast.OpIf:
-		var init stmtFn
-		if n.Kids[0] != nil {
-			init = stmtOf(n.Kids[0])
-		}
-		cond, then, els := exprOf(n.Kids[1]), stmtOf(n.Kids[2]), stmtOf(n.Kids[3])
-		return func(f *frame) (ctl, error) {
-			if err := f.r.tick(); err != nil {
+		init, cond, then, els := stmtOf(n.Kids[0]), exprOf(n.Kids[1]), stmtOf(n.Kids[2]), stmtOf(n.Kids[3])
+		return scopedStmt(n, func(f *frame) (ctl, error) {
+			if _, err := init(f); err != nil {
 				return ctlNone, err
-			}
-			if scopedStmt {
-				f.push()
-				defer f.pop()
-			}
-			if init != nil {
-				if _, err := init(f); err != nil {
-					return ctlNone, err
-				}
 			}
 			c, err := cond(f)
 			if err != nil {
@@ -182,32 +133,19 @@ func compileStmt(n *ast.Node) stmtFn {
 				return then(f)
 			}
 			return els(f)
-		}
+		})
 	case ast.OpFor:
-		var init stmtFn
+		init, body := stmtOf(n.Kids[0]), stmtOf(n.Kids[3])
 		var cond, post exprFn
-		if n.Kids[0] != nil {
-			init = stmtOf(n.Kids[0])
+		if k := n.Kids[1]; k != nil && k.Op != ast.OpNil {
+			cond = exprOf(k)
 		}
-		if n.Kids[1] != nil {
-			cond = exprOf(n.Kids[1])
+		if k := n.Kids[2]; k != nil && k.Op != ast.OpNil {
+			post = exprOf(k)
 		}
-		if n.Kids[2] != nil {
-			post = exprOf(n.Kids[2])
-		}
-		body := stmtOf(n.Kids[3])
-		return func(f *frame) (ctl, error) {
-			if err := f.r.tick(); err != nil {
+		return scopedStmt(n, func(f *frame) (ctl, error) {
+			if _, err := init(f); err != nil {
 				return ctlNone, err
-			}
-			if scopedStmt {
-				f.push()
-				defer f.pop()
-			}
-			if init != nil {
-				if _, err := init(f); err != nil {
-					return ctlNone, err
-				}
 			}
 			for {
 				if cond != nil {
@@ -238,33 +176,291 @@ func compileStmt(n *ast.Node) stmtFn {
 					return ctlNone, err
 				}
 			}
+		})
+	case ast.OpRange:
+		coll, body, name, t := exprOf(n.Kids[0]), stmtOf(n.Kids[1]), n.S, n.T
+		return func(f *frame) (ctl, error) {
+			cv, err := coll(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			items, err := f.rangeItems(cv)
+			if err != nil {
+				return ctlNone, err
+			}
+			for _, it := range items {
+				f.push()
+				c := f.sc.cell(t)
+				if t == ast.TRef {
+					c.T = ast.TAuto
+				}
+				if err := c.set(it); err != nil {
+					f.pop()
+					return ctlNone, err
+				}
+				f.sc.define(name, c)
+				k, err := body(f)
+				f.pop()
+				if err != nil {
+					return ctlNone, err
+				}
+				if k == ctlBreak {
+					break
+				}
+				if k == ctlReturn {
+					return k, nil
+				}
+			}
+			return ctlNone, nil
+		}
+	case ast.OpSwitch:
+		return compileSwitch(n)
+	case ast.OpBreak:
+		return func(*frame) (ctl, error) { return ctlBreak, nil }
+	case ast.OpContinue:
+		return func(*frame) (ctl, error) { return ctlContinue, nil }
+	case ast.OpReturn:
+		if len(n.Kids) == 0 {
+			return func(*frame) (ctl, error) { return ctlReturn, nil }
+		}
+		v := exprOf(n.Kids[0])
+		return func(f *frame) (ctl, error) {
+			x, err := v(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			f.ret = x
+			return ctlReturn, nil
+		}
+	case ast.OpThrow:
+		v := exprOf(n.Kids[0])
+		return func(f *frame) (ctl, error) {
+			x, err := v(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			if x.K == KStr {
+				return ctlNone, &Throw{Msg: x.S}
+			}
+			return ctlNone, &Throw{Msg: x.describe()}
+		}
+	case ast.OpTry:
+		body, handler := stmtOf(n.Kids[0]), stmtOf(n.Kids[1])
+		return func(f *frame) (ctl, error) {
+			c, err := body(f)
+			var t *Throw
+			if errors.As(err, &t) {
+				return handler(f)
+			}
+			return c, err
 		}
 	}
-	return nil
+	op := n.Op
+	return func(f *frame) (ctl, error) { return ctlNone, f.errorf("statement %s", op) }
 }
+
+// compileSwitch: the first case whose label equals the value (else the
+// default) and every case after it, until a break.
+func compileSwitch(n *ast.Node) stmtFn {
+	subject := exprOf(n.Kids[0])
+	cases := n.Kids[1:]
+	labels := make([]exprFn, len(cases))
+	bodies := make([][]stmtFn, len(cases))
+	def := -1
+	for i, c := range cases {
+		if c.Kids[0] == nil || c.Kids[0].Op == ast.OpNil {
+			def = i
+		} else {
+			labels[i] = exprOf(c.Kids[0])
+		}
+		for _, s := range c.Kids[1:] {
+			bodies[i] = append(bodies[i], stmtOf(s))
+		}
+	}
+	_, scopes := n.Res.(scoped)
+	run := func(f *frame, start int) (ctl, error) {
+		if scopes {
+			f.push()
+			defer f.pop()
+		}
+		for _, b := range bodies[start:] {
+			for _, s := range b {
+				k, err := s(f)
+				if err != nil {
+					return ctlNone, err
+				}
+				switch k {
+				case ctlBreak:
+					return ctlNone, nil
+				case ctlContinue, ctlReturn:
+					return k, nil
+				}
+			}
+		}
+		return ctlNone, nil
+	}
+	return func(f *frame) (ctl, error) {
+		v, err := subject(f)
+		if err != nil {
+			return ctlNone, err
+		}
+		start := -1
+		for i, l := range labels {
+			if l == nil {
+				continue
+			}
+			lv, err := l(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			if eqVals(v, lv) {
+				start = i
+				break
+			}
+		}
+		if start < 0 {
+			start = def
+		}
+		if start < 0 {
+			return ctlNone, nil
+		}
+		return run(f, start)
+	}
+}
+
+// compileDecl: a variable of a scalar type, a reference, or a container.
+func compileDecl(n *ast.Node) stmtFn {
+	name, t := n.S, n.T
+	var init *ast.Node
+	if len(n.Kids) > 0 {
+		init = n.Kids[0]
+	}
+	switch {
+	case t == ast.TRef:
+		if init == nil {
+			return func(f *frame) (ctl, error) {
+				return ctlNone, f.errorf("reference %s without an initializer", name)
+			}
+		}
+		ref, val := refOf(init), exprOf(init)
+		return func(f *frame) (ctl, error) {
+			c, err := ref(f)
+			if err != nil {
+				// a reference bound to a temporary (const auto & x = f())
+				v, err2 := val(f)
+				if err2 != nil {
+					return ctlNone, err2
+				}
+				c = &Cell{V: v}
+			}
+			f.sc.define(name, c)
+			return ctlNone, nil
+		}
+	case t == ast.TObj:
+		ctype := n.C
+		var items []exprFn
+		var single exprFn
+		switch {
+		case init != nil && init.Op == ast.OpList:
+			for _, k := range init.Kids {
+				items = append(items, exprOf(k))
+			}
+		case init != nil:
+			single = exprOf(init)
+		}
+		return func(f *frame) (ctl, error) {
+			v, err := f.r.container(ctype)
+			if err != nil {
+				return ctlNone, f.errorf("%s %s: %v", ctype, name, err)
+			}
+			c := f.sc.cell(ast.TAuto)
+			c.V = v
+			if single != nil {
+				x, err := single(f)
+				if err != nil {
+					return ctlNone, err
+				}
+				if err := c.set(x); err != nil {
+					return ctlNone, err
+				}
+			} else if v.K == KArr {
+				a := v.P.(*Array)
+				for i, it := range items {
+					x, err := it(f)
+					if err != nil {
+						return ctlNone, err
+					}
+					if i >= len(a.cells) {
+						if a.fixed {
+							return ctlNone, f.errorf("too many initializers for %s", ctype)
+						}
+						a.cells = append(a.cells, Cell{T: a.elem})
+					}
+					if err := a.cells[i].set(x); err != nil {
+						return ctlNone, err
+					}
+				}
+			}
+			f.sc.define(name, c)
+			return ctlNone, nil
+		}
+	}
+	var val exprFn
+	if init != nil {
+		switch {
+		case init.Op == ast.OpList && len(init.Kids) == 0:
+		case init.Op == ast.OpList:
+			val = exprOf(init.Kids[0])
+		default:
+			val = exprOf(init)
+		}
+	}
+	return func(f *frame) (ctl, error) {
+		c := f.sc.cell(t)
+		c.V = zeroOf(t)
+		if val != nil {
+			v, err := val(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			if err := c.set(v); err != nil {
+				return ctlNone, f.errorf("%s = %s: %v", name, v.describe(), err)
+			}
+		}
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
+}
+
+func constant(v Val) exprFn { return func(*frame) (Val, error) { return v, nil } }
 
 func compileExpr(n *ast.Node) exprFn {
 	switch n.Op {
-	case ast.OpInt, ast.OpFloat, ast.OpStr:
-		v, _ := (&frame{}).evalNode(n)
-		return func(*frame) (Val, error) { return v, nil }
-	case ast.OpIdent:
-		switch res := n.Res.(type) {
-		case Val:
-			return func(*frame) (Val, error) { return res, nil }
-		case local:
-			return func(f *frame) (Val, error) {
-				sc := f.sc
-				for i := 0; i < res.up && sc != nil; i++ {
-					sc = sc.parent
-				}
-				if sc != nil && res.idx < len(sc.names) && sc.names[res.idx] == res.name {
-					return sc.cells[res.idx].V, nil
-				}
-				return f.evalNode(n) // the binding did not hold: the slow way
-			}
+	case ast.OpInt:
+		t := ast.TI32
+		if n.I > 1<<31-1 || n.I < -1<<31 {
+			t = ast.TI64
 		}
-		return nil
+		return constant(vInt(n.I, t))
+	case ast.OpFloat:
+		return constant(Val{K: KFloat, T: ast.TF64, F: n.F})
+	case ast.OpStr:
+		return constant(vStr(n.S))
+	case ast.OpIdent:
+		if v, ok := n.Res.(Val); ok {
+			return constant(v)
+		}
+		ref := identRef(n)
+		return func(f *frame) (Val, error) {
+			c, v, err := ref(f)
+			if err != nil {
+				return vVoid, err
+			}
+			if c != nil {
+				return c.V, nil
+			}
+			return v, nil
+		}
 	case ast.OpMember:
 		obj, name := exprOf(n.Kids[0]), n.S
 		return func(f *frame) (Val, error) {
@@ -279,62 +475,25 @@ func compileExpr(n *ast.Node) exprFn {
 			}
 			return f.member(o, name)
 		}
-	case ast.OpUnary:
-		switch n.S {
-		case "!":
-			x := exprOf(n.Kids[0])
-			return func(f *frame) (Val, error) {
-				v, err := x(f)
-				if err != nil {
-					return vVoid, err
-				}
-				return vBool(!v.truthy()), nil
-			}
-		}
+	case ast.OpIndex:
 		exprOf(n.Kids[0])
-		return nil
-	case ast.OpBinary:
-		a, b, op := exprOf(n.Kids[0]), exprOf(n.Kids[1]), n.S
-		switch op {
-		case "&&", "||":
-			or := op == "||"
-			return func(f *frame) (Val, error) {
-				x, err := a(f)
-				if err != nil {
-					return vVoid, err
-				}
-				if x.truthy() == or {
-					return vBool(x.truthy()), nil
-				}
-				y, err := b(f)
-				if err != nil {
-					return vVoid, err
-				}
-				return vBool(y.truthy()), nil
-			}
-		case "<<":
-			return nil // the stringstream case is the interpreter's
-		}
+		exprOf(n.Kids[1])
+		ref := compileIndexRef(n)
 		return func(f *frame) (Val, error) {
-			x, err := a(f)
+			c, err := ref(f)
 			if err != nil {
 				return vVoid, err
 			}
-			y, err := b(f)
-			if err != nil {
-				return vVoid, err
-			}
-			v, err := arith(op, x, y)
-			if err != nil {
-				return vVoid, f.arithError(err)
-			}
-			return v, nil
+			return c.V, nil
 		}
+	case ast.OpCall:
+		return compileCall(n)
+	case ast.OpUnary:
+		return compileUnary(n)
+	case ast.OpBinary:
+		return compileBinary(n)
 	case ast.OpAssign:
 		ref, val := refOf(n.Kids[0]), exprOf(n.Kids[1])
-		if ref == nil {
-			return nil
-		}
 		op := strings.TrimSuffix(n.S, "=")
 		return func(f *frame) (Val, error) {
 			c, err := ref(f)
@@ -367,27 +526,100 @@ func compileExpr(n *ast.Node) exprFn {
 			}
 			return b(f)
 		}
-	case ast.OpCall:
-		return compileCall(n)
+	case ast.OpCast:
+		x, t := exprOf(n.Kids[0]), n.T
+		if t == ast.TAuto || t == ast.TRef || t == ast.TPtr || t == ast.TObj {
+			return x
+		}
+		return func(f *frame) (Val, error) {
+			v, err := x(f)
+			if err != nil {
+				return vVoid, err
+			}
+			cv, err := convert(v, t)
+			if err != nil {
+				return vVoid, f.errorf("%v", err)
+			}
+			return cv, nil
+		}
+	case ast.OpList:
+		// a brace list as a value: the shape of a tensor
+		items := make([]exprFn, len(n.Kids))
+		for i, k := range n.Kids {
+			items[i] = exprOf(k)
+		}
+		return func(f *frame) (Val, error) {
+			a := &Array{elem: ast.TI64, cells: make([]Cell, 0, len(items))}
+			for _, it := range items {
+				v, err := it(f)
+				if err != nil {
+					return vVoid, err
+				}
+				a.cells = append(a.cells, Cell{V: v})
+			}
+			return Val{K: KArr, P: a}, nil
+		}
+	case ast.OpLambda:
+		params, body := n.Kids[0], n.Kids[1]
+		for _, d := range params.Kids {
+			for _, k := range d.Kids {
+				exprOf(k)
+			}
+		}
+		stmtOf(body)
+		return func(f *frame) (Val, error) {
+			for s := f.sc; s != nil && !s.captured; s = s.parent {
+				s.captured = true
+			}
+			return Val{K: KFunc, P: &closure{params: params, body: body, sc: f.sc, this: f.this, fn: f.fn}}, nil
+		}
 	}
-	return nil
+	for _, k := range n.Kids {
+		if k != nil {
+			exprOf(k)
+		}
+	}
+	op := n.Op
+	return func(f *frame) (Val, error) { return vVoid, f.errorf("expression %s", op) }
 }
 
-// refOf compiles an lvalue: a variable, or a member of an object.
-func refOf(n *ast.Node) refFn {
+// identRef finds an identifier's storage (a variable, a member of this)
+// or value (a global): by its static binding when it holds, else by name.
+func identRef(n *ast.Node) func(f *frame) (*Cell, Val, error) {
+	name := n.S
+	switch res := n.Res.(type) {
+	case local:
+		return func(f *frame) (*Cell, Val, error) {
+			sc := f.sc
+			for i := 0; i < res.up && sc != nil; i++ {
+				sc = sc.parent
+			}
+			if sc != nil && res.idx < len(sc.names) && sc.names[res.idx] == name {
+				return sc.cells[res.idx], vVoid, nil
+			}
+			return f.lookup(name) // the binding did not hold: the slow way
+		}
+	case member:
+		return func(f *frame) (*Cell, Val, error) { return f.lookupMember(name) }
+	}
+	return func(f *frame) (*Cell, Val, error) { return f.lookup(name) }
+}
+
+// compileRef is an expression's lvalue form: nil for a node that cannot
+// be one (refOf's callers then fail, naming the node).
+func compileRef(n *ast.Node) refFn {
 	switch n.Op {
 	case ast.OpIdent:
-		if res, ok := n.Res.(local); ok {
-			return func(f *frame) (*Cell, error) {
-				sc := f.sc
-				for i := 0; i < res.up && sc != nil; i++ {
-					sc = sc.parent
-				}
-				if sc != nil && res.idx < len(sc.names) && sc.names[res.idx] == res.name {
-					return sc.cells[res.idx], nil
-				}
-				return f.ref(n)
+		ref, name := identRef(n), n.S
+		return func(f *frame) (*Cell, error) {
+			c, _, err := ref(f)
+			if err != nil {
+				return nil, err
 			}
+			if c == nil {
+				return nil, f.errorf("%s is not assignable", name)
+			}
+			return c, nil
 		}
 	case ast.OpMember:
 		obj, name := exprOf(n.Kids[0]), n.S
@@ -396,34 +628,188 @@ func refOf(n *ast.Node) refFn {
 			if err != nil {
 				return nil, err
 			}
-			if o.K == KObj {
+			switch o.K {
+			case KObj:
 				ob := o.P.(*Object)
 				if c, ok := ob.fields[name]; ok {
 					return c, nil
 				}
-				if ob.class != "llama_hparams" {
-					return ob.field(name), nil
+				if ob.class == "llama_hparams" {
+					return nil, f.errorf("llama_hparams has no member %s", name)
 				}
+				return ob.field(name), nil
+			case KNull:
+				return nil, &Abort{Msg: "null pointer dereference reading ." + name, Where: f.fn}
 			}
-			return f.ref(n)
+			return nil, f.errorf("member %s of %s is not assignable", name, o.describe())
+		}
+	case ast.OpIndex:
+		return compileIndexRef(n)
+	case ast.OpUnary:
+		if n.S == "*" {
+			return refOf(n.Kids[0])
 		}
 	}
-	compileChildren(n)
-	return func(f *frame) (*Cell, error) { return f.ref(n) }
+	op := n.Op
+	return func(f *frame) (*Cell, error) { return nil, f.errorf("%s is not an lvalue", op) }
 }
 
-// compileCall compiles a call whose callee is an object's method, this's
-// method or a builtin; other calls (lambdas in variables, programs
-// called by name) are the interpreter's.
+// compileIndexRef is a[i]: an element of an array (checked: reading past
+// a std::array's end is undefined in llama.cpp, and an abort here), or a
+// map's value (inserted if absent, as operator[] does).
+func compileIndexRef(n *ast.Node) refFn {
+	arr, idx := exprOf(n.Kids[0]), exprOf(n.Kids[1])
+	return func(f *frame) (*Cell, error) {
+		a, err := arr(f)
+		if err != nil {
+			return nil, err
+		}
+		i, err := idx(f)
+		if err != nil {
+			return nil, err
+		}
+		switch a.K {
+		case KArr:
+			if i.K != KInt {
+				return nil, f.errorf("index %s", i.describe())
+			}
+			k := i.I
+			if i.T == ast.TU64 && k < 0 {
+				k = 1 << 62
+			}
+			c, err := a.P.(*Array).at(k)
+			if err != nil {
+				return nil, &Abort{Msg: "array " + err.Error(), Where: f.fn}
+			}
+			return c, nil
+		case KMap:
+			m := a.P.(*cmap)
+			k := m.find(i)
+			if k < 0 {
+				m.keys = append(m.keys, i)
+				m.vals = append(m.vals, vInt(0, ast.TI32))
+				k = len(m.keys) - 1
+			}
+			return &Cell{V: m.vals[k]}, nil
+		}
+		return nil, f.errorf("index into %s", a.describe())
+	}
+}
+
+func compileUnary(n *ast.Node) exprFn {
+	op := n.S
+	switch op {
+	case "pre++", "pre--", "post++", "post--":
+		ref := refOf(n.Kids[0])
+		arithOp := "+"
+		if strings.HasSuffix(op, "--") {
+			arithOp = "-"
+		}
+		post := strings.HasPrefix(op, "post")
+		return func(f *frame) (Val, error) {
+			c, err := ref(f)
+			if err != nil {
+				return vVoid, err
+			}
+			old := c.V
+			nv, err := arith(arithOp, old, vInt(1, ast.TI32))
+			if err != nil {
+				return vVoid, f.errorf("%v", err)
+			}
+			if err := c.set(nv); err != nil {
+				return vVoid, err
+			}
+			if post {
+				return old, nil
+			}
+			return c.V, nil
+		}
+	case "*", "&", "+":
+		// pointers and the objects they point to are the same values here
+		return exprOf(n.Kids[0])
+	}
+	x := exprOf(n.Kids[0])
+	return func(f *frame) (Val, error) {
+		v, err := x(f)
+		if err != nil {
+			return vVoid, err
+		}
+		switch op {
+		case "!":
+			return vBool(!v.truthy()), nil
+		case "-":
+			if v.K == KFloat {
+				return Val{K: KFloat, T: v.T, F: -v.F}, nil
+			}
+			if v.K == KInt {
+				return vInt(-v.I, common(v.T, ast.TI32)), nil
+			}
+		case "~":
+			if v.K == KInt {
+				return vInt(^v.I, common(v.T, ast.TI32)), nil
+			}
+		}
+		return vVoid, f.errorf("operator %s on %s", op, v.describe())
+	}
+}
+
+func compileBinary(n *ast.Node) exprFn {
+	a, b, op := exprOf(n.Kids[0]), exprOf(n.Kids[1]), n.S
+	switch op {
+	case "&&", "||":
+		or := op == "||"
+		return func(f *frame) (Val, error) {
+			x, err := a(f)
+			if err != nil {
+				return vVoid, err
+			}
+			if x.truthy() == or {
+				return vBool(x.truthy()), nil
+			}
+			y, err := b(f)
+			if err != nil {
+				return vVoid, err
+			}
+			return vBool(y.truthy()), nil
+		}
+	}
+	stream := op == "<<"
+	return func(f *frame) (Val, error) {
+		x, err := a(f)
+		if err != nil {
+			return vVoid, err
+		}
+		y, err := b(f)
+		if err != nil {
+			return vVoid, err
+		}
+		if stream && x.K == KObj && x.P.(*Object).class == "stringstream" {
+			sb, err := convert(y, ast.TStr)
+			if err != nil {
+				sb = vStr(formatValue(y))
+			}
+			c := x.P.(*Object).field("str")
+			c.V = vStr(c.V.S + sb.S)
+			return x, nil
+		}
+		v, err := arith(op, x, y)
+		if err != nil {
+			return vVoid, f.arithError(err)
+		}
+		return v, nil
+	}
+}
+
+// compileCall: an object's method, this's method, a builtin, a program
+// by name, or a callable value (a lambda in a variable).
 func compileCall(n *ast.Node) exprFn {
 	callee, args := n.Kids[0], n.Kids[1:]
 	for _, a := range args {
+		exprOf(a)
 		if a.Op == ast.OpList {
 			for _, k := range a.Kids {
 				exprOf(k)
 			}
-		} else {
-			exprOf(a)
 		}
 	}
 	switch callee.Op {
@@ -444,12 +830,18 @@ func compileCall(n *ast.Node) exprFn {
 			return f.r.callMethod(f, &m, args)
 		}
 	case ast.OpIdent:
-		if _, isMember := callee.Res.(member); !isMember {
-			return nil // a local variable (a lambda) may be it
-		}
 		name := callee.S
 		b, isBuiltin := builtins[name]
+		var local func(f *frame) (*Cell, Val, error)
+		if _, isMember := callee.Res.(member); !isMember {
+			local = identRef(callee) // a variable (a lambda) may be it
+		}
 		return func(f *frame) (Val, error) {
+			if local != nil {
+				if c := f.sc.lookup(name); c != nil {
+					return f.callValue(c.V, args)
+				}
+			}
 			if f.this.K == KObj && f.r.hasMethod(f.this, name) {
 				m := method{recv: f.this, name: name}
 				return f.r.callMethod(f, &m, args)
@@ -457,8 +849,18 @@ func compileCall(n *ast.Node) exprFn {
 			if isBuiltin {
 				return b(f, args)
 			}
-			return f.call(n)
+			if p := f.r.prog(name); p != nil {
+				return f.r.invoke(f, p, f.this, args)
+			}
+			return vVoid, f.errorf("call of unknown function %s", name)
 		}
 	}
-	return nil
+	fn := exprOf(callee)
+	return func(f *frame) (Val, error) {
+		v, err := fn(f)
+		if err != nil {
+			return vVoid, err
+		}
+		return f.callValue(v, args)
+	}
 }

@@ -19,7 +19,7 @@ func BenchmarkReplay1000Layers(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, a := range []string{"llama", "glm4moe", "gemma3n", "t5", "rwkv7"} {
+	for _, a := range []string{"llama", "glm4moe", "gemma3n", "t5", "rwkv7", "qwen4exp"} {
 		b.Run(a, func(b *testing.B) {
 			m, err := NewArchModel(a, vf, ArchOptions{Layers: 1000})
 			if err != nil {

@@ -1,0 +1,49 @@
+// Package arch is the pinned llama.cpp's per-architecture loading code,
+// replayed: the hyperparameter and tensor-creation functions of every
+// architecture (load_arch_hparams, load_arch_tensors and the functions
+// they share), as programs over a small C++ subset that the generator
+// (internal/arch/gen, run by scripts/gen-archs.sh) extracts from the
+// pinned source, with the tables they use (tables_gen.go) and the types
+// the pin's converter writes each metadata key with (converter_gen.go).
+// Nothing here is ported by hand: a later pin is "regenerate, then run the
+// tests", and TestGeneratedFromThePin fails when the committed files are
+// not the generator's.
+//
+// Load replays llama_model_load's hyperparameters on a model's metadata,
+// with llama_model_loader's type rules and messages (keys.go);
+// Run.CreateTensors replays load_tensors' creation of every tensor and
+// hands each to a Placer. Errors that are llama.cpp's own (a missing key,
+// a wrong shape, a failed GGML_ASSERT) are Throw and Abort, worded as
+// llama.cpp words them; an evalError is a construct the evaluator does not
+// know, a defect of ggload, never of the file.
+//
+// # The evaluator
+//
+// One engine runs the programs. A program is compiled once, when it is
+// first used: every node becomes a closure that calls its children's
+// closures directly (compile.go: a statement's stmtFn, an expression's
+// exprFn, and for the nodes that can be assigned to a refFn), and running
+// a program is calling its body's closure on a frame; nothing walks the
+// tree again. Builtins (builtins.go, methods.go, create.go), which take
+// their arguments unevaluated because some take references, run them
+// through frame.eval and frame.ref, which call the same closures.
+// Compiled programs are shared by every Run, so compilation happens only
+// at decoding, under the programs' lock; a Run itself is used by one
+// goroutine.
+//
+// Teaching the evaluator a construct of a later pin:
+//
+//  1. The generator's parser (gen/parse.go) reads it into an ast.Node: a
+//     new ast.Op, or an existing one with new attributes; ast's encoding
+//     carries every attribute already.
+//  2. compileStmt or compileExpr (and compileRef, for an lvalue) gets a
+//     case for it: compile the children once, and return a closure that
+//     does what C++ does, with frame's helpers (eval.go) for what several
+//     constructs share. A node kind with no case compiles to a closure that
+//     fails with an evalError naming the program and the kind: an unknown
+//     construct is an error, never a silent guess.
+//  3. resolveLocals (programs.go) learns the scopes it opens, if it
+//     declares variables; resolveGlobals, whether it opens one.
+//  4. A table case in eval_test.go shows its C++ semantics, and a golden
+//     case in gen's tests the source it comes from.
+package arch
