@@ -328,6 +328,11 @@ type Params struct {
 	// MapRanges chooses how mapped buffers cover the file (see MapRanges).
 	MapRanges MapRanges
 
+	// Context is the llama.cpp context the plan sizes beside the weights
+	// (KV cache, recurrent state, output buffer); the zero value is
+	// llama.cpp's command-line defaults.
+	Context ContextParams
+
 	// KVOverrides replace metadata values as llama.cpp's --override-kv
 	// does (llama_model_params.kv_overrides): the hyperparameters read
 	// them instead of the file's, so placement follows them.

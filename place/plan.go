@@ -130,6 +130,11 @@ type Plan struct {
 	Log      []LogLine
 	Usage    []DeviceUse
 
+	// Context is the llama.cpp context of Params.Context (nil with Skip,
+	// and when llama.cpp would refuse it: ContextErr says why).
+	Context    *ContextMemory
+	ContextErr error
+
 	ProbeQuestions int // supports_op questions
 	Probes         int // questions that reached a device (cache misses)
 

@@ -136,6 +136,22 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	if err := pl.sizeContexts(); err != nil {
 		return nil, err
 	}
+	switch {
+	case p.Params.Context.Skip:
+	case p.Params.Context.Custom != nil:
+		if err := pl.customContext(p.Params.Context.Custom); err != nil {
+			return nil, err
+		}
+	case !h.exact:
+		p.info(fmt.Sprintf("place: no context planned: the memory a context of '%s' needs is its own code, which llama.cpp %s does not have", h.arch, arch.Pin))
+	default:
+		// a context llama.cpp would refuse leaves the weights' plan as it
+		// is, and says why
+		if err := pl.planContext(); err != nil {
+			p.Context, p.ContextErr = nil, err
+			p.warn("place: no context: " + strings.TrimPrefix(err.Error(), "place: "))
+		}
+	}
 	pl.summarise()
 	p.ProbeQuestions, p.Probes = pr.asked, pr.probes
 	return p, nil

@@ -230,6 +230,30 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 		fmt.Fprintf(w, "  the file's %d tensors, %d unused, %d placed twice with a copy of their own\n", tot.FileTensors, tot.UnusedTensors, tot.DuplicateTensors)
 	}
 
+	if c := p.Context; c != nil {
+		kv := "per sequence"
+		if c.KVUnified {
+			kv = "unified"
+		}
+		class := c.Class
+		if class == "" {
+			class = "none (the architecture keeps no memory)"
+		}
+		fmt.Fprintf(w, "\ncontext (n_ctx %d, n_ctx_seq %d, %d sequences %s, n_batch %d, n_ubatch %d, K %s, V %s, flash attention %s, KV offload %v):\n",
+			c.NCtx, c.NCtxSeq, c.NSeqMax, kv, c.NBatch, c.NUBatch, c.TypeK, c.TypeV, c.FlashAttn, c.OffloadKQV)
+		fmt.Fprintf(w, "  memory module %s\n", class)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, cp := range c.Caches {
+			for _, b := range cp.Buffers {
+				fmt.Fprintf(tw, "  %s\t%s\t%d cells\ton %s\n", cp.Class, human(b.Size), cp.Cells, b.Device.Name())
+			}
+		}
+		fmt.Fprintf(tw, "  output buffer\t%s\t\t%s\n", human(c.Output.Size), c.Output.Name)
+		tw.Flush()
+		fmt.Fprintln(w)
+		p.WriteBreakdown(w)
+	}
+
 	fmt.Fprintln(w, "\nper device:")
 	for _, u := range p.Usage {
 		fmt.Fprintf(w, "  %-22s allocated %s, mapped %s; %s free of %s\n", u.Device.Name(), human(u.Allocated), human(u.Mapped), human(u.Free), human(u.Total))
@@ -380,6 +404,36 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Free      uint64 `json:"free"`
 		Total     uint64 `json:"total"`
 	}
+	type jCacheBuffer struct {
+		Class      string `json:"class"`
+		BufferType string `json:"buffer_type"`
+		Device     string `json:"device"`
+		Bytes      uint64 `json:"bytes"`
+		Cells      uint32 `json:"cells"`
+	}
+	type jContext struct {
+		NCtx      uint32         `json:"n_ctx"`
+		NCtxSeq   uint32         `json:"n_ctx_seq"`
+		NSeq      uint32         `json:"n_seq"`
+		NBatch    uint32         `json:"n_batch"`
+		NUBatch   uint32         `json:"n_ubatch"`
+		TypeK     string         `json:"type_k"`
+		TypeV     string         `json:"type_v"`
+		FlashAttn string         `json:"flash_attn"`
+		Offload   bool           `json:"kv_offload"`
+		Unified   bool           `json:"kv_unified"`
+		Memory    string         `json:"memory"`
+		Caches    []jCacheBuffer `json:"caches"`
+		Output    uint64         `json:"output_buffer"`
+		OutputBT  string         `json:"output_buffer_type"`
+	}
+	type jBreakdown struct {
+		BufferType string  `json:"buffer_type"`
+		Device     string  `json:"device,omitempty"`
+		Model      uint64  `json:"model"`
+		Context    uint64  `json:"context"`
+		Compute    *uint64 `json:"compute"` // null: not computed by ggload
+	}
 	type jLog struct {
 		Level  string `json:"level"`
 		Text   string `json:"text"`
@@ -408,8 +462,10 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 			From  string `json:"from,omitempty"`
 			To    string `json:"to,omitempty"`
 		} `json:"moved"`
-		Log            []jLog `json:"log"`
-		ProbeQuestions int    `json:"probe_questions"`
+		Log             []jLog       `json:"log"`
+		Context         *jContext    `json:"context,omitempty"`
+		MemoryBreakdown []jBreakdown `json:"memory_breakdown"`
+		ProbeQuestions  int          `json:"probe_questions"`
 		Probes         int    `json:"probes"`
 		Totals         Totals `json:"totals"`
 	}{Model: p.Model.Paths[0], Arch: p.Arch, Exact: p.Exact, Placement: Placement(p.Exact), NLayer: p.NLayer, LoadMode: p.LoadMode.String(), UseMmap: p.UseMmap,
@@ -460,6 +516,29 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 	}
 	for _, u := range p.Usage {
 		out.Usage = append(out.Usage, jUsage{u.Device.Name(), u.Allocated, u.Mapped, u.Free, u.Total})
+	}
+	out.MemoryBreakdown = []jBreakdown{}
+	for _, e := range p.Breakdown() {
+		jb := jBreakdown{BufferType: e.BufferType.Name(), Model: e.Model, Context: e.Context}
+		if e.Device != nil {
+			jb.Device = e.Device.Name()
+		}
+		if e.ComputeKnown {
+			c := e.Compute
+			jb.Compute = &c
+		}
+		out.MemoryBreakdown = append(out.MemoryBreakdown, jb)
+	}
+	if c := p.Context; c != nil {
+		jc := &jContext{NCtx: c.NCtx, NCtxSeq: c.NCtxSeq, NSeq: c.NSeqMax, NBatch: c.NBatch, NUBatch: c.NUBatch, TypeK: c.TypeK.String(),
+			TypeV: c.TypeV.String(), FlashAttn: c.FlashAttn.String(), Offload: c.OffloadKQV, Unified: c.KVUnified, Memory: c.Class,
+			Caches: []jCacheBuffer{}, Output: c.Output.Size, OutputBT: c.Output.Name}
+		for _, cp := range c.Caches {
+			for _, b := range cp.Buffers {
+				jc.Caches = append(jc.Caches, jCacheBuffer{cp.Class, b.BufferType.Name(), b.Device.Name(), b.Size, cp.Cells})
+			}
+		}
+		out.Context = jc
 	}
 	out.Moved.Count = p.Moved.Count
 	if p.Moved.Count > 0 {

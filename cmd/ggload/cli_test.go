@@ -665,3 +665,72 @@ func TestHelpNamesLibrarySearch(t *testing.T) {
 		}
 	}
 }
+
+// The context options reach the plan: its context, its memory breakdown
+// and the table llama.cpp prints.
+func TestContextOptions(t *testing.T) {
+	testenv.Runtime(t)
+	path := writeSynth(t, synth.Spec{Layers: 4, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 256})
+	out, err := runCLI(t, "plan", path, "-dev", "none", "-c", "1000", "-np", "2", "-ctk", "q8_0", "-ctv", "q8_0", "-fa", "on", "-ub", "128", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type jContext struct {
+		NCtx      uint32 `json:"n_ctx"`
+		NCtxSeq   uint32 `json:"n_ctx_seq"`
+		NSeq      uint32 `json:"n_seq"`
+		NUBatch   uint32 `json:"n_ubatch"`
+		TypeK     string `json:"type_k"`
+		FlashAttn string `json:"flash_attn"`
+		Caches    []struct {
+			Bytes uint64 `json:"bytes"`
+		}
+	}
+	var top struct {
+		Plan struct {
+			Context         jContext `json:"context"`
+			MemoryBreakdown []struct {
+				BufferType string  `json:"buffer_type"`
+				Context    uint64  `json:"context"`
+				Compute    *uint64 `json:"compute"`
+			} `json:"memory_breakdown"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &top); err != nil {
+		t.Fatal(err)
+	}
+	j := top.Plan
+	c := j.Context
+	// n_ctx 1000 pads to 1024, two sequences of 512
+	if c.NCtx != 1024 || c.NCtxSeq != 512 || c.NSeq != 2 || c.NUBatch != 128 || c.TypeK != "q8_0" || c.FlashAttn != "enabled" || len(c.Caches) != 1 {
+		t.Fatalf("context %+v", c)
+	}
+	// K and V: 4 layers × [64·2 heads, 512 cells, 2 streams] of q8_0 (34 bytes per 32)
+	want := uint64(4 * 2 * 128 / 32 * 34 * 512 * 2)
+	if c.Caches[0].Bytes != want || len(j.MemoryBreakdown) != 1 || j.MemoryBreakdown[0].Context != want || j.MemoryBreakdown[0].Compute != nil {
+		t.Fatalf("cache %d bytes, want %d; breakdown %+v", c.Caches[0].Bytes, want, j.MemoryBreakdown)
+	}
+	text, err := runCLI(t, "plan", path, "-dev", "none", "-c", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"common_memory_breakdown_print: | memory breakdown [MiB]", "common_memory_breakdown_print: |   - Host", "llama_kv_cache: size =", "compute: ?"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("no %q in\n%s", w, text)
+		}
+	}
+	for _, bad := range [][]string{{"-ctk", "q3_k"}, {"-fa", "maybe"}, {"-b", "0"}, {"-c", "99999999999"}} {
+		if _, err := runCLI(t, append([]string{"plan", path}, bad...)...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	// refused by llama.cpp's own checks, with its words: the weights are
+	// planned, the context is not
+	out, err = runCLI(t, "plan", path, "-dev", "none", "-ctv", "q8_0", "-fa", "off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "no context: ") || !strings.Contains(out, "quantized V cache requires flash_attn to be enabled") || strings.Contains(out, "memory breakdown") {
+		t.Errorf("a context llama.cpp refuses:\n%s", out)
+	}
+}

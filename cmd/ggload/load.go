@@ -151,18 +151,36 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		verified = &v
 	}
 	if lf.asJSON {
+		// the plan's context and memory breakdown, as plan --json has them
+		pj, err := json.Marshal(pd.plan)
+		if err != nil {
+			return err
+		}
+		var ctxJSON struct {
+			Context         json.RawMessage `json:"context,omitempty"`
+			MemoryBreakdown json.RawMessage `json:"memory_breakdown"`
+		}
+		if err := json.Unmarshal(pj, &ctxJSON); err != nil {
+			return err
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Load     *loader.Model    `json:"load"`
-			Plan     place.Totals     `json:"totals"`
-			Fit      fitReport        `json:"fit"`
-			Memory   []memRow         `json:"memory"`
-			Verified *loader.Verified `json:"verified,omitempty"`
-			Notes    []string         `json:"notes,omitempty"`
-		}{lm, pd.plan.Totals(), fit, rows, verified, s.notes})
+			Load            *loader.Model    `json:"load"`
+			Plan            place.Totals     `json:"totals"`
+			Fit             fitReport        `json:"fit"`
+			Memory          []memRow         `json:"memory"`
+			Context         json.RawMessage  `json:"context,omitempty"`
+			MemoryBreakdown json.RawMessage  `json:"memory_breakdown"`
+			Verified        *loader.Verified `json:"verified,omitempty"`
+			Notes           []string         `json:"notes,omitempty"`
+		}{lm, pd.plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, s.notes})
 	}
 	lm.Report(stdout, loader.ReportOptions{Tensors: lf.tensors})
+	if pd.plan.Context != nil {
+		fmt.Fprintln(stdout)
+		pd.plan.WriteBreakdown(stdout)
+	}
 	if verified != nil {
 		fmt.Fprintf(stdout, "ggload: verified: %d tensors read back from their devices equal the file", verified.Tensors)
 		if verified.Repacked > 0 {

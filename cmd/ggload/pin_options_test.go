@@ -34,7 +34,7 @@ type pinOption struct {
 // parameters, NUMA, RPC servers and the device list, the model's file and
 // where it comes from, and what is loaded with it (projector, adapters,
 // control vectors, a draft model).
-var inScope = regexp.MustCompile(`params\.(n_gpu_layers|main_gpu|split_mode|tensor_split|load_mode|lazy_mode|check_tensors|no_extra_bufts|no_host|devices|tensor_buft_overrides|kv_overrides|numa|fit_params\w*|no_op_offload|model\.\w+|mmproj\w*|no_mmproj\w*|lora_adapters|control_vector\w*|hf_token)\b|params\.speculative\.draft\.(n_gpu_layers|devices|tensor_buft_overrides|mparams)\b|add_rpc_devices|common_print_available_devices|llama_print_build_info`)
+var inScope = regexp.MustCompile(`params\.(n_gpu_layers|main_gpu|split_mode|tensor_split|load_mode|lazy_mode|check_tensors|no_extra_bufts|no_host|devices|tensor_buft_overrides|kv_overrides|numa|fit_params\w*|no_op_offload|model\.\w+|mmproj\w*|no_mmproj\w*|lora_adapters|control_vector\w*|hf_token|n_ctx|n_parallel|kv_unified|cache_type_k|cache_type_v|no_kv_offload|flash_attn_type|n_batch|n_ubatch|swa_full)\b|params\.speculative\.draft\.(n_gpu_layers|devices|tensor_buft_overrides|mparams)\b|add_rpc_devices|common_print_available_devices|llama_print_build_info`)
 
 // TestOptionsOfThePin holds ggload's options to the pin's common/arg.cpp:
 // every model loading, placement, fit and device option there is either
@@ -74,7 +74,7 @@ func TestOptionsOfThePin(t *testing.T) {
 		"N": {"1"}, "-ngl N": {"-1", "-2", "-7"}, "INDEX": {"0", "-1"}, "FNAME": {modelPath}, "N0,N1,N2,...": {"3,1", "1"}, "MiB0,MiB1,MiB2,...": {"1024", "512,256"},
 		"<tensor name pattern>=<buffer type>,...": {`blk\.0\.ffn_down=CPU`, "ffn_up=CPU,ffn_down=CPU"},
 		"<dev1,dev2,..>": {"none", "Vulkan0", "Vulkan0,RPC0"}, "SERVERS": {"127.0.0.1:50052", "10.0.0.2:50052,10.0.0.3:50052"},
-		"KEY=TYPE:VALUE,...": {"llama.context_length=int:512", `tokenizer.ggml.add_bos_token=bool:false,"general.name=str:a,b"`},
+		"-ctk TYPE": {"q8_0", "f32"}, "-ctv TYPE": {"q5_1", "bf16"}, "KEY=TYPE:VALUE,...": {"llama.context_length=int:512", `tokenizer.ggml.add_bos_token=bool:false,"general.name=str:a,b"`},
 	}
 	pf := defaultPlaceFlags()
 	ref, _, _, _ := planOptions(&pf)

@@ -47,6 +47,7 @@ type placeFlags struct {
 	listDevices bool
 	version     bool
 	mapRanges   place.MapRanges
+	context     place.ContextParams
 }
 
 func defaultPlaceFlags() placeFlags {
@@ -255,6 +256,8 @@ func (f *placeFlags) add(s *optionSet) {
 			return nil
 		}})
 
+	f.addContext(s)
+
 	s.group("llama.cpp's fit options")
 	s.add(&option{names: []string{"-fit", "--fit"}, value: "[on|off]", optValue: true, optWords: []string{"on", "off", "enabled", "disabled", "true", "false", "1", "0"},
 		help: "choose the parameters left unset (-ngl auto, no -ts, no -ot) so that the weights leave every device its -fitt free (default: on)",
@@ -378,7 +381,87 @@ func (f *placeFlags) params() place.Params {
 	p.Lazy = f.lazy
 	p.MapRanges = f.mapRanges
 	p.KVOverrides = f.kvOverrides
+	p.Context = f.context
 	return p
+}
+
+// addContext registers llama.cpp's context options: the context ggload
+// sizes beside the weights.
+func (f *placeFlags) addContext(s *optionSet) {
+	c := &f.context
+	s.group("llama.cpp's context options: the context sized beside the weights")
+	s.add(&option{names: []string{"-c", "--ctx-size"}, value: "N",
+		help: "size of the context in tokens (default: 0 = the model's trained context)",
+		set: func(v string) error {
+			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			if err != nil {
+				return err
+			}
+			c.NCtx = int(n)
+			return nil
+		}})
+	s.add(&option{names: []string{"-np", "--parallel"}, value: "N",
+		help: "number of parallel sequences (default: 1)",
+		set: func(v string) error {
+			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			if err != nil {
+				return err
+			}
+			c.NParallel = int(n)
+			return nil
+		}})
+	s.add(&option{names: []string{"-kvu", "--kv-unified"}, neg: []string{"-no-kvu", "--no-kv-unified"},
+		help: "one KV buffer shared by every sequence (default: disabled)",
+		on:   func(on bool) error { c.KVUnified = on; return nil }})
+	for _, kv := range []struct {
+		names []string
+		dst   *place.CacheType
+		what  string
+	}{{[]string{"-ctk", "--cache-type-k"}, &c.TypeK, "K"}, {[]string{"-ctv", "--cache-type-v"}, &c.TypeV, "V"}} {
+		s.add(&option{names: kv.names, value: "TYPE",
+			help: "KV cache data type for " + kv.what + "\nallowed values: " + strings.Join(place.CacheTypeNames(), ", ") + "\n(default: f16)",
+			set: func(v string) error {
+				t, err := place.ParseCacheType(v)
+				if err != nil {
+					return withHint(err, v, place.CacheTypeNames())
+				}
+				*kv.dst = t
+				return nil
+			}})
+	}
+	s.add(&option{names: []string{"-kvo", "--kv-offload"}, neg: []string{"-nkvo", "--no-kv-offload"},
+		help: "keep the KV cache with each layer on its device (default: enabled)",
+		on:   func(on bool) error { c.NoKVOffload = !on; return nil }})
+	s.add(&option{names: []string{"-fa", "--flash-attn"}, value: "[on|off|auto]",
+		help: "Flash Attention: 'on', 'off', or 'auto' (default: 'auto')",
+		set: func(v string) error {
+			fa, err := place.ParseFlashAttn(v)
+			if err != nil {
+				return withHint(err, v, []string{"on", "off", "auto"})
+			}
+			c.FlashAttn = fa
+			return nil
+		}})
+	batch := func(dst *int, what string) func(string) error {
+		return func(v string) error {
+			n, err := intIn(v, 0, math.MaxInt32)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("%s of 0: llama.cpp's context would take no tokens", what)
+			}
+			*dst = int(n)
+			return nil
+		}
+	}
+	s.add(&option{names: []string{"-b", "--batch-size"}, value: "N",
+		help: fmt.Sprintf("logical maximum batch size (default: %d)", place.DefaultNBatch), set: batch(&c.NBatch, "a logical batch")})
+	s.add(&option{names: []string{"-ub", "--ubatch-size"}, value: "N",
+		help: fmt.Sprintf("physical maximum batch size (default: %d)", place.DefaultNUBatch), set: batch(&c.NUBatch, "a physical batch")})
+	s.add(&option{names: []string{"--swa-full"},
+		help: "use a full-size cache for the sliding-window layers (default: false)",
+		on:   func(on bool) error { c.SWAFull = on; return nil }})
 }
 
 // parseCSVRow splits a comma list as common/arg.cpp's parse_csv_row does:

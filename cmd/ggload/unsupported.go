@@ -5,7 +5,6 @@ package main
 // the reason. TestOptionsOfThePin holds this list to the pin's source.
 
 const (
-	whyContext  = "ggload creates no context (KV cache, compute buffers): it loads weights only"
 	whyProject  = "a multimodal projector is a file of its own that libmtmd loads beside the model; ggload places one model's weights and loads no projector"
 	whyAdapter  = "adapters and control vectors are applied by a llama.cpp context on top of a loaded model; ggload loads the base model's weights only"
 	whyDownload = "downloads: ggload loads local files and fetches nothing"
@@ -19,7 +18,6 @@ var unsupportedOptions = []struct {
 	value string
 	why   string
 }{
-	{[]string{"-c", "--ctx-size"}, "N", whyContext},
 	{[]string{"-fitp", "--fit-print"}, "[on|off]", whyFitPrint},
 	{[]string{"-mm", "--mmproj"}, "FILE", whyProject},
 	{[]string{"-mmu", "--mmproj-url"}, "URL", whyProject},

@@ -58,6 +58,24 @@ func init() {
 		"gguf_get_key":     func(*frame, []*ast.Node) (Val, error) { return vStr(""), nil },
 		"gguf_kv_to_str":   func(*frame, []*ast.Node) (Val, error) { return vStr(""), nil },
 	}
+	for n, b := range memoryBuiltins() {
+		builtins[n] = b
+	}
+	builtins["std::move"] = func(f *frame, args []*ast.Node) (Val, error) {
+		if len(args) != 1 {
+			return vVoid, f.errorf("std::move of %d arguments", len(args))
+		}
+		return f.eval(args[0])
+	}
+	// another context (a draft model's target) exists only with
+	// ctx_other, which ggload's contexts never have: llama_get_memory of
+	// null is null; the others are reached only through it
+	builtins["llama_get_memory"] = func(*frame, []*ast.Node) (Val, error) { return vNull, nil }
+	for _, n := range []string{"llama_get_model", "llama_model_n_layer"} {
+		builtins[n] = func(f *frame, _ []*ast.Node) (Val, error) {
+			return vVoid, f.errorf("%s of another context (ggload plans one context)", n)
+		}
+	}
 	for n := range ast.Builtins {
 		if _, ok := builtins[n]; !ok && !modelMethods[n] {
 			panic("arch: builtin " + n + " has no implementation")

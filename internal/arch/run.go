@@ -99,6 +99,7 @@ type Run struct {
 
 	freeScopes []*scope // scopes no frame uses any more
 	overrides  map[string]KVOverride
+	memory     *Memory // what the last memory constructor made (CreateMemory)
 
 	progCache map[string]*Program // llama_model_base methods by name
 	hpCache   map[string]*Program // llama_hparams methods by name
@@ -283,6 +284,21 @@ func (r *Run) CreateTensors(p Placer) error {
 			n, r.nCreated, r.Arch, strings.Join(unused, ", "), more)}
 	}
 	return nil
+}
+
+// HasTensor reports whether a member of the model (tok_embd, output)
+// holds a tensor after CreateTensors.
+func (r *Run) HasTensor(member string) bool {
+	c, ok := r.model.fields[member]
+	return ok && c.V.K == KTensor
+}
+
+// VocabSize is the vocabulary's token count.
+func (r *Run) VocabSize() int64 {
+	if r.vocab.K != KObj {
+		return 0
+	}
+	return r.vocab.P.(*Object).fields["n_tokens"].V.I
 }
 
 // Hparams is the model's llama_hparams.

@@ -1409,7 +1409,9 @@ var ffnOpTypes = [][2]string{
 
 // enumConsts: the enum constants and #defines the programs use.
 var enumConsts = map[string]int64{
+	"GGML_TYPE_F32":                                 0,
 	"GGML_TYPE_NVFP4":                               40,
+	"LLAMA_CONTEXT_TYPE_MTP":                        1,
 	"LLAMA_EXPERT_GATING_FUNC_TYPE_NONE":            0,
 	"LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID":         2,
 	"LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX":         1,

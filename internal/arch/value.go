@@ -417,8 +417,13 @@ func (o *Object) clone() *Object {
 	c := &Object{class: o.class, fields: make(map[string]*Cell, len(o.fields))}
 	for k, f := range o.fields {
 		nf := *f
-		if nf.V.K == KObj {
+		switch nf.V.K {
+		case KObj:
 			nf.V.P = nf.V.P.(*Object).clone()
+		case KArr:
+			nf.V.P = nf.V.P.(*Array).clone() // std::array and std::vector members copy by value
+		case KMap:
+			nf.V.P = nf.V.P.(*cmap).clone()
 		}
 		c.fields[k] = &nf
 	}

@@ -75,7 +75,12 @@ type Lib struct {
 	// by value (purego passes the result's address as the ABI wants)
 	splitState func(t *bindings.Tensor, ud unsafe.Pointer) bindings.SplitState `c:"_Z33llama_meta_device_get_split_statePK11ggml_tensorPv"`
 
-	rt *ggml.Runtime
+	rt     *ggml.Runtime
+	handle uintptr
+
+	ctxOnce sync.Once
+	ctxLib  *contextLib
+	ctxErr  error
 }
 
 var (
@@ -103,7 +108,7 @@ func Open(rt *ggml.Runtime) (*Lib, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llama: open %s: %w", path, err)
 	}
-	l := &Lib{rt: rt}
+	l := &Lib{rt: rt, handle: h}
 	if err := bindings.Bind(l, h); err != nil {
 		return nil, fmt.Errorf("llama: %s: %w", path, err)
 	}

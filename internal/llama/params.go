@@ -40,3 +40,30 @@ func LoadFor(rt *ggml.Runtime, path string, params place.Params) (Load, error) {
 	}
 	return ld, nil
 }
+
+// ContextParamsFor is the llama_context_params llama.cpp's command line
+// makes of ggload's context options (common_context_params_to_llama):
+// the library's defaults, then every option the CLI sets.
+func (l *Lib) ContextParamsFor(c place.ContextParams) (ContextParams, error) {
+	p, err := l.ContextDefaultParams()
+	if err != nil {
+		return p, err
+	}
+	p.NCtx = uint32(c.NCtx)
+	p.NSeqMax = uint32(max(c.NParallel, 1))
+	p.NBatch, p.NUBatch = uint32(place.DefaultNBatch), uint32(place.DefaultNUBatch)
+	if c.NBatch > 0 {
+		p.NBatch = uint32(c.NBatch)
+	}
+	if c.NUBatch > 0 {
+		p.NUBatch = uint32(c.NUBatch)
+	}
+	p.NOutputsMax = 0
+	p.NOutputsMaxPerSeq = 1
+	p.FlashAttnType = int32(c.FlashAttn.Llama())
+	p.OffloadKQV = !c.NoKVOffload
+	p.SWAFull = c.SWAFull
+	p.KVUnified = c.KVUnified
+	p.TypeK, p.TypeV = int32(c.TypeK.Type()), int32(c.TypeV.Type())
+	return p, nil
+}

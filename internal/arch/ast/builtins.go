@@ -11,4 +11,11 @@ var Builtins = map[string]bool{
 	"load_arch_hparams": true, "load_arch_tensors": true, "LLM_TN": true, "LLM_KV": true, "arch_name": true, "type_name": true,
 	"gguf_get_n_kv": true, "gguf_get_kv_type": true, "gguf_get_key": true, "gguf_kv_to_str": true,
 	"powf": true, "sqrtf": true, "std::pow": true, "std::log": true, "expf": true, "logf": true,
+	// create_memory: the memory modules' constructors, the other context
+	// a draft model's memory shares (none), std::move
+	"new::llama_kv_cache": true, "new::llama_kv_cache_iswa": true, "new::llama_kv_cache_dsa": true,
+	"new::llama_kv_cache_dsa_iswa": true, "new::llama_kv_cache_msa": true, "new::llama_kv_cache_dsv4": true,
+	"new::llama_memory_recurrent": true, "new::llama_memory_hybrid": true, "new::llama_memory_hybrid_iswa": true,
+	"new::llama_memory_hybrid_idx": true,
+	"llama_get_memory": true, "llama_get_model": true, "llama_model_n_layer": true, "std::move": true,
 }

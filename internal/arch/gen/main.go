@@ -127,6 +127,11 @@ func run(dir, out, pin string) error {
 	if err := g.extract("src/llama-model.cpp", "llama_model_base::load_hparams"); err != nil {
 		return err
 	}
+	// the memory module a context of the model gets (its constructors are
+	// the evaluator's)
+	if err := g.extract("src/llama-model.cpp", "llama_model::create_memory"); err != nil {
+		return err
+	}
 	lt, err := s.findDef("src/llama-model.cpp", "llama_model_base::load_tensors")
 	if err != nil || lt == nil {
 		return fmt.Errorf("llama_model_base::load_tensors not found: %v", err)

@@ -128,6 +128,19 @@ func (p *parser) params(end tokKind) *ast.Node {
 // several nodes.
 func (p *parser) statement() []*ast.Node {
 	t := p.peek()
+	if t.k == tPunct && t.s == "[" && p.peekAt(1).s == "[" {
+		// an attribute ([[fallthrough]];): no effect on what runs
+		for !(p.is("]") && p.peekAt(1).s == "]") {
+			if p.peek().k == tEOF {
+				p.fail("unterminated attribute")
+			}
+			p.next()
+		}
+		p.next()
+		p.next()
+		p.accept(";")
+		return nil
+	}
 	if t.k == tPunct {
 		switch t.s {
 		case "{":
@@ -737,6 +750,27 @@ func (p *parser) primary() *ast.Node {
 		}
 		if name == "this" {
 			return &ast.Node{Op: ast.OpIdent, S: "this"}
+		}
+		if name == "new" {
+			// new T(args): a call of T's constructor, named "new::T"
+			class := p.ident()
+			for p.is("::") {
+				p.next()
+				class += "::" + p.ident()
+			}
+			if p.is("<") && !p.templateArgs() {
+				p.fail("bad template arguments")
+			}
+			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "new::" + class}}}
+			p.expect("(")
+			for !p.is(")") {
+				call.Kids = append(call.Kids, p.assignExpr())
+				if !p.accept(",") {
+					break
+				}
+			}
+			p.expect(")")
+			return call
 		}
 		return &ast.Node{Op: ast.OpIdent, S: name}
 	}

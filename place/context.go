@@ -1,0 +1,526 @@
+package place
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
+)
+
+// ContextMemory is what a llama.cpp context of the model keeps besides
+// the weights, as llama_init_from_model makes it with the plan's
+// ContextParams: its parameters as the llama_context constructor
+// resolves them, its memory module (the KV cache, the recurrent state,
+// their hybrids and variants) as llama_model::create_memory chooses it
+// for the architecture and as its constructors size and place it, and
+// the output buffer.
+type ContextMemory struct {
+	NCtx, NCtxSeq, NSeqMax uint32 // cparams n_ctx (padded to 256), n_ctx_seq, n_seq_max
+	NBatch, NUBatch        uint32
+	TypeK, TypeV           ggml.Type
+	FlashAttn              FlashAttn // as asked (auto is resolved against the graph, by llama.cpp's scheduler)
+	OffloadKQV             bool
+	KVUnified              bool
+	CausalAttn             bool
+
+	Class  string      // the memory module's class ("llama_kv_cache", ...); "" for none, "custom" for CustomMemory
+	Caches []CachePlan // its caches, in llama.cpp's order
+	Output BufferPlan  // the logits buffer (not in llama.cpp's memory breakdown)
+	OutBT  ggml.BufferType
+
+	// Compute is, for a CustomMemory, its per-device bytes (ComputeKnown);
+	// ggload does not size llama.cpp's compute buffers yet.
+	Compute      map[ggml.BufferType]uint64
+	ComputeKnown bool
+}
+
+// CachePlan is one cache of a memory module: its tensors and, per buffer
+// type, its buffer.
+type CachePlan struct {
+	Class   string // llama_kv_cache, llama_memory_recurrent, llama_dsv4_comp_state
+	Cells   uint32
+	Tensors []CacheTensor
+	Buffers []CacheBuffer // in llama.cpp's order: by buffer type name
+}
+
+// CacheTensor is one tensor of a cache.
+type CacheTensor struct {
+	Name       string
+	Layer      int
+	Type       ggml.Type
+	Shape      ggml.Shape
+	BufferType ggml.BufferType
+	Device     *ggml.Device
+}
+
+// CacheBuffer is a cache's buffer of one buffer type.
+type CacheBuffer struct {
+	BufferType ggml.BufferType
+	Device     *ggml.Device
+	Size       uint64 // the tensors' allocation sizes, aligned (what llama.cpp counts)
+}
+
+// Bytes is the memory module's size per buffer type.
+func (m *ContextMemory) Bytes() map[ggml.BufferType]uint64 {
+	out := map[ggml.BufferType]uint64{}
+	for _, c := range m.Caches {
+		for _, b := range c.Buffers {
+			out[b.BufferType] += b.Size
+		}
+	}
+	return out
+}
+
+// llamaMaxSeq is LLAMA_MAX_SEQ.
+const llamaMaxSeq = 256
+
+// planContext resolves the context's parameters as llama_context's
+// constructor does and sizes its memory module and output buffer.
+func (pl *planner) planContext() error {
+	p, h := pl.p, pl.h
+	cp := p.Params.Context
+	hp := h.run.Hparams()
+	field := func(name string) int64 {
+		v, _ := hp.Field(name)
+		return v
+	}
+	cm := &ContextMemory{TypeK: cp.TypeK.Type(), TypeV: cp.TypeV.Type(), FlashAttn: cp.FlashAttn,
+		OffloadKQV: !cp.NoKVOffload, KVUnified: cp.KVUnified}
+	if cp.NCtx < 0 || cp.NCtx > math.MaxInt32 || cp.NBatch < 0 || cp.NUBatch < 0 || cp.NParallel < 0 {
+		return fmt.Errorf("place: context: -c %d, -b %d, -ub %d, -np %d: negative sizes", cp.NCtx, cp.NBatch, cp.NUBatch, cp.NParallel)
+	}
+	// llama_init_from_model's checks, and the Flash Attention it forces
+	if cp.NCtx == 0 && field("n_ctx_train") == 0 {
+		return fmt.Errorf("place: %w: n_ctx and model->hparams.n_ctx_train cannot both be zero", ErrRefused)
+	}
+	fa := cp.FlashAttn
+	if fa != FlashAttnOff && h.run.Arch == "grok" {
+		p.warn("llama_init_from_model: flash_attn is not compatible with Grok - forcing off")
+		fa = FlashAttnOff
+	}
+	if p.Params.SplitMode == SplitTensor {
+		if fa == FlashAttnAuto {
+			p.info("llama_init_from_model: enabling flash_attn since it is required for SPLIT_MODE_TENSOR")
+			fa = FlashAttnOn
+		}
+		if fa != FlashAttnOn {
+			return fmt.Errorf("place: %w: SPLIT_MODE_TENSOR requires flash_attn to be enabled", ErrRefused)
+		}
+	}
+	isMLA, _ := hp.Call("is_mla")
+	if (isMLA != 0 || h.run.Arch == "deepseek4") && cm.TypeK != cm.TypeV {
+		return fmt.Errorf("place: %w: model does not support different K (%s) and V (%s) cache types", ErrRefused, cm.TypeK, cm.TypeV)
+	}
+	if cm.TypeV.Quantized() && fa != FlashAttnOn {
+		if fa == FlashAttnAuto {
+			p.info("llama_init_from_model: enabling flash_attn since it is required for quantized V cache")
+			fa = FlashAttnOn
+		}
+		if fa == FlashAttnOff {
+			return fmt.Errorf("place: %w: quantized V cache requires flash_attn to be enabled", ErrRefused)
+		}
+	}
+	nLayer, _ := hp.Call("n_layer")
+	for _, kv := range []struct {
+		t    ggml.Type
+		what string
+	}{{cm.TypeK, "k"}, {cm.TypeV, "v"}} {
+		if fa == FlashAttnOff || !kv.t.Quantized() {
+			continue
+		}
+		bs := kv.t.BlockSize()
+		for il := int64(0); il < nLayer; il++ {
+			head, err := hp.Call("n_embd_head_"+kv.what, il)
+			if err != nil {
+				return refused(p.Model, err)
+			}
+			if head%bs != 0 {
+				return fmt.Errorf("place: %w: %s cache type %s with block size %d does not divide n_embd_head_%s=%d",
+					ErrRefused, strings.ToUpper(kv.what), kv.t, bs, kv.what, head)
+			}
+		}
+	}
+	cm.FlashAttn = fa
+	// a draft model's context that shares its target's
+	switch h.run.Arch {
+	case "gemma4-assistant":
+		return fmt.Errorf("place: %w: Gemma4Assistant requires ctx_other to be set (this warning is normal during memory fitting)", ErrRefused)
+	case "eagle3", "dflash":
+		if !h.run.HasTensor("tok_embd") || !h.run.HasTensor("output") {
+			return fmt.Errorf("place: %w: %s requires ctx_other to be set (this warning is normal during memory fitting)", ErrRefused, h.run.Arch)
+		}
+	}
+	nSeq := uint32(max(1, cp.parallel()))
+	if nSeq > llamaMaxSeq {
+		return fmt.Errorf("place: %w: n_seq_max must be <= %d", ErrRefused, llamaMaxSeq)
+	}
+	cm.NSeqMax = nSeq
+	nCtx := uint32(cp.NCtx)
+	if nCtx == 0 {
+		nCtx = uint32(field("n_ctx_train"))
+	}
+	cm.CausalAttn = field("causal_attn") != 0
+	nBatch := uint32(cp.batch())
+	if cm.CausalAttn {
+		nBatch = min(nCtx, nBatch)
+	}
+	ub := uint32(cp.ubatch())
+	cm.NBatch, cm.NUBatch = nBatch, min(nBatch, ub)
+	nCtx = pad256(nCtx)
+	cm.NCtx = nCtx
+	var warn []string
+	if cm.KVUnified {
+		cm.NCtxSeq = nCtx
+	} else {
+		cm.NCtxSeq = pad256(nCtx / nSeq)
+		if cm.NCtxSeq == 0 {
+			return fmt.Errorf("place: %w: n_ctx_seq == 0", ErrRefused)
+		}
+		if nCtx != cm.NCtxSeq*nSeq {
+			cm.NCtx = cm.NCtxSeq * nSeq
+			warn = append(warn, fmt.Sprintf("llama_context: n_ctx is not divisible by n_seq_max - rounding down to %d", cm.NCtx))
+		}
+	}
+	p.Context = cm
+	p.info("llama_context: constructing llama_context")
+	for _, w := range warn {
+		p.warn(w)
+	}
+	p.info(fmt.Sprintf("llama_context: n_seq_max             = %d", cm.NSeqMax))
+	p.info(fmt.Sprintf("llama_context: n_ctx                 = %d", cm.NCtx))
+	p.info(fmt.Sprintf("llama_context: n_ctx_seq             = %d", cm.NCtxSeq))
+	p.info(fmt.Sprintf("llama_context: n_batch               = %d", cm.NBatch))
+	p.info(fmt.Sprintf("llama_context: n_ubatch              = %d", cm.NUBatch))
+	p.info(fmt.Sprintf("llama_context: causal_attn           = %d", b2i(cm.CausalAttn)))
+	p.info(fmt.Sprintf("llama_context: flash_attn            = %s", cm.FlashAttn))
+	p.info(fmt.Sprintf("llama_context: kv_unified            = %v", cm.KVUnified))
+	if nTrain := uint32(field("n_ctx_train")); cm.NCtxSeq < nTrain {
+		p.info(fmt.Sprintf("llama_context: n_ctx_seq (%d) < n_ctx_train (%d) -- the full capacity of the model will not be utilized", cm.NCtxSeq, nTrain))
+	} else if cm.NCtxSeq > nTrain {
+		p.warn(fmt.Sprintf("llama_context: n_ctx_seq (%d) > n_ctx_train (%d) -- possible training context overflow", cm.NCtxSeq, nTrain))
+	}
+
+	// the output buffer: the logits of n_seq_max outputs, on the output
+	// device's host buffer type
+	out := pl.cpuBuf
+	if d := p.LayerDevices[p.NLayer]; d != nil {
+		if hb, ok := d.HostBufferType(); ok {
+			out = hb
+		}
+	}
+	nOut := uint64(h.run.VocabSize()) * uint64(nSeq)
+	if h.run.Arch == "t5" {
+		embd := field("n_embd")
+		if eo := field("n_embd_out_impl"); eo > 0 {
+			embd = eo
+		}
+		nOut += uint64(embd) * uint64(nSeq)
+	}
+	cm.Output = BufferPlan{Name: out.Name(), Size: nOut * 4, Requested: nOut * 4, File: -1}
+	cm.OutBT = out
+	p.info(fmt.Sprintf("llama_context: %10s  output buffer size = %8.2f MiB", out.Name(), float64(cm.Output.Size)/(1<<20)))
+
+	mem, err := h.run.CreateMemory(arch.MemoryParams{TypeK: cm.TypeK, TypeV: cm.TypeV, SWAFull: cp.SWAFull,
+		FlashAttn: fa != FlashAttnOff, OffloadKQV: cm.OffloadKQV, KVUnified: cm.KVUnified,
+		NCtxSeq: cm.NCtxSeq, NSeqMax: cm.NSeqMax, NUBatch: cm.NUBatch})
+	if err != nil {
+		return refused(p.Model, err)
+	}
+	cm.Class = mem.Class
+	for _, c := range mem.Caches {
+		cpl, err := pl.sizeCache(c)
+		if err != nil {
+			return err
+		}
+		cm.Caches = append(cm.Caches, cpl)
+	}
+	return nil
+}
+
+func pad256(x uint32) uint32 { return (x + 255) / 256 * 256 }
+
+// sizeCache places a cache's tensors (on their layer's device, or the
+// CPU when the cache is not offloaded) and sizes its buffer per buffer
+// type, in llama.cpp's order; it logs llama.cpp's lines for it.
+func (pl *planner) sizeCache(c *arch.Cache) (CachePlan, error) {
+	p := pl.p
+	out := CachePlan{Class: c.Class, Cells: c.Cells}
+	for _, l := range c.Pre {
+		level, text, _ := strings.Cut(l, " ")
+		p.log(level, text)
+	}
+	byBT := map[ggml.BufferType]*CacheBuffer{}
+	var order []ggml.BufferType
+	var sizeK, sizeV, sizeP uint64
+	for _, t := range c.Tensors {
+		dev := p.CPU
+		if p.Context.offload() && t.Layer >= 0 && t.Layer < len(p.LayerDevices) {
+			dev = p.LayerDevices[t.Layer]
+		}
+		bt := dev.BufferType()
+		shape := ggml.Shape{t.Ne[0], t.Ne[1], t.Ne[2], t.Ne[3]}
+		out.Tensors = append(out.Tensors, CacheTensor{Name: t.Name, Layer: t.Layer, Type: t.Type, Shape: shape, BufferType: bt, Device: dev})
+		n, err := pl.tensorAllocSize(bt, t.Type, shape)
+		if err != nil {
+			return out, err
+		}
+		align := max(bt.Alignment(), 1)
+		b := byBT[bt]
+		if b == nil {
+			b = &CacheBuffer{BufferType: bt, Device: dev}
+			byBT[bt] = b
+			order = append(order, bt)
+		}
+		b.Size += (n + align - 1) / align * align
+		nb, err := t.Type.Bytes(shape)
+		if err != nil {
+			return out, err
+		}
+		switch t.Role {
+		case 'k', 'r':
+			sizeK += uint64(nb)
+		case 'v', 's':
+			sizeV += uint64(nb)
+		case 'p':
+			sizeP += uint64(nb)
+		}
+	}
+	slices.SortFunc(order, func(a, b ggml.BufferType) int { return cmp.Compare(a.NativeName(), b.NativeName()) })
+	kind := map[string]string{"llama_kv_cache": "KV", "llama_memory_recurrent": "RS"}[c.Class]
+	for _, bt := range order {
+		b := byBT[bt]
+		out.Buffers = append(out.Buffers, *b)
+		if c.Class == "llama_dsv4_comp_state" {
+			p.info(fmt.Sprintf("%s: %10s DSV4 %s state buffer size = %8.2f MiB", c.Class, bt.Name(), c.Name, float64(b.Size)/(1<<20)))
+		} else {
+			p.info(fmt.Sprintf("%s: %10s %s buffer size = %8.2f MiB", c.Class, bt.Name(), kind, float64(b.Size)/(1<<20)))
+		}
+	}
+	mib := func(n uint64) float32 { return float32(n) / (1024 * 1024) }
+	switch c.Class {
+	case "llama_kv_cache":
+		p.info(fmt.Sprintf("llama_kv_cache: size = %7.2f MiB (%6d cells, %3d layers, %2d/%d seqs), K (%s): %7.2f MiB, V (%s): %7.2f MiB",
+			mib(sizeK+sizeV), c.Cells, c.Layers, c.NSeqMax, c.Streams, c.TypeK, mib(sizeK), c.TypeV, mib(sizeV)))
+		p.info(fmt.Sprintf("llama_kv_cache: attn_rot_k = %d, n_embd_head_k_all = %d", c.RotK, c.HeadK))
+		p.info(fmt.Sprintf("llama_kv_cache: attn_rot_v = %d, n_embd_head_k_all = %d", c.RotV, c.HeadV))
+	case "llama_memory_recurrent":
+		p.info(fmt.Sprintf("llama_memory_recurrent: size = %7.2f MiB (%6d cells, %3d layers, %2d seqs %2d rs_seq), R (%s): %7.2f MiB, S (%s): %7.2f MiB, P (%s): %7.2f MiB",
+			mib(sizeK+sizeV+sizeP), c.Cells, c.Layers, c.NSeqMax, c.NRSSeq, c.TypeK, mib(sizeK), c.TypeV, mib(sizeV), c.TypeK, mib(sizeP)))
+	case "llama_dsv4_comp_state":
+		var total uint64
+		for _, b := range out.Buffers {
+			total += b.Size
+		}
+		p.info(fmt.Sprintf("llama_dsv4_comp_state: %s ratio = %d, state = %d x %d, streams = %d, rs_seq = %d, layers = %d, size = %7.2f MiB",
+			c.Name, c.Ratio, c.Cells, c.Embd, c.Streams, c.NRSSeq, c.Layers, float64(total)/(1<<20)))
+	}
+	return out, nil
+}
+
+func (m *ContextMemory) offload() bool { return m == nil || m.OffloadKQV }
+
+// customContext counts an engine's own needs: each layer's bytes with
+// the layer, each device's bytes on it.
+func (pl *planner) customContext(c *CustomMemory) error {
+	p := pl.p
+	cm := &ContextMemory{Class: "custom", OffloadKQV: true, Compute: map[ggml.BufferType]uint64{}, ComputeKnown: true}
+	cache := CachePlan{Class: "custom"}
+	byBT := map[ggml.BufferType]int{}
+	for il := 0; il < p.NLayer && c.PerLayer > 0; il++ {
+		d := p.LayerDevices[il]
+		bt := d.BufferType()
+		i, ok := byBT[bt]
+		if !ok {
+			i = len(cache.Buffers)
+			byBT[bt] = i
+			cache.Buffers = append(cache.Buffers, CacheBuffer{BufferType: bt, Device: d})
+		}
+		cache.Buffers[i].Size += c.PerLayer
+	}
+	cm.Caches = []CachePlan{cache}
+	names := make([]string, 0, len(c.PerDevice))
+	for name := range c.PerDevice {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		n := c.PerDevice[name]
+		d := p.CPU
+		if name != "CPU" {
+			var err error
+			if d, err = pl.rt.DeviceByName(name); err != nil {
+				return fmt.Errorf("place: custom memory: %w", err)
+			}
+		}
+		cm.Compute[d.BufferType()] += n
+	}
+	p.Context = cm
+	return nil
+}
+
+// BreakdownEntry is one buffer type's memory, as llama_get_memory_breakdown
+// reports it: the weights (model), the memory module (context) and the
+// compute buffers. ComputeKnown is false where ggload does not size the
+// compute buffers.
+type BreakdownEntry struct {
+	BufferType   ggml.BufferType
+	Device       *ggml.Device // nil for host buffer types
+	Model        uint64
+	Context      uint64
+	Compute      uint64
+	ComputeKnown bool
+}
+
+// Breakdown is the plan's memory per buffer type: the weights' buffers
+// and, when a context was planned, its memory module's.
+func (p *Plan) Breakdown() []BreakdownEntry {
+	idx := map[ggml.BufferType]int{}
+	var out []BreakdownEntry
+	entry := func(bt ggml.BufferType, dev *ggml.Device) *BreakdownEntry {
+		i, ok := idx[bt]
+		if !ok {
+			i = len(out)
+			idx[bt] = i
+			if bt.IsHost() {
+				dev = nil
+			}
+			out = append(out, BreakdownEntry{BufferType: bt, Device: dev})
+		}
+		return &out[i]
+	}
+	for _, c := range p.Contexts {
+		e := entry(c.BufferType, c.Device)
+		for _, b := range c.Buffers {
+			if c.Mapped {
+				e.Model += b.Size // the file's pages the buffer wraps
+			} else {
+				e.Model += b.Requested
+			}
+		}
+	}
+	if p.Context != nil {
+		for _, c := range p.Context.Caches {
+			for _, b := range c.Buffers {
+				entry(b.BufferType, b.Device).Context += b.Size
+			}
+		}
+		bts := make([]ggml.BufferType, 0, len(p.Context.Compute))
+		for bt := range p.Context.Compute {
+			bts = append(bts, bt)
+		}
+		slices.SortFunc(bts, func(a, b ggml.BufferType) int { return cmp.Compare(a.Name(), b.Name()) })
+		for _, bt := range bts {
+			d, _ := bt.Device()
+			entry(bt, d).Compute += p.Context.Compute[bt]
+		}
+		for i := range out {
+			out[i].ComputeKnown = p.Context.ComputeKnown
+		}
+	}
+	kept := out[:0]
+	for _, e := range out {
+		if e.Model+e.Context+e.Compute > 0 {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// WriteBreakdown prints the plan's memory as llama.cpp's
+// common_memory_breakdown_print prints a context's: per device its total
+// and free memory (free as it will be once the plan's buffers are
+// allocated), what the plan puts there (model, context, compute) and
+// what others hold (unaccounted); the host's row; any other buffer type.
+// Compute buffers ggload does not size are shown as "?".
+func (p *Plan) WriteBreakdown(w io.Writer) {
+	const fn = "common_memory_breakdown_print"
+	const mib = 1 << 20
+	bd := p.Breakdown()
+	computeKnown := len(bd) > 0
+	for _, e := range bd {
+		computeKnown = computeKnown && e.ComputeKnown
+	}
+	compute := func(n uint64) string {
+		if !computeKnown {
+			return "?"
+		}
+		return fmt.Sprint(n / mib)
+	}
+	type row struct {
+		gpu  bool
+		cols [8]string
+	}
+	rows := []row{{false, [8]string{"memory breakdown [MiB]", "total", "free", "self", "model", "context", "compute", "unaccounted"}}}
+	seen := map[int]bool{}
+	for _, d := range p.Devices {
+		var model, context, comp uint64
+		for i, e := range bd {
+			if e.Device == d && !e.BufferType.IsHost() {
+				model, context, comp = model+e.Model, context+e.Context, comp+e.Compute
+				seen[i] = true
+			}
+		}
+		free, total := d.Memory()
+		for _, u := range p.Usage {
+			if u.Device == d {
+				free, total = u.Free, u.Total
+			}
+		}
+		self := model + context + comp
+		after := int64(free) - int64(self)
+		desc := d.Description()
+		for _, pre := range []string{"NVIDIA ", "GeForce ", "Tesla ", "AMD ", "Radeon ", "Instinct "} {
+			desc = strings.TrimPrefix(desc, pre)
+		}
+		rows = append(rows, row{true, [8]string{"  - " + d.Name() + " (" + desc + ")", fmt.Sprint(total / mib), fmt.Sprint(after / mib),
+			fmt.Sprint(self / mib), fmt.Sprint(model / mib), fmt.Sprint(context / mib), compute(comp), fmt.Sprint((int64(total) - int64(free)) / mib)}})
+	}
+	var hm, hc, hp uint64
+	for i, e := range bd {
+		if e.BufferType.IsHost() {
+			hm, hc, hp = hm+e.Model, hc+e.Context, hp+e.Compute
+			seen[i] = true
+		}
+	}
+	rows = append(rows, row{false, [8]string{"  - Host", "", "", fmt.Sprint((hm + hc + hp) / mib), fmt.Sprint(hm / mib), fmt.Sprint(hc / mib), compute(hp), ""}})
+	for i, e := range bd {
+		if !seen[i] {
+			rows = append(rows, row{false, [8]string{"  - " + e.BufferType.Name(), "", "", fmt.Sprint((e.Model + e.Context + e.Compute) / mib),
+				fmt.Sprint(e.Model / mib), fmt.Sprint(e.Context / mib), compute(e.Compute), ""}})
+		}
+	}
+	for j := 0; j < 8; j++ {
+		width := 0
+		for _, r := range rows {
+			width = max(width, len(r.cols[j]))
+		}
+		for i := range rows {
+			c := &rows[i].cols[j]
+			pad := strings.Repeat(" ", width-len(*c))
+			if j == 0 {
+				*c += pad
+			} else {
+				*c = pad + *c
+			}
+		}
+	}
+	for i, r := range rows {
+		c := r.cols
+		switch {
+		case i == 0:
+			fmt.Fprintf(w, "%s: | %s | %s   %s    %s   %s   %s   %s    %s |\n", fn, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
+		case r.gpu:
+			fmt.Fprintf(w, "%s: | %s | %s = %s + (%s = %s + %s + %s) + %s |\n", fn, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
+		default:
+			fmt.Fprintf(w, "%s: | %s | %s   %s    %s = %s + %s + %s    %s |\n", fn, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7])
+		}
+	}
+	if !computeKnown {
+		fmt.Fprintf(w, "compute: ? : ggload does not yet build llama.cpp's compute graph, so the compute buffers are not counted (llama.cpp reserves them beside these)\n")
+	}
+}

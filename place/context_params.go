@@ -1,0 +1,174 @@
+package place
+
+import (
+	"fmt"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+// ContextParams are llama.cpp's context options, as its command line
+// spells and defaults them (common/arg.cpp; not the bare library's
+// llama_context_default_params): the zero value is the CLI's defaults.
+type ContextParams struct {
+	// NCtx is the context in tokens (-c); 0: the model's trained context.
+	NCtx int
+	// NBatch and NUBatch are the logical and physical batch sizes (-b,
+	// -ub); 0: 2048 and 512.
+	NBatch, NUBatch int
+	// NParallel is the number of sequences (-np); 0: 1.
+	NParallel int
+	// KVUnified keeps one KV buffer for every sequence (-kvu).
+	KVUnified bool
+	// TypeK and TypeV are the cache's element types (-ctk, -ctv); zero: f16.
+	TypeK, TypeV CacheType
+	// NoKVOffload keeps the KV cache in host memory (-nkvo).
+	NoKVOffload bool
+	// FlashAttn is Flash Attention (-fa); zero: auto.
+	FlashAttn FlashAttn
+	// SWAFull sizes the sliding-window layers' cache as the others'
+	// (--swa-full).
+	SWAFull bool
+
+	// Skip plans the weights alone: no context.
+	Skip bool
+
+	// Custom, for a program that brings its own engine, is what it needs
+	// instead of llama.cpp's context: planning (and the breakdown) count
+	// it in place of the KV cache and compute buffers.
+	Custom *CustomMemory
+}
+
+// CustomMemory is what an engine of its own needs beside the weights.
+type CustomMemory struct {
+	// PerLayer is what each layer keeps (its cache), with the layer: on
+	// the layer's device, or in host memory when the layer stays on the
+	// CPU.
+	PerLayer uint64
+	// PerDevice is what each device needs besides (scratch, compute), by
+	// device name; "CPU" is host memory.
+	PerDevice map[string]uint64
+}
+
+// The CLI's defaults (common_params).
+const (
+	DefaultNBatch  = 2048
+	DefaultNUBatch = 512
+)
+
+// CacheType is a KV cache element type; the zero value is f16.
+type CacheType uint8
+
+// The cache types llama.cpp's -ctk and -ctv take (kv_cache_types), in its
+// order after the default.
+const (
+	CacheF16 CacheType = iota
+	CacheF32
+	CacheBF16
+	CacheQ8_0
+	CacheQ4_0
+	CacheQ4_1
+	CacheIQ4NL
+	CacheQ5_0
+	CacheQ5_1
+)
+
+var cacheTypes = [...]ggml.Type{CacheF16: ggml.TypeF16, CacheF32: ggml.TypeF32, CacheBF16: ggml.TypeBF16,
+	CacheQ8_0: ggml.TypeQ8_0, CacheQ4_0: ggml.TypeQ4_0, CacheQ4_1: ggml.TypeQ4_1, CacheIQ4NL: ggml.TypeIQ4_NL,
+	CacheQ5_0: ggml.TypeQ5_0, CacheQ5_1: ggml.TypeQ5_1}
+
+// Type is the ggml type.
+func (c CacheType) Type() ggml.Type {
+	if int(c) < len(cacheTypes) {
+		return cacheTypes[c]
+	}
+	return ggml.TypeF16
+}
+
+func (c CacheType) String() string { return c.Type().String() }
+
+// CacheTypeNames lists the cache types as llama.cpp lists them (f32 first).
+func CacheTypeNames() []string {
+	order := []CacheType{CacheF32, CacheF16, CacheBF16, CacheQ8_0, CacheQ4_0, CacheQ4_1, CacheIQ4NL, CacheQ5_0, CacheQ5_1}
+	out := make([]string, len(order))
+	for i, c := range order {
+		out[i] = c.String()
+	}
+	return out
+}
+
+// ParseCacheType is kv_cache_type_from_str: a ggml type name of the list.
+func ParseCacheType(s string) (CacheType, error) {
+	for c := range cacheTypes {
+		if CacheType(c).String() == s {
+			return CacheType(c), nil
+		}
+	}
+	return 0, fmt.Errorf("Unsupported cache type: %s", s)
+}
+
+// FlashAttn is llama_flash_attn_type; the zero value is auto.
+type FlashAttn uint8
+
+// Flash Attention settings.
+const (
+	FlashAttnAuto FlashAttn = iota
+	FlashAttnOn
+	FlashAttnOff
+)
+
+func (f FlashAttn) String() string {
+	switch f {
+	case FlashAttnOn:
+		return "enabled"
+	case FlashAttnOff:
+		return "disabled"
+	}
+	return "auto"
+}
+
+// Llama is the llama_flash_attn_type value.
+func (f FlashAttn) Llama() int {
+	switch f {
+	case FlashAttnOn:
+		return 1
+	case FlashAttnOff:
+		return 0
+	}
+	return -1
+}
+
+// ParseFlashAttn reads -fa's value as common/arg.cpp does: on, off or
+// auto, and their truthy, falsey and autoy spellings.
+func ParseFlashAttn(s string) (FlashAttn, error) {
+	switch s {
+	case "on", "enabled", "true", "1":
+		return FlashAttnOn, nil
+	case "off", "disabled", "false", "0":
+		return FlashAttnOff, nil
+	case "auto", "-1":
+		return FlashAttnAuto, nil
+	}
+	return 0, fmt.Errorf("unknown value for --flash-attn: '%s'", s)
+}
+
+// batch, ubatch and parallel are the options with their defaults applied.
+func (c ContextParams) batch() int {
+	if c.NBatch == 0 {
+		return DefaultNBatch
+	}
+	return c.NBatch
+}
+
+func (c ContextParams) ubatch() int {
+	if c.NUBatch == 0 {
+		return DefaultNUBatch
+	}
+	return c.NUBatch
+}
+
+func (c ContextParams) parallel() int {
+	if c.NParallel == 0 {
+		return 1
+	}
+	return c.NParallel
+}
