@@ -466,8 +466,8 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Context         *jContext    `json:"context,omitempty"`
 		MemoryBreakdown []jBreakdown `json:"memory_breakdown"`
 		ProbeQuestions  int          `json:"probe_questions"`
-		Probes         int    `json:"probes"`
-		Totals         Totals `json:"totals"`
+		Probes          int          `json:"probes"`
+		Totals          Totals       `json:"totals"`
 	}{Model: p.Model.Paths[0], Arch: p.Arch, Exact: p.Exact, Placement: Placement(p.Exact), NLayer: p.NLayer, LoadMode: p.LoadMode.String(), UseMmap: p.UseMmap,
 		Lazy: p.Lazy.String(), GPUStart: p.GPUStart, GPULayers: p.GPULayers, ProbeQuestions: p.ProbeQuestions, Probes: p.Probes, Totals: p.Totals()}
 	out.Log = []jLog{}

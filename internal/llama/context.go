@@ -54,13 +54,13 @@ type ContextParams struct {
 
 // contextLib is libllama's context API.
 type contextLib struct {
-	ContextDefaultParams func() ContextParams                   `c:"llama_context_default_params"`
+	ContextDefaultParams func() ContextParams                     `c:"llama_context_default_params"`
 	InitFromModel        func(m uintptr, p ContextParams) uintptr `c:"llama_init_from_model"`
-	Free                 func(ctx uintptr)                       `c:"llama_free"`
-	NCtx                 func(ctx uintptr) uint32                `c:"llama_n_ctx"`
-	NBatch               func(ctx uintptr) uint32                `c:"llama_n_batch"`
-	NUBatch              func(ctx uintptr) uint32                `c:"llama_n_ubatch"`
-	NSeqMax              func(ctx uintptr) uint32                `c:"llama_n_seq_max"`
+	Free                 func(ctx uintptr)                        `c:"llama_free"`
+	NCtx                 func(ctx uintptr) uint32                 `c:"llama_n_ctx"`
+	NBatch               func(ctx uintptr) uint32                 `c:"llama_n_batch"`
+	NUBatch              func(ctx uintptr) uint32                 `c:"llama_n_ubatch"`
+	NSeqMax              func(ctx uintptr) uint32                 `c:"llama_n_seq_max"`
 	// std::map<ggml_backend_buffer_type_t, llama_memory_breakdown_data>
 	// returned by value: purego passes the result's address first
 	memoryBreakdown func(ret *stdMap, ctx uintptr) `c:"_Z26llama_get_memory_breakdownPK13llama_context"`

@@ -17,5 +17,5 @@ var Builtins = map[string]bool{
 	"new::llama_kv_cache_dsa_iswa": true, "new::llama_kv_cache_msa": true, "new::llama_kv_cache_dsv4": true,
 	"new::llama_memory_recurrent": true, "new::llama_memory_hybrid": true, "new::llama_memory_hybrid_iswa": true,
 	"new::llama_memory_hybrid_idx": true,
-	"llama_get_memory": true, "llama_get_model": true, "llama_model_n_layer": true, "std::move": true,
+	"llama_get_memory":             true, "llama_get_model": true, "llama_model_n_layer": true, "std::move": true,
 }
