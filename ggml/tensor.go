@@ -113,9 +113,24 @@ func (t *Tensor) NBytes() uint64 {
 	return n
 }
 
-// Data is the tensor's data address (a device address for device
-// buffers); nil when it has none or it was freed.
-func (t *Tensor) Data() unsafe.Pointer {
+// WithData calls f with the tensor's data address (a device address for
+// device buffers) while the tensor's context and buffer are held: Close
+// of the context, the buffer or the Runtime waits until f returns, so
+// memory f reads or writes through the address stays allocated for the
+// whole call. The address must not be kept past f. A tensor with no data
+// (unallocated) calls f with nil; a freed one is ErrClosed, f not called.
+func (t *Tensor) WithData(f func(data unsafe.Pointer) error) error {
+	b, err := t.hold("data")
+	if err != nil {
+		return err
+	}
+	defer t.unhold(b)
+	return f(t.c.Data)
+}
+
+// data is the data address for ggload's own code, which holds what keeps
+// it valid (a load holds its Runtime).
+func (t *Tensor) data() unsafe.Pointer {
 	b, err := t.hold("data")
 	if err != nil {
 		return nil

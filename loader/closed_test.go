@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/testenv"
@@ -71,7 +73,7 @@ func TestUseAfterClose(t *testing.T) {
 					if err := tn.Set([]byte{1}, 0); !errors.Is(err, ggml.ErrClosed) {
 						t.Errorf("%s.Set after Close: %v", tn.Name(), err)
 					}
-					if tn.Data() != nil || tn.Allocated() || tn.Buffer() != nil {
+					if tn.WithData(func(unsafe.Pointer) error { return nil }) == nil || tn.Allocated() || tn.Buffer() != nil {
 						t.Errorf("%s still shows memory after Close", tn.Name())
 					}
 					// what Go keeps stays readable
@@ -153,7 +155,7 @@ func TestReadsRaceClose(t *testing.T) {
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		for _, by := range []string{"model", "runtime"} {
 			t.Run(mode.String()+"/"+by, func(t *testing.T) {
-				for range 20 {
+				for range 50 {
 					rt := openOwn(t)
 					_, lm := loadTiny(t, rt, mode)
 					names := []string{"token_embd.weight", "blk.0.attn_q.weight", "blk.1.ffn_down.weight", "output_norm.weight"}
@@ -189,12 +191,21 @@ func TestReadsRaceClose(t *testing.T) {
 							})
 						}
 					}
-					wg.Go(func() {
-						<-start
-						if _, err := lm.Verify(); err != nil && !errors.Is(err, loader.ErrClosed) {
-							t.Errorf("Verify racing Close: %v", err)
-						}
-					})
+					for range 2 {
+						wg.Go(func() {
+							<-start
+							for {
+								_, err := lm.Verify()
+								if errors.Is(err, loader.ErrClosed) {
+									return
+								}
+								if err != nil {
+									t.Errorf("Verify racing Close: %v", err)
+									return
+								}
+							}
+						})
+					}
 					close(start)
 					if by == "model" {
 						lm.Close()
@@ -205,5 +216,50 @@ func TestReadsRaceClose(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A Runtime.Close that begins during a load (it waits for the load, then
+// frees every buffer) ends the load with ErrClosed: never a Model whose
+// tensors are already freed.
+func TestLoadDuringRuntimeClose(t *testing.T) {
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+		t.Run(mode.String(), func(t *testing.T) {
+			for round := range 10 {
+				rt := openOwn(t)
+				gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
+				p, err := place.New(rt, gm, place.Params{LoadMode: mode, Devices: []string{"none"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				buffers := testenv.LiveBuffers()
+				closing := make(chan struct{})
+				var once sync.Once
+				restore := loader.SetBeforeTensor(func(seq int, name string) {
+					if seq != round {
+						return
+					}
+					once.Do(func() {
+						go func() { rt.Close(); close(closing) }()
+						for !rt.Closed() {
+							runtime.Gosched()
+						}
+					})
+				})
+				lm, err := loader.Load(context.Background(), p, loader.Options{})
+				restore()
+				if err == nil {
+					lm.Close()
+					t.Fatalf("round %d: the load succeeded though the runtime was closed during it", round)
+				}
+				if !errors.Is(err, ggml.ErrClosed) {
+					t.Fatalf("round %d: %v, want ErrClosed", round, err)
+				}
+				<-closing
+				if n := testenv.LiveBuffers(); n != buffers {
+					t.Fatalf("round %d: %d buffers live, %d before", round, n, buffers)
+				}
+			}
+		})
 	}
 }

@@ -86,16 +86,16 @@ func (ln *lane) fill(t task, src source) error {
 	if b == nil {
 		return fmt.Errorf("loader: tensor '%s' has no buffer", tp.Name)
 	}
-	if b.Buffer.IsHost() && t.pl.Tensor.Data() != nil {
+	if data := loadData(t.pl.Tensor); b.Buffer.IsHost() && data != nil {
 		if w.Size == 0 {
 			return nil
 		}
-		dst := unsafe.Slice((*byte)(t.pl.Tensor.Data()), w.Size)
+		dst := unsafe.Slice((*byte)(data), w.Size)
 		if err := ln.readReporting(t.pl.Path, src, dst, w.Offset); err != nil {
 			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
 		}
 		if l.o.CheckTensors {
-			l.validateAsync(tp.Name, tp.Type, t.pl.Tensor.Data(), uint64(w.Size))
+			l.validateAsync(tp.Name, tp.Type, data, uint64(w.Size))
 		}
 		return nil
 	}
@@ -307,4 +307,14 @@ func (l *load) validateSync(name string, typ ggml.Type, p unsafe.Pointer, n uint
 		l.invalid = append(l.invalid, name)
 		l.o.Logger.Error(fmt.Sprintf("tensor '%s' has invalid data", name))
 	}
+}
+
+// loadData is a tensor's data address during the load that made it: the
+// load holds its Runtime (Close waits for it), and nothing else reaches
+// the model's buffers before it returns, so the address stays valid for
+// the load's own use, its validation goroutines included.
+func loadData(t *ggml.Tensor) unsafe.Pointer {
+	var p unsafe.Pointer
+	_ = t.WithData(func(d unsafe.Pointer) error { p = d; return nil })
+	return p
 }

@@ -84,6 +84,11 @@ func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
 	start := time.Now()
 	err = l.run()
 	l.model.Stats.Total = time.Since(start)
+	if err == nil && rt.Closed() {
+		// Close began during the load (it waits for the load, then frees
+		// every buffer): the weights are not the caller's to use
+		err = fmt.Errorf("loader: %w: the runtime was closed during the load", ggml.ErrClosed)
+	}
 	if err != nil {
 		l.abort()
 		if ctx.Err() != nil && !errors.Is(err, ErrCanceled) {

@@ -73,8 +73,8 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 						continue
 					}
 					mp := lm.Mappings()[pl.Plan.Weight.File]
-					if pl.Tensor.Data() != mp.Addr(pl.Plan.Weight.Offset) {
-						t.Fatalf("%s: data %p is not the mapping %p", pl.Plan.Name, pl.Tensor.Data(), mp.Addr(pl.Plan.Weight.Offset))
+					if testenv.DataAddr(pl.Tensor) != mp.Addr(pl.Plan.Weight.Offset) {
+						t.Fatalf("%s: data %p is not the mapping %p", pl.Plan.Name, testenv.DataAddr(pl.Tensor), mp.Addr(pl.Plan.Weight.Offset))
 					}
 				}
 				t.Logf("%v", lm.Stats.Moved)

@@ -102,7 +102,7 @@ func (p *readerPool) work() {
 func (p *readerPool) do(j readJob) {
 	l, tp := p.l, j.t.pl.Plan
 	if j.n > 0 {
-		dst := unsafe.Slice((*byte)(unsafe.Add(j.t.pl.Tensor.Data(), j.off)), j.n)
+		dst := unsafe.Slice((*byte)(unsafe.Add(loadData(j.t.pl.Tensor), j.off)), j.n)
 		if err := j.f.readAt(dst, j.t.w.Offset+j.off); err != nil {
 			p.fail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path)))
 			return
@@ -110,7 +110,7 @@ func (p *readerPool) do(j readJob) {
 		j.ln.addDone(PathRead, uint64(j.n))
 	}
 	if j.left.Add(-1) == 0 && l.o.CheckTensors {
-		l.validateAsync(tp.Name, tp.Type, j.t.pl.Tensor.Data(), uint64(tp.Bytes))
+		l.validateAsync(tp.Name, tp.Type, loadData(j.t.pl.Tensor), uint64(tp.Bytes))
 	}
 }
 

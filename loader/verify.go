@@ -3,6 +3,7 @@ package loader
 import (
 	"bytes"
 	"fmt"
+	"unsafe"
 )
 
 // Verified is what Verify checked.
@@ -57,19 +58,34 @@ func (m *Model) Verify() (Verified, error) {
 	return v, nil
 }
 
-// readBack copies a loaded tensor's bytes out of its buffer.
+// readBack copies a loaded tensor's bytes out of its buffer. Host memory
+// is read in Go while the tensor's buffer is held (a Close of the model
+// or the Runtime meanwhile waits), with a fault reported as the mapped
+// file's.
 func (m *Model) readBack(pl Placement) ([]byte, error) {
 	b, n := pl.Buffer, pl.Tensor.NBytes()
-	if b == nil || !b.Buffer.IsHost() || pl.Tensor.Data() == nil || n == 0 {
+	if b == nil || !b.Buffer.IsHost() || n == 0 {
 		return pl.Tensor.Bytes()
 	}
-	got := make([]byte, n)
-	if at, err := copyMapped(got, pl.Tensor.Data()); err != nil {
-		where := "its host memory"
-		if b.Mapped {
-			where = "the mapping of " + m.Plan.Model.Paths[b.File] + " (the file shrank after the load?)"
+	var got []byte
+	noData := false
+	err := pl.Tensor.WithData(func(data unsafe.Pointer) error {
+		if data == nil {
+			noData = true // (Bytes holds the tensor itself: not under this hold)
+			return nil
 		}
-		return nil, fmt.Errorf("reading byte %d of %s faulted: %v", at, where, err)
+		got = make([]byte, n)
+		if at, err := copyMapped(got, data); err != nil {
+			if b.Mapped {
+				path := m.Plan.Model.Paths[b.File]
+				return fmt.Errorf("%w: reading byte %d of the mapping of %s faulted: the file shrank or was rewritten after the load (%v)", ErrFileChanged, at, path, err)
+			}
+			return fmt.Errorf("reading byte %d of its host memory faulted: %v", at, err)
+		}
+		return nil
+	})
+	if err == nil && noData {
+		return pl.Tensor.Bytes()
 	}
-	return got, nil
+	return got, err
 }

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
@@ -314,3 +315,11 @@ func TensorC(t *ggml.Tensor) *bindings.Tensor { return hooks.TensorC(t) }
 
 // LiveBuffers counts the buffers made through package ggml and not freed.
 func LiveBuffers() int64 { return hooks.LiveBuffers() }
+
+// DataAddr is a tensor's data address, for tests that compare addresses
+// (zero copy); nil for a tensor with none or a freed one.
+func DataAddr(t *ggml.Tensor) unsafe.Pointer {
+	var p unsafe.Pointer
+	_ = t.WithData(func(d unsafe.Pointer) error { p = d; return nil })
+	return p
+}

@@ -18,7 +18,9 @@ func int32Bytes(x []int32) []byte {
 
 // unsafeBytes is the data of a tensor in an allocating context.
 func unsafeBytes(t *ggml.Tensor) []byte {
-	return unsafe.Slice((*byte)(t.Data()), t.NBytes())
+	var p unsafe.Pointer
+	_ = t.WithData(func(d unsafe.Pointer) error { p = d; return nil })
+	return unsafe.Slice((*byte)(p), t.NBytes())
 }
 
 func mkdirTemp() (string, error) { return os.MkdirTemp("", "gguf-bench-") }
