@@ -54,7 +54,7 @@ func (ln *lane) setWhole(t task, src source) error {
 	buf := ln.bounceBuf(w.Size)
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
 		ln.putBounce(buf)
-		return namingFile(err, src.file())
+		return namingFile(err, src.file(), w)
 	}
 	if l.o.CheckTensors {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))

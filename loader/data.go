@@ -92,7 +92,7 @@ func (ln *lane) fill(t task, src source) error {
 		}
 		dst := unsafe.Slice((*byte)(data), w.Size)
 		if err := ln.readReporting(t.pl.Path, src, dst, w.Offset); err != nil {
-			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
+			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
 		}
 		if l.o.CheckTensors {
 			l.validateAsync(tp.Name, tp.Type, data, uint64(w.Size))
@@ -228,7 +228,7 @@ func (ln *lane) setFrom(t task, src source, whole bool) error {
 		}
 		n := min(chunk, w.Size-off)
 		if err := src.readAt(buf[:n], w.Offset+off); err != nil {
-			return namingFile(err, src.file())
+			return namingFile(err, src.file(), w)
 		}
 		if l.o.CheckTensors {
 			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
@@ -267,7 +267,7 @@ func (l *load) validateMapped(tp *place.TensorPlan, src mapSource) {
 		for off := int64(0); off < w.Size; off += chunk {
 			n := min(chunk, w.Size-off)
 			if err := src.readAt(buf[:n], w.Offset+off); err != nil {
-				l.asyncFail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file())))
+				l.asyncFail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w)))
 				return
 			}
 			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))

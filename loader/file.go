@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -51,15 +52,70 @@ func (f *modelFile) fallBack(err error) {
 	}
 }
 
+// truncatedError is a read that ran into the end of a model file, or
+// faulted in its mapping: the file shrank after it was opened. It wraps
+// ErrFileChanged.
+type truncatedError struct {
+	path     string
+	opened   int64 // the file's size when opened
+	now      int64 // its size when the read came short, -1 when unknown
+	at       int64 // the first byte the read did not get
+	from, to int64 // the tensor's data in the file, when known (to > from)
+	mapped   bool  // the read faulted in the mapping
+	after    bool  // the read came after the load (Verify)
+}
+
+func (e *truncatedError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.path)
+	if e.now >= 0 {
+		fmt.Fprintf(&b, " is %d bytes now, %d when opened", e.now, e.opened)
+	} else {
+		fmt.Fprintf(&b, " was %d bytes when opened; its size now is unknown", e.opened)
+	}
+	how := "reading it stopped"
+	if e.mapped {
+		how = "reading it through the mapping faulted"
+	}
+	if e.to > e.from {
+		fmt.Fprintf(&b, ": the tensor's data is bytes [%d, %d) and %s at byte %d", e.from, e.to, how, e.at)
+	} else {
+		fmt.Fprintf(&b, ": %s at byte %d", how, e.at)
+	}
+	if e.after {
+		b.WriteString(" (the file shrank after the load)")
+	} else {
+		b.WriteString(" (the file shrank during the load)")
+	}
+	return b.String()
+}
+
+func (e *truncatedError) Unwrap() error { return ErrFileChanged }
+
+// truncated is the error of a read of f that did not get byte at. A
+// fault in the mapping of a read that starts at at says only that some
+// byte of it is gone (the copy need not run in order): the first byte the
+// file no longer holds is then at or its size now, whichever is later.
+func (f *modelFile) truncated(at int64, mapped bool) *truncatedError {
+	now, err := f.currentSize()
+	if err != nil {
+		now = -1
+	}
+	if mapped && now > at {
+		at = now
+	}
+	return &truncatedError{path: f.path, opened: f.size, now: now, at: at, mapped: mapped}
+}
+
 // readFull reads len(dst) bytes at off; running into the end of the file is
-// an error that names it (the file shrank).
-func readFull(r io.ReaderAt, dst []byte, off int64, path string) error {
-	n, err := r.ReadAt(dst, off)
+// an error that names it and its size (the file shrank).
+func (f *modelFile) readFull(dst []byte, off int64) error {
+	n, err := f.f.ReadAt(dst, off)
 	if n == len(dst) {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s ends at byte %d, inside the range [%d, %d) (did the file shrink?)", path, off+int64(n), off, off+int64(len(dst)))
+		return f.truncated(off+int64(n), false)
 	}
 	return err
 }
@@ -71,7 +127,7 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 	direct, align := f.direct, f.align
 	f.mu.RUnlock()
 	if direct == nil {
-		return readFull(f.f, dst, off, f.path)
+		return f.readFull(dst, off)
 	}
 	start := off &^ (align - 1)
 	end := (off + int64(len(dst)) + align - 1) &^ (align - 1)
@@ -94,7 +150,7 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 		}
 		if int64(got) < n {
 			if pos+int64(got) < off+int64(len(dst)) {
-				return fmt.Errorf("%s ends at byte %d, inside the range [%d, %d) (did the file shrink?)", f.path, pos+int64(got), off, off+int64(len(dst)))
+				return f.truncated(pos+int64(got), false)
 			}
 			return nil
 		}

@@ -9,17 +9,13 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/ggload/ggload/internal/osfile"
 	"golang.org/x/sys/unix"
 )
 
 func openModelFile(path string, direct bool, log *slog.Logger) (*modelFile, error) {
-	f, err := os.Open(path)
+	f, st, err := osfile.Open(path)
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	mf := &modelFile{path: path, f: f, size: st.Size(), align: 1, log: log}

@@ -4,20 +4,16 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
+
+	"github.com/ggload/ggload/internal/osfile"
 )
 
 // openModelFile opens a model file for buffered reads. Direct I/O reads
 // through the file cache on Windows too, as llama.cpp of the pin does there
 // (its Windows file reads with plain ReadFile whatever the mode).
 func openModelFile(path string, direct bool, log *slog.Logger) (*modelFile, error) {
-	f, err := os.Open(path)
+	f, st, err := osfile.Open(path)
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	return &modelFile{path: path, f: f, size: st.Size(), align: 1, log: log}, nil

@@ -69,16 +69,16 @@ func (l *load) watchFiles(tensor string, force bool) error {
 		if now.size() < l.model.stamps[i].size() {
 			// name the first tensor the shrunken file no longer holds
 			first := ""
-			var at int64 = -1
+			var at, end int64 = -1, -1
 			for k := range l.model.placements {
 				pl := &l.model.placements[k] // (its Path is the lanes')
 				w := pl.Plan.Weight
 				if pl.Tensor != nil && w.File == i && w.Offset+w.Size > now.size() && (at < 0 || w.Offset < at) {
-					first, at = pl.Plan.Name, w.Offset
+					first, at, end = pl.Plan.Name, w.Offset, w.Offset+w.Size
 				}
 			}
 			if first != "" {
-				return fmt.Errorf("loader: %w during the load: %s: %s; tensor '%s' at byte %d lies past its end", ErrFileChanged, f.path, what, first, at)
+				return fmt.Errorf("loader: %w during the load: %s: %s; tensor '%s' (bytes [%d, %d)) lies past its end", ErrFileChanged, f.path, what, first, at, end)
 			}
 		}
 		where := ""

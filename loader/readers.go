@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -104,7 +103,7 @@ func (p *readerPool) do(j readJob) {
 	if j.n > 0 {
 		dst := unsafe.Slice((*byte)(unsafe.Add(loadData(j.t.pl.Tensor), j.off)), j.n)
 		if err := j.f.readAt(dst, j.t.w.Offset+j.off); err != nil {
-			p.fail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path)))
+			p.fail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path, j.t.w)))
 			return
 		}
 		j.ln.addDone(PathRead, uint64(j.n))
@@ -150,7 +149,6 @@ func (p *readerPool) stop() {
 	p.wg.Wait()
 }
 
-var errShortRead = errors.New("short read")
 
 // readChunkDirect reads [pos, pos+len(dst)) aligned; bytes past the end of
 // the file read as zeros (alignment padding of the last chunk).
@@ -165,7 +163,7 @@ func (f *modelFile) readChunk(dst []byte, pos int64) error {
 	}
 	if got < len(dst) {
 		if pos+int64(got) < f.size {
-			return fmt.Errorf("%w: %s ends at byte %d, before %d (did the file shrink?)", errShortRead, f.path, pos+int64(got), pos+int64(len(dst)))
+			return f.truncated(pos+int64(got), false)
 		}
 		clear(dst[got:])
 	}

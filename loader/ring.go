@@ -138,7 +138,7 @@ func (r *stagingRing) upload(ln *lane, t task, src source, off, n int64) error {
 			err = src.readAt(buf, pos)
 		}
 		if err != nil {
-			return fmt.Errorf("loader: tensor '%s': %w", name, namingFile(err, src.file()))
+			return fmt.Errorf("loader: tensor '%s': %w", name, namingFile(err, src.file(), t.w))
 		}
 		lo, hi := max(pos, off), min(pos+readSize, off+n)
 		if hi > lo {

@@ -78,7 +78,7 @@ func (ln *lane) rpcSend(t task, src source) error {
 	buf := ln.bounceBuf(w.Size)
 	defer ln.putBounce(buf)
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
-		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file()))
+		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
 	}
 	if l.o.CheckTensors {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ggload/ggload/loader/gguf"
 )
 
 // source is where a tensor's bytes come from while it is loaded: the file
@@ -43,20 +45,20 @@ func (s mapSource) readAt(dst []byte, off int64) error {
 	if off < 0 || end > s.mp.Size() || end < off {
 		return fmt.Errorf("[%d, %d) lies outside the %d mapped bytes of %s", off, end, s.mp.Size(), s.f.path)
 	}
-	at, err := copyMapped(dst, s.mp.Addr(off))
-	if err == nil {
-		return nil
+	if _, err := copyMapped(dst, s.mp.Addr(off)); err != nil {
+		return s.f.truncated(off, true)
 	}
-	now := "its size is unknown now"
-	if n, serr := s.f.currentSize(); serr == nil {
-		now = fmt.Sprintf("now %d bytes, %d when opened", n, s.f.size)
-	}
-	return fmt.Errorf("%s no longer holds byte %d (reading it through the mapping faulted): the file shrank during the load (%s)", s.f.path, off+at, now)
+	return nil
 }
 
-// namingFile makes sure a read error names the file (a cancellation is no
-// read error).
-func namingFile(err error, path string) error {
+// namingFile makes sure a read error of tensor data w names the file (a
+// cancellation is no read error), and that a short read says which bytes
+// the tensor's data are.
+func namingFile(err error, path string, w *gguf.Weight) error {
+	var te *truncatedError
+	if errors.As(err, &te) && te.to <= te.from && w != nil {
+		te.from, te.to = w.Offset, w.Offset+w.Size
+	}
 	if errors.Is(err, ErrCanceled) || errors.Is(err, errStopped) || strings.Contains(err.Error(), path) {
 		return err
 	}

@@ -76,9 +76,10 @@ func (m *Model) readBack(pl Placement) ([]byte, error) {
 		}
 		got = make([]byte, n)
 		if at, err := copyMapped(got, data); err != nil {
-			if b.Mapped {
-				path := m.Plan.Model.Paths[b.File]
-				return fmt.Errorf("%w: reading byte %d of the mapping of %s faulted: the file shrank or was rewritten after the load (%v)", ErrFileChanged, at, path, err)
+			if w := pl.Plan.Weight; b.Mapped && b.File < len(m.files) {
+				e := m.files[b.File].truncated(w.Offset, true)
+				e.from, e.to, e.after = w.Offset, w.Offset+w.Size, true
+				return e
 			}
 			return fmt.Errorf("reading byte %d of its host memory faulted: %v", at, err)
 		}

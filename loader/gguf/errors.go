@@ -3,6 +3,8 @@ package gguf
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ggload/ggload/internal/osfile"
 )
 
 // Sentinels wrapped by the errors of this package.
@@ -27,6 +29,10 @@ var (
 	ErrTypeMismatch   = errors.New("value has another type")
 	ErrNotFound       = errors.New("not found")
 	ErrTensorMismatch = errors.New("tensor count mismatch")
+	// ErrNotRegular: the path names a FIFO, a socket, a device or a
+	// directory. Open refuses it before anything can block on it (a FIFO's
+	// open waits for a writer).
+	ErrNotRegular = osfile.ErrNotRegular
 )
 
 // FormatError reports a fault in a GGUF file at a byte offset.

@@ -13,7 +13,7 @@ import (
 )
 
 // loader/gguf depends on the standard library alone (and ggml's pure-Go
-// type traits): a program that only reads GGUF files is a static binary
+// type traits and the regular-file open): a program that only reads GGUF files is a static binary
 // with no native library and no cgo.
 func TestGGUFIsPureGo(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -28,7 +28,7 @@ func TestGGUFIsPureGo(t *testing.T) {
 	}
 	for _, p := range strings.Fields(string(out)) {
 		if strings.Contains(p, "purego") || strings.HasPrefix(p, "github.com/ggload/ggload/") &&
-			p != "github.com/ggload/ggload/loader/gguf" && p != "github.com/ggload/ggload/ggml/gtype" {
+			p != "github.com/ggload/ggload/loader/gguf" && p != "github.com/ggload/ggload/ggml/gtype" && p != "github.com/ggload/ggload/internal/osfile" {
 			t.Errorf("loader/gguf depends on %s", p)
 		}
 	}

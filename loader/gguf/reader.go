@@ -7,11 +7,11 @@ import (
 	"iter"
 	"math"
 	"math/bits"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/ggload/ggload/ggml/gtype"
+	"github.com/ggload/ggload/internal/osfile"
 )
 
 // Limits of the pinned gguf.cpp.
@@ -69,13 +69,8 @@ type File struct {
 
 // Open opens and parses the GGUF file at path. Close releases it.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, st, err := osfile.Open(path)
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	g, err := NewReader(f, st.Size())
