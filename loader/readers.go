@@ -149,7 +149,6 @@ func (p *readerPool) stop() {
 	p.wg.Wait()
 }
 
-
 // readChunkDirect reads [pos, pos+len(dst)) aligned; bytes past the end of
 // the file read as zeros (alignment padding of the last chunk).
 func (f *modelFile) readChunk(dst []byte, pos int64) error {
