@@ -358,7 +358,7 @@ func (l *load) mapFiles() error {
 		l.model.mappings[i] = mp
 		l.used[i] = [2]int64{mp.Size(), 0}
 		if l.p.LoadMode == place.LoadMmapMlock {
-			l.model.locks = append(l.model.locks, newMemLock(mp.Addr(0), "the mapping of "+f.path, l.warn))
+			l.model.locks = append(l.model.locks, newMemLock(mp.Addr(0), uintptr(mp.Size()), "the mapping of "+f.path, l.warn))
 		}
 	}
 	return nil
@@ -512,7 +512,7 @@ func (l *load) allocate() error {
 			}
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
-			lk := newMemLock(buf.Base(), "the "+c.BufferType.Name()+" weight buffer", l.warn)
+			lk := newMemLock(buf.Base(), uintptr(buf.Size()), "the "+c.BufferType.Name()+" weight buffer", l.warn)
 			lk.growTo(uintptr(buf.Size()))
 			mdl.locks = append(mdl.locks, lk)
 		}

@@ -3,55 +3,59 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// memLock locks a growing prefix of a memory range in RAM (llama_mlock):
-// growTo extends the locked prefix page by page. The first failure is
-// reported once, with the limit and the fix, and locking stops; loading
-// goes on.
-type memLock struct {
-	addr   unsafe.Pointer
-	locked uintptr
-	failed bool
-	what   string
-	warn   func(string)
+const lockCall = "mlock"
+
+func pageSize() int { return unix.Getpagesize() }
+
+func lockRange(p unsafe.Pointer, n uintptr) error {
+	return unix.Mlock(unsafe.Slice((*byte)(p), n))
 }
 
-func newMemLock(addr unsafe.Pointer, what string, warn func(string)) *memLock {
-	return &memLock{addr: addr, what: what, warn: warn}
+func unlockRange(p unsafe.Pointer, n uintptr) {
+	_ = unix.Munlock(unsafe.Slice((*byte)(p), n))
 }
 
-func (l *memLock) growTo(target uintptr) {
-	if l.failed || l.addr == nil {
-		return
-	}
-	page := uintptr(unix.Getpagesize())
-	target = (target + page - 1) &^ (page - 1)
-	if target <= l.locked {
-		return
-	}
-	n := target - l.locked
-	if err := unix.Mlock(unsafe.Slice((*byte)(unsafe.Add(l.addr, l.locked)), n)); err != nil {
-		l.failed = true
-		var lim unix.Rlimit
-		limit := "unknown"
-		if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim) == nil {
-			limit = fmt.Sprintf("%d bytes (hard %d)", lim.Cur, lim.Max)
+// lockFailure says why locking n more bytes failed: RLIMIT_MEMLOCK only
+// when it is what refused them (no CAP_IPC_LOCK, and the bytes locked
+// would pass it), with the way to raise it.
+func lockFailure(err error, n uintptr) string {
+	var lim unix.Rlimit
+	haveLim := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim) == nil
+	limit := "unknown"
+	if haveLim {
+		limit = fmt.Sprintf("%d bytes (hard %d)", lim.Cur, lim.Max)
+		if lim.Cur == unix.RLIM_INFINITY {
+			limit = "unlimited"
 		}
-		l.warn(fmt.Sprintf("mlock of %s failed after locking %d bytes: %v; RLIMIT_MEMLOCK is %s; raise it with 'ulimit -l unlimited' (as root) or LimitMEMLOCK= in a systemd unit; loading continues unlocked", l.what, l.locked, err, limit))
-		return
 	}
-	l.locked = target
+	const raise = "raise it with 'ulimit -l unlimited' (as root) or LimitMEMLOCK= in a systemd unit"
+	capable := canLockAnything()
+	switch {
+	case errors.Is(err, unix.ENOMEM):
+		if !capable && haveLim && lim.Cur != unix.RLIM_INFINITY {
+			if locked, ok := lockedNow(); !ok || uint64(locked)+uint64(n) > lim.Cur {
+				return fmt.Sprintf("%v: RLIMIT_MEMLOCK is %s, too little for %d more bytes; %s", err, limit, n, raise)
+			}
+		}
+		return fmt.Sprintf("%v: not the limit (RLIMIT_MEMLOCK is %s%s): part of the range is not mapped memory", err, limit, capNote(capable))
+	case errors.Is(err, unix.EPERM):
+		return fmt.Sprintf("%v: the process may not lock memory (RLIMIT_MEMLOCK is %s%s); %s", err, limit, capNote(capable), raise)
+	case errors.Is(err, unix.EAGAIN):
+		return fmt.Sprintf("%v: the system could not lock the pages (RLIMIT_MEMLOCK is %s%s); memory the kernel can lock is short", err, limit, capNote(capable))
+	}
+	return fmt.Sprintf("%v (RLIMIT_MEMLOCK is %s)", err, limit)
 }
 
-// release unlocks what was locked.
-func (l *memLock) release() {
-	if l.locked > 0 {
-		_ = unix.Munlock(unsafe.Slice((*byte)(l.addr), l.locked))
-		l.locked = 0
+func capNote(capable bool) string {
+	if capable {
+		return ", and CAP_IPC_LOCK lifts it"
 	}
+	return ""
 }

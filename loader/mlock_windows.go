@@ -1,27 +1,14 @@
 package loader
 
 import (
-	"fmt"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 )
 
-// memLock locks a growing prefix of a memory range in RAM (llama_mlock):
-// growTo extends the locked prefix page by page, growing the process's
-// working set once when VirtualLock runs into it. The first failure is
-// reported once and locking stops; loading goes on.
-type memLock struct {
-	addr   unsafe.Pointer
-	locked uintptr
-	failed bool
-	what   string
-	warn   func(string)
-}
+const lockCall = "VirtualLock"
 
-func newMemLock(addr unsafe.Pointer, what string, warn func(string)) *memLock {
-	return &memLock{addr: addr, what: what, warn: warn}
-}
+func pageSize() int { return windows.Getpagesize() }
 
 var (
 	kernel32                     = windows.NewLazySystemDLL("kernel32.dll")
@@ -29,17 +16,10 @@ var (
 	procSetProcessWorkingSetSize = kernel32.NewProc("SetProcessWorkingSetSize")
 )
 
-func (l *memLock) growTo(target uintptr) {
-	if l.failed || l.addr == nil {
-		return
-	}
-	page := uintptr(windows.Getpagesize())
-	target = (target + page - 1) &^ (page - 1)
-	if target <= l.locked {
-		return
-	}
-	n := target - l.locked
-	start := uintptr(l.addr) + l.locked
+// lockRange locks n bytes at p, growing the process's working set once
+// when VirtualLock runs into it.
+func lockRange(p unsafe.Pointer, n uintptr) error {
+	start := uintptr(p)
 	err := windows.VirtualLock(start, n)
 	if err != nil {
 		// the working set bounds what VirtualLock may lock: grow it once
@@ -52,18 +32,12 @@ func (l *memLock) growTo(target uintptr) {
 			}
 		}
 	}
-	if err != nil {
-		l.failed = true
-		l.warn(fmt.Sprintf("VirtualLock of %s failed after locking %d bytes: %v; loading continues unlocked", l.what, l.locked, err))
-		return
-	}
-	l.locked = target
+	return err
 }
 
-// release unlocks what was locked.
-func (l *memLock) release() {
-	if l.locked > 0 {
-		_ = windows.VirtualUnlock(uintptr(l.addr), l.locked)
-		l.locked = 0
-	}
+func unlockRange(p unsafe.Pointer, n uintptr) { _ = windows.VirtualUnlock(uintptr(p), n) }
+
+// lockFailure says why VirtualLock failed.
+func lockFailure(err error, n uintptr) string {
+	return err.Error() + " (even after growing the working set)"
 }

@@ -170,6 +170,12 @@ func (m *Model) Close() error {
 // free releases everything, tensors first (a load that fails calls it
 // too).
 func (m *Model) free() error {
+	// unlock before the memory goes back (to the allocator, which may hand
+	// it to the next model, or to the system)
+	for _, l := range m.locks {
+		l.release()
+	}
+	m.locks = nil
 	for _, c := range m.contexts {
 		c.Free()
 	}
@@ -177,10 +183,6 @@ func (m *Model) free() error {
 	for _, b := range m.buffers {
 		b.Buffer.Free() // the list stays for reports
 	}
-	for _, l := range m.locks {
-		l.release()
-	}
-	m.locks = nil
 	var first error
 	for _, mp := range m.mappings {
 		if mp != nil {

@@ -38,7 +38,7 @@ func open(path string) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, notRegular(path, modeOf(st.Mode))
+		return nil, notRegular(path, modeOf(uint32(st.Mode)))
 	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)

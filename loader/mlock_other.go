@@ -1,0 +1,10 @@
+//go:build unix && !linux
+
+package loader
+
+// canLockAnything: without Linux capabilities to read, the limit is taken
+// to apply.
+func canLockAnything() bool { return false }
+
+// lockedNow: the process's locked memory is not known here.
+func lockedNow() (uintptr, bool) { return 0, false }
