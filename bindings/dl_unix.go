@@ -4,6 +4,7 @@ package bindings
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ebitengine/purego"
 )
@@ -40,4 +41,43 @@ func cSetenv(name, value string) error {
 		return fmt.Errorf("bindings: setenv %s failed", name)
 	}
 	return nil
+}
+
+var (
+	trimOnce sync.Once
+	trimFn   func(pad uintptr) int32          // glibc's malloc_trim
+	reliefFn func(zone, goal uintptr) uintptr // macOS's malloc_zone_pressure_relief
+)
+
+// TrimHeap hands the memory the C allocator holds free back to the system:
+// glibc's malloc_trim(0), which returns the free pages of every arena (glibc
+// keeps what native code frees, one arena per thread that allocated), or
+// macOS's malloc_zone_pressure_relief. It reports whether the C library has
+// such a call (musl has none).
+func TrimHeap() bool {
+	trimOnce.Do(func() {
+		for _, name := range []string{"libc.so.6", "/usr/lib/libSystem.B.dylib"} {
+			h, err := dlopen(name)
+			if err != nil {
+				continue
+			}
+			if sym, err := dlsym(h, "malloc_trim"); err == nil {
+				purego.RegisterFunc(&trimFn, sym)
+				return
+			}
+			if sym, err := dlsym(h, "malloc_zone_pressure_relief"); err == nil {
+				purego.RegisterFunc(&reliefFn, sym)
+				return
+			}
+		}
+	})
+	switch {
+	case trimFn != nil:
+		trimFn(0)
+	case reliefFn != nil:
+		reliefFn(0, 0)
+	default:
+		return false
+	}
+	return true
 }

@@ -145,8 +145,18 @@ func (rt *Runtime) Close() error {
 		f.Free()
 	}
 	removeLogger(rt.logger)
+	ReleaseFreedMemory()
 	return nil
 }
+
+// ReleaseFreedMemory hands what the C allocator holds free back to the
+// system at once (glibc's malloc_trim(0), macOS's pressure relief):
+// memory native code freed (host and software-device buffers, the
+// backends' own) otherwise stays in the process, in glibc's per-thread
+// arenas, and a long-running program's resident size grows with every
+// load. Model.Close and Runtime.Close call it; it takes about a
+// millisecond. It reports whether the C library has such a call.
+func ReleaseFreedMemory() bool { return bindings.TrimHeap() }
 
 // Use keeps Close from freeing anything until done is called, for work
 // that writes through raw pointers into the runtime's buffers (a load

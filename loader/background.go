@@ -51,7 +51,10 @@ func (ln *lane) setWhole(t task, src source) error {
 			return err
 		}
 	}
-	buf := ln.bounceBuf(w.Size)
+	buf, err := ln.bounceBuf(w.Size, tp.Name)
+	if err != nil {
+		return err
+	}
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
 		ln.putBounce(buf)
 		return namingFile(err, src.file(), w)
@@ -118,22 +121,28 @@ func (ln *lane) setsWholeFromBounce(t task) bool {
 	return true
 }
 
-// bounceBuf returns a buffer of n bytes, one the lane kept when it is big
-// enough.
-func (ln *lane) bounceBuf(n int64) []byte {
+// bounceBuf returns a buffer of n bytes for tensor, one the lane kept
+// when it is big enough. Bounce memory lies outside Go's heap (anonymous
+// mappings): a refused mapping is an error, and the lane's finish unmaps
+// what it kept.
+func (ln *lane) bounceBuf(n int64, tensor string) ([]byte, error) {
 	for k, b := range ln.free {
 		if int64(cap(b)) >= n {
 			ln.free = append(ln.free[:k], ln.free[k+1:]...)
-			return b[:n]
+			return b[:n], nil
 		}
 	}
 	if len(ln.free) > 0 {
 		// too small: let it go before making a bigger one
-		ln.trackBounce(-int64(cap(ln.free[0])))
+		ln.dropBounce(ln.free[0])
 		ln.free = ln.free[1:]
 	}
+	b, err := bounceMemory(n, "tensor '"+tensor+"'")
+	if err != nil {
+		return nil, err
+	}
 	ln.trackBounce(n)
-	return make([]byte, n)
+	return b, nil
 }
 
 // putBounce gives a buffer back (as many are kept as sets may be under
@@ -146,5 +155,19 @@ func (ln *lane) putBounce(b []byte) {
 		ln.free = append(ln.free, b)
 		return
 	}
+	ln.dropBounce(b)
+}
+
+// dropBounce unmaps a bounce buffer.
+func (ln *lane) dropBounce(b []byte) {
 	ln.trackBounce(-int64(cap(b)))
+	anonUnmap(b[:cap(b)])
+}
+
+// freeBounces unmaps the buffers the lane kept.
+func (ln *lane) freeBounces() {
+	for _, b := range ln.free {
+		ln.dropBounce(b)
+	}
+	ln.free = nil
 }

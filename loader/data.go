@@ -220,7 +220,10 @@ func (ln *lane) setFrom(t task, src source, whole bool) error {
 	if whole {
 		return ln.setWhole(t, src)
 	}
-	buf := ln.bounceBuf(chunk)
+	buf, err := ln.bounceBuf(chunk, tp.Name)
+	if err != nil {
+		return err
+	}
 	defer ln.putBounce(buf)
 	for off := int64(0); off < w.Size; off += chunk {
 		if err := l.canceled(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // A direct read the kernel refuses (here: into a misaligned buffer, EINVAL)
@@ -53,4 +54,11 @@ func TestDirectIOFallsBackWhenRefused(t *testing.T) {
 	if err := g.readAt(out, 12345); err != nil || !bytes.Equal(out, data[12345:13345]) {
 		t.Fatalf("bounce read: %v", err)
 	}
+}
+
+// alignedBuffer returns n bytes whose start is aligned to align.
+func alignedBuffer(n, align int64) []byte {
+	raw := make([]byte, n+align)
+	skip := (align - int64(uintptr(unsafe.Pointer(&raw[0])))&(align-1)) & (align - 1)
+	return raw[skip : skip+n]
 }

@@ -19,6 +19,10 @@ type modelFile struct {
 	f    *os.File // buffered reads (always open: mapping and fallback)
 	size int64
 
+	bounceMu     sync.Mutex
+	bounces      []*dioBounce // bounce buffers of direct reads, free for the next
+	bouncesFreed bool
+
 	mu     sync.RWMutex // read-held by each direct read, so that fallBack's close waits for them
 	direct *os.File     // direct reads, nil when not in use
 	align  int64        // direct I/O alignment (1 without direct I/O)
@@ -131,11 +135,15 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 	}
 	start := off &^ (align - 1)
 	end := (off + int64(len(dst)) + align - 1) &^ (align - 1)
-	const chunk = 16 << 20
-	bounce := alignedBuffer(int64(min(end-start, chunk)), align)
+	bounce, err := f.getBounce(align)
+	if err != nil {
+		return err
+	}
+	defer f.putBounce(bounce)
+	buf := bounce.buf[:min(end-start, directChunk)]
 	for pos := start; pos < end; {
-		n := min(end-pos, int64(len(bounce)))
-		got, err := f.readDirect(bounce[:n], pos)
+		n := min(end-pos, int64(len(buf)))
+		got, err := f.readDirect(buf[:n], pos)
 		if err != nil {
 			if directRefused(err) {
 				f.fallBack(err)
@@ -146,7 +154,7 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 		// copy the part of [pos, pos+got) that lies in [off, off+len)
 		lo, hi := max(pos, off), min(pos+int64(got), off+int64(len(dst)))
 		if hi > lo {
-			copy(dst[lo-off:hi-off], bounce[lo-pos:hi-pos])
+			copy(dst[lo-off:hi-off], buf[lo-pos:hi-pos])
 		}
 		if int64(got) < n {
 			if pos+int64(got) < off+int64(len(dst)) {
@@ -159,14 +167,58 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 	return nil
 }
 
-// alignedBuffer returns n bytes whose start is aligned to align.
-func alignedBuffer(n, align int64) []byte {
-	raw := make([]byte, n+align)
+// directChunk is the most one direct read moves through a bounce buffer.
+const directChunk = 16 << 20
+
+// dioBounce is a bounce buffer of direct reads: buf, aligned, inside the
+// mapping raw.
+type dioBounce struct{ raw, buf []byte }
+
+// getBounce hands out a bounce buffer of directChunk bytes aligned to
+// align for a direct read: one a finished read gave back, or a new one,
+// mapped outside Go's heap. As many exist as direct reads of the file ever
+// ran at once; Close unmaps them.
+func (f *modelFile) getBounce(align int64) (*dioBounce, error) {
+	f.bounceMu.Lock()
+	if n := len(f.bounces); n > 0 {
+		b := f.bounces[n-1]
+		f.bounces = f.bounces[:n-1]
+		f.bounceMu.Unlock()
+		return b, nil
+	}
+	f.bounceMu.Unlock()
+	raw, err := bounceMemory(directChunk+align, "direct reads of "+f.path)
+	if err != nil {
+		return nil, err
+	}
 	skip := (align - int64(uintptr(unsafe.Pointer(&raw[0])))&(align-1)) & (align - 1)
-	return raw[skip : skip+n]
+	return &dioBounce{raw: raw, buf: raw[skip : skip+directChunk]}, nil
+}
+
+// putBounce keeps a bounce buffer for the next direct read.
+func (f *modelFile) putBounce(b *dioBounce) {
+	f.bounceMu.Lock()
+	defer f.bounceMu.Unlock()
+	if f.bouncesFreed {
+		anonUnmap(b.raw)
+		return
+	}
+	f.bounces = append(f.bounces, b)
+}
+
+// freeBounces unmaps the kept bounce buffers; later ones are unmapped as
+// they come back.
+func (f *modelFile) freeBounces() {
+	f.bounceMu.Lock()
+	defer f.bounceMu.Unlock()
+	for _, b := range f.bounces {
+		anonUnmap(b.raw)
+	}
+	f.bounces, f.bouncesFreed = nil, true
 }
 
 func (f *modelFile) Close() error {
+	f.freeBounces()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.direct != nil {

@@ -265,7 +265,7 @@ func mibString(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<
 // them.
 func (ln *lane) finish() error {
 	first := ln.waitSet()
-	ln.free = nil
+	ln.freeBounces()
 	for _, r := range ln.rings {
 		if err := r.close(); err != nil && first == nil {
 			first = err

@@ -198,6 +198,7 @@ func (m *Model) free() error {
 		}
 	}
 	m.files = nil
+	ggml.ReleaseFreedMemory()
 	if first != nil {
 		return fmt.Errorf("loader: close: %w", first)
 	}

@@ -75,7 +75,10 @@ func (ln *lane) rpcSend(t task, src source) error {
 	if err != nil {
 		return err
 	}
-	buf := ln.bounceBuf(w.Size)
+	buf, err := ln.bounceBuf(w.Size, tp.Name)
+	if err != nil {
+		return err
+	}
 	defer ln.putBounce(buf)
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
 		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
