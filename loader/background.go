@@ -22,8 +22,10 @@ import (
 // tensors are independent: each writes only its own bytes). Tensors for an
 // RPC server are queued on its connection instead (rpcqueue.go).
 
-// bgMax bounds the tensors read while sets are under way (a bigger tensor
-// waits for them and reuses a buffer).
+// bgMax bounds a lane's bounce memory: the tensors read while sets are
+// under way and the buffers it keeps for the next take at most this many
+// bytes together, or one tensor's if it is bigger (it waits for the sets
+// under way, and the kept buffers are let go first).
 const bgMax = 256 << 20
 
 // bgSet is a whole tensor being set by native code.
@@ -46,8 +48,8 @@ func maxSets(b *LoadedBuffer) int {
 func (ln *lane) setWhole(t task, src source) error {
 	l := ln.l
 	tp, w := t.pl.Plan, t.w
-	if w.Size > bgMax {
-		if err := ln.waitSet(); err != nil {
+	for len(ln.bg) > 0 && ln.setting+w.Size > bgMax {
+		if err := ln.waitOldest(); err != nil {
 			return err
 		}
 	}
@@ -72,6 +74,7 @@ func (ln *lane) setWhole(t task, src source) error {
 	tensor := t.pl.Tensor
 	go func() { s.done <- tensor.Set(s.buf, 0) }()
 	ln.bg = append(ln.bg, s)
+	ln.setting += int64(len(buf))
 	return nil
 }
 
@@ -80,6 +83,7 @@ func (ln *lane) waitOldest() error {
 	s := ln.bg[0]
 	err := <-s.done
 	ln.bg = ln.bg[1:]
+	ln.setting -= int64(len(s.buf))
 	ln.putBounce(s.buf)
 	if err != nil {
 		return fmt.Errorf("loader: tensor '%s': %w", s.name, err)
@@ -132,8 +136,9 @@ func (ln *lane) bounceBuf(n int64, tensor string) ([]byte, error) {
 			return b[:n], nil
 		}
 	}
-	if len(ln.free) > 0 {
-		// too small: let it go before making a bigger one
+	// too small: let them go before making a bigger one, as far as the
+	// lane's bound asks
+	for len(ln.free) > 0 && (int64(ln.bounce)+n > bgMax || len(ln.free) > runtime.NumCPU()) {
 		ln.dropBounce(ln.free[0])
 		ln.free = ln.free[1:]
 	}
@@ -151,7 +156,7 @@ func (ln *lane) putBounce(b []byte) {
 	if b == nil {
 		return
 	}
-	if len(ln.free) < runtime.NumCPU()+1 {
+	if len(ln.free) < runtime.NumCPU()+1 && ln.bounce <= bgMax {
 		ln.free = append(ln.free, b)
 		return
 	}

@@ -58,6 +58,28 @@
 // pinned protocol has no command that reports what a buffer holds, and
 // SET_TENSOR has no reply).
 //
+// Memory. Beyond the weights, a load holds staging rings, bounce and
+// direct-read buffers while it runs: MemoryOf bounds them, per part, for a
+// plan and options, and the Memory type says what each mode takes. Bounce
+// and direct-read buffers are mapped outside Go's heap and unmapped when
+// the load ends. Under an address-space limit (ulimit -v), a load whose
+// bound, with 256 MiB for threads and the Go runtime, does not fit is
+// refused before anything is allocated, with an error wrapping
+// ggml.ErrOutOfMemory: near such a limit a thread's creation or the Go
+// heap's growth would otherwise end the process.
+//
+// Long-running programs. glibc keeps what native code frees (host and
+// software-device buffers, staging memory, the backends' own allocations)
+// in its arenas, one per thread that allocated, for the next allocation;
+// once a large buffer has been freed it also raises the size below which
+// it serves allocations from those arenas. Loading and closing models then
+// makes the resident size grow, though nothing leaks. Model.Close and
+// Runtime.Close hand that memory back at once (ggml.ReleaseFreedMemory,
+// malloc_trim), so that the resident size returns after Close with no
+// setting; a program that frees native memory by other ways can call it
+// too. MALLOC_ARENA_MAX=2 (fewer arenas) and MALLOC_TRIM_THRESHOLD_ (give
+// back sooner) bound what glibc keeps between calls.
+//
 // Faults are errors: a file that shrank, a mapping that cannot be read, an
 // allocation a device refuses, an RPC server that fails or answers garbage,
 // a cancelled context all end the load with an error that names the tensor,

@@ -16,3 +16,11 @@ func (m *Model) Mappings() []*Mapping { return m.mappings }
 
 // Mapping is the mapping type, named for the tests.
 type Mapping = mapping
+
+// SetAddressHeadroom sets the address space a load leaves beyond its
+// bound under an address-space limit; the returned function restores it.
+func SetAddressHeadroom(n uint64) (restore func()) {
+	old := addressHeadroom
+	addressHeadroom = n
+	return func() { addressHeadroom = old }
+}

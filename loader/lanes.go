@@ -54,6 +54,7 @@ type lane struct {
 	rings   map[*ggml.Device]*stagingRing
 	free    [][]byte // bounce buffers: tensors set through memory the lane owns
 	bg      []*bgSet // whole tensors being set by native code meanwhile, oldest first
+	setting int64    // and their bytes
 	rpcs    map[*ggml.Device]*rpcQueue
 	samples []rpcSample // windows of the tensors queued to RPC servers
 

@@ -207,6 +207,9 @@ func (l *load) progress() error {
 
 func (l *load) run() error {
 	p, mdl := l.p, l.model
+	if err := checkAddressSpace(MemoryOf(p, l.o)); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := l.openFiles(); err != nil {
 		return err

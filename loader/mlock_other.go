@@ -8,3 +8,6 @@ func canLockAnything() bool { return false }
 
 // lockedNow: the process's locked memory is not known here.
 func lockedNow() (uintptr, bool) { return 0, false }
+
+// statusField: there is no /proc/self/status here.
+func statusField(string) (string, bool) { return "", false }

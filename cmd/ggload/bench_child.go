@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/llama"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/loader/gguf"
@@ -266,31 +265,13 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	return res, lm.Close()
 }
 
-// hostResident sums the allocated buffers a load keeps in this process's
-// memory: host buffer types, the CPU's, and the device buffers of software
-// devices whose "device memory" is this process's memory; with mmap, the
-// mapped files too (their pages count in the process's RSS while mapped).
+// hostResident sums what a load keeps in this process's memory: the
+// allocated buffers there (host buffer types, the CPU's, a software
+// device's) and, with mmap, the mapped files (their pages count in the
+// process's RSS while mapped).
 func hostResident(p *place.Plan) uint64 {
-	var n uint64
-	if p.UseMmap {
-		for _, f := range p.Model.Files {
-			n += uint64(f.Size)
-		}
-	}
-	for _, c := range p.Contexts {
-		if c.Mapped {
-			continue
-		}
-		if c.BufferType.IsHost() || c.Device == nil || c.Device.Type() == ggml.DeviceCPU || softwareDevice(c.Device) {
-			n += c.Size
-		}
-	}
-	return n
-}
-
-func softwareDevice(d *ggml.Device) bool {
-	desc := strings.ToLower(d.Description())
-	return strings.Contains(desc, "llvmpipe") || strings.Contains(desc, "lavapipe") || strings.Contains(desc, "swiftshader")
+	m := loader.MemoryOf(p, loader.Options{})
+	return m.Weights + m.Mapped
 }
 
 // peakRSS is this process's high-water resident set (VmHWM), 0 where
