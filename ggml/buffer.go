@@ -98,7 +98,21 @@ func (b BufferType) Device() (*Device, bool) {
 // (ggml_backend_buft_get_alloc_size: at least its size, with any padding the
 // backend wants).
 func (b BufferType) AllocSize(t *Tensor) uint64 {
+	if b.rt.rpcRoom(b.guard()) != nil {
+		return t.NBytes() // the native client could not connect (Err says so)
+	}
 	return uint64(b.rt.lib.BuftGetAllocSize(b.h, t.c))
+}
+
+// guard is the guard in front of the buffer type's RPC device, or nil.
+func (b BufferType) guard() *rpcGuard {
+	if b.h == 0 {
+		return nil
+	}
+	if h := b.info().dev; h != 0 {
+		return b.rt.guardOf(h)
+	}
+	return nil
 }
 
 // Alloc allocates a buffer of size bytes.
@@ -113,6 +127,9 @@ func (b BufferType) Alloc(size uint64) (*Buffer, error) {
 		return nil, err
 	}
 	defer b.rt.end()
+	if err := b.rt.rpcRoom(b.guard()); err != nil {
+		return nil, fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB): %w", b.Name(), size, float64(size)/(1<<20), err)
+	}
 	h := b.rt.lib.BuftAllocBuffer(b.h, uintptr(size))
 	if h == 0 {
 		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate a buffer of %d bytes (%.2f MiB): %w", b.Name(), size, float64(size)/(1<<20), ErrOutOfMemory))

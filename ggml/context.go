@@ -201,6 +201,9 @@ func (c *Context) AllocTensors(b BufferType) (*Buffer, error) {
 	if c.freed {
 		return nil, fmt.Errorf("ggml: AllocTensors: %w: context freed", ErrClosed)
 	}
+	if err := c.rt.rpcRoom(b.guard()); err != nil {
+		return nil, fmt.Errorf("ggml: %s: cannot allocate the context's tensors: %w", b.Name(), err)
+	}
 	need := uint64(c.rt.lib.AllocCtxTensorsFromBuftSize(c.h, b.h))
 	if need == 0 {
 		return nil, nil
@@ -209,6 +212,9 @@ func (c *Context) AllocTensors(b BufferType) (*Buffer, error) {
 		return nil, err
 	}
 	defer c.rt.end()
+	if err := c.rt.rpcRoom(b.guard()); err != nil {
+		return nil, fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB): %w", b.Name(), need, float64(need)/(1<<20), err)
+	}
 	h := c.rt.lib.AllocCtxTensorsFromBuft(c.h, b.h)
 	if h == 0 {
 		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB): %w", b.Name(), need, float64(need)/(1<<20), ErrOutOfMemory))

@@ -128,6 +128,10 @@ func (d *Device) BackendName() string { return d.fixed().regName }
 // Props reads the device's properties.
 func (d *Device) Props() Props {
 	var p bindings.DevProps
+	if d.rt.rpcRoom(d.guard) != nil {
+		// no call: the native client could not connect (Err says so)
+		return Props{Name: d.name, Description: d.Description(), Type: DeviceGPU}
+	}
 	d.rt.lib.DevGetProps(d.h, &p)
 	return Props{
 		Name:        bindings.GoString(p.Name),
@@ -149,6 +153,9 @@ func (d *Device) Props() Props {
 // Memory returns free and total memory in bytes.
 func (d *Device) Memory() (free, total uint64) {
 	var f, t uintptr
+	if d.rt.rpcRoom(d.guard) != nil {
+		return 0, 0 // the native client could not connect (Err says so)
+	}
 	d.rt.lib.DevMemory(d.h, &f, &t)
 	return uint64(f), uint64(t)
 }
@@ -275,6 +282,9 @@ func (d *Device) NewBackend() (*Backend, error) {
 		return nil, err
 	}
 	defer d.rt.end()
+	if err := d.rt.rpcRoom(d.guard); err != nil {
+		return nil, fmt.Errorf("ggml: cannot initialise a backend on device %s: %w", d.name, err)
+	}
 	h := d.rt.lib.DevInit(d.h, nil)
 	if h == 0 {
 		return nil, fmt.Errorf("ggml: cannot initialise a backend on device %s", d.name)

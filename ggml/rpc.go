@@ -177,20 +177,59 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 		rt.guards = append(rt.guards, g)
 		rt.mu.Unlock()
 	}
+	// the native client aborts the process when it cannot connect (out of
+	// descriptors): make sure it can
+	if err := descriptorHeadroom(rpcDescriptors); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
+	}
 	h := add(native)
 	if h == 0 {
+		if g != nil && g.Err() != nil {
+			return nil, fmt.Errorf("%w: %s: the RPC backend refused it: %v", ErrRPCUnreachable, endpoint, g.Err())
+		}
 		return nil, fmt.Errorf("%w: %s: the RPC backend refused it", ErrRPCUnreachable, endpoint)
 	}
 	reg = &rpcReg{guard: g}
 	for i := uintptr(0); i < lib.RegDevCount(h); i++ {
 		reg.devs = append(reg.devs, lib.RegDevGet(h, i))
 	}
+	if g != nil {
+		if err := g.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
+		}
+	}
 	// known before any runtime can list the devices
 	rt.mu.Lock()
 	rt.rpc[endpoint] = reg
 	rt.mu.Unlock()
 	lib.Register(h)
-	return rt.wrapDevices(reg.devs), nil
+	devs := rt.wrapDevices(reg.devs)
+	for _, d := range devs {
+		d.fixed() // what never changes, read while there is room to connect
+	}
+	return devs, nil
+}
+
+// rpcConnDescriptors is how many descriptors one connection of the native
+// client takes: its own and the guard's two (its end, and its connection
+// to the server).
+const rpcConnDescriptors = 3
+
+// rpcRoom makes sure, before a native call on a guarded RPC device, that
+// the native client can connect if the call makes it: it connects anew
+// whenever it holds no buffer or backend of the endpoint, and aborts the
+// process when the connection fails. Without the room it records the
+// failure on the guard (Device.Err reports it) and returns it; the call
+// must then not be made.
+func (rt *Runtime) rpcRoom(g *rpcGuard) error {
+	if g == nil {
+		return nil
+	}
+	if err := descriptorHeadroom(rpcConnDescriptors); err != nil {
+		g.fail("connect", err)
+		return fmt.Errorf("%w: %s: %v", ErrRPCFailed, g.remote, err)
+	}
+	return nil
 }
 
 var rpcAddMu sync.Mutex

@@ -8,9 +8,11 @@ import (
 	"io"
 	"math/bits"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -163,14 +165,57 @@ func newRPCGuard(remote string, ioTimeout time.Duration, devices uint32) (*rpcGu
 	return g, nil
 }
 
+// accept takes the native client's connections for the life of the
+// process. A failure to take one does not end it (the client, connected
+// in the listener's backlog, would wait for its reply forever): out of
+// descriptors, the guard gives up the one it keeps in reserve to take the
+// connection, which then gets well-formed replies even if the server
+// cannot be dialled (the failure is recorded), and takes a reserve again
+// once it can; other failures (a connection aborted before it was taken)
+// are retried with a growing pause.
 func (g *rpcGuard) accept() {
+	spare := reserveDescriptor()
+	var pause time.Duration
 	for {
 		c, err := g.ln.Accept()
-		if err != nil {
+		if err == nil {
+			pause = 0
+			if spare == nil {
+				spare = reserveDescriptor()
+			}
+			go g.serve(c)
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) {
+			if spare != nil {
+				spare.Close()
+			}
 			return
 		}
-		go g.serve(c)
+		if outOfDescriptors(err) && spare != nil {
+			spare.Close()
+			spare = nil
+			continue
+		}
+		pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+		time.Sleep(pause)
 	}
+}
+
+// reserveDescriptor holds a descriptor for accept to give up when the
+// process has no other (nil when it cannot).
+func reserveDescriptor() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// outOfDescriptors reports an error of the process or the system running
+// out of file descriptors.
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // Err is the failure of the server in the current session, or nil.

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/ggload/ggload/bindings"
 )
@@ -57,8 +58,15 @@ func main() {
 	os.Exit(exitCode(err, sig.Load(), os.Stderr))
 }
 
+// signalGrace is how long the work under way has, after SIGINT or
+// SIGTERM, to stop and free what it made before ggload exits anyway.
+const signalGrace = 750 * time.Millisecond
+
 // interruptible cancels the context on the first SIGINT or SIGTERM, and
-// records which; a second one ends the process at once.
+// records which; a second one ends the process at once. Whatever ggload
+// is doing, it exits within a second of the first, with 130 or 143: work
+// that does not notice the cancellation in time (a native call waiting on
+// a device or a server) is left to the end of the process.
 func interruptible() (context.Context, *atomic.Value) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sig := &atomic.Value{}
@@ -69,6 +77,11 @@ func interruptible() (context.Context, *atomic.Value) {
 		sig.Store(s)
 		signal.Stop(ch)
 		cancel()
+		time.AfterFunc(signalGrace, func() {
+			code := exitCode(context.Canceled, s, io.Discard)
+			fmt.Fprintf(os.Stderr, "ggload: interrupted: the work under way did not stop within %v; exiting\n", signalGrace)
+			os.Exit(code)
+		})
 	}()
 	return ctx, sig
 }
