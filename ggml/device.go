@@ -312,16 +312,24 @@ func (d *Device) NewEvent() (*Event, error) {
 	return e, nil
 }
 
+// HostPtrAlignment is the alignment ggml asks of memory a buffer is made
+// over (TENSOR_ALIGNMENT).
+const HostPtrAlignment = 32
+
 // BufferFromHostPtr wraps host memory [p, p+size) as a buffer of the
 // device's default type without copying (needs Caps.BufferFromHostPtr). The
-// memory must outlive the buffer. maxTensorSize is the largest tensor that
-// will be placed in it.
+// memory must outlive the buffer and be aligned to HostPtrAlignment.
+// maxTensorSize is the largest tensor that will be placed in it.
 func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64) (*Buffer, error) {
 	if !d.Caps().BufferFromHostPtr {
 		return nil, fmt.Errorf("ggml: device %s cannot create buffers from host memory: %w", d.name, errors.ErrUnsupported)
 	}
 	if p == nil || size == 0 {
 		return nil, fmt.Errorf("ggml: buffer from host memory on %s: empty range", d.name)
+	}
+	if uintptr(p)%HostPtrAlignment != 0 {
+		// the CPU backend asserts it
+		return nil, fmt.Errorf("ggml: buffer from host memory on %s: %#x is not aligned to %d bytes", d.name, uintptr(p), HostPtrAlignment)
 	}
 	if err := d.rt.begin(); err != nil {
 		return nil, err

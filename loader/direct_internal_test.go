@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/ggload/ggload/loader/gguf"
 )
 
 // A direct read the kernel refuses (here: into a misaligned buffer, EINVAL)
@@ -26,7 +28,7 @@ func TestDirectIOFallsBackWhenRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	f, err := openModelFile(path, true, slog.New(slog.NewTextHandler(&log, nil)))
+	f, err := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestDirectIOFallsBackWhenRefused(t *testing.T) {
 		t.Fatalf("no fallback: alignment %d, log %q", f.alignment(), log.String())
 	}
 	// unaligned reads of any size go through the bounce buffer when direct
-	g, _ := openModelFile(path, true, slog.New(slog.NewTextHandler(&log, nil)))
+	g, _ := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(&log, nil)))
 	defer g.Close()
 	out := make([]byte, 1000)
 	if err := g.readAt(out, 12345); err != nil || !bytes.Equal(out, data[12345:13345]) {

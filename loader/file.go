@@ -16,8 +16,13 @@ import (
 // and the system and filesystem allow it.
 type modelFile struct {
 	path string
-	f    *os.File // buffered reads (always open: mapping and fallback)
-	size int64
+	f    *os.File // buffered reads (always open for a local file: mapping and fallback)
+	size int64    // the GGUF's bytes
+	base int64    // where they start in f (a GGUF inside a bigger file)
+	// ra reads a source that is no local file (f is nil): no mapping, no
+	// direct I/O, no file checks.
+	ra     io.ReaderAt
+	byPath bool // f was opened by its path: CheckFile looks for a replacement
 
 	bounceMu     sync.Mutex
 	bounces      []*dioBounce // bounce buffers of direct reads, free for the next
@@ -36,14 +41,29 @@ func (f *modelFile) alignment() int64 {
 	return f.align
 }
 
-// currentSize stats the file again (it may have shrunk since it was opened).
+// currentSize stats the file again (it may have shrunk since it was
+// opened): the bytes from the GGUF's start to the file's end.
 func (f *modelFile) currentSize() (int64, error) {
+	if f.f == nil {
+		return f.size, nil
+	}
 	st, err := f.f.Stat()
 	if err != nil {
 		return 0, err
 	}
-	return st.Size(), nil
+	return max(st.Size()-f.base, 0), nil
 }
+
+// readAtBase is one buffered read at off of the GGUF.
+func (f *modelFile) readAtBase(dst []byte, off int64) (int, error) {
+	if f.f == nil {
+		return f.ra.ReadAt(dst, off)
+	}
+	return f.f.ReadAt(dst, f.base+off)
+}
+
+// local reports a local file (mapped, read directly, checked).
+func (f *modelFile) local() bool { return f.f != nil }
 
 // fallBack stops using direct I/O after a refused read.
 func (f *modelFile) fallBack(err error) {
@@ -114,7 +134,13 @@ func (f *modelFile) truncated(at int64, mapped bool) *truncatedError {
 // readFull reads len(dst) bytes at off; running into the end of the file is
 // an error that names it and its size (the file shrank).
 func (f *modelFile) readFull(dst []byte, off int64) error {
-	n, err := f.f.ReadAt(dst, off)
+	var n int
+	var err error
+	if f.f == nil {
+		n, err = f.ra.ReadAt(dst, off)
+	} else {
+		n, err = f.f.ReadAt(dst, f.base+off)
+	}
 	if n == len(dst) {
 		return nil
 	}
@@ -224,6 +250,9 @@ func (f *modelFile) Close() error {
 	if f.direct != nil {
 		f.direct.Close()
 		f.direct = nil
+	}
+	if f.f == nil {
+		return nil
 	}
 	return f.f.Close()
 }

@@ -10,35 +10,79 @@ import (
 	"os"
 
 	"github.com/ggload/ggload/internal/osfile"
+	"github.com/ggload/ggload/loader/gguf"
 	"golang.org/x/sys/unix"
 )
 
-func openModelFile(path string, direct bool, log *slog.Logger) (*modelFile, error) {
-	f, st, err := osfile.Open(path)
-	if err != nil {
-		return nil, err
+// openModelFile opens a model file from its source for reading: its own
+// descriptor of a local file (opened by path, or a duplicate of the
+// caller's), and with direct I/O a second one with O_DIRECT when the system,
+// the filesystem and the GGUF's place in the file allow it.
+func openModelFile(src gguf.Source, direct bool, log *slog.Logger) (*modelFile, error) {
+	name := src.Name
+	if !src.Local() {
+		return &modelFile{path: name, ra: src.Reader, size: src.Size, align: 1, log: log}, nil
 	}
-	mf := &modelFile{path: path, f: f, size: st.Size(), align: 1, log: log}
+	var f *os.File
+	if src.Path != "" {
+		var err error
+		if f, _, err = osfile.Open(src.Path); err != nil {
+			return nil, err
+		}
+	} else {
+		fd, err := dupFile(src.File)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		f = os.NewFile(uintptr(fd), name)
+	}
+	mf := &modelFile{path: name, f: f, size: src.Size, base: src.Offset, byPath: src.Path != "", align: 1, log: log}
+	if now, err := mf.currentSize(); err == nil && now < mf.size {
+		mf.size = now // it shrank since the model was opened: the load says which tensor is gone
+	}
 	if direct {
 		if oDirect == 0 {
-			log.Warn("direct I/O is not available on this system; reading through the page cache", "file", path)
+			log.Warn("direct I/O is not available on this system; reading through the page cache", "file", name)
 			return mf, nil
+		}
+		path := src.Path
+		if path == "" {
+			path = fmt.Sprintf("/proc/self/fd/%d", f.Fd())
 		}
 		fd, err := unix.Open(path, unix.O_RDONLY|oDirect|unix.O_CLOEXEC, 0)
 		if err != nil {
-			log.Warn(fmt.Sprintf("failed to open %s with O_DIRECT (%v); falling back to buffered I/O", path, err))
+			log.Warn(fmt.Sprintf("failed to open %s with O_DIRECT (%v); falling back to buffered I/O", name, err))
 			return mf, nil
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil || st.Blksize <= 0 || st.Blksize&(st.Blksize-1) != 0 {
 			unix.Close(fd)
-			log.Warn("cannot find the direct I/O alignment; falling back to buffered I/O", "file", path)
+			log.Warn("cannot find the direct I/O alignment; falling back to buffered I/O", "file", name)
 			return mf, nil
 		}
-		mf.direct = os.NewFile(uintptr(fd), path)
+		if mf.base%int64(st.Blksize) != 0 {
+			unix.Close(fd)
+			log.Warn(fmt.Sprintf("the GGUF starts at byte %d of %s, not aligned to its %d-byte blocks; reading through the page cache", mf.base, name, st.Blksize))
+			return mf, nil
+		}
+		mf.direct = os.NewFile(uintptr(fd), name)
 		mf.align = int64(st.Blksize)
 	}
 	return mf, nil
+}
+
+// dupFile duplicates the descriptor of f (close-on-exec): the model keeps
+// its own, and the caller closes theirs when they like.
+func dupFile(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, ferr := -1, error(nil)
+	if err := rc.Control(func(h uintptr) { fd, ferr = unix.FcntlInt(h, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	return fd, ferr
 }
 
 // readDirect is one aligned O_DIRECT read; it returns fewer bytes only at
@@ -48,7 +92,7 @@ func (f *modelFile) readDirect(dst []byte, off int64) (int, error) {
 	defer f.mu.RUnlock()
 	d := f.direct
 	if d == nil {
-		n, err := f.f.ReadAt(dst, off)
+		n, err := f.readAtBase(dst, off)
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
@@ -56,7 +100,7 @@ func (f *modelFile) readDirect(dst []byte, off int64) (int, error) {
 	}
 	total := 0
 	for total < len(dst) {
-		n, err := unix.Pread(int(d.Fd()), dst[total:], off+int64(total))
+		n, err := unix.Pread(int(d.Fd()), dst[total:], f.base+off+int64(total))
 		if err == unix.EINTR {
 			continue
 		}

@@ -58,6 +58,9 @@ func (l *load) watchFiles(tensor string, force bool) error {
 		if i >= len(l.model.stamps) {
 			break
 		}
+		if !f.local() {
+			continue
+		}
 		now, err := f.stamp()
 		if err != nil {
 			return fmt.Errorf("loader: %s: %w", f.path, err)
@@ -112,12 +115,18 @@ func (m *Model) CheckFile() error {
 		if i >= len(m.stamps) {
 			break
 		}
+		if !f.local() {
+			continue // a reader's bytes are its own business
+		}
 		now, err := f.stamp()
 		if err != nil {
 			return fmt.Errorf("loader: check %s: %w", f.path, err)
 		}
 		if what := m.stamps[i].change(now); what != "" {
 			return fmt.Errorf("loader: %w since it was loaded: %s: %s", ErrFileChanged, f.path, what)
+		}
+		if !f.byPath {
+			continue // an open file has no path to be replaced at
 		}
 		at, err := os.Stat(f.path)
 		switch {

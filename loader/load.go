@@ -303,15 +303,21 @@ func joinNames(names []string) string {
 // its file (it may have shrunk since the model was opened).
 func (l *load) openFiles() error {
 	direct := l.p.LoadMode == place.LoadDirectIO
-	for i, path := range l.gm.Paths {
-		f, err := openModelFile(path, direct, l.o.Logger)
+	for _, gf := range l.gm.Files {
+		src := gf.Source()
+		path := src.Name
+		f, err := openModelFile(src, direct, l.o.Logger)
 		if err != nil {
 			return fmt.Errorf("loader: %w", err)
 		}
 		l.model.files = append(l.model.files, f)
+		if !f.local() {
+			l.model.stamps = append(l.model.stamps, fileStamp{})
+			continue
+		}
 		// the loaded model owns its own descriptor; it must be the file
 		// the metadata was read from, not one put in its place since
-		if orig, ok := l.gm.Files[i].ReaderAt().(*os.File); ok {
+		if orig := gf.OSFile(); orig != nil {
 			a, errA := orig.Stat()
 			b, errB := f.f.Stat()
 			if errA == nil && errB == nil && !os.SameFile(a, b) {
@@ -354,7 +360,10 @@ func (l *load) mapFiles() error {
 	}
 	numa := l.rt.IsNUMA()
 	for i, f := range l.model.files {
-		mp, err := mapFile(f.f, f.size, l.p.UseMmap, lazy[i], numa, l.o.Logger)
+		if !f.local() {
+			return fmt.Errorf("loader: %s cannot be mapped: it is no local file (load it with load mode none)", f.path)
+		}
+		mp, err := mapFile(f.f, f.base, f.size, l.p.UseMmap, lazy[i], numa, l.o.Logger)
 		if err != nil {
 			return err
 		}

@@ -14,10 +14,26 @@ import (
 // mapping is a read-only shared mapping of a whole file, and the list of its
 // fragments still mapped (unmapFragment removes page-aligned pieces).
 type mapping struct {
-	data      []byte // the whole mapping, as mapped
+	data      []byte // the GGUF's bytes in the mapping
 	size      int64
+	skew      int64 // bytes mapped before data: from the page its start lies in
 	fragments [][2]int64
 	path      string
+}
+
+// abs is the offset of the GGUF's byte off from the mapping's start, which
+// is page-aligned.
+func (m *mapping) abs(off int64) int64 { return off + m.skew }
+
+// pageSpan is the mapping's length in whole pages.
+func (m *mapping) pageSpan() int64 {
+	page := int64(unix.Getpagesize())
+	return (m.skew + m.size + page - 1) &^ (page - 1)
+}
+
+// at is the address of the mapping's byte abs (from its page-aligned start).
+func (m *mapping) at(abs int64) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.data)), abs-m.skew)
 }
 
 // mapFile maps f. prefetch asks the kernel to read the file ahead (all of it
@@ -25,10 +41,14 @@ type mapping struct {
 // everything but the lazy ranges), lazy ranges get MADV_RANDOM, and on NUMA
 // machines the whole mapping does (and nothing is prefetched, so that pages
 // land on the node that first touches them).
-func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
+// The GGUF lies at base in f (a GGUF inside a bigger file): the mapping
+// starts at the page base lies in.
+func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
 	if size == 0 {
 		return &mapping{path: f.Name()}, nil
 	}
+	page := int64(unix.Getpagesize())
+	skew := base & (page - 1)
 	fd := int(f.Fd())
 	if numa {
 		prefetch = false
@@ -41,20 +61,19 @@ func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, 
 		flags |= mapPopulate
 	}
 	// MmapPtr, not Mmap: pieces of the mapping are unmapped one by one
-	ptr, err := unix.MmapPtr(fd, 0, nil, uintptr(size), unix.PROT_READ, flags)
+	ptr, err := unix.MmapPtr(fd, base-skew, nil, uintptr(skew+size), unix.PROT_READ, flags)
 	if err != nil {
-		return nil, fmt.Errorf("loader: mmap %s (%d bytes): %w", f.Name(), size, err)
+		return nil, fmt.Errorf("loader: mmap %s (%d bytes at %d): %w", f.Name(), size, base, err)
 	}
-	data := unsafe.Slice((*byte)(ptr), size)
-	m := &mapping{data: data, size: size, fragments: [][2]int64{{0, size}}, path: f.Name()}
+	raw := unsafe.Slice((*byte)(ptr), skew+size)
+	m := &mapping{data: raw[skew:], size: size, skew: skew, fragments: [][2]int64{{0, size}}, path: f.Name()}
 	advise := func(beg, end int64, advice int, name string) {
-		page := int64(unix.Getpagesize())
-		beg &^= page - 1
-		end = min((end+page-1)&^(page-1), size)
+		beg = m.abs(beg) &^ (page - 1)
+		end = min((m.abs(end)+page-1)&^(page-1), skew+size)
 		if beg >= end {
 			return
 		}
-		if err := unix.Madvise(data[beg:end], advice); err != nil {
+		if err := unix.Madvise(raw[beg:end], advice); err != nil {
 			log.Warn("madvise failed", "advice", name, "file", f.Name(), "err", err)
 		}
 	}
@@ -76,15 +95,15 @@ func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, 
 // from the fragment list; partial pages at either end stay mapped.
 func (m *mapping) unmapFragment(first, last int64) error {
 	page := int64(unix.Getpagesize())
-	first = (first + page - 1) &^ (page - 1)
-	last &^= page - 1
-	last = min(last, (m.size+page-1)&^(page-1))
-	if last <= first {
+	a := (m.abs(first) + page - 1) &^ (page - 1)
+	b := min(m.abs(last)&^(page-1), m.pageSpan())
+	if b <= a {
 		return nil
 	}
-	if err := munmapRange(m.Addr(first), uintptr(last-first)); err != nil {
-		return fmt.Errorf("loader: munmap %s [%#x, %#x): %w", m.path, first, last, err)
+	if err := munmapRange(m.at(a), uintptr(b-a)); err != nil {
+		return fmt.Errorf("loader: munmap %s [%#x, %#x): %w", m.path, a-m.skew, b-m.skew, err)
 	}
+	first, last = a-m.skew, b-m.skew
 	var out [][2]int64
 	for _, f := range m.fragments {
 		switch {
@@ -117,8 +136,9 @@ func (m *mapping) Close() error {
 	var first error
 	page := int64(unix.Getpagesize())
 	for _, f := range m.fragments {
-		end := min((f[1]+page-1)&^(page-1), (m.size+page-1)&^(page-1))
-		if err := munmapRange(m.Addr(f[0]), uintptr(end-f[0])); err != nil && first == nil {
+		beg := m.abs(f[0]) &^ (page - 1)
+		end := min((m.abs(f[1])+page-1)&^(page-1), m.pageSpan())
+		if err := munmapRange(m.at(beg), uintptr(end-beg)); err != nil && first == nil {
 			first = err
 		}
 	}

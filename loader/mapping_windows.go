@@ -13,7 +13,8 @@ import (
 // a view, so the fragment list only shrinks when the view is closed (as in
 // llama.cpp, where unmap_fragment does nothing on Windows).
 type mapping struct {
-	data      []byte
+	data      []byte // the GGUF's bytes in the view
+	view      uintptr
 	size      int64
 	fragments [][2]int64
 	path      string
@@ -23,21 +24,28 @@ type mapping struct {
 // mapFile maps f. prefetch asks the system to read the file ahead
 // (PrefetchVirtualMemory over everything but the lazy ranges); numa and the
 // lazy ranges' random-access advice have no Windows counterpart.
-func mapFile(f *os.File, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
+func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
 	if size == 0 {
 		return &mapping{path: f.Name()}, nil
 	}
+	// a view starts on the allocation granularity (64 KiB on every
+	// Windows release)
+	const gran = 64 << 10
+	skew := base % gran
 	h, err := windows.CreateFileMapping(windows.Handle(f.Fd()), nil, windows.PAGE_READONLY, 0, 0, nil)
 	if err != nil {
 		return nil, fmt.Errorf("loader: CreateFileMapping %s: %w", f.Name(), err)
 	}
-	addr, err := windows.MapViewOfFile(h, windows.FILE_MAP_READ, 0, 0, 0)
+	off := base - skew
+	addr, err := windows.MapViewOfFile(h, windows.FILE_MAP_READ, uint32(off>>32), uint32(off), uintptr(skew+size))
 	if err != nil {
 		windows.CloseHandle(h)
-		return nil, fmt.Errorf("loader: MapViewOfFile %s (%d bytes): %w", f.Name(), size, err)
+		return nil, fmt.Errorf("loader: MapViewOfFile %s (%d bytes at %d): %w", f.Name(), size, base, err)
 	}
+	raw := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), skew+size)
 	m := &mapping{
-		data:      unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), size),
+		data:      raw[skew:],
+		view:      addr,
 		size:      size,
 		fragments: [][2]int64{{0, size}},
 		path:      f.Name(),
@@ -82,7 +90,7 @@ func (m *mapping) Close() error {
 	if m.handle == 0 {
 		return nil
 	}
-	err := windows.UnmapViewOfFile(uintptr(unsafe.Pointer(unsafe.SliceData(m.data))))
+	err := windows.UnmapViewOfFile(m.view)
 	if cerr := windows.CloseHandle(m.handle); err == nil {
 		err = cerr
 	}

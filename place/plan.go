@@ -113,6 +113,7 @@ type Plan struct {
 	Params   Params
 	LoadMode LoadMode // resolved: never LoadAuto
 	UseMmap  bool
+	noMmap   string   // why AUTO does not map, when a source cannot be
 	Lazy     LazyMode // resolved
 
 	CPU           *ggml.Device

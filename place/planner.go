@@ -181,6 +181,32 @@ func (pl *planner) resolveModes() error {
 	for i, d := range p.Devices {
 		caps[i] = d.Caps()
 	}
+	// a source that is no local file (a reader, an HTTP URL) cannot be
+	// mapped: AUTO reads it, as when a device cannot map, and a mode that
+	// maps it or reads it directly is refused
+	for _, f := range p.Model.Files {
+		if src := f.Source(); !src.Local() {
+			switch {
+			case p.Params.LoadMode.UsesMmap() && p.Params.LoadMode != LoadAuto, p.Params.LoadMode == LoadDirectIO:
+				return fmt.Errorf("place: load mode %s needs a local file: %s is read through a reader (load mode none or auto reads it)", p.Params.LoadMode, src.Name)
+			case p.Params.Lazy == LazyOn:
+				return fmt.Errorf("place: lazy tensors stay in a file's mapping: %s is read through a reader and cannot be mapped", src.Name)
+			}
+			caps = append(caps, ggml.Caps{})
+			p.noMmap = src.Name + " is read through a reader"
+			break
+		}
+		// tensors used in place must be aligned in memory as ggml asks: a
+		// GGUF at an offset that breaks it cannot be mapped for them
+		if src := f.Source(); src.Offset%ggml.HostPtrAlignment != 0 {
+			if p.Params.LoadMode.UsesMmap() && p.Params.LoadMode != LoadAuto || p.Params.Lazy == LazyOn {
+				return fmt.Errorf("place: load mode %s maps the file: %s starts at byte %d of its file, not a multiple of %d, and its tensors cannot be used in place (load mode none or auto reads it)", p.Params.LoadMode, src.Name, src.Offset, ggml.HostPtrAlignment)
+			}
+			caps = append(caps, ggml.Caps{})
+			p.noMmap = fmt.Sprintf("%s starts at byte %d of its file, not a multiple of %d", src.Name, src.Offset, ggml.HostPtrAlignment)
+			break
+		}
+	}
 	p.LoadMode, p.UseMmap, p.Lazy = autoModes(p.Params.LoadMode, p.Params.Lazy, caps)
 	p.info(fmt.Sprintf("load_tensors: loading model tensors, this can take a while... (load_mode = %s)", p.LoadMode))
 	return nil

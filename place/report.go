@@ -151,7 +151,10 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 	mode := p.LoadMode.String()
 	if p.Params.LoadMode == LoadAuto {
 		why := "every device supports mmap"
-		if !p.UseMmap {
+		switch {
+		case p.noMmap != "":
+			why = p.noMmap
+		case !p.UseMmap:
 			why = "a device lacks mmap support"
 		}
 		mode = fmt.Sprintf("auto -> %s (%s)", p.LoadMode, why)

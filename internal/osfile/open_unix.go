@@ -63,3 +63,23 @@ func modeOf(m uint32) fs.FileMode {
 	}
 	return fs.ModeIrregular
 }
+
+// readable refuses a descriptor open for writing only.
+func readable(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var fl int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil {
+		return err
+	}
+	if ferr != nil {
+		return &fs.PathError{Op: "fcntl", Path: f.Name(), Err: ferr}
+	}
+	if fl&unix.O_ACCMODE == unix.O_WRONLY {
+		return &fs.PathError{Op: "read", Path: f.Name(), Err: errors.New("the descriptor is open for writing only")}
+	}
+	return nil
+}

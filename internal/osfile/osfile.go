@@ -60,3 +60,18 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 	}
 	return f, fi, nil
 }
+
+// Check stats an open file: a regular file open for reading.
+func Check(f *os.File) (fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(f.Name(), fi.Mode())
+	}
+	if err := readable(f); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}

@@ -55,14 +55,27 @@ type Model struct {
 // OpenModel opens a model from its file, or from the first of its splits:
 // the others are found beside it by llama.cpp's naming
 // (<prefix>-00001-of-00003.gguf).
-func OpenModel(path string) (*Model, error) { return openModel(path, nil) }
+func OpenModel(path string) (*Model, error) { return openModel([]Source{PathSource(path)}, true) }
 
 // OpenSplits opens a model from explicit paths, first split first.
 func OpenSplits(paths ...string) (*Model, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("gguf: no paths")
 	}
-	return openModel(paths[0], paths)
+	srcs := make([]Source, len(paths))
+	for i, p := range paths {
+		srcs[i] = PathSource(p)
+	}
+	return openModel(srcs, false)
+}
+
+// OpenModelSources opens a model from the sources of its files, first
+// split first (one source for a model that is not split).
+func OpenModelSources(srcs ...Source) (*Model, error) {
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("gguf: no sources")
+	}
+	return openModel(srcs, false)
 }
 
 // NewModel indexes the weights of one parsed file that is not a split
@@ -90,7 +103,9 @@ func SplitPath(prefix string, no, count int) string {
 	return fmt.Sprintf("%s-%05d-of-%05d.gguf", prefix, no+1, count)
 }
 
-func openModel(first string, paths []string) (*Model, error) {
+// openModel opens the files of srcs; with discover, a single path names
+// the first split and the others are found beside it.
+func openModel(srcs []Source, discover bool) (*Model, error) {
 	m := &Model{}
 	ok := false
 	defer func() {
@@ -98,17 +113,22 @@ func openModel(first string, paths []string) (*Model, error) {
 			m.Close()
 		}
 	}()
-	f0, err := Open(first)
+	f0, err := OpenSource(srcs[0])
 	if err != nil {
 		return nil, err
 	}
+	first := f0.Path
 	m.Files, m.Paths = []*File{f0}, []string{first}
 	n, err := splitCount(f0)
 	if err != nil {
 		return nil, err
 	}
-	if n <= 1 && len(paths) > 1 {
-		return nil, fmt.Errorf("%w: %s is not split, but %d files were given (%s)", ErrSplit, first, len(paths), strings.Join(paths[1:], ", "))
+	if n <= 1 && len(srcs) > 1 {
+		var rest []string
+		for _, s := range srcs[1:] {
+			rest = append(rest, s.name())
+		}
+		return nil, fmt.Errorf("%w: %s is not split, but %d files were given (%s)", ErrSplit, first, len(srcs), strings.Join(rest, ", "))
 	}
 	if n > 1 {
 		no, err := f0.u16Key(KeySplitNo)
@@ -118,29 +138,34 @@ func openModel(first string, paths []string) (*Model, error) {
 		if no != 0 {
 			return nil, &FormatError{Path: first, Msg: fmt.Sprintf("this is split %d of %d; load the first split", no+1, n), Err: ErrNotFirstSplit, Off: f0.KV[f0.keys[KeySplitNo]].Off}
 		}
-		if paths == nil {
-			sm := splitName.FindStringSubmatch(filepath.Base(first))
+		if discover {
+			src := srcs[0]
+			if src.Path == "" || src.Offset != 0 {
+				return nil, fmt.Errorf("%w: %s declares %d splits; give the source of each", ErrSplit, first, n)
+			}
+			sm := splitName.FindStringSubmatch(filepath.Base(src.Path))
 			if sm == nil {
 				return nil, fmt.Errorf("%w: %s declares %d splits but its name is not <prefix>-00001-of-%05d.gguf; pass the split paths explicitly", ErrSplit, first, n, n)
 			}
-			prefix := filepath.Join(filepath.Dir(first), sm[1])
-			for i := 0; i < int(n); i++ {
-				paths = append(paths, SplitPath(prefix, i, int(n)))
+			prefix := filepath.Join(filepath.Dir(src.Path), sm[1])
+			srcs = []Source{src}
+			for i := 1; i < int(n); i++ {
+				srcs = append(srcs, PathSource(SplitPath(prefix, i, int(n))))
 			}
 		}
-		if len(paths) != int(n) {
-			return nil, fmt.Errorf("%w: %d split paths given, %s declares %d", ErrSplit, len(paths), first, n)
+		if len(srcs) != int(n) {
+			return nil, fmt.Errorf("%w: %d split paths given, %s declares %d", ErrSplit, len(srcs), first, n)
 		}
 		for i := 1; i < int(n); i++ {
-			p := paths[i]
-			f, err := Open(p)
+			p := srcs[i].name()
+			f, err := OpenSource(srcs[i])
 			if err != nil {
 				if errors.Is(err, os.ErrNotExist) {
 					return nil, fmt.Errorf("%w: split %d of %d (%s) does not exist", ErrMissingSplit, i+1, n, p)
 				}
 				return nil, fmt.Errorf("gguf: split %d of %d: %w", i+1, n, err)
 			}
-			m.Files, m.Paths = append(m.Files, f), append(m.Paths, p)
+			m.Files, m.Paths = append(m.Files, f), append(m.Paths, f.Path)
 			got, err := f.u16Key(KeySplitNo)
 			if err != nil {
 				return nil, err

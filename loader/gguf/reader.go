@@ -7,11 +7,11 @@ import (
 	"iter"
 	"math"
 	"math/bits"
+	"os"
 	"strings"
 	"sync"
 
 	"github.com/ggload/ggload/ggml/gtype"
-	"github.com/ggload/ggload/internal/osfile"
 )
 
 // Limits of the pinned gguf.cpp.
@@ -61,6 +61,8 @@ type File struct {
 
 	r      io.ReaderAt
 	size   int64
+	src    Source
+	osf    *os.File
 	closer io.Closer
 	closed sync.Once
 	keys   map[string]int
@@ -68,24 +70,7 @@ type File struct {
 }
 
 // Open opens and parses the GGUF file at path. Close releases it.
-func Open(path string) (*File, error) {
-	f, st, err := osfile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	g, err := NewReader(f, st.Size())
-	if err != nil {
-		f.Close()
-		var fe *FormatError
-		if errors.As(err, &fe) {
-			fe.Path = path
-		}
-		return nil, err
-	}
-	g.Path = path
-	g.closer = f
-	return g, nil
-}
+func Open(path string) (*File, error) { return OpenSource(PathSource(path)) }
 
 // Close closes the file if Open opened it; later calls do nothing. The
 // metadata and tensor infos stay readable; reading tensor data or arrays
@@ -106,7 +91,7 @@ func NewReader(r io.ReaderAt, size int64) (*File, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("gguf: negative size %d", size)
 	}
-	p := &parser{sc: newScanner(r, size, 0), f: &File{r: r, size: size, Size: size}}
+	p := &parser{sc: newScanner(r, size, 0), f: &File{r: r, size: size, Size: size, src: Source{Reader: r, Size: size}}}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
