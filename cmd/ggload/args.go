@@ -34,6 +34,8 @@ type option struct {
 	// inert says why the option, accepted, changes nothing in ggload.
 	inert  string
 	hidden bool
+	// secret: the value is never printed (a token).
+	secret bool
 }
 
 func (o *option) spellings() []string {
@@ -294,8 +296,12 @@ func (s *optionSet) applyEnv() error {
 				}
 			}
 			s.given[o] = true
-			s.fromEnv[o] = envSet{name + "=" + val, len(s.notes)}
-			s.notes = append(s.notes, fmt.Sprintf("note: %s=%s from the environment sets %s", name, val, o.names[0]))
+			shown := val
+			if o.secret {
+				shown = "(hidden)"
+			}
+			s.fromEnv[o] = envSet{name + "=" + shown, len(s.notes)}
+			s.notes = append(s.notes, fmt.Sprintf("note: %s=%s from the environment sets %s", name, shown, o.names[0]))
 		}
 	}
 	return nil

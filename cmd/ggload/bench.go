@@ -40,6 +40,7 @@ type benchFlags struct {
 	readers int
 	asJSON  bool
 	save    string
+	rate    float64 // --http: bytes a second
 }
 
 // benchCase is one (load mode, target) pair.
@@ -158,6 +159,13 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.readers = int(n)
 			return err
 		}})
+	s.add(&option{names: []string{"--http"}, value: "RATE", help: "instead of the load modes, serve the model on loopback over a link of RATE a second (1GiB, 100MiB/s, ...) and time: " +
+		"the plan from the URL against from the file, and a streaming load from the URL onto each target against the link (goal: 90%)",
+		set: func(v string) error {
+			n, err := sizeIn(strings.TrimSuffix(v, "/s"), 1<<20, 1<<40)
+			bf.rate = float64(n)
+			return err
+		}})
 	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { bf.asJSON = on; return nil }})
 	s.add(&option{names: []string{"--save"}, value: "FILE", help: "also write the JSON report to FILE", set: func(v string) error { bf.save = v; return nil }})
 	return s
@@ -196,6 +204,13 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs}
+	if bf.rate > 0 {
+		if rep.HTTP, err = bf.measureHTTP(ctx, rt, m, targets, bf.rate); err != nil {
+			return err
+		}
+		return bf.output(stdout, rep)
+	}
 	var cases []benchCase
 	for _, mode := range splitList(bf.modes) {
 		if _, err := place.ParseLoadMode(mode); err != nil {
@@ -205,7 +220,6 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 			cases = append(cases, benchCase{mode, t})
 		}
 	}
-	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs}
 	if err := bf.measureFloors(rt, m, cases, &rep); err != nil {
 		return err
 	}
@@ -224,6 +238,11 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
+	return bf.output(stdout, rep)
+}
+
+// output saves the report (--save) and prints it, as JSON with --json.
+func (bf *benchFlags) output(stdout io.Writer, rep benchReport) error {
 	if bf.save != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
@@ -237,6 +256,10 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
+	}
+	if rep.HTTP != nil {
+		printHTTP(stdout, rep.HTTP, rep.Bytes)
+		return nil
 	}
 	printBench(stdout, rep)
 	return nil

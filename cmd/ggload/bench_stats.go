@@ -88,6 +88,7 @@ type benchReport struct {
 	Floors      map[string]benchFloor `json:"floors"` // by mode/target
 	BaselineRSS uint64                `json:"baseline_rss"`
 	Rows        []benchRow            `json:"rows"`
+	HTTP        *benchHTTP            `json:"http,omitempty"`
 }
 
 // perDeviceSlack is the resident memory a device's pipeline may add beyond

@@ -189,3 +189,31 @@ func TestBenchSplitTensor(t *testing.T) {
 		t.Fatalf("-sm none: %v", err)
 	}
 }
+
+// bench --http: the model over a loopback link of the rate given, planned
+// from the URL and from the file, and streamed onto the target.
+func TestBenchOverHTTP(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 512, FF: 1024, Heads: 4, Vocab: 512})
+	out, err := runCLI(t, "bench", path, "--http", "64MiB/s", "--targets", "none", "--runs", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	h := rep.HTTP
+	if h == nil || h.Rate != 64<<20 || h.LinkGBps <= 0 || h.PlanFileS <= 0 || h.PlanURLS <= 0 || h.Requests < 1 || h.HeaderB <= 0 {
+		t.Fatalf("%s", out)
+	}
+	// the link is held to its rate: one GET gets at most a little more
+	if h.LinkGBps > 1.2*h.Rate/1e9 {
+		t.Errorf("the link gave %.3f GB/s over its rate of %.3f", h.LinkGBps, h.Rate/1e9)
+	}
+	if len(h.Loads) != 1 || h.Loads[0].Err != "" || h.Loads[0].GBps <= 0 || h.Loads[0].Target != "none" {
+		t.Fatalf("loads %+v", h.Loads)
+	}
+	if _, err := runCLI(t, "bench", path, "--http", "fast"); err == nil {
+		t.Error("--http fast accepted")
+	}
+}

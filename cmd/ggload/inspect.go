@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/loader/httpsrc"
 	"github.com/ggload/ggload/place"
 )
 
@@ -79,7 +80,12 @@ func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var m *gguf.Model
 	if len(pos) == 1 {
-		m, err = gguf.OpenModel(pos[0])
+		if httpsrc.IsURL(pos[0]) {
+			if _, err := httpsrc.CheckURL(pos[0]); err != nil {
+				return s.errorf("%v", err)
+			}
+		}
+		m, err = openModel(ctx, pos[0], httpsrc.Options{})
 	} else {
 		m, err = gguf.OpenSplits(pos...)
 	}

@@ -71,7 +71,7 @@ func TestOptionsOfThePin(t *testing.T) {
 	}
 	modelPath := filepath.Join(t.TempDir(), "model.gguf")
 	example := map[string][]string{
-		"N": {"1"}, "-ngl N": {"-1", "-2", "-7"}, "INDEX": {"0", "-1"}, "FNAME": {modelPath}, "N0,N1,N2,...": {"3,1", "1"}, "MiB0,MiB1,MiB2,...": {"1024", "512,256"},
+		"N": {"1"}, "-ngl N": {"-1", "-2", "-7"}, "INDEX": {"0", "-1"}, "FNAME": {modelPath}, "MODEL_URL": {"https://127.0.0.1:1/m.gguf"}, "TOKEN": {"hf_abc"}, "N0,N1,N2,...": {"3,1", "1"}, "MiB0,MiB1,MiB2,...": {"1024", "512,256"},
 		"<tensor name pattern>=<buffer type>,...": {`blk\.0\.ffn_down=CPU`, "ffn_up=CPU,ffn_down=CPU"},
 		"<dev1,dev2,..>": {"none", "Vulkan0", "Vulkan0,RPC0"}, "SERVERS": {"127.0.0.1:50052", "10.0.0.2:50052,10.0.0.3:50052"},
 		"-ctk TYPE": {"q8_0", "f32"}, "-ctv TYPE": {"q5_1", "bf16"}, "KEY=TYPE:VALUE,...": {"llama.context_length=int:512", `tokenizer.ggml.add_bos_token=bool:false,"general.name=str:a,b"`},
@@ -567,11 +567,14 @@ func TestOptionsFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := f.ngl.Count(); n != 5 || f.repack || f.loadMode != place.LoadDirectIO || f.fit {
-		t.Errorf("from the environment: -ngl %v, repack %v, -lm %v, -fit %v", f.ngl, f.repack, f.loadMode, f.fit)
+	if n, _ := f.ngl.Count(); n != 5 || f.repack || f.loadMode != place.LoadDirectIO || f.fit || f.hfToken != "x" {
+		t.Errorf("from the environment: -ngl %v, repack %v, -lm %v, -fit %v, -hft %q", f.ngl, f.repack, f.loadMode, f.fit, f.hfToken)
 	}
 	notes := strings.Join(s.notes, "\n")
-	for _, want := range []string{"LLAMA_ARG_N_GPU_LAYERS=5 from the environment sets -ngl", "LLAMA_ARG_NO_REPACK=0 from the environment sets --repack", "HF_TOKEN is set"} {
+	if strings.Contains(notes, "HF_TOKEN=x") {
+		t.Errorf("the token is printed: %s", notes)
+	}
+	for _, want := range []string{"LLAMA_ARG_N_GPU_LAYERS=5 from the environment sets -ngl", "LLAMA_ARG_NO_REPACK=0 from the environment sets --repack", "HF_TOKEN=(hidden) from the environment sets -hft"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes %q lack %q", notes, want)
 		}

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/loader/httpsrc"
 	"github.com/ggload/ggload/place"
 )
 
@@ -24,6 +28,8 @@ const maxDevices = 16
 type placeFlags struct {
 	runtimeFlags
 	model       string
+	modelURL    string // -mu: downloaded, then loaded from disk
+	hfToken     string // -hft: the bearer token of every request
 	ngl         place.Layers
 	sm          place.SplitMode
 	mg          int
@@ -64,6 +70,20 @@ func (f *placeFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"-m", "--model"}, value: "FNAME",
 		help: "the model to load (or give it as MODEL); the first file of a split model",
 		set:  func(v string) error { f.model = v; return nil }})
+	s.add(&option{names: []string{"-mu", "--model-url"}, value: "MODEL_URL",
+		help: "download the model from this http(s) URL (every split of it), then load it from disk: into llama.cpp's\n" +
+			"cache ($LLAMA_CACHE, else ~/.cache/llama.cpp), or to -m's path; resumed when cut off, kept while the server's ETag\n" +
+			"is unchanged (a URL given as MODEL is read in place instead, by range requests, with no local copy)",
+		set: func(v string) error {
+			if _, err := httpsrc.CheckURL(v); err != nil {
+				return err
+			}
+			f.modelURL = v
+			return nil
+		}})
+	s.add(&option{names: []string{"-hft", "--hf-token"}, value: "TOKEN",
+		help: "the bearer token sent with every request for a model URL (default: $HF_TOKEN)", secret: true,
+		set: func(v string) error { f.hfToken = v; return nil }})
 	s.add(&option{names: []string{"-lm", "--load-mode"}, value: "MODE",
 		help: "how the weights reach memory (default: auto)\n" +
 			"- auto: mmap, unless a device cannot map\n" +
@@ -508,24 +528,79 @@ func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
 	return rt, nil
 }
 
-// modelPath is MODEL or -m, one of them.
+// modelPath is MODEL or -m, one of them: a path or a URL. With -mu, it is
+// where the download goes, and may be empty (the cache).
 func (f *placeFlags) modelPath(s *optionSet, pos []string) (string, error) {
 	if len(pos) == 1 && s.setByEnv(s.byName["-m"]) {
 		// the command line's MODEL overrides LLAMA_ARG_MODEL, as -m would
 		s.overriddenByEnv(s.byName["-m"], "MODEL")
-		return pos[0], nil
+		return f.checkModel(s, pos[0])
 	}
 	switch {
 	case len(pos) == 1 && f.model != "" && f.model != pos[0]:
 		return "", s.errorf("two models: -m %s and %s", f.model, pos[0])
 	case len(pos) == 1:
-		return pos[0], nil
+		return f.checkModel(s, pos[0])
 	case len(pos) == 0 && f.model != "":
-		return f.model, nil
+		return f.checkModel(s, f.model)
+	case len(pos) == 0 && f.modelURL != "":
+		return "", nil
 	case len(pos) == 0:
 		return "", s.errorf("no MODEL given: usage: %s", s.usage[0])
 	}
 	return "", s.errorf("one MODEL, got %d arguments (%s)", len(pos), strings.Join(pos, " "))
+}
+
+// checkModel refuses a bad URL before any request, and a URL where -mu
+// wants a local path.
+func (f *placeFlags) checkModel(s *optionSet, model string) (string, error) {
+	if !httpsrc.IsURL(model) {
+		return model, nil
+	}
+	if f.modelURL != "" {
+		return "", s.errorf("-mu %s downloads to the path -m or MODEL gives, and %s is a URL: give one of them", f.modelURL, model)
+	}
+	if _, err := httpsrc.CheckURL(model); err != nil {
+		return "", s.errorf("%v", err)
+	}
+	return model, nil
+}
+
+// httpOptions are the requests' options: -hft's token, else $HF_TOKEN.
+func (f *placeFlags) httpOptions() httpsrc.Options {
+	return httpsrc.Options{Token: f.hfToken}
+}
+
+// openModel opens the model at path: a local file, or a URL read in place
+// by range requests (the header now, the weights as they load).
+func openModel(ctx context.Context, path string, o httpsrc.Options) (*gguf.Model, error) {
+	if httpsrc.IsURL(path) {
+		return httpsrc.OpenModel(ctx, path, o)
+	}
+	return gguf.OpenModel(path)
+}
+
+// fetchModel downloads -mu's model (to path, or into the cache when it is
+// empty), with a bar by bytes on a terminal, and returns its local path.
+func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writer) (string, error) {
+	o := f.httpOptions()
+	var bar *progressBar
+	if isTerminalWriter(stderr) {
+		bar = newProgressBar(stderr)
+		var mu sync.Mutex
+		o.Progress = func(_ string, done, size int64) {
+			if size > 0 {
+				mu.Lock()
+				bar.update(uint64(done), uint64(size))
+				mu.Unlock()
+			}
+		}
+	}
+	local, err := httpsrc.Download(ctx, f.modelURL, path, o)
+	if bar != nil {
+		bar.finish()
+	}
+	return local, err
 }
 
 // listDevicesText prints the devices as llama.cpp's --list-devices does.

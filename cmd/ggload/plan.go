@@ -36,7 +36,12 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	if err != nil {
 		return nil, err
 	}
-	m, err := gguf.OpenModel(path)
+	if pf.modelURL != "" {
+		if path, err = pf.fetchModel(ctx, path, os.Stderr); err != nil {
+			return nil, err
+		}
+	}
+	m, err := openModel(ctx, path, pf.httpOptions())
 	if err != nil {
 		return nil, err
 	}

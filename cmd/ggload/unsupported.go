@@ -7,7 +7,7 @@ package main
 const (
 	whyProject  = "a multimodal projector is a file of its own that libmtmd loads beside the model; ggload places one model's weights and loads no projector"
 	whyAdapter  = "adapters and control vectors are applied by a llama.cpp context on top of a loaded model; ggload loads the base model's weights only"
-	whyDownload = "downloads: ggload loads local files and fetches nothing"
+	whyDownload = "model repositories: ggload loads a local file, a URL given as MODEL (read in place), or -mu's download, and resolves no repository or quantization name"
 	whyDraft    = "a draft model is a second model: run ggload on its file with the same options"
 	whyPreset   = "llama-server presets: they download a model and set serving options"
 	whyFitPrint = "llama-fit-params' own option: ggload plan prints the estimate, and its --json carries it"
@@ -29,11 +29,9 @@ var unsupportedOptions = []struct {
 	{[]string{"--control-vector"}, "FNAME", whyAdapter},
 	{[]string{"--control-vector-scaled"}, "FNAME:SCALE,...", whyAdapter},
 	{[]string{"--control-vector-layer-range"}, "START END", whyAdapter},
-	{[]string{"-mu", "--model-url"}, "MODEL_URL", whyDownload},
 	{[]string{"-dr", "--docker-repo"}, "[<repo>/]<model>[:quant]", whyDownload},
 	{[]string{"-hf", "-hfr", "--hf-repo"}, "<user>/<model>[:quant]", whyDownload},
 	{[]string{"-hff", "--hf-file"}, "FILE", whyDownload},
-	{[]string{"-hft", "--hf-token"}, "TOKEN", whyDownload},
 	{[]string{"--spec-draft-hf", "-hfd", "-hfrd", "--hf-repo-draft"}, "<user>/<model>[:quant]", whyDraft},
 	{[]string{"--spec-draft-override-tensor", "-otd", "--override-tensor-draft"}, "<tensor name pattern>=<buffer type>,...", whyDraft},
 	{[]string{"--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"}, "", whyDraft},

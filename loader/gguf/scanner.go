@@ -17,6 +17,7 @@ type scanner struct {
 	buf    []byte
 	bufOff int64 // file offset of buf[0]
 	err    error // sticky read error other than EOF
+	narrow bool  // a window read failed: read field by field
 }
 
 const scanWindow = 256 << 10
@@ -56,6 +57,9 @@ func (s *scanner) fill(n int) error {
 		return s.err
 	}
 	want := scanWindow
+	if s.narrow {
+		want = n
+	}
 	if rem := s.remain(); uint64(want) > rem {
 		want = int(rem)
 	}
@@ -64,6 +68,15 @@ func (s *scanner) fill(n int) error {
 	}
 	s.buf = s.buf[:want]
 	got, err := s.r.ReadAt(s.buf, s.off)
+	if got < n && err != nil && !errors.Is(err, io.EOF) && want > n {
+		// the window ahead failed (a remote reader's range past what it
+		// had at hand): the bytes needed alone may not, and from here on
+		// only what each field needs is read, so that an error names the
+		// field being read when it happened, and the failing range is
+		// asked for once, not again for every field before it
+		s.narrow = true
+		got, err = s.r.ReadAt(s.buf[:n], s.off)
+	}
 	s.buf = s.buf[:got]
 	s.bufOff = s.off
 	if got < n {

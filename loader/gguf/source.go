@@ -38,6 +38,9 @@ type Source struct {
 	Offset, Size int64
 	// Reader is any other source of Size bytes.
 	Reader io.ReaderAt
+	// Closer, when set, is closed with the File (a reader the source owns,
+	// such as an HTTP reader's connections).
+	Closer io.Closer
 }
 
 // PathSource is the local file at path.
@@ -124,7 +127,7 @@ func OpenSource(s Source) (*File, error) {
 		if s.Offset != 0 || s.Size < 0 {
 			return nil, fmt.Errorf("gguf: %s: %w: a reader needs its size (%d) and no offset (%d)", s.name(), ErrSource, s.Size, s.Offset)
 		}
-		base, total = s.Reader, s.Size
+		base, total, closer = s.Reader, s.Size, s.Closer
 	}
 	n, err := s.window(total)
 	if err != nil {
