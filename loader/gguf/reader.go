@@ -326,7 +326,7 @@ func (p *parser) scalar(key string, typ ValueType) (Value, error) {
 	sc := p.sc
 	off := sc.off
 	var err error
-	v := Value{typ: typ}
+	v := Value{valid: true, typ: typ}
 	switch typ.Size() {
 	case 1:
 		var b uint8
@@ -372,7 +372,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 		}
 		if elem == TypeBool {
 			// normalise to 0/1 as ggml does, so values compare equal
-			raw, err := (Value{typ: elem, array: true, arr: a}).raw()
+			raw, err := (Value{valid: true, typ: elem, array: true, arr: a}).raw()
 			if err != nil {
 				return Value{}, err
 			}
@@ -383,7 +383,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 			}
 			a.raw, a.src = raw, nil
 		}
-		return Value{typ: elem, array: true, arr: a}, nil
+		return Value{valid: true, typ: elem, array: true, arr: a}, nil
 	}
 	// strings: each has an 8-byte length, so n is bounded by the bytes left
 	if hi, lo := bits.Mul64(n, 8); hi != 0 || lo > sc.remain() {
@@ -403,7 +403,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 		}
 	}
 	a.size = uint64(sc.off - start)
-	return Value{typ: elem, array: true, arr: a}, nil
+	return Value{valid: true, typ: elem, array: true, arr: a}, nil
 }
 
 func (p *parser) tensor(i uint64) error {

@@ -28,6 +28,10 @@ const (
 	TypeInt64   ValueType = 11
 	TypeFloat64 ValueType = 12
 	typeCount   ValueType = 13
+
+	// TypeInvalid is the kind of the zero Value, which holds nothing: no
+	// accessor takes it and a Writer refuses it.
+	TypeInvalid ValueType = math.MaxUint32
 )
 
 var typeNames = [typeCount]string{"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64", "i64", "f64"}
@@ -36,6 +40,9 @@ var typeNames = [typeCount]string{"u8", "i8", "u16", "i16", "u32", "i32", "f32",
 func (t ValueType) String() string {
 	if t < typeCount {
 		return typeNames[t]
+	}
+	if t == TypeInvalid {
+		return "invalid"
 	}
 	return fmt.Sprintf("type(%d)", uint32(t))
 }
@@ -59,6 +66,7 @@ func (t ValueType) Size() int {
 // Arrays are decoded from the file only when asked for; a Value read from a
 // file stays usable while the file is open.
 type Value struct {
+	valid bool      // made by a constructor or read from a file: the zero Value is not
 	typ   ValueType // the scalar type, or the element type of an array
 	array bool
 	bits  uint64 // numeric scalars, little-endian bits
@@ -83,6 +91,9 @@ type arrayData struct {
 
 // Kind is the value's type: TypeArray for arrays (see ElemType).
 func (v Value) Kind() ValueType {
+	if !v.valid {
+		return TypeInvalid
+	}
 	if v.array {
 		return TypeArray
 	}
@@ -90,14 +101,22 @@ func (v Value) Kind() ValueType {
 }
 
 // ElemType is the element type of an array, or the type of a scalar.
-func (v Value) ElemType() ValueType { return v.typ }
+func (v Value) ElemType() ValueType {
+	if !v.valid {
+		return TypeInvalid
+	}
+	return v.typ
+}
 
 // IsArray reports whether the value is an array.
 func (v Value) IsArray() bool { return v.array }
 
 // Len is the number of array elements (1 for scalars).
 func (v Value) Len() uint64 {
-	if v.array {
+	switch {
+	case !v.valid:
+		return 0
+	case v.array:
 		return v.arr.n
 	}
 	return 1
@@ -106,45 +125,47 @@ func (v Value) Len() uint64 {
 // Scalar constructors, used by the writer and by tests.
 
 // Uint8 makes a u8 value.
-func Uint8(x uint8) Value { return Value{typ: TypeUint8, bits: uint64(x)} }
+func Uint8(x uint8) Value { return Value{valid: true, typ: TypeUint8, bits: uint64(x)} }
 
 // Int8 makes an i8 value.
-func Int8(x int8) Value { return Value{typ: TypeInt8, bits: uint64(uint8(x))} }
+func Int8(x int8) Value { return Value{valid: true, typ: TypeInt8, bits: uint64(uint8(x))} }
 
 // Uint16 makes a u16 value.
-func Uint16(x uint16) Value { return Value{typ: TypeUint16, bits: uint64(x)} }
+func Uint16(x uint16) Value { return Value{valid: true, typ: TypeUint16, bits: uint64(x)} }
 
 // Int16 makes an i16 value.
-func Int16(x int16) Value { return Value{typ: TypeInt16, bits: uint64(uint16(x))} }
+func Int16(x int16) Value { return Value{valid: true, typ: TypeInt16, bits: uint64(uint16(x))} }
 
 // Uint32 makes a u32 value.
-func Uint32(x uint32) Value { return Value{typ: TypeUint32, bits: uint64(x)} }
+func Uint32(x uint32) Value { return Value{valid: true, typ: TypeUint32, bits: uint64(x)} }
 
 // Int32 makes an i32 value.
-func Int32(x int32) Value { return Value{typ: TypeInt32, bits: uint64(uint32(x))} }
+func Int32(x int32) Value { return Value{valid: true, typ: TypeInt32, bits: uint64(uint32(x))} }
 
 // Float32 makes an f32 value.
-func Float32(x float32) Value { return Value{typ: TypeFloat32, bits: uint64(math.Float32bits(x))} }
+func Float32(x float32) Value {
+	return Value{valid: true, typ: TypeFloat32, bits: uint64(math.Float32bits(x))}
+}
 
 // Bool makes a bool value.
 func Bool(x bool) Value {
 	if x {
-		return Value{typ: TypeBool, bits: 1}
+		return Value{valid: true, typ: TypeBool, bits: 1}
 	}
-	return Value{typ: TypeBool}
+	return Value{valid: true, typ: TypeBool}
 }
 
 // String makes a str value (any bytes, kept exactly).
-func String(s string) Value { return Value{typ: TypeString, str: s} }
+func String(s string) Value { return Value{valid: true, typ: TypeString, str: s} }
 
 // Uint64 makes a u64 value.
-func Uint64(x uint64) Value { return Value{typ: TypeUint64, bits: x} }
+func Uint64(x uint64) Value { return Value{valid: true, typ: TypeUint64, bits: x} }
 
 // Int64 makes an i64 value.
-func Int64(x int64) Value { return Value{typ: TypeInt64, bits: uint64(x)} }
+func Int64(x int64) Value { return Value{valid: true, typ: TypeInt64, bits: uint64(x)} }
 
 // Float64 makes an f64 value.
-func Float64(x float64) Value { return Value{typ: TypeFloat64, bits: math.Float64bits(x)} }
+func Float64(x float64) Value { return Value{valid: true, typ: TypeFloat64, bits: math.Float64bits(x)} }
 
 // Array makes an array value from a slice of uint8, int8, uint16, int16,
 // uint32, int32, float32, bool, string, uint64, int64 or float64.
@@ -192,11 +213,11 @@ func Array(elems any) (Value, error) {
 		for _, x := range cp {
 			size += 8 + uint64(len(x))
 		}
-		return Value{typ: TypeString, array: true, arr: &arrayData{n: uint64(len(cp)), strs: cp, size: size}}, nil
+		return Value{valid: true, typ: TypeString, array: true, arr: &arrayData{n: uint64(len(cp)), strs: cp, size: size}}, nil
 	default:
 		return Value{}, fmt.Errorf("gguf: no GGUF array type for %T", elems)
 	}
-	return Value{typ: typ, array: true, arr: &arrayData{n: uint64(len(raw) / typ.Size()), raw: raw, size: uint64(len(raw))}}, nil
+	return Value{valid: true, typ: typ, array: true, arr: &arrayData{n: uint64(len(raw) / typ.Size()), raw: raw, size: uint64(len(raw))}}, nil
 }
 
 func (v Value) mismatch(want string) error {
@@ -205,6 +226,9 @@ func (v Value) mismatch(want string) error {
 
 // TypeName is "u32", "str", or "arr[str,262144]".
 func (v Value) TypeName() string {
+	if !v.valid {
+		return "invalid (the zero Value)"
+	}
 	if v.array {
 		return fmt.Sprintf("arr[%s,%d]", v.typ, v.arr.n)
 	}
@@ -214,7 +238,7 @@ func (v Value) TypeName() string {
 // Uint returns an unsigned scalar (u8, u16, u32, u64) or a non-negative
 // signed one, widened; ok is false for any other value.
 func (v Value) Uint() (uint64, bool) {
-	if v.array {
+	if v.array || !v.valid {
 		return 0, false
 	}
 	switch v.typ {
@@ -231,7 +255,7 @@ func (v Value) Uint() (uint64, bool) {
 // Int returns an integer scalar, sign-extended; ok is false for non-integers
 // and for u64 values above the int64 range.
 func (v Value) Int() (int64, bool) {
-	if v.array {
+	if v.array || !v.valid {
 		return 0, false
 	}
 	switch v.typ {
@@ -255,7 +279,7 @@ func (v Value) Int() (int64, bool) {
 
 // Float returns an f32 or f64 scalar.
 func (v Value) Float() (float64, bool) {
-	if v.array {
+	if v.array || !v.valid {
 		return 0, false
 	}
 	switch v.typ {
@@ -269,7 +293,7 @@ func (v Value) Float() (float64, bool) {
 
 // Bool returns a bool scalar.
 func (v Value) Bool() (bool, bool) {
-	if v.array || v.typ != TypeBool {
+	if v.array || !v.valid || v.typ != TypeBool {
 		return false, false
 	}
 	return v.bits != 0, true
@@ -277,7 +301,7 @@ func (v Value) Bool() (bool, bool) {
 
 // Str returns a string scalar (byte-exact).
 func (v Value) Str() (string, bool) {
-	if v.array || v.typ != TypeString {
+	if v.array || !v.valid || v.typ != TypeString {
 		return "", false
 	}
 	return v.str, true
@@ -285,7 +309,7 @@ func (v Value) Str() (string, bool) {
 
 // Bits returns a numeric scalar's raw little-endian bits.
 func (v Value) Bits() (uint64, bool) {
-	if v.array || v.typ == TypeString {
+	if v.array || !v.valid || v.typ == TypeString {
 		return 0, false
 	}
 	return v.bits, true
@@ -475,6 +499,9 @@ func (v Value) String() string { return v.Format(16) }
 // "[a, b, c, ...]" with at most max elements (all when max < 0), strings
 // quoted.
 func (v Value) Format(max int) string {
+	if !v.valid {
+		return "<invalid>"
+	}
 	if !v.array {
 		switch v.typ {
 		case TypeString:
@@ -521,7 +548,7 @@ func (v Value) Format(max int) string {
 			for k := sz - 1; k >= 0; k-- {
 				bits = bits<<8 | uint64(b[int(i)*sz+k])
 			}
-			parts = append(parts, Value{typ: v.typ, bits: bits}.Format(0))
+			parts = append(parts, Value{valid: true, typ: v.typ, bits: bits}.Format(0))
 		}
 	}
 	if show < n {

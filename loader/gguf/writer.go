@@ -29,14 +29,17 @@ type wtensor struct {
 	src  func(w io.Writer) error
 }
 
-// NewWriter returns an empty writer.
-func NewWriter() *Writer { return &Writer{keys: map[string]int{}, names: map[string]bool{}} }
+// NewWriter returns an empty writer. The zero Writer is one too.
+func NewWriter() *Writer { return &Writer{} }
 
 // Set sets a metadata pair (replacing an earlier value of the same key,
 // keeping its position).
 func (w *Writer) Set(key string, v Value) error {
 	if key == "" {
 		return fmt.Errorf("gguf: empty key")
+	}
+	if !v.valid {
+		return fmt.Errorf("gguf: key %s: the zero Value holds nothing (make values with String, Uint32, Array, ...)", key)
 	}
 	if v.array && v.arr == nil || !v.array && v.typ >= typeCount || v.typ == TypeArray {
 		return fmt.Errorf("gguf: key %s: invalid value", key)
@@ -52,6 +55,9 @@ func (w *Writer) Set(key string, v Value) error {
 	if i, ok := w.keys[key]; ok {
 		w.kv[i].Value = v
 		return nil
+	}
+	if w.keys == nil {
+		w.keys = map[string]int{}
 	}
 	w.keys[key] = len(w.kv)
 	w.kv = append(w.kv, KV{Key: key, Value: v})
@@ -70,7 +76,7 @@ func materialize(v Value) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	return Value{typ: v.typ, array: true, arr: &arrayData{n: v.arr.n, raw: raw, size: uint64(len(raw))}}, nil
+	return Value{valid: true, typ: v.typ, array: true, arr: &arrayData{n: v.arr.n, raw: raw, size: uint64(len(raw))}}, nil
 }
 
 // Delete removes a key.
@@ -106,6 +112,9 @@ func (w *Writer) AddTensor(name string, typ gtype.Type, shape []int64, src func(
 	size, err := typ.Bytes(s)
 	if err != nil {
 		return fmt.Errorf("gguf: tensor %q: %w", name, err)
+	}
+	if w.names == nil {
+		w.names = map[string]bool{}
 	}
 	w.names[name] = true
 	w.tensors = append(w.tensors, wtensor{info: TensorInfo{Name: name, NDims: len(shape), Shape: s, Type: typ, Size: size}, src: src})
