@@ -67,6 +67,9 @@ func (ln *lane) loadOne(t task) error {
 		ln.readers = true
 		return l.readers.submit(ln, t, f)
 	}
+	if ln.ahead != nil && !f.local() {
+		return ln.fill(t, aheadSource{ln.ahead, f})
+	}
 	return ln.fill(t, f)
 }
 

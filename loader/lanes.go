@@ -51,8 +51,11 @@ type lane struct {
 	tasks []task
 	host  bool // host memory: reads run on the reader pool
 
-	rings   map[*ggml.Device]*stagingRing
-	free    [][]byte // bounce buffers: tensors set through memory the lane owns
+	rings map[*ggml.Device]*stagingRing
+	free  [][]byte // bounce buffers: tensors set through memory the lane owns
+	// ahead reads the tensors of files that are not local ahead of the
+	// lane (ahead.go), nil when it has none
+	ahead   *ahead
 	bg      []*bgSet // whole tensors being set by native code meanwhile, oldest first
 	setting int64    // and their bytes
 	rpcs    map[*ggml.Device]*rpcQueue
@@ -203,6 +206,9 @@ func (ln *lane) run() (err error) {
 		}
 		ln.took = time.Since(start)
 	}()
+	if ln.ahead, err = ln.planAhead(); err != nil {
+		return err
+	}
 	for _, t := range ln.tasks {
 		if err := ln.step(t); err != nil {
 			return ln.canceledAt(err, t)
@@ -267,6 +273,7 @@ func mibString(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<
 func (ln *lane) finish() error {
 	first := ln.waitSet()
 	ln.freeBounces()
+	ln.ahead.close()
 	for _, r := range ln.rings {
 		if err := r.close(); err != nil && first == nil {
 			first = err

@@ -30,7 +30,8 @@ type Options struct {
 	// at once); returning false cancels.
 	Progress func(done, total uint64) bool
 	// Readers is how many goroutines read into host buffers at once
-	// (0: chosen for this machine; 1: sequential).
+	// (0: one per core, at most 4, or 8 for files that are not local,
+	// whose reads wait on the network; 1: sequential).
 	Readers int
 	// ChunkSize is the size of one parallel read, and the most bytes a
 	// tensor moves between two progress reports (0: 8 MiB).
@@ -592,9 +593,19 @@ func (l *load) ctxIsHost(ci int) bool {
 	return c.BufferType.IsHost()
 }
 
+// remoteReaders is the default number of readers of a model whose files
+// are not local (an HTTP reader, say): each read waits on the network, not
+// a core, and more in flight keep the link busy.
+const remoteReaders = 8
+
 func (l *load) readerCount() int {
 	if l.o.Readers > 0 {
 		return l.o.Readers
+	}
+	for _, f := range l.p.Model.Files {
+		if !f.Source().Local() {
+			return remoteReaders
+		}
 	}
 	return min(runtime.NumCPU(), 4)
 }

@@ -26,7 +26,9 @@ import (
 //     (or with CheckTensors), in pieces of at most 16 MiB;
 //   - direct I/O: a 16 MiB bounce buffer per read under way (the readers
 //     and one per device);
-//   - CheckTensors: a 4 MiB copy per core for rows checked on copies.
+//   - CheckTensors: a 4 MiB copy per core for rows checked on copies;
+//   - files that are not local (an HTTP reader): each device's lane keeps
+//     64 MiB of reads ahead (8 pieces of 8 MiB).
 //
 // Bounce and direct-read memory are anonymous mappings, outside Go's heap,
 // unmapped when the load ends; a mapping the system refuses is an error
@@ -126,10 +128,17 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 			}
 		}
 	}
+	remote := false
+	for _, f := range p.Model.Files {
+		remote = remote || !f.Source().Local()
+	}
 	for _, u := range lanes {
 		m.Bounce += max(min(u.sum+u.piece, bgMax), u.largest, u.piece)
 		if u.ring {
 			m.Staging += slots * slot
+		}
+		if remote {
+			m.Bounce += aheadDepth * aheadPiece // the lane's reads ahead (ahead.go)
 		}
 	}
 	if direct && align > 1 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
@@ -40,7 +41,10 @@ type benchFlags struct {
 	readers int
 	asJSON  bool
 	save    string
-	rate    float64 // --http: bytes a second
+	rate    float64       // --http: bytes a second
+	cold    bool          // --cold: the model's pages evicted before every process
+	latency time.Duration // --http-latency
+	modesBy bool          // --modes was given
 }
 
 // benchCase is one (load mode, target) pair.
@@ -80,7 +84,7 @@ func benchOptions(bf *benchFlags) *optionSet {
 					return withHint(err, m, place.LoadModeNames())
 				}
 			}
-			bf.modes = strings.Join(modes, ",")
+			bf.modes, bf.modesBy = strings.Join(modes, ","), true
 			return nil
 		}})
 	s.add(&option{names: []string{"--targets"}, value: "TARGET,...", help: "where to load, comma-separated: none (the CPU), a device name, or device names joined by + to split the weights over them (RPC0+RPC1); auto: the CPU and every GPU (default: auto)",
@@ -105,12 +109,18 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.runs = int(n)
 			return err
 		}})
-	s.add(&option{names: []string{"--size"}, value: "SIZE", help: fmt.Sprintf("size of the generated model when no MODEL is given, %s to %s (default: 1GiB)", sizeString(minBenchSize), sizeString(maxBenchSize)),
+	s.add(&option{names: []string{"--size"}, value: "SIZE[,SIZE...]", help: fmt.Sprintf("size of the generated model when no MODEL is given, %s to %s; several (1GiB,4GiB,8GiB): each is timed in turn, then each case's cost per GiB against the first size's (goal: within 10%%) (default: 1GiB)", sizeString(minBenchSize), sizeString(maxBenchSize)),
 		set: func(v string) error {
-			if _, err := sizeIn(v, minBenchSize, maxBenchSize); err != nil {
-				return err
+			sizes := splitList(v)
+			if len(sizes) == 0 {
+				return fmt.Errorf("no size given")
 			}
-			bf.size = v
+			for _, sz := range sizes {
+				if _, err := sizeIn(sz, minBenchSize, maxBenchSize); err != nil {
+					return fmt.Errorf("%s: %w", sz, err)
+				}
+			}
+			bf.size = strings.Join(sizes, ",")
 			return nil
 		}})
 	s.add(&option{names: []string{"--type"}, value: "TYPE", help: "weight type of the generated model (default: q8_0)",
@@ -159,11 +169,24 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.readers = int(n)
 			return err
 		}})
+	s.add(&option{names: []string{"--cold"}, help: "time cold loads: the model's pages are written back and evicted from the page cache before every process " +
+		"(posix_fadvise DONTNEED, no root needed), the floors are this machine's cold read (one O_DIRECT pass at the best queue depth), " +
+		"and the modes are none,mmap,dio,auto unless --modes says otherwise",
+		on: func(on bool) error { bf.cold = on; return nil }})
 	s.add(&option{names: []string{"--http"}, value: "RATE", help: "instead of the load modes, serve the model on loopback over a link of RATE a second (1GiB, 100MiB/s, ...) and time: " +
 		"the plan from the URL against from the file, and a streaming load from the URL onto each target against the link (goal: 90%)",
 		set: func(v string) error {
 			n, err := sizeIn(strings.TrimSuffix(v, "/s"), 1<<20, 1<<40)
 			bf.rate = float64(n)
+			return err
+		}})
+	s.add(&option{names: []string{"--http-latency"}, value: "DURATION", help: "with --http: how long the server waits before each answer, a round trip's worth (e.g. 20ms) (default: 0)",
+		set: func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err == nil && (d < 0 || d > 10*time.Second) {
+				err = fmt.Errorf("out of range: want 0 to 10s")
+			}
+			bf.latency = d
 			return err
 		}})
 	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { bf.asJSON = on; return nil }})
@@ -181,64 +204,97 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) > 1 {
 		return s.errorf("at most one MODEL, got %s", strings.Join(pos, " "))
 	}
+	sizes := splitList(bf.size)
+	if len(pos) == 1 && len(sizes) > 1 {
+		return s.errorf("--size %s generates models of several sizes: give no MODEL", bf.size)
+	}
+	if bf.rate > 0 && len(sizes) > 1 {
+		return s.errorf("--http times one model: give one --size")
+	}
+	if bf.cold && !bf.modesBy {
+		bf.modes = "none,mmap,dio,auto"
+	}
 	rt, err := bf.open(ctx)
 	if err != nil {
 		return err
 	}
-	var path string
-	if len(pos) == 1 {
-		path = pos[0]
-	} else if path, err = benchModel(rt, bf.size, bf.typ, os.Stderr); err != nil {
-		return err
+	var reps []benchReport
+	for _, sz := range sizes {
+		path := ""
+		if len(pos) == 1 {
+			path = pos[0]
+		} else if path, err = benchModel(rt, sz, bf.typ, os.Stderr); err != nil {
+			return err
+		}
+		rep, err := bf.benchOne(ctx, rt, path, stdout)
+		if err != nil {
+			return err
+		}
+		if len(sizes) == 1 {
+			return bf.output(stdout, rep)
+		}
+		if !bf.asJSON && rep.HTTP == nil {
+			printBench(stdout, rep)
+			fmt.Fprintln(stdout)
+		}
+		reps = append(reps, rep)
 	}
+	return bf.outputScale(stdout, reps)
+}
+
+// benchOne measures the model at path: every case, or the HTTP section.
+func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path string, stdout io.Writer) (benchReport, error) {
 	m, err := gguf.OpenModel(path)
 	if err != nil {
-		return err
+		return benchReport{}, err
 	}
 	defer m.Close()
 	size := int64(0)
 	for _, f := range m.Files {
 		size += f.Size
 	}
+	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs, Cold: bf.cold}
 	targets, err := bf.benchTargets(rt)
 	if err != nil {
-		return err
+		return rep, err
 	}
-	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs}
-	if bf.rate > 0 {
-		if rep.HTTP, err = bf.measureHTTP(ctx, rt, m, targets, bf.rate); err != nil {
-			return err
+	if bf.cold {
+		if err := evictPageCache(m.Paths); err != nil {
+			return rep, fmt.Errorf("--cold: %w", err)
 		}
-		return bf.output(stdout, rep)
+	}
+	if bf.rate > 0 {
+		rep.HTTP, err = bf.measureHTTP(ctx, rt, m, targets, bf.rate)
+		return rep, err
 	}
 	var cases []benchCase
 	for _, mode := range splitList(bf.modes) {
 		if _, err := place.ParseLoadMode(mode); err != nil {
-			return fmt.Errorf("--modes: %w", err)
+			return rep, fmt.Errorf("--modes: %w", err)
 		}
 		for _, t := range targets {
 			cases = append(cases, benchCase{mode, t})
 		}
 	}
 	if err := bf.measureFloors(rt, m, cases, &rep); err != nil {
-		return err
+		return rep, err
 	}
 	if !bf.asJSON {
 		printFloors(stdout, rep)
 	}
 	base, err := bf.child(ctx, path, "ggload", benchCase{"none", "none"}, true)
 	if err != nil {
-		return fmt.Errorf("idle process: %w", err)
+		return rep, fmt.Errorf("idle process: %w", err)
 	}
 	rep.BaselineRSS = base.PeakRSS
 	for _, c := range cases {
 		row, err := bf.measureCase(ctx, m, c, size, base.PeakRSS, rep.Floors)
 		if err != nil {
-			return err
+			return rep, err
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	return bf.output(stdout, rep)
+	return rep, nil
 }
 
 // output saves the report (--save) and prints it, as JSON with --json.
@@ -311,7 +367,16 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 			if err := ctx.Err(); err != nil {
 				return row, err
 			}
-			warmPageCache(m)
+			if bf.cold {
+				if err := evictPageCache(m.Paths); err != nil {
+					return row, fmt.Errorf("--cold: %w", err)
+				}
+				if f := residentFraction(m.Paths); f > row.ColdResident {
+					row.ColdResident = f
+				}
+			} else {
+				warmPageCache(m)
+			}
 			mm, err := bf.child(ctx, m.Paths[0], impl, c, false)
 			if err != nil {
 				mm = measurement{child: childResult{Err: err.Error()}}
@@ -354,6 +419,6 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 	}
 	// the goals of several devices are those of whole layers per device;
 	// other split modes are held to llama.cpp's time
-	row.Goal = goal(row, bf.sm == "" || bf.sm == "layer" || !c.multi())
+	row.Goal = goal(row, bf.sm == "" || bf.sm == "layer" || !c.multi(), bf.cold)
 	return row, nil
 }

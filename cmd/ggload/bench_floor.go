@@ -41,6 +41,12 @@ type benchRates struct {
 	DirectNote string             `json:"direct_note,omitempty"`
 	MapS       float64            `json:"map_s,omitempty"` // the whole file, s
 	Upload     map[string]float64 `json:"upload_gb_per_s,omitempty"`
+	// Cold (--cold) is one pass over the file from the disk: O_DIRECT at
+	// the best of the queue depths tried (ColdDepth reads in flight), or,
+	// where direct I/O is refused, buffered reads after an eviction.
+	Cold      float64 `json:"cold_gb_per_s,omitempty"`
+	ColdDepth int     `json:"cold_depth,omitempty"`
+	ColdNote  string  `json:"cold_note,omitempty"`
 }
 
 // benchFloor is a case's floor.
@@ -92,6 +98,18 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 	}
 	if need["mmap"] || need["mmap+mlock"] || need["mmap-mlock"] || need["auto"] {
 		r.MapS = mapTime(m.Paths)
+	}
+	if bf.cold {
+		if err := coldRate(m.Paths, size, r); err != nil {
+			return fmt.Errorf("cold floor: %w", err)
+		}
+		// every byte comes from the disk first: no read is faster than
+		// that, and a mapping populates at that rate
+		r.ReadFresh, r.ReadWarm = min(r.ReadFresh, r.Cold), min(r.ReadWarm, r.Cold)
+		if r.ReadDirect == 0 || r.ReadDirect > r.Cold {
+			r.ReadDirect = r.Cold
+		}
+		r.MapS = max(r.MapS, float64(size)/r.Cold/1e9)
 	}
 	rep.Floors = map[string]benchFloor{}
 	for _, c := range cases {
@@ -187,6 +205,37 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 	return f, nil
 }
 
+// coldDepths are the queue depths the cold floor tries.
+var coldDepths = []int{1, 2, 4, 8, 16}
+
+// coldRate measures the cold floor: one O_DIRECT pass over the files per
+// queue depth, the best kept; buffered reads after an eviction where the
+// file system refuses direct I/O.
+func coldRate(paths []string, size int64, r *benchRates) error {
+	for _, depth := range coldDepths {
+		d, derr := readOnceWith(paths, size, false, true, depth)
+		if derr != nil {
+			if depth > coldDepths[0] {
+				return derr
+			}
+			if err := evictPageCache(paths); err != nil {
+				return err
+			}
+			d, err := readOnceWith(paths, size, false, false, floorReaders())
+			if err != nil {
+				return err
+			}
+			r.Cold, r.ColdDepth = float64(size)/d.Seconds()/1e9, floorReaders()
+			r.ColdNote = fmt.Sprintf("no direct I/O here (%v): buffered reads of the evicted file", derr)
+			return nil
+		}
+		if gbps := float64(size) / d.Seconds() / 1e9; gbps > r.Cold {
+			r.Cold, r.ColdDepth = gbps, depth
+		}
+	}
+	return nil
+}
+
 // readRate reads the files with the floor's readers, 8 MiB at a time:
 // into fresh memory (huge pages advised) or into one reused buffer per
 // reader; with O_DIRECT when direct. Best of two passes.
@@ -203,6 +252,11 @@ func readRate(paths []string, size int64, fresh, direct bool) (float64, error) {
 }
 
 func readOnce(paths []string, size int64, fresh, direct bool) (time.Duration, error) {
+	return readOnceWith(paths, size, fresh, direct, floorReaders())
+}
+
+// readOnceWith reads the files once with n readers.
+func readOnceWith(paths []string, size int64, fresh, direct bool, n int) (time.Duration, error) {
 	const chunk = 8 << 20
 	type job struct {
 		f        *os.File
@@ -247,7 +301,6 @@ func readOnce(paths []string, size int64, fresh, direct bool) (time.Duration, er
 			pos += chunk
 		}
 	}
-	n := floorReaders()
 	ch := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -398,6 +451,12 @@ func printFloors(w io.Writer, rep benchReport) {
 	fmt.Fprintln(w)
 	if r.DirectNote != "" {
 		fmt.Fprintln(w, "  "+r.DirectNote)
+	}
+	if rep.Cold {
+		fmt.Fprintf(w, "  cold (--cold: the file's pages evicted before every process): the disk gives %.2f GB/s (one O_DIRECT pass, %d reads in flight), which bounds every floor\n", r.Cold, r.ColdDepth)
+		if r.ColdNote != "" {
+			fmt.Fprintln(w, "  "+r.ColdNote)
+		}
 	}
 	var names []string
 	for d := range r.Upload {

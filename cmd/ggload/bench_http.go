@@ -30,6 +30,7 @@ import (
 // benchHTTP is the report of the HTTP measurements.
 type benchHTTP struct {
 	Rate      float64         `json:"rate_bytes_per_s"`
+	LatencyS  float64         `json:"latency_s,omitempty"`
 	LinkGBps  float64         `json:"link_gb_per_s"`
 	PlanFileS float64         `json:"plan_file_s"`
 	PlanURLS  float64         `json:"plan_url_s"`
@@ -98,7 +99,7 @@ func (w pacedWriter) Write(p []byte) (int, error) {
 
 // serveLimited serves the files at paths (by base name) on loopback, its
 // link limited to rate, and returns the base URL and a stop function.
-func serveLimited(paths []string, rate float64) (string, func(), error) {
+func serveLimited(paths []string, rate float64, latency time.Duration) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -109,6 +110,9 @@ func serveLimited(paths []string, rate float64) (string, func(), error) {
 		files["/"+filepath.Base(p)] = p
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if latency > 0 {
+			time.Sleep(latency) // the round trip before the first byte
+		}
 		p, ok := files[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -134,7 +138,7 @@ func serveLimited(paths []string, rate float64) (string, func(), error) {
 
 // measureHTTP runs the HTTP measurements of the model at path.
 func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, targets []string, rate float64) (*benchHTTP, error) {
-	base, stop, err := serveLimited(m.Paths, rate)
+	base, stop, err := serveLimited(m.Paths, rate, bf.latency)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +148,7 @@ func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf
 	for _, f := range m.Files {
 		size += f.Size
 	}
-	rep := &benchHTTP{Rate: rate}
+	rep := &benchHTTP{Rate: rate, LatencyS: bf.latency.Seconds()}
 	params := place.Params{NoExtraBufts: bf.noExtra}
 	if params.NGPULayers, err = place.ParseLayers(bf.ngl); err != nil {
 		return nil, err
@@ -262,7 +266,7 @@ func getAll(ctx context.Context, url string) (int64, error) {
 
 // printHTTP writes the HTTP measurements and their goal.
 func printHTTP(w io.Writer, r *benchHTTP, size int64) {
-	fmt.Fprintf(w, "over HTTP on loopback, the link limited to %.2f GB/s (one GET of the whole file: %.2f GB/s):\n", r.Rate/1e9, r.LinkGBps)
+	fmt.Fprintf(w, "over HTTP on loopback, the link limited to %.2f GB/s, %.0f ms before each answer (one GET of the whole file: %.2f GB/s):\n", r.Rate/1e9, r.LatencyS*1000, r.LinkGBps)
 	fmt.Fprintf(w, "  plan from the file %.1f ms; from the URL %.1f ms, %d requests, %.2f MiB of header fetched of %.2f MiB\n",
 		r.PlanFileS*1000, r.PlanURLS*1000, r.Requests, float64(r.HeaderB)/(1<<20), float64(size)/(1<<20))
 	for _, l := range r.Loads {

@@ -51,6 +51,7 @@ func printBench(w io.Writer, rep benchReport) {
 			}
 		}
 	}
+	printFastest(w, rep)
 	for _, r := range rep.Rows {
 		if r.Goal != "" {
 			fmt.Fprintf(w, "%s→%s: %s\n", r.Mode, r.Target, r.Goal)
@@ -100,6 +101,13 @@ var ratioGoals = map[string]float64{
 
 const defaultRatioGoal = 1.0
 
+// Goals of cold loads (--cold): every mode within 0.9× llama.cpp's time,
+// and direct I/O within 1.25× the cold floor.
+const (
+	coldRatioGoal = 0.9
+	coldDioGoal   = 1.25
+)
+
 func ratioGoal(mode, target string) float64 {
 	if want, ok := ratioGoals[mode+"/"+target]; ok {
 		return want
@@ -119,10 +127,13 @@ func isRPCName(d string) bool { return strings.HasPrefix(d, "RPC") }
 // against llama.cpp's (or, beside a local device, against the slowest
 // device alone) and the extra memory against its limit. layerSplit: the
 // devices hold whole layers (the goals of several devices are theirs).
-func goal(r benchRow, layerSplit bool) string {
+func goal(r benchRow, layerSplit, cold bool) string {
 	var parts []string
 	devs := r.devices()
 	ratio := func(want float64) {
+		if cold {
+			want = coldRatioGoal
+		}
 		if r.Llama != nil && r.Ratio > 0 {
 			parts = append(parts, fmt.Sprintf("time ≤ %.2f× llama.cpp's: median %s (%.2f×), best %s (%.2f×)", want, yesNo(r.Ratio <= want), r.Ratio, yesNo(r.Best <= want), r.Best))
 		}
@@ -149,6 +160,9 @@ func goal(r benchRow, layerSplit bool) string {
 		} else {
 			ratio(defaultRatioGoal)
 		}
+	}
+	if cold && (r.Mode == "dio" || r.Mode == "direct-io") && r.Ggload.Err == "" && r.OfFloor > 0 {
+		parts = append(parts, fmt.Sprintf("load ≤ %.2f× the cold floor: %s (%.2f×)", coldDioGoal, yesNo(r.OfFloor <= coldDioGoal), r.OfFloor))
 	}
 	if r.Ggload.Err == "" && r.MemLimit > 0 {
 		parts = append(parts, fmt.Sprintf("extra RSS ≤ the limit: %s (%s of %s MiB)", yesNo(r.Ggload.ExtraRSS <= int64(r.MemLimit)), mibs(r.Ggload.ExtraRSS), mibs(int64(r.MemLimit))))
@@ -186,4 +200,56 @@ func yesNo(ok bool) string {
 		return "met"
 	}
 	return "missed"
+}
+
+// printFastest names, per target timed in several modes, the mode whose
+// median load was fastest, ggload's and llama.cpp's, and, cold, how much
+// of the file was still cached when a process began.
+func printFastest(w io.Writer, rep benchReport) {
+	cache := "warm page cache"
+	if rep.Cold {
+		cache = "cold page cache"
+	}
+	type best struct {
+		mode  string
+		s     float64
+		modes int
+	}
+	var order []string
+	byTarget := map[string]*[2]best{}
+	for _, r := range rep.Rows {
+		b := byTarget[r.Target]
+		if b == nil {
+			b = &[2]best{}
+			byTarget[r.Target] = b
+			order = append(order, r.Target)
+		}
+		for i, impl := range []*implResult{&r.Ggload, r.Llama} {
+			if impl == nil || impl.Err != "" || impl.LoadS <= 0 {
+				continue
+			}
+			b[i].modes++
+			if b[i].mode == "" || impl.LoadS < b[i].s {
+				b[i].mode, b[i].s = r.Mode, impl.LoadS
+			}
+		}
+	}
+	for _, t := range order {
+		b := byTarget[t]
+		if b[0].modes < 2 {
+			continue
+		}
+		fmt.Fprintf(w, "%s, onto %s: the fastest mode is %s for ggload (%.3f s)", cache, t, b[0].mode, b[0].s)
+		if b[1].modes >= 2 {
+			fmt.Fprintf(w, ", %s for llama.cpp (%.3f s)", b[1].mode, b[1].s)
+		}
+		fmt.Fprintln(w)
+	}
+	if rep.Cold {
+		most := 0.0
+		for _, r := range rep.Rows {
+			most = max(most, r.ColdResident)
+		}
+		fmt.Fprintf(w, "cold: at most %.1f%% of the file's pages were in the page cache when a process began\n", 100*most)
+	}
 }

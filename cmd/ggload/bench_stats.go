@@ -76,6 +76,9 @@ type benchRow struct {
 	Staging  uint64 `json:"staging"`
 	MemLimit uint64 `json:"mem_limit"`
 	Goal     string `json:"goal,omitempty"`
+	// ColdResident (--cold) is the largest share of the model's pages
+	// still in the page cache when a process began.
+	ColdResident float64 `json:"cold_resident,omitempty"`
 }
 
 type benchReport struct {
@@ -89,6 +92,7 @@ type benchReport struct {
 	BaselineRSS uint64                `json:"baseline_rss"`
 	Rows        []benchRow            `json:"rows"`
 	HTTP        *benchHTTP            `json:"http,omitempty"`
+	Cold        bool                  `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
 }
 
 // perDeviceSlack is the resident memory a device's pipeline may add beyond

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,4 +50,62 @@ func mapTime(paths []string) float64 {
 		}
 	}
 	return best
+}
+
+// evictPageCache writes back and drops the files' pages from the page
+// cache (posix_fadvise DONTNEED, which needs no privilege; pages another
+// process maps or has dirty may stay: residentFraction tells).
+func evictPageCache(paths []string) error {
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		err = unix.Fdatasync(int(f.Fd()))
+		if err == nil {
+			err = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		}
+		f.Close()
+		if err != nil {
+			return &os.PathError{Op: "evict from the page cache", Path: p, Err: err}
+		}
+	}
+	return nil
+}
+
+// residentFraction is the share of the files' pages in the page cache
+// (mincore over a mapping that touches none), -1 when it cannot be told.
+func residentFraction(paths []string) float64 {
+	var in, all int64
+	page := int64(os.Getpagesize())
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return -1
+		}
+		st, err := f.Stat()
+		if err != nil || st.Size() == 0 {
+			f.Close()
+			continue
+		}
+		b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			return -1
+		}
+		vec := make([]byte, (st.Size()+page-1)/page)
+		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+		unix.Munmap(b)
+		if errno != 0 {
+			return -1
+		}
+		for _, v := range vec {
+			in += int64(v & 1)
+		}
+		all += int64(len(vec))
+	}
+	if all == 0 {
+		return 0
+	}
+	return float64(in) / float64(all)
 }

@@ -14,3 +14,11 @@ func openDirect(path string) (*os.File, error) {
 
 // mapTime: mapping is measured on Linux only (0: not measured).
 func mapTime(paths []string) float64 { return 0 }
+
+// evictPageCache: cold loads are measured on Linux only.
+func evictPageCache(paths []string) error {
+	return errors.New("cold loads are measured on Linux only (posix_fadvise)")
+}
+
+// residentFraction: not measured off Linux.
+func residentFraction(paths []string) float64 { return -1 }

@@ -217,3 +217,73 @@ func TestBenchOverHTTP(t *testing.T) {
 		t.Error("--http fast accepted")
 	}
 }
+
+// bench --cold evicts the model before every process and measures the
+// cold floor; bench with several sizes adds the scale table.
+func TestBenchColdAndScale(t *testing.T) {
+	rt := testenv.Runtime(t)
+	if rt.Location().Llama == "" {
+		testenv.Missing(t, "llama", "no libllama in %s (scripts/fetch-native.sh linux-x64)", rt.Location().Dir)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t, "bench", "--cold", "--size", "8MiB", "--runs", "1", "--targets", "none", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var modes []string
+	for _, r := range rep.Rows {
+		modes = append(modes, r.Mode)
+		if r.Ggload.Err != "" || r.Llama == nil || r.Llama.Err != "" {
+			t.Errorf("%s: ggload %q, llama.cpp %+v", r.Mode, r.Ggload.Err, r.Llama)
+		}
+		// a cold process finds (almost) none of the file cached
+		if r.ColdResident < 0 || r.ColdResident > 0.05 {
+			t.Errorf("%s: %.1f%% of the file was cached when a process began", r.Mode, 100*r.ColdResident)
+		}
+		if !strings.Contains(r.Goal, "≤ 0.90× llama.cpp's") {
+			t.Errorf("%s: verdict %q", r.Mode, r.Goal)
+		}
+		if r.Mode == "dio" && !strings.Contains(r.Goal, "the cold floor") {
+			t.Errorf("dio: verdict %q", r.Goal)
+		}
+	}
+	if !rep.Cold || strings.Join(modes, ",") != "none,mmap,dio,auto" || rep.Rates.Cold <= 0 || rep.Rates.ColdDepth < 1 {
+		t.Fatalf("cold report: modes %v, %+v", modes, rep.Rates)
+	}
+
+	out, err = runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all struct {
+		Sizes []benchReport `json:"sizes"`
+		Scale []scaleRow    `json:"scale"`
+	}
+	if err := json.Unmarshal([]byte(out), &all); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(all.Sizes) != 2 || all.Sizes[1].Bytes <= all.Sizes[0].Bytes || len(all.Scale) != 1 {
+		t.Fatalf("%s", out)
+	}
+	sc := all.Scale[0]
+	if sc.Mode != "none" || sc.SPerGiB[0] <= 0 || sc.SPerGiB[1] <= 0 || sc.Growth <= 0 {
+		t.Fatalf("scale row %+v", sc)
+	}
+	text, err := runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama")
+	if err != nil || !strings.Contains(text, "growth") || !strings.Contains(text, "s/GiB") {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	for _, bad := range [][]string{
+		{"bench", "m.gguf", "--size", "8MiB,32MiB"},
+		{"bench", "--size", "8MiB,lots"},
+		{"bench", "--http", "1GiB", "--size", "8MiB,32MiB"},
+	} {
+		if _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}

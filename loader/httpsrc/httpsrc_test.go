@@ -86,7 +86,14 @@ func settle(f func() int64, want int64) int64 {
 // tensor against the local file's bytes.
 func loadAndCompare(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, local *gguf.Model, o loader.Options) error {
 	t.Helper()
-	p, err := place.New(rt, gm, place.Params{Devices: []string{"none"}, NoExtraBufts: true})
+	return loadOntoAndCompare(t, rt, gm, local, o, "none")
+}
+
+// loadOntoAndCompare loads the model onto the device and checks every
+// tensor against the local file's bytes.
+func loadOntoAndCompare(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, local *gguf.Model, o loader.Options, device string) error {
+	t.Helper()
+	p, err := place.New(rt, gm, place.Params{Devices: []string{device}, NoExtraBufts: true})
 	if err != nil {
 		return err
 	}
@@ -189,6 +196,12 @@ func TestFaultyServers(t *testing.T) {
 	}
 	local := testenv.OpenModel(t, path)
 	header := int64(local.Files[0].DataOffset)
+	// the faults of phase device strike a load onto a GPU, whose lane reads
+	// ahead (where the machine has one; CI's lavapipe)
+	gpu := ""
+	if gpus := testenv.GPUs(t); len(gpus) > 0 {
+		gpu = gpus[0].Name()
+	}
 	status := func(code int) func(int64, http.ResponseWriter, *http.Request) bool {
 		return func(_ int64, w http.ResponseWriter, _ *http.Request) bool { w.WriteHeader(code); return true }
 	}
@@ -299,7 +312,11 @@ func TestFaultyServers(t *testing.T) {
 			return true
 		}, false, "less than the GGUF's header implies"},
 	} {
-		for _, phase := range []string{"header", "data"} {
+		phases := []string{"header", "data"}
+		if gpu != "" {
+			phases = append(phases, "device")
+		}
+		for _, phase := range phases {
 			t.Run(strings.ReplaceAll(c.name, " ", "_")+"/"+phase, func(t *testing.T) {
 				goroutines := runtime.NumGoroutine()
 				fs := &fileServer{data: data, etag: `"v1"`, fault: c.fault}
@@ -309,14 +326,18 @@ func TestFaultyServers(t *testing.T) {
 				// second and later requests strike the header's parse, or
 				// the load's tensor reads
 				o := httpsrc.Options{Timeout: 300 * time.Millisecond, Backoff: 10 * time.Millisecond, Retries: 2, HeaderWindow: header / 2}
-				if phase == "data" {
+				if phase != "header" {
 					o.HeaderWindow = 1 << 20
 				}
 				loading := false
 				gm, err := httpsrc.OpenModel(context.Background(), url, o)
 				if err == nil {
 					loading = true
-					err = loadAndCompare(t, rt, gm, local, loader.Options{Readers: 2})
+					onto := "none"
+					if phase == "device" {
+						onto = gpu
+					}
+					err = loadOntoAndCompare(t, rt, gm, local, loader.Options{Readers: 2}, onto)
 					gm.Close()
 				}
 				switch {
@@ -489,50 +510,98 @@ func TestDownload(t *testing.T) {
 	}
 }
 
-// A plan of a model of about 100,000 tensors from its URL: the requests
-// the header takes (the goal: two, then the header's transfer) and the
-// time, beside the same from the file.
-func BenchmarkPlanManyTensors(b *testing.B) {
+// Plans of models of about 1,000, 10,000 and 100,000 tensors, from the
+// file and from its URL: the time, and for the URL the requests the header
+// takes (the goal: two, then the header's transfer) and the header bytes
+// fetched.
+func BenchmarkPlanTensors(b *testing.B) {
 	rt := testenv.Runtime(b)
-	many := synth.Spec{Layers: 11112, Embd: 32, FF: 32, Heads: 1, Vocab: 32}
-	path := testenv.ModelFile(b, rt, many)
+	for _, layers := range []int{111, 1111, 11112} {
+		many := synth.Spec{Layers: layers, Embd: 32, FF: 32, Heads: 1, Vocab: 32}
+		path := testenv.ModelFile(b, rt, many)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fs := &fileServer{data: data, etag: `"m"`}
+		srv, _ := served(b, fs, false)
+		url := srv.URL + "/model.gguf"
+		params := place.Params{Devices: []string{"none"}}
+		for _, from := range []string{"file", "url"} {
+			b.Run(fmt.Sprintf("%dlayers/%s", layers, from), func(b *testing.B) {
+				var requests, header int64
+				tensors := 0
+				for b.Loop() {
+					var m *gguf.Model
+					var err error
+					if from == "file" {
+						m, err = gguf.OpenModel(path)
+					} else {
+						m, err = httpsrc.OpenModel(context.Background(), url, httpsrc.Options{})
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := place.New(rt, m, params); err != nil {
+						b.Fatal(err)
+					}
+					tensors = len(m.Weights)
+					if r, ok := m.Files[0].Source().Reader.(*httpsrc.Reader); ok {
+						requests, header = r.Requests(), r.Received()
+					}
+					m.Close()
+				}
+				b.ReportMetric(float64(tensors), "tensors")
+				if from == "url" {
+					b.ReportMetric(float64(requests), "requests/op")
+					b.ReportMetric(float64(header)/(1<<20), "header-MiB/op")
+				}
+			})
+		}
+	}
+}
+
+// A load onto a device reads a tensor's pieces over the network with
+// several requests in flight, not one after another: each piece would
+// otherwise wait a round trip. The server counts the requests it serves at
+// once, answering each after a pause.
+func TestDeviceLoadReadsAhead(t *testing.T) {
+	rt := testenv.Runtime(t)
+	gpus := testenv.GPUs(t)
+	if len(gpus) == 0 {
+		testenv.Missing(t, "gpu", "no GPU device to upload to (Vulkan on lavapipe: apt-get install mesa-vulkan-drivers)")
+	}
+	big := synth.Spec{Layers: 2, Embd: 1024, FF: 4096, Heads: 8, Vocab: 512, Weights: ggml.TypeF16}
+	path := testenv.ModelFile(t, rt, big)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	fs := &fileServer{data: data, etag: `"m"`}
-	srv, _ := served(b, fs, false)
-	url := srv.URL + "/model.gguf"
-	params := place.Params{Devices: []string{"none"}}
-	for _, from := range []string{"file", "url"} {
-		b.Run(from, func(b *testing.B) {
-			var requests, header int64
-			tensors := 0
-			for b.Loop() {
-				var m *gguf.Model
-				var err error
-				if from == "file" {
-					m, err = gguf.OpenModel(path)
-				} else {
-					m, err = httpsrc.OpenModel(context.Background(), url, httpsrc.Options{})
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := place.New(rt, m, params); err != nil {
-					b.Fatal(err)
-				}
-				tensors = len(m.Weights)
-				if r, ok := m.Files[0].Source().Reader.(*httpsrc.Reader); ok {
-					requests, header = r.Requests(), r.Received()
-				}
-				m.Close()
-			}
-			b.ReportMetric(float64(tensors), "tensors")
-			if from == "url" {
-				b.ReportMetric(float64(requests), "requests/op")
-				b.ReportMetric(float64(header)/(1<<20), "header-MiB/op")
-			}
-		})
+	local := testenv.OpenModel(t, path)
+	var now, most atomic.Int64
+	fs := &fileServer{data: data, etag: `"v1"`}
+	fs.fault = func(n int64, w http.ResponseWriter, r *http.Request) bool {
+		k := now.Add(1)
+		defer now.Add(-1)
+		for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		w.Header().Set("ETag", `"v1"`)
+		http.ServeContent(w, r, "model.gguf", time.Time{}, bytes.NewReader(data))
+		return true
 	}
+	srv, _ := served(t, fs, false)
+	gm, err := httpsrc.OpenModel(context.Background(), srv.URL+"/model.gguf", httpsrc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gm.Close()
+	// one lane, one reader: what is in flight at once is the lane's own
+	if err := loadOntoAndCompare(t, rt, gm, local, loader.Options{Readers: 1}, gpus[0].Name()); err != nil {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m < 3 {
+		t.Fatalf("at most %d requests in flight at once while the tensors went to %s: the pieces were read one after another", m, gpus[0].Name())
+	}
+	t.Logf("%s: up to %d requests in flight", gpus[0].Name(), most.Load())
 }
