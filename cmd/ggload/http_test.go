@@ -22,7 +22,7 @@ import (
 // servedModel serves the file at path over HTTPS on loopback, with ranges
 // and an ETag, and returns its URL, a certificate file that trusts the
 // server (for SSL_CERT_FILE) and the count of GET requests.
-func servedModel(t *testing.T, path string) (url, certFile string, gets *atomic.Int64) {
+func servedModel(t *testing.T, path, token string) (url, certFile string, gets *atomic.Int64) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -37,6 +37,10 @@ func servedModel(t *testing.T, path string) (url, certFile string, gets *atomic.
 		}
 		if r.Method == http.MethodGet {
 			gets.Add(1)
+		}
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
 		}
 		w.Header().Set("ETag", `"m1"`)
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
@@ -101,7 +105,7 @@ func ggloadTwice(t *testing.T, env, args []string, path, url string, gets *atomi
 func TestModelOverHTTPS(t *testing.T) {
 	testenv.Runtime(t)
 	path := writeSynth(t, synth.Spec{Layers: 4, Embd: 256, FF: 512, Heads: 2, Vocab: 256})
-	url, certFile, gets := servedModel(t, path)
+	url, certFile, gets := servedModel(t, path, "")
 	env := []string{"SSL_CERT_FILE=" + certFile, "LLAMA_CACHE=" + t.TempDir()}
 
 	// a URL is read, not mapped: what the file gives with -lm none, line
@@ -198,5 +202,31 @@ func TestModelOverHTTPS(t *testing.T) {
 	}
 	if n := gets.Load() - before; n != 0 {
 		t.Errorf("bad URLs made %d requests", n)
+	}
+}
+
+// -hft, or HF_TOKEN, is sent as a bearer token, and never printed.
+func TestModelURLToken(t *testing.T) {
+	testenv.Runtime(t)
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 2, Vocab: 256})
+	url, certFile, _ := servedModel(t, path, "hf_tok123")
+	env := []string{"SSL_CERT_FILE=" + certFile, "HF_TOKEN="}
+	_, errOut, err := ggloadRun(t, env, "plan", url)
+	if err == nil || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "HF_TOKEN") {
+		t.Fatalf("without a token: %v\n%s", err, errOut)
+	}
+	out, errOut, err := ggloadRun(t, env, "plan", "-hft", "hf_tok123", url)
+	if err != nil {
+		t.Fatalf("-hft: %v\n%s", err, errOut)
+	}
+	if strings.Contains(out+errOut, "hf_tok123") {
+		t.Errorf("the token is printed:\n%s%s", out, errOut)
+	}
+	out, errOut, err = ggloadRun(t, []string{"SSL_CERT_FILE=" + certFile, "HF_TOKEN=hf_tok123"}, "load", url, "--verify")
+	if err != nil || !strings.Contains(out, "ggload: verified: ") {
+		t.Fatalf("HF_TOKEN: %v\n%s%s", err, out, errOut)
+	}
+	if strings.Contains(out+errOut, "hf_tok123") {
+		t.Errorf("the token is printed:\n%s%s", out, errOut)
 	}
 }

@@ -605,3 +605,47 @@ func TestDeviceLoadReadsAhead(t *testing.T) {
 	}
 	t.Logf("%s: up to %d requests in flight", gpus[0].Name(), most.Load())
 }
+
+// The token goes with every request as a bearer token: Options.Token, else
+// $HF_TOKEN, as llama.cpp reads it; a download sends it too.
+func TestTokenIsSent(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path := testenv.ModelFile(t, rt, spec)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fileServer{data: data, etag: `"v1"`}
+	fs.fault = func(_ int64, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("Authorization") != "Bearer hf_secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return true
+		}
+		return false
+	}
+	srv, _ := served(t, fs, false)
+	url := srv.URL + "/model.gguf"
+	t.Setenv("HF_TOKEN", "")
+	if _, err := httpsrc.OpenModel(context.Background(), url, httpsrc.Options{}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("without a token: %v", err)
+	}
+	m, err := httpsrc.OpenModel(context.Background(), url, httpsrc.Options{Token: "hf_secret"})
+	if err != nil {
+		t.Fatalf("Options.Token: %v", err)
+	}
+	local := testenv.OpenModel(t, path)
+	if err := loadAndCompare(t, rt, m, local, loader.Options{}); err != nil {
+		t.Fatalf("a load with the token: %v", err)
+	}
+	m.Close()
+	t.Setenv("HF_TOKEN", "hf_secret")
+	m, err = httpsrc.OpenModel(context.Background(), url, httpsrc.Options{})
+	if err != nil {
+		t.Fatalf("$HF_TOKEN: %v", err)
+	}
+	m.Close()
+	t.Setenv("LLAMA_CACHE", t.TempDir())
+	if _, err := httpsrc.Download(context.Background(), url, "", httpsrc.Options{}); err != nil {
+		t.Fatalf("a download with $HF_TOKEN: %v", err)
+	}
+}
