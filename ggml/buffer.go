@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/internal/rpcrelay"
 )
 
 // BufferType is a kind of memory a device offers (ggml_backend_buffer_type_t).
@@ -105,7 +106,7 @@ func (b BufferType) AllocSize(t *Tensor) uint64 {
 }
 
 // guard is the guard in front of the buffer type's RPC device, or nil.
-func (b BufferType) guard() *rpcGuard {
+func (b BufferType) guard() *rpcrelay.Guard {
 	if b.h == 0 {
 		return nil
 	}

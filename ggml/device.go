@@ -8,6 +8,7 @@ import (
 	"weak"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/internal/rpcrelay"
 )
 
 // DeviceType is enum ggml_backend_dev_type.
@@ -73,7 +74,7 @@ type Device struct {
 	id       string
 	caps     Caps
 
-	guard *rpcGuard               // set for RPC devices reached through a guard
+	guard *rpcrelay.Guard         // set for RPC devices reached through a guard
 	parts []*Device               // a meta device's devices (guarded by the runtime's devMu)
 	split weak.Pointer[metaSplit] // a meta device's splitter
 }

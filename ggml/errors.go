@@ -3,8 +3,8 @@ package ggml
 import "errors"
 
 // Errors callers branch on, all usable with errors.Is. Alongside them:
-// ErrClosed (runtime.go), ErrRPCUnreachable and ErrRPCFailed (rpc.go,
-// rpcguard.go), ErrUnknownDevice, ErrUnknownBufferType, and the standard
+// ErrClosed (runtime.go), ErrRPCUnreachable and ErrRPCFailed (rpc.go; the
+// guard, internal/rpcrelay, wraps the latter), ErrUnknownDevice, ErrUnknownBufferType, and the standard
 // library's errors.ErrUnsupported for what a device or the native set
 // cannot do (events, buffers from host memory, split buffers, RPC).
 var (

@@ -13,21 +13,30 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/internal/rpcrelay"
 )
 
-// The parts of ggml's RPC protocol (v7, pinned) that ggload speaks itself to
-// check an endpoint before the native client, which aborts the process on a
-// failed connection, is pointed at it.
-const (
-	rpcProtoMajor   = 7
-	rpcProtoMinor   = 0
-	rpcCmdHello     = 14
-	rpcCmdDevCount  = 15
-	rpcConnCapsSize = 24
-	// rpcMaxDevices bounds the device count a server may announce (the
-	// native client makes a device for each; a scheduler takes 16 backends)
-	rpcMaxDevices = 64
-)
+// rpcMaxDevices bounds the device count a server may announce (the native
+// client makes a device for each; a scheduler takes 16 backends).
+const rpcMaxDevices = 64
+
+// ErrRPCFailed is wrapped by Device.Err when an RPC server failed, stopped
+// answering or broke the protocol while in use.
+var ErrRPCFailed = rpcrelay.ErrFailed
+
+// RPCOptions tune how an endpoint is registered.
+type RPCOptions struct {
+	// Timeout bounds the connection and handshake check (default 5s).
+	Timeout time.Duration
+	// IOTimeout bounds every read and write to the server once in use: a
+	// server silent for longer is declared failed (default 60s, which
+	// leaves room for long graph computations).
+	IOTimeout time.Duration
+	// Direct points the native client at the endpoint itself, without the
+	// guard: as llama.cpp does, and a failing server then aborts the
+	// process.
+	Direct bool
+}
 
 // ErrRPCUnreachable is wrapped by AddRPCServer's error when an endpoint does
 // not answer as a compatible ggml-rpc-server within the timeout.
@@ -101,20 +110,20 @@ func probeRPC(ctx context.Context, endpoint string, timeout time.Duration) (devi
 			return nil, err
 		}
 		if n := binary.LittleEndian.Uint64(hdr[:]); n != uint64(rspSize) {
-			return nil, fmt.Errorf("answered %d bytes where %d were expected (not a ggml-rpc-server of protocol %d.x?)", n, rspSize, rpcProtoMajor)
+			return nil, fmt.Errorf("answered %d bytes where %d were expected (not a ggml-rpc-server of protocol %d.x?)", n, rspSize, rpcrelay.ProtoMajor)
 		}
 		rsp := make([]byte, rspSize)
 		_, err := io.ReadFull(conn, rsp)
 		return rsp, err
 	}
-	hello, err := call(rpcCmdHello, make([]byte, rpcConnCapsSize), 4+rpcConnCapsSize)
+	hello, err := call(rpcrelay.CmdHello, make([]byte, rpcrelay.ConnCapsSize), 4+rpcrelay.ConnCapsSize)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: handshake: %v", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
 	}
-	if hello[0] != rpcProtoMajor || hello[1] > rpcProtoMinor {
-		return 0, fmt.Errorf("%w: %s speaks RPC protocol %d.%d.%d, ggml %s needs %d.%d", ErrRPCUnreachable, endpoint, hello[0], hello[1], hello[2], "0.25.1", rpcProtoMajor, rpcProtoMinor)
+	if hello[0] != rpcrelay.ProtoMajor || hello[1] > rpcrelay.ProtoMinor {
+		return 0, fmt.Errorf("%w: %s speaks RPC protocol %d.%d.%d, ggml %s needs %d.%d", ErrRPCUnreachable, endpoint, hello[0], hello[1], hello[2], "0.25.1", rpcrelay.ProtoMajor, rpcrelay.ProtoMinor)
 	}
-	cnt, err := call(rpcCmdDevCount, nil, 4)
+	cnt, err := call(rpcrelay.CmdDevCount, nil, 4)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: device count: %v", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
 	}
@@ -166,12 +175,12 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 		return nil, fmt.Errorf("%w: %s offers no devices", ErrRPCUnreachable, endpoint)
 	}
 	native := endpoint
-	var g *rpcGuard
+	var g *rpcrelay.Guard
 	if !o.Direct {
-		if g, err = newRPCGuard(endpoint, o.IOTimeout, n); err != nil {
+		if g, err = rpcrelay.New(endpoint, o.IOTimeout, n); err != nil {
 			return nil, err
 		}
-		native = g.local
+		native = g.Addr()
 		// before any name is read and cached
 		rt.mu.Lock()
 		rt.guards = append(rt.guards, g)
@@ -221,13 +230,13 @@ const rpcConnDescriptors = 3
 // process when the connection fails. Without the room it records the
 // failure on the guard (Device.Err reports it) and returns it; the call
 // must then not be made.
-func (rt *Runtime) rpcRoom(g *rpcGuard) error {
+func (rt *Runtime) rpcRoom(g *rpcrelay.Guard) error {
 	if g == nil {
 		return nil
 	}
 	if err := descriptorHeadroom(rpcConnDescriptors); err != nil {
-		g.fail("connect", err)
-		return fmt.Errorf("%w: %s: %v", ErrRPCFailed, g.remote, err)
+		g.Fail("connect", err)
+		return fmt.Errorf("%w: %s: %v", ErrRPCFailed, g.Remote(), err)
 	}
 	return nil
 }
@@ -244,7 +253,7 @@ func (rt *Runtime) wrapDevices(hs []bindings.Dev) []*Device {
 }
 
 // guardOf is the guard in front of an RPC device, nil for other devices.
-func (p *process) guardOf(h bindings.Dev) *rpcGuard {
+func (p *process) guardOf(h bindings.Dev) *rpcrelay.Guard {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, reg := range p.rpc {
@@ -264,7 +273,7 @@ func (rt *Runtime) RPCName(s string) string {
 	guards := rt.guards
 	rt.mu.Unlock()
 	for _, g := range guards {
-		s = g.rename(s)
+		s = g.Rename(s)
 	}
 	return s
 }
@@ -275,13 +284,13 @@ func (d *Device) RPCTraffic() (sent, received uint64) {
 	if d.guard == nil {
 		return 0, 0
 	}
-	return d.guard.sent.Load(), d.guard.received.Load()
+	return d.guard.Traffic()
 }
 
 // Endpoint is an RPC device's server ("host:port"), "" for other devices.
 func (d *Device) Endpoint() string {
 	if d.guard != nil {
-		return d.guard.remote
+		return d.guard.Remote()
 	}
 	if d.IsRPC() {
 		return d.rt.lib.DevDescription(d.h)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/internal/rpcrelay"
 )
 
 // Options choose the native set, the remote devices and where ggml's
@@ -43,7 +44,7 @@ type process struct {
 
 	mu          sync.Mutex
 	rpc         map[string]*rpcReg // by endpoint
-	guards      []*rpcGuard
+	guards      []*rpcrelay.Guard
 	mappedNames map[bindings.Dev]string
 	slack       map[bindings.Buft]uint64
 	bufts       map[bindings.Buft]*buftInfo
@@ -53,7 +54,7 @@ type process struct {
 // rpcReg is an endpoint registered with ggml.
 type rpcReg struct {
 	devs  []bindings.Dev
-	guard *rpcGuard // nil when registered direct
+	guard *rpcrelay.Guard // nil when registered direct
 }
 
 var (

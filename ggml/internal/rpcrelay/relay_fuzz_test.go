@@ -1,9 +1,10 @@
-package ggml
+package rpcrelay
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/ggload/ggload/ggml/gtype"
 	"io"
 	"net"
 	"runtime"
@@ -26,7 +27,7 @@ import (
 //     allocates what the server asks (the fuzzer gives reply sizes up to
 //     2^64);
 //   - a reply the client gets differs from the server's only when the guard
-//     has declared the server failed (ErrRPCFailed naming the endpoint and
+//     has declared the server failed (ErrFailed naming the endpoint and
 //     a command), and without such an error every reply is the server's
 //     (a buffer's base is asked twice by the guard, and must come back the
 //     same).
@@ -52,15 +53,15 @@ func le64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 // rpcFuzzTensor packs a q4_K tensor of 768 × 2 in the buffer (ne0 not a
 // multiple of 512, as the client asks GET_ALLOC_SIZE for).
 func rpcFuzzTensor(st *rpcFuzzState) []byte {
-	t := make([]byte, rpcTensorSize)
-	binary.LittleEndian.PutUint32(t[rpcTensorType:], uint32(TypeQ4_K))
-	binary.LittleEndian.PutUint64(t[rpcTensorBuffer:], st.buf)
+	t := make([]byte, TensorSize)
+	binary.LittleEndian.PutUint32(t[TensorType:], uint32(gtype.TypeQ4_K))
+	binary.LittleEndian.PutUint64(t[TensorBuffer:], st.buf)
 	ne := []uint32{768, 2, 1, 1}
 	row := uint32(768 / 256 * 144)
 	nb := []uint32{144, row, 2 * row, 2 * row}
 	for i := range 4 {
-		binary.LittleEndian.PutUint32(t[rpcTensorNe+4*i:], ne[i])
-		binary.LittleEndian.PutUint32(t[rpcTensorNb+4*i:], nb[i])
+		binary.LittleEndian.PutUint32(t[TensorNe+4*i:], ne[i])
+		binary.LittleEndian.PutUint32(t[TensorNb+4*i:], nb[i])
 	}
 	binary.LittleEndian.PutUint64(t[220:], st.base) // data
 	return t
@@ -69,19 +70,19 @@ func rpcFuzzTensor(st *rpcFuzzState) []byte {
 const rpcFuzzTensorBytes = 2 * 768 / 256 * 144
 
 var rpcFuzzScript = []rpcStep{
-	{rpcCmdHello, func(*rpcFuzzState) []byte { return make([]byte, rpcConnCapsSize) }, 4 + rpcConnCapsSize, func(_ *rpcFuzzState, r []byte) string {
-		if r[0] != rpcProtoMajor || r[1] != rpcProtoMinor {
+	{CmdHello, func(*rpcFuzzState) []byte { return make([]byte, ConnCapsSize) }, 4 + ConnCapsSize, func(_ *rpcFuzzState, r []byte) string {
+		if r[0] != ProtoMajor || r[1] != ProtoMinor {
 			return "a handshake of another protocol"
 		}
 		return ""
 	}},
-	{rpcCmdDevCount, func(*rpcFuzzState) []byte { return nil }, 4, func(_ *rpcFuzzState, r []byte) string {
+	{CmdDevCount, func(*rpcFuzzState) []byte { return nil }, 4, func(_ *rpcFuzzState, r []byte) string {
 		if binary.LittleEndian.Uint32(r) != 1 {
 			return "another device count"
 		}
 		return ""
 	}},
-	{rpcCmdGetAlignment, func(*rpcFuzzState) []byte { return le32(0) }, 8, func(st *rpcFuzzState, r []byte) string {
+	{CmdGetAlignment, func(*rpcFuzzState) []byte { return le32(0) }, 8, func(st *rpcFuzzState, r []byte) string {
 		a := binary.LittleEndian.Uint64(r)
 		if a == 0 || a&(a-1) != 0 {
 			return "an alignment that is not a power of two"
@@ -89,23 +90,23 @@ var rpcFuzzScript = []rpcStep{
 		st.align = a
 		return ""
 	}},
-	{rpcCmdGetMaxSize, func(*rpcFuzzState) []byte { return le32(0) }, 8, func(st *rpcFuzzState, r []byte) string {
+	{CmdGetMaxSize, func(*rpcFuzzState) []byte { return le32(0) }, 8, func(st *rpcFuzzState, r []byte) string {
 		if binary.LittleEndian.Uint64(r) == 0 {
 			return "a zero maximum size"
 		}
 		return ""
 	}},
-	{rpcCmdGetDeviceMem, func(*rpcFuzzState) []byte { return le32(0) }, 16, nil},
-	{rpcCmdGetAllocSize, func(st *rpcFuzzState) []byte {
+	{CmdGetDeviceMem, func(*rpcFuzzState) []byte { return le32(0) }, 16, nil},
+	{CmdGetAllocSize, func(st *rpcFuzzState) []byte {
 		req := append(le32(0), rpcFuzzTensor(st)...)
-		return append(req, make([]byte, 10*rpcTensorSize)...)
+		return append(req, make([]byte, 10*TensorSize)...)
 	}, 8, func(_ *rpcFuzzState, r []byte) string {
 		if v := binary.LittleEndian.Uint64(r); v < rpcFuzzTensorBytes || v > 1<<40 {
 			return "an allocation size below the tensor's bytes or absurdly large"
 		}
 		return ""
 	}},
-	{rpcCmdAllocBuffer, func(*rpcFuzzState) []byte { return append(le32(0), le64(1<<20)...) }, 16, func(st *rpcFuzzState, r []byte) string {
+	{CmdAllocBuffer, func(*rpcFuzzState) []byte { return append(le32(0), le64(1<<20)...) }, 16, func(st *rpcFuzzState, r []byte) string {
 		h, size := binary.LittleEndian.Uint64(r), binary.LittleEndian.Uint64(r[8:])
 		if h != 0 && size < 1<<20 {
 			return "a buffer smaller than asked"
@@ -113,7 +114,7 @@ var rpcFuzzScript = []rpcStep{
 		st.buf, st.size = h, size
 		return ""
 	}},
-	{rpcCmdBufferGetBase, func(st *rpcFuzzState) []byte { return le64(st.buf) }, 8, func(st *rpcFuzzState, r []byte) string {
+	{CmdBufferGetBase, func(st *rpcFuzzState) []byte { return le64(st.buf) }, 8, func(st *rpcFuzzState, r []byte) string {
 		b := binary.LittleEndian.Uint64(r)
 		if b == 0 || (st.align != 0 && b%st.align != 0) {
 			return "a null or unaligned base"
@@ -121,12 +122,12 @@ var rpcFuzzScript = []rpcStep{
 		st.base = b
 		return ""
 	}},
-	{rpcCmdSetTensor, func(st *rpcFuzzState) []byte {
+	{CmdSetTensor, func(st *rpcFuzzState) []byte {
 		req := append(rpcFuzzTensor(st), 0)
 		req = append(req, le64(0)...)
 		return append(req, make([]byte, rpcFuzzTensorBytes)...)
 	}, -1, nil},
-	{rpcCmdSetTensorHash, func(st *rpcFuzzState) []byte {
+	{CmdSetTensorHash, func(st *rpcFuzzState) []byte {
 		return append(append(rpcFuzzTensor(st), le64(0)...), le64(0x1234)...)
 	}, 1, func(_ *rpcFuzzState, r []byte) string {
 		if r[0] > 1 {
@@ -134,27 +135,27 @@ var rpcFuzzScript = []rpcStep{
 		}
 		return ""
 	}},
-	{rpcCmdGetTensor, func(st *rpcFuzzState) []byte {
+	{CmdGetTensor, func(st *rpcFuzzState) []byte {
 		return append(append(rpcFuzzTensor(st), le64(0)...), le64(64)...)
 	}, -2, nil},
-	{rpcCmdGetTensor, func(st *rpcFuzzState) []byte { // streamed (over 4096 bytes)
+	{CmdGetTensor, func(st *rpcFuzzState) []byte { // streamed (over 4096 bytes)
 		return append(append(rpcFuzzTensor(st), le64(0)...), le64(8192)...)
 	}, -2, nil},
-	{rpcCmdCopyTensor, func(st *rpcFuzzState) []byte { return append(rpcFuzzTensor(st), rpcFuzzTensor(st)...) }, 1, func(_ *rpcFuzzState, r []byte) string {
+	{CmdCopyTensor, func(st *rpcFuzzState) []byte { return append(rpcFuzzTensor(st), rpcFuzzTensor(st)...) }, 1, func(_ *rpcFuzzState, r []byte) string {
 		if r[0] > 1 {
 			return "a result other than 0 or 1"
 		}
 		return ""
 	}},
-	{rpcCmdBufferClear, func(st *rpcFuzzState) []byte { return append(le64(st.buf), 0) }, -1, nil},
-	{rpcCmdAllocBuffer, func(*rpcFuzzState) []byte { return append(le32(0), le64(4096)...) }, 16, func(st *rpcFuzzState, r []byte) string {
+	{CmdBufferClear, func(st *rpcFuzzState) []byte { return append(le64(st.buf), 0) }, -1, nil},
+	{CmdAllocBuffer, func(*rpcFuzzState) []byte { return append(le32(0), le64(4096)...) }, 16, func(st *rpcFuzzState, r []byte) string {
 		if h := binary.LittleEndian.Uint64(r); h != 0 && binary.LittleEndian.Uint64(r[8:]) < 4096 {
 			return "a buffer smaller than asked"
 		}
 		return ""
 	}},
-	{rpcCmdFreeBuffer, func(st *rpcFuzzState) []byte { return le64(st.buf) }, -1, nil},
-	{rpcCmdGetDeviceMem, func(*rpcFuzzState) []byte { return le32(0) }, 16, nil},
+	{CmdFreeBuffer, func(st *rpcFuzzState) []byte { return le64(st.buf) }, -1, nil},
+	{CmdGetDeviceMem, func(*rpcFuzzState) []byte { return le32(0) }, 16, nil},
 }
 
 // rpcGoodReplies is what an honest server answers the script.
@@ -164,7 +165,7 @@ func rpcGoodReplies() []byte {
 		out = binary.LittleEndian.AppendUint64(out, uint64(len(p)))
 		out = append(out, p...)
 	}
-	add(append([]byte{rpcProtoMajor, rpcProtoMinor, 0, 0}, make([]byte, rpcConnCapsSize)...))
+	add(append([]byte{ProtoMajor, ProtoMinor, 0, 0}, make([]byte, ConnCapsSize)...))
 	add(le32(1))
 	add(le64(64))
 	add(le64(1 << 40))
@@ -209,7 +210,7 @@ func TestRPCGuardHonestServer(t *testing.T) {
 	bad := rpcGoodReplies()
 	binary.LittleEndian.PutUint64(bad[56:], 48) // alignment 48
 	got := rpcFuzzOne(t, bad)
-	if !errors.Is(got, ErrRPCFailed) || !strings.Contains(got.Error(), "GET_ALIGNMENT") {
+	if !errors.Is(got, ErrFailed) || !strings.Contains(got.Error(), "GET_ALIGNMENT") {
 		t.Fatalf("an alignment of 48 went through: %v", got)
 	}
 }
@@ -243,7 +244,7 @@ func rpcFuzzOne(t *testing.T, replies []byte) error {
 		c.(*net.TCPConn).CloseWrite()
 		<-drained
 	}()
-	g, err := newRPCGuard(ln.Addr().String(), 2*time.Second, 1)
+	g, err := New(ln.Addr().String(), 2*time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +267,8 @@ func rpcFuzzOne(t *testing.T, replies []byte) error {
 	changed := false
 	replyNo := 0
 	for i, s := range rpcFuzzScript {
-		if s.cmd == rpcCmdBufferGetBase || s.cmd == rpcCmdSetTensor || s.cmd == rpcCmdSetTensorHash || s.cmd == rpcCmdGetTensor ||
-			s.cmd == rpcCmdCopyTensor || s.cmd == rpcCmdBufferClear || s.cmd == rpcCmdFreeBuffer {
+		if s.cmd == CmdBufferGetBase || s.cmd == CmdSetTensor || s.cmd == CmdSetTensorHash || s.cmd == CmdGetTensor ||
+			s.cmd == CmdCopyTensor || s.cmd == CmdBufferClear || s.cmd == CmdFreeBuffer {
 			if st.buf == 0 {
 				continue // the native client has no buffer: it would not ask
 			}
@@ -276,7 +277,7 @@ func rpcFuzzOne(t *testing.T, replies []byte) error {
 		msg := append([]byte{s.cmd}, le64(uint64(len(req)))...)
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Write(append(msg, req...)); err != nil {
-			t.Fatalf("step %d (%s): the guard took no request: %v", i, rpcCmdName(s.cmd), err)
+			t.Fatalf("step %d (%s): the guard took no request: %v", i, CmdName(s.cmd), err)
 		}
 		if s.rsp == -1 {
 			continue
@@ -287,32 +288,32 @@ func rpcFuzzOne(t *testing.T, replies []byte) error {
 		}
 		var rh [8]byte
 		if _, err := io.ReadFull(c, rh[:]); err != nil {
-			t.Fatalf("step %d (%s): no reply from the guard: %v", i, rpcCmdName(s.cmd), err)
+			t.Fatalf("step %d (%s): no reply from the guard: %v", i, CmdName(s.cmd), err)
 		}
 		if n := binary.LittleEndian.Uint64(rh[:]); n != want {
-			t.Fatalf("step %d (%s): a reply of %d bytes where the client reads %d (it would abort)", i, rpcCmdName(s.cmd), n, want)
+			t.Fatalf("step %d (%s): a reply of %d bytes where the client reads %d (it would abort)", i, CmdName(s.cmd), n, want)
 		}
 		rsp := make([]byte, want)
 		if _, err := io.ReadFull(c, rsp); err != nil {
-			t.Fatalf("step %d (%s): the reply was cut short: %v", i, rpcCmdName(s.cmd), err)
+			t.Fatalf("step %d (%s): the reply was cut short: %v", i, CmdName(s.cmd), err)
 		}
 		if s.next != nil {
 			if why := s.next(st, rsp); why != "" {
-				t.Fatalf("step %d (%s): the client was given %s: % x", i, rpcCmdName(s.cmd), why, rsp)
+				t.Fatalf("step %d (%s): the client was given %s: % x", i, CmdName(s.cmd), why, rsp)
 			}
 		}
 		server := []byte(nil)
 		if replyNo < len(said) {
 			server = said[replyNo]
 		}
-		if s.cmd == rpcCmdHello && len(server) == len(rsp) {
-			server = append(bytes.Clone(server[:4]), make([]byte, rpcConnCapsSize)...)
+		if s.cmd == CmdHello && len(server) == len(rsp) {
+			server = append(bytes.Clone(server[:4]), make([]byte, ConnCapsSize)...)
 		}
 		if !bytes.Equal(rsp, server) {
 			changed = true
 		}
 		replyNo++
-		if s.cmd == rpcCmdBufferGetBase {
+		if s.cmd == CmdBufferGetBase {
 			replyNo++ // the guard's own second question
 		}
 	}
@@ -327,12 +328,12 @@ func rpcFuzzOne(t *testing.T, replies []byte) error {
 		t.Fatal("the client got replies the server did not give, and the guard reports nothing")
 	}
 	if gerr != nil {
-		if !errors.Is(gerr, ErrRPCFailed) || !strings.Contains(gerr.Error(), g.remote) {
-			t.Fatalf("the guard's error does not wrap ErrRPCFailed naming %s: %v", g.remote, gerr)
+		if !errors.Is(gerr, ErrFailed) || !strings.Contains(gerr.Error(), g.remote) {
+			t.Fatalf("the guard's error does not wrap ErrFailed naming %s: %v", g.remote, gerr)
 		}
 		named := false
-		for cmd := range byte(rpcCmdCount) {
-			named = named || strings.Contains(gerr.Error(), rpcCmdName(cmd))
+		for cmd := range byte(CmdCount) {
+			named = named || strings.Contains(gerr.Error(), CmdName(cmd))
 		}
 		if !named {
 			t.Fatalf("the guard's error names no command: %v", gerr)

@@ -1,4 +1,4 @@
-package ggml
+package rpcrelay
 
 import (
 	"bytes"
@@ -35,60 +35,6 @@ import (
 // would choke on; Go code asks Device.Err and stops. No reply makes the
 // guard allocate more than the request it answers asked for.
 
-// The commands of protocol 7 and the size of their replies (-1: none;
-// -2: the size the request asks for, GET_TENSOR).
-const (
-	rpcCmdAllocBuffer   = 0
-	rpcCmdGetAlignment  = 1
-	rpcCmdGetMaxSize    = 2
-	rpcCmdBufferGetBase = 3
-	rpcCmdFreeBuffer    = 4
-	rpcCmdBufferClear   = 5
-	rpcCmdSetTensor     = 6
-	rpcCmdSetTensorHash = 7
-	rpcCmdGetTensor     = 8
-	rpcCmdCopyTensor    = 9
-	rpcCmdGraphCompute  = 10
-	rpcCmdGetDeviceMem  = 11
-	rpcCmdInitTensor    = 12
-	rpcCmdGetAllocSize  = 13
-	rpcCmdGraphRecomp   = 16
-	rpcCmdMemsetTensor  = 17
-	rpcCmdCount         = 18
-)
-
-var rpcReplySize = [rpcCmdCount]int{
-	rpcCmdAllocBuffer:   16,
-	rpcCmdGetAlignment:  8,
-	rpcCmdGetMaxSize:    8,
-	rpcCmdBufferGetBase: 8,
-	rpcCmdFreeBuffer:    -1,
-	rpcCmdBufferClear:   -1,
-	rpcCmdSetTensor:     -1,
-	rpcCmdSetTensorHash: 1,
-	rpcCmdGetTensor:     -2,
-	rpcCmdCopyTensor:    1,
-	rpcCmdGraphCompute:  -1,
-	rpcCmdGetDeviceMem:  16,
-	rpcCmdInitTensor:    -1,
-	rpcCmdGetAllocSize:  8,
-	rpcCmdHello:         4 + rpcConnCapsSize,
-	rpcCmdDevCount:      4,
-	rpcCmdGraphRecomp:   -1,
-	rpcCmdMemsetTensor:  -1,
-}
-
-// The layout of a packed rpc_tensor (296 bytes) and of the requests that
-// hold one.
-const (
-	rpcTensorSize   = 296
-	rpcTensorType   = 8
-	rpcTensorBuffer = 12
-	rpcTensorNe     = 20
-	rpcTensorNb     = 36
-	rpcTensorOp     = 52
-)
-
 // Limits the guard puts on what a server may answer.
 const (
 	// rpcMaxAlignment bounds a buffer type's alignment (ggml's backends
@@ -111,28 +57,17 @@ const (
 // replayed once the server is gone (the client asks them again when it
 // makes new objects). Their requests are a device index at most, so the
 // answers stay few; queries about tensors or buffers are made up instead.
-var rpcRemembered = map[byte]bool{rpcCmdGetAlignment: true, rpcCmdGetMaxSize: true, rpcCmdGetDeviceMem: true, rpcCmdDevCount: true}
+var rpcRemembered = map[byte]bool{CmdGetAlignment: true, CmdGetMaxSize: true, CmdGetDeviceMem: true, CmdDevCount: true}
 
-// ErrRPCFailed is wrapped by Device.Err when an RPC server failed, stopped
-// answering or broke the protocol while in use.
-var ErrRPCFailed = errors.New("rpc server failed")
+// ErrFailed is wrapped by the guard's error when its server failed,
+// stopped answering or broke the protocol while in use (ggml's
+// ErrRPCFailed).
+var ErrFailed = errors.New("rpc server failed")
 
-// RPCOptions tune how an endpoint is registered.
-type RPCOptions struct {
-	// Timeout bounds the connection and handshake check (default 5s).
-	Timeout time.Duration
-	// IOTimeout bounds every read and write to the server once in use: a
-	// server silent for longer is declared failed (default 60s, which
-	// leaves room for long graph computations).
-	IOTimeout time.Duration
-	// Direct points the native client at the endpoint itself, without the
-	// guard: as llama.cpp does, and a failing server then aborts the
-	// process.
-	Direct bool
-}
-
-// rpcGuard relays one endpoint.
-type rpcGuard struct {
+// Guard relays one endpoint: New makes it listen on the loopback
+// interface, Addr is where the native client is pointed, and every
+// connection the client opens there is relayed to the server.
+type Guard struct {
 	remote    string
 	local     string // the address the native client is given
 	ln        net.Listener
@@ -151,7 +86,7 @@ type rpcGuard struct {
 	received atomic.Uint64
 }
 
-func newRPCGuard(remote string, ioTimeout time.Duration, devices uint32) (*rpcGuard, error) {
+func New(remote string, ioTimeout time.Duration, devices uint32) (*Guard, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("ggml: rpc guard for %s: %w", remote, err)
@@ -159,7 +94,7 @@ func newRPCGuard(remote string, ioTimeout time.Duration, devices uint32) (*rpcGu
 	if ioTimeout <= 0 {
 		ioTimeout = 60 * time.Second
 	}
-	g := &rpcGuard{remote: remote, local: ln.Addr().String(), ln: ln, ioTimeout: ioTimeout, devices: devices,
+	g := &Guard{remote: remote, local: ln.Addr().String(), ln: ln, ioTimeout: ioTimeout, devices: devices,
 		answers: map[string][]byte{}, align: map[uint32]uint64{}, maxSize: map[uint32]uint64{}, total: map[uint32]uint64{}}
 	go g.accept()
 	return g, nil
@@ -173,7 +108,7 @@ func newRPCGuard(remote string, ioTimeout time.Duration, devices uint32) (*rpcGu
 // cannot be dialled (the failure is recorded), and takes a reserve again
 // once it can; other failures (a connection aborted before it was taken)
 // are retried with a growing pause.
-func (g *rpcGuard) accept() {
+func (g *Guard) accept() {
 	spare := reserveDescriptor()
 	var pause time.Duration
 	for {
@@ -219,13 +154,14 @@ func outOfDescriptors(err error) bool {
 }
 
 // Err is the failure of the server in the current session, or nil.
-func (g *rpcGuard) Err() error {
+func (g *Guard) Err() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.err
 }
 
-func (g *rpcGuard) fail(op string, err error) {
+// Fail records a failure of the server in the current session.
+func (g *Guard) Fail(op string, err error) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		err = fmt.Errorf("no answer within %v", g.ioTimeout)
@@ -234,7 +170,7 @@ func (g *rpcGuard) fail(op string, err error) {
 	}
 	g.mu.Lock()
 	if g.err == nil {
-		g.err = fmt.Errorf("%w: %s: %s: %v", ErrRPCFailed, g.remote, op, err)
+		g.err = fmt.Errorf("%w: %s: %s: %v", ErrFailed, g.remote, op, err)
 		g.broke = errors.Is(err, errBroken)
 	}
 	g.mu.Unlock()
@@ -254,7 +190,7 @@ type rpcSession struct {
 }
 
 // serve relays one client connection until the client closes it.
-func (g *rpcGuard) serve(client net.Conn) {
+func (g *Guard) serve(client net.Conn) {
 	defer client.Close()
 	g.mu.Lock()
 	if g.conns == 0 && !g.broke {
@@ -279,7 +215,7 @@ func (g *rpcGuard) serve(client net.Conn) {
 		var err error
 		server, err = net.DialTimeout("tcp", g.remote, g.ioTimeout)
 		if err != nil {
-			g.fail("connect", err)
+			g.Fail("connect", err)
 		}
 	}
 	defer func() {
@@ -295,7 +231,7 @@ func (g *rpcGuard) serve(client net.Conn) {
 			return // the client is done
 		}
 		cmd, size := hdr[0], binary.LittleEndian.Uint64(hdr[1:])
-		if int(cmd) >= rpcCmdCount {
+		if int(cmd) >= CmdCount {
 			return // not protocol 7: drop the connection
 		}
 		// small requests are kept (replies are checked against them
@@ -310,7 +246,7 @@ func (g *rpcGuard) serve(client net.Conn) {
 		}
 		if server != nil && g.Err() == nil {
 			if err := s.checkRequest(cmd, req); err != nil {
-				g.fail(rpcCmdName(cmd), err)
+				g.Fail(CmdName(cmd), err)
 			}
 		}
 		if server != nil && g.Err() == nil {
@@ -345,7 +281,7 @@ func (g *rpcGuard) serve(client net.Conn) {
 var (
 	errClientGone   = errors.New("client gone")
 	errServerFailed = errors.New("server failed")
-	errBroken       = fmt.Errorf("the reply breaks RPC protocol %d.%d", rpcProtoMajor, rpcProtoMinor)
+	errBroken       = fmt.Errorf("the reply breaks RPC protocol %d.%d", ProtoMajor, ProtoMinor)
 )
 
 // streamPiece is the most tensor data relayed under one write deadline.
@@ -355,20 +291,20 @@ const streamPiece = 4 << 20
 // has been checked. On a server failure or a reply that breaks the
 // protocol the guard is marked failed and forward says how many bytes of
 // a streamed request it had taken from the client.
-func (g *rpcGuard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte, size uint64, buf []byte) (consumed uint64, err error) {
+func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte, size uint64, buf []byte) (consumed uint64, err error) {
 	cmd := hdr[0]
-	if cmd == rpcCmdHello && len(req) == rpcConnCapsSize {
+	if cmd == CmdHello && len(req) == ConnCapsSize {
 		// no transport upgrade (RDMA): the guard relays plain TCP only
 		clear(req)
 	}
 	server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
 	if _, err := server.Write(hdr); err != nil {
-		g.fail("send "+rpcCmdName(cmd), err)
+		g.Fail("send "+CmdName(cmd), err)
 		return 0, errServerFailed
 	}
 	if req != nil {
 		if _, err := server.Write(req); err != nil {
-			g.fail("send "+rpcCmdName(cmd), err)
+			g.Fail("send "+CmdName(cmd), err)
 			return 0, errServerFailed
 		}
 	} else {
@@ -389,62 +325,62 @@ func (g *rpcGuard) forward(s *rpcSession, client, server net.Conn, hdr, req []by
 				deadline = consumed + streamPiece
 			}
 			if _, err := server.Write(buf[:n]); err != nil {
-				g.fail("send "+rpcCmdName(cmd), err)
+				g.Fail("send "+CmdName(cmd), err)
 				return consumed, errServerFailed
 			}
 		}
 	}
 	g.sent.Add(9 + size)
-	if cmd == rpcCmdFreeBuffer && len(req) == 8 {
+	if cmd == CmdFreeBuffer && len(req) == 8 {
 		delete(s.buffers, binary.LittleEndian.Uint64(req))
 	}
-	want := rpcReplySize[cmd]
+	want := ReplySize[cmd]
 	if want == -1 {
 		return consumed, nil
 	}
 	server.SetReadDeadline(time.Now().Add(g.ioTimeout))
 	var rh [8]byte
 	if _, err := io.ReadFull(server, rh[:]); err != nil {
-		g.fail(rpcCmdName(cmd), err)
+		g.Fail(CmdName(cmd), err)
 		return consumed, errServerFailed
 	}
 	n := binary.LittleEndian.Uint64(rh[:])
 	if want == -2 {
 		// GET_TENSOR: exactly the bytes asked for, streamed
 		if len(req) < 8 || n != binary.LittleEndian.Uint64(req[len(req)-8:]) {
-			g.fail(rpcCmdName(cmd), g.broken("a reply of %d bytes to a request for %d", n, rpcTail(req)))
+			g.Fail(CmdName(cmd), g.broken("a reply of %d bytes to a request for %d", n, rpcTail(req)))
 			return consumed, errServerFailed
 		}
 		return consumed, g.relay(client, server, cmd, rh, n, buf)
 	}
 	if n != uint64(want) {
-		g.fail(rpcCmdName(cmd), g.broken("a reply of %d bytes where the protocol has %d", n, want))
+		g.Fail(CmdName(cmd), g.broken("a reply of %d bytes where the protocol has %d", n, want))
 		return consumed, errServerFailed
 	}
 	rsp := make([]byte, n)
 	if _, err := io.ReadFull(server, rsp); err != nil {
-		g.fail(rpcCmdName(cmd), err)
+		g.Fail(CmdName(cmd), err)
 		return consumed, errServerFailed
 	}
-	if cmd == rpcCmdHello {
+	if cmd == CmdHello {
 		clear(rsp[4:])
 	}
 	if err := g.checkReply(s, cmd, req, rsp); err != nil {
-		g.fail(rpcCmdName(cmd), err)
+		g.Fail(CmdName(cmd), err)
 		return consumed, errServerFailed
 	}
-	if cmd == rpcCmdBufferGetBase {
+	if cmd == CmdBufferGetBase {
 		// every tensor address the client sends derives from a base: a
 		// wrong one makes it send writes outside the buffer, which an
 		// honest server answers by aborting. Asked twice, a base that
 		// is not the server's own does not come back the same.
 		again, err := g.ask(server, hdr, req, len(rsp))
 		if err != nil {
-			g.fail(rpcCmdName(cmd), err)
+			g.Fail(CmdName(cmd), err)
 			return consumed, errServerFailed
 		}
 		if !bytes.Equal(again, rsp) {
-			g.fail(rpcCmdName(cmd), g.broken("base address %#x, then %#x for the same buffer", binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(again)))
+			g.Fail(CmdName(cmd), g.broken("base address %#x, then %#x for the same buffer", binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(again)))
 			return consumed, errServerFailed
 		}
 	}
@@ -462,7 +398,7 @@ func (g *rpcGuard) forward(s *rpcSession, client, server net.Conn, hdr, req []by
 
 // ask sends a command of the guard's own (a copy of the client's) and
 // reads its fixed-size reply.
-func (g *rpcGuard) ask(server net.Conn, hdr, req []byte, want int) ([]byte, error) {
+func (g *Guard) ask(server net.Conn, hdr, req []byte, want int) ([]byte, error) {
 	server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
 	if _, err := server.Write(append(append([]byte{}, hdr...), req...)); err != nil {
 		return nil, err
@@ -484,7 +420,7 @@ func (g *rpcGuard) ask(server net.Conn, hdr, req []byte, want int) ([]byte, erro
 
 // relay streams a GET_TENSOR reply of n bytes; when the server fails
 // half way the client gets zeros for the rest (it waits for all n).
-func (g *rpcGuard) relay(client, server net.Conn, cmd byte, rh [8]byte, n uint64, buf []byte) error {
+func (g *Guard) relay(client, server net.Conn, cmd byte, rh [8]byte, n uint64, buf []byte) error {
 	if _, err := client.Write(rh[:]); err != nil {
 		return errClientGone
 	}
@@ -492,7 +428,7 @@ func (g *rpcGuard) relay(client, server net.Conn, cmd byte, rh [8]byte, n uint64
 		k := min(uint64(len(buf)), left)
 		server.SetReadDeadline(time.Now().Add(g.ioTimeout))
 		if _, err := io.ReadFull(server, buf[:k]); err != nil {
-			g.fail(rpcCmdName(cmd), err)
+			g.Fail(CmdName(cmd), err)
 			clear(buf)
 			for ; left > 0; left -= min(uint64(len(buf)), left) {
 				if _, err := client.Write(buf[:min(uint64(len(buf)), left)]); err != nil {
@@ -512,7 +448,7 @@ func (g *rpcGuard) relay(client, server net.Conn, cmd byte, rh [8]byte, n uint64
 }
 
 // broken describes a reply that breaks the protocol.
-func (g *rpcGuard) broken(format string, args ...any) error {
+func (g *Guard) broken(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBroken, fmt.Sprintf(format, args...))
 }
 
@@ -522,16 +458,16 @@ func (g *rpcGuard) broken(format string, args ...any) error {
 func (s *rpcSession) checkRequest(cmd byte, req []byte) error {
 	var h uint64
 	switch cmd {
-	case rpcCmdBufferGetBase, rpcCmdFreeBuffer, rpcCmdBufferClear:
+	case CmdBufferGetBase, CmdFreeBuffer, CmdBufferClear:
 		if len(req) < 8 {
 			return nil
 		}
 		h = binary.LittleEndian.Uint64(req)
-	case rpcCmdSetTensorHash, rpcCmdGetTensor, rpcCmdInitTensor, rpcCmdMemsetTensor, rpcCmdCopyTensor:
-		if len(req) < rpcTensorSize {
+	case CmdSetTensorHash, CmdGetTensor, CmdInitTensor, CmdMemsetTensor, CmdCopyTensor:
+		if len(req) < TensorSize {
 			return nil
 		}
-		h = binary.LittleEndian.Uint64(req[rpcTensorBuffer:])
+		h = binary.LittleEndian.Uint64(req[TensorBuffer:])
 		if h == 0 {
 			return nil
 		}
@@ -546,22 +482,22 @@ func (s *rpcSession) checkRequest(cmd byte, req []byte) error {
 
 // checkReply checks a fixed-size reply against its request and what the
 // server said before, and records what it hands out.
-func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
+func (g *Guard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 	u64 := func(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 	dev := uint32(0)
 	if len(req) >= 4 {
 		dev = binary.LittleEndian.Uint32(req)
 	}
 	switch cmd {
-	case rpcCmdHello:
-		if rsp[0] != rpcProtoMajor || rsp[1] > rpcProtoMinor {
+	case CmdHello:
+		if rsp[0] != ProtoMajor || rsp[1] > ProtoMinor {
 			return g.broken("the server says it speaks %d.%d.%d", rsp[0], rsp[1], rsp[2])
 		}
-	case rpcCmdDevCount:
+	case CmdDevCount:
 		if n := binary.LittleEndian.Uint32(rsp); g.devices != 0 && n != g.devices {
 			return g.broken("%d devices, %d when the endpoint was registered", n, g.devices)
 		}
-	case rpcCmdGetAlignment:
+	case CmdGetAlignment:
 		a := u64(rsp)
 		if a == 0 || a&(a-1) != 0 || a > rpcMaxAlignment {
 			return g.broken("alignment %d of device %d is not a power of two up to %d", a, dev, rpcMaxAlignment)
@@ -572,7 +508,7 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 			return g.broken("alignment %d of device %d, %d before", a, dev, old)
 		}
 		g.align[dev] = a
-	case rpcCmdGetMaxSize:
+	case CmdGetMaxSize:
 		m := u64(rsp)
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -583,7 +519,7 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 			return g.broken("maximum buffer size %d of device %d, %d before", m, dev, old)
 		}
 		g.maxSize[dev] = m
-	case rpcCmdGetDeviceMem:
+	case CmdGetDeviceMem:
 		free, total := u64(rsp), u64(rsp[8:])
 		if free > total {
 			return g.broken("%d bytes free of %d on device %d", free, total, dev)
@@ -594,7 +530,7 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 			return g.broken("%d bytes of memory on device %d, %d before", total, dev, old)
 		}
 		g.total[dev] = total
-	case rpcCmdAllocBuffer:
+	case CmdAllocBuffer:
 		if len(req) != 12 {
 			return nil
 		}
@@ -612,7 +548,7 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 			return g.broken("a buffer of %d bytes for %d asked on device %d", size, asked, dev)
 		}
 		s.buffers[h] = rpcBuffer{dev: dev, size: size}
-	case rpcCmdBufferGetBase:
+	case CmdBufferGetBase:
 		if len(req) != 8 {
 			return nil
 		}
@@ -630,22 +566,22 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 		if end, c := bits.Add64(base, b.size, 0); c != 0 || end > rpcMaxAddress {
 			return g.broken("base address %#x of a %d-byte buffer ends past %#x", base, b.size, uint64(rpcMaxAddress))
 		}
-	case rpcCmdSetTensorHash, rpcCmdCopyTensor:
+	case CmdSetTensorHash, CmdCopyTensor:
 		if rsp[0] > 1 {
 			return g.broken("result %d where 0 or 1 is allowed", rsp[0])
 		}
-	case rpcCmdGetAllocSize:
-		if len(req) < 4+rpcTensorSize {
+	case CmdGetAllocSize:
+		if len(req) < 4+TensorSize {
 			return nil
 		}
 		t := req[4:]
-		nb, ok := rpcTensorNBytes(t)
+		nb, ok := TensorNBytes(t)
 		if !ok {
 			return nil // not a tensor the guard can size
 		}
 		v := u64(rsp)
 		hi := nb + rpcRowPad(t)
-		if rpcOpMayExpand[binary.LittleEndian.Uint32(t[rpcTensorOp:])] {
+		if rpcOpMayExpand[binary.LittleEndian.Uint32(t[TensorOp:])] {
 			// ops whose allocation may grow get room; weights and
 			// other tensors get padding only
 			hi = 2*nb + 64<<20
@@ -662,74 +598,9 @@ func (g *rpcGuard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 	return nil
 }
 
-// rpcOpMayExpand are the ops whose allocation a backend may make larger
-// than the tensor (ggml_op_alloc_size_may_expand of the pin: CUMSUM,
-// MUL_MAT, MUL_MAT_ID, ARGSORT, TOP_K, FLASH_ATTN_EXT), by enum ggml_op's
-// numbers.
-var rpcOpMayExpand = map[uint32]bool{16: true, uint32(OpMulMat): true, uint32(OpMulMatID): true, 69: true, 70: true, 74: true}
-
-// rpcTensorNBytes is ggml_nbytes of a packed rpc_tensor, false when its
-// type is unknown or its size overflows.
-func rpcTensorNBytes(t []byte) (uint64, bool) {
-	typ := Type(binary.LittleEndian.Uint32(t[rpcTensorType:]))
-	tr, ok := typ.Traits()
-	if !ok || tr.BlockSize <= 0 || tr.TypeSize <= 0 {
-		return 0, false
-	}
-	var ne, nb [4]uint64
-	for i := range 4 {
-		ne[i] = uint64(binary.LittleEndian.Uint32(t[rpcTensorNe+4*i:]))
-		nb[i] = uint64(binary.LittleEndian.Uint32(t[rpcTensorNb+4*i:]))
-		if ne[i] == 0 {
-			return 0, true
-		}
-	}
-	var n uint64
-	if tr.BlockSize == 1 {
-		n = uint64(tr.TypeSize)
-	} else {
-		hi, lo := bits.Mul64(ne[0], nb[0])
-		if hi != 0 {
-			return 0, false
-		}
-		n = lo / uint64(tr.BlockSize)
-	}
-	for i := range 4 {
-		if i == 0 && tr.BlockSize != 1 {
-			continue
-		}
-		hi, lo := bits.Mul64(ne[i]-1, nb[i])
-		var c uint64
-		n, c = bits.Add64(n, lo, 0)
-		if hi != 0 || c != 0 {
-			return 0, false
-		}
-	}
-	return n, true
-}
-
-// rpcRowPad is the most a backend pads a tensor's allocation: one row of
-// rpcPadColumns columns, plus an alignment's worth.
-func rpcRowPad(t []byte) uint64 {
-	typ := Type(binary.LittleEndian.Uint32(t[rpcTensorType:]))
-	r, err := typ.RowSize(rpcPadColumns)
-	if err != nil || r < 0 {
-		r = 0
-	}
-	return uint64(r) + rpcMaxAlignment/256
-}
-
-// rpcTail is the last u64 of a request (GET_TENSOR's size), 0 if short.
-func rpcTail(req []byte) uint64 {
-	if len(req) < 8 {
-		return 0
-	}
-	return binary.LittleEndian.Uint64(req[len(req)-8:])
-}
-
 // synthesize answers a command the server can no longer answer.
-func (g *rpcGuard) synthesize(client net.Conn, cmd byte, req []byte) error {
-	size := rpcReplySize[cmd]
+func (g *Guard) synthesize(client net.Conn, cmd byte, req []byte) error {
+	size := ReplySize[cmd]
 	var rsp []byte
 	switch {
 	case size == -1:
@@ -757,20 +628,20 @@ func (g *rpcGuard) synthesize(client net.Conn, cmd byte, req []byte) error {
 		if rsp == nil {
 			rsp = make([]byte, size)
 			switch cmd {
-			case rpcCmdHello:
-				rsp[0], rsp[1] = rpcProtoMajor, rpcProtoMinor
-			case rpcCmdDevCount:
+			case CmdHello:
+				rsp[0], rsp[1] = ProtoMajor, ProtoMinor
+			case CmdDevCount:
 				binary.LittleEndian.PutUint32(rsp, max(g.devices, 1))
-			case rpcCmdGetAlignment:
+			case CmdGetAlignment:
 				binary.LittleEndian.PutUint64(rsp, 32)
-			case rpcCmdGetMaxSize:
+			case CmdGetMaxSize:
 				binary.LittleEndian.PutUint64(rsp, 1<<62)
-			case rpcCmdBufferGetBase:
+			case CmdBufferGetBase:
 				// never dereferenced here; aligned for any alignment
 				// the guard lets through
 				binary.LittleEndian.PutUint64(rsp, rpcMaxAlignment)
-			case rpcCmdGetAllocSize:
-				binary.LittleEndian.PutUint64(rsp, rpcTensorBytes(req))
+			case CmdGetAllocSize:
+				binary.LittleEndian.PutUint64(rsp, tensorBytes(req))
 			}
 			// ALLOC_BUFFER: a zero remote pointer, the allocation fails;
 			// SET_TENSOR_HASH, COPY_TENSOR: 0, not done; memory: 0 free
@@ -782,29 +653,18 @@ func (g *rpcGuard) synthesize(client net.Conn, cmd byte, req []byte) error {
 	return err
 }
 
-// rpcTensorBytes sizes the tensor in a GET_ALLOC_SIZE request (a uint32
-// device, then a packed rpc_tensor): ggml_nbytes, which is what the client
-// needs at least; 0 for a request too short to hold one.
-func rpcTensorBytes(req []byte) uint64 {
-	if len(req) < 4+rpcTensorSize {
-		return 0
-	}
-	n, ok := rpcTensorNBytes(req[4:])
-	if !ok {
-		return 0
-	}
-	return n
-}
-
-func rpcCmdName(cmd byte) string {
-	names := [...]string{"ALLOC_BUFFER", "GET_ALIGNMENT", "GET_MAX_SIZE", "BUFFER_GET_BASE", "FREE_BUFFER", "BUFFER_CLEAR", "SET_TENSOR", "SET_TENSOR_HASH",
-		"GET_TENSOR", "COPY_TENSOR", "GRAPH_COMPUTE", "GET_DEVICE_MEMORY", "INIT_TENSOR", "GET_ALLOC_SIZE", "HELLO", "DEVICE_COUNT", "GRAPH_RECOMPUTE", "MEMSET_TENSOR"}
-	if int(cmd) < len(names) {
-		return names[cmd]
-	}
-	return fmt.Sprintf("command %d", cmd)
-}
-
-// rename replaces the guard's local address by the endpoint in a native
+// Rename replaces the guard's local address by the endpoint in a native
 // name or description ("RPC0[127.0.0.1:40123]" → "RPC0[host:50052]").
-func (g *rpcGuard) rename(s string) string { return strings.ReplaceAll(s, g.local, g.remote) }
+func (g *Guard) Rename(s string) string { return strings.ReplaceAll(s, g.local, g.remote) }
+
+// Addr is the guard's loopback address, where the native client connects.
+func (g *Guard) Addr() string { return g.local }
+
+// Remote is the endpoint the guard relays to.
+func (g *Guard) Remote() string { return g.remote }
+
+// Traffic is the bytes the guard forwarded to the server and back.
+func (g *Guard) Traffic() (sent, received uint64) { return g.sent.Load(), g.received.Load() }
+
+// Close stops taking connections (those open are relayed until they end).
+func (g *Guard) Close() error { return g.ln.Close() }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package ggml
+package rpcrelay
 
 import (
 	"encoding/binary"
@@ -50,18 +50,18 @@ func TestGuardOutOfDescriptors(t *testing.T) {
 			}
 			go func() { // a server that answers the handshake
 				defer c.Close()
-				hdr := make([]byte, 9+rpcConnCapsSize)
+				hdr := make([]byte, 9+ConnCapsSize)
 				if _, err := io.ReadFull(c, hdr); err != nil {
 					return
 				}
-				rsp := binary.LittleEndian.AppendUint64(nil, 4+rpcConnCapsSize)
-				rsp = append(rsp, rpcProtoMajor, rpcProtoMinor)
-				c.Write(append(rsp, make([]byte, 2+rpcConnCapsSize)...))
+				rsp := binary.LittleEndian.AppendUint64(nil, 4+ConnCapsSize)
+				rsp = append(rsp, ProtoMajor, ProtoMinor)
+				c.Write(append(rsp, make([]byte, 2+ConnCapsSize)...))
 				io.Copy(io.Discard, c)
 			}()
 		}
 	}()
-	g, err := newRPCGuard(srv.Addr().String(), 2*time.Second, 1)
+	g, err := New(srv.Addr().String(), 2*time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +74,13 @@ func TestGuardOutOfDescriptors(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		msg := make([]byte, 9+rpcConnCapsSize)
-		msg[0] = rpcCmdHello
-		binary.LittleEndian.PutUint64(msg[1:], rpcConnCapsSize)
+		msg := make([]byte, 9+ConnCapsSize)
+		msg[0] = CmdHello
+		binary.LittleEndian.PutUint64(msg[1:], ConnCapsSize)
 		if _, err := c.Write(msg); err != nil {
 			return err
 		}
-		rsp := make([]byte, 8+4+rpcConnCapsSize)
+		rsp := make([]byte, 8+4+ConnCapsSize)
 		_, err = io.ReadFull(c, rsp)
 		return err
 	}
