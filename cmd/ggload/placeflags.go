@@ -64,8 +64,18 @@ func defaultPlaceFlags() placeFlags {
 
 var numaNames = map[string]ggml.NUMAStrategy{"distribute": ggml.NUMADistribute, "isolate": ggml.NUMAIsolate, "numactl": ggml.NUMANumactl}
 
-// add registers the options on s.
+// add registers the options on s, in the groups and order of the help.
 func (f *placeFlags) add(s *optionSet) {
+	f.addLoading(s)
+	f.addPlacement(s)
+	f.addContext(s)
+	f.addFit(s)
+	f.addUnsupported(s)
+	f.addOwn(s)
+}
+
+// addLoading registers llama.cpp's model loading options.
+func (f *placeFlags) addLoading(s *optionSet) {
 	s.group("llama.cpp's model loading options, as llama.cpp " + pinTag() + " spells them")
 	s.add(&option{names: []string{"-m", "--model"}, value: "FNAME",
 		help: "the model to load (or give it as MODEL); the first file of a split model",
@@ -162,7 +172,10 @@ func (f *placeFlags) add(s *optionSet) {
 		help:  "offload operations on host tensors to a device (default: true)",
 		inert: "ggload runs no graphs",
 		on:    func(on bool) error { f.opOffload = on; return nil }})
+}
 
+// addPlacement registers llama.cpp's placement and device options.
+func (f *placeFlags) addPlacement(s *optionSet) {
 	s.group("llama.cpp's placement and device options")
 	s.add(&option{names: []string{"-dev", "--device"}, value: "<dev1,dev2,..>",
 		help: "comma-separated devices to offload to, in order (none: no offload)\n--list-devices lists them",
@@ -275,9 +288,10 @@ func (f *placeFlags) add(s *optionSet) {
 			f.overrides = append(f.overrides, place.FirstLayersOnCPU(int(n), place.DenseFFNPattern)...)
 			return nil
 		}})
+}
 
-	f.addContext(s)
-
+// addFit registers llama.cpp's fit options.
+func (f *placeFlags) addFit(s *optionSet) {
 	s.group("llama.cpp's fit options")
 	s.add(&option{names: []string{"-fit", "--fit"}, value: "[on|off]", optValue: true, optWords: []string{"on", "off", "enabled", "disabled", "true", "false", "1", "0"},
 		help: "choose the parameters left unset (-ngl auto, no -ts, no -ot) so that the weights leave every device its -fitt free (default: on)",
@@ -321,8 +335,10 @@ func (f *placeFlags) add(s *optionSet) {
 			f.fitCtx = int(n)
 			return nil
 		}})
-	f.addUnsupported(s)
+}
 
+// addOwn registers ggload's own options.
+func (f *placeFlags) addOwn(s *optionSet) {
 	s.group("ggload's options")
 	f.runtimeFlags.add(s)
 	s.add(&option{names: []string{"--map-ranges"}, value: "{own,span}",
