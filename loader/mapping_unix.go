@@ -8,6 +8,7 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/ggload/ggload/internal/ranges"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +18,7 @@ type mapping struct {
 	data      []byte // the GGUF's bytes in the mapping
 	size      int64
 	skew      int64 // bytes mapped before data: from the page its start lies in
-	fragments [][2]int64
+	fragments ranges.List
 	path      string
 }
 
@@ -66,7 +67,7 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		return nil, fmt.Errorf("loader: mmap %s (%d bytes at %d): %w", f.Name(), size, base, err)
 	}
 	raw := unsafe.Slice((*byte)(ptr), skew+size)
-	m := &mapping{data: raw[skew:], size: size, skew: skew, fragments: [][2]int64{{0, size}}, path: f.Name()}
+	m := &mapping{data: raw[skew:], size: size, skew: skew, fragments: ranges.List{{0, size}}, path: f.Name()}
 	advise := func(beg, end int64, advice int, name string) {
 		beg = m.abs(beg) &^ (page - 1)
 		end = min((m.abs(end)+page-1)&^(page-1), skew+size)
@@ -78,7 +79,7 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		}
 	}
 	if prefetch {
-		for _, r := range complement(lazy, size) {
+		for _, r := range ranges.List(lazy).Complement(size) {
 			advise(r[0], r[1], unix.MADV_WILLNEED, "MADV_WILLNEED")
 		}
 	}
@@ -103,22 +104,7 @@ func (m *mapping) unmapFragment(first, last int64) error {
 	if err := munmapRange(m.at(a), uintptr(b-a)); err != nil {
 		return fmt.Errorf("loader: munmap %s [%#x, %#x): %w", m.path, a-m.skew, b-m.skew, err)
 	}
-	first, last = a-m.skew, b-m.skew
-	var out [][2]int64
-	for _, f := range m.fragments {
-		switch {
-		case f[0] < first && f[1] > last:
-			out = append(out, [2]int64{f[0], first}, [2]int64{last, f[1]})
-		case f[0] < first && f[1] > first:
-			out = append(out, [2]int64{f[0], first})
-		case f[0] < last && f[1] > last:
-			out = append(out, [2]int64{last, f[1]})
-		case f[0] >= first && f[1] <= last:
-		default:
-			out = append(out, f)
-		}
-	}
-	m.fragments = out
+	m.fragments = ranges.List(m.fragments).Cut(a-m.skew, b-m.skew)
 	return nil
 }
 

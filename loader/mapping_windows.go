@@ -6,6 +6,7 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/ggload/ggload/internal/ranges"
 	"golang.org/x/sys/windows"
 )
 
@@ -16,7 +17,7 @@ type mapping struct {
 	data      []byte // the GGUF's bytes in the view
 	view      uintptr
 	size      int64
-	fragments [][2]int64
+	fragments ranges.List
 	path      string
 	handle    windows.Handle // the file-mapping object
 }
@@ -47,12 +48,12 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		data:      raw[skew:],
 		view:      addr,
 		size:      size,
-		fragments: [][2]int64{{0, size}},
+		fragments: ranges.List{{0, size}},
 		path:      f.Name(),
 		handle:    h,
 	}
 	if prefetch && !numa {
-		if err := m.prefetch(complement(lazy, size)); err != nil {
+		if err := m.prefetch(ranges.List(lazy).Complement(size)); err != nil {
 			log.Warn("PrefetchVirtualMemory failed", "file", f.Name(), "err", err)
 		}
 	}

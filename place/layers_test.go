@@ -76,23 +76,6 @@ func TestSplitPointsAndLayerDevice(t *testing.T) {
 	}
 }
 
-func TestRanges(t *testing.T) {
-	own := mergeRanges([][2]int64{{100, 200}, {0, 50}, {150, 300}, {300, 310}, {400, 400}})
-	if !slices.Equal(own, [][2]int64{{0, 50}, {100, 310}}) {
-		t.Fatalf("merge %v", own)
-	}
-	other := mergeRanges([][2]int64{{120, 130}, {40, 60}, {300, 500}})
-	if got := subRanges(own, other); !slices.Equal(got, [][2]int64{{0, 40}, {100, 120}, {130, 300}}) {
-		t.Fatalf("sub %v", got)
-	}
-	if got := subRanges(own, nil); !slices.Equal(got, own) {
-		t.Fatalf("sub nothing %v", got)
-	}
-	if got := subRanges(own, [][2]int64{{0, 1000}}); len(got) != 0 {
-		t.Fatalf("sub everything %v", got)
-	}
-}
-
 func TestResolveModesAutoFallback(t *testing.T) {
 	yes, no := ggml.Caps{MmapSupport: true}, ggml.Caps{}
 	for _, c := range []struct {

@@ -1,9 +1,7 @@
 package place
 
 import (
-	"cmp"
-	"slices"
-
+	"github.com/ggload/ggload/internal/ranges"
 	"github.com/ggload/ggload/loader/gguf"
 )
 
@@ -45,46 +43,5 @@ func (pl *planner) mappedRanges(ci, fi int) [][2]int64 {
 			}
 		}
 	}
-	return subRanges(mergeRanges(own), mergeRanges(other))
-}
-
-// mergeRanges sorts and merges overlapping ranges.
-func mergeRanges(rs [][2]int64) [][2]int64 {
-	slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	var out [][2]int64
-	for _, r := range rs {
-		if r[0] >= r[1] {
-			continue
-		}
-		if n := len(out); n > 0 && r[0] <= out[n-1][1] {
-			out[n-1][1] = max(out[n-1][1], r[1])
-		} else {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// subRanges removes the merged ranges b from the merged ranges a.
-func subRanges(a, b [][2]int64) [][2]int64 {
-	var out [][2]int64
-	j := 0
-	for _, r := range a {
-		start := r[0]
-		for j < len(b) && b[j][1] <= start {
-			j++
-		}
-		k := j
-		for k < len(b) && b[k][0] < r[1] {
-			if b[k][0] > start {
-				out = append(out, [2]int64{start, b[k][0]})
-			}
-			start = max(start, b[k][1])
-			k++
-		}
-		if start < r[1] {
-			out = append(out, [2]int64{start, r[1]})
-		}
-	}
-	return out
+	return ranges.List(own).Merge().Sub(ranges.List(other).Merge())
 }
