@@ -297,21 +297,30 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 	return rep, nil
 }
 
-// output saves the report (--save) and prints it, as JSON with --json.
-func (bf *benchFlags) output(stdout io.Writer, rep benchReport) error {
+// saveAndJSON writes the report to --save's file, and prints it as JSON
+// with --json (printed reports true).
+func (bf *benchFlags) saveAndJSON(stdout io.Writer, rep any) (printed bool, err error) {
 	if bf.save != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := os.WriteFile(bf.save, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("--save: %w", err)
+			return false, fmt.Errorf("--save: %w", err)
 		}
 	}
-	if bf.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if !bf.asJSON {
+		return false, nil
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return true, enc.Encode(rep)
+}
+
+// output saves the report (--save) and prints it, as JSON with --json.
+func (bf *benchFlags) output(stdout io.Writer, rep benchReport) error {
+	if printed, err := bf.saveAndJSON(stdout, rep); printed || err != nil {
+		return err
 	}
 	if rep.HTTP != nil {
 		printHTTP(stdout, rep.HTTP, rep.Bytes)

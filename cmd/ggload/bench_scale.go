@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 )
@@ -73,19 +71,8 @@ func (bf *benchFlags) outputScale(stdout io.Writer, reps []benchReport) error {
 		Sizes []benchReport `json:"sizes"`
 		Scale []scaleRow    `json:"scale"`
 	}{reps, rows}
-	if bf.save != "" {
-		b, err := json.MarshalIndent(all, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(bf.save, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("--save: %w", err)
-		}
-	}
-	if bf.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+	if printed, err := bf.saveAndJSON(stdout, all); printed || err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"mode", "target"}
