@@ -230,7 +230,7 @@ func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 	if err != nil {
 		return nil, err
 	}
-	pr := newProber(ctx, rt, h, params.NoProbeCache)
+	pr := newProber(ctx, rt, h, params.noProbeCache)
 	res := &FitResult{}
 	measured := params
 	measured.LoadMode = LoadNone

@@ -342,9 +342,9 @@ type Params struct {
 	// architectures carry; llama.cpp's default leaves them unused.
 	LoadMTP bool
 
-	// NoProbeCache asks every supports_op question anew (tests prove the
-	// cache changes nothing).
-	NoProbeCache bool
+	// noProbeCache asks every supports_op question anew: the tests' way
+	// to prove the cache changes nothing (export_test.go).
+	noProbeCache bool
 }
 
 // KVOverride is one metadata override, llama_model_kv_override: a key,

@@ -174,7 +174,7 @@ func NewContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 	if err != nil {
 		return nil, err
 	}
-	pr := newProber(ctx, rt, h, params.NoProbeCache)
+	pr := newProber(ctx, rt, h, params.noProbeCache)
 	return plan(rt, m, h, params, pr)
 }
 

@@ -168,8 +168,7 @@ func TestProbeCacheChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params.NoProbeCache = true
-	fresh, err := place.New(rt, m, params)
+	fresh, err := place.New(rt, m, place.WithoutProbeCache(params))
 	if err != nil {
 		t.Fatal(err)
 	}
