@@ -27,6 +27,7 @@ type modelFile struct {
 	bounceMu     sync.Mutex
 	bounces      []*dioBounce // bounce buffers of direct reads, free for the next
 	bouncesFreed bool
+	bounceMade   int64 // and the bytes of all it made
 
 	mu     sync.RWMutex // read-held by each direct read, so that fallBack's close waits for them
 	direct *os.File     // direct reads, nil when not in use
@@ -217,8 +218,18 @@ func (f *modelFile) getBounce(align int64) (*dioBounce, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.bounceMu.Lock()
+	f.bounceMade += int64(len(raw))
+	f.bounceMu.Unlock()
 	skip := (align - int64(uintptr(unsafe.Pointer(&raw[0])))&(align-1)) & (align - 1)
 	return &dioBounce{raw: raw, buf: raw[skip : skip+directChunk]}, nil
+}
+
+// bounceBytes is what the file's direct-read bounce buffers took.
+func (f *modelFile) bounceBytes() uint64 {
+	f.bounceMu.Lock()
+	defer f.bounceMu.Unlock()
+	return uint64(f.bounceMade)
 }
 
 // putBounce keeps a bounce buffer for the next direct read.

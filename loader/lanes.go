@@ -129,7 +129,11 @@ func (l *load) loadData() error {
 	if err != nil {
 		return err
 	}
-	return readers.wait(l)
+	err = readers.wait(l)
+	for _, f := range mdl.files {
+		mdl.Stats.Direct += f.bounceBytes()
+	}
+	return err
 }
 
 // deal gives every task to the lane of its device, in order.

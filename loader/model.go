@@ -60,6 +60,9 @@ type Stats struct {
 	// counts the tensors.
 	Confirm   time.Duration
 	Confirmed int
+	// Direct is the bytes of the bounce buffers direct reads went
+	// through (Memory.Direct bounds it).
+	Direct uint64
 	// Devices are the upload pipelines that ran at once, one per device
 	// (host memory shares one), in the order they were dealt tensors.
 	Devices []DeviceStats

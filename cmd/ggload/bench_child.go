@@ -42,7 +42,8 @@ type childResult struct {
 	// host memory (a software device such as lavapipe).
 	HostResident uint64 `json:"host_resident"`
 	// Staging is the memory ggload's upload pipelines held by design: the
-	// pinned staging rings, and the bounce buffers at their most.
+	// pinned staging rings, the bounce buffers at their most, and the
+	// direct reads' bounce buffers.
 	Staging uint64 `json:"staging"`
 	// Devices are ggload's upload pipelines, one per device.
 	Devices []childDevice `json:"devices,omitempty"`
@@ -262,6 +263,7 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 		res.Devices = append(res.Devices, childDevice{Device: d.Device, Bytes: d.Bytes, S: d.Time.Seconds(), Staging: d.Staging, Bounce: d.Bounce})
 		res.Staging += d.Staging + d.Bounce
 	}
+	res.Staging += lm.Stats.Direct // direct reads' bounce buffers, by design too
 	return res, lm.Close()
 }
 

@@ -1,0 +1,50 @@
+//go:build linux
+
+package loader_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/place"
+	"golang.org/x/sys/unix"
+)
+
+// A direct-I/O load counts the bounce buffers its reads went through, and
+// they stay within what MemoryOf bounds them by; a load without direct I/O
+// has none.
+func TestDirectBounceCounted(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 4, Embd: 512, FF: 1024, Heads: 4, Vocab: 512})
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Skipf("the file system of %s refuses O_DIRECT (%v): nothing to count", path, err)
+	}
+	unix.Close(fd)
+	m := testenv.OpenModel(t, path)
+	for _, c := range []struct {
+		mode   place.LoadMode
+		direct bool
+	}{{place.LoadDirectIO, true}, {place.LoadNone, false}} {
+		p, err := place.New(rt, m, place.Params{Devices: []string{"none"}, LoadMode: c.mode, NoExtraBufts: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, bound := lm.Stats.Direct, loader.MemoryOf(p, loader.Options{}).Direct
+		lm.Close()
+		switch {
+		case c.direct && (got == 0 || got > bound):
+			t.Errorf("%s: %d bytes of direct-read bounce buffers, bound %d", c.mode, got, bound)
+		case !c.direct && got != 0:
+			t.Errorf("%s: %d bytes of direct-read bounce buffers", c.mode, got)
+		}
+		t.Logf("%s: %d bytes of direct-read bounce buffers (bound %d)", c.mode, got, bound)
+	}
+}
