@@ -32,7 +32,7 @@ func descriptorHeadroom(n int) error {
 			if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
 				limit = fmt.Sprint(lim.Cur)
 			}
-			return fmt.Errorf("too few file descriptors left: %d of the %d an endpoint needs could be opened (%v; RLIMIT_NOFILE is %s: raise it with 'ulimit -n')", len(fds), n, err, limit)
+			return fmt.Errorf("too few file descriptors left: %d of the %d an endpoint needs could be opened (%w; RLIMIT_NOFILE is %s: raise it with 'ulimit -n')", len(fds), n, err, limit)
 		}
 		fds = append(fds, fd)
 	}

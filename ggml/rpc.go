@@ -88,14 +88,14 @@ func probeRPC(ctx context.Context, endpoint string, timeout time.Duration) (devi
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", endpoint)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
+		return 0, fmt.Errorf("%w: %s: %w", ErrRPCUnreachable, endpoint, err)
 	}
 	defer conn.Close()
 	// a cancelled context ends the exchange at once
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := conn.SetDeadline(deadline); err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
+		return 0, fmt.Errorf("%w: %s: %w", ErrRPCUnreachable, endpoint, err)
 	}
 	call := func(cmd byte, req []byte, rspSize int) ([]byte, error) {
 		msg := make([]byte, 9+len(req))
@@ -118,14 +118,14 @@ func probeRPC(ctx context.Context, endpoint string, timeout time.Duration) (devi
 	}
 	hello, err := call(rpcrelay.CmdHello, make([]byte, rpcrelay.ConnCapsSize), 4+rpcrelay.ConnCapsSize)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: handshake: %v", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
+		return 0, fmt.Errorf("%w: %s: handshake: %w", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
 	}
 	if hello[0] != rpcrelay.ProtoMajor || hello[1] > rpcrelay.ProtoMinor {
 		return 0, fmt.Errorf("%w: %s speaks RPC protocol %d.%d.%d, ggml %s needs %d.%d", ErrRPCUnreachable, endpoint, hello[0], hello[1], hello[2], "0.25.1", rpcrelay.ProtoMajor, rpcrelay.ProtoMinor)
 	}
 	cnt, err := call(rpcrelay.CmdDevCount, nil, 4)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: device count: %v", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
+		return 0, fmt.Errorf("%w: %s: device count: %w", ErrRPCUnreachable, endpoint, wrapTimeout(err, timeout))
 	}
 	n := binary.LittleEndian.Uint32(cnt)
 	if n > rpcMaxDevices {
@@ -189,11 +189,14 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 	// the native client aborts the process when it cannot connect (out of
 	// descriptors): make sure it can
 	if err := descriptorHeadroom(rpcDescriptors); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrRPCUnreachable, endpoint, err)
 	}
 	h := add(native)
 	if h == 0 {
 		if g != nil && g.Err() != nil {
+			// the guard's failure is told, not wrapped: a registration that
+			// fails is ErrRPCUnreachable, never ErrRPCFailed (a server that
+			// failed in use)
 			return nil, fmt.Errorf("%w: %s: the RPC backend refused it: %v", ErrRPCUnreachable, endpoint, g.Err())
 		}
 		return nil, fmt.Errorf("%w: %s: the RPC backend refused it", ErrRPCUnreachable, endpoint)
@@ -204,6 +207,7 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 	}
 	if g != nil {
 		if err := g.Err(); err != nil {
+			// told, not wrapped, as above
 			return nil, fmt.Errorf("%w: %s: %v", ErrRPCUnreachable, endpoint, err)
 		}
 	}
@@ -236,7 +240,7 @@ func (rt *Runtime) rpcRoom(g *rpcrelay.Guard) error {
 	}
 	if err := descriptorHeadroom(rpcConnDescriptors); err != nil {
 		g.Fail("connect", err)
-		return fmt.Errorf("%w: %s: %v", ErrRPCFailed, g.Remote(), err)
+		return fmt.Errorf("%w: %s: %w", ErrRPCFailed, g.Remote(), err)
 	}
 	return nil
 }

@@ -29,7 +29,11 @@ func copyMapped(dst []byte, src unsafe.Pointer) (fault int64, err error) {
 			if fault < 0 || fault >= int64(len(dst)) {
 				fault = 0
 			}
-			err = fmt.Errorf("%v", r)
+			if re, ok := r.(error); ok {
+				err = re // a runtime.Error with the faulting address
+			} else {
+				err = fmt.Errorf("%v", r)
+			}
 		}
 	}()
 	// in pieces under 1 MiB: Go's memmove writes bigger copies with

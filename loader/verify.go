@@ -81,7 +81,7 @@ func (m *Model) readBack(pl Placement) ([]byte, error) {
 				e.from, e.to, e.after = w.Offset, w.Offset+w.Size, true
 				return e
 			}
-			return fmt.Errorf("reading byte %d of its host memory faulted: %v", at, err)
+			return fmt.Errorf("reading byte %d of its host memory faulted: %w", at, err)
 		}
 		return nil
 	})

@@ -164,13 +164,13 @@ func (g *Guard) Err() error {
 func (g *Guard) Fail(op string, err error) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		err = fmt.Errorf("no answer within %v", g.ioTimeout)
+		err = fmt.Errorf("no answer within %v (%w)", g.ioTimeout, err)
 	} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		err = errors.New("connection closed by the server")
 	}
 	g.mu.Lock()
 	if g.err == nil {
-		g.err = fmt.Errorf("%w: %s: %s: %v", ErrFailed, g.remote, op, err)
+		g.err = fmt.Errorf("%w: %s: %s: %w", ErrFailed, g.remote, op, err)
 		g.broke = errors.Is(err, errBroken)
 	}
 	g.mu.Unlock()
