@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -179,13 +180,6 @@ func permanent(err error) bool {
 	return !transient(e.Status, e.Err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-func setHeaders(req *http.Request, o Options) {
-	req.Header.Set("User-Agent", userAgent)
-	if tok := o.token(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-}
-
 // pull appends the file to tmp from where tmp ends, retrying transient
 // failures from where they stopped, and returns the file's ETag.
 func pull(ctx context.Context, client *http.Client, rawURL, tmp string, o Options) (string, error) {
@@ -255,26 +249,16 @@ func pull(ctx context.Context, client *http.Client, rawURL, tmp string, o Option
 // restart). It returns the bytes written, the file's size and ETag as the
 // answer gives them, and the status.
 func pullOnce(ctx context.Context, client *http.Client, rawURL string, f *os.File, have int64, etag string, o Options) (n, size int64, tag string, restart bool, status int, err error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return 0, -1, "", false, 0, err
-	}
-	setHeaders(req, o)
-	if have > 0 {
-		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
-		req.Header.Set("If-Range", etag)
-	}
-	watch := time.AfterFunc(o.timeout(), func() { cancel(fmt.Errorf("%w: nothing for %v", errStalled, o.timeout())) })
-	defer watch.Stop()
-	resp, err := client.Do(req)
-	if err != nil {
-		if c := context.Cause(ctx); errors.Is(c, errStalled) {
-			err = c
+	resp, q, err := o.get(ctx, client, rawURL, func(h http.Header) {
+		if have > 0 {
+			h.Set("Range", fmt.Sprintf("bytes=%d-", have))
+			h.Set("If-Range", etag)
 		}
+	})
+	if err != nil {
 		return 0, -1, "", false, 0, err
 	}
+	defer q.done()
 	defer resp.Body.Close()
 	status, tag, size = resp.StatusCode, resp.Header.Get("ETag"), -1
 	at := have
@@ -299,16 +283,14 @@ func pullOnce(ctx context.Context, client *http.Client, rawURL string, f *os.Fil
 	case http.StatusRequestedRangeNotSatisfiable:
 		// an earlier download had every byte but did not get to its
 		// rename: the server says how long the file is
-		if m := contentRange.FindStringSubmatch("bytes 0-0/" + strings.TrimPrefix(resp.Header.Get("Content-Range"), "bytes */")); m != nil && have > 0 {
-			if size, _ = strconv.ParseInt(m[3], 10, 64); size == have {
+		if m := unsatisfiedRange.FindStringSubmatch(resp.Header.Get("Content-Range")); m != nil && have > 0 {
+			if size, _ = strconv.ParseInt(m[1], 10, 64); size == have {
 				return 0, size, tag, false, status, nil
 			}
 		}
 		return 0, -1, tag, false, status, fmt.Errorf("%w: the server says bytes %d and on are past the file's end (%s)", ErrBadAnswer, have, resp.Header.Get("Content-Range"))
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return 0, -1, tag, false, status, errors.New("access refused (set HF_TOKEN, or --hf-token, to a token that may read it)")
 	default:
-		return 0, -1, tag, false, status, errors.New("the request failed")
+		return 0, -1, tag, false, status, refused(status)
 	}
 	buf := make([]byte, 1<<20)
 	for {
@@ -318,7 +300,7 @@ func pullOnce(ctx context.Context, client *http.Client, rawURL string, f *os.Fil
 				return n, size, tag, restart, status, werr
 			}
 			n += int64(k)
-			watch.Reset(o.timeout())
+			q.alive()
 			if o.Progress != nil {
 				o.Progress(rawURL, at+n, size)
 			}
@@ -327,10 +309,7 @@ func pullOnce(ctx context.Context, client *http.Client, rawURL string, f *os.Fil
 			break
 		}
 		if rerr != nil {
-			if c := context.Cause(ctx); errors.Is(c, errStalled) {
-				rerr = c
-			}
-			return n, size, tag, restart, status, fmt.Errorf("%w: %w", errBroke, rerr)
+			return n, size, tag, restart, status, fmt.Errorf("%w: %w", errBroke, q.cause(rerr))
 		}
 	}
 	if size >= 0 && at+n > size {
@@ -338,6 +317,9 @@ func pullOnce(ctx context.Context, client *http.Client, rawURL string, f *os.Fil
 	}
 	return n, size, tag, restart, status, nil
 }
+
+// unsatisfiedRange is the Content-Range of a 416: the file's size.
+var unsatisfiedRange = regexp.MustCompile(`^bytes \*/(\d+)$`)
 
 // checkGGUF parses a downloaded file: a GGUF whose tensors lie in it.
 func checkGGUF(p, rawURL string) error {

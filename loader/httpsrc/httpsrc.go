@@ -329,6 +329,73 @@ var (
 	errBroke   = errors.New("the body broke off")
 )
 
+// request is one GET under a stall watch: once no answer, or no piece of
+// its body, has come within the timeout, the request is cancelled with
+// errStalled as the cause.
+type request struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	watch   *time.Timer
+	timeout time.Duration
+}
+
+// get sends a GET of rawURL with the package's headers (User-Agent, the
+// bearer token) and those header adds. On success the caller reads the
+// body, calls alive after each piece and done at the end.
+func (o Options) get(ctx context.Context, client *http.Client, rawURL string, header func(http.Header)) (*http.Response, *request, error) {
+	q := &request{timeout: o.timeout()}
+	q.ctx, q.cancel = context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(q.ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		q.cancel(nil)
+		return nil, nil, err
+	}
+	setHeaders(req, o)
+	header(req.Header)
+	q.watch = time.AfterFunc(q.timeout, func() { q.cancel(fmt.Errorf("%w: nothing for %v", errStalled, q.timeout)) })
+	resp, err := client.Do(req)
+	if err != nil {
+		err = q.cause(err)
+		q.done()
+		return nil, nil, err
+	}
+	return resp, q, nil
+}
+
+// alive restarts the stall watch: a piece of the body came.
+func (q *request) alive() { q.watch.Reset(q.timeout) }
+
+// done ends the watch and the request's context.
+func (q *request) done() {
+	q.watch.Stop()
+	q.cancel(nil)
+}
+
+// cause is the stall in place of the error a stalled request returns.
+func (q *request) cause(err error) error {
+	if c := context.Cause(q.ctx); errors.Is(c, errStalled) {
+		return c
+	}
+	return err
+}
+
+// setHeaders adds the headers every request of the package carries.
+func setHeaders(req *http.Request, o Options) {
+	req.Header.Set("User-Agent", userAgent)
+	if tok := o.token(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+}
+
+// refused is the error of an answer the package cannot use: access
+// refused, or any other status it does not take.
+func refused(status int) error {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return errors.New("access refused (set HF_TOKEN, or --hf-token, to a token that may read it)")
+	}
+	return errors.New("the request failed")
+}
+
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
 
 // once makes one range request for p at off and reads its body into p.
@@ -336,36 +403,22 @@ func (r *Reader) once(p []byte, off int64, first bool) (int, int, error) {
 	if len(p) == 0 {
 		return 0, 0, nil
 	}
-	ctx, cancel := context.WithCancelCause(r.ctx)
-	defer cancel(nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
-	if err != nil {
-		return 0, 0, err
-	}
 	last := off + int64(len(p)) - 1
 	if r.size >= 0 && last >= r.size {
 		last = r.size - 1
 	}
-	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, last))
-	req.Header.Set("User-Agent", userAgent)
-	if tok := r.o.token(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	if r.etag != "" && !strings.HasPrefix(r.etag, "W/") {
-		// (a weak ETag never matches If-Match: it is only compared)
-		req.Header.Set("If-Match", r.etag)
-	}
-	// no answer, or no byte of the body, within the timeout: stalled
-	watch := time.AfterFunc(r.o.timeout(), func() { cancel(fmt.Errorf("%w: nothing for %v", errStalled, r.o.timeout())) })
-	defer watch.Stop()
 	r.requests.Add(1)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		if c := context.Cause(ctx); errors.Is(c, errStalled) {
-			err = c
+	resp, q, err := r.o.get(r.ctx, r.client, r.url, func(h http.Header) {
+		h.Set("Range", fmt.Sprintf("bytes=%d-%d", off, last))
+		if r.etag != "" && !strings.HasPrefix(r.etag, "W/") {
+			// (a weak ETag never matches If-Match: it is only compared)
+			h.Set("If-Match", r.etag)
 		}
+	})
+	if err != nil {
 		return 0, 0, err
 	}
+	defer q.done()
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
@@ -373,8 +426,6 @@ func (r *Reader) once(p []byte, off int64, first bool) (int, int, error) {
 		return 0, resp.StatusCode, fmt.Errorf("%w: it answered 200 with the whole body (%s) to a range request; download the file first (ggload -mu URL)", ErrNoRanges, lengthOf(resp))
 	case http.StatusPreconditionFailed:
 		return 0, resp.StatusCode, fmt.Errorf("%w: its ETag is no longer %s", ErrChanged, r.etag)
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return 0, resp.StatusCode, errors.New("access refused (set HF_TOKEN, or --hf-token, to a token that may read it)")
 	case http.StatusRequestedRangeNotSatisfiable:
 		size := "a size it did not give"
 		if cr := resp.Header.Get("Content-Range"); cr != "" {
@@ -382,7 +433,7 @@ func (r *Reader) once(p []byte, off int64, first bool) (int, int, error) {
 		}
 		return 0, resp.StatusCode, fmt.Errorf("%w: the server says the range is past the file's end (%s)", ErrBadAnswer, size)
 	default:
-		return 0, resp.StatusCode, errors.New("the request failed")
+		return 0, resp.StatusCode, refused(resp.StatusCode)
 	}
 	m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range"))
 	if m == nil {
@@ -421,7 +472,7 @@ func (r *Reader) once(p []byte, off int64, first bool) (int, int, error) {
 		if k > 0 {
 			n += k
 			r.received.Add(int64(k))
-			watch.Reset(r.o.timeout())
+			q.alive()
 			if r.o.Progress != nil {
 				r.o.Progress(r.url, r.received.Load(), r.size)
 			}
@@ -430,9 +481,7 @@ func (r *Reader) once(p []byte, off int64, first bool) (int, int, error) {
 			if n == want && errors.Is(err, io.EOF) {
 				break
 			}
-			if c := context.Cause(ctx); errors.Is(c, errStalled) {
-				err = c
-			} else if errors.Is(err, io.EOF) {
+			if err = q.cause(err); errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return n, resp.StatusCode, fmt.Errorf("%w after %d of %d bytes: %w", errBroke, n, want, err)
