@@ -46,8 +46,8 @@ func (ln *lane) planAhead() (*ahead, error) {
 	l := ln.l
 	var spans []aheadSpan
 	for _, t := range ln.tasks {
-		tp, w := t.pl.Plan, t.w
-		if w == nil || w.Size <= 0 || l.p.UseMmap || tp.Lazy || l.isZeroCopy(t) || t.pl.Buffer == nil || t.pl.Buffer.Buffer.IsHost() {
+		w := t.w
+		if w == nil || w.Size <= 0 || t.pl.Buffer == nil || !l.laneReads(t) {
 			continue // mapped, or read by the reader pool
 		}
 		f := l.model.files[w.File]

@@ -62,7 +62,7 @@ func (ln *lane) loadOne(t task) error {
 		return ln.fill(t, mapSource{mdl.mappings[w.File], mdl.files[w.File]})
 	}
 	f := mdl.files[w.File]
-	if t.pl.Buffer != nil && t.pl.Buffer.Buffer.IsHost() {
+	if !l.laneReads(t) {
 		t.pl.Path = PathRead
 		ln.readers = true
 		return l.readers.submit(ln, t, f)
@@ -71,6 +71,12 @@ func (ln *lane) loadOne(t task) error {
 		return ln.fill(t, aheadSource{ln.ahead, f})
 	}
 	return ln.fill(t, f)
+}
+
+// laneReads reports whether a tensor's lane reads it from its file itself:
+// not out of the mapping, and not into host memory (the reader pool's).
+func (l *load) laneReads(t task) bool {
+	return !l.p.UseMmap && !t.pl.Plan.Lazy && (t.pl.Buffer == nil || !t.pl.Buffer.Buffer.IsHost())
 }
 
 // fill moves a tensor that is not zero copy from src into its buffer. Into
