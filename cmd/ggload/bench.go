@@ -44,7 +44,6 @@ type benchFlags struct {
 	rate    float64       // --http: bytes a second
 	cold    bool          // --cold: the model's pages evicted before every process
 	latency time.Duration // --http-latency
-	modesBy bool          // --modes was given
 }
 
 // benchCase is one (load mode, target) pair.
@@ -84,7 +83,7 @@ func benchOptions(bf *benchFlags) *optionSet {
 					return withHint(err, m, place.LoadModeNames())
 				}
 			}
-			bf.modes, bf.modesBy = strings.Join(modes, ","), true
+			bf.modes = strings.Join(modes, ",")
 			return nil
 		}})
 	s.add(&option{names: []string{"--targets"}, value: "TARGET,...", help: "where to load, comma-separated: none (the CPU), a device name, or device names joined by + to split the weights over them (RPC0+RPC1); auto: the CPU and every GPU (default: auto)",
@@ -211,7 +210,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if bf.rate > 0 && len(sizes) > 1 {
 		return s.errorf("--http times one model: give one --size")
 	}
-	if bf.cold && !bf.modesBy {
+	if bf.cold && !s.given[s.byName["--modes"]] {
 		bf.modes = "none,mmap,dio,auto"
 	}
 	rt, err := bf.open(ctx)
