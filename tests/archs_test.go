@@ -300,8 +300,10 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// archChild compares every case that has no result yet.
-func archChild(t *testing.T, work string) {
+// childState is what a comparing child starts from: the runtime, the
+// GPU, libllama, the models written for it, and the cases that already
+// have a result (config, architecture).
+func childState(t *testing.T, work string) (*ggml.Runtime, string, *llama.Lib, []archModel, map[[2]string]bool) {
 	rt := testenv.Runtime(t)
 	gpu := testenv.Vulkan(t).Name()
 	l := openLlama(t, rt)
@@ -319,6 +321,12 @@ func archChild(t *testing.T, work string) {
 			done[[2]string{r.Config, r.Arch}] = true
 		}
 	}
+	return rt, gpu, l, files, done
+}
+
+// archChild compares every case that has no result yet.
+func archChild(t *testing.T, work string) {
+	rt, gpu, l, files, done := childState(t, work)
 	for _, c := range archConfigs {
 		if c.rpc {
 			pending := false

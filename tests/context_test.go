@@ -174,23 +174,7 @@ func TestContextMemory(t *testing.T) {
 }
 
 func contextChild(t *testing.T, work string) {
-	rt := testenv.Runtime(t)
-	gpu := testenv.Vulkan(t).Name()
-	l := openLlama(t, rt)
-	b, err := os.ReadFile(filepath.Join(work, "models.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []archModel
-	if err := json.Unmarshal(b, &files); err != nil {
-		t.Fatal(err)
-	}
-	done := map[[2]string]bool{}
-	for _, r := range readArchResults(t, work) {
-		if r.Status != "start" {
-			done[[2]string{r.Config, r.Arch}] = true
-		}
-	}
+	rt, gpu, l, files, done := childState(t, work)
 	for _, c := range ctxConfigs {
 		if c.rpc {
 			if ok, why := testenv.HaveRPCServer(); !ok {
