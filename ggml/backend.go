@@ -47,7 +47,8 @@ func (b *Backend) Name() string {
 func (b *Backend) Device() *Device { return b.dev }
 
 // Synchronize waits for all queued work on the backend.
-func (b *Backend) Synchronize() error {
+func (b *Backend) Synchronize() (err error) {
+	defer placed(&err, "synchronize", at{dev: b.dev})
 	if err := b.hold(); err != nil {
 		return err
 	}
@@ -75,7 +76,8 @@ func (b *Backend) Free() {
 // done (an event recorded after it has completed, or Synchronize): use
 // pinned host buffers, never Go memory. The tensor's buffer must not be
 // freed before then either.
-func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uint64) error {
+func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uint64) (err error) {
+	defer placed(&err, "tensor_set_async", at{dev: b.dev, t: t, off: offset, size: size})
 	return b.async("async set", false, t, src, offset, size, func() {
 		b.rt.lib.TensorSetAsync(b.h, t.c, src, uintptr(offset), uintptr(size))
 	})
@@ -86,7 +88,8 @@ func (b *Backend) SetTensorAsync(t *Tensor, src unsafe.Pointer, offset, size uin
 // to be done (an event recorded after it has completed, or Synchronize);
 // Go memory must be pinned (runtime.Pinner) until then. A tensor in a
 // buffer that stores data repacked gives an error wrapping ErrWriteOnly.
-func (b *Backend) GetTensorAsync(t *Tensor, dst unsafe.Pointer, offset, size uint64) error {
+func (b *Backend) GetTensorAsync(t *Tensor, dst unsafe.Pointer, offset, size uint64) (err error) {
+	defer placed(&err, "tensor_get_async", at{dev: b.dev, t: t, off: offset, size: size})
 	return b.async("async get", true, t, dst, offset, size, func() {
 		b.rt.lib.TensorGetAsync(b.h, t.c, dst, uintptr(offset), uintptr(size))
 	})
@@ -163,7 +166,8 @@ func (e *Event) hold() error {
 }
 
 // Record places the event after the work queued so far on b.
-func (e *Event) Record(b *Backend) error {
+func (e *Event) Record(b *Backend) (err error) {
+	defer placed(&err, "event_record", at{dev: e.dev})
 	if err := e.hold(); err != nil {
 		return err
 	}
@@ -177,7 +181,8 @@ func (e *Event) Record(b *Backend) error {
 }
 
 // Synchronize waits until the work before the last Record has completed.
-func (e *Event) Synchronize() error {
+func (e *Event) Synchronize() (err error) {
+	defer placed(&err, "event_synchronize", at{dev: e.dev})
 	if err := e.hold(); err != nil {
 		return err
 	}

@@ -117,7 +117,8 @@ func (b BufferType) guard() *rpcrelay.Guard {
 }
 
 // Alloc allocates a buffer of size bytes.
-func (b BufferType) Alloc(size uint64) (*Buffer, error) {
+func (b BufferType) Alloc(size uint64) (_ *Buffer, err error) {
+	defer placed(&err, "buft_alloc_buffer", at{buft: b, size: size})
 	if b.h == 0 {
 		return nil, fmt.Errorf("ggml: allocation from no buffer type")
 	}
@@ -317,7 +318,8 @@ func (b *Buffer) Type() BufferType {
 }
 
 // SetUsage marks what the buffer holds.
-func (b *Buffer) SetUsage(u Usage) error {
+func (b *Buffer) SetUsage(u Usage) (err error) {
+	defer placed(&err, "buffer_set_usage", at{buf: b})
 	if err := b.hold(); err != nil {
 		return err
 	}
@@ -336,7 +338,8 @@ func (b *Buffer) Usage() Usage {
 }
 
 // Clear sets every byte of the buffer to v.
-func (b *Buffer) Clear(v byte) error {
+func (b *Buffer) Clear(v byte) (err error) {
+	defer placed(&err, "buffer_clear", at{buf: b})
 	if err := b.hold(); err != nil {
 		return err
 	}
@@ -386,7 +389,8 @@ func (b *Buffer) Freed() bool {
 // AllocSlack is how many bytes the buffer type's backend adds to every
 // allocation beyond the size asked for (the Vulkan host type adds 32, most
 // add none), learned once per buffer type from a small real allocation.
-func (b BufferType) AllocSlack() (uint64, error) {
+func (b BufferType) AllocSlack() (_ uint64, err error) {
+	defer placed(&err, "buft_alloc_buffer", at{buft: b})
 	b.rt.mu.Lock()
 	if s, ok := b.rt.slack[b.h]; ok {
 		b.rt.mu.Unlock()

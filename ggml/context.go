@@ -47,7 +47,8 @@ type ContextParams struct {
 }
 
 // NewContext creates a context sized by p.
-func (rt *Runtime) NewContext(p ContextParams) (*Context, error) {
+func (rt *Runtime) NewContext(p ContextParams) (_ *Context, err error) {
+	defer placed(&err, "init", at{})
 	if p.Tensors < 0 || p.Graphs < 0 || p.GraphSize < 0 {
 		return nil, fmt.Errorf("ggml: negative context size %+v", p)
 	}
@@ -135,7 +136,8 @@ func (c *Context) room(data uint64) error {
 
 // NewTensor creates a tensor of type t with shape ne (1 to 4 dimensions,
 // ne[0] first). Its data lives in the context unless the context is NoAlloc.
-func (c *Context) NewTensor(t Type, ne ...int64) (*Tensor, error) {
+func (c *Context) NewTensor(t Type, ne ...int64) (_ *Tensor, err error) {
+	defer placed(&err, "new_tensor", at{})
 	if !t.Valid() {
 		return nil, fmt.Errorf("ggml: new tensor: invalid type %d", int32(t))
 	}
@@ -189,7 +191,8 @@ func (c *Context) MaxTensorSize() uint64 {
 // AllocTensors allocates one buffer of type b holding every tensor of the
 // context that has no data yet (ggml_backend_alloc_ctx_tensors_from_buft). It
 // returns nil and no error when no tensor needs memory.
-func (c *Context) AllocTensors(b BufferType) (*Buffer, error) {
+func (c *Context) AllocTensors(b BufferType) (_ *Buffer, err error) {
+	defer placed(&err, "alloc_ctx_tensors_from_buft", at{buft: b})
 	if !c.noAlloc {
 		return nil, fmt.Errorf("ggml: AllocTensors needs a NoAlloc context")
 	}
@@ -213,11 +216,11 @@ func (c *Context) AllocTensors(b BufferType) (*Buffer, error) {
 	}
 	defer c.rt.end()
 	if err := c.rt.rpcRoom(b.guard()); err != nil {
-		return nil, fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB): %w", b.Name(), need, float64(need)/(1<<20), err)
+		return nil, &Error{Size: need, Err: fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB): %w", b.Name(), need, float64(need)/(1<<20), err)}
 	}
 	h := c.rt.lib.AllocCtxTensorsFromBuft(c.h, b.h)
 	if h == 0 {
-		return nil, b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB): %w", b.Name(), need, float64(need)/(1<<20), ErrOutOfMemory))
+		return nil, &Error{Size: need, Err: b.withDeviceErr(fmt.Errorf("ggml: %s: cannot allocate %d bytes (%.2f MiB): %w", b.Name(), need, float64(need)/(1<<20), ErrOutOfMemory))}
 	}
 	buf := newBuffer(c.rt, h)
 	for p := c.rt.lib.GetFirstTensor(c.h); p != nil; p = c.rt.lib.GetNextTensor(c.h, p) {

@@ -196,7 +196,8 @@ var ErrNoSplitBufferType = fmt.Errorf("device does not support split buffers: %w
 // SplitBufferType returns the backend's row-split buffer type for this
 // device as main device (ggml_backend_split_buffer_type), with tensorSplit
 // giving each device's share (nil for the backend's default).
-func (d *Device) SplitBufferType(tensorSplit []float32) (BufferType, error) {
+func (d *Device) SplitBufferType(tensorSplit []float32) (_ BufferType, err error) {
+	defer placed(&err, "split_buffer_type", at{dev: d})
 	reg := d.rt.lib.DevBackendReg(d.h)
 	fn, ok := bindings.Proc[func(int32, *float32) bindings.Buft](d.rt.lib, reg, "ggml_backend_split_buffer_type")
 	if !ok {
@@ -233,7 +234,8 @@ var ErrOpNotReady = errors.New("tensor is not an op result")
 // SupportsOp asks the device whether it can compute op (a tensor made by one
 // of Context's op constructors). For a weight whose buffer type matters, see
 // SupportsWeightOp.
-func (d *Device) SupportsOp(op *Tensor) (bool, error) {
+func (d *Device) SupportsOp(op *Tensor) (_ bool, err error) {
+	defer placed(&err, "dev_supports_op", at{dev: d, t: op})
 	if op == nil || op.op == OpNone {
 		return false, ErrOpNotReady
 	}
@@ -252,7 +254,8 @@ func (d *Device) supportsOp(op *Tensor) bool { return d.rt.lib.DevSupportsOp(d.h
 // weight w lives in a buffer of type buft? w must be an unallocated tensor
 // of op's context; it is given a zero-size buffer of buft for the
 // question, as llama.cpp does, and none after.
-func (d *Device) SupportsWeightOp(op, w *Tensor, buft BufferType) (bool, error) {
+func (d *Device) SupportsWeightOp(op, w *Tensor, buft BufferType) (_ bool, err error) {
+	defer placed(&err, "dev_supports_op", at{dev: d, buft: buft, t: op})
 	if op == nil || op.op == OpNone {
 		return false, ErrOpNotReady
 	}
@@ -278,7 +281,8 @@ func (d *Device) SupportsWeightOp(op, w *Tensor, buft BufferType) (bool, error) 
 }
 
 // NewBackend initialises a backend (stream) on the device.
-func (d *Device) NewBackend() (*Backend, error) {
+func (d *Device) NewBackend() (_ *Backend, err error) {
+	defer placed(&err, "dev_init", at{dev: d})
 	if err := d.rt.begin(); err != nil {
 		return nil, err
 	}
@@ -296,7 +300,8 @@ func (d *Device) NewBackend() (*Backend, error) {
 }
 
 // NewEvent creates an event on the device (needs Caps.Events).
-func (d *Device) NewEvent() (*Event, error) {
+func (d *Device) NewEvent() (_ *Event, err error) {
+	defer placed(&err, "event_new", at{dev: d})
 	if !d.Caps().Events {
 		return nil, fmt.Errorf("ggml: device %s does not support events: %w", d.name, errors.ErrUnsupported)
 	}
@@ -321,7 +326,8 @@ const HostPtrAlignment = 32
 // device's default type without copying (needs Caps.BufferFromHostPtr). The
 // memory must outlive the buffer and be aligned to HostPtrAlignment.
 // maxTensorSize is the largest tensor that will be placed in it.
-func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64) (*Buffer, error) {
+func (d *Device) BufferFromHostPtr(p unsafe.Pointer, size, maxTensorSize uint64) (_ *Buffer, err error) {
+	defer placed(&err, "dev_buffer_from_host_ptr", at{dev: d, size: size})
 	if !d.Caps().BufferFromHostPtr {
 		return nil, fmt.Errorf("ggml: device %s cannot create buffers from host memory: %w", d.name, errors.ErrUnsupported)
 	}
@@ -367,7 +373,8 @@ func (rt *Runtime) IsNUMA() bool {
 
 // HostPtrBufferName is the name of the buffers BufferFromHostPtr makes on
 // this device ("CPU_Mapped" on the CPU), found by making one over a page.
-func (d *Device) HostPtrBufferName() (string, error) {
+func (d *Device) HostPtrBufferName() (_ string, err error) {
+	defer placed(&err, "dev_buffer_from_host_ptr", at{dev: d})
 	d.rt.mu.Lock()
 	if name, ok := d.rt.mappedNames[d.h]; ok {
 		d.rt.mu.Unlock()

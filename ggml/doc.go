@@ -29,10 +29,13 @@
 //
 // # Errors
 //
-// The errors callers branch on are sentinels for errors.Is: ErrClosed,
-// ErrOutOfMemory, ErrWriteOnly, ErrRPCUnreachable, ErrRPCFailed,
-// ErrUnknownDevice, ErrUnknownBufferType, and errors.ErrUnsupported for
-// what a device or the native set cannot do.
+// Every error of this package is an *Error: the ggml call that failed
+// (Op), and the device, buffer type, tensor, bytes or RPC endpoint it
+// concerned, for errors.As. The errors callers branch on are sentinels
+// it wraps, for errors.Is: ErrClosed, ErrOutOfMemory, ErrWriteOnly,
+// ErrRPCUnreachable, ErrRPCFailed, ErrUnknownDevice,
+// ErrUnknownBufferType, and errors.ErrUnsupported for what a device or
+// the native set cannot do.
 //
 // # Logging
 //

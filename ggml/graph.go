@@ -39,7 +39,8 @@ type Graph struct {
 }
 
 // NewGraph makes a graph of at most size nodes (0: DefaultGraphSize) in c.
-func (c *Context) NewGraph(size int) (*Graph, error) {
+func (c *Context) NewGraph(size int) (_ *Graph, err error) {
+	defer placed(&err, "new_graph_custom", at{})
 	if size < 0 {
 		return nil, fmt.Errorf("ggml: graph size %d", size)
 	}
@@ -62,7 +63,8 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 }
 
 // Expand adds t and everything it depends on (ggml_build_forward_expand).
-func (g *Graph) Expand(t *Tensor) error {
+func (g *Graph) Expand(t *Tensor) (err error) {
+	defer placed(&err, "build_forward_expand", at{t: t})
 	if t == nil {
 		return fmt.Errorf("ggml: graph: nil tensor")
 	}
@@ -138,7 +140,8 @@ func (g *Graph) checkMemory() error {
 				h = p.ViewSrc.Buffer
 			}
 			if h != 0 && !handles.live(h) {
-				return fmt.Errorf("ggml: graph: tensor %s: %w: its buffer was freed", bindings.GoString(&p.Name[0]), ErrClosed)
+				name := bindings.GoString(&p.Name[0])
+				return &Error{Tensor: name, Err: fmt.Errorf("ggml: graph: tensor %s: %w: its buffer was freed", name, ErrClosed)}
 			}
 		}
 	}
@@ -153,7 +156,12 @@ func (t *Tensor) SetInput() error { return t.setFlag(flagInput) }
 // results, so it can be read after Compute.
 func (t *Tensor) SetOutput() error { return t.setFlag(flagOutput) }
 
-func (t *Tensor) setFlag(f int) error {
+func (t *Tensor) setFlag(f int) (err error) {
+	op := "set_input"
+	if f == flagOutput {
+		op = "set_output"
+	}
+	defer placed(&err, op, at{t: t})
 	if err := t.ctx.hold(); err != nil {
 		return fmt.Errorf("ggml: flagging tensor %s: %w", t.name, err)
 	}
@@ -169,7 +177,8 @@ func (t *Tensor) setFlag(f int) error {
 // Compute runs g on this backend alone. Every tensor of the graph must
 // already have memory in a buffer the backend's device can use, and the
 // device must support every op.
-func (b *Backend) Compute(g *Graph) error {
+func (b *Backend) Compute(g *Graph) (err error) {
+	defer placed(&err, "graph_compute", at{dev: b.dev})
 	if err := b.hold(); err != nil {
 		return err
 	}
@@ -186,19 +195,19 @@ func (b *Backend) Compute(g *Graph) error {
 	dev := b.dev
 	for _, t := range append(leafs, nodes...) {
 		if t.c.Data == nil && t.c.ViewSrc == nil {
-			return fmt.Errorf("ggml: compute on %s: tensor %q has no memory (use a Scheduler, or allocate it)", name, t.name)
+			return &Error{Tensor: t.name, Err: fmt.Errorf("ggml: compute on %s: tensor %q has no memory (use a Scheduler, or allocate it)", name, t.name)}
 		}
 		if t.c.Buffer != 0 && dev != nil {
 			bt := BufferType{b.rt, b.rt.lib.BufferGetType(t.c.Buffer)}
 			if !dev.SupportsBufferType(bt) {
-				return fmt.Errorf("ggml: compute on %s: tensor %q lives in a %s buffer, which %s cannot use", name, t.name, bt.Name(), dev.Name())
+				return &Error{Tensor: t.name, BufferType: bt.Name(), Err: fmt.Errorf("ggml: compute on %s: tensor %q lives in a %s buffer, which %s cannot use", name, t.name, bt.Name(), dev.Name())}
 			}
 		}
 	}
 	if dev != nil {
 		for _, t := range nodes {
 			if !dev.supportsOp(t) {
-				return fmt.Errorf("ggml: compute on %s: %s does not support %s of %q", name, dev.Name(), b.rt.OpName(t.Op()), t.name)
+				return &Error{Tensor: t.name, Err: fmt.Errorf("ggml: compute on %s: %s does not support %s of %q", name, dev.Name(), b.rt.OpName(t.Op()), t.name)}
 			}
 		}
 	}
@@ -244,7 +253,8 @@ type Scheduler struct {
 
 // NewScheduler makes a scheduler over backends in priority order; the last
 // one must be a CPU backend (it runs what no other can).
-func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (*Scheduler, error) {
+func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (_ *Scheduler, err error) {
+	defer placed(&err, "sched_new", at{})
 	if len(backends) == 0 {
 		return nil, fmt.Errorf("ggml: scheduler: no backends")
 	}
@@ -336,7 +346,7 @@ func (s *Scheduler) check(g *Graph) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("ggml: scheduler: no backend supports %s of %q", s.rt.OpName(t.Op()), t.name)
+			return &Error{Tensor: t.name, Err: fmt.Errorf("ggml: scheduler: no backend supports %s of %q", s.rt.OpName(t.Op()), t.name)}
 		}
 	}
 	g.checked = s
@@ -361,7 +371,8 @@ func (s *Scheduler) adopt(g *Graph) {
 
 // Alloc assigns every tensor of g to a backend and gives the results and
 // inputs memory; inputs can be Set afterwards.
-func (s *Scheduler) Alloc(g *Graph) error {
+func (s *Scheduler) Alloc(g *Graph) (err error) {
+	defer placed(&err, "sched_alloc_graph", at{})
 	done, err := s.begin(g)
 	if err != nil {
 		return err
@@ -379,7 +390,8 @@ func (s *Scheduler) Alloc(g *Graph) error {
 
 // Compute runs g (allocating it first if Alloc was not called) and waits
 // for the result.
-func (s *Scheduler) Compute(g *Graph) error {
+func (s *Scheduler) Compute(g *Graph) (err error) {
+	defer placed(&err, "sched_graph_compute", at{})
 	done, err := s.begin(g)
 	if err != nil {
 		return err
@@ -396,7 +408,7 @@ func (s *Scheduler) Compute(g *Graph) error {
 	for _, b := range s.backends {
 		if b.dev != nil {
 			if err := b.dev.Err(); err != nil {
-				return fmt.Errorf("ggml: scheduler: %s: %w", b.dev.Name(), err)
+				return &Error{Device: b.dev.Name(), Endpoint: b.dev.Endpoint(), Err: fmt.Errorf("ggml: scheduler: %s: %w", b.dev.Name(), err)}
 			}
 		}
 	}
@@ -433,7 +445,8 @@ func (s *Scheduler) Backend(t *Tensor) *Backend {
 }
 
 // Reset drops the last graph's allocation.
-func (s *Scheduler) Reset() error {
+func (s *Scheduler) Reset() (err error) {
+	defer placed(&err, "sched_reset", at{})
 	if err := s.mem.hold(); err != nil {
 		return fmt.Errorf("ggml: scheduler: %w", err)
 	}
@@ -462,7 +475,8 @@ func (s *Scheduler) Free() {
 }
 
 // Floats reads an F32 tensor.
-func (t *Tensor) Floats() ([]float32, error) {
+func (t *Tensor) Floats() (_ []float32, err error) {
+	defer placed(&err, "tensor_get", at{t: t})
 	if t.Type() != TypeF32 {
 		return nil, fmt.Errorf("ggml: %q is %s, not f32", t.Name(), t.Type())
 	}
@@ -478,7 +492,8 @@ func (t *Tensor) Floats() ([]float32, error) {
 }
 
 // SetFloats writes an F32 tensor whole.
-func (t *Tensor) SetFloats(v []float32) error {
+func (t *Tensor) SetFloats(v []float32) (err error) {
+	defer placed(&err, "tensor_set", at{t: t})
 	if t.Type() != TypeF32 || uint64(len(v))*4 != t.NBytes() {
 		return fmt.Errorf("ggml: %q (%s, %d bytes) cannot take %d floats", t.Name(), t.Type(), t.NBytes(), len(v))
 	}
@@ -489,7 +504,8 @@ func (t *Tensor) SetFloats(v []float32) error {
 }
 
 // SetInts writes an I32 tensor whole.
-func (t *Tensor) SetInts(v []int32) error {
+func (t *Tensor) SetInts(v []int32) (err error) {
+	defer placed(&err, "tensor_set", at{t: t})
 	if t.Type() != TypeI32 || uint64(len(v))*4 != t.NBytes() {
 		return fmt.Errorf("ggml: %q (%s, %d bytes) cannot take %d ints", t.Name(), t.Type(), t.NBytes(), len(v))
 	}

@@ -133,7 +133,7 @@ func (ms *metaSplit) refuse(name string, err error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if ms.err == nil {
-		ms.err = fmt.Errorf("ggml: meta device: the split of tensor %s: %w; mirrored instead", name, err)
+		ms.err = &Error{Tensor: name, Err: fmt.Errorf("ggml: meta device: the split of tensor %s: %w; mirrored instead", name, err)}
 	}
 }
 
@@ -151,7 +151,8 @@ func (ms *metaSplit) Err() error {
 // macOS, amd64 and arm64 (through the result address the caller passes: a
 // hidden first argument on amd64, register x8 on arm64); on Windows amd64
 // the callback takes that hidden argument itself.
-func MetaDeviceSupported() error {
+func MetaDeviceSupported() (err error) {
+	defer placed(&err, "meta_device", at{})
 	switch runtime.GOOS + "/" + runtime.GOARCH {
 	case "linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64", "windows/amd64":
 		return nil
@@ -205,6 +206,7 @@ func metaCallbackFunc() any {
 // A split that ggml would abort on (SplitState.Check) is not passed on:
 // the tensor is mirrored instead and the device's Err says so.
 func (rt *Runtime) MetaDevice(devs []*Device, split Splitter) (d *Device, keep any, err error) {
+	defer placed(&err, "meta_device", at{})
 	if err := MetaDeviceSupported(); err != nil {
 		return nil, nil, err
 	}
@@ -271,7 +273,8 @@ func (d *Device) Parts() []*Device {
 // quantization blocks; every copy into a device's slice stays inside the
 // slice as the buffer lays it out; segments only along dimension 0 or 1
 // of a tensor they can be copied from; partial sums only in f32.
-func (s SplitState) Check(typ Type, ne Shape, n int) error {
+func (s SplitState) Check(typ Type, ne Shape, n int) (err error) {
+	defer placed(&err, "split_state", at{})
 	blck, ts := typ.BlockSize(), typ.TypeSize()
 	switch {
 	case blck <= 0 || ts <= 0:

@@ -57,6 +57,8 @@ func canRepeat(a, b *Tensor) bool {
 	return true
 }
 
+// opError is an op refused for its operands (build wraps it in an *Error
+// of the op): the reason, and each operand's name, type and shape.
 type opError struct {
 	op     string
 	reason string
@@ -74,7 +76,8 @@ func (e *opError) Error() string {
 	return s + ")"
 }
 
-func (c *Context) build(op string, check func() string, make func() *bindings.Tensor, args ...*Tensor) (*Tensor, error) {
+func (c *Context) build(op string, check func() string, make func() *bindings.Tensor, args ...*Tensor) (_ *Tensor, err error) {
+	defer placed(&err, op, at{t: args[0]})
 	for _, a := range args {
 		if a == nil {
 			return nil, fmt.Errorf("ggml: %s: nil operand", op)

@@ -13,7 +13,8 @@ func (rt *Runtime) ValidateRowData(t Type, data []byte) (bool, error) {
 }
 
 // ValidateRowDataPtr is ValidateRowData over native or mapped memory.
-func (rt *Runtime) ValidateRowDataPtr(t Type, p unsafe.Pointer, n uint64) (bool, error) {
+func (rt *Runtime) ValidateRowDataPtr(t Type, p unsafe.Pointer, n uint64) (_ bool, err error) {
+	defer placed(&err, "validate_row_data", at{})
 	if !t.Valid() {
 		return false, fmt.Errorf("ggml: validate: invalid type %d", int32(t))
 	}
@@ -35,7 +36,8 @@ func (rt *Runtime) QuantizeNeedsImportance(t Type) bool {
 // Quantize converts rows of float32 values into t with ggml's reference
 // quantizer (ggml_quantize_chunk). src holds nrows·nPerRow values; the
 // result is nrows rows of t. Plain types (f32, f16, bf16) are converted too.
-func (rt *Runtime) Quantize(t Type, src []float32, nPerRow int64, importance []float32) ([]byte, error) {
+func (rt *Runtime) Quantize(t Type, src []float32, nPerRow int64, importance []float32) (_ []byte, err error) {
+	defer placed(&err, "quantize_chunk", at{})
 	if !t.Valid() {
 		return nil, fmt.Errorf("ggml: quantize: invalid type %d", int32(t))
 	}

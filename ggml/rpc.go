@@ -48,7 +48,8 @@ var ErrRPCEndpoint = errors.New("malformed rpc endpoint")
 
 // CheckRPCEndpoint checks an endpoint's form, host:port (a host name, an
 // IPv4 address, or an IPv6 one in brackets), without reaching it.
-func CheckRPCEndpoint(endpoint string) error {
+func CheckRPCEndpoint(endpoint string) (err error) {
+	defer placed(&err, "rpc_check_endpoint", at{endpoint: endpoint})
 	host, port, err := net.SplitHostPort(endpoint)
 	if err != nil || host == "" || strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return fmt.Errorf("%w: %q is not host:port", ErrRPCEndpoint, endpoint)
@@ -68,6 +69,7 @@ const DefaultRPCTimeout = 5 * time.Second
 // no deadline). It never involves native code, so a dead or foreign
 // endpoint is an error, not a crash.
 func ProbeRPC(ctx context.Context, endpoint string) (devices uint32, err error) {
+	defer placed(&err, "rpc_probe", at{endpoint: endpoint})
 	return probeRPC(ctx, endpoint, DefaultRPCTimeout)
 }
 
@@ -147,7 +149,8 @@ func wrapTimeout(err error, timeout time.Duration) error {
 // a guard (see RPCOptions) and returns its devices. Registrations are the
 // process's: an endpoint registered before, by any Runtime, is not checked
 // again, and its devices are returned.
-func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptions) ([]*Device, error) {
+func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptions) (_ []*Device, err error) {
+	defer placed(&err, "rpc_add_server", at{endpoint: endpoint})
 	if err := rt.begin(); err != nil {
 		return nil, err
 	}
@@ -306,7 +309,8 @@ func (d *Device) Endpoint() string {
 // ErrRPCFailed and naming the endpoint); nil for healthy and non-RPC
 // devices; for a meta device, the failures of the devices it spans and a
 // split it mirrored instead of aborting. Once it is non-nil, results from
-// the device are meaningless.
+// the device are meaningless. The error is an *Error of op "rpc" (an RPC
+// device) or "meta_device", joining those of the parts.
 func (d *Device) Err() error {
 	if parts := d.Parts(); parts != nil {
 		var errs []error
@@ -314,17 +318,25 @@ func (d *Device) Err() error {
 		ms := d.split.Value()
 		d.rt.devMu.Unlock()
 		if ms != nil {
-			errs = append(errs, ms.Err())
+			if err := ms.Err(); err != nil {
+				errs = append(errs, Error{Op: "split_state", Device: d.name}.wrap(err))
+			}
 		}
 		for _, x := range parts {
 			errs = append(errs, x.Err())
 		}
-		return errors.Join(errs...)
+		if err := errors.Join(errs...); err != nil {
+			return &Error{Op: "meta_device", Device: d.name, Err: err}
+		}
+		return nil
 	}
 	if d.guard == nil {
 		return nil
 	}
-	return d.guard.Err()
+	if err := d.guard.Err(); err != nil {
+		return &Error{Op: "rpc", Device: d.name, Endpoint: d.guard.Remote(), Err: err}
+	}
+	return nil
 }
 
 // RPCEndpoints lists the endpoints registered in the process.

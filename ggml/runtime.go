@@ -87,7 +87,8 @@ type freer interface{ Free() }
 
 // Open opens the native set (the first call in a process loads it; later
 // ones share it) and registers the RPC endpoints of opts, within ctx.
-func Open(ctx context.Context, opts Options) (*Runtime, error) {
+func Open(ctx context.Context, opts Options) (_ *Runtime, err error) {
+	defer placed(&err, "open", at{})
 	addLogger(opts.Logger) // before the libraries load, which logs
 	lib, err := bindings.Open(bindings.FindOptions{Dir: opts.LibDir, Variant: opts.Variant})
 	if err != nil {
@@ -165,6 +166,7 @@ func ReleaseFreedMemory() bool { return bindings.TrimHeap() }
 // longer be made, which ends such work with ErrClosed. Use fails once the
 // runtime is closed.
 func (rt *Runtime) Use() (done func(), err error) {
+	defer placed(&err, "use", at{})
 	if err := rt.begin(); err != nil {
 		return nil, err
 	}
@@ -289,7 +291,7 @@ func (rt *Runtime) DeviceByName(name string) (*Device, error) {
 		}
 		names = append(names, d.Name())
 	}
-	return nil, fmt.Errorf("%w %q; devices: %s", ErrUnknownDevice, name, strings.Join(names, ", "))
+	return nil, &Error{Op: "dev_by_name", Device: name, Err: fmt.Errorf("%w %q; devices: %s", ErrUnknownDevice, name, strings.Join(names, ", "))}
 }
 
 // CPUDevice returns the first device of type CPU, or nil.
@@ -348,7 +350,7 @@ func (rt *Runtime) BufferTypeByName(name string) (BufferType, error) {
 		names = append(names, b.Name())
 	}
 	sort.Strings(names)
-	return BufferType{}, fmt.Errorf("%w %q; buffer types: %s", ErrUnknownBufferType, name, strings.Join(names, ", "))
+	return BufferType{}, &Error{Op: "buft_by_name", BufferType: name, Err: fmt.Errorf("%w %q; buffer types: %s", ErrUnknownBufferType, name, strings.Join(names, ", "))}
 }
 
 // writeOnly reports whether buffers of b cannot be read back: the CPU's

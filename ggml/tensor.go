@@ -64,7 +64,8 @@ func (t *Tensor) unhold(b *Buffer) {
 func (t *Tensor) Name() string { return t.name }
 
 // SetName names the tensor (at most 63 bytes, no NUL).
-func (t *Tensor) SetName(name string) error {
+func (t *Tensor) SetName(name string) (err error) {
+	defer placed(&err, "set_name", at{t: t})
 	if len(name) >= bindings.MaxName || strings.IndexByte(name, 0) >= 0 {
 		return fmt.Errorf("ggml: tensor name %q: longer than %d bytes or holds a NUL", name, bindings.MaxName-1)
 	}
@@ -122,7 +123,8 @@ func (t *Tensor) NBytes() uint64 {
 func (t *Tensor) WithData(f func(data unsafe.Pointer) error) error {
 	b, err := t.hold("data")
 	if err != nil {
-		return err
+		placed(&err, "tensor_data", at{t: t})
+		return err // (f's errors pass through as they are)
 	}
 	defer t.unhold(b)
 	return f(t.c.Data)
@@ -195,7 +197,8 @@ func (t *Tensor) clearProbeBuffer() {
 // Alloc places the tensor in buf at addr (ggml_backend_tensor_alloc). The
 // range must lie inside the buffer; for a buffer made over host memory that
 // makes the tensor use that memory without a copy.
-func (t *Tensor) Alloc(buf *Buffer, addr unsafe.Pointer) error {
+func (t *Tensor) Alloc(buf *Buffer, addr unsafe.Pointer) (err error) {
+	defer placed(&err, "tensor_alloc", at{t: t, buf: buf})
 	if buf == nil {
 		return fmt.Errorf("ggml: tensor %s: alloc in a nil buffer", t.name)
 	}
@@ -252,7 +255,8 @@ func (t *Tensor) Set(src []byte, offset uint64) error {
 }
 
 // SetPtr is Set from native or mapped memory [src, src+size).
-func (t *Tensor) SetPtr(src unsafe.Pointer, offset, size uint64) error {
+func (t *Tensor) SetPtr(src unsafe.Pointer, offset, size uint64) (err error) {
+	defer placed(&err, "tensor_set", at{t: t, off: offset, size: size})
 	if size == 0 {
 		return nil
 	}
@@ -271,7 +275,8 @@ func (t *Tensor) SetPtr(src unsafe.Pointer, offset, size uint64) error {
 // Get copies len(dst) bytes of the tensor from offset into dst. A tensor
 // in a buffer that stores data repacked gives an error wrapping
 // ErrWriteOnly.
-func (t *Tensor) Get(dst []byte, offset uint64) error {
+func (t *Tensor) Get(dst []byte, offset uint64) (err error) {
+	defer placed(&err, "tensor_get", at{t: t, off: offset, size: uint64(len(dst))})
 	if len(dst) == 0 {
 		return nil
 	}

@@ -108,6 +108,8 @@ func TestAddressSpaceLimit(t *testing.T) {
 							lm.Close()
 						}
 						t.Fatalf("%s: under a limit of %d bytes, %d short of the bound: %v", what, limit, bound-limit, err)
+					case limit < fit:
+						wantPlace(t, what, err, loader.Error{Op: "alloc", Path: path, Off: -1}, ggml.ErrOutOfMemory)
 					}
 					if lm != nil {
 						verify(t, gm, lm)

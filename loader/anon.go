@@ -17,7 +17,7 @@ func bounceMemory(n int64, what string) ([]byte, error) {
 	}
 	b, err := anonMap(int(n))
 	if err != nil {
-		return nil, fmt.Errorf("loader: cannot map %d bytes (%.2f MiB) of bounce memory for %s: %v: %w", n, float64(n)/(1<<20), what, err, ggml.ErrOutOfMemory)
+		return nil, fmt.Errorf("loader: cannot map %d bytes (%.2f MiB) of bounce memory for %s: %w: %w", n, float64(n)/(1<<20), what, err, ggml.ErrOutOfMemory)
 	}
 	return b, nil
 }

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/place"
 )
 
 // Tensors set whole through a bounce buffer (CPU_REPACK and the other
@@ -30,7 +31,7 @@ const bgMax = 256 << 20
 
 // bgSet is a whole tensor being set by native code.
 type bgSet struct {
-	name string
+	tp   *place.TensorPlan
 	buf  []byte
 	done chan error
 }
@@ -70,7 +71,7 @@ func (ln *lane) setWhole(t task, src source) error {
 			return err
 		}
 	}
-	s := &bgSet{name: tp.Name, buf: buf, done: make(chan error, 1)}
+	s := &bgSet{tp: tp, buf: buf, done: make(chan error, 1)}
 	tensor := t.pl.Tensor
 	go func() { s.done <- tensor.Set(s.buf, 0) }()
 	ln.bg = append(ln.bg, s)
@@ -86,7 +87,8 @@ func (ln *lane) waitOldest() error {
 	ln.setting -= int64(len(s.buf))
 	ln.putBounce(s.buf)
 	if err != nil {
-		return fmt.Errorf("loader: tensor '%s': %w", s.name, err)
+		// (the lane has gone on to another tensor: this one is named)
+		return ln.l.tensorError("load", s.tp, fmt.Errorf("loader: tensor '%s': %w", s.tp.Name, err))
 	}
 	return nil
 }

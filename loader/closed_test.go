@@ -84,10 +84,10 @@ func TestUseAfterClose(t *testing.T) {
 				if _, ok := lm.Tensor("token_embd.weight"); ok && by == "model" {
 					t.Error("a closed model still hands out tensors")
 				}
-				if _, err := lm.Verify(); !errors.Is(err, loader.ErrClosed) && by == "model" {
+				if _, err := lm.Verify(); by == "model" && (!errors.Is(err, loader.ErrClosed) || err.(*loader.Error).Op != "verify") {
 					t.Errorf("Verify after Close: %v", err)
 				}
-				if err := lm.CheckFile(); by == "model" && !errors.Is(err, loader.ErrClosed) {
+				if err := lm.CheckFile(); by == "model" && (!errors.Is(err, loader.ErrClosed) || err.(*loader.Error).Op != "check file") {
 					t.Errorf("CheckFile after Close: %v", err)
 				}
 				if err := lm.Close(); err != nil {
@@ -146,6 +146,8 @@ func TestLoadAndRuntimeClose(t *testing.T) {
 	}
 	if _, err := loader.Load(context.Background(), p, loader.Options{}); !errors.Is(err, ggml.ErrClosed) {
 		t.Errorf("load on a closed runtime: %v", err)
+	} else {
+		wantPlace(t, "load on a closed runtime", err, loader.Error{Op: "load", Path: "testdata/tiny-llama.gguf", Off: -1}, ggml.ErrClosed)
 	}
 }
 
@@ -254,6 +256,9 @@ func TestLoadDuringRuntimeClose(t *testing.T) {
 				}
 				if !errors.Is(err, ggml.ErrClosed) {
 					t.Fatalf("round %d: %v, want ErrClosed", round, err)
+				}
+				if e, ok := err.(*loader.Error); !ok || e.Path != "testdata/tiny-llama.gguf" {
+					t.Fatalf("round %d: the place %+v: %v", round, e, err)
 				}
 				<-closing
 				if n := testenv.LiveBuffers(); n != buffers {

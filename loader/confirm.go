@@ -66,15 +66,15 @@ func (ln *lane) confirm() error {
 	for k, s := range ln.samples {
 		pl := &l.model.placements[s.i]
 		if err := s.q.backend.GetTensorAsync(pl.Tensor, unsafe.Pointer(&at(k)[0]), uint64(s.off), uint64(len(s.want))); err != nil {
-			first = fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err)
+			first = l.tensorError("confirm", pl.Plan, fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err))
 			break
 		}
 	}
 	// wait for what was queued even after a failure: the reads write
 	// into got
-	for _, q := range ln.rpcs {
+	for dev, q := range ln.rpcs {
 		if err := q.backend.Synchronize(); err != nil && first == nil {
-			first = fmt.Errorf("loader: confirming tensors: %w", err)
+			first = deviceError("confirm", dev.Name(), "", fmt.Errorf("loader: confirming tensors: %w", err))
 		}
 	}
 	if first != nil {
@@ -83,11 +83,11 @@ func (ln *lane) confirm() error {
 	for k, s := range ln.samples {
 		pl := &l.model.placements[s.i]
 		if err := deviceErr(pl.Buffer, pl.Plan.Name); err != nil {
-			return err
+			return l.tensorError("confirm", pl.Plan, err)
 		}
 		if !bytes.Equal(at(k), s.want) {
 			d := pl.Buffer.Device
-			return fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, d.Name(), ggml.ErrRPCFailed, d.Endpoint(), s.off, len(s.want))
+			return l.tensorError("confirm", pl.Plan, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, d.Name(), ggml.ErrRPCFailed, d.Endpoint(), s.off, len(s.want)))
 		}
 	}
 	took := time.Since(start)

@@ -3,6 +3,7 @@ package loader
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
@@ -15,7 +16,7 @@ import (
 // and inside a buffer made over it.
 func (l *load) isZeroCopy(t task) bool {
 	tp, w := t.pl.Plan, t.w
-	return (l.p.UseMmap || tp.Lazy) && l.cover(tp.Context, w.File, w.Offset, w.Size) != nil
+	return (l.p.UseMmap || tp.Lazy) && l.bufs.cover(tp.Context, w.File, w.Offset, w.Size) != nil
 }
 
 // zeroCopy places a tensor in the buffer made over its bytes in the
@@ -25,7 +26,7 @@ func (l *load) zeroCopy(t task) error {
 	tp, w := t.pl.Plan, t.w
 	mp := mdl.mappings[w.File]
 	addr := mp.Addr(w.Offset)
-	cover := l.cover(tp.Context, w.File, w.Offset, w.Size)
+	cover := l.bufs.cover(tp.Context, w.File, w.Offset, w.Size)
 	if err := t.pl.Tensor.Alloc(cover.Buffer, addr); err != nil {
 		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
 	}
@@ -40,7 +41,7 @@ func (l *load) zeroCopy(t task) error {
 			}
 		}
 	}
-	u := &l.used[w.File]
+	u := &l.bufs.used[w.File]
 	u[0], u[1] = min(u[0], w.Offset), max(u[1], w.Offset+w.Size)
 	if l.o.CheckTensors {
 		// rows are checked on a copy: native code never reads the
@@ -184,7 +185,7 @@ func (ln *lane) addDone(path Path, n uint64) {
 }
 
 func (l *load) addDone(path Path, n uint64) {
-	l.done.Add(n)
+	l.prog.done.Add(n)
 	l.model.statsMu.Lock()
 	if l.model.Stats.Moved == nil {
 		l.model.Stats.Moved = map[Path]uint64{}
@@ -256,6 +257,49 @@ func (ln *lane) setFrom(t task, src source, whole bool) error {
 	return nil
 }
 
+// validation is the row checks of Options.CheckTensors: on goroutines of
+// their own, as many at once as there are cores, each recording the
+// tensors it finds bad.
+type validation struct {
+	wg  sync.WaitGroup
+	sem chan struct{} // a slot per check under way
+
+	mu      sync.Mutex
+	invalid []string // the tensors with bad rows
+	err     error    // the first check that could not read its tensor
+}
+
+// start runs check on a goroutine of its own once a slot is free.
+func (v *validation) start(check func()) {
+	v.wg.Add(1)
+	v.sem <- struct{}{}
+	go func() {
+		defer v.wg.Done()
+		defer func() { <-v.sem }()
+		check()
+	}()
+}
+
+// fail records a check that could not read its tensor.
+func (v *validation) fail(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.err == nil {
+		v.err = err
+	}
+}
+
+// bad records a tensor found with bad rows, reporting whether it is new.
+func (v *validation) bad(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if slices.Contains(v.invalid, name) {
+		return false
+	}
+	v.invalid = append(v.invalid, name)
+	return true
+}
+
 // validateMapped checks the rows of a tensor left in the mapping (zero
 // copy, lazy) on another goroutine, from copies made in Go: a file that
 // shrinks under it gives an error naming the tensor, not a SIGBUS in the
@@ -265,11 +309,7 @@ func (l *load) validateMapped(tp *place.TensorPlan, src mapSource) {
 	if w.Size == 0 {
 		return
 	}
-	l.vwg.Add(1)
-	l.vsem <- struct{}{}
-	go func() {
-		defer l.vwg.Done()
-		defer func() { <-l.vsem }()
+	l.checks.start(func() {
 		row, err := tp.Type.RowSize(tp.Shape[0])
 		if err != nil || row <= 0 {
 			row = 1
@@ -279,33 +319,18 @@ func (l *load) validateMapped(tp *place.TensorPlan, src mapSource) {
 		for off := int64(0); off < w.Size; off += chunk {
 			n := min(chunk, w.Size-off)
 			if err := src.readAt(buf[:n], w.Offset+off); err != nil {
-				l.asyncFail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w)))
+				l.checks.fail(l.tensorError("validate", tp, fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))))
 				return
 			}
 			l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(n))
 		}
-	}()
-}
-
-// asyncFail records the first error of a validation goroutine.
-func (l *load) asyncFail(err error) {
-	l.vmu.Lock()
-	defer l.vmu.Unlock()
-	if l.asyncErr == nil {
-		l.asyncErr = err
-	}
+	})
 }
 
 // validateAsync checks rows on another goroutine (data stays valid: it is
 // the tensor's own host memory, never the mapping).
 func (l *load) validateAsync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
-	l.vwg.Add(1)
-	l.vsem <- struct{}{}
-	go func() {
-		defer l.vwg.Done()
-		defer func() { <-l.vsem }()
-		l.validateSync(name, typ, p, n)
-	}()
+	l.checks.start(func() { l.validateSync(name, typ, p, n) })
 }
 
 func (l *load) validateSync(name string, typ ggml.Type, p unsafe.Pointer, n uint64) {
@@ -313,10 +338,7 @@ func (l *load) validateSync(name string, typ ggml.Type, p unsafe.Pointer, n uint
 	if ok && err == nil {
 		return
 	}
-	l.vmu.Lock()
-	defer l.vmu.Unlock()
-	if !slices.Contains(l.invalid, name) {
-		l.invalid = append(l.invalid, name)
+	if l.checks.bad(name) {
 		l.o.Logger.Error(fmt.Sprintf("tensor '%s' has invalid data", name))
 	}
 }

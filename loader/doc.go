@@ -84,4 +84,12 @@
 // allocation a device refuses, an RPC server that fails or answers garbage,
 // a cancelled context all end the load with an error that names the tensor,
 // device or file, and free everything the load had made.
+//
+// Errors. Every error of Load and of a Model's methods is an *Error: what
+// was being done (Op) and where, the file, the tensor and the offset of
+// its data, the device and buffer type, for errors.As. It wraps its cause,
+// for errors.Is: the sentinels ErrCanceled, ErrFileChanged (ErrTruncated
+// when the file shrank), ErrInvalidData, ErrMismatch and ErrClosed, ggml's
+// (ggml.ErrOutOfMemory, ggml.ErrRPCFailed, ...), and the *ggml.Error or
+// *httpsrc.Error of the call that failed below.
 package loader

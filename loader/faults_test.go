@@ -2,6 +2,7 @@ package loader_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,12 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 			t.Fatalf("error %q lacks %q", err, want)
 		}
 	}
+	// the place: the device, its buffer type; and ggml's call below
+	e := wantPlace(t, "allocation", err, loader.Error{Op: "alloc", Path: path, Off: -1, Device: devs[0].Name()})
+	var ge *ggml.Error
+	if e.BufferType == "" || !errors.As(err, &ge) || ge.Op != "alloc_ctx_tensors_from_buft" || ge.Device != devs[0].Name() || ge.BufferType != e.BufferType {
+		t.Fatalf("the place %+v, ggml's %+v: %v", e, ge, err)
+	}
 	if after := testenv.LiveBuffers(); after != before {
 		t.Fatalf("%d buffers leaked", after-before)
 	}
@@ -121,4 +128,5 @@ func TestReplacedFileIsRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), "was replaced") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v", err)
 	}
+	wantPlace(t, "replaced", err, loader.Error{Op: "open", Path: path, Off: -1}, loader.ErrFileChanged)
 }

@@ -185,6 +185,8 @@ func TestCheckTensorsFindsNaN(t *testing.T) {
 		if !errors.Is(err, loader.ErrInvalidData) || !strings.Contains(err.Error(), "'blk.2.ffn_down.weight'") || strings.Contains(err.Error(), "ffn_up") {
 			t.Fatalf("%s on %v: %v", c.mode, c.devs, err)
 		}
+		w, _ := gm.Weight("blk.2.ffn_down.weight")
+		wantPlace(t, fmt.Sprintf("%s on %v", c.mode, c.devs), err, loader.Error{Op: "validate", Path: path, Tensor: w.Name, Off: w.Offset})
 		if after := testenv.LiveBuffers(); after != before {
 			t.Fatalf("%d buffers leaked", after-before)
 		}
@@ -221,6 +223,9 @@ func TestCancelFreesEverything(t *testing.T) {
 			cancel()
 			if !errors.Is(err, loader.ErrCanceled) {
 				t.Fatalf("%s/%s: %v", mode, how, err)
+			}
+			if e, ok := err.(*loader.Error); !ok || e.Op != "load" || e.Path != path {
+				t.Fatalf("%s/%s: the place %+v: %v", mode, how, e, err)
 			}
 			if b := testenv.LiveBuffers(); b != buffers {
 				t.Fatalf("%s/%s: %d buffers leaked", mode, how, b-buffers)
@@ -284,6 +289,7 @@ func TestTruncatedAfterOpen(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "'"+last.Name+"'") || !strings.Contains(err.Error(), "truncated") {
 			t.Fatalf("%s: %v", mode, err)
 		}
+		wantPlace(t, mode.String(), err, loader.Error{Op: "open", Path: path, Tensor: last.Name, Off: last.Offset}, loader.ErrTruncated, loader.ErrFileChanged)
 	}
 }
 
@@ -308,6 +314,14 @@ func TestShrinksDuringLoad(t *testing.T) {
 		}})
 		if err == nil || !strings.Contains(err.Error(), "tensor '") || !(strings.Contains(err.Error(), "shrink") || strings.Contains(err.Error(), "shrank")) {
 			t.Fatalf("%s: %v", mode, err)
+		}
+		// the tensor the error names is its place
+		var e *loader.Error
+		if !errors.As(err, &e) || e.Path != path || e.Tensor == "" || !strings.Contains(err.Error(), "'"+e.Tensor+"'") || !errors.Is(err, loader.ErrTruncated) {
+			t.Fatalf("%s: the place %+v: %v", mode, e, err)
+		}
+		if w, _ := gm.Weight(e.Tensor); e.Off != w.Offset {
+			t.Fatalf("%s: tensor %s at %d, its data at %d", mode, e.Tensor, e.Off, w.Offset)
 		}
 	}
 }
@@ -392,7 +406,10 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	if err := x.Set([]byte{0xff, 0xee}, 100); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lm.Verify(); err == nil || !strings.Contains(err.Error(), "blk.3.ffn_down.weight") {
+	_, err = lm.Verify()
+	if err == nil || !strings.Contains(err.Error(), "blk.3.ffn_down.weight") {
 		t.Fatalf("verify after a change: %v", err)
 	}
+	w, _ := gm.Weight("blk.3.ffn_down.weight")
+	wantPlace(t, "verify", err, loader.Error{Op: "verify", Path: path, Tensor: w.Name, Off: w.Offset}, loader.ErrMismatch)
 }

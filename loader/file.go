@@ -79,7 +79,7 @@ func (f *modelFile) fallBack(err error) {
 
 // truncatedError is a read that ran into the end of a model file, or
 // faulted in its mapping: the file shrank after it was opened. It wraps
-// ErrFileChanged.
+// ErrTruncated (and so ErrFileChanged); truncated makes every one.
 type truncatedError struct {
 	path     string
 	opened   int64 // the file's size when opened
@@ -115,7 +115,7 @@ func (e *truncatedError) Error() string {
 	return b.String()
 }
 
-func (e *truncatedError) Unwrap() error { return ErrFileChanged }
+func (e *truncatedError) Unwrap() error { return ErrTruncated }
 
 // truncated is the error of a read of f that did not get byte at. A
 // fault in the mapping of a read that starts at at says only that some

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
+
+	"github.com/ggload/ggload/place"
 )
 
 // ErrFileChanged is wrapped by the errors of Load and CheckFile when a model
@@ -40,6 +43,23 @@ func (s fileStamp) change(now fileStamp) string {
 	return ""
 }
 
+// fileWatch paces the checks of the files during a load: one at a time,
+// at most every 2 ms unless forced.
+type fileWatch struct {
+	mu   sync.Mutex // held by a check
+	last time.Time  // when the files were last checked
+}
+
+// due reports, with mu held, whether the files are checked now.
+func (w *fileWatch) due(force bool) bool {
+	now := time.Now()
+	if !force && now.Sub(w.last) < 2*time.Millisecond {
+		return false
+	}
+	w.last = now
+	return true
+}
+
 // watchFiles fails the load when a file changed since it was opened. It
 // runs between tensors of every lane (one at a time, at most every 2 ms,
 // or always when force is set)
@@ -47,11 +67,9 @@ func (s fileStamp) change(now fileStamp) string {
 // new contents, and zero-copy tensors may lie past a shrunken end (a
 // SIGBUS when computing), so the load does not succeed.
 func (l *load) watchFiles(tensor string, force bool) error {
-	l.watchMu.Lock()
-	defer l.watchMu.Unlock()
-	if now := time.Now(); force || now.Sub(l.lastWatch) >= 2*time.Millisecond {
-		l.lastWatch = now
-	} else {
+	l.watch.mu.Lock()
+	defer l.watch.mu.Unlock()
+	if !l.watch.due(force) {
 		return nil
 	}
 	for i, f := range l.model.files {
@@ -63,7 +81,7 @@ func (l *load) watchFiles(tensor string, force bool) error {
 		}
 		now, err := f.stamp()
 		if err != nil {
-			return fmt.Errorf("loader: %s: %w", f.path, err)
+			return fileError("load", f.path, -1, fmt.Errorf("loader: %s: %w", f.path, err))
 		}
 		what := l.model.stamps[i].change(now)
 		if what == "" {
@@ -71,24 +89,24 @@ func (l *load) watchFiles(tensor string, force bool) error {
 		}
 		if now.size() < l.model.stamps[i].size() {
 			// name the first tensor the shrunken file no longer holds
-			first := ""
+			var first *place.TensorPlan
 			var at, end int64 = -1, -1
 			for k := range l.model.placements {
 				pl := &l.model.placements[k] // (its Path is the lanes')
 				w := pl.Plan.Weight
 				if pl.Tensor != nil && w.File == i && w.Offset+w.Size > now.size() && (at < 0 || w.Offset < at) {
-					first, at, end = pl.Plan.Name, w.Offset, w.Offset+w.Size
+					first, at, end = pl.Plan, w.Offset, w.Offset+w.Size
 				}
 			}
-			if first != "" {
-				return fmt.Errorf("loader: %w during the load: %s: %s; tensor '%s' (bytes [%d, %d)) lies past its end", ErrFileChanged, f.path, what, first, at, end)
+			if first != nil {
+				return l.tensorError("load", first, tagged{fmt.Errorf("loader: %w during the load: %s: %s; tensor '%s' (bytes [%d, %d)) lies past its end", ErrFileChanged, f.path, what, first.Name, at, end), ErrTruncated})
 			}
 		}
 		where := ""
 		if tensor != "" {
 			where = fmt.Sprintf(" (noticed at tensor '%s')", tensor)
 		}
-		return fmt.Errorf("loader: %w during the load: %s: %s%s; the weights read may mix old and new bytes: load it again", ErrFileChanged, f.path, what, where)
+		return fileError("load", f.path, -1, fmt.Errorf("loader: %w during the load: %s: %s%s; the weights read may mix old and new bytes: load it again", ErrFileChanged, f.path, what, where))
 	}
 	return nil
 }
@@ -100,7 +118,8 @@ func (l *load) watchFiles(tensor string, force bool) error {
 // a loaded model. It matters most for zero-copy and lazy tensors, which
 // stay in the file's mapping: if that file is truncated, computing with
 // them faults (SIGBUS) and ends the process, as in llama.cpp. The error
-// names the file and what changed and wraps ErrFileChanged.
+// names the file and what changed and wraps ErrFileChanged; it is an
+// *Error of op "check file".
 //
 // What it cannot see: a write that keeps the size and sets the
 // modification time back (cp -p, rsync, touch -d into an existing file),
@@ -118,25 +137,33 @@ func (m *Model) CheckFile() error {
 		if !f.local() {
 			continue // a reader's bytes are its own business
 		}
-		now, err := f.stamp()
-		if err != nil {
-			return fmt.Errorf("loader: check %s: %w", f.path, err)
+		if err := f.check(m.stamps[i]); err != nil {
+			return fileError("check file", f.path, -1, err)
 		}
-		if what := m.stamps[i].change(now); what != "" {
-			return fmt.Errorf("loader: %w since it was loaded: %s: %s", ErrFileChanged, f.path, what)
-		}
-		if !f.byPath {
-			continue // an open file has no path to be replaced at
-		}
-		at, err := os.Stat(f.path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("loader: %w since it was loaded: %s was removed (the loaded file lives on until Close)", ErrFileChanged, f.path)
-		case err != nil:
-			return fmt.Errorf("loader: check %s: %w", f.path, err)
-		case !os.SameFile(at, now.info):
-			return fmt.Errorf("loader: %w since it was loaded: %s was replaced by another file (the loaded one lives on until Close)", ErrFileChanged, f.path)
-		}
+	}
+	return nil
+}
+
+// check is CheckFile for one file, opened as s says.
+func (f *modelFile) check(s fileStamp) error {
+	now, err := f.stamp()
+	if err != nil {
+		return fmt.Errorf("loader: check %s: %w", f.path, err)
+	}
+	if what := s.change(now); what != "" {
+		return fmt.Errorf("loader: %w since it was loaded: %s: %s", ErrFileChanged, f.path, what)
+	}
+	if !f.byPath {
+		return nil // an open file has no path to be replaced at
+	}
+	at, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("loader: %w since it was loaded: %s was removed (the loaded file lives on until Close)", ErrFileChanged, f.path)
+	case err != nil:
+		return fmt.Errorf("loader: check %s: %w", f.path, err)
+	case !os.SameFile(at, now.info):
+		return fmt.Errorf("loader: %w since it was loaded: %s was replaced by another file (the loaded one lives on until Close)", ErrFileChanged, f.path)
 	}
 	return nil
 }

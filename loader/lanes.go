@@ -89,7 +89,7 @@ func (l *load) loadData() error {
 		})
 	}
 	if l.o.CheckTensors {
-		l.vsem = make(chan struct{}, runtime.NumCPU())
+		l.checks.sem = make(chan struct{}, runtime.NumCPU())
 	}
 	readers := newReaderPool(l, l.readerCount())
 	defer readers.stop()
@@ -114,10 +114,10 @@ func (l *load) loadData() error {
 				continue
 			}
 			if err := l.beforeEach(t); err != nil {
-				return err
+				return l.tensorError("load", t.pl.Plan, err)
 			}
 			if err := l.zeroCopy(t); err != nil {
-				return err
+				return l.tensorError("load", t.pl.Plan, err)
 			}
 		}
 	}
@@ -211,19 +211,33 @@ func (ln *lane) run() (err error) {
 		ln.took = time.Since(start)
 	}()
 	if ln.ahead, err = ln.planAhead(); err != nil {
-		return err
+		return ln.laneError(err)
 	}
 	for _, t := range ln.tasks {
 		if err := ln.step(t); err != nil {
-			return ln.canceledAt(err, t)
+			return l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))
 		}
 	}
 	if ln.readers {
 		if err := l.readers.wait(l); err != nil {
-			return err
+			return ln.laneError(err)
 		}
 	}
-	return ln.confirm()
+	return ln.laneError(ln.confirm())
+}
+
+// laneError is an error of the lane that concerns none of its tensors:
+// an *Error of its device (none for host memory, whose tensors live on
+// several).
+func (ln *lane) laneError(err error) error {
+	if _, ok := err.(*Error); ok || err == nil || errors.Is(err, errStopped) {
+		return err
+	}
+	dev := ln.name
+	if ln.host {
+		dev = ""
+	}
+	return deviceError("load", dev, "", err)
 }
 
 // step moves one tensor.
@@ -257,8 +271,7 @@ func (ln *lane) canceledAt(err error, t task) error {
 	if ln.host {
 		where = "into host memory"
 	}
-	return &canceledError{err: err, at: fmt.Sprintf("at tensor %s %s, %s of %s moved", t.pl.Plan.Name, where,
-		mibString(ln.l.done.Load()), mibString(ln.l.total))}
+	return &canceledError{err: err, at: fmt.Sprintf("at tensor %s %s, %s moved", t.pl.Plan.Name, where, ln.l.prog.moved())}
 }
 
 // canceledError is a cancellation with where the load was.
@@ -278,14 +291,14 @@ func (ln *lane) finish() error {
 	first := ln.waitSet()
 	ln.freeBounces()
 	ln.ahead.close()
-	for _, r := range ln.rings {
+	for dev, r := range ln.rings {
 		if err := r.close(); err != nil && first == nil {
-			first = err
+			first = deviceError("load", dev.Name(), "", err)
 		}
 	}
-	for _, q := range ln.rpcs {
+	for dev, q := range ln.rpcs {
 		if err := q.close(); err != nil && first == nil {
-			first = err
+			first = deviceError("load", dev.Name(), "", err)
 		}
 	}
 	return first
@@ -308,20 +321,11 @@ func (l *load) beforeEach(t task) error {
 	if err := l.watchFiles(t.pl.Plan.Name, false); err != nil {
 		return err
 	}
-	seq := int(l.seq.Add(1) - 1)
-	l.last.Store(&t.pl.Plan.Name)
+	seq := l.prog.start(&t.pl.Plan.Name)
 	if beforeTensor != nil {
 		beforeTensor(seq, t.pl.Plan.Name)
 	}
 	return nil
-}
-
-// lastTensor is the name of the last tensor started.
-func (l *load) lastTensor() string {
-	if p := l.last.Load(); p != nil {
-		return *p
-	}
-	return ""
 }
 
 // trackBounce counts bounce memory taken (n > 0) or given back.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,6 +186,10 @@ func TestCancelStopsEveryDevice(t *testing.T) {
 			// it names where the load was: a tensor, its device, how far
 			if !regexp.MustCompile(`\(at tensor \S+ (onto \S+|into host memory), [0-9.]+ MiB of [0-9.]+ MiB moved\)$`).MatchString(err.Error()) {
 				t.Errorf("the error names no tensor and device: %v", err)
+			}
+			// and so does its place
+			if e, ok := err.(*loader.Error); !ok || e.Op != "load" || e.Tensor == "" || e.Device == "" || e.Off < 0 || !strings.Contains(err.Error(), "at tensor "+e.Tensor+" ") {
+				t.Errorf("the place %+v: %v", e, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()

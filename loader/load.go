@@ -67,15 +67,20 @@ var beforeTensor func(seq int, name string)
 // the plan's runtime. The runtime cannot be closed under a load (its Close
 // waits, and a load it ends returns ErrClosed); a cancelled ctx ends the
 // load with an error wrapping ErrCanceled and ctx's error. Nothing is left
-// allocated after an error.
+// allocated after an error, which is an *Error with the place of the
+// failure.
 func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
 	if p == nil || p.Model == nil || p.Runtime() == nil {
-		return nil, errors.New("loader: no plan (make one with place.New)")
+		return nil, &Error{Op: "load", Off: -1, Err: errors.New("loader: no plan (make one with place.New)")}
 	}
 	rt := p.Runtime()
 	done, err := rt.Use()
 	if err != nil {
-		return nil, fmt.Errorf("loader: %w", err)
+		e := &Error{Op: "load", Off: -1, Err: fmt.Errorf("loader: %w", err)}
+		if len(p.Model.Files) > 0 {
+			e.Path = p.Model.Files[0].Source().Name
+		}
+		return nil, e
 	}
 	defer done()
 	l := &load{ctx: ctx, rt: rt, gm: p.Model, p: p, o: o, model: &Model{Plan: p, byName: map[string]int{}}, seed: rand.Uint64()}
@@ -92,23 +97,12 @@ func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
 	}
 	if err != nil {
 		l.abort()
-		if ctx.Err() != nil && !errors.Is(err, ErrCanceled) {
-			err = fmt.Errorf("%w: %w", ErrCanceled, err)
-		}
-		var at *canceledError
-		if errors.Is(err, ErrCanceled) && !errors.As(err, &at) {
-			// not in a device's lane: say how far the load had come
-			where := "before any tensor was moved"
-			if last := l.lastTensor(); last != "" {
-				where = fmt.Sprintf("after tensor %s, %s of %s moved", last, mibString(l.done.Load()), mibString(l.total))
-			}
-			err = &canceledError{err: err, at: where}
-		}
-		return nil, err
+		return nil, l.loadError(err)
 	}
 	return l.model, nil
 }
 
+// load is one Load under way: what it carries out, and its parts.
 type load struct {
 	ctx   context.Context
 	rt    *ggml.Runtime
@@ -118,36 +112,100 @@ type load struct {
 	model *Model
 
 	stopped atomic.Bool // a lane failed: the others stop
-
-	total  uint64
-	done   atomic.Uint64
-	progMu sync.Mutex // one progress report at a time
-	lastP  uint64
-
 	readers *readerPool
+	seed    uint64 // where the windows of RPC tensors read back are taken
 
-	vwg      sync.WaitGroup
-	vsem     chan struct{}
-	vmu      sync.Mutex
-	invalid  []string
-	asyncErr error // a validation goroutine that could not read its tensor
+	prog   progress   // how far it has come, and the reports of it
+	bufs   buffers    // the weight buffers it made
+	faults prefaults  // memory faulted in beside it
+	checks validation // the row checks of Options.CheckTensors (data.go)
+	watch  fileWatch  // the checks of the files between tensors (filecheck.go)
+}
 
-	seed uint64 // where the windows of RPC tensors read back are taken
+// progress is how far a load has come: the bytes moved, the tensors
+// started, and the reports to Options.Progress, one at a time and never
+// going back.
+type progress struct {
+	total uint64
+	done  atomic.Uint64
+	seq   atomic.Int64           // tensors started
+	last  atomic.Pointer[string] // the last tensor started
 
-	watchMu   sync.Mutex
-	lastWatch time.Time // files last checked for changes
-	seq       atomic.Int64
-	last      atomic.Pointer[string] // the last tensor started
+	mu       sync.Mutex
+	reported uint64
+}
 
-	used [][2]int64 // per file: range used by zero-copy tensors
+// report hands the bytes done to f; false from f cancels.
+func (pr *progress) report(f func(done, total uint64) bool) error {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	d := max(pr.done.Load(), pr.reported)
+	pr.reported = d
+	if f != nil && !f(d, pr.total) {
+		return fmt.Errorf("%w by the progress callback at %d of %d bytes", ErrCanceled, d, pr.total)
+	}
+	return nil
+}
 
-	prefaults []*prefaulter // device memory faulted in meanwhile
-	populates []*prefaulter // zero-copy parts of mappings mapped in meanwhile
+// start counts tensor name started and returns its place in the load's
+// order.
+func (pr *progress) start(name *string) int {
+	seq := int(pr.seq.Add(1) - 1)
+	pr.last.Store(name)
+	return seq
+}
 
-	// per context: its mapped buffers ordered by (file, first), and its
-	// allocated buffer
-	mapped    [][]*LoadedBuffer
-	allocated []*LoadedBuffer
+// lastTensor is the name of the last tensor started.
+func (pr *progress) lastTensor() string {
+	if p := pr.last.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// moved is how far the load has come, in MiB.
+func (pr *progress) moved() string {
+	return mibString(pr.done.Load()) + " of " + mibString(pr.total)
+}
+
+// buffers are the weight buffers of a load by context, and what the
+// zero-copy tensors use of each file.
+type buffers struct {
+	mapped    [][]*LoadedBuffer // per context: its buffers over the mapping, ordered by (file, first)
+	allocated []*LoadedBuffer   // per context: its allocated buffer
+	used      [][2]int64        // per file: the range used by zero-copy tensors
+}
+
+// prefaults are the memory a load faults in on goroutines of their own
+// (devmem_linux.go).
+type prefaults struct {
+	device []*prefaulter // device memory, ahead of the writes
+	mapped []*prefaulter // the zero-copy parts of mappings, as MAP_POPULATE did
+}
+
+// stopDevice ends the faulting in of device memory.
+func (pf *prefaults) stopDevice() {
+	for _, p := range pf.device {
+		p.wait()
+	}
+	pf.device = nil
+}
+
+// finishMapped waits until the mappings are faulted in.
+func (pf *prefaults) finishMapped() {
+	for _, p := range pf.mapped {
+		p.finish()
+	}
+	pf.mapped = nil
+}
+
+// stop ends every faulting in.
+func (pf *prefaults) stop() {
+	pf.stopDevice()
+	for _, p := range pf.mapped {
+		p.wait()
+	}
+	pf.mapped = nil
 }
 
 func (l *load) warn(msg string) {
@@ -159,21 +217,9 @@ func (l *load) warn(msg string) {
 
 // abort frees whatever the load made.
 func (l *load) abort() {
-	l.stopPrefaults()
-	for _, pf := range l.populates {
-		pf.wait()
-	}
-	l.populates = nil
-	l.vwg.Wait()
+	l.faults.stop()
+	l.checks.wg.Wait()
 	l.model.Close()
-}
-
-// stopPrefaults ends the faulting in of device memory.
-func (l *load) stopPrefaults() {
-	for _, pf := range l.prefaults {
-		pf.wait()
-	}
-	l.prefaults = nil
 }
 
 // canceled reports a cancelled load, or a lane stopped by another's
@@ -193,69 +239,61 @@ func (l *load) progress() error {
 	if err := l.canceled(); err != nil {
 		return err
 	}
-	l.progMu.Lock()
-	defer l.progMu.Unlock()
-	d := l.done.Load()
-	if d < l.lastP {
-		d = l.lastP
-	}
-	l.lastP = d
-	if l.o.Progress != nil && !l.o.Progress(d, l.total) {
-		return fmt.Errorf("%w by the progress callback at %d of %d bytes", ErrCanceled, d, l.total)
-	}
-	return nil
+	return l.prog.report(l.o.Progress)
 }
 
 func (l *load) run() error {
 	p, mdl := l.p, l.model
 	if err := checkAddressSpace(MemoryOf(p, l.o)); err != nil {
-		return err
+		return asError("alloc", err)
 	}
 	t0 := time.Now()
 	if err := l.openFiles(); err != nil {
-		return err
+		return asError("open", err)
 	}
 	mdl.Stats.Open = time.Since(t0)
 	t0 = time.Now()
 	if err := l.mapFiles(); err != nil {
-		return err
+		return asError("map", err)
 	}
 	mdl.Stats.Map = time.Since(t0)
 	t0 = time.Now()
 	if err := l.createTensors(); err != nil {
-		return err
+		return asError("alloc", err)
 	}
 	if err := l.allocate(); err != nil {
-		return err
+		return asError("alloc", err)
 	}
 	mdl.Stats.Alloc = time.Since(t0)
 	t0 = time.Now()
 	err := l.loadData()
-	l.stopPrefaults()
+	l.faults.stopDevice()
 	if err != nil {
-		return err // abort stops the populates
+		return err // abort stops the rest
 	}
-	for _, pf := range l.populates {
-		pf.finish()
-	}
-	l.populates = nil
+	l.faults.finishMapped()
 	for _, b := range mdl.buffers {
 		if err := b.Device.Err(); err != nil {
-			return fmt.Errorf("loader: %s: %w", b.Device.Name(), err)
+			return deviceError("load", b.Device.Name(), b.BufferType.Name(), fmt.Errorf("loader: %s: %w", b.Device.Name(), err))
 		}
 	}
 	mdl.Stats.Data = time.Since(t0)
 	t0 = time.Now()
-	l.vwg.Wait()
+	l.checks.wg.Wait()
 	mdl.Stats.Validate = time.Since(t0)
-	if l.asyncErr != nil {
-		return l.asyncErr
+	if l.checks.err != nil {
+		return l.checks.err
 	}
-	if len(l.invalid) > 0 {
-		slices.Sort(l.invalid)
-		return fmt.Errorf("loader: %w in %s: %s", ErrInvalidData, joinPaths(l.gm.Paths), joinNames(l.invalid))
+	if invalid := l.checks.invalid; len(invalid) > 0 {
+		slices.Sort(invalid)
+		err := fmt.Errorf("loader: %w in %s: %s", ErrInvalidData, joinPaths(l.gm.Paths), joinNames(invalid))
+		// the place is the first bad tensor's (the text names them all)
+		if i, ok := mdl.byName[invalid[0]]; ok {
+			return l.tensorError("validate", mdl.placements[i].Plan, err)
+		}
+		return &Error{Op: "validate", Off: -1, Err: err}
 	}
-	if err := l.watchFiles(l.lastTensor(), true); err != nil {
+	if err := l.watchFiles(l.prog.lastTensor(), true); err != nil {
 		return err
 	}
 	if p.UseMmap {
@@ -263,7 +301,7 @@ func (l *load) run() error {
 			if mp == nil {
 				continue
 			}
-			u := l.used[fi]
+			u := l.bufs.used[fi]
 			if err := mp.unmapFragment(0, u[0]); err != nil {
 				l.warn(err.Error())
 			}
@@ -274,7 +312,7 @@ func (l *load) run() error {
 			}
 		}
 	}
-	l.done.Store(l.total)
+	l.prog.done.Store(l.prog.total)
 	return l.progress()
 }
 
@@ -309,7 +347,7 @@ func (l *load) openFiles() error {
 		path := src.Name
 		f, err := openModelFile(src, direct, l.o.Logger)
 		if err != nil {
-			return fmt.Errorf("loader: %w", err)
+			return fileError("open", path, -1, fmt.Errorf("loader: %w", err))
 		}
 		l.model.files = append(l.model.files, f)
 		if !f.local() {
@@ -322,12 +360,12 @@ func (l *load) openFiles() error {
 			a, errA := orig.Stat()
 			b, errB := f.f.Stat()
 			if errA == nil && errB == nil && !os.SameFile(a, b) {
-				return fmt.Errorf("loader: %s was replaced after the model was opened; open it again", path)
+				return fileError("open", path, -1, tagged{fmt.Errorf("loader: %s was replaced after the model was opened; open it again", path), ErrFileChanged})
 			}
 		}
 		st, err := f.stamp()
 		if err != nil {
-			return fmt.Errorf("loader: %s: %w", path, err)
+			return fileError("open", path, -1, fmt.Errorf("loader: %s: %w", path, err))
 		}
 		l.model.stamps = append(l.model.stamps, st)
 		if direct && f.alignment() == 1 {
@@ -338,7 +376,9 @@ func (l *load) openFiles() error {
 		w := &l.gm.Weights[i]
 		f := l.model.files[w.File]
 		if w.Offset+w.Size > f.size {
-			return fmt.Errorf("loader: tensor '%s' [%d, +%d) lies past the end of %s (%d bytes; was the file truncated after it was opened?)", w.Name, w.Offset, w.Size, f.path, f.size)
+			e := fileError("open", f.path, w.Offset, tagged{fmt.Errorf("loader: tensor '%s' [%d, +%d) lies past the end of %s (%d bytes; was the file truncated after it was opened?)", w.Name, w.Offset, w.Size, f.path, f.size), ErrTruncated})
+			e.Tensor = w.Name
+			return e
 		}
 	}
 	return nil
@@ -355,21 +395,21 @@ func (l *load) mapFiles() error {
 		}
 	}
 	l.model.mappings = make([]*mapping, len(l.gm.Files))
-	l.used = make([][2]int64, len(l.gm.Files))
+	l.bufs.used = make([][2]int64, len(l.gm.Files))
 	if !l.p.UseMmap && !anyLazy {
 		return nil
 	}
 	numa := l.rt.IsNUMA()
 	for i, f := range l.model.files {
 		if !f.local() {
-			return fmt.Errorf("loader: %s cannot be mapped: it is no local file (load it with load mode none)", f.path)
+			return fileError("map", f.path, -1, fmt.Errorf("loader: %s cannot be mapped: it is no local file (load it with load mode none)", f.path))
 		}
 		mp, err := mapFile(f.f, f.base, f.size, l.p.UseMmap, lazy[i], numa, l.o.Logger)
 		if err != nil {
-			return err
+			return fileError("map", f.path, -1, err)
 		}
 		l.model.mappings[i] = mp
-		l.used[i] = [2]int64{mp.Size(), 0}
+		l.bufs.used[i] = [2]int64{mp.Size(), 0}
 		if l.p.LoadMode == place.LoadMmapMlock {
 			l.model.locks = append(l.model.locks, newMemLock(mp.Addr(0), uintptr(mp.Size()), "the mapping of "+f.path, l.warn))
 		}
@@ -384,7 +424,7 @@ func (l *load) createTensors() error {
 	for ci, c := range p.Contexts {
 		gc, err := l.rt.NewContext(ggml.ContextParams{Tensors: len(c.Tensors), NoAlloc: true})
 		if err != nil {
-			return err
+			return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), err)
 		}
 		mdl.contexts = append(mdl.contexts, gc)
 		for _, ti := range c.Tensors {
@@ -392,10 +432,10 @@ func (l *load) createTensors() error {
 			nd := max(tp.Weight.NDims, 1)
 			t, err := gc.NewTensor(tp.Type, tp.Shape[:nd]...)
 			if err != nil {
-				return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
+				return l.tensorError("alloc", tp, fmt.Errorf("loader: tensor '%s': %w", tp.Name, err))
 			}
 			if err := t.SetName(tp.Name); err != nil {
-				return err
+				return l.tensorError("alloc", tp, err)
 			}
 			ctxTensors[ci] = append(ctxTensors[ci], t)
 		}
@@ -425,7 +465,7 @@ func (l *load) createTensors() error {
 			mdl.byName[tp.Name] = i
 		}
 		if pl.Tensor != nil && pl.Path != PathShared {
-			l.total += uint64(tp.Bytes)
+			l.prog.total += uint64(tp.Bytes)
 		}
 	}
 	return nil
@@ -435,15 +475,15 @@ func (l *load) createTensors() error {
 // mapping, or allocations of the context's buffer type.
 func (l *load) allocate() error {
 	p, mdl := l.p, l.model
-	l.mapped = make([][]*LoadedBuffer, len(p.Contexts))
-	l.allocated = make([]*LoadedBuffer, len(p.Contexts))
+	l.bufs.mapped = make([][]*LoadedBuffer, len(p.Contexts))
+	l.bufs.allocated = make([]*LoadedBuffer, len(p.Contexts))
 	for ci, c := range p.Contexts {
 		gc := mdl.contexts[ci]
 		if c.Mapped {
 			for _, bp := range c.Buffers {
 				mp := mdl.mappings[bp.File]
 				if mp == nil {
-					return fmt.Errorf("loader: context %s needs file %d mapped", c.BufferType.Name(), bp.File)
+					return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: context %s needs file %d mapped", c.BufferType.Name(), bp.File))
 				}
 				maxT := uint64(0)
 				for _, ti := range c.Tensors {
@@ -451,19 +491,20 @@ func (l *load) allocate() error {
 				}
 				buf, err := c.Device.BufferFromHostPtr(mp.Addr(bp.First), uint64(bp.Last-bp.First), maxT)
 				if err != nil {
-					return fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)
+					return &Error{Op: "alloc", Path: mp.path, Device: c.Device.Name(), BufferType: c.BufferType.Name(), Off: bp.First,
+						Err: fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)}
 				}
 				buf.SetUsage(ggml.UsageWeights)
 				if p.UseMmap && !c.Lazy && populateLater() && !l.rt.IsNUMA() {
 					// what mmap's MAP_POPULATE did, for this buffer's
 					// pages only, while the load moves the rest
-					l.populates = append(l.populates, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First)))
+					l.faults.mapped = append(l.faults.mapped, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First)))
 				}
 				lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
 				mdl.buffers = append(mdl.buffers, lb)
-				l.mapped[ci] = append(l.mapped[ci], lb)
+				l.bufs.mapped[ci] = append(l.bufs.mapped[ci], lb)
 			}
-			slices.SortFunc(l.mapped[ci], func(a, b *LoadedBuffer) int {
+			slices.SortFunc(l.bufs.mapped[ci], func(a, b *LoadedBuffer) int {
 				return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.First, b.First))
 			})
 			continue
@@ -489,8 +530,8 @@ func (l *load) allocate() error {
 			err = derr
 		}
 		if err != nil {
-			return fmt.Errorf("loader: cannot allocate the %s buffer of %.2f MiB (%d bytes, %d tensors) on device %s: %w",
-				c.BufferType.Name(), float64(need)/(1<<20), need, len(c.Tensors), c.Device.Name(), err)
+			return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: cannot allocate the %s buffer of %.2f MiB (%d bytes, %d tensors) on device %s: %w",
+				c.BufferType.Name(), float64(need)/(1<<20), need, len(c.Tensors), c.Device.Name(), err))
 		}
 		if buf == nil {
 			continue
@@ -503,7 +544,7 @@ func (l *load) allocate() error {
 				if n <= buf.Size()+64<<20 {
 					// the buffer's own memory, nothing else: fault it in
 					// ahead of the uploads
-					l.prefaults = append(l.prefaults, prefault(rs))
+					l.faults.device = append(l.faults.device, prefault(rs))
 					how += ", faulted in ahead of the uploads"
 				}
 				l.o.Logger.Debug(fmt.Sprintf("%s: %s over %.2f MiB mapped into this process for the %s buffer", c.Device.Name(), how, float64(n)/(1<<20), c.BufferType.Name()))
@@ -512,7 +553,7 @@ func (l *load) allocate() error {
 		buf.SetUsage(ggml.UsageWeights)
 		lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}
 		mdl.buffers = append(mdl.buffers, lb)
-		l.allocated[ci] = lb
+		l.bufs.allocated[ci] = lb
 		if c.Device.Type() == ggml.DeviceCPU && buf.Base() != nil {
 			// the CPU's own allocations (its extra buffer types' too,
 			// CPU_REPACK) are plain memory (a GPU's host buffer type is
@@ -521,7 +562,7 @@ func (l *load) allocate() error {
 			adviseHugePages(buf.Base(), buf.Size())
 			b := uintptr(buf.Base())
 			if start, end := (b+4095)&^4095, (b+uintptr(buf.Size()))&^4095; end > start {
-				l.prefaults = append(l.prefaults, prefault(anonRanges{{start, end}}))
+				l.faults.device = append(l.faults.device, prefault(anonRanges{{start, end}}))
 			}
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
@@ -532,7 +573,7 @@ func (l *load) allocate() error {
 	}
 	for i := range mdl.placements {
 		if pl := &mdl.placements[i]; pl.Tensor != nil {
-			pl.Buffer = l.allocated[pl.Plan.Context]
+			pl.Buffer = l.bufs.allocated[pl.Plan.Context]
 		}
 	}
 	return nil
@@ -548,8 +589,8 @@ func tryParts(c place.ContextPlan) error {
 			}
 			buf, err := part.BufferType.Alloc(part.Requested)
 			if err != nil {
-				return fmt.Errorf("loader: cannot allocate the %s buffer: its share of %.2f MiB (%d bytes) on device %s: %w",
-					c.BufferType.Name(), float64(part.Requested)/(1<<20), part.Requested, part.Device.Name(), err)
+				return deviceError("alloc", part.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: cannot allocate the %s buffer: its share of %.2f MiB (%d bytes) on device %s: %w",
+					c.BufferType.Name(), float64(part.Requested)/(1<<20), part.Requested, part.Device.Name(), err))
 			}
 			buf.Free()
 		}
@@ -559,8 +600,8 @@ func tryParts(c place.ContextPlan) error {
 
 // cover is the mapped buffer of context ci that holds [off, off+size) of
 // file fi, or nil.
-func (l *load) cover(ci, fi int, off, size int64) *LoadedBuffer {
-	bufs := l.mapped[ci]
+func (b *buffers) cover(ci, fi int, off, size int64) *LoadedBuffer {
+	bufs := b.mapped[ci]
 	// the last buffer starting at or before (fi, off)
 	i := sort.Search(len(bufs), func(i int) bool {
 		b := bufs[i]
@@ -587,7 +628,7 @@ func (l *load) ctxIsHost(ci int) bool {
 	if c.Mapped {
 		return true
 	}
-	if b := l.allocated[ci]; b != nil {
+	if b := l.bufs.allocated[ci]; b != nil {
 		return b.Buffer.IsHost()
 	}
 	return c.BufferType.IsHost()

@@ -228,6 +228,9 @@ func TestFileChangesMidLoad(t *testing.T) {
 						if !strings.Contains(err.Error(), path) {
 							t.Fatalf("%s: the error does not name the file: %v", what, err)
 						}
+						if e, ok := err.(*loader.Error); !ok || e.Path != path {
+							t.Fatalf("%s: the place %+v: %v", what, e, err)
+						}
 						if scenario == "truncate" && !strings.Contains(err.Error(), "tensor '") {
 							t.Fatalf("%s: the error does not name a tensor: %v", what, err)
 						}
@@ -471,6 +474,9 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 		struck++
 		if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "tensor '") {
 			t.Fatalf("the error does not name the file and a tensor: %v", err)
+		}
+		if e, ok := err.(*loader.Error); !ok || e.Path != path || e.Tensor == "" || !strings.Contains(err.Error(), "'"+e.Tensor+"'") {
+			t.Fatalf("the place %+v: %v", e, err)
 		}
 		if n := testenv.LiveBuffers(); n != buffers {
 			t.Fatalf("%d buffers live after the failed load, %d before", n, buffers)

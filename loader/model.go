@@ -113,12 +113,13 @@ type Model struct {
 // tensors answer ggml.ErrClosed, which is the same error.
 var ErrClosed = ggml.ErrClosed
 
-// hold keeps the model open until release.
-func (m *Model) hold(what string) error {
+// hold keeps the model open until release; op names the method in its
+// error.
+func (m *Model) hold(op string) error {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
-		return fmt.Errorf("loader: %s: %w: the model is closed", what, ErrClosed)
+		return &Error{Op: op, Off: -1, Err: fmt.Errorf("loader: %s: %w: the model is closed", op, ErrClosed)}
 	}
 	return nil
 }
@@ -187,23 +188,24 @@ func (m *Model) free() error {
 		b.Buffer.Free() // the list stays for reports
 	}
 	var first error
+	var path string
 	for _, mp := range m.mappings {
 		if mp != nil {
 			if err := mp.Close(); err != nil && first == nil {
-				first = err
+				first, path = err, mp.path
 			}
 		}
 	}
 	m.mappings = nil
 	for _, f := range m.files {
 		if err := f.Close(); err != nil && first == nil {
-			first = err
+			first, path = err, f.path
 		}
 	}
 	m.files = nil
 	ggml.ReleaseFreedMemory()
 	if first != nil {
-		return fmt.Errorf("loader: close: %w", first)
+		return fileError("close", path, -1, fmt.Errorf("loader: close: %w", first))
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func (p *readerPool) do(j readJob) {
 	if j.n > 0 {
 		dst := unsafe.Slice((*byte)(unsafe.Add(loadData(j.t.pl.Tensor), j.off)), j.n)
 		if err := j.f.readAt(dst, j.t.w.Offset+j.off); err != nil {
-			p.fail(fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path, j.t.w)))
+			p.fail(l.tensorError("load", tp, fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, j.f.path, j.t.w))))
 			return
 		}
 		j.ln.addDone(PathRead, uint64(j.n))

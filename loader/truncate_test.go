@@ -79,6 +79,7 @@ func TestTruncationMessages(t *testing.T) {
 		if !ok || !strings.Contains(msg, fmt.Sprintf("[%d, %d)", w.Offset, w.Offset+w.Size)) || w.Offset+w.Size <= cut {
 			t.Fatalf("%s: want tensor '%s' with its byte range [%d, %d) past the cut: %v", what, m[1], w.Offset, w.Offset+w.Size, err)
 		}
+		wantPlace(t, what, err, loader.Error{Op: "load", Path: path, Tensor: m[1], Off: w.Offset}, loader.ErrTruncated)
 		t.Logf("%s: %v", what, err)
 		gm.Close()
 	}
@@ -102,6 +103,13 @@ func TestTruncationMessages(t *testing.T) {
 	if err == nil || !errors.Is(err, loader.ErrFileChanged) || !strings.Contains(err.Error(), "mapping faulted") ||
 		!strings.Contains(err.Error(), "is 4096 bytes now") || !strings.Contains(err.Error(), "after the load") || strings.Contains(err.Error(), "nil pointer") {
 		t.Fatalf("verify after a truncation: %v", err)
+	}
+	var ve *loader.Error
+	if !errors.As(err, &ve) || ve.Op != "verify" || ve.Path != path || !errors.Is(err, loader.ErrTruncated) {
+		t.Fatalf("verify after a truncation: %+v: %v", ve, err)
+	}
+	if w, ok := gm.Weight(ve.Tensor); !ok || ve.Off != w.Offset || !strings.Contains(err.Error(), ve.Tensor) {
+		t.Fatalf("verify after a truncation names tensor %q at %d: %v", ve.Tensor, ve.Off, err)
 	}
 	t.Logf("verify: %v", err)
 }

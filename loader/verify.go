@@ -19,7 +19,7 @@ type Verified struct {
 // file's mapping included, are read in Go with faults as errors: a file
 // truncated under a zero-copy tensor is reported, not a SIGBUS. Tensors in
 // write-only buffers (CPU_REPACK) cannot be read back and are only
-// counted.
+// counted. The error is an *Error of op "verify".
 func (m *Model) Verify() (Verified, error) {
 	v := Verified{ByDevice: map[string]int{}}
 	if err := m.hold("verify"); err != nil {
@@ -38,19 +38,22 @@ func (m *Model) Verify() (Verified, error) {
 			continue
 		}
 		w := pl.Plan.Weight
+		fail := func(err error) error {
+			return &Error{Op: "verify", Path: gm.Files[w.File].Source().Name, Tensor: pl.Plan.Name, Device: devName(pl), BufferType: bt.Name(), Off: w.Offset, Err: err}
+		}
 		got, err := m.readBack(pl)
 		if err != nil {
-			return v, fmt.Errorf("loader: verify %s: %w", pl.Plan.Name, err)
+			return v, fail(fmt.Errorf("loader: verify %s: %w", pl.Plan.Name, err))
 		}
 		if int64(cap(want)) < w.Size {
 			want = make([]byte, w.Size)
 		}
 		want = want[:w.Size]
 		if _, err := gm.Files[w.File].ReaderAt().ReadAt(want, w.Offset); err != nil {
-			return v, fmt.Errorf("loader: verify %s: %s: %w", pl.Plan.Name, gm.Paths[w.File], err)
+			return v, fail(fmt.Errorf("loader: verify %s: %s: %w", pl.Plan.Name, gm.Paths[w.File], err))
 		}
 		if !bytes.Equal(got, want) {
-			return v, fmt.Errorf("loader: verify: tensor '%s' in %s on %s differs from %s", pl.Plan.Name, bt.Name(), devName(pl), gm.Paths[w.File])
+			return v, fail(tagged{fmt.Errorf("loader: verify: tensor '%s' in %s on %s differs from %s", pl.Plan.Name, bt.Name(), devName(pl), gm.Paths[w.File]), ErrMismatch})
 		}
 		v.Tensors++
 		v.ByDevice[devName(pl)]++
