@@ -76,134 +76,41 @@ func (m *ContextMemory) Bytes() map[ggml.BufferType]uint64 {
 	return out
 }
 
-// llamaMaxSeq is LLAMA_MAX_SEQ.
-const llamaMaxSeq = 256
-
-// planContext resolves the context's parameters as llama_context's
-// constructor does and sizes its memory module and output buffer.
+// planContext makes the context as llama_init_from_model does, its
+// parameters resolved by llama_context's constructor (both replayed by
+// internal/arch, with their log lines), and sizes its memory module and
+// output buffer.
 func (pl *planner) planContext() error {
 	p, h := pl.p, pl.h
 	cp := p.Params.Context
-	hp := h.run.Hparams()
-	field := func(name string) int64 {
-		v, _ := hp.Field(name)
-		return v
-	}
-	cm := &ContextMemory{TypeK: cp.TypeK.Type(), TypeV: cp.TypeV.Type(), FlashAttn: cp.FlashAttn,
-		OffloadKQV: !cp.NoKVOffload, KVUnified: cp.KVUnified}
 	if cp.NCtx < 0 || cp.NCtx > math.MaxInt32 || cp.NBatch < 0 || cp.NUBatch < 0 || cp.NParallel < 0 {
 		return fmt.Errorf("place: context: -c %d, -b %d, -ub %d, -np %d: negative sizes", cp.NCtx, cp.NBatch, cp.NUBatch, cp.NParallel)
 	}
-	// llama_init_from_model's checks, and the Flash Attention it forces
-	if cp.NCtx == 0 && field("n_ctx_train") == 0 {
-		return fmt.Errorf("place: %w: n_ctx and model->hparams.n_ctx_train cannot both be zero", ErrRefused)
+	p.Context = nil
+	c, err := h.run.InitContext(arch.ContextParams{
+		NCtx: uint32(cp.NCtx), NBatch: uint32(cp.batch()), NUBatch: uint32(cp.ubatch()), NSeqMax: uint32(cp.parallel()),
+		FlashAttn: cp.FlashAttn.Llama(), TypeK: cp.TypeK.Type(), TypeV: cp.TypeV.Type(),
+		OffloadKQV: !cp.NoKVOffload, KVUnified: cp.KVUnified, SWAFull: cp.SWAFull,
+		SplitMode: p.Params.SplitMode.Llama(), MetaDevices: len(p.TensorDevices),
+	}, func(level, msg string) {
+		if level != "DEBUG" {
+			p.log(level, msg)
+		}
+	})
+	if err != nil {
+		return refused(p.Model, err)
 	}
-	fa := cp.FlashAttn
-	if fa != FlashAttnOff && h.run.Arch == "grok" {
-		p.warn("llama_init_from_model: flash_attn is not compatible with Grok - forcing off")
+	fa := FlashAttnAuto
+	switch c.FlashAttnType {
+	case FlashAttnOn.Llama():
+		fa = FlashAttnOn
+	case FlashAttnOff.Llama():
 		fa = FlashAttnOff
 	}
-	if p.Params.SplitMode == SplitTensor {
-		if fa == FlashAttnAuto {
-			p.info("llama_init_from_model: enabling flash_attn since it is required for SPLIT_MODE_TENSOR")
-			fa = FlashAttnOn
-		}
-		if fa != FlashAttnOn {
-			return fmt.Errorf("place: %w: SPLIT_MODE_TENSOR requires flash_attn to be enabled", ErrRefused)
-		}
-	}
-	isMLA, _ := hp.Call("is_mla")
-	if (isMLA != 0 || h.run.Arch == "deepseek4") && cm.TypeK != cm.TypeV {
-		return fmt.Errorf("place: %w: model does not support different K (%s) and V (%s) cache types", ErrRefused, cm.TypeK, cm.TypeV)
-	}
-	if cm.TypeV.Quantized() && fa != FlashAttnOn {
-		if fa == FlashAttnAuto {
-			p.info("llama_init_from_model: enabling flash_attn since it is required for quantized V cache")
-			fa = FlashAttnOn
-		}
-		if fa == FlashAttnOff {
-			return fmt.Errorf("place: %w: quantized V cache requires flash_attn to be enabled", ErrRefused)
-		}
-	}
-	nLayer, _ := hp.Call("n_layer")
-	for _, kv := range []struct {
-		t    ggml.Type
-		what string
-	}{{cm.TypeK, "k"}, {cm.TypeV, "v"}} {
-		if fa == FlashAttnOff || !kv.t.Quantized() {
-			continue
-		}
-		bs := kv.t.BlockSize()
-		for il := int64(0); il < nLayer; il++ {
-			head, err := hp.Call("n_embd_head_"+kv.what, il)
-			if err != nil {
-				return refused(p.Model, err)
-			}
-			if head%bs != 0 {
-				return fmt.Errorf("place: %w: %s cache type %s with block size %d does not divide n_embd_head_%s=%d",
-					ErrRefused, strings.ToUpper(kv.what), kv.t, bs, kv.what, head)
-			}
-		}
-	}
-	cm.FlashAttn = fa
-	// a draft model's context that shares its target's
-	switch h.run.Arch {
-	case "gemma4-assistant":
-		return fmt.Errorf("place: %w: Gemma4Assistant requires ctx_other to be set (this warning is normal during memory fitting)", ErrRefused)
-	case "eagle3", "dflash":
-		if !h.run.HasTensor("tok_embd") || !h.run.HasTensor("output") {
-			return fmt.Errorf("place: %w: %s requires ctx_other to be set (this warning is normal during memory fitting)", ErrRefused, h.run.Arch)
-		}
-	}
-	nSeq := uint32(max(1, cp.parallel()))
-	if nSeq > llamaMaxSeq {
-		return fmt.Errorf("place: %w: n_seq_max must be <= %d", ErrRefused, llamaMaxSeq)
-	}
-	cm.NSeqMax = nSeq
-	nCtx := uint32(cp.NCtx)
-	if nCtx == 0 {
-		nCtx = uint32(field("n_ctx_train"))
-	}
-	cm.CausalAttn = field("causal_attn") != 0
-	nBatch := uint32(cp.batch())
-	if cm.CausalAttn {
-		nBatch = min(nCtx, nBatch)
-	}
-	ub := uint32(cp.ubatch())
-	cm.NBatch, cm.NUBatch = nBatch, min(nBatch, ub)
-	nCtx = pad256(nCtx)
-	cm.NCtx = nCtx
-	var warn []string
-	if cm.KVUnified {
-		cm.NCtxSeq = nCtx
-	} else {
-		cm.NCtxSeq = pad256(nCtx / nSeq)
-		if cm.NCtxSeq == 0 {
-			return fmt.Errorf("place: %w: n_ctx_seq == 0", ErrRefused)
-		}
-		if nCtx != cm.NCtxSeq*nSeq {
-			cm.NCtx = cm.NCtxSeq * nSeq
-			warn = append(warn, fmt.Sprintf("llama_context: n_ctx is not divisible by n_seq_max - rounding down to %d", cm.NCtx))
-		}
-	}
+	cm := &ContextMemory{NCtx: c.NCtx, NCtxSeq: c.NCtxSeq, NSeqMax: c.NSeqMax, NBatch: c.NBatch, NUBatch: c.NUBatch,
+		TypeK: c.TypeK, TypeV: c.TypeV, FlashAttn: fa, OffloadKQV: c.OffloadKQV, KVUnified: c.KVUnified,
+		CausalAttn: c.CausalAttn}
 	p.Context = cm
-	p.info("llama_context: constructing llama_context")
-	for _, w := range warn {
-		p.warn(w)
-	}
-	p.info(fmt.Sprintf("llama_context: n_seq_max             = %d", cm.NSeqMax))
-	p.info(fmt.Sprintf("llama_context: n_ctx                 = %d", cm.NCtx))
-	p.info(fmt.Sprintf("llama_context: n_ctx_seq             = %d", cm.NCtxSeq))
-	p.info(fmt.Sprintf("llama_context: n_batch               = %d", cm.NBatch))
-	p.info(fmt.Sprintf("llama_context: n_ubatch              = %d", cm.NUBatch))
-	p.info(fmt.Sprintf("llama_context: causal_attn           = %d", b2i(cm.CausalAttn)))
-	p.info(fmt.Sprintf("llama_context: flash_attn            = %s", cm.FlashAttn))
-	p.info(fmt.Sprintf("llama_context: kv_unified            = %v", cm.KVUnified))
-	if nTrain := uint32(field("n_ctx_train")); cm.NCtxSeq < nTrain {
-		p.info(fmt.Sprintf("llama_context: n_ctx_seq (%d) < n_ctx_train (%d) -- the full capacity of the model will not be utilized", cm.NCtxSeq, nTrain))
-	} else if cm.NCtxSeq > nTrain {
-		p.warn(fmt.Sprintf("llama_context: n_ctx_seq (%d) > n_ctx_train (%d) -- possible training context overflow", cm.NCtxSeq, nTrain))
-	}
 
 	// the output buffer: the logits of n_seq_max outputs, on the output
 	// device's host buffer type
@@ -213,20 +120,12 @@ func (pl *planner) planContext() error {
 			out = hb
 		}
 	}
-	nOut := uint64(h.run.VocabSize()) * uint64(nSeq)
-	if h.run.Arch == "t5" {
-		embd := field("n_embd")
-		if eo := field("n_embd_out_impl"); eo > 0 {
-			embd = eo
-		}
-		nOut += uint64(embd) * uint64(nSeq)
-	}
-	cm.Output = BufferPlan{Name: out.Name(), Size: nOut * 4, Requested: nOut * 4, File: -1}
+	cm.Output = BufferPlan{Name: out.Name(), Size: c.OutputBytes, Requested: c.OutputBytes, File: -1}
 	cm.OutBT = out
 	p.info(fmt.Sprintf("llama_context: %10s  output buffer size = %8.2f MiB", out.Name(), float64(cm.Output.Size)/(1<<20)))
 
 	mem, err := h.run.CreateMemory(arch.MemoryParams{TypeK: cm.TypeK, TypeV: cm.TypeV, SWAFull: cp.SWAFull,
-		FlashAttn: fa != FlashAttnOff, OffloadKQV: cm.OffloadKQV, KVUnified: cm.KVUnified,
+		FlashAttn: c.FlashAttn, OffloadKQV: cm.OffloadKQV, KVUnified: cm.KVUnified,
 		NCtxSeq: cm.NCtxSeq, NSeqMax: cm.NSeqMax, NUBatch: cm.NUBatch})
 	if err != nil {
 		return refused(p.Model, err)
@@ -241,8 +140,6 @@ func (pl *planner) planContext() error {
 	}
 	return nil
 }
-
-func pad256(x uint32) uint32 { return (x + 255) / 256 * 256 }
 
 // sizeCache places a cache's tensors (on their layer's device, or the
 // CPU when the cache is not offloaded) and sizes its buffer per buffer

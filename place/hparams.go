@@ -72,7 +72,7 @@ func readHparams(m *gguf.Model, params Params) (*hparams, error) {
 	opts := arch.Options{LoadMTP: params.LoadMTP, Overrides: params.KVOverrides,
 		Log: func(level, text string) { log = append(log, LogLine{level, text}) }}
 	run, err := arch.Load(m, opts)
-	if errors.Is(err, arch.ErrUnknownArch) && m.Architecture() != "" && m.Architecture() != "clip" {
+	if errors.Is(err, arch.ErrUnknownArch) && m.Architecture() != "" && !arch.Projector(m.Architecture()) {
 		log = nil
 		run, err = arch.LoadGeneric(m, opts)
 	}

@@ -541,8 +541,11 @@ func (pl *planner) supportsOffload() bool {
 // (llama_prepare_model_devices); it is then the model's one device.
 func (pl *planner) metaDevice(devs []*ggml.Device) ([]*ggml.Device, error) {
 	p := pl.p
-	if !SupportsTensorSplit(pl.h.arch) {
-		return nil, refused(pl.m, &arch.Throw{Msg: fmt.Sprintf("LLAMA_SPLIT_MODE_TENSOR not implemented for architecture '%s'", pl.h.arch)})
+	if ok, err := pl.h.run.SupportsTensorSplit(); err != nil || !ok {
+		if err == nil {
+			err = &arch.Throw{Msg: fmt.Sprintf("LLAMA_SPLIT_MODE_TENSOR not implemented for architecture '%s'", pl.h.arch)}
+		}
+		return nil, refused(pl.m, err)
 	}
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("place: split mode tensor needs at least one device other than the CPU")
@@ -585,20 +588,17 @@ func (pl *planner) splitTensors() error {
 	}
 	meta := p.Devices[0]
 	// llama_model::get_tensor: the model's tensors by name
-	byName := map[string]splitTensor{}
+	byName := map[string]arch.Tensor{}
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		if _, ok := byName[t.Name]; !ok && t.Context >= 0 {
-			byName[t.Name] = splitTensor{t.Name, t.Type, t.Shape}
+			byName[t.Name] = arch.Tensor{Name: t.Name, Type: int(t.Type), Ne: t.Shape}
 		}
 	}
-	sp, err := newTensorSplitter(pl.h, len(p.TensorDevices), p.Params.TensorSplit, func(name string) (splitTensor, bool) {
+	sp := newTensorSplitter(pl.h, len(p.TensorDevices), p.Params.TensorSplit, func(name string) (arch.Tensor, bool) {
 		t, ok := byName[name]
 		return t, ok
 	})
-	if err != nil {
-		return refused(pl.m, err)
-	}
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		if t.Context < 0 || t.Device != meta {
@@ -606,8 +606,9 @@ func (pl *planner) splitTensors() error {
 		}
 		st, ok := pl.splitTable[t.Name]
 		if !ok {
-			if st, err = sp.state(splitTensor{t.Name, t.Type, t.Shape}); err != nil {
-				return refused(pl.m, &arch.Abort{Msg: err.Error(), Where: "llama_meta_device_get_split_state"})
+			var err error
+			if st, err = sp.state(t.Name, t.Type, t.Shape); err != nil {
+				return refused(pl.m, err)
 			}
 			pl.splitTable[t.Name] = st
 		}

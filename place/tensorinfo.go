@@ -71,4 +71,4 @@ func Architectures() []string { return arch.Architectures() }
 
 // KnownArchitecture reports whether ggload replays the architecture's own
 // tensor creation (false: the generic path, by tensor name).
-func KnownArchitecture(name string) bool { return arch.Known(name) && name != "clip" }
+func KnownArchitecture(name string) bool { return arch.Known(name) && !arch.Projector(name) }

@@ -61,6 +61,12 @@ func init() {
 	for n, b := range memoryBuiltins() {
 		builtins[n] = b
 	}
+	for n, b := range splitBuiltins() {
+		builtins[n] = b
+	}
+	for n, b := range contextBuiltins() {
+		builtins[n] = b
+	}
 	builtins["std::move"] = func(f *frame, args []*ast.Node) (Val, error) {
 		if len(args) != 1 {
 			return vVoid, f.errorf("std::move of %d arguments", len(args))
@@ -85,7 +91,8 @@ func init() {
 
 // modelMethods are the llama_model_base members the evaluator provides.
 var modelMethods = map[string]bool{"create_tensor": true, "tn": true, "arch_name": true, "type_name": true,
-	"load_arch_hparams": true, "load_arch_tensors": true}
+	"load_arch_hparams": true, "load_arch_tensors": true, "get_tensor": true, "tensor_split": true,
+	"split_mode": true}
 
 func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
 	var buf [4]Val

@@ -368,6 +368,25 @@ func compileDecl(n *ast.Node) stmtFn {
 		case init != nil:
 			single = exprOf(init)
 		}
+		if ctype == "std::regex" {
+			return func(f *frame) (ctl, error) {
+				if len(items) != 1 {
+					return ctlNone, f.errorf("std::regex %s of %d arguments", name, len(items))
+				}
+				src, err := items[0](f)
+				if err != nil {
+					return ctlNone, err
+				}
+				v, err := newRegex(src.S)
+				if err != nil || src.K != KStr {
+					return ctlNone, f.errorf("std::regex %s: %v", name, err)
+				}
+				c := f.sc.cell(ast.TAuto)
+				c.V = v
+				f.sc.define(name, c)
+				return ctlNone, nil
+			}
+		}
 		return func(f *frame) (ctl, error) {
 			v, err := f.r.container(ctype)
 			if err != nil {
@@ -401,6 +420,41 @@ func compileDecl(n *ast.Node) stmtFn {
 					}
 				}
 			}
+			f.sc.define(name, c)
+			return ctlNone, nil
+		}
+	}
+	if fields, ok := structFields[n.C]; ok && t == ast.TAuto && (init == nil || init.Op == ast.OpList) {
+		// a struct of the headers, value-initialized, or brace-initialized
+		// member by member in order
+		class := n.C
+		var items []exprFn
+		if init != nil {
+			if len(init.Kids) > len(fields) {
+				return func(f *frame) (ctl, error) {
+					return ctlNone, f.errorf("%d initializers for %s of %d members", len(init.Kids), class, len(fields))
+				}
+			}
+			for _, k := range init.Kids {
+				items = append(items, exprOf(k))
+			}
+		}
+		return func(f *frame) (ctl, error) {
+			o, err := f.r.newStruct(class, fields)
+			if err != nil {
+				return ctlNone, f.errorf("%v", err)
+			}
+			for i, it := range items {
+				v, err := it(f)
+				if err != nil {
+					return ctlNone, err
+				}
+				if err := o.fields[fields[i].Name].set(v); err != nil {
+					return ctlNone, f.errorf("%s.%s = %s: %v", class, fields[i].Name, v.describe(), err)
+				}
+			}
+			c := f.sc.cell(ast.TAuto)
+			c.V = Val{K: KObj, P: o}
 			f.sc.define(name, c)
 			return ctlNone, nil
 		}
@@ -543,10 +597,28 @@ func compileExpr(n *ast.Node) exprFn {
 			return cv, nil
 		}
 	case ast.OpList:
-		// a brace list as a value: the shape of a tensor
+		// a brace list as a value: the shape of a tensor, a vector's
+		// elements, or a local struct's members (C "struct:member,...")
 		items := make([]exprFn, len(n.Kids))
 		for i, k := range n.Kids {
 			items[i] = exprOf(k)
+		}
+		if class, members, ok := strings.Cut(n.C, ":"); ok {
+			names := strings.Split(members, ",")
+			return func(f *frame) (Val, error) {
+				o := newObject(class)
+				for i, name := range names {
+					v := zeroOf(ast.TI64)
+					if i < len(items) {
+						var err error
+						if v, err = items[i](f); err != nil {
+							return vVoid, err
+						}
+					}
+					o.fields[name] = &Cell{V: v}
+				}
+				return Val{K: KObj, P: o}, nil
+			}
 		}
 		return func(f *frame) (Val, error) {
 			a := &Array{elem: ast.TI64, cells: make([]Cell, 0, len(items))}

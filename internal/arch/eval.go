@@ -87,6 +87,9 @@ func (r *Run) newScope(parent *scope) *scope {
 
 // release returns a scope nothing can reach any more to the free list.
 func (r *Run) release(s *scope) {
+	if r.capture != nil {
+		r.capture.scopeEnds(s)
+	}
 	if s.captured {
 		return
 	}
@@ -304,6 +307,14 @@ func (f *frame) member(obj Val, name string) (Val, error) {
 			return vStr(t.Name), nil
 		case "tensor":
 			return obj, nil // llama_tensor_weight::tensor
+		}
+	case KArr:
+		// a std::pair made by a brace list
+		if a := obj.P.(*Array); len(a.cells) == 2 && (name == "first" || name == "second") {
+			if name == "first" {
+				return a.cells[0].V, nil
+			}
+			return a.cells[1].V, nil
 		}
 	case KNull:
 		return vVoid, &Abort{Msg: "null pointer dereference reading ->" + name, Where: f.fn}

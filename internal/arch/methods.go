@@ -46,12 +46,12 @@ func (r *Run) hasMethod(obj Val, name string) bool {
 		}
 	case KStr, KTN:
 		switch name {
-		case "c_str", "str", "size", "length", "empty":
+		case "c_str", "str", "size", "length", "empty", "substr", "find":
 			return bound()
 		}
 	case KArr:
 		switch name {
-		case "size", "resize", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test":
+		case "size", "resize", "reserve", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test":
 			return bound()
 		}
 	case KMap:
@@ -106,6 +106,10 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 				return vStr(r.Arch), nil
 			case "type_name":
 				return vStr("?B"), nil
+			case "get_tensor", "tensor_split":
+				return r.splitMethod(f, m.name, args)
+			case "split_mode":
+				return vInt(int64(r.splitMode), ast.TI32), nil
 			case "load_arch_hparams":
 				if r.entry.Hparams == "" {
 					return vVoid, nil // the generic path: no architecture's own keys
@@ -124,6 +128,9 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 			}
 			return r.invoke(f, r.modelProgram(m.name), recv, args)
 		case o.class == "llama_hparams":
+			if r.split != nil {
+				return r.memoHparams(f, m.name, recv, args)
+			}
 			return r.invoke(f, r.hparamsProgram(m.name), recv, args)
 		case o.class == "llama_model_loader":
 			return r.loaderCall(f, m.name, args)
@@ -141,6 +148,8 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 			return vInt(int64(len(s.S)), ast.TU64), nil
 		case "empty":
 			return vBool(s.S == ""), nil
+		case "substr", "find":
+			return stringMethod(f, s.S, m.name, args)
 		}
 	case KArr:
 		return r.arrayMethod(f, recv.P.(*Array), m.name, args)
@@ -183,6 +192,8 @@ func (r *Run) arrayMethod(f *frame, a *Array, name string, args []*ast.Node) (Va
 			return vVoid, f.errorf("resize of a std::array")
 		}
 		return vVoid, a.resize(vs[0].I)
+	case "reserve":
+		return vVoid, nil // capacity only
 	case "push_back", "emplace_back":
 		if len(vs) != 1 || a.fixed {
 			return vVoid, f.errorf("%s arguments", name)

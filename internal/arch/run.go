@@ -104,6 +104,13 @@ type Run struct {
 	progCache map[string]*Program // llama_model_base methods by name
 	hpCache   map[string]*Program // llama_hparams methods by name
 	creation  Creation            // the one passed to the placer
+
+	split  *splitCtx     // the SplitState call replaying
+	hpMemo map[hpKey]Val // llama_hparams method results by arguments, during SplitState
+
+	log       func(level, msg string) // InitContext's listener of LLAMA_LOG_*
+	splitMode int                     // llama_model::split_mode(), for InitContext
+	capture   *capture                // callLocals' variables
 }
 
 // stepLimit bounds a replay's statements: programs of the pin run a few
@@ -127,6 +134,10 @@ func Known(arch string) bool {
 	_, ok := archTable[arch]
 	return ok
 }
+
+// Projector reports whether the architecture is a multimodal projector
+// (LLM_ARCH_CLIP), which llama.cpp refuses as a main model.
+func Projector(arch string) bool { return archTable[arch].Enum == "LLM_ARCH_CLIP" }
 
 // Architectures lists the architectures the pin loads, by GGUF name.
 func Architectures() []string {
@@ -255,6 +266,7 @@ func (r *Run) CreateTensors(p Placer) error {
 	}
 	r.placer = p
 	r.nCreated = 0
+	r.hpMemo = nil
 	r.created = make(map[string]bool, len(r.gm.Weights))
 	prog, err := r.program("llama_model_base::create_tensors")
 	if err != nil {
@@ -403,6 +415,8 @@ func staticGlobal(name string) (Val, bool) {
 		return vNull, true
 	case "INFINITY":
 		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
+	case "std::string::npos":
+		return vInt(-1, ast.TU64), true
 	case "LLAMA_MAX_LAYERS":
 		return vVoid, false // the model's (see Load)
 	}
@@ -491,6 +505,15 @@ func elemType(s string) ast.Type {
 }
 
 func (r *Run) constLen(s string) (int64, error) {
+	if a, b, ok := strings.Cut(s, "*"); ok {
+		// a C array's length: a product
+		x, err := r.constLen(a)
+		if err != nil {
+			return 0, err
+		}
+		y, err := r.constLen(b)
+		return x * y, err
+	}
 	if s == "LLAMA_MAX_LAYERS" {
 		return r.maxLayers, nil
 	}

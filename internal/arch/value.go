@@ -89,6 +89,10 @@ func (c *Cell) set(v Val) error {
 	if err != nil {
 		return err
 	}
+	if c.T == ast.TPtr {
+		c.V = cv // a pointer copies the address: both name one object
+		return nil
+	}
 	switch cv.K {
 	case KObj:
 		cv.P = cv.P.(*Object).clone()

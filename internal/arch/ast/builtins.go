@@ -17,5 +17,12 @@ var Builtins = map[string]bool{
 	"new::llama_kv_cache_dsa_iswa": true, "new::llama_kv_cache_msa": true, "new::llama_kv_cache_dsv4": true,
 	"new::llama_memory_recurrent": true, "new::llama_memory_hybrid": true, "new::llama_memory_hybrid_iswa": true,
 	"new::llama_memory_hybrid_idx": true,
-	"llama_get_memory":             true, "llama_get_model": true, "llama_model_n_layer": true, "std::move": true,
+	// llama_meta_device_get_split_state
+	"ggml_blck_size": true, "memset": true, "sizeof": true, "std::lcm": true, "std::regex_match": true,
+	"std::stoull": true, "std::vector": true,
+	// llama_init_from_model and llama_context's constructor
+	"LLAMA_LOG_INFO": true, "LLAMA_LOG_WARN": true, "LLAMA_LOG_ERROR": true, "LLAMA_LOG_DEBUG": true,
+	"GGML_PAD": true, "getenv": true, "atoi": true, "ggml_is_quantized": true, "ggml_type_name": true,
+	"ggml_backend_buffer_get_size": true, "llama_sampler_chain_get": true, "llama_sampler_chain_n": true, "set_sampler": true,
+	"llama_get_memory": true, "llama_get_model": true, "llama_model_n_layer": true, "std::move": true,
 }

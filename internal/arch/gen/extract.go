@@ -55,6 +55,7 @@ type function struct {
 	line   int
 	params []token
 	body   []token
+	logs   bool // keep its LLAMA_LOG_* calls (their messages are llama.cpp's output)
 }
 
 // findDef finds the definition of a function: "Class::method" or a free
@@ -100,6 +101,25 @@ func (s *source) findDef(rel, qual string) (*function, error) {
 		k++
 		for k < len(toks) && (toks[k].s == "const" || toks[k].s == "override" || toks[k].s == "noexcept") {
 			k++
+		}
+		if qualified && class == method && k < len(toks) && toks[k].s == ":" {
+			// a constructor's member initializers: skipped (the members
+			// they make are the evaluator's)
+			for k < len(toks) && toks[k].s != "{" {
+				if toks[k].s == "(" {
+					depth := 0
+					for ; k < len(toks); k++ {
+						if toks[k].s == "(" {
+							depth++
+						} else if toks[k].s == ")" {
+							if depth--; depth == 0 {
+								break
+							}
+						}
+					}
+				}
+				k++
+			}
 		}
 		if k >= len(toks) || toks[k].s != "{" {
 			continue // a declaration or a call
@@ -370,13 +390,27 @@ type field struct {
 
 var memberRe = regexp.MustCompile(`^\s*((?:const\s+)?(?:enum\s+|struct\s+)?[A-Za-z_][A-Za-z0-9_:]*(?:<[^>]*>)?)\s+([A-Za-z_][A-Za-z0-9_]*)\s*(?:=\s*([^;]+))?;`)
 
+var cArrayRe = regexp.MustCompile(`^\s*([a-z_0-9]+)\s+([A-Za-z_][A-Za-z0-9_]*)\s*\[([A-Za-z0-9_* ]+)\]\s*;`)
+
+var cPointerRe = regexp.MustCompile(`^\s*((?:const\s+)?(?:struct\s+)?[A-Za-z_][A-Za-z0-9_]*)\s*\*\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:=\s*([^;]+))?;`)
+
 // structFields reads the data members of a struct in a header.
 func (s *source) structFields(rel, name string) ([]field, error) {
+	return s.members(rel, name, false)
+}
+
+// cStructFields reads every data member of a struct, pointers included,
+// in order: a struct that is brace-initialized by position.
+func (s *source) cStructFields(rel, name string) ([]field, error) {
+	return s.members(rel, name, true)
+}
+
+func (s *source) members(rel, name string, pointers bool) ([]field, error) {
 	text, err := s.read(rel)
 	if err != nil {
 		return nil, err
 	}
-	loc := regexp.MustCompile(`(?m)^struct ` + name + `( : public [a-z_0-9]+)? \{`).FindStringIndex(text)
+	loc := regexp.MustCompile(`(?m)^\s*struct ` + name + `( : public [a-z_0-9]+)? \{`).FindStringIndex(text)
 	if loc == nil {
 		return nil, fmt.Errorf("%s: no struct %s", rel, name)
 	}
@@ -419,6 +453,15 @@ done:
 			continue
 		}
 		if w := strings.Fields(l); len(w) > 0 && (w[0] == "using" || w[0] == "typedef" || w[0] == "friend" || w[0] == "template") {
+			continue
+		}
+		if m := cPointerRe.FindStringSubmatch(l); pointers && m != nil {
+			out = append(out, field{Name: m[2], CType: m[1] + " *", Type: ast.TPtr})
+			continue
+		}
+		if m := cArrayRe.FindStringSubmatch(l); m != nil {
+			// a C array: its length is a product of numbers and constants
+			out = append(out, field{Name: m[2], CType: m[1], Type: scalarType(m[1]), Len: strings.ReplaceAll(m[3], " ", "")})
 			continue
 		}
 		m := memberRe.FindStringSubmatch(l)

@@ -199,6 +199,29 @@ func (g *generator) sharedPrograms() error {
 	if err := g.extract("src/llama-model.cpp", "llama_model::create_memory"); err != nil {
 		return err
 	}
+	// split mode tensor: which architectures take it, and how each tensor
+	// is sliced over the meta device's devices
+	if err := g.extract("src/llama-arch.cpp", "llm_arch_supports_sm_tensor"); err != nil {
+		return err
+	}
+	if err := g.extract("src/llama-model.cpp", "llama_meta_device_get_split_state"); err != nil {
+		return err
+	}
+	if err := g.extract("src/llama-context.cpp", "llama_context_default_params"); err != nil {
+		return err
+	}
+	// a context: llama_init_from_model's checks, up to the constructor it
+	// tries, and the constructor's parameters, up to its first backend
+	for _, pf := range []struct{ fn, anchor string }{
+		{"llama_init_from_model", "try {"},
+		{"llama_context::llama_context", "if ( ! hparams . vocab_only ) {"},
+		// the output buffer's size, up to its allocation
+		{"llama_context::output_reserve", "if ( ! buf_output || prev_size < new_size ) {"},
+	} {
+		if err := g.extractPrefix("src/llama-context.cpp", pf.fn, pf.anchor); err != nil {
+			return err
+		}
+	}
 	lt, err := s.findDef("src/llama-model.cpp", "llama_model_base::load_tensors")
 	if err != nil || lt == nil {
 		return fmt.Errorf("llama_model_base::load_tensors not found: %v", err)
@@ -241,8 +264,8 @@ func (g *generator) resolvePending() error {
 			continue
 		}
 		found := false
-		for _, rel := range []string{pc.file, "src/llama-arch.cpp", "src/llama-model.cpp", "src/llama-hparams.cpp"} {
-			for _, q := range []string{pc.name, "llama_model_base::" + pc.name} {
+		for _, rel := range []string{pc.file, "src/llama-arch.cpp", "src/llama-model.cpp", "src/llama-hparams.cpp", "src/llama.cpp"} {
+			for _, q := range []string{pc.name, "llama_model_base::" + pc.name, "llama_context::" + pc.name} {
 				fn, err := s.findDef(rel, q)
 				if err != nil {
 					return err
@@ -279,7 +302,7 @@ func (g *generator) constants(tb *tables) error {
 	// enum constants and #defines the programs and members use
 	consts := map[string]int64{}
 	for _, h := range []string{"include/llama.h", "src/llama-arch.h", "src/llama-hparams.h", "src/llama-model.h",
-		"ggml/include/ggml.h", "src/llama-graph.h", "src/llama-vocab.h", "src/llama-model-loader.h"} {
+		"ggml/include/ggml.h", "ggml/include/ggml-backend.h", "src/llama-graph.h", "src/llama-cparams.h", "src/llama-vocab.h", "src/llama-model-loader.h"} {
 		if err := s.defines(h, consts); err != nil {
 			return err
 		}
@@ -307,6 +330,17 @@ func (g *generator) constants(tb *tables) error {
 				return err
 			}
 			tb.sub[f.Struct] = fs
+		}
+	}
+	// the structs of the split state and of a context, which the programs
+	// declare, brace-initialize or read
+	for _, st := range []struct{ rel, name string }{
+		{"ggml/include/ggml-backend.h", "ggml_backend_meta_split_state"},
+		{"include/llama.h", "llama_context_params"},
+		{"src/llama-cparams.h", "llama_cparams"},
+	} {
+		if tb.sub[st.name], err = s.cStructFields(st.rel, st.name); err != nil {
+			return err
 		}
 	}
 	// the data members of the model and of each model class
@@ -565,6 +599,43 @@ func (g *generator) extract(rel, name string) error {
 var droppedCalls = map[string]bool{"LLAMA_LOG_INFO": true, "LLAMA_LOG_WARN": true, "LLAMA_LOG_DEBUG": true,
 	"LLAMA_LOG_ERROR": true, "LLAMA_LOG_CONT": true, "GGML_UNUSED": true}
 
+// extractPrefix extracts the statements of a function before its first
+// top-level statement that begins with anchor (tokens separated by
+// spaces), as a program of the function's name.
+func (g *generator) extractPrefix(rel, name, anchor string) error {
+	fn, err := g.s.findDef(rel, name)
+	if err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("%s: %s not found", rel, name)
+	}
+	want := strings.Fields(anchor)
+	depth := 0
+	for i, t := range fn.body {
+		if depth == 0 && i+len(want) <= len(fn.body) && (i == 0 || strings.Contains(";{}", fn.body[i-1].s)) {
+			match := true
+			for j, w := range want {
+				if fn.body[i+j].s != w {
+					match = false
+					break
+				}
+			}
+			if match {
+				fn.body, fn.logs = fn.body[:i], true
+				return g.add(fn)
+			}
+		}
+		switch t.s {
+		case "{", "(", "[":
+			depth++
+		case "}", ")", "]":
+			depth--
+		}
+	}
+	return fmt.Errorf("%s: %s has no top-level statement %q", rel, name, anchor)
+}
+
 func (g *generator) add(fn *function) error {
 	body := fn.body
 	// expand LLAMA_LOAD_LOCALS
@@ -588,7 +659,7 @@ func (g *generator) add(fn *function) error {
 	if err != nil {
 		return fmt.Errorf("%s: parameters: %w", fn.name, err)
 	}
-	n = prune(n)
+	n = prune(n, fn.logs)
 	if err := g.defaults(fn.name, params); err != nil {
 		return err
 	}
@@ -617,18 +688,19 @@ func (g *generator) add(fn *function) error {
 }
 
 // prune removes logging statements.
-func prune(n *ast.Node) *ast.Node {
+func prune(n *ast.Node, logs bool) *ast.Node {
 	if n == nil {
 		return nil
 	}
 	if n.Op == ast.OpExpr {
-		if c := n.Kids[0]; c.Op == ast.OpCall && c.Kids[0].Op == ast.OpIdent && droppedCalls[c.Kids[0].S] {
+		if c := n.Kids[0]; c.Op == ast.OpCall && c.Kids[0].Op == ast.OpIdent && droppedCalls[c.Kids[0].S] &&
+			!(logs && strings.HasPrefix(c.Kids[0].S, "LLAMA_LOG_")) {
 			return nil
 		}
 	}
 	kids := n.Kids[:0]
 	for i, k := range n.Kids {
-		pk := prune(k)
+		pk := prune(k, logs)
 		if pk == nil && k != nil && (n.Op == ast.OpBlock || n.Op == ast.OpCase && i > 0) {
 			continue
 		}

@@ -15,6 +15,9 @@ type parser struct {
 	toks []token
 	pos  int
 	file string
+
+	structs map[string][]*ast.Node // local structs: their members, as declarations
+	ret     string                 // the local struct the lambda being parsed returns
 }
 
 type parseError struct {
@@ -150,6 +153,10 @@ func (p *parser) statement() []*ast.Node {
 			return nil
 		}
 	}
+	if t.k == tIdent && t.s == "struct" && p.peekAt(1).k == tIdent && p.peekAt(2).s == "{" {
+		p.localStruct()
+		return nil
+	}
 	if t.k == tIdent {
 		switch t.s {
 		case "if":
@@ -169,7 +176,7 @@ func (p *parser) statement() []*ast.Node {
 			p.next()
 			n := &ast.Node{Op: ast.OpReturn}
 			if !p.is(";") {
-				n.Kids = []*ast.Node{p.expr()}
+				n.Kids = []*ast.Node{p.structList(p.expr())}
 			}
 			p.expect(";")
 			return []*ast.Node{n}
@@ -220,6 +227,53 @@ func (p *parser) single() *ast.Node {
 		return ss[0]
 	}
 	return &ast.Node{Op: ast.OpBlock, Kids: ss}
+}
+
+// localStruct reads a struct defined inside a function ("struct T { U a;
+// V b; };"): its members, so that a brace list returned as one can name
+// them.
+func (p *parser) localStruct() {
+	p.expect("struct")
+	name := p.ident()
+	p.expect("{")
+	var members []*ast.Node
+	for !p.is("}") {
+		ds := p.tryDecl()
+		if ds == nil {
+			p.fail("struct %s: expected a data member, found %s", name, p.peek())
+		}
+		p.expect(";")
+		members = append(members, ds...)
+	}
+	p.next()
+	p.expect(";")
+	if p.structs == nil {
+		p.structs = map[string][]*ast.Node{}
+	}
+	p.structs[name] = members
+}
+
+// structList makes a brace list returned from a lambda declared to
+// return a local struct an aggregate initialization of it: the list's C is
+// "struct:member,member,..." (the members in order), and each item is
+// converted to its member's type.
+func (p *parser) structList(e *ast.Node) *ast.Node {
+	members, ok := p.structs[p.ret]
+	if !ok || e.Op != ast.OpList {
+		return e
+	}
+	if len(e.Kids) > len(members) {
+		p.fail("%d initializers for struct %s of %d members", len(e.Kids), p.ret, len(members))
+	}
+	names := make([]string, len(members))
+	for i, m := range members {
+		names[i] = m.S
+		if i < len(e.Kids) && m.T != ast.TAuto {
+			e.Kids[i] = &ast.Node{Op: ast.OpCast, T: m.T, Kids: []*ast.Node{e.Kids[i]}}
+		}
+	}
+	e.C = p.ret + ":" + strings.Join(names, ",")
+	return e
 }
 
 func (p *parser) block() *ast.Node {
@@ -491,8 +545,12 @@ func (p *parser) tryDecl() []*ast.Node {
 	// "a b" cannot be an expression, "a * b" / "a & b" as a statement is a
 	// declaration in this code, but "f(x)" or "a = b" is not
 	var out []*ast.Node
+	typeText := ""
 	for {
 		name := p.ident()
+		if typeText == "" {
+			typeText = p.typeText(save)
+		}
 		d := &ast.Node{Op: ast.OpDecl, S: name, T: typ}
 		if typ == ast.TObj {
 			d.C = strings.TrimPrefix(strings.TrimPrefix(p.typeText(save), "static "), "const ")
@@ -515,6 +573,14 @@ func (p *parser) tryDecl() []*ast.Node {
 			d.Kids = []*ast.Node{args}
 		case p.is("["):
 			p.fail("array declarators are not supported")
+		}
+		if typ == ast.TAuto && (len(d.Kids) == 0 || d.Kids[0].Op == ast.OpList) {
+			// a struct declared without an initializer (its members are
+			// value-initialized) or with a brace list (its members by
+			// position): the evaluator knows the headers' structs
+			if tt := strings.TrimPrefix(strings.TrimPrefix(typeText, "const "), "struct "); !strings.Contains(tt, "auto") {
+				d.C = tt
+			}
 		}
 		out = append(out, d)
 		if !p.accept(",") {
@@ -642,7 +708,12 @@ func (p *parser) unary() *ast.Node {
 		}
 	}
 	if t.k == tIdent && t.s == "sizeof" {
-		p.fail("sizeof is not supported")
+		// sizeof(x): only memset's size, which the evaluator does not read
+		p.next()
+		p.expect("(")
+		x := p.expr()
+		p.expect(")")
+		return &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "sizeof"}, x}}
 	}
 	return p.postfix(p.primary())
 }
@@ -741,6 +812,24 @@ func (p *parser) primary() *ast.Node {
 				return &ast.Node{Op: ast.OpCast, T: typ, Kids: []*ast.Node{v}}
 			}
 		}
+		if name == "std::vector" && p.is("<") {
+			// std::vector<T>(n, v): a vector of n copies of v
+			start := p.pos
+			if !p.templateArgs() || !p.is("(") {
+				p.pos = start
+				p.fail("std::vector used other than as a constructor")
+			}
+			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "std::vector"}}}
+			p.expect("(")
+			for !p.is(")") {
+				call.Kids = append(call.Kids, p.assignExpr())
+				if !p.accept(",") {
+					break
+				}
+			}
+			p.expect(")")
+			return call
+		}
 		if typ, ok := builtinTypes[name]; ok && p.is("(") && name != "auto" {
 			// a functional cast: float(x)
 			p.next()
@@ -794,12 +883,18 @@ func (p *parser) lambda() *ast.Node {
 		p.expect(")")
 	}
 	p.accept("mutable")
+	ret := ""
 	if p.accept("->") {
-		if _, ok := p.tryType(); !ok {
+		if _, ok := p.structs[p.peek().s]; ok && p.peekAt(1).s == "{" {
+			ret = p.next().s // a local struct (a bare name is no type to tryType)
+		} else if _, ok := p.tryType(); !ok {
 			p.fail("bad lambda return type")
 		}
 	}
+	outer := p.ret
+	p.ret = ret
 	body := p.block()
+	p.ret = outer
 	return &ast.Node{Op: ast.OpLambda, Kids: []*ast.Node{params, body}}
 }
 

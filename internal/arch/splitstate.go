@@ -1,0 +1,448 @@
+package arch
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// Split mode tensor, replayed: llm_arch_supports_sm_tensor says which
+// architectures take it, and llama_meta_device_get_split_state, the
+// callback llama.cpp gives ggml's meta device, says per tensor how its
+// slices lie over the devices. Both are the pin's own code (programs.sx);
+// this file gives them what they read: the tensor, the model's other
+// tensors by name, the device count and the tensor split, and the few
+// standard-library calls they make (std::regex_match, std::lcm, ...).
+
+// SupportsTensorSplit replays llm_arch_supports_sm_tensor for the model's
+// architecture.
+func (r *Run) SupportsTensorSplit() (bool, error) {
+	if !r.Exact() {
+		return false, fmt.Errorf("arch: %s: llama.cpp %s does not know the architecture", r.Arch, Pin)
+	}
+	p, err := r.program("llm_arch_supports_sm_tensor")
+	if err != nil {
+		return false, err
+	}
+	v, err := r.call(p, vVoid, []Val{r.model.fields["arch"].V})
+	if err != nil {
+		return false, err
+	}
+	return v.truthy(), nil
+}
+
+// SplitDevices is what llama_meta_device_get_split_state reads besides the
+// tensor: the meta device's device count, the model's tensor split (its
+// 16 floats; all zero splits evenly) and llama_model::get_tensor.
+type SplitDevices struct {
+	N      int
+	Split  [16]float32
+	Lookup func(name string) (Tensor, bool)
+}
+
+// splitCtx is one SplitState call's view of the model.
+type splitCtx struct {
+	d       SplitDevices
+	tensors map[string]*Tensor // one value per name, so that pointers compare as in C++
+}
+
+func (s *splitCtx) tensor(t Tensor) *Tensor {
+	if p, ok := s.tensors[t.Name]; ok {
+		return p
+	}
+	p := &t
+	s.tensors[t.Name] = p
+	return p
+}
+
+// SplitState replays llama_meta_device_get_split_state for tensor t: the
+// split axis, and for a split along a dimension each segment's slice
+// lengths per device and its repeat count. A failed GGML_ASSERT, where
+// llama.cpp would abort, is an Abort.
+func (r *Run) SplitState(t Tensor, d SplitDevices) (ggml.SplitState, error) {
+	if d.N < 1 || d.N > int(enumConsts["GGML_BACKEND_META_MAX_DEVICES"]) {
+		return ggml.SplitState{}, fmt.Errorf("arch: split state over %d devices", d.N)
+	}
+	p, err := r.program("llama_meta_device_get_split_state")
+	if err != nil {
+		return ggml.SplitState{}, err
+	}
+	sc := &splitCtx{d: d, tensors: map[string]*Tensor{}}
+	ud := newObject("llama_meta_device_get_split_state_userdata")
+	ud.fields["n_devices"] = &Cell{V: vInt(int64(d.N), ast.TU64)}
+	ud.fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
+	if r.hpMemo == nil {
+		// kept for the next tensor: after CreateTensors the
+		// hyperparameters no longer change
+		r.hpMemo = map[hpKey]Val{}
+	}
+	r.split = sc
+	defer func() { r.split = nil }()
+	v, err := r.call(p, vVoid, []Val{{K: KTensor, P: sc.tensor(t)}, {K: KObj, P: ud}})
+	if err != nil {
+		return ggml.SplitState{}, err
+	}
+	return splitStateOf(v, d.N)
+}
+
+// splitStateOf reads a ggml_backend_meta_split_state.
+func splitStateOf(v Val, n int) (ggml.SplitState, error) {
+	o, ok := v.P.(*Object)
+	if v.K != KObj || !ok || o.class != "ggml_backend_meta_split_state" {
+		return ggml.SplitState{}, fmt.Errorf("arch: the split state callback returned %s", v.describe())
+	}
+	st := ggml.SplitState{Axis: ggml.SplitAxis(o.fields["axis"].V.I)}
+	if !st.Axis.IsDim() && st.Axis != ggml.SplitPartial {
+		return st, nil
+	}
+	ne, nr := o.fields["ne"].V.P.(*Array), o.fields["nr"].V.P.(*Array)
+	segs := int(o.fields["n_segments"].V.I)
+	if segs < 1 || segs > len(nr.cells) || segs*n > len(ne.cells) {
+		return ggml.SplitState{}, fmt.Errorf("arch: split state with %d segments over %d devices", segs, n)
+	}
+	for is := range segs {
+		lengths := make([]int64, n)
+		for j := range lengths {
+			lengths[j] = ne.cells[is*n+j].V.I
+		}
+		st.Segments = append(st.Segments, ggml.SplitSegment{Lengths: lengths, Repeat: uint32(nr.cells[is].V.I)})
+	}
+	return st, nil
+}
+
+// splitMethod answers llama_model::get_tensor and tensor_split in a
+// SplitState replay.
+func (r *Run) splitMethod(f *frame, name string, args []*ast.Node) (Val, error) {
+	sc := r.split
+	if sc == nil {
+		return vVoid, f.errorf("llama_model::%s outside a split state", name)
+	}
+	switch name {
+	case "tensor_split":
+		a := newArray(ast.TF32, len(sc.d.Split), true)
+		for i, x := range sc.d.Split {
+			a.cells[i].V = Val{K: KFloat, T: ast.TF32, F: float64(x)}
+		}
+		return Val{K: KArr, P: a}, nil
+	case "get_tensor":
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		if len(vs) != 1 {
+			return vVoid, f.errorf("get_tensor with %d arguments", len(vs))
+		}
+		s, err := convert(vs[0], ast.TStr)
+		if err != nil {
+			return vVoid, f.errorf("get_tensor(%s)", vs[0].describe())
+		}
+		if t, ok := sc.tensors[s.S]; ok {
+			return Val{K: KTensor, P: t}, nil
+		}
+		if sc.d.Lookup == nil {
+			return vNull, nil
+		}
+		t, ok := sc.d.Lookup(s.S)
+		if !ok {
+			return vNull, nil
+		}
+		return Val{K: KTensor, P: sc.tensor(t)}, nil
+	}
+	return vVoid, f.errorf("llama_model::%s", name)
+}
+
+// regexps are the patterns std::regex objects hold, compiled once.
+var regexps sync.Map // ECMAScript source → *regexp.Regexp (anchored: regex_match)
+
+func compiledRegex(src string) (*regexp.Regexp, error) {
+	if re, ok := regexps.Load(src); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	// the pin's patterns are literal names with \. \d * ? ( | ), which
+	// ECMAScript and Go's syntax read alike
+	re, err := regexp.Compile(`^(?:` + src + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("std::regex %q: %v", src, err)
+	}
+	regexps.Store(src, re)
+	return re, nil
+}
+
+func newRegex(src string) (Val, error) {
+	if _, err := compiledRegex(src); err != nil {
+		return vVoid, err
+	}
+	o := newObject("std::regex")
+	o.fields["pattern"] = &Cell{V: vStr(src)}
+	return Val{K: KObj, P: o}, nil
+}
+
+func splitBuiltins() map[string]builtinFunc {
+	return map[string]builtinFunc{
+		"std::regex_match": func(f *frame, args []*ast.Node) (Val, error) {
+			vs, err := evalArgs(f, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if len(vs) != 2 || vs[0].K != KStr || vs[1].K != KObj || vs[1].P.(*Object).class != "std::regex" {
+				return vVoid, f.errorf("std::regex_match arguments")
+			}
+			re, err := compiledRegex(vs[1].P.(*Object).fields["pattern"].V.S)
+			if err != nil {
+				return vVoid, f.errorf("%v", err)
+			}
+			return vBool(re.MatchString(vs[0].S)), nil
+		},
+		"std::lcm": func(f *frame, args []*ast.Node) (Val, error) {
+			vs, err := evalArgs(f, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt {
+				return vVoid, f.errorf("std::lcm arguments")
+			}
+			t := common(vs[0].T, vs[1].T)
+			a, b := abs64(vs[0].I), abs64(vs[1].I)
+			if a == 0 || b == 0 {
+				return vInt(0, t), nil
+			}
+			x, y := a, b
+			for y != 0 {
+				x, y = y, x%y
+			}
+			return vInt(a/x*b, t), nil
+		},
+		"ggml_blck_size": func(f *frame, args []*ast.Node) (Val, error) {
+			vs, err := evalArgs(f, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if len(vs) != 1 || vs[0].K != KInt {
+				return vVoid, f.errorf("ggml_blck_size arguments")
+			}
+			t := ggml.Type(vs[0].I)
+			if !t.Valid() {
+				return vVoid, f.errorf("ggml_blck_size of type %d", vs[0].I)
+			}
+			return vInt(t.BlockSize(), ast.TI64), nil
+		},
+		"std::stoull": func(f *frame, args []*ast.Node) (Val, error) {
+			vs, err := evalArgs(f, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if len(vs) != 1 || vs[0].K != KStr {
+				return vVoid, f.errorf("std::stoull arguments")
+			}
+			// the leading digits, after white space; none is std::invalid_argument
+			s := strings.TrimLeft(vs[0].S, " \t\n")
+			end := 0
+			for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+				end++
+			}
+			u, err := strconv.ParseUint(s[:end], 10, 64)
+			if err != nil {
+				return vVoid, &Throw{Msg: "stoull"}
+			}
+			return vInt(int64(u), ast.TU64), nil
+		},
+		"std::vector": func(f *frame, args []*ast.Node) (Val, error) {
+			vs, err := evalArgs(f, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if len(vs) != 2 || vs[0].K != KInt {
+				return vVoid, f.errorf("std::vector(n, value) arguments")
+			}
+			a := &Array{elem: ast.TAuto, cells: make([]Cell, vs[0].I)}
+			for i := range a.cells {
+				a.cells[i].V = vs[1]
+			}
+			return Val{K: KArr, P: a}, nil
+		},
+		"memset": func(f *frame, args []*ast.Node) (Val, error) {
+			// memset(&x, 0, sizeof(x)) or memset(array, 0, sizeof(array)):
+			// value-initializes x; the size is x's own
+			if len(args) != 3 {
+				return vVoid, f.errorf("memset with %d arguments", len(args))
+			}
+			dst := args[0]
+			if dst.Op == ast.OpUnary && dst.S == "&" {
+				dst = dst.Kids[0]
+			}
+			v, err := f.eval(dst)
+			if err != nil {
+				return vVoid, err
+			}
+			if z, err := f.eval(args[1]); err != nil || z.K != KInt || z.I != 0 {
+				return vVoid, f.errorf("memset to other than 0")
+			}
+			if s := args[2]; s.Op != ast.OpCall || len(s.Kids) != 2 || s.Kids[0].S != "sizeof" || exprString(s.Kids[1]) != exprString(dst) {
+				return vVoid, f.errorf("memset of %s with a size other than its own", exprString(dst))
+			}
+			return vVoid, zeroValue(v)
+		},
+		"sizeof": func(f *frame, args []*ast.Node) (Val, error) {
+			// of a scalar type; an object's size is only memset's, which
+			// does not read it
+			if len(args) == 1 && args[0].Op == ast.OpIdent {
+				if n, ok := scalarSizes[args[0].S]; ok {
+					return vInt(n, ast.TU64), nil
+				}
+			}
+			return vVoid, f.errorf("sizeof(%s): only of a scalar type, or as memset's size", exprString(args[0]))
+		},
+	}
+}
+
+// scalarSizes are sizeof of the scalar types the pin's code measures.
+var scalarSizes = map[string]int64{"float": 4, "double": 8, "int32_t": 4, "uint32_t": 4, "int": 4, "llama_token": 4,
+	"int64_t": 8, "uint64_t": 8, "size_t": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2}
+
+// zeroValue sets every scalar inside a struct or array to zero.
+func zeroValue(v Val) error {
+	switch v.K {
+	case KObj:
+		for _, c := range v.P.(*Object).fields {
+			if err := zeroCell(c); err != nil {
+				return err
+			}
+		}
+	case KArr:
+		a := v.P.(*Array)
+		for i := range a.cells {
+			if err := zeroCell(&a.cells[i]); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("memset of %s", v.describe())
+	}
+	return nil
+}
+
+func zeroCell(c *Cell) error {
+	switch c.V.K {
+	case KInt:
+		c.V = vInt(0, c.V.T)
+	case KFloat:
+		c.V = Val{K: KFloat, T: c.V.T}
+	case KObj, KArr:
+		return zeroValue(c.V)
+	default:
+		c.V = vNull
+	}
+	return nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// stringMethod is std::string's substr and find.
+func stringMethod(f *frame, s, name string, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	pos := func(i int, def int64) (int64, error) {
+		if i >= len(vs) {
+			return def, nil
+		}
+		if vs[i].K != KInt {
+			return 0, f.errorf("%s argument %d: %s", name, i, vs[i].describe())
+		}
+		return wrap(vs[i].I, ast.TU64), nil
+	}
+	npos := int64(-1)
+	switch name {
+	case "substr":
+		p, err := pos(0, 0)
+		if err != nil {
+			return vVoid, err
+		}
+		n, err := pos(1, npos)
+		if err != nil {
+			return vVoid, err
+		}
+		if uint64(p) > uint64(len(s)) {
+			return vVoid, &Throw{Msg: "basic_string::substr: __pos > this->size()"}
+		}
+		end := uint64(len(s))
+		if rest := end - uint64(p); uint64(n) < rest {
+			end = uint64(p) + uint64(n)
+		}
+		return vStr(s[p:end]), nil
+	case "find":
+		if len(vs) < 1 {
+			return vVoid, f.errorf("find without an argument")
+		}
+		var needle string
+		switch vs[0].K {
+		case KInt:
+			needle = string(rune(byte(vs[0].I)))
+		case KStr:
+			needle = vs[0].S
+		default:
+			return vVoid, f.errorf("find of %s", vs[0].describe())
+		}
+		p, err := pos(1, 0)
+		if err != nil {
+			return vVoid, err
+		}
+		if uint64(p) > uint64(len(s)) {
+			return vInt(npos, ast.TU64), nil
+		}
+		i := strings.Index(s[p:], needle)
+		if i < 0 {
+			return vInt(npos, ast.TU64), nil
+		}
+		return vInt(p+int64(i), ast.TU64), nil
+	}
+	return vVoid, f.errorf("std::string::%s", name)
+}
+
+// hpKey is a llama_hparams method call of at most one integer argument.
+type hpKey struct {
+	name string
+	arg  int64
+	n    int
+}
+
+// memoHparams calls a llama_hparams method once per arguments: the split
+// state asks every layer's kind for every tensor (get_il_eff), and the
+// hyperparameters do not change under it.
+func (r *Run) memoHparams(f *frame, name string, recv Val, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) > 1 || len(vs) == 1 && vs[0].K != KInt {
+		return r.invoke(f, r.hparamsProgram(name), recv, args)
+	}
+	key := hpKey{name: name}
+	if len(vs) == 1 {
+		key.arg, key.n = vs[0].I, 1
+	}
+	if v, ok := r.hpMemo[key]; ok {
+		return v, nil
+	}
+	p := r.hparamsProgram(name)
+	if p == nil {
+		return vVoid, f.errorf("llama_hparams has no method %s", name)
+	}
+	v, err := r.call(p, recv, vs)
+	if err != nil {
+		return vVoid, err
+	}
+	r.hpMemo[key] = v
+	return v, nil
+}
