@@ -293,7 +293,8 @@ func (rt *Runtime) NewScheduler(backends []*Backend, o SchedulerOptions) (_ *Sch
 }
 
 // begin holds the scheduler, its backends and the graph's context (for
-// writing: the results get memory) until the returned function runs.
+// writing: the results get memory) until the returned function runs, and
+// checks the graph (check).
 func (s *Scheduler) begin(g *Graph) (func(), error) {
 	if s.mem.hold() != nil {
 		return nil, fmt.Errorf("ggml: scheduler: %w: freed", ErrClosed)
@@ -319,6 +320,10 @@ func (s *Scheduler) begin(g *Graph) (func(), error) {
 	if c.freed {
 		done()
 		return nil, fmt.Errorf("ggml: scheduler: graph: %w: its context was freed", ErrClosed)
+	}
+	if err := s.check(g); err != nil {
+		done()
+		return nil, err
 	}
 	return done, nil
 }
@@ -378,9 +383,6 @@ func (s *Scheduler) Alloc(g *Graph) (err error) {
 		return err
 	}
 	defer done()
-	if err := s.check(g); err != nil {
-		return err
-	}
 	if !s.rt.lib.SchedAllocGraph(s.h, g.h) {
 		return fmt.Errorf("ggml: scheduler: allocating the graph failed: %w", ErrOutOfMemory)
 	}
@@ -397,9 +399,6 @@ func (s *Scheduler) Compute(g *Graph) (err error) {
 		return err
 	}
 	defer done()
-	if err := s.check(g); err != nil {
-		return err
-	}
 	st := s.rt.lib.SchedGraphCompute(s.h, g.h)
 	s.adopt(g)
 	if st != 0 {

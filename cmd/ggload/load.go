@@ -89,18 +89,8 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	pf := defaultPlaceFlags()
 	lf := loadFlags{progress: "auto"}
 	s := loadOptions(&pf, &lf)
-	pos, err := s.parse(args)
-	if err != nil {
-		return helpOr(s, stdout, err)
-	}
-	if err := pf.finish(s); err != nil {
-		return err
-	}
-	if pf.listDevices {
-		return listDevices(ctx, &pf, stdout)
-	}
-	path, err := pf.modelPath(s, pos)
-	if err != nil {
+	path, done, err := pf.parseModel(ctx, s, args, stdout)
+	if done {
 		return err
 	}
 	if lf.verbose {

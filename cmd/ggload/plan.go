@@ -127,18 +127,8 @@ func planOptions(pf *placeFlags) (*optionSet, *bool, *bool, *bool) {
 func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	pf := defaultPlaceFlags()
 	s, asJSON, tensors, verbose := planOptions(&pf)
-	pos, err := s.parse(args)
-	if err != nil {
-		return helpOr(s, stdout, err)
-	}
-	if err := pf.finish(s); err != nil {
-		return err
-	}
-	if pf.listDevices {
-		return listDevices(ctx, &pf, stdout)
-	}
-	path, err := pf.modelPath(s, pos)
-	if err != nil {
+	path, done, err := pf.parseModel(ctx, s, args, stdout)
+	if done {
 		return err
 	}
 	pd, err := planModel(ctx, &pf, path)
@@ -169,6 +159,24 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		drawMemory(stdout, rows, 80)
 	}
 	return nil
+}
+
+// parseModel parses a command's arguments and names its model ("" when
+// -mu brings it). With --list-devices it prints llama.cpp's list instead
+// and says it is done.
+func (f *placeFlags) parseModel(ctx context.Context, s *optionSet, args []string, stdout io.Writer) (path string, done bool, err error) {
+	pos, err := s.parse(args)
+	if err != nil {
+		return "", true, helpOr(s, stdout, err)
+	}
+	if err := f.finish(s); err != nil {
+		return "", true, err
+	}
+	if f.listDevices {
+		return "", true, listDevices(ctx, f, stdout)
+	}
+	path, err = f.modelPath(s, pos)
+	return path, err != nil, err
 }
 
 // listDevices is --list-devices: llama.cpp's list, then exit.

@@ -71,15 +71,7 @@ func (p *parser) ident() string {
 
 // parseBody parses the tokens of a function body (without its braces).
 func parseBody(file string, toks []token) (n *ast.Node, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			pe, ok := r.(*parseError)
-			if !ok {
-				panic(r)
-			}
-			err = pe
-		}
-	}()
+	defer recoverParse(&err)
 	p := &parser{toks: toks, file: file}
 	var kids []*ast.Node
 	for p.peek().k != tEOF {
@@ -91,17 +83,21 @@ func parseBody(file string, toks []token) (n *ast.Node, err error) {
 // parseParams parses a parameter list "(T a, U & b = 1)" (without the
 // parentheses) into declarations.
 func parseParams(file string, toks []token) (n *ast.Node, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			pe, ok := r.(*parseError)
-			if !ok {
-				panic(r)
-			}
-			err = pe
-		}
-	}()
+	defer recoverParse(&err)
 	p := &parser{toks: toks, file: file}
 	return p.params(tEOF), nil
+}
+
+// recoverParse turns the parser's panic with a parseError (p.fail) into
+// the error; any other panic is a defect and goes on.
+func recoverParse(err *error) {
+	if r := recover(); r != nil {
+		pe, ok := r.(*parseError)
+		if !ok {
+			panic(r)
+		}
+		*err = pe
+	}
 }
 
 func (p *parser) params(end tokKind) *ast.Node {
