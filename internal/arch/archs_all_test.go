@@ -149,3 +149,42 @@ func TestEveryArchitectureReplays(t *testing.T) {
 	}
 	t.Log(fmt.Sprintf("%d architectures, %d memory modules, %d split states", replayed, memories, splits))
 }
+
+// The split states of every tensor of a 128-layer llama over two devices
+// (split mode tensor's share of planning).
+//
+//	go test -run XXX -bench SplitStates ./internal/arch
+func BenchmarkSplitStates(b *testing.B) {
+	vf, err := synth.Vocab(64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := synth.NewArchModel("llama", vf, synth.ArchOptions{Layers: 128})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gm, err := m.Model(false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := arch.Load(gm, arch.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.CreateTensors(&countPlacer{}); err != nil {
+		b.Fatal(err)
+	}
+	byName := map[string]arch.Tensor{}
+	for _, w := range gm.Weights {
+		byName[w.Name] = arch.Tensor{Name: w.Name, Type: int(w.Type), Ne: w.Shape}
+	}
+	d := arch.SplitDevices{N: 2, Lookup: func(n string) (arch.Tensor, bool) { x, ok := byName[n]; return x, ok }}
+	b.ReportMetric(float64(len(gm.Weights)), "tensors")
+	for b.Loop() {
+		for _, w := range gm.Weights {
+			if _, err := r.SplitState(byName[w.Name], d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -173,13 +173,21 @@ func compiledRegex(src string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// regexObjects are the std::regex values by pattern: one per pattern,
+// shared, as nothing writes to a regex once made.
+var regexObjects sync.Map // string → Val
+
 func newRegex(src string) (Val, error) {
+	if v, ok := regexObjects.Load(src); ok {
+		return v.(Val), nil
+	}
 	if _, err := compiledRegex(src); err != nil {
 		return vVoid, err
 	}
 	o := newObject("std::regex")
 	o.fields["pattern"] = &Cell{V: vStr(src)}
-	return Val{K: KObj, P: o}, nil
+	v, _ := regexObjects.LoadOrStore(src, Val{K: KObj, P: o})
+	return v.(Val), nil
 }
 
 func splitBuiltins() map[string]builtinFunc {
@@ -421,16 +429,20 @@ type hpKey struct {
 // state asks every layer's kind for every tensor (get_il_eff), and the
 // hyperparameters do not change under it.
 func (r *Run) memoHparams(f *frame, name string, recv Val, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
-	if err != nil {
-		return vVoid, err
-	}
-	if len(vs) > 1 || len(vs) == 1 && vs[0].K != KInt {
+	if len(args) > 1 {
 		return r.invoke(f, r.hparamsProgram(name), recv, args)
 	}
 	key := hpKey{name: name}
-	if len(vs) == 1 {
-		key.arg, key.n = vs[0].I, 1
+	var vs []Val
+	if len(args) == 1 {
+		a, err := f.eval(args[0])
+		if err != nil {
+			return vVoid, err
+		}
+		if a.K != KInt {
+			return r.invoke(f, r.hparamsProgram(name), recv, args)
+		}
+		key.arg, key.n, vs = a.I, 1, []Val{a}
 	}
 	if v, ok := r.hpMemo[key]; ok {
 		return v, nil
