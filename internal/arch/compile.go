@@ -135,84 +135,9 @@ func compileStmt(n *ast.Node) stmtFn {
 			return els(f)
 		})
 	case ast.OpFor:
-		init, body := stmtOf(n.Kids[0]), stmtOf(n.Kids[3])
-		var cond, post exprFn
-		if k := n.Kids[1]; k != nil && k.Op != ast.OpNil {
-			cond = exprOf(k)
-		}
-		if k := n.Kids[2]; k != nil && k.Op != ast.OpNil {
-			post = exprOf(k)
-		}
-		return scopedStmt(n, func(f *frame) (ctl, error) {
-			if _, err := init(f); err != nil {
-				return ctlNone, err
-			}
-			for {
-				if cond != nil {
-					c, err := cond(f)
-					if err != nil {
-						return ctlNone, err
-					}
-					if !c.truthy() {
-						return ctlNone, nil
-					}
-				}
-				c, err := body(f)
-				if err != nil {
-					return ctlNone, err
-				}
-				if c == ctlBreak {
-					return ctlNone, nil
-				}
-				if c == ctlReturn {
-					return c, nil
-				}
-				if post != nil {
-					if _, err := post(f); err != nil {
-						return ctlNone, err
-					}
-				}
-				if err := f.r.tick(); err != nil {
-					return ctlNone, err
-				}
-			}
-		})
+		return compileFor(n)
 	case ast.OpRange:
-		coll, body, name, t := exprOf(n.Kids[0]), stmtOf(n.Kids[1]), n.S, n.T
-		return func(f *frame) (ctl, error) {
-			cv, err := coll(f)
-			if err != nil {
-				return ctlNone, err
-			}
-			items, err := f.rangeItems(cv)
-			if err != nil {
-				return ctlNone, err
-			}
-			for _, it := range items {
-				f.push()
-				c := f.sc.cell(t)
-				if t == ast.TRef {
-					c.T = ast.TAuto
-				}
-				if err := c.set(it); err != nil {
-					f.pop()
-					return ctlNone, err
-				}
-				f.sc.define(name, c)
-				k, err := body(f)
-				f.pop()
-				if err != nil {
-					return ctlNone, err
-				}
-				if k == ctlBreak {
-					break
-				}
-				if k == ctlReturn {
-					return k, nil
-				}
-			}
-			return ctlNone, nil
-		}
+		return compileRange(n)
 	case ast.OpSwitch:
 		return compileSwitch(n)
 	case ast.OpBreak:
@@ -330,135 +255,159 @@ func compileSwitch(n *ast.Node) stmtFn {
 
 // compileDecl: a variable of a scalar type, a reference, or a container.
 func compileDecl(n *ast.Node) stmtFn {
-	name, t := n.S, n.T
 	var init *ast.Node
 	if len(n.Kids) > 0 {
 		init = n.Kids[0]
 	}
 	switch {
-	case t == ast.TRef:
-		if init == nil {
-			return func(f *frame) (ctl, error) {
-				return ctlNone, f.errorf("reference %s without an initializer", name)
-			}
-		}
-		ref, val := refOf(init), exprOf(init)
+	case n.T == ast.TRef:
+		return compileRefDecl(n.S, init)
+	case n.T == ast.TObj:
+		return compileContainerDecl(n.S, n.C, init)
+	}
+	if fields, ok := structFields[n.C]; ok && n.T == ast.TAuto && (init == nil || init.Op == ast.OpList) {
+		return compileStructDecl(n.S, n.C, fields, init)
+	}
+	return compileScalarDecl(n.S, n.T, init)
+}
+
+// compileRefDecl: a reference, bound to its initializer's cell (or to a
+// temporary).
+func compileRefDecl(name string, init *ast.Node) stmtFn {
+	if init == nil {
 		return func(f *frame) (ctl, error) {
-			c, err := ref(f)
-			if err != nil {
-				// a reference bound to a temporary (const auto & x = f())
-				v, err2 := val(f)
-				if err2 != nil {
-					return ctlNone, err2
-				}
-				c = &Cell{V: v}
-			}
-			f.sc.define(name, c)
-			return ctlNone, nil
-		}
-	case t == ast.TObj:
-		ctype := n.C
-		var items []exprFn
-		var single exprFn
-		switch {
-		case init != nil && init.Op == ast.OpList:
-			for _, k := range init.Kids {
-				items = append(items, exprOf(k))
-			}
-		case init != nil:
-			single = exprOf(init)
-		}
-		if ctype == "std::regex" {
-			return func(f *frame) (ctl, error) {
-				if len(items) != 1 {
-					return ctlNone, f.errorf("std::regex %s of %d arguments", name, len(items))
-				}
-				src, err := items[0](f)
-				if err != nil {
-					return ctlNone, err
-				}
-				v, err := newRegex(src.S)
-				if err != nil || src.K != KStr {
-					return ctlNone, f.errorf("std::regex %s: %v", name, err)
-				}
-				c := f.sc.cell(ast.TAuto)
-				c.V = v
-				f.sc.define(name, c)
-				return ctlNone, nil
-			}
-		}
-		return func(f *frame) (ctl, error) {
-			v, err := f.r.container(ctype)
-			if err != nil {
-				return ctlNone, f.errorf("%s %s: %v", ctype, name, err)
-			}
-			c := f.sc.cell(ast.TAuto)
-			c.V = v
-			if single != nil {
-				x, err := single(f)
-				if err != nil {
-					return ctlNone, err
-				}
-				if err := c.set(x); err != nil {
-					return ctlNone, err
-				}
-			} else if v.K == KArr {
-				a := v.P.(*Array)
-				for i, it := range items {
-					x, err := it(f)
-					if err != nil {
-						return ctlNone, err
-					}
-					if i >= len(a.cells) {
-						if a.fixed {
-							return ctlNone, f.errorf("too many initializers for %s", ctype)
-						}
-						a.cells = append(a.cells, Cell{T: a.elem})
-					}
-					if err := a.cells[i].set(x); err != nil {
-						return ctlNone, err
-					}
-				}
-			}
-			f.sc.define(name, c)
-			return ctlNone, nil
+			return ctlNone, f.errorf("reference %s without an initializer", name)
 		}
 	}
-	if fields, ok := structFields[n.C]; ok && t == ast.TAuto && (init == nil || init.Op == ast.OpList) {
-		// a struct of the headers, value-initialized, or brace-initialized
-		// member by member in order
-		class := n.C
-		var items []exprFn
-		if init != nil {
-			if len(init.Kids) > len(fields) {
-				return func(f *frame) (ctl, error) {
-					return ctlNone, f.errorf("%d initializers for %s of %d members", len(init.Kids), class, len(fields))
-				}
+	ref, val := refOf(init), exprOf(init)
+	return func(f *frame) (ctl, error) {
+		c, err := ref(f)
+		if err != nil {
+			// a reference bound to a temporary (const auto & x = f())
+			v, err2 := val(f)
+			if err2 != nil {
+				return ctlNone, err2
 			}
-			for _, k := range init.Kids {
-				items = append(items, exprOf(k))
-			}
+			c = &Cell{V: v}
 		}
-		return func(f *frame) (ctl, error) {
-			o, err := f.r.newStruct(class, fields)
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
+}
+
+// compileContainerDecl: a std:: container (or std::regex), empty or from
+// its initializer.
+func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
+	var items []exprFn
+	var single exprFn
+	switch {
+	case init != nil && init.Op == ast.OpList:
+		for _, k := range init.Kids {
+			items = append(items, exprOf(k))
+		}
+	case init != nil:
+		single = exprOf(init)
+	}
+	if ctype == "std::regex" {
+		return compileRegexDecl(name, items)
+	}
+	return func(f *frame) (ctl, error) {
+		v, err := f.r.container(ctype)
+		if err != nil {
+			return ctlNone, f.errorf("%s %s: %v", ctype, name, err)
+		}
+		c := f.sc.cell(ast.TAuto)
+		c.V = v
+		if single != nil {
+			x, err := single(f)
 			if err != nil {
-				return ctlNone, f.errorf("%v", err)
+				return ctlNone, err
 			}
+			if err := c.set(x); err != nil {
+				return ctlNone, err
+			}
+		} else if v.K == KArr {
+			a := v.P.(*Array)
 			for i, it := range items {
-				v, err := it(f)
+				x, err := it(f)
 				if err != nil {
 					return ctlNone, err
 				}
-				if err := o.fields[fields[i].Name].set(v); err != nil {
-					return ctlNone, f.errorf("%s.%s = %s: %v", class, fields[i].Name, v.describe(), err)
+				if i >= len(a.cells) {
+					if a.fixed {
+						return ctlNone, f.errorf("too many initializers for %s", ctype)
+					}
+					a.cells = append(a.cells, Cell{T: a.elem})
+				}
+				if err := a.cells[i].set(x); err != nil {
+					return ctlNone, err
 				}
 			}
-			c := f.sc.cell(ast.TAuto)
-			c.V = Val{K: KObj, P: o}
-			f.sc.define(name, c)
-			return ctlNone, nil
+		}
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
+}
+
+// compileRegexDecl: a std::regex of one pattern.
+func compileRegexDecl(name string, items []exprFn) stmtFn {
+	return func(f *frame) (ctl, error) {
+		if len(items) != 1 {
+			return ctlNone, f.errorf("std::regex %s of %d arguments", name, len(items))
+		}
+		src, err := items[0](f)
+		if err != nil {
+			return ctlNone, err
+		}
+		v, err := newRegex(src.S)
+		if err != nil || src.K != KStr {
+			return ctlNone, f.errorf("std::regex %s: %v", name, err)
+		}
+		c := f.sc.cell(ast.TAuto)
+		c.V = v
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
+}
+
+// compileStructDecl: a struct of the headers, value-initialized, or
+// brace-initialized member by member in order.
+func compileStructDecl(name, class string, fields []fieldDef, init *ast.Node) stmtFn {
+	var items []exprFn
+	if init != nil {
+		if len(init.Kids) > len(fields) {
+			return func(f *frame) (ctl, error) {
+				return ctlNone, f.errorf("%d initializers for %s of %d members", len(init.Kids), class, len(fields))
+			}
+		}
+		for _, k := range init.Kids {
+			items = append(items, exprOf(k))
 		}
 	}
+	return func(f *frame) (ctl, error) {
+		o, err := f.r.newStruct(class, fields)
+		if err != nil {
+			return ctlNone, f.errorf("%v", err)
+		}
+		for i, it := range items {
+			v, err := it(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			if err := o.fields[fields[i].Name].set(v); err != nil {
+				return ctlNone, f.errorf("%s.%s = %s: %v", class, fields[i].Name, v.describe(), err)
+			}
+		}
+		c := f.sc.cell(ast.TAuto)
+		c.V = Val{K: KObj, P: o}
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
+}
+
+// compileScalarDecl: a scalar, a pointer or an auto variable, zero or
+// from its initializer.
+func compileScalarDecl(name string, t ast.Type, init *ast.Node) stmtFn {
 	var val exprFn
 	if init != nil {
 		switch {
@@ -547,27 +496,7 @@ func compileExpr(n *ast.Node) exprFn {
 	case ast.OpBinary:
 		return compileBinary(n)
 	case ast.OpAssign:
-		ref, val := refOf(n.Kids[0]), exprOf(n.Kids[1])
-		op := strings.TrimSuffix(n.S, "=")
-		return func(f *frame) (Val, error) {
-			c, err := ref(f)
-			if err != nil {
-				return vVoid, err
-			}
-			v, err := val(f)
-			if err != nil {
-				return vVoid, err
-			}
-			if op != "" {
-				if v, err = arith(op, c.V, v); err != nil {
-					return vVoid, f.arithError(err)
-				}
-			}
-			if err := c.set(v); err != nil {
-				return vVoid, f.errorf("%v", err)
-			}
-			return c.V, nil
-		}
+		return compileAssign(n)
 	case ast.OpCond:
 		c, a, b := exprOf(n.Kids[0]), exprOf(n.Kids[1]), exprOf(n.Kids[2])
 		return func(f *frame) (Val, error) {
@@ -597,54 +526,9 @@ func compileExpr(n *ast.Node) exprFn {
 			return cv, nil
 		}
 	case ast.OpList:
-		// a brace list as a value: the shape of a tensor, a vector's
-		// elements, or a local struct's members (C "struct:member,...")
-		items := make([]exprFn, len(n.Kids))
-		for i, k := range n.Kids {
-			items[i] = exprOf(k)
-		}
-		if class, members, ok := strings.Cut(n.C, ":"); ok {
-			names := strings.Split(members, ",")
-			return func(f *frame) (Val, error) {
-				o := newObject(class)
-				for i, name := range names {
-					v := zeroOf(ast.TI64)
-					if i < len(items) {
-						var err error
-						if v, err = items[i](f); err != nil {
-							return vVoid, err
-						}
-					}
-					o.fields[name] = &Cell{V: v}
-				}
-				return Val{K: KObj, P: o}, nil
-			}
-		}
-		return func(f *frame) (Val, error) {
-			a := &Array{elem: ast.TI64, cells: make([]Cell, 0, len(items))}
-			for _, it := range items {
-				v, err := it(f)
-				if err != nil {
-					return vVoid, err
-				}
-				a.cells = append(a.cells, Cell{V: v})
-			}
-			return Val{K: KArr, P: a}, nil
-		}
+		return compileList(n)
 	case ast.OpLambda:
-		params, body := n.Kids[0], n.Kids[1]
-		for _, d := range params.Kids {
-			for _, k := range d.Kids {
-				exprOf(k)
-			}
-		}
-		stmtOf(body)
-		return func(f *frame) (Val, error) {
-			for s := f.sc; s != nil && !s.captured; s = s.parent {
-				s.captured = true
-			}
-			return Val{K: KFunc, P: &closure{params: params, body: body, sc: f.sc, this: f.this, fn: f.fn}}, nil
-		}
+		return compileLambda(n)
 	}
 	for _, k := range n.Kids {
 		if k != nil {
@@ -934,5 +818,169 @@ func compileCall(n *ast.Node) exprFn {
 			return vVoid, err
 		}
 		return f.callValue(v, args)
+	}
+}
+
+// compileFor: a for (or while) loop, with break and continue.
+func compileFor(n *ast.Node) stmtFn {
+	init, body := stmtOf(n.Kids[0]), stmtOf(n.Kids[3])
+	var cond, post exprFn
+	if k := n.Kids[1]; k != nil && k.Op != ast.OpNil {
+		cond = exprOf(k)
+	}
+	if k := n.Kids[2]; k != nil && k.Op != ast.OpNil {
+		post = exprOf(k)
+	}
+	return scopedStmt(n, func(f *frame) (ctl, error) {
+		if _, err := init(f); err != nil {
+			return ctlNone, err
+		}
+		for {
+			if cond != nil {
+				c, err := cond(f)
+				if err != nil {
+					return ctlNone, err
+				}
+				if !c.truthy() {
+					return ctlNone, nil
+				}
+			}
+			c, err := body(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			if c == ctlBreak {
+				return ctlNone, nil
+			}
+			if c == ctlReturn {
+				return c, nil
+			}
+			if post != nil {
+				if _, err := post(f); err != nil {
+					return ctlNone, err
+				}
+			}
+			if err := f.r.tick(); err != nil {
+				return ctlNone, err
+			}
+		}
+	})
+}
+
+// compileRange: a range-for over a container's elements.
+func compileRange(n *ast.Node) stmtFn {
+	coll, body, name, t := exprOf(n.Kids[0]), stmtOf(n.Kids[1]), n.S, n.T
+	return func(f *frame) (ctl, error) {
+		cv, err := coll(f)
+		if err != nil {
+			return ctlNone, err
+		}
+		items, err := f.rangeItems(cv)
+		if err != nil {
+			return ctlNone, err
+		}
+		for _, it := range items {
+			f.push()
+			c := f.sc.cell(t)
+			if t == ast.TRef {
+				c.T = ast.TAuto
+			}
+			if err := c.set(it); err != nil {
+				f.pop()
+				return ctlNone, err
+			}
+			f.sc.define(name, c)
+			k, err := body(f)
+			f.pop()
+			if err != nil {
+				return ctlNone, err
+			}
+			if k == ctlBreak {
+				break
+			}
+			if k == ctlReturn {
+				return k, nil
+			}
+		}
+		return ctlNone, nil
+	}
+}
+
+// compileList: a brace list as a value: the shape of a tensor, a
+// vector's elements, or a local struct's members (C "struct:member,...").
+func compileList(n *ast.Node) exprFn {
+	items := make([]exprFn, len(n.Kids))
+	for i, k := range n.Kids {
+		items[i] = exprOf(k)
+	}
+	if class, members, ok := strings.Cut(n.C, ":"); ok {
+		names := strings.Split(members, ",")
+		return func(f *frame) (Val, error) {
+			o := newObject(class)
+			for i, name := range names {
+				v := zeroOf(ast.TI64)
+				if i < len(items) {
+					var err error
+					if v, err = items[i](f); err != nil {
+						return vVoid, err
+					}
+				}
+				o.fields[name] = &Cell{V: v}
+			}
+			return Val{K: KObj, P: o}, nil
+		}
+	}
+	return func(f *frame) (Val, error) {
+		a := &Array{elem: ast.TI64, cells: make([]Cell, 0, len(items))}
+		for _, it := range items {
+			v, err := it(f)
+			if err != nil {
+				return vVoid, err
+			}
+			a.cells = append(a.cells, Cell{V: v})
+		}
+		return Val{K: KArr, P: a}, nil
+	}
+}
+
+// compileLambda: a lambda, capturing its scope by reference.
+func compileLambda(n *ast.Node) exprFn {
+	params, body := n.Kids[0], n.Kids[1]
+	for _, d := range params.Kids {
+		for _, k := range d.Kids {
+			exprOf(k)
+		}
+	}
+	stmtOf(body)
+	return func(f *frame) (Val, error) {
+		for s := f.sc; s != nil && !s.captured; s = s.parent {
+			s.captured = true
+		}
+		return Val{K: KFunc, P: &closure{params: params, body: body, sc: f.sc, this: f.this, fn: f.fn}}, nil
+	}
+}
+
+// compileAssign: = and the compound assignments.
+func compileAssign(n *ast.Node) exprFn {
+	ref, val := refOf(n.Kids[0]), exprOf(n.Kids[1])
+	op := strings.TrimSuffix(n.S, "=")
+	return func(f *frame) (Val, error) {
+		c, err := ref(f)
+		if err != nil {
+			return vVoid, err
+		}
+		v, err := val(f)
+		if err != nil {
+			return vVoid, err
+		}
+		if op != "" {
+			if v, err = arith(op, c.V, v); err != nil {
+				return vVoid, f.arithError(err)
+			}
+		}
+		if err := c.set(v); err != nil {
+			return vVoid, f.errorf("%v", err)
+		}
+		return c.V, nil
 	}
 }
