@@ -12,7 +12,16 @@
 // Load replays llama_model_load's hyperparameters on a model's metadata,
 // with llama_model_loader's type rules and messages (keys.go);
 // Run.CreateTensors replays load_tensors' creation of every tensor and
-// hands each to a Placer. Errors that are llama.cpp's own (a missing key,
+// hands each to a Placer. Run.CreateMemory replays create_memory (the KV
+// cache or recurrent state a context gets, memory.go); Run.InitContext
+// replays llama_context_default_params, llama_init_from_model's checks,
+// llama_context's constructor and output_reserve up to their first
+// backend or allocation (context.go); Run.SupportsTensorSplit and
+// Run.SplitState replay split mode tensor's llm_arch_supports_sm_tensor
+// and llama_meta_device_get_split_state (splitstate.go). A function
+// replayed up to a statement is extracted as its prefix, cut before an
+// anchor the generator names (extractPrefix): when a later pin moves the
+// anchor, the generator fails instead of cutting elsewhere. Errors that are llama.cpp's own (a missing key,
 // a wrong shape, a failed GGML_ASSERT) are Throw and Abort, worded as
 // llama.cpp words them; an evalError is a construct the evaluator does not
 // know, a defect of ggload, never of the file.
