@@ -17,6 +17,8 @@ type parser struct {
 	file string
 
 	structs map[string][]*ast.Node // local structs: their members, as declarations
+	aliases map[string]bool        // local type aliases (using X = T;)
+	nbind   int                    // structured bindings so far (their hidden variables)
 	ret     string                 // the local struct the lambda being parsed returns
 }
 
@@ -203,9 +205,51 @@ func (p *parser) statement() []*ast.Node {
 			p.next()
 			handler := p.block()
 			return []*ast.Node{{Op: ast.OpTry, Kids: []*ast.Node{body, handler}}}
-		case "do", "goto", "catch", "case", "default":
+		case "using":
+			// a local type alias (using X = std::conditional_t<...>;): a
+			// type name for the declarations that follow; types are not
+			// replayed
+			p.next()
+			name := p.ident()
+			p.expect("=")
+			for !p.is(";") {
+				if p.peek().k == tEOF {
+					p.fail("unterminated using")
+				}
+				p.next()
+			}
+			p.next()
+			if p.aliases == nil {
+				p.aliases = map[string]bool{}
+			}
+			p.aliases[name] = true
+			return nil
+		case "do":
+			// do B while (C); runs B, then loops as while (C) B
+			p.next()
+			body := p.single()
+			p.expect("while")
+			p.expect("(")
+			cond := p.expr()
+			p.expect(")")
+			p.expect(";")
+			return []*ast.Node{body, {Op: ast.OpFor, Kids: []*ast.Node{nil, cond, nil, body}}}
+		case "goto", "catch", "case", "default":
 			p.fail("unsupported statement '%s'", t.s)
 		}
+	}
+	if t.k == tIdent && t.s == "auto" && (p.peekAt(1).s == "[" || (p.peekAt(1).s == "&" || p.peekAt(1).s == "&&") && p.peekAt(2).s == "[") {
+		// a structured binding, auto [a, b] = e: e in a hidden variable,
+		// then each name bound to its element
+		p.next()
+		ref := p.accept("&") || p.accept("&&")
+		names := p.bindingNames()
+		p.expect("=")
+		e := p.expr()
+		p.expect(";")
+		tmp := p.hidden()
+		out := []*ast.Node{{Op: ast.OpDecl, S: tmp, T: ast.TAuto, Kids: []*ast.Node{e}}}
+		return append(out, bindings(tmp, names, ref)...)
 	}
 	if ds := p.tryDecl(); ds != nil {
 		p.expect(";")
@@ -223,6 +267,41 @@ func (p *parser) single() *ast.Node {
 		return ss[0]
 	}
 	return &ast.Node{Op: ast.OpBlock, Kids: ss}
+}
+
+// bindingNames reads a structured binding's "[a, b, c]".
+func (p *parser) bindingNames() []string {
+	p.expect("[")
+	var names []string
+	for !p.is("]") {
+		names = append(names, p.ident())
+		if !p.accept(",") {
+			break
+		}
+	}
+	p.expect("]")
+	return names
+}
+
+// hidden names a structured binding's variable.
+func (p *parser) hidden() string {
+	p.nbind++
+	return fmt.Sprintf("__bind%d", p.nbind)
+}
+
+// bindings declares each name as the element of tmp at its position
+// (by reference for auto &).
+func bindings(tmp string, names []string, ref bool) []*ast.Node {
+	t := ast.TAuto
+	if ref {
+		t = ast.TRef
+	}
+	var out []*ast.Node
+	for i, n := range names {
+		out = append(out, &ast.Node{Op: ast.OpDecl, S: n, T: t,
+			Kids: []*ast.Node{{Op: ast.OpIndex, Kids: []*ast.Node{{Op: ast.OpIdent, S: tmp}, {Op: ast.OpInt, I: int64(i)}}}}})
+	}
+	return out
 }
 
 // localStruct reads a struct defined inside a function ("struct T { U a;
@@ -322,6 +401,24 @@ func (p *parser) forStmt() *ast.Node {
 	var init *ast.Node
 	if !p.is(";") {
 		save := p.pos
+		for p.is("const") {
+			p.next()
+		}
+		if p.is("auto") && (p.peekAt(1).s == "[" || p.peekAt(2).s == "[") {
+			// for (const auto & [a, b] : coll): each element in a hidden
+			// variable, its parts bound in the body
+			p.next()
+			ref := p.accept("&") || p.accept("&&")
+			names := p.bindingNames()
+			p.expect(":")
+			coll := p.expr()
+			p.expect(")")
+			body := p.single()
+			tmp := p.hidden()
+			body = &ast.Node{Op: ast.OpBlock, Kids: append(bindings(tmp, names, ref), body)}
+			return &ast.Node{Op: ast.OpRange, S: tmp, T: ast.TRef, Kids: []*ast.Node{coll, body}}
+		}
+		p.pos = save
 		if typ, ok := p.tryType(); ok && p.peek().k == tIdent && p.peekAt(1).s == ":" {
 			name := p.ident()
 			p.expect(":")
@@ -490,7 +587,7 @@ done:
 	// a bare identifier is a type only when a name follows it directly
 	// ("a * b" and "a & b" are expressions), unless it is spelled like one
 	// of llama.cpp's or the standard library's types
-	if !builtin && !sawQual && !strings.HasPrefix(name, "std::") && !strings.HasPrefix(name, "llama_") && !strings.HasPrefix(name, "ggml_") && !strings.HasPrefix(name, "llm_") && !strings.HasPrefix(name, "gguf_") {
+	if !builtin && !sawQual && !p.aliases[name] && !strings.HasPrefix(name, "std::") && !strings.HasPrefix(name, "llama_") && !strings.HasPrefix(name, "ggml_") && !strings.HasPrefix(name, "llm_") && !strings.HasPrefix(name, "gguf_") {
 		if ptr || ref || p.peek().k != tIdent {
 			p.pos = save
 			return 0, false
@@ -694,7 +791,7 @@ func (p *parser) unary() *ast.Node {
 			// a C-style cast: "(T) x"
 			save := p.pos
 			p.next()
-			if bt, ok := builtinTypes[p.peek().s]; ok && p.peek().k == tIdent || qualifiers[p.peek().s] {
+			if bt, ok := builtinTypes[p.peek().s]; ok && p.peek().k == tIdent || qualifiers[p.peek().s] || llamaTypeCast(p) {
 				_ = bt
 				if typ, ok := p.tryType(); ok && p.accept(")") {
 					return &ast.Node{Op: ast.OpCast, T: typ, Kids: []*ast.Node{p.unary()}}
@@ -712,6 +809,15 @@ func (p *parser) unary() *ast.Node {
 		return &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "sizeof"}, x}}
 	}
 	return p.postfix(p.primary())
+}
+
+// llamaTypeCast reports whether "(" opens a C-style cast to one of
+// llama.cpp's or ggml's types: (llm_graph_input_attn_kv *) x,
+// (llama_expert_gating_func_type) x.
+func llamaTypeCast(p *parser) bool {
+	t := p.peek()
+	return t.k == tIdent && (strings.HasPrefix(t.s, "llm_") || strings.HasPrefix(t.s, "llama_") || strings.HasPrefix(t.s, "ggml_")) &&
+		(p.peekAt(1).s == "*" || p.peekAt(1).s == ")")
 }
 
 func (p *parser) postfix(n *ast.Node) *ast.Node {
@@ -807,6 +913,30 @@ func (p *parser) primary() *ast.Node {
 				p.expect(")")
 				return &ast.Node{Op: ast.OpCast, T: typ, Kids: []*ast.Node{v}}
 			}
+		}
+		if (name == "std::make_unique" || name == "std::make_shared") && p.is("<") {
+			// std::make_unique<T>(args): T's constructor, as new T(args)
+			start := p.pos
+			if !p.templateArgs() {
+				p.fail("bad template arguments")
+			}
+			var class strings.Builder
+			for _, t := range p.toks[start+1 : p.pos-1] {
+				class.WriteString(t.s)
+			}
+			if p.toks[p.pos-1].s == ">>" {
+				class.WriteString(">") // the ">>" closing a nested template
+			}
+			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "new::" + class.String()}}}
+			p.expect("(")
+			for !p.is(")") {
+				call.Kids = append(call.Kids, p.assignExpr())
+				if !p.accept(",") {
+					break
+				}
+			}
+			p.expect(")")
+			return call
 		}
 		if name == "std::vector" && p.is("<") {
 			// std::vector<T>(n, v): a vector of n copies of v

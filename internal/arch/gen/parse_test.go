@@ -60,6 +60,16 @@ func TestParse(t *testing.T) {
 		{`llama_context_params p = {1, 2};`, `(decl "p" @"llama_context_params" (list 1 2))`},
 		{`memset(&st, 0, sizeof(st));`, `(expr (call memset (un "&" st) 0 (call sizeof st)))`},
 		{`return std::vector<int64_t>(n, g);`, `(return (call std::vector n g))`},
+		// the graph builders' constructs
+		{`auto [q, k] = f(x);`, "(decl \"__bind1\" (call f x))\n(decl \"q\" (idx __bind1 0))\n(decl \"k\" (idx __bind1 1))"},
+		{`for (const auto & [a, b] : m) { g(a, b); }`,
+			`(range "__bind1" :ref m (block (decl "a" :ref (idx __bind1 0)) (decl "b" :ref (idx __bind1 1)) (block (expr (call g a b)))))`},
+		{`using inp_t = std::conditional_t<embed, A, B>; inp_t * inp = nullptr;`, `(decl "inp" :ptr nullptr)`},
+		{`do { n++; } while (n < 3);`, "(block (expr (un \"post++\" n)))\n(for (nil) (bin \"<\" n 3) (nil) (block (expr (un \"post++\" n))))"},
+		{`auto * inp = (llm_graph_input_attn_kv *) x;`, `(decl "inp" :ptr (cast :ptr x))`},
+		{`auto g = (llama_expert_gating_func_type) x;`, `(decl "g" (cast x))`},
+		{`return std::make_unique<graph<false>>(*this, params);`, `(return (call new::graph<false> (un "*" this) params))`},
+		{`auto r = std::make_unique<llm_graph_result>(n);`, `(decl "r" (call new::llm_graph_result n))`},
 	}
 	for _, c := range cases {
 		got, err := parseText(t, c.src)
@@ -76,7 +86,6 @@ func TestParse(t *testing.T) {
 // What the subset leaves out is an error naming the line, never a guess.
 func TestParseRefuses(t *testing.T) {
 	for _, src := range []string{
-		`do { } while (1);`,
 		`goto end;`,
 		`int a[4];`,
 		`x = a.template f<int>();`,
