@@ -369,6 +369,17 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 	return chosen, nil
 }
 
+// fillState is where fill stands: the layers per device, the memory they
+// use on each, and where each device's overflowing layer goes.
+type fillState struct {
+	ngl      []devLayers
+	mem      []int64
+	overflow []string
+	// denseStart is the first device whose layers may still be dense-only
+	// (len(ngl): none); the conversion takes layers from it and those after
+	denseStart int
+}
+
 // fill is llama.cpp's steps 3 and 4: dense layers filled back to front,
 // device by device, by false position between a count that fits and one
 // that does not; for a mixture-of-experts model first with every expert
@@ -377,41 +388,22 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 // to the next device or the host.
 func (f *fitter) fill() (Params, error) {
 	nd := len(f.devs)
-	moe := false
-	re := regexp.MustCompile(ExpertsPattern)
-	for _, w := range f.m.Weights {
-		if re.MatchString(w.Name) {
-			moe = true
-			break
-		}
-	}
-	surplusMoE := int64(0)
+	moe := f.hasExperts()
+	var surplusMoE int64
+	var err error
 	if moe {
-		q := f.params
-		q.Overrides = []Override{{Pattern: allExperts, BufferType: "CPU"}}
-		mem, _, err := f.measure(q)
-		if err != nil {
-			return q, err
-		}
-		for id := range f.devs {
-			surplusMoE += f.targets[id] - mem[id]
-		}
-		if surplusMoE > 0 {
-			f.say("with every expert weight in host memory the dense weights leave %s to spare in total", human(uint64(surplusMoE)))
-		} else {
-			f.say("with every expert weight in host memory the dense weights still miss by %s in total", human(uint64(-surplusMoE)))
+		if surplusMoE, err = f.expertSurplus(); err != nil {
+			return f.params, err
 		}
 	}
 	for id, d := range f.devs {
 		f.say("  %s may use %s for weights", d.Name(), signedHuman(f.targets[id]))
 	}
-	overflow := make([]string, nd)
-	for id := range overflow {
-		overflow[id] = "CPU"
+	s := &fillState{ngl: make([]devLayers, nd), overflow: make([]string, nd)}
+	for id := range s.overflow {
+		s.overflow[id] = "CPU"
 	}
-	ngl := make([]devLayers, nd)
-	mem, err := f.memFor(ngl, overflow)
-	if err != nil {
+	if s.mem, err = f.memFor(s.ngl, s.overflow); err != nil {
 		return f.params, err
 	}
 	what := "layers"
@@ -420,174 +412,239 @@ func (f *fitter) fill() (Params, error) {
 	}
 	f.say("filling %s back to front:", what)
 	for id := nd - 1; id >= 0; id-- {
-		unassigned := f.hpNgl + 1
-		for jd := id + 1; jd < nd; jd++ {
-			unassigned -= ngl[jd].nLayer
-		}
-		high := clone(ngl)
-		high[id].nLayer = unassigned
-		if moe {
-			high[id].nPart = high[id].nLayer
-			if id == nd-1 {
-				high[id].nPart-- // the output layer is always whole
-			}
-		}
-		if high[id].nLayer > 0 {
-			memHigh, err := f.memFor(high, overflow)
-			if err != nil {
-				return f.params, err
-			}
-			if memHigh[id] > f.targets[id] {
-				f.say("  %s: %d layers would use %s, over its %s", f.devs[id].Name(), high[id].nLayer, human(uint64(memHigh[id])), signedHuman(f.targets[id]))
-				delta := high[id].nLayer - ngl[id].nLayer
-				for delta > 1 {
-					step := falsePosition(delta, f.targets[id]-mem[id], memHigh[id]-mem[id])
-					test := clone(ngl)
-					test[id].nLayer += step
-					if moe {
-						if id == nd-1 && test[id].nPart == 0 {
-							test[id].nPart += step - 1
-						} else {
-							test[id].nPart += step
-						}
-					}
-					memTest, err := f.memFor(test, overflow)
-					if err != nil {
-						return f.params, err
-					}
-					verdict := "over"
-					if memTest[id] <= f.targets[id] {
-						ngl, mem, verdict = test, memTest, "within"
-					} else {
-						high, memHigh = test, memTest
-					}
-					f.say("  %s: %d layers use %s: %s", f.devs[id].Name(), test[id].nLayer, human(uint64(memTest[id])), verdict)
-					delta = high[id].nLayer - ngl[id].nLayer
-				}
-			} else {
-				ngl, mem = high, memHigh
-			}
-		}
-		f.say("  %s: %d layers, %s used, %s free", f.devs[id].Name(), ngl[id].nLayer, human(uint64(mem[id])), signedHuman(int64(f.resFree(id))-mem[id]))
-	}
-	if !moe || surplusMoE <= 0 {
-		return f.chosen(ngl, overflow)
-	}
-
-	denseStart := nd
-	for id := nd - 1; id >= 0; id-- {
-		if ngl[id].nLayer > 0 {
-			denseStart = id
-			continue
-		}
-		break
-	}
-	f.say("converting dense-only layers to whole layers front to back, overflowing to the next device or host memory:")
-	for id := 0; id <= denseStart && denseStart < nd; id++ {
-		high := clone(ngl)
-		for jd := denseStart; jd < nd; jd++ {
-			move := high[jd].nLayer
-			if jd == nd-1 {
-				move--
-			}
-			high[id].nLayer += move
-			high[jd].nLayer -= move
-			high[jd].nPart = 0
-		}
-		memHigh, err := f.memFor(high, overflow)
-		if err != nil {
+		if err := f.fillDevice(s, id, moe); err != nil {
 			return f.params, err
 		}
-		if memHigh[id] > f.targets[id] {
-			f.say("  %s: %d whole layers would use %s, over its %s", f.devs[id].Name(), high[id].nFull(), human(uint64(memHigh[id])), signedHuman(f.targets[id]))
-			delta := high[id].nFull() - ngl[id].nFull()
-			for delta > 1 {
-				step := falsePosition(delta, f.targets[id]-mem[id], memHigh[id]-mem[id])
-				test := clone(ngl)
-				testStart := denseStart
-				converted := uint32(0)
-				for ; testStart < nd; testStart++ {
-					n := min(step-converted, test[testStart].nPart)
-					test[testStart].nLayer -= n
-					test[testStart].nPart -= n
-					test[id].nLayer += n
-					converted += n
-					if test[testStart].nPart > 0 {
-						break
-					}
-				}
-				memTest, err := f.memFor(test, overflow)
-				if err != nil {
-					return f.params, err
-				}
-				verdict := "over"
-				if memTest[id] <= f.targets[id] {
-					ngl, mem, denseStart, verdict = test, memTest, testStart, "within"
-				} else {
-					high, memHigh = test, memTest
-				}
-				f.say("  %s: %d layers (%d partial) use %s: %s", f.devs[id].Name(), test[id].nLayer, test[id].nPart, human(uint64(memTest[id])), verdict)
-				delta = high[id].nFull() - ngl[id].nFull()
-			}
-		} else {
-			ngl, mem = high, memHigh
-			denseStart = nd - 1
+		f.say("  %s: %d layers, %s used, %s free", f.devs[id].Name(), s.ngl[id].nLayer, human(uint64(s.mem[id])), signedHuman(int64(f.resFree(id))-s.mem[id]))
+	}
+	if moe && surplusMoE > 0 {
+		if err := f.convert(s); err != nil {
+			return f.params, err
 		}
-		// part of one more layer
-		last := uint32(0)
+	}
+	return f.chosen(s.ngl, s.overflow)
+}
+
+// hasExperts reports whether the model has expert weights.
+func (f *fitter) hasExperts() bool {
+	re := regexp.MustCompile(ExpertsPattern)
+	for _, w := range f.m.Weights {
+		if re.MatchString(w.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// expertSurplus is the room, summed over the devices, that the dense
+// weights leave with every expert weight in host memory (negative: what
+// they miss by).
+func (f *fitter) expertSurplus() (int64, error) {
+	q := f.params
+	q.Overrides = []Override{{Pattern: allExperts, BufferType: "CPU"}}
+	mem, _, err := f.measure(q)
+	if err != nil {
+		return 0, err
+	}
+	surplus := int64(0)
+	for id := range f.devs {
+		surplus += f.targets[id] - mem[id]
+	}
+	if surplus > 0 {
+		f.say("with every expert weight in host memory the dense weights leave %s to spare in total", human(uint64(surplus)))
+	} else {
+		f.say("with every expert weight in host memory the dense weights still miss by %s in total", human(uint64(-surplus)))
+	}
+	return surplus, nil
+}
+
+// fillDevice gives device id as many of the layers the devices after it
+// left as fit its target (for a mixture-of-experts model, dense-only).
+func (f *fitter) fillDevice(s *fillState, id int, moe bool) error {
+	nd := len(f.devs)
+	unassigned := f.hpNgl + 1
+	for jd := id + 1; jd < nd; jd++ {
+		unassigned -= s.ngl[jd].nLayer
+	}
+	high := clone(s.ngl)
+	high[id].nLayer = unassigned
+	if moe {
+		high[id].nPart = high[id].nLayer
 		if id == nd-1 {
-			last = 1
+			high[id].nPart-- // the output layer is always whole
 		}
-		if denseStart < nd && ngl[denseStart].nLayer > last {
-			test := clone(ngl)
-			testStart := denseStart
-			test[testStart].nLayer--
-			test[testStart].nPart--
-			test[id].nLayer++
-			test[id].nPart++
-			if test[testStart].nPart == 0 {
-				testStart++
-			}
-			testOverflow := append([]string{}, overflow...)
-			if id < nd-1 {
-				testOverflow[id] = f.devs[id+1].BufferType().Name()
-			}
-			fits := func(m []int64) bool {
-				return m[id] < f.targets[id] && (id+1 == nd || m[id+1] < f.targets[id+1])
-			}
-			try := func(frac layerFraction) (bool, error) {
-				test[id].overflow = frac
-				m, err := f.memFor(test, testOverflow)
-				if err != nil {
-					return false, err
-				}
-				ok := fits(m)
-				verdict := "does not fit"
-				if ok {
-					ngl, overflow, mem, denseStart = clone(test), testOverflow, m, testStart
-					verdict = "fits"
-				}
-				f.say("  %s: one more layer keeping its %s weights, the rest to %s: %s", f.devs[id].Name(), fracNames[frac], testOverflow[id], verdict)
-				return ok, nil
-			}
-			ok, err := try(fracUp)
-			if err != nil {
-				return f.params, err
-			}
-			if ok {
-				if _, err := try(fracGate); err != nil {
-					return f.params, err
-				}
-			} else if _, err := try(fracAttn); err != nil {
-				return f.params, err
+	}
+	if high[id].nLayer == 0 {
+		return nil
+	}
+	memHigh, err := f.memFor(high, s.overflow)
+	if err != nil {
+		return err
+	}
+	if memHigh[id] <= f.targets[id] {
+		s.ngl, s.mem = high, memHigh
+		return nil
+	}
+	f.say("  %s: %d layers would use %s, over its %s", f.devs[id].Name(), high[id].nLayer, human(uint64(memHigh[id])), signedHuman(f.targets[id]))
+	for delta := high[id].nLayer - s.ngl[id].nLayer; delta > 1; delta = high[id].nLayer - s.ngl[id].nLayer {
+		step := falsePosition(delta, f.targets[id]-s.mem[id], memHigh[id]-s.mem[id])
+		test := clone(s.ngl)
+		test[id].nLayer += step
+		if moe {
+			if id == nd-1 && test[id].nPart == 0 {
+				test[id].nPart += step - 1
+			} else {
+				test[id].nPart += step
 			}
 		}
-		f.say("  %s: %d layers (%d overflowing), %s used, %s free", f.devs[id].Name(), ngl[id].nLayer, ngl[id].nPart, human(uint64(mem[id])), signedHuman(int64(f.resFree(id))-mem[id]))
+		memTest, err := f.memFor(test, s.overflow)
+		if err != nil {
+			return err
+		}
+		verdict := "over"
+		if memTest[id] <= f.targets[id] {
+			s.ngl, s.mem, verdict = test, memTest, "within"
+		} else {
+			high, memHigh = test, memTest
+		}
+		f.say("  %s: %d layers use %s: %s", f.devs[id].Name(), test[id].nLayer, human(uint64(memTest[id])), verdict)
 	}
-	for id := denseStart + 1; id < nd; id++ {
-		f.say("  %s: %d layers (%d overflowing), %s used, %s free", f.devs[id].Name(), ngl[id].nLayer, ngl[id].nPart, human(uint64(mem[id])), signedHuman(int64(f.resFree(id))-mem[id]))
+	return nil
+}
+
+// convert turns the dense-only layers into whole layers, device by device
+// front to back, each device then taking part of one more layer.
+func (f *fitter) convert(s *fillState) error {
+	nd := len(f.devs)
+	s.denseStart = nd
+	for id := nd - 1; id >= 0 && s.ngl[id].nLayer > 0; id-- {
+		s.denseStart = id
 	}
-	return f.chosen(ngl, overflow)
+	f.say("converting dense-only layers to whole layers front to back, overflowing to the next device or host memory:")
+	for id := 0; id <= s.denseStart && s.denseStart < nd; id++ {
+		if err := f.convertDevice(s, id); err != nil {
+			return err
+		}
+		if err := f.overflowLayer(s, id); err != nil {
+			return err
+		}
+		f.sayOverflowing(s, id)
+	}
+	for id := s.denseStart + 1; id < nd; id++ {
+		f.sayOverflowing(s, id)
+	}
+	return nil
+}
+
+// convertDevice moves to device id as many whole layers, taken from the
+// dense-only ones, as fit its target.
+func (f *fitter) convertDevice(s *fillState, id int) error {
+	nd := len(f.devs)
+	high := clone(s.ngl)
+	for jd := s.denseStart; jd < nd; jd++ {
+		move := high[jd].nLayer
+		if jd == nd-1 {
+			move--
+		}
+		high[id].nLayer += move
+		high[jd].nLayer -= move
+		high[jd].nPart = 0
+	}
+	memHigh, err := f.memFor(high, s.overflow)
+	if err != nil {
+		return err
+	}
+	if memHigh[id] <= f.targets[id] {
+		s.ngl, s.mem = high, memHigh
+		s.denseStart = nd - 1
+		return nil
+	}
+	f.say("  %s: %d whole layers would use %s, over its %s", f.devs[id].Name(), high[id].nFull(), human(uint64(memHigh[id])), signedHuman(f.targets[id]))
+	for delta := high[id].nFull() - s.ngl[id].nFull(); delta > 1; delta = high[id].nFull() - s.ngl[id].nFull() {
+		step := falsePosition(delta, f.targets[id]-s.mem[id], memHigh[id]-s.mem[id])
+		test := clone(s.ngl)
+		testStart := s.denseStart
+		converted := uint32(0)
+		for ; testStart < nd; testStart++ {
+			n := min(step-converted, test[testStart].nPart)
+			test[testStart].nLayer -= n
+			test[testStart].nPart -= n
+			test[id].nLayer += n
+			converted += n
+			if test[testStart].nPart > 0 {
+				break
+			}
+		}
+		memTest, err := f.memFor(test, s.overflow)
+		if err != nil {
+			return err
+		}
+		verdict := "over"
+		if memTest[id] <= f.targets[id] {
+			s.ngl, s.mem, s.denseStart, verdict = test, memTest, testStart, "within"
+		} else {
+			high, memHigh = test, memTest
+		}
+		f.say("  %s: %d layers (%d partial) use %s: %s", f.devs[id].Name(), test[id].nLayer, test[id].nPart, human(uint64(memTest[id])), verdict)
+	}
+	return nil
+}
+
+// overflowLayer gives device id part of one more layer, the rest of it
+// overflowing to the next device (the host for the last): attention and
+// up if they fit, and then gate too, else attention alone.
+func (f *fitter) overflowLayer(s *fillState, id int) error {
+	nd := len(f.devs)
+	last := uint32(0)
+	if id == nd-1 {
+		last = 1
+	}
+	if s.denseStart >= nd || s.ngl[s.denseStart].nLayer <= last {
+		return nil
+	}
+	test := clone(s.ngl)
+	testStart := s.denseStart
+	test[testStart].nLayer--
+	test[testStart].nPart--
+	test[id].nLayer++
+	test[id].nPart++
+	if test[testStart].nPart == 0 {
+		testStart++
+	}
+	testOverflow := append([]string{}, s.overflow...)
+	if id < nd-1 {
+		testOverflow[id] = f.devs[id+1].BufferType().Name()
+	}
+	try := func(frac layerFraction) (bool, error) {
+		test[id].overflow = frac
+		m, err := f.memFor(test, testOverflow)
+		if err != nil {
+			return false, err
+		}
+		ok := m[id] < f.targets[id] && (id+1 == nd || m[id+1] < f.targets[id+1])
+		verdict := "does not fit"
+		if ok {
+			s.ngl, s.overflow, s.mem, s.denseStart = clone(test), testOverflow, m, testStart
+			verdict = "fits"
+		}
+		f.say("  %s: one more layer keeping its %s weights, the rest to %s: %s", f.devs[id].Name(), fracNames[frac], testOverflow[id], verdict)
+		return ok, nil
+	}
+	ok, err := try(fracUp)
+	if err != nil {
+		return err
+	}
+	if ok {
+		_, err = try(fracGate)
+	} else {
+		_, err = try(fracAttn)
+	}
+	return err
+}
+
+// sayOverflowing says device id's layers after the conversion.
+func (f *fitter) sayOverflowing(s *fillState, id int) {
+	f.say("  %s: %d layers (%d overflowing), %s used, %s free", f.devs[id].Name(), s.ngl[id].nLayer, s.ngl[id].nPart, human(uint64(s.mem[id])), signedHuman(int64(f.resFree(id))-s.mem[id]))
 }
 
 func (f *fitter) resFree(id int) uint64 { return f.res.Devices[id].Free }

@@ -98,52 +98,23 @@ func (p *prober) ask(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft
 // (src/llama-model-loader.cpp:927-1064).
 func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
 	ne := w.Shape()
-	f32 := func(dims ...int64) (*ggml.Tensor, error) { return ctx.NewTensor(ggml.TypeF32, dims...) }
-	i32 := func(dims ...int64) (*ggml.Tensor, error) { return ctx.NewTensor(ggml.TypeI32, dims...) }
 	switch op {
 	case ggml.OpGetRows:
-		b, err := i32(512)
+		b, err := i32(ctx, 512)
 		if err != nil {
 			return nil, err
 		}
 		return ctx.GetRows(w, b)
 	case ggml.OpMulMat:
-		b, err := f32(ne[0], 512, ne[2], ne[3])
+		b, err := f32(ctx, ne[0], 512, ne[2], ne[3])
 		if err != nil {
 			return nil, err
 		}
 		return ctx.MulMat(w, b)
 	case ggml.OpMulMatID, ggml.OpAddID:
-		// granite-switch's router layer routes to one adapter at a time
-		n := p.h.expertUsedMax
-		if op == ggml.OpMulMatID && p.h.routerLayer >= 0 {
-			n = 1
-		}
-		if n <= 0 {
-			return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.arch)
-		}
-		if op == ggml.OpMulMatID {
-			b, err := f32(ne[0], n, 512)
-			if err != nil {
-				return nil, err
-			}
-			ids, err := i32(n, 512)
-			if err != nil {
-				return nil, err
-			}
-			return ctx.MulMatID(w, b, ids)
-		}
-		a, err := f32(ne[0], n, 512)
-		if err != nil {
-			return nil, err
-		}
-		ids, err := i32(n, 512)
-		if err != nil {
-			return nil, err
-		}
-		return ctx.AddID(a, w, ids)
+		return p.buildExperts(ctx, w, op)
 	case ggml.OpAdd, ggml.OpMul:
-		a, err := f32(ne[0], ne[1], ne[2], ne[3])
+		a, err := f32(ctx, ne[0], ne[1], ne[2], ne[3])
 		if err != nil {
 			return nil, err
 		}
@@ -152,81 +123,33 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 		}
 		return ctx.Mul(a, w)
 	case ggml.OpDiv:
-		a, err := f32(ne[0])
+		a, err := f32(ctx, ne[0])
 		if err != nil {
 			return nil, err
 		}
 		return ctx.Div(a, w)
 	case ggml.OpRope:
-		a, err := f32(p.h.embdHeadV, p.h.head0, 512)
+		a, err := f32(ctx, p.h.embdHeadV, p.h.head0, 512)
 		if err != nil {
 			return nil, err
 		}
-		b, err := i32(512)
+		b, err := i32(ctx, 512)
 		if err != nil {
 			return nil, err
 		}
 		return ctx.RopeExt(a, b, w, ggml.RopeParams{})
 	case ggml.OpSSMConv:
-		sx, err := f32(ne[0]-1+512, ne[1], 3)
+		sx, err := f32(ctx, ne[0]-1+512, ne[1], 3)
 		if err != nil {
 			return nil, err
 		}
 		return ctx.SSMConv(sx, w)
 	case ggml.OpSSMScan:
-		h := p.h
-		dState := ne[0]
-		if dState == 1 {
-			dState = h.ssmDState
-		}
-		nHead := ne[1]
-		if nHead <= 0 {
-			return nil, fmt.Errorf("ssm_a has no heads")
-		}
-		headDim := h.ssmDInner / nHead
-		nGroup := max(h.ssmNGroup, 1)
-		s, err := f32(dState, headDim, nHead, 3)
-		if err != nil {
-			return nil, err
-		}
-		x, err := f32(headDim, nHead, 512, 3)
-		if err != nil {
-			return nil, err
-		}
-		dt, err := f32(nHead, 512, 3)
-		if err != nil {
-			return nil, err
-		}
-		B, err := f32(dState, nGroup, 512, 3)
-		if err != nil {
-			return nil, err
-		}
-		C, err := f32(dState, nGroup, 512, 3)
-		if err != nil {
-			return nil, err
-		}
-		ids, err := i32(3)
-		if err != nil {
-			return nil, err
-		}
-		return ctx.SSMScan(s, x, dt, w, B, C, ids)
+		return p.buildSSMScan(ctx, w)
 	case ggml.OpRWKVWKV6:
-		const S, H, T, N = 123, 123, 123, 123
-		var ts [5]*ggml.Tensor
-		for i := range 4 {
-			t, err := f32(S, H, T)
-			if err != nil {
-				return nil, err
-			}
-			ts[i] = t
-		}
-		state, err := f32(S, N, S, H)
-		if err != nil {
-			return nil, err
-		}
-		return ctx.RWKVWKV6(ts[0], ts[1], ts[2], w, ts[3], state)
+		return buildRWKVWKV6(ctx, w)
 	case ggml.OpIm2Col:
-		b, err := f32(p.h.embdInp, ne[1], 1, 1)
+		b, err := f32(ctx, p.h.embdInp, ne[1], 1, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -235,4 +158,98 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 		return ctx.Scale(w, 1)
 	}
 	return nil, fmt.Errorf("llama.cpp has no probe for op %s", p.rt.OpName(op))
+}
+
+// buildExperts makes MUL_MAT_ID or ADD_ID over expert weight w, for the
+// experts a token uses.
+func (p *prober) buildExperts(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
+	ne := w.Shape()
+	// granite-switch's router layer routes to one adapter at a time
+	n := p.h.expertUsedMax
+	if op == ggml.OpMulMatID && p.h.routerLayer >= 0 {
+		n = 1
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.arch)
+	}
+	a, err := f32(ctx, ne[0], n, 512)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := i32(ctx, n, 512)
+	if err != nil {
+		return nil, err
+	}
+	if op == ggml.OpMulMatID {
+		return ctx.MulMatID(w, a, ids)
+	}
+	return ctx.AddID(a, w, ids)
+}
+
+// buildSSMScan makes SSM_SCAN over w (ssm_a), its state and inputs shaped
+// by the hyperparameters.
+func (p *prober) buildSSMScan(ctx *ggml.Context, w *ggml.Tensor) (*ggml.Tensor, error) {
+	ne, h := w.Shape(), p.h
+	dState := ne[0]
+	if dState == 1 {
+		dState = h.ssmDState
+	}
+	nHead := ne[1]
+	if nHead <= 0 {
+		return nil, fmt.Errorf("ssm_a has no heads")
+	}
+	headDim := h.ssmDInner / nHead
+	nGroup := max(h.ssmNGroup, 1)
+	s, err := f32(ctx, dState, headDim, nHead, 3)
+	if err != nil {
+		return nil, err
+	}
+	x, err := f32(ctx, headDim, nHead, 512, 3)
+	if err != nil {
+		return nil, err
+	}
+	dt, err := f32(ctx, nHead, 512, 3)
+	if err != nil {
+		return nil, err
+	}
+	B, err := f32(ctx, dState, nGroup, 512, 3)
+	if err != nil {
+		return nil, err
+	}
+	C, err := f32(ctx, dState, nGroup, 512, 3)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := i32(ctx, 3)
+	if err != nil {
+		return nil, err
+	}
+	return ctx.SSMScan(s, x, dt, w, B, C, ids)
+}
+
+// buildRWKVWKV6 makes RWKV_WKV6 over w with llama.cpp's fixed probe sizes.
+func buildRWKVWKV6(ctx *ggml.Context, w *ggml.Tensor) (*ggml.Tensor, error) {
+	const S, H, T, N = 123, 123, 123, 123
+	var ts [4]*ggml.Tensor
+	for i := range ts {
+		t, err := f32(ctx, S, H, T)
+		if err != nil {
+			return nil, err
+		}
+		ts[i] = t
+	}
+	state, err := f32(ctx, S, N, S, H)
+	if err != nil {
+		return nil, err
+	}
+	return ctx.RWKVWKV6(ts[0], ts[1], ts[2], w, ts[3], state)
+}
+
+// f32 and i32 make a probe's inputs.
+func f32(ctx *ggml.Context, ne ...int64) (*ggml.Tensor, error) {
+	return ctx.NewTensor(ggml.TypeF32, ne...)
+}
+
+func i32(ctx *ggml.Context, ne ...int64) (*ggml.Tensor, error) {
+	return ctx.NewTensor(ggml.TypeI32, ne...)
 }

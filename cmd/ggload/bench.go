@@ -67,11 +67,25 @@ const (
 	maxBenchSize = 1 << 40
 )
 
+// benchOptions registers bench's options on a new set, in the order of the
+// help; parsing fills bf.
 func benchOptions(bf *benchFlags) *optionSet {
 	s := newOptionSet("bench", "Time each load mode, ggload against llama.cpp of the same pin, each load in a fresh process (MODEL, or a generated model of --size written once into the user cache). Every figure is a median with its range, beside this machine's floor for the case.",
 		"ggload bench [MODEL] [options]")
 	bf.runtimeFlags.add(s)
 	bf.runtimeFlags.addRPC(s)
+	bf.addCases(s)
+	bf.addModel(s)
+	bf.addLoaders(s)
+	bf.addSource(s)
+	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { bf.asJSON = on; return nil }})
+	s.add(&option{names: []string{"--save"}, value: "FILE", help: "also write the JSON report to FILE", set: func(v string) error { bf.save = v; return nil }})
+	return s
+}
+
+// addCases registers what is timed: the load modes, the targets, and the
+// processes per measurement.
+func (bf *benchFlags) addCases(s *optionSet) {
 	s.add(&option{names: []string{"--modes"}, value: "MODE,...", help: "load modes to time, comma-separated, as -lm takes them (default: none,mmap,dio)",
 		set: func(v string) error {
 			modes := splitList(v)
@@ -108,6 +122,10 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.runs = int(n)
 			return err
 		}})
+}
+
+// addModel registers the generated model's options.
+func (bf *benchFlags) addModel(s *optionSet) {
 	s.add(&option{names: []string{"--size"}, value: "SIZE[,SIZE...]", help: fmt.Sprintf("size of the generated model when no MODEL is given, %s to %s; several (1GiB,4GiB,8GiB): each is timed in turn, then each case's cost per GiB against the first size's (goal: within 10%%) (default: 1GiB)", sizeString(minBenchSize), sizeString(maxBenchSize)),
 		set: func(v string) error {
 			sizes := splitList(v)
@@ -130,6 +148,11 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.typ = v
 			return nil
 		}})
+}
+
+// addLoaders registers the loaders' options: what both are given, whether
+// llama.cpp is timed, and ggload's readers.
+func (bf *benchFlags) addLoaders(s *optionSet) {
 	s.add(&option{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, value: "N", help: "layers offloaded, for both loaders: a number, auto or all (default: auto)",
 		set: func(v string) error {
 			if _, err := place.ParseLayers(v); err != nil {
@@ -168,6 +191,11 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.readers = int(n)
 			return err
 		}})
+}
+
+// addSource registers how the model's bytes arrive: from a cold page cache,
+// or over HTTP.
+func (bf *benchFlags) addSource(s *optionSet) {
 	s.add(&option{names: []string{"--cold"}, help: "time cold loads: the model's pages are written back and evicted from the page cache before every process " +
 		"(posix_fadvise DONTNEED, no root needed), the floors are this machine's cold read (one O_DIRECT pass at the best queue depth), " +
 		"and the modes are none,mmap,dio,auto unless --modes says otherwise",
@@ -188,9 +216,6 @@ func benchOptions(bf *benchFlags) *optionSet {
 			bf.latency = d
 			return err
 		}})
-	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { bf.asJSON = on; return nil }})
-	s.add(&option{names: []string{"--save"}, value: "FILE", help: "also write the JSON report to FILE", set: func(v string) error { bf.save = v; return nil }})
-	return s
 }
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
