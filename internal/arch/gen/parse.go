@@ -206,50 +206,16 @@ func (p *parser) statement() []*ast.Node {
 			handler := p.block()
 			return []*ast.Node{{Op: ast.OpTry, Kids: []*ast.Node{body, handler}}}
 		case "using":
-			// a local type alias (using X = std::conditional_t<...>;): a
-			// type name for the declarations that follow; types are not
-			// replayed
-			p.next()
-			name := p.ident()
-			p.expect("=")
-			for !p.is(";") {
-				if p.peek().k == tEOF {
-					p.fail("unterminated using")
-				}
-				p.next()
-			}
-			p.next()
-			if p.aliases == nil {
-				p.aliases = map[string]bool{}
-			}
-			p.aliases[name] = true
+			p.localAlias()
 			return nil
 		case "do":
-			// do B while (C); runs B, then loops as while (C) B
-			p.next()
-			body := p.single()
-			p.expect("while")
-			p.expect("(")
-			cond := p.expr()
-			p.expect(")")
-			p.expect(";")
-			return []*ast.Node{body, {Op: ast.OpFor, Kids: []*ast.Node{nil, cond, nil, body}}}
+			return p.doWhile()
 		case "goto", "catch", "case", "default":
 			p.fail("unsupported statement '%s'", t.s)
 		}
 	}
 	if t.k == tIdent && t.s == "auto" && (p.peekAt(1).s == "[" || (p.peekAt(1).s == "&" || p.peekAt(1).s == "&&") && p.peekAt(2).s == "[") {
-		// a structured binding, auto [a, b] = e: e in a hidden variable,
-		// then each name bound to its element
-		p.next()
-		ref := p.accept("&") || p.accept("&&")
-		names := p.bindingNames()
-		p.expect("=")
-		e := p.expr()
-		p.expect(";")
-		tmp := p.hidden()
-		out := []*ast.Node{{Op: ast.OpDecl, S: tmp, T: ast.TAuto, Kids: []*ast.Node{e}}}
-		return append(out, bindings(tmp, names, ref)...)
+		return p.structuredBinding()
 	}
 	if ds := p.tryDecl(); ds != nil {
 		p.expect(";")
@@ -267,6 +233,51 @@ func (p *parser) single() *ast.Node {
 		return ss[0]
 	}
 	return &ast.Node{Op: ast.OpBlock, Kids: ss}
+}
+
+// localAlias reads a local type alias (using X = std::conditional_t<...>;):
+// a type name for the declarations that follow; types are not replayed.
+func (p *parser) localAlias() {
+	p.expect("using")
+	name := p.ident()
+	p.expect("=")
+	for !p.is(";") {
+		if p.peek().k == tEOF {
+			p.fail("unterminated using")
+		}
+		p.next()
+	}
+	p.next()
+	if p.aliases == nil {
+		p.aliases = map[string]bool{}
+	}
+	p.aliases[name] = true
+}
+
+// doWhile reads do B while (C); which runs B, then loops as while (C) B.
+func (p *parser) doWhile() []*ast.Node {
+	p.expect("do")
+	body := p.single()
+	p.expect("while")
+	p.expect("(")
+	cond := p.expr()
+	p.expect(")")
+	p.expect(";")
+	return []*ast.Node{body, {Op: ast.OpFor, Kids: []*ast.Node{nil, cond, nil, body}}}
+}
+
+// structuredBinding reads auto [a, b] = e;: e in a hidden variable, then
+// each name bound to its element.
+func (p *parser) structuredBinding() []*ast.Node {
+	p.expect("auto")
+	ref := p.accept("&") || p.accept("&&")
+	names := p.bindingNames()
+	p.expect("=")
+	e := p.expr()
+	p.expect(";")
+	tmp := p.hidden()
+	out := []*ast.Node{{Op: ast.OpDecl, S: tmp, T: ast.TAuto, Kids: []*ast.Node{e}}}
+	return append(out, bindings(tmp, names, ref)...)
 }
 
 // bindingNames reads a structured binding's "[a, b, c]".
@@ -915,46 +926,10 @@ func (p *parser) primary() *ast.Node {
 			}
 		}
 		if (name == "std::make_unique" || name == "std::make_shared") && p.is("<") {
-			// std::make_unique<T>(args): T's constructor, as new T(args)
-			start := p.pos
-			if !p.templateArgs() {
-				p.fail("bad template arguments")
-			}
-			var class strings.Builder
-			for _, t := range p.toks[start+1 : p.pos-1] {
-				class.WriteString(t.s)
-			}
-			if p.toks[p.pos-1].s == ">>" {
-				class.WriteString(">") // the ">>" closing a nested template
-			}
-			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "new::" + class.String()}}}
-			p.expect("(")
-			for !p.is(")") {
-				call.Kids = append(call.Kids, p.assignExpr())
-				if !p.accept(",") {
-					break
-				}
-			}
-			p.expect(")")
-			return call
+			return p.makeUnique()
 		}
 		if name == "std::vector" && p.is("<") {
-			// std::vector<T>(n, v): a vector of n copies of v
-			start := p.pos
-			if !p.templateArgs() || !p.is("(") {
-				p.pos = start
-				p.fail("std::vector used other than as a constructor")
-			}
-			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "std::vector"}}}
-			p.expect("(")
-			for !p.is(")") {
-				call.Kids = append(call.Kids, p.assignExpr())
-				if !p.accept(",") {
-					break
-				}
-			}
-			p.expect(")")
-			return call
+			return p.vectorOf()
 		}
 		if typ, ok := builtinTypes[name]; ok && p.is("(") && name != "auto" {
 			// a functional cast: float(x)
@@ -992,6 +967,47 @@ func (p *parser) primary() *ast.Node {
 	p.pos--
 	p.fail("unexpected %s", t)
 	return nil
+}
+
+// makeUnique reads std::make_unique<T>(args): T's constructor, as new
+// T(args).
+func (p *parser) makeUnique() *ast.Node {
+	start := p.pos
+	if !p.templateArgs() {
+		p.fail("bad template arguments")
+	}
+	var class strings.Builder
+	for _, t := range p.toks[start+1 : p.pos-1] {
+		class.WriteString(t.s)
+	}
+	if p.toks[p.pos-1].s == ">>" {
+		class.WriteString(">") // the ">>" closing a nested template
+	}
+	return p.callArgs(&ast.Node{Op: ast.OpIdent, S: "new::" + class.String()})
+}
+
+// vectorOf reads std::vector<T>(n, v): a vector of n copies of v.
+func (p *parser) vectorOf() *ast.Node {
+	start := p.pos
+	if !p.templateArgs() || !p.is("(") {
+		p.pos = start
+		p.fail("std::vector used other than as a constructor")
+	}
+	return p.callArgs(&ast.Node{Op: ast.OpIdent, S: "std::vector"})
+}
+
+// callArgs reads "(a, b, ...)" as a call of callee.
+func (p *parser) callArgs(callee *ast.Node) *ast.Node {
+	call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{callee}}
+	p.expect("(")
+	for !p.is(")") {
+		call.Kids = append(call.Kids, p.assignExpr())
+		if !p.accept(",") {
+			break
+		}
+	}
+	p.expect(")")
+	return call
 }
 
 func (p *parser) lambda() *ast.Node {
