@@ -263,16 +263,16 @@ func (p *Plan) writeBuffers(w io.Writer) {
 // breakdown.
 func (p *Plan) writeContext(w io.Writer) {
 	c := p.Context
-	kv := "per sequence"
+	kv := "a KV stream per sequence"
 	if c.KVUnified {
-		kv = "unified"
+		kv = "one unified KV stream"
 	}
 	class := c.Class
 	if class == "" {
 		class = "none (the architecture keeps no memory)"
 	}
-	fmt.Fprintf(w, "\ncontext (n_ctx %d, n_ctx_seq %d, %d sequences %s, n_batch %d, n_ubatch %d, K %s, V %s, flash attention %s, KV offload %v):\n",
-		c.NCtx, c.NCtxSeq, c.NSeqMax, kv, c.NBatch, c.NUBatch, c.TypeK, c.TypeV, c.FlashAttn, c.OffloadKQV)
+	fmt.Fprintf(w, "\ncontext (n_ctx %d, n_ctx_seq %d, %s, %s, n_batch %d, n_ubatch %d, K %s, V %s, flash attention %s, KV offload %v):\n",
+		c.NCtx, c.NCtxSeq, sequences(c.NSeqMax), kv, c.NBatch, c.NUBatch, c.TypeK, c.TypeV, c.FlashAttn, c.OffloadKQV)
 	fmt.Fprintf(w, "  memory module %s\n", class)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, cp := range c.Caches {
@@ -378,4 +378,11 @@ func opName(op ggml.Op) string {
 		return s
 	}
 	return fmt.Sprintf("op(%d)", op)
+}
+
+func sequences(n uint32) string {
+	if n == 1 {
+		return "1 sequence"
+	}
+	return fmt.Sprintf("%d sequences", n)
 }
