@@ -951,16 +951,7 @@ func (p *parser) primary() *ast.Node {
 			if p.is("<") && !p.templateArgs() {
 				p.fail("bad template arguments")
 			}
-			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{{Op: ast.OpIdent, S: "new::" + class}}}
-			p.expect("(")
-			for !p.is(")") {
-				call.Kids = append(call.Kids, p.assignExpr())
-				if !p.accept(",") {
-					break
-				}
-			}
-			p.expect(")")
-			return call
+			return p.callArgs(&ast.Node{Op: ast.OpIdent, S: "new::" + class})
 		}
 		return &ast.Node{Op: ast.OpIdent, S: name}
 	}
