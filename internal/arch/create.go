@@ -121,41 +121,11 @@ var classes = map[string]Class{
 // llama_model_loader::create_tensor, up to the buffer type, which the
 // placer chooses.
 func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
-	if len(args) == 4 {
-		args = args[1:] // the overload that takes the loader first
-	}
-	if len(args) < 2 || len(args) > 3 || args[1].Op != ast.OpList || len(args[1].Kids) > 4 {
-		return vVoid, f.errorf("create_tensor arguments")
-	}
-	tv, err := f.eval(args[0])
+	tn, neBuf, nDims, flags, err := r.createArgs(f, args)
 	if err != nil {
 		return vVoid, err
 	}
-	if tv.K != KTN {
-		return vVoid, f.errorf("create_tensor of %s", tv.describe())
-	}
-	tn := tv.P.(*tnVal)
-	var neBuf [4]int64
-	ne := neBuf[:len(args[1].Kids)]
-	for i, k := range args[1].Kids {
-		v, err := f.eval(k)
-		if err != nil {
-			return vVoid, err
-		}
-		x, err := convert(v, ast.TI64)
-		if err != nil {
-			return vVoid, f.errorf("create_tensor shape: %v", err)
-		}
-		ne[i] = x.I
-	}
-	var flags int64
-	if len(args) > 2 {
-		v, err := f.eval(args[2])
-		if err != nil {
-			return vVoid, err
-		}
-		flags = v.I
-	}
+	ne := neBuf[:nDims]
 	name := tn.String()
 	// the layer's buffer type list: dev_layer.at(bid)
 	nLayerAll := r.hparams.obj.fields["n_layer_all"].V.I
@@ -167,25 +137,10 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		w, ok = r.extraWeights[name]
 	}
 	if !ok {
-		if flags&flagNotRequired != 0 {
-			if r.opts.Optional != nil && flags&flagSkip == 0 {
-				r.opts.Optional(r.need(tn, ne, flags))
-			}
-			return vNull, nil
-		}
-		n := r.need(tn, ne, flags)
-		typ, supplied := gtype.Type(0), false
-		if r.opts.SupplyTensor != nil && validShape(ne) {
-			typ, supplied = r.opts.SupplyTensor(n)
-		}
-		if !supplied {
-			return vVoid, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' not found", name), Need: n}
+		if w, err = r.missingTensor(tn, ne, flags); w == nil {
+			return vNull, err
 		}
 		ne = append([]int64(nil), ne...) // kept by the supplied weight
-		w = &gguf.Weight{Name: name, Type: typ, NDims: len(ne), File: -1}
-		w.Shape = gtype.Shape{1, 1, 1, 1}
-		copy(w.Shape[:], ne)
-		r.extraWeights[name] = w
 	}
 	reshape := flags&flagReshape != 0
 	if !shapeOK(ne, w.Shape, reshape) {
@@ -261,6 +216,69 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 	}
 	t := &Tensor{Name: name, Type: int(w.Type), Ne: shape}
 	return Val{K: KTensor, P: t}, nil
+}
+
+// createArgs evaluates create_tensor's arguments: the name, the shape
+// (nDims of ne) and the flags.
+func (r *Run) createArgs(f *frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nDims int, flags int64, err error) {
+	if len(args) == 4 {
+		args = args[1:] // the overload that takes the loader first
+	}
+	if len(args) < 2 || len(args) > 3 || args[1].Op != ast.OpList || len(args[1].Kids) > 4 {
+		return nil, ne, 0, 0, f.errorf("create_tensor arguments")
+	}
+	tv, err := f.eval(args[0])
+	if err != nil {
+		return nil, ne, 0, 0, err
+	}
+	if tv.K != KTN {
+		return nil, ne, 0, 0, f.errorf("create_tensor of %s", tv.describe())
+	}
+	for i, k := range args[1].Kids {
+		v, err := f.eval(k)
+		if err != nil {
+			return nil, ne, 0, 0, err
+		}
+		x, err := convert(v, ast.TI64)
+		if err != nil {
+			return nil, ne, 0, 0, f.errorf("create_tensor shape: %v", err)
+		}
+		ne[i] = x.I
+	}
+	if len(args) > 2 {
+		v, err := f.eval(args[2])
+		if err != nil {
+			return nil, ne, 0, 0, err
+		}
+		flags = v.I
+	}
+	return tv.P.(*tnVal), ne, len(args[1].Kids), flags, nil
+}
+
+// missingTensor is create_tensor of a tensor the file lacks: nil and no
+// error for an optional one, a weight SupplyTensor gives, or llama.cpp's
+// error.
+func (r *Run) missingTensor(tn *tnVal, ne []int64, flags int64) (*gguf.Weight, error) {
+	name := tn.String()
+	if flags&flagNotRequired != 0 {
+		if r.opts.Optional != nil && flags&flagSkip == 0 {
+			r.opts.Optional(r.need(tn, ne, flags))
+		}
+		return nil, nil
+	}
+	n := r.need(tn, ne, flags)
+	typ, supplied := gtype.Type(0), false
+	if r.opts.SupplyTensor != nil && validShape(ne) {
+		typ, supplied = r.opts.SupplyTensor(n)
+	}
+	if !supplied {
+		return nil, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' not found", name), Need: n}
+	}
+	w := &gguf.Weight{Name: name, Type: typ, NDims: len(ne), File: -1}
+	w.Shape = gtype.Shape{1, 1, 1, 1}
+	copy(w.Shape[:], ne)
+	r.extraWeights[name] = w
+	return w, nil
 }
 
 // need describes a tensor a model lacks.

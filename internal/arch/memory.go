@@ -477,110 +477,29 @@ func bNewMemory(class string) builtinFunc {
 			}
 			m.Caches = []*Cache{c}
 		case "llama_memory_hybrid", "llama_memory_hybrid_idx":
-			// (model, type_k, type_v, v_trans, kv_size, n_pad, n_swa, swa_type, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr[, filter_idx])
-			isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
-			attnOwn, recrOwn := func(il int) (bool, error) { return !isRecr(il), nil }, func(il int) (bool, error) { return isRecr(il), nil }
-			if cb := a.callback(15); cb != nil {
-				attnOwn = nil
-			}
-			if cb := a.callback(16); cb != nil {
-				recrOwn = nil
-			}
-			attn, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(14),
-				kvSize: a.u32(4), nSeqMax: a.u32(11), filter: a.callback(15), filterFn: attnOwn})
+			cs, err := r.newHybrid(f, a, class, model)
 			if err != nil {
 				return vVoid, err
 			}
-			recr, err := r.newRecurrent(f, a.typ(8), a.typ(9), a.u32(10), a.u32(11), a.u32(12), a.callback(16), recrOwn)
-			if err != nil {
-				return vVoid, err
-			}
-			m.Caches = []*Cache{attn, recr}
-			if cb := a.callback(17); class == "llama_memory_hybrid_idx" && cb != nil {
-				h := r.indexerHP()
-				h.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NONE"])
-				size := model.field("indexer_head_size")
-				h.set("n_embd_head_k_mla_impl", size)
-				h.set("n_embd_head_v_mla_impl", size)
-				idx, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(14),
-					kvSize: a.u32(4), nSeqMax: a.u32(11), filter: cb, nameTag: "idx_",
-					pre: []string{fmt.Sprintf("INFO operator(): creating indexer KV cache, size = %d cells", a.u32(4))}})
-				if err != nil {
-					return vVoid, err
-				}
-				m.Caches = append(m.Caches, idx)
-			}
+			m.Caches = cs
 		case "llama_memory_hybrid_iswa":
-			// (model, type_k, type_v, v_trans, swa_full, kv_size, n_ubatch, n_pad, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr)
-			isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
-			var attnOwn, recrOwn func(int) (bool, error)
-			if a.callback(15) == nil {
-				attnOwn = func(il int) (bool, error) { return !isRecr(il), nil }
-			}
-			if a.callback(16) == nil {
-				recrOwn = func(il int) (bool, error) { return isRecr(il), nil }
-			}
-			cs, err := r.iswa(f, model, a.typ(1), a.typ(2), a.bool(3), a.bool(4), a.bool(14), a.u32(5), a.u32(11), a.u32(6), a.callback(15), attnOwn, nil, nil)
+			cs, err := r.newHybridISWA(f, a, class, model)
 			if err != nil {
 				return vVoid, err
 			}
-			recr, err := r.newRecurrent(f, a.typ(8), a.typ(9), a.u32(10), a.u32(11), a.u32(12), a.callback(16), recrOwn)
-			if err != nil {
-				return vVoid, err
-			}
-			m.Caches = append(cs, recr)
+			m.Caches = cs
 		case "llama_kv_cache_dsa", "llama_kv_cache_msa":
-			// (model, type_k, type_v, v_trans, offload, unified, kv_size, n_seq_max, n_pad, n_swa, swa_type, filter_main, filter_idx, reuse)
-			kind := "main"
-			main, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(5),
-				kvSize: a.u32(6), nSeqMax: a.u32(7), filter: a.callback(11), reuse: a.callback(13),
-				pre: []string{fmt.Sprintf("INFO %s: creating %s KV cache, size = %d cells", class, kind, a.u32(6))}})
+			cs, err := r.newDSA(f, a, class, model)
 			if err != nil {
 				return vVoid, err
 			}
-			h := r.indexerHP()
-			if class == "llama_kv_cache_dsa" {
-				h.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NEOX"])
-			}
-			idx, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(5),
-				kvSize: a.u32(6), nSeqMax: a.u32(7), filter: a.callback(12), reuse: a.callback(13),
-				pre: []string{fmt.Sprintf("INFO %s: creating indexer KV cache, size = %d cells", class, a.u32(6))}})
-			if err != nil {
-				return vVoid, err
-			}
-			m.Caches = []*Cache{main, idx}
+			m.Caches = cs
 		case "llama_kv_cache_dsa_iswa":
-			// (model, type_k, type_v, v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch, n_pad, filter_mla, filter_lid, reuse)
-			isSWA := func(il int) bool { return model.call("is_swa", int64(il)) != 0 }
-			mla, lid, reuse := a.callback(11), a.callback(12), a.callback(13)
-			kvSize, nSeqMax, unified := a.u32(7), a.u32(8), a.bool(6)
-			var pre []string
-			if a.bool(5) {
-				pre = append(pre, fmt.Sprintf("WARN llama_kv_cache_dsa_iswa: using full-size SWA cache (ref: %s)", swaFullURL))
-			}
-			sizeSWA := swaSize(model, kvSize, unified, nSeqMax, a.u32(9), a.bool(5))
-			pre = append(pre, fmt.Sprintf("INFO llama_kv_cache_dsa_iswa: creating DSA KV cache, size = %d cells", kvSize),
-				fmt.Sprintf("INFO llama_kv_cache_dsa: creating main KV cache, size = %d cells", kvSize))
-			main, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: unified,
-				kvSize: kvSize, nSeqMax: nSeqMax, filterFn: r.chained(f, mla, func(il int) bool { return !isSWA(il) }), reuse: reuse, pre: pre})
+			cs, err := r.newDSAISWA(f, a, class, model)
 			if err != nil {
 				return vVoid, err
 			}
-			h := r.indexerHP()
-			h.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NEOX"])
-			idx, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: unified,
-				kvSize: kvSize, nSeqMax: nSeqMax, filter: lid, reuse: reuse,
-				pre: []string{fmt.Sprintf("INFO llama_kv_cache_dsa: creating indexer KV cache, size = %d cells", kvSize)}})
-			if err != nil {
-				return vVoid, err
-			}
-			swa, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: unified,
-				kvSize: sizeSWA, nSeqMax: nSeqMax, filterFn: r.chained(f, mla, isSWA), reuse: reuse,
-				pre: []string{fmt.Sprintf("INFO llama_kv_cache_dsa_iswa: creating SWA KV cache, size = %d cells", sizeSWA)}})
-			if err != nil {
-				return vVoid, err
-			}
-			m.Caches = []*Cache{main, idx, swa}
+			m.Caches = cs
 		case "llama_kv_cache_dsv4":
 			cs, err := r.dsv4(f, a)
 			if err != nil {
@@ -596,6 +515,128 @@ func bNewMemory(class string) builtinFunc {
 		r.memory = m
 		return Val{K: KObj, P: newObject(class)}, nil
 	}
+}
+
+// newHybrid is llama_memory_hybrid (and _idx): a KV cache of the
+// attention layers, a recurrent state of the others (and an indexer
+// cache).
+func (r *Run) newHybrid(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+	// (model, type_k, type_v, v_trans, kv_size, n_pad, n_swa, swa_type, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr[, filter_idx])
+	isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
+	attnOwn, recrOwn := func(il int) (bool, error) { return !isRecr(il), nil }, func(il int) (bool, error) { return isRecr(il), nil }
+	if cb := a.callback(15); cb != nil {
+		attnOwn = nil
+	}
+	if cb := a.callback(16); cb != nil {
+		recrOwn = nil
+	}
+	attn, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(14),
+		kvSize: a.u32(4), nSeqMax: a.u32(11), filter: a.callback(15), filterFn: attnOwn})
+	if err != nil {
+		return nil, err
+	}
+	recr, err := r.newRecurrent(f, a.typ(8), a.typ(9), a.u32(10), a.u32(11), a.u32(12), a.callback(16), recrOwn)
+	if err != nil {
+		return nil, err
+	}
+	caches := []*Cache{attn, recr}
+	if cb := a.callback(17); class == "llama_memory_hybrid_idx" && cb != nil {
+		h := r.indexerHP()
+		h.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NONE"])
+		size := model.field("indexer_head_size")
+		h.set("n_embd_head_k_mla_impl", size)
+		h.set("n_embd_head_v_mla_impl", size)
+		idx, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(14),
+			kvSize: a.u32(4), nSeqMax: a.u32(11), filter: cb, nameTag: "idx_",
+			pre: []string{fmt.Sprintf("INFO operator(): creating indexer KV cache, size = %d cells", a.u32(4))}})
+		if err != nil {
+			return nil, err
+		}
+		caches = append(caches, idx)
+	}
+	return caches, nil
+}
+
+// newHybridISWA is llama_memory_hybrid_iswa: the attention layers' iSWA
+// caches and the recurrent state of the others.
+func (r *Run) newHybridISWA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+	// (model, type_k, type_v, v_trans, swa_full, kv_size, n_ubatch, n_pad, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr)
+	isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
+	var attnOwn, recrOwn func(int) (bool, error)
+	if a.callback(15) == nil {
+		attnOwn = func(il int) (bool, error) { return !isRecr(il), nil }
+	}
+	if a.callback(16) == nil {
+		recrOwn = func(il int) (bool, error) { return isRecr(il), nil }
+	}
+	cs, err := r.iswa(f, model, a.typ(1), a.typ(2), a.bool(3), a.bool(4), a.bool(14), a.u32(5), a.u32(11), a.u32(6), a.callback(15), attnOwn, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	recr, err := r.newRecurrent(f, a.typ(8), a.typ(9), a.u32(10), a.u32(11), a.u32(12), a.callback(16), recrOwn)
+	if err != nil {
+		return nil, err
+	}
+	return append(cs, recr), nil
+}
+
+// newDSA is llama_kv_cache_dsa and _msa: a main KV cache and an
+// indexer cache.
+func (r *Run) newDSA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+	// (model, type_k, type_v, v_trans, offload, unified, kv_size, n_seq_max, n_pad, n_swa, swa_type, filter_main, filter_idx, reuse)
+	kind := "main"
+	main, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(5),
+		kvSize: a.u32(6), nSeqMax: a.u32(7), filter: a.callback(11), reuse: a.callback(13),
+		pre: []string{fmt.Sprintf("INFO %s: creating %s KV cache, size = %d cells", class, kind, a.u32(6))}})
+	if err != nil {
+		return nil, err
+	}
+	h := r.indexerHP()
+	if class == "llama_kv_cache_dsa" {
+		h.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NEOX"])
+	}
+	idx, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(5),
+		kvSize: a.u32(6), nSeqMax: a.u32(7), filter: a.callback(12), reuse: a.callback(13),
+		pre: []string{fmt.Sprintf("INFO %s: creating indexer KV cache, size = %d cells", class, a.u32(6))}})
+	if err != nil {
+		return nil, err
+	}
+	return []*Cache{main, idx}, nil
+}
+
+// newDSAISWA is llama_kv_cache_dsa_iswa: main, indexer and SWA caches.
+func (r *Run) newDSAISWA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+	// (model, type_k, type_v, v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch, n_pad, filter_mla, filter_lid, reuse)
+	isSWA := func(il int) bool { return model.call("is_swa", int64(il)) != 0 }
+	mla, lid, reuse := a.callback(11), a.callback(12), a.callback(13)
+	kvSize, nSeqMax, unified := a.u32(7), a.u32(8), a.bool(6)
+	var pre []string
+	if a.bool(5) {
+		pre = append(pre, fmt.Sprintf("WARN llama_kv_cache_dsa_iswa: using full-size SWA cache (ref: %s)", swaFullURL))
+	}
+	sizeSWA := swaSize(model, kvSize, unified, nSeqMax, a.u32(9), a.bool(5))
+	pre = append(pre, fmt.Sprintf("INFO llama_kv_cache_dsa_iswa: creating DSA KV cache, size = %d cells", kvSize),
+		fmt.Sprintf("INFO llama_kv_cache_dsa: creating main KV cache, size = %d cells", kvSize))
+	main, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: unified,
+		kvSize: kvSize, nSeqMax: nSeqMax, filterFn: r.chained(f, mla, func(il int) bool { return !isSWA(il) }), reuse: reuse, pre: pre})
+	if err != nil {
+		return nil, err
+	}
+	h := r.indexerHP()
+	h.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NEOX"])
+	idx, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: unified,
+		kvSize: kvSize, nSeqMax: nSeqMax, filter: lid, reuse: reuse,
+		pre: []string{fmt.Sprintf("INFO llama_kv_cache_dsa: creating indexer KV cache, size = %d cells", kvSize)}})
+	if err != nil {
+		return nil, err
+	}
+	swa, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: unified,
+		kvSize: sizeSWA, nSeqMax: nSeqMax, filterFn: r.chained(f, mla, isSWA), reuse: reuse,
+		pre: []string{fmt.Sprintf("INFO llama_kv_cache_dsa_iswa: creating SWA KV cache, size = %d cells", sizeSWA)}})
+	if err != nil {
+		return nil, err
+	}
+	return []*Cache{main, idx, swa}, nil
 }
 
 // dsv4 is llama_kv_cache_dsv4's constructor (model, type_k, type_v,

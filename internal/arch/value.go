@@ -243,66 +243,82 @@ func common(a, b ast.Type) ast.Type {
 
 // arith evaluates a binary arithmetic, bitwise or comparison operator.
 func arith(op string, a, b Val) (Val, error) {
-	// pointer comparisons
-	if a.K != KInt && a.K != KFloat || b.K != KInt && b.K != KFloat {
-		switch op {
-		case "==", "!=":
-			eq := same(a, b)
-			if op == "!=" {
-				eq = !eq
-			}
-			return vBool(eq), nil
-		case "+":
-			if a.K == KStr || b.K == KStr || a.K == KTN || b.K == KTN {
-				sa, err := convert(a, ast.TStr)
-				if err != nil {
-					return vVoid, err
-				}
-				sb, err := convert(b, ast.TStr)
-				if err != nil {
-					return vVoid, err
-				}
-				return vStr(sa.S + sb.S), nil
-			}
-		}
-		return vVoid, fmt.Errorf("operator %s on %s and %s", op, a.describe(), b.describe())
+	switch {
+	case a.K != KInt && a.K != KFloat || b.K != KInt && b.K != KFloat:
+		return otherArith(op, a, b)
+	case a.K == KFloat || b.K == KFloat:
+		return floatArith(op, a, b)
 	}
-	if a.K == KFloat || b.K == KFloat {
-		x, y := a.float(), b.float()
-		t := ast.TF64
-		if (a.K != KFloat || a.T == ast.TF32) && (b.K != KFloat || b.T == ast.TF32) {
-			t = ast.TF32
+	return intArith(op, a, b)
+}
+
+// otherArith is == and != of pointers, objects and strings, and + of
+// strings.
+func otherArith(op string, a, b Val) (Val, error) {
+	switch op {
+	case "==", "!=":
+		eq := same(a, b)
+		if op == "!=" {
+			eq = !eq
 		}
-		var r float64
-		switch op {
-		case "+":
-			r = x + y
-		case "-":
-			r = x - y
-		case "*":
-			r = x * y
-		case "/":
-			r = x / y
-		case "<":
-			return vBool(x < y), nil
-		case "<=":
-			return vBool(x <= y), nil
-		case ">":
-			return vBool(x > y), nil
-		case ">=":
-			return vBool(x >= y), nil
-		case "==":
-			return vBool(x == y), nil
-		case "!=":
-			return vBool(x != y), nil
-		default:
-			return vVoid, fmt.Errorf("operator %s on floats", op)
+		return vBool(eq), nil
+	case "+":
+		if a.K == KStr || b.K == KStr || a.K == KTN || b.K == KTN {
+			sa, err := convert(a, ast.TStr)
+			if err != nil {
+				return vVoid, err
+			}
+			sb, err := convert(b, ast.TStr)
+			if err != nil {
+				return vVoid, err
+			}
+			return vStr(sa.S + sb.S), nil
 		}
-		if t == ast.TF32 {
-			r = float64(float32(r))
-		}
-		return Val{K: KFloat, T: t, F: r}, nil
 	}
+	return vVoid, fmt.Errorf("operator %s on %s and %s", op, a.describe(), b.describe())
+}
+
+// floatArith is an operator with a floating operand: float when both are
+// float (or integers), else double.
+func floatArith(op string, a, b Val) (Val, error) {
+	x, y := a.float(), b.float()
+	t := ast.TF64
+	if (a.K != KFloat || a.T == ast.TF32) && (b.K != KFloat || b.T == ast.TF32) {
+		t = ast.TF32
+	}
+	var r float64
+	switch op {
+	case "+":
+		r = x + y
+	case "-":
+		r = x - y
+	case "*":
+		r = x * y
+	case "/":
+		r = x / y
+	case "<":
+		return vBool(x < y), nil
+	case "<=":
+		return vBool(x <= y), nil
+	case ">":
+		return vBool(x > y), nil
+	case ">=":
+		return vBool(x >= y), nil
+	case "==":
+		return vBool(x == y), nil
+	case "!=":
+		return vBool(x != y), nil
+	default:
+		return vVoid, fmt.Errorf("operator %s on floats", op)
+	}
+	if t == ast.TF32 {
+		r = float64(float32(r))
+	}
+	return Val{K: KFloat, T: t, F: r}, nil
+}
+
+// intArith is an operator on integers, in their common type.
+func intArith(op string, a, b Val) (Val, error) {
 	t := common(a.T, b.T)
 	x, y := wrap(a.I, t), wrap(b.I, t)
 	unsigned := t == ast.TU32 || t == ast.TU64
