@@ -284,20 +284,42 @@ func (s SplitState) Check(typ Type, ne Shape, n int) (err error) {
 	case s.Axis == SplitMirrored:
 		return nil
 	case s.Axis == SplitPartial:
-		if len(s.Segments) != 1 || len(s.Segments[0].Lengths) != n || s.Segments[0].Repeat != 1 {
-			return fmt.Errorf("a partial sum needs one segment of %d lengths, repeated once", n)
-		}
-		if typ != TypeF32 {
-			// the meta buffer divides the sum among the devices in floats
-			return fmt.Errorf("a partial sum of type %s, not f32", typ)
-		}
-		return nil
+		return s.checkPartial(typ, n)
 	case !s.Axis.IsDim():
 		return fmt.Errorf("split %s", s.Axis)
 	case len(s.Segments) == 0 || len(s.Segments) > 16:
 		return fmt.Errorf("%d segments (1 to 16)", len(s.Segments))
 	}
-	axis := int(s.Axis)
+	if err := s.checkLengths(ne, n, blck); err != nil {
+		return err
+	}
+	if ne[0]%blck != 0 {
+		return fmt.Errorf("%d along axis 0 is not a whole number of blocks of %d", ne[0], blck)
+	}
+	l := s.layout(ne, n, ts, blck)
+	if len(s.Segments) != 1 || s.Segments[0].Repeat != 1 {
+		return s.checkSegmentCopies(l, ne, blck)
+	}
+	return s.checkSliceCopies(l)
+}
+
+// checkPartial checks a partial split of a tensor of type typ over n
+// devices.
+func (s SplitState) checkPartial(typ Type, n int) error {
+	if len(s.Segments) != 1 || len(s.Segments[0].Lengths) != n || s.Segments[0].Repeat != 1 {
+		return fmt.Errorf("a partial sum needs one segment of %d lengths, repeated once", n)
+	}
+	if typ != TypeF32 {
+		// the meta buffer divides the sum among the devices in floats
+		return fmt.Errorf("a partial sum of type %s, not f32", typ)
+	}
+	return nil
+}
+
+// checkLengths checks that every segment is repeated and has a length for
+// each of the n devices, none negative or, along dimension 0, a fraction
+// of a block of blck, and that they add up to ne along the axis.
+func (s SplitState) checkLengths(ne Shape, n int, blck int64) error {
 	var sum int64
 	for _, sg := range s.Segments {
 		if len(sg.Lengths) != n || sg.Repeat == 0 {
@@ -313,88 +335,116 @@ func (s SplitState) Check(typ Type, ne Shape, n int) (err error) {
 			sum += v * int64(sg.Repeat)
 		}
 	}
-	if sum != ne[axis] {
+	if axis := int(s.Axis); sum != ne[axis] {
 		return fmt.Errorf("the slices add up to %d along %s, the tensor has %d", sum, s.Axis, ne[axis])
 	}
-	if ne[0]%blck != 0 {
-		return fmt.Errorf("%d along axis 0 is not a whole number of blocks of %d", ne[0], blck)
-	}
-	// the whole tensor's strides, and each slice's as the meta buffer
-	// derives them from the whole's
-	var nb [4]int64
-	nb[0], nb[1] = ts, ts*(ne[0]/blck)
-	nb[2], nb[3] = nb[1]*ne[1], nb[1]*ne[1]*ne[2]
-	size := nb[3] * ne[3]
-	type slice struct {
-		ne, nb [4]int64
-		bytes  int64
-	}
-	slices := make([]slice, n)
-	for j := range slices {
-		sl := slice{ne: ne, nb: nb}
+	return nil
+}
+
+// metaLayout is how the meta buffer lays out a tensor split along a
+// dimension: the whole tensor's strides and size, and each device's slice.
+type metaLayout struct {
+	nb     [4]int64
+	size   int64
+	slices []metaSlice
+}
+
+// metaSlice is one device's slice of a tensor: its shape, strides and size.
+type metaSlice struct {
+	ne, nb [4]int64
+	bytes  int64
+}
+
+// layout is the layout of a tensor of shape ne, of a type of blocks of
+// blck elements in ts bytes, in this split over n devices: each slice's
+// strides are derived from the whole's, as the meta buffer does.
+func (s SplitState) layout(ne Shape, n int, ts, blck int64) metaLayout {
+	axis := int(s.Axis)
+	var l metaLayout
+	l.nb[0], l.nb[1] = ts, ts*(ne[0]/blck)
+	l.nb[2], l.nb[3] = l.nb[1]*ne[1], l.nb[1]*ne[1]*ne[2]
+	l.size = l.nb[3] * ne[3]
+	l.slices = make([]metaSlice, n)
+	for j := range l.slices {
+		sl := metaSlice{ne: ne, nb: l.nb}
 		sl.ne[axis] = s.Share(j)
 		for i := range 4 {
-			if nb[i] > nb[axis] {
-				sl.nb[i] = nb[i] * sl.ne[axis] / ne[axis]
+			if l.nb[i] > l.nb[axis] {
+				sl.nb[i] = l.nb[i] * sl.ne[axis] / ne[axis]
 			}
 		}
 		sl.bytes = nbytesOf(sl.ne, sl.nb, ts, blck)
-		slices[j] = sl
+		l.slices[j] = sl
 	}
-	// a copy of rows rows of size bytes, stride apart, at off of slice j
-	fits := func(j int, off, size, rows, stride int64) error {
-		if size == 0 || rows == 0 {
-			return nil
-		}
-		if end := off + (rows-1)*stride + size; end > slices[j].bytes {
-			return fmt.Errorf("setting it would write bytes up to %d of the %d of its slice on device %d (a tensor write out of bounds)", end, slices[j].bytes, j)
-		}
+	return l
+}
+
+// fits checks a copy of rows rows of size bytes, stride apart, at off of
+// slice j.
+func (l metaLayout) fits(j int, off, size, rows, stride int64) error {
+	if size == 0 || rows == 0 {
 		return nil
 	}
-	if len(s.Segments) != 1 || s.Segments[0].Repeat != 1 {
-		if s.Axis != SplitAxis0 && s.Axis != SplitAxis1 {
-			return fmt.Errorf("segments along %s", s.Axis)
-		}
-		if ne[3] != 1 || (s.Axis == SplitAxis0 && ne[2] != 1) {
-			return fmt.Errorf("segments along %s of a tensor of shape %v", s.Axis, ne)
-		}
-		rows := size / nb[axis+1]
-		offs := make([]int64, n)
-		var data int64
-		for _, sg := range s.Segments {
-			for range sg.Repeat {
-				for j, v := range sg.Lengths {
-					m := v * nb[1]
-					if s.Axis == SplitAxis0 {
-						m = v / blck * nb[0]
-					}
-					if err := fits(j, offs[j], m, rows, slices[j].nb[axis+1]); err != nil {
-						return err
-					}
-					data += m
-					offs[j] += m
+	if end := off + (rows-1)*stride + size; end > l.slices[j].bytes {
+		return fmt.Errorf("setting it would write bytes up to %d of the %d of its slice on device %d (a tensor write out of bounds)", end, l.slices[j].bytes, j)
+	}
+	return nil
+}
+
+// checkSegmentCopies checks setting a tensor of shape ne, of blocks of
+// blck elements, split in more than one segment or repeats: the meta
+// buffer copies each segment's rows into each device's slice in turn.
+func (s SplitState) checkSegmentCopies(l metaLayout, ne Shape, blck int64) error {
+	if s.Axis != SplitAxis0 && s.Axis != SplitAxis1 {
+		return fmt.Errorf("segments along %s", s.Axis)
+	}
+	if ne[3] != 1 || (s.Axis == SplitAxis0 && ne[2] != 1) {
+		return fmt.Errorf("segments along %s of a tensor of shape %v", s.Axis, ne)
+	}
+	axis := int(s.Axis)
+	rows := l.size / l.nb[axis+1]
+	offs := make([]int64, len(l.slices))
+	var data int64
+	for _, sg := range s.Segments {
+		for range sg.Repeat {
+			for j, v := range sg.Lengths {
+				m := v * l.nb[1]
+				if s.Axis == SplitAxis0 {
+					m = v / blck * l.nb[0]
 				}
+				if err := l.fits(j, offs[j], m, rows, l.slices[j].nb[axis+1]); err != nil {
+					return err
+				}
+				data += m
+				offs[j] += m
 			}
 		}
-		if data*rows != size {
-			return fmt.Errorf("its segments copy %d of its %d bytes", data*rows, size)
-		}
-		return nil
 	}
+	if data*rows != l.size {
+		return fmt.Errorf("its segments copy %d of its %d bytes", data*rows, l.size)
+	}
+	return nil
+}
+
+// checkSliceCopies checks setting a tensor split in one segment: the meta
+// buffer copies the whole in chunks of its stride along the next
+// dimension, each device's share of every chunk into its slice.
+func (s SplitState) checkSliceCopies(l metaLayout) error {
+	axis := int(s.Axis)
 	if axis > 2 {
 		return fmt.Errorf("ggml's meta buffer sets no tensor split along %s", s.Axis)
 	}
-	chunk := nb[axis+1]
-	if chunk == 0 || size%chunk != 0 {
-		return fmt.Errorf("%d bytes are not whole chunks of %d", size, chunk)
+	chunk := l.nb[axis+1]
+	if chunk == 0 || l.size%chunk != 0 {
+		return fmt.Errorf("%d bytes are not whole chunks of %d", l.size, chunk)
 	}
 	var got int64
-	for j := range slices {
-		cj := slices[j].nb[axis+1]
+	for j, sl := range l.slices {
+		cj := sl.nb[axis+1]
 		if cj == 0 {
 			continue
 		}
-		if err := fits(j, 0, cj, size/chunk, cj); err != nil {
+		if err := l.fits(j, 0, cj, l.size/chunk, cj); err != nil {
 			return err
 		}
 		got += cj

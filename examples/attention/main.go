@@ -168,33 +168,13 @@ func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (pr
 		return res, err
 	}
 	defer lm.Close()
-	weight := func(name string) (*ggml.Tensor, error) {
-		t, ok := lm.Tensor(name)
-		if !ok {
-			return nil, fmt.Errorf("the model has no %s", name)
-		}
-		return t, nil
-	}
-	arch, err := m.String("general.architecture")
+	eps, err := rmsEpsilon(m)
 	if err != nil {
 		return res, err
 	}
-	eps := float32(1e-5)
-	if v, err := m.Float(arch + ".attention.layer_norm_rms_epsilon"); err == nil {
-		eps = float32(v)
-	}
-	names := []string{"token_embd.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}
-	ws := make([]*ggml.Tensor, len(names))
-	for i, n := range names {
-		if ws[i], err = weight(n); err != nil {
-			return res, err
-		}
-	}
-	vocab := ws[0].Shape()[1]
-	for _, tok := range tokens {
-		if tok < 0 || int64(tok) >= vocab {
-			return res, fmt.Errorf("token %d outside the vocabulary of %d", tok, vocab)
-		}
+	ws, err := layerWeights(lm, tokens)
+	if err != nil {
+		return res, err
 	}
 
 	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 16, Graphs: 1, NoAlloc: true})
@@ -202,34 +182,9 @@ func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (pr
 		return res, err
 	}
 	defer ctx.Free()
-	ids, err := ctx.NewTensor(ggml.TypeI32, int64(len(tokens)))
+	pg, err := buildProjections(ctx, ws, eps, len(tokens))
 	if err != nil {
 		return res, err
-	}
-	ids.SetInput()
-	x, err := ctx.GetRows(ws[0], ids)
-	if err != nil {
-		return res, err
-	}
-	if x, err = ctx.RMSNorm(x, eps); err != nil {
-		return res, err
-	}
-	if x, err = ctx.Mul(x, ws[1]); err != nil {
-		return res, err
-	}
-	g, err := ctx.NewGraph(0)
-	if err != nil {
-		return res, err
-	}
-	outs := make([]*ggml.Tensor, 3)
-	for i := range outs {
-		if outs[i], err = ctx.MulMat(ws[2+i], x); err != nil {
-			return res, err
-		}
-		outs[i].SetOutput()
-		if err := g.Expand(outs[i]); err != nil {
-			return res, err
-		}
 	}
 
 	cpu, err := rt.CPUDevice().NewBackend()
@@ -239,46 +194,141 @@ func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (pr
 	defer cpu.Free()
 	backends := []*ggml.Backend{cpu}
 	if target != "none" {
-		d, err := rt.DeviceByName(target)
-		if err != nil {
-			return res, err
-		}
-		if lm.Plan.LayerDevices[0] != d {
-			return res, fmt.Errorf("layer 0 was placed on %s, not %s", lm.Plan.LayerDevices[0].Name(), target)
-		}
-		be, err := d.NewBackend()
+		be, err := targetBackend(rt, lm, target)
 		if err != nil {
 			return res, err
 		}
 		defer be.Free()
 		backends = []*ggml.Backend{be, cpu}
 	}
-	s, err := rt.NewScheduler(backends, ggml.SchedulerOptions{})
-	if err != nil {
+	if err := pg.compute(rt, backends, tokens, &res); err != nil {
 		return res, err
-	}
-	defer s.Free()
-	if err := s.Alloc(g); err != nil {
-		return res, err
-	}
-	if err := ids.SetInts(tokens); err != nil {
-		return res, err
-	}
-	if err := s.Compute(g); err != nil {
-		return res, err
-	}
-	if b := s.Backend(outs[0]); b != nil {
-		res.Ran = b.Name()
-	}
-	for i, name := range outputs {
-		v, err := outs[i].Floats()
-		if err != nil {
-			return res, err
-		}
-		res.Out[name] = v
 	}
 	if target != "none" && res.Ran != backends[0].Name() {
 		return res, errors.New("the projections did not run on the device holding the weights (ran on " + res.Ran + ")")
 	}
 	return res, nil
+}
+
+// rmsEpsilon is the epsilon of the model's RMS norm, 1e-5 where the model
+// has none.
+func rmsEpsilon(m *gguf.Model) (float32, error) {
+	arch, err := m.String("general.architecture")
+	if err != nil {
+		return 0, err
+	}
+	eps := float32(1e-5)
+	if v, err := m.Float(arch + ".attention.layer_norm_rms_epsilon"); err == nil {
+		eps = float32(v)
+	}
+	return eps, nil
+}
+
+// layerWeights are the weights the projections take, in this order: the
+// token embeddings, layer 0's attention norm, Q, K and V. It checks the
+// tokens are in the embeddings' vocabulary.
+func layerWeights(lm *loader.Model, tokens []int32) ([]*ggml.Tensor, error) {
+	names := []string{"token_embd.weight", "blk.0.attn_norm.weight", "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"}
+	ws := make([]*ggml.Tensor, len(names))
+	for i, n := range names {
+		t, ok := lm.Tensor(n)
+		if !ok {
+			return nil, fmt.Errorf("the model has no %s", n)
+		}
+		ws[i] = t
+	}
+	vocab := ws[0].Shape()[1]
+	for _, tok := range tokens {
+		if tok < 0 || int64(tok) >= vocab {
+			return nil, fmt.Errorf("token %d outside the vocabulary of %d", tok, vocab)
+		}
+	}
+	return ws, nil
+}
+
+// projGraph is the graph of the projections: the token ids it takes and
+// Q, K and V, its outputs.
+type projGraph struct {
+	g    *ggml.Graph
+	ids  *ggml.Tensor
+	outs []*ggml.Tensor
+}
+
+// buildProjections builds in ctx the graph of the projections of n tokens
+// with the weights ws (as layerWeights gives them) and RMS norm epsilon eps.
+func buildProjections(ctx *ggml.Context, ws []*ggml.Tensor, eps float32, n int) (projGraph, error) {
+	var pg projGraph
+	ids, err := ctx.NewTensor(ggml.TypeI32, int64(n))
+	if err != nil {
+		return pg, err
+	}
+	ids.SetInput()
+	pg.ids = ids
+	x, err := ctx.GetRows(ws[0], ids)
+	if err != nil {
+		return pg, err
+	}
+	if x, err = ctx.RMSNorm(x, eps); err != nil {
+		return pg, err
+	}
+	if x, err = ctx.Mul(x, ws[1]); err != nil {
+		return pg, err
+	}
+	if pg.g, err = ctx.NewGraph(0); err != nil {
+		return pg, err
+	}
+	pg.outs = make([]*ggml.Tensor, 3)
+	for i := range pg.outs {
+		if pg.outs[i], err = ctx.MulMat(ws[2+i], x); err != nil {
+			return pg, err
+		}
+		pg.outs[i].SetOutput()
+		if err := pg.g.Expand(pg.outs[i]); err != nil {
+			return pg, err
+		}
+	}
+	return pg, nil
+}
+
+// targetBackend is a backend of the device named target, which must hold
+// layer 0 of lm.
+func targetBackend(rt *ggml.Runtime, lm *loader.Model, target string) (*ggml.Backend, error) {
+	d, err := rt.DeviceByName(target)
+	if err != nil {
+		return nil, err
+	}
+	if lm.Plan.LayerDevices[0] != d {
+		return nil, fmt.Errorf("layer 0 was placed on %s, not %s", lm.Plan.LayerDevices[0].Name(), target)
+	}
+	return d.NewBackend()
+}
+
+// compute runs the graph for tokens on a scheduler of backends and records
+// in res Q, K and V and the backend that ran Q.
+func (pg projGraph) compute(rt *ggml.Runtime, backends []*ggml.Backend, tokens []int32, res *projections) error {
+	s, err := rt.NewScheduler(backends, ggml.SchedulerOptions{})
+	if err != nil {
+		return err
+	}
+	defer s.Free()
+	if err := s.Alloc(pg.g); err != nil {
+		return err
+	}
+	if err := pg.ids.SetInts(tokens); err != nil {
+		return err
+	}
+	if err := s.Compute(pg.g); err != nil {
+		return err
+	}
+	if b := s.Backend(pg.outs[0]); b != nil {
+		res.Ran = b.Name()
+	}
+	for i, name := range outputs {
+		v, err := pg.outs[i].Floats()
+		if err != nil {
+			return err
+		}
+		res.Out[name] = v
+	}
+	return nil
 }

@@ -309,7 +309,7 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 		single = exprOf(init)
 	}
 	if ctype == "std::regex" {
-		return compileRegexDecl(name, items)
+		return compileRegexDecl(name, items, init)
 	}
 	return func(f *frame) (ctl, error) {
 		v, err := f.r.container(ctype)
@@ -350,7 +350,18 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 }
 
 // compileRegexDecl: a std::regex of one pattern.
-func compileRegexDecl(name string, items []exprFn) stmtFn {
+func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
+	if init != nil && len(init.Kids) == 1 && init.Kids[0].Op == ast.OpStr {
+		// a literal pattern: one regex, made once (nothing writes to it)
+		if v, err := newRegex(init.Kids[0].S); err == nil {
+			return func(f *frame) (ctl, error) {
+				c := f.sc.cell(ast.TAuto)
+				c.V = v
+				f.sc.define(name, c)
+				return ctlNone, nil
+			}
+		}
+	}
 	return func(f *frame) (ctl, error) {
 		if len(items) != 1 {
 			return ctlNone, f.errorf("std::regex %s of %d arguments", name, len(items))

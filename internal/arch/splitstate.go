@@ -193,18 +193,25 @@ func newRegex(src string) (Val, error) {
 func splitBuiltins() map[string]builtinFunc {
 	return map[string]builtinFunc{
 		"std::regex_match": func(f *frame, args []*ast.Node) (Val, error) {
-			vs, err := evalArgs(f, args)
+			if len(args) != 2 {
+				return vVoid, f.errorf("std::regex_match arguments")
+			}
+			s, err := f.eval(args[0])
 			if err != nil {
 				return vVoid, err
 			}
-			if len(vs) != 2 || vs[0].K != KStr || vs[1].K != KObj || vs[1].P.(*Object).class != "std::regex" {
+			rv, err := f.eval(args[1])
+			if err != nil {
+				return vVoid, err
+			}
+			if s.K != KStr || rv.K != KObj || rv.P.(*Object).class != "std::regex" {
 				return vVoid, f.errorf("std::regex_match arguments")
 			}
-			re, err := compiledRegex(vs[1].P.(*Object).fields["pattern"].V.S)
+			re, err := compiledRegex(rv.P.(*Object).fields["pattern"].V.S)
 			if err != nil {
 				return vVoid, f.errorf("%v", err)
 			}
-			return vBool(re.MatchString(vs[0].S)), nil
+			return vBool(re.MatchString(s.S)), nil
 		},
 		"std::lcm": func(f *frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)

@@ -40,11 +40,36 @@ func (s *source) converterKeys() (map[string]converterKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := map[string]string{} // Keys.Attention.HEAD_COUNT → "{arch}.attention.head_count"
-	var stack []struct {
+	keys := keyConstants(consts)
+	if len(keys) < 100 {
+		return nil, fmt.Errorf("gguf-py/gguf/constants.py: %d keys in class Keys, expected hundreds", len(keys))
+	}
+	writer, err := s.read("gguf-py/gguf/gguf_writer.py")
+	if err != nil {
+		return nil, err
+	}
+	methods := writerMethods(writer)
+	forms := keyForms(methods)
+	out := map[string]converterKey{}
+	for _, name := range sortedKeys(methods) {
+		methods[name].addWrites(keys, forms, out)
+	}
+	if len(out) < 100 {
+		return nil, fmt.Errorf("gguf-py/gguf/gguf_writer.py: %d keys written by GGUFWriter's add_ methods, expected hundreds", len(out))
+	}
+	return out, nil
+}
+
+// keyConstants maps the string constants of class Keys and its nested
+// classes, by their dotted path, to their values:
+// Keys.Attention.HEAD_COUNT → "{arch}.attention.head_count".
+func keyConstants(consts string) map[string]string {
+	keys := map[string]string{}
+	type class struct {
 		indent int
 		name   string
 	}
+	var stack []class // the classes enclosing the line
 	inKeys := false
 	for _, line := range strings.Split(consts, "\n") {
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
@@ -61,10 +86,7 @@ func (s *source) converterKeys() (map[string]converterKey, error) {
 			continue
 		}
 		if m := pyClass.FindStringSubmatch(line); m != nil {
-			stack = append(stack, struct {
-				indent int
-				name   string
-			}{len(m[1]), m[2]})
+			stack = append(stack, class{len(m[1]), m[2]})
 			continue
 		}
 		if m := pyConst.FindStringSubmatch(line); m != nil && len(stack) > 0 {
@@ -75,34 +97,24 @@ func (s *source) converterKeys() (map[string]converterKey, error) {
 			keys[strings.Join(append(path, m[2]), ".")] = m[3]
 		}
 	}
-	if len(keys) < 100 {
-		return nil, fmt.Errorf("gguf-py/gguf/constants.py: %d keys in class Keys, expected hundreds", len(keys))
-	}
+	return keys
+}
 
-	writer, err := s.read("gguf-py/gguf/gguf_writer.py")
-	if err != nil {
-		return nil, err
-	}
-	type method struct {
-		params map[string]string // name → annotation
-		first  string            // the first parameter after self
-		lines  []string
-	}
-	methods := map[string]*method{}
-	var cur *method
+// pyMethod is one method of GGUFWriter.
+type pyMethod struct {
+	params map[string]string // name → annotation
+	first  string            // the first parameter after self
+	lines  []string          // the body
+}
+
+// writerMethods reads the methods of gguf_writer.py's classes by name.
+func writerMethods(writer string) map[string]*pyMethod {
+	methods := map[string]*pyMethod{}
+	var cur *pyMethod
 	for _, line := range strings.Split(writer, "\n") {
 		if m := pyDef.FindStringSubmatch(line); m != nil && len(m[1]) == 4 {
-			cur = &method{params: map[string]string{}}
+			cur = newPyMethod(m[3])
 			methods[m[2]] = cur
-			for i, p := range splitParams(m[3]) {
-				name, ann, _ := strings.Cut(p, ":")
-				name = strings.TrimSpace(name)
-				if i == 1 {
-					cur.first = name
-				}
-				ann, _, _ = strings.Cut(ann, "=")
-				cur.params[name] = strings.TrimSpace(ann)
-			}
 			continue
 		}
 		if cur != nil && (strings.HasPrefix(line, "        ") || strings.TrimSpace(line) == "") {
@@ -111,70 +123,91 @@ func (s *source) converterKeys() (map[string]converterKey, error) {
 			cur = nil
 		}
 	}
+	return methods
+}
 
-	// the forms a method writes under its first parameter (add_uint32,
-	// _add_u64_array, ...), found before the methods that call them
-	keyForm := map[string]converterKey{}
+// newPyMethod is a method of the parameter list params, its body yet unread.
+func newPyMethod(params string) *pyMethod {
+	m := &pyMethod{params: map[string]string{}}
+	for i, p := range splitParams(params) {
+		name, ann, _ := strings.Cut(p, ":")
+		name = strings.TrimSpace(name)
+		if i == 1 {
+			m.first = name
+		}
+		ann, _, _ = strings.Cut(ann, "=")
+		m.params[name] = strings.TrimSpace(ann)
+	}
+	return m
+}
+
+// keyForms are the forms the methods that take the key as their first
+// parameter write under it (add_uint32, _add_u64_array, ...), by method.
+func keyForms(methods map[string]*pyMethod) map[string]converterKey {
+	forms := map[string]converterKey{}
 	for name, m := range methods {
 		if t, ok := pyTypes[strings.ToUpper(strings.TrimPrefix(name, "add_"))]; ok && m.first == "key" {
-			keyForm[name] = converterKey{scalar: t}
+			forms[name] = converterKey{scalar: t}
 		}
 		for _, l := range m.lines {
 			if kv := pyKV.FindStringSubmatch(l); kv != nil && kv[1] == m.first {
-				keyForm[name] = converterKey{elem: pyTypes[kv[2]]}
+				forms[name] = converterKey{elem: pyTypes[kv[2]]}
 			}
 		}
 	}
+	return forms
+}
 
-	out := map[string]converterKey{}
-	for _, name := range sortedKeys(methods) {
-		m := methods[name]
-		locals := map[string]string{}
-		for _, l := range m.lines {
-			if a := pyAssign.FindStringSubmatch(l); a != nil {
-				locals[a[1]] = a[2]
-			}
-			c := pyCall.FindStringSubmatch(l)
-			if c == nil {
-				continue
-			}
-			ref := c[2]
-			if r, ok := locals[ref]; ok {
-				ref = r
-			}
-			key, ok := keys[ref]
-			if !ok || !strings.HasPrefix(ref, "Keys.") {
-				continue // a key passed in by the caller
-			}
-			var form converterKey
-			switch {
-			case c[1] == "add_array":
-				form.elem = elemType(m.params[valueArg(c[3])])
-				if form.elem == "" {
-					continue
-				}
-			default:
-				f, ok := keyForm[c[1]]
-				if !ok {
-					continue
-				}
-				form = f
-			}
-			k := strings.ReplaceAll(key, "{arch}", "%s")
-			prev := out[k]
-			if form.scalar != "" {
-				prev.scalar = form.scalar
-			}
-			if form.elem != "" {
-				prev.elem = form.elem
-			}
-			out[k] = prev
+// addWrites adds to out the forms m writes under the Keys constants it
+// names, through the methods of forms or add_array. keys are the
+// constants' values.
+func (m *pyMethod) addWrites(keys map[string]string, forms, out map[string]converterKey) {
+	locals := map[string]string{} // a local variable → the Keys constant it holds
+	for _, l := range m.lines {
+		if a := pyAssign.FindStringSubmatch(l); a != nil {
+			locals[a[1]] = a[2]
 		}
+		c := pyCall.FindStringSubmatch(l)
+		if c == nil {
+			continue
+		}
+		ref := c[2]
+		if r, ok := locals[ref]; ok {
+			ref = r
+		}
+		key, ok := keys[ref]
+		if !ok || !strings.HasPrefix(ref, "Keys.") {
+			continue // a key passed in by the caller
+		}
+		form, ok := m.callForm(c[1], c[3], forms)
+		if !ok {
+			continue
+		}
+		k := strings.ReplaceAll(key, "{arch}", "%s")
+		out[k] = out[k].with(form)
 	}
-	if len(out) < 100 {
-		return nil, fmt.Errorf("gguf-py/gguf/gguf_writer.py: %d keys written by GGUFWriter's add_ methods, expected hundreds", len(out))
+}
+
+// callForm is the form a call of callee in m writes, args being the
+// call's arguments after the key; ok false for a call of no known form.
+func (m *pyMethod) callForm(callee, args string, forms map[string]converterKey) (form converterKey, ok bool) {
+	if callee == "add_array" {
+		form.elem = elemType(m.params[valueArg(args)])
+		return form, form.elem != ""
 	}
-	return out, nil
+	form, ok = forms[callee]
+	return form, ok
+}
+
+// with is k with the forms f writes added.
+func (k converterKey) with(f converterKey) converterKey {
+	if f.scalar != "" {
+		k.scalar = f.scalar
+	}
+	if f.elem != "" {
+		k.elem = f.elem
+	}
+	return k
 }
 
 // splitParams splits a Python parameter list at its top-level commas.
