@@ -643,6 +643,8 @@ func (ix *gindex) initStatements(d *gdef) ([]token, error) {
 			out = append(out, args...)
 			out = append(out, in[end], token{k: tPunct, s: ";", line: name.line})
 		} else {
+			// this->m: a parameter may have the member's name
+			out = append(out, token{k: tIdent, s: "this", line: name.line}, token{k: tPunct, s: "->", line: name.line})
 			out = append(out, name, token{k: tPunct, s: "=", line: name.line})
 			if in[j].s == "{" {
 				out = append(out, in[j:end+1]...)
@@ -686,6 +688,15 @@ func (g *generator) addGraph(name string, d *gdef, bodyToks []token) error {
 	n = prune(n, false)
 	if err := g.graphDefaults(d, params); err != nil {
 		return err
+	}
+	if strings.Contains(name, "#") {
+		// an overload: its pointer parameters name their class, which the
+		// evaluator picks the overload by
+		for i, t := range paramSig(d.params) {
+			if i < len(params.Kids) && params.Kids[i].T == ast.TPtr && params.Kids[i].C == "" {
+				params.Kids[i].C = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(t, "const "), "*"))
+			}
+		}
 	}
 	g.fns[name] = &ast.Node{Op: ast.OpBlock, Kids: []*ast.Node{params, n}}
 	g.locs[name] = d.file + ":" + strconv.Itoa(d.line)
