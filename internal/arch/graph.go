@@ -1,0 +1,499 @@
+package arch
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// A context's compute graph: llama_model::build_graph replayed (stage 1:
+// the llama architecture) with real ggml ops, called through the
+// bindings on a no_alloc context, as llama_context::graph_reserve builds
+// the graph it reserves the compute buffers with. The graph programs are
+// gen/graph.go's; their objects (llm_graph_context, its inputs, the
+// result, the KV cache and its context) are Objects whose members share
+// what is assigned to them (share), and their methods are the programs
+// of their class and its bases (graphBases), an overload picked by its
+// arguments (pickOverload). What is the evaluator's, not the pin's, is
+// said where it is: the llm_graph_result, the reserve ubatch, the KV
+// cache's context (made here from CreateMemory's cache, as
+// llama_kv_cache_context's reserve constructor makes it), and the stubs
+// (no graph callback, no LoRA adapters, an empty control vector, no
+// samplers).
+//
+// Every ggml call is checked in Go first (gcheck): a failed GGML_ASSERT
+// in the native library would end the process.
+
+// KNative values: P is a *bindings.Tensor, a nativeCtx or a nativeGraph.
+type (
+	nativeCtx   struct{ h bindings.Context }
+	nativeGraph struct{ h bindings.Graph }
+)
+
+// graphBases are the base classes of the graph's classes (the pin's
+// headers; stage 1 lists llama's).
+var graphBases = map[string][]string{
+	"llama_model_llama::graph":      {"llm_graph_context"},
+	"llm_graph_input_embd":          {"llm_graph_input_i"},
+	"llm_graph_input_pos":           {"llm_graph_input_i"},
+	"llm_graph_input_attn_kv":       {"llm_graph_input_i"},
+	"llm_graph_input_attn_no_cache": {"llm_graph_input_i"},
+	"llm_graph_input_out_ids":       {"llm_graph_input_i"},
+	"llm_graph_input_mean":          {"llm_graph_input_i"},
+	"llm_graph_input_cls":           {"llm_graph_input_i"},
+	"llm_graph_input_sampling":      {"llm_graph_input_i"},
+}
+
+// GraphParams are what llama_context::graph_reserve builds a graph with.
+type GraphParams struct {
+	Lib       *bindings.Lib
+	NTokens   uint32 // the reserve ubatch: n_ubatch tokens
+	NSeqs     uint32 // one sequence
+	NOutputs  uint32 // sched_reserve reserves n_tokens outputs
+	FlashAttn bool   // cparams.flash_attn
+	MaxNodes  int    // llama_context::graph_max_nodes
+	Memory    *Memory
+}
+
+// Graph is a built graph. Free releases its contexts.
+type Graph struct {
+	Nodes int
+	G     bindings.Graph
+	g     *graphState
+}
+
+// Free releases the graph's native contexts.
+func (g *Graph) Free() {
+	if g != nil && g.g != nil {
+		g.g.free()
+		g.g = nil
+	}
+}
+
+type graphState struct {
+	lib     *bindings.Lib
+	ctx     bindings.Context // the compute context (no_alloc)
+	wctx    bindings.Context // the weights and the KV cache's tensors (no_alloc)
+	gf      bindings.Graph
+	size    int
+	weights map[*Tensor]*bindings.Tensor
+	inGraph map[*bindings.Tensor]bool // what build_forward_expand has visited
+	nGraph  int
+}
+
+func (g *graphState) free() {
+	if g.ctx != 0 {
+		g.lib.Free(g.ctx)
+	}
+	if g.wctx != 0 {
+		g.lib.Free(g.wctx)
+	}
+	g.ctx, g.wctx = 0, 0
+}
+
+// BuildGraph replays llama_model::build_graph for the reserve graph of a
+// context: InitContext and CreateMemory must have run (their cparams
+// and cache are the graph's), and CreateTensors (its weights).
+func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
+	if p.Lib == nil {
+		return nil, fmt.Errorf("arch: BuildGraph needs the native library")
+	}
+	if r.cparams == nil {
+		return nil, fmt.Errorf("arch: BuildGraph before InitContext")
+	}
+	if p.MaxNodes <= 0 {
+		p.MaxNodes = 1024
+	}
+	lib := p.Lib
+	g := &graphState{lib: lib, size: p.MaxNodes, weights: map[*Tensor]*bindings.Tensor{}, inGraph: map[*bindings.Tensor]bool{}}
+	// llm_graph_result's constructor: a context for max_nodes tensors and
+	// the graph
+	size := lib.TensorOverhead()*uintptr(p.MaxNodes) + lib.GraphOverheadCustom(uintptr(p.MaxNodes), false)
+	g.ctx = lib.Init(bindings.InitParams{MemSize: size, NoAlloc: true})
+	nw := 16
+	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
+	if p.Memory != nil {
+		for _, c := range p.Memory.Caches {
+			nw += len(c.Tensors)
+		}
+	}
+	g.wctx = lib.Init(bindings.InitParams{MemSize: lib.TensorOverhead() * uintptr(nw), NoAlloc: true})
+	if g.ctx == 0 || g.wctx == 0 {
+		g.free()
+		return nil, fmt.Errorf("arch: ggml_init failed")
+	}
+	g.gf = lib.NewGraphCustom(g.ctx, uintptr(p.MaxNodes), false)
+	r.graph = g
+	defer func() { r.graph = nil }()
+
+	res := newShared("llm_graph_result")
+	res.fields["gf"] = &Cell{V: Val{K: KNative, P: nativeGraph{g.gf}}}
+	res.fields["ctx"] = &Cell{V: Val{K: KNative, P: nativeCtx{g.ctx}}}
+	nLayer := len(r.model.fields["layers"].V.P.(*Array).cells)
+	res.fields["t_layer_inp"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, nLayer, false)}}
+	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
+		res.fields[n] = &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}}
+	}
+
+	mctx, err := r.kvContext(p)
+	if err != nil {
+		g.free()
+		return nil, err
+	}
+	cp := r.cparams.clone()
+	cp.fields["flash_attn"] = &Cell{T: ast.TBool, V: vBool(p.FlashAttn)}
+
+	params := newShared("llm_graph_params")
+	set := func(o *Object, name string, v Val) { o.fields[name] = &Cell{T: ast.TRef, V: v} }
+	set(params, "arch", r.model.fields["arch"].V)
+	set(params, "hparams", Val{K: KObj, P: r.hparams.obj})
+	set(params, "cparams", Val{K: KObj, P: cp})
+	set(params, "ubatch", Val{K: KObj, P: reserveUbatch(p)})
+	set(params, "gtype", vInt(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
+	set(params, "sched", vNull)
+	set(params, "backend_cpu", vNull)
+	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
+	cvec.fields["layer_start"] = &Cell{V: vInt(-1, ast.TI32)}
+	cvec.fields["layer_end"] = &Cell{V: vInt(-1, ast.TI32)}
+	cvec.fields["tensors"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}}
+	set(params, "cvec", Val{K: KObj, P: cvec})
+	set(params, "loras", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no LoRA adapters
+	set(params, "mctx", mctx)
+	set(params, "cross", vNull)
+	set(params, "samplers", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no backend samplers
+	set(params, "n_outputs", vInt(int64(p.NOutputs), ast.TU32))
+	set(params, "cb", vNull) // llama_context's graph callback names tensors only: stubbed
+	set(params, "res", Val{K: KObj, P: res})
+
+	prog, err := r.program("llama_model::build_graph")
+	if err != nil {
+		g.free()
+		return nil, err
+	}
+	if _, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: params}}); err != nil {
+		g.free()
+		return nil, err
+	}
+	return &Graph{Nodes: int(lib.GraphNNodes(g.gf)), G: g.gf, g: g}, nil
+}
+
+// walkTensors calls fn on every tensor the model's members hold.
+func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
+	switch v.K {
+	case KTensor:
+		fn(v.P.(*Tensor))
+	case KObj:
+		o := v.P.(*Object)
+		if seen[o] {
+			return
+		}
+		seen[o] = true
+		for _, c := range o.fields {
+			walkTensors(c.V, fn, seen)
+		}
+	case KArr:
+		for _, c := range v.P.(*Array).cells {
+			walkTensors(c.V, fn, seen)
+		}
+	}
+}
+
+// newShared is an object of the graph's classes: its members hold what
+// is assigned to them, as the pin's pointer and reference members do.
+func newShared(class string) *Object {
+	o := newObject(class)
+	o.share = true
+	return o
+}
+
+// reserveUbatch is llama_batch_allocr::ubatch_reserve's ubatch: n_tokens
+// tokens of n_seqs sequences, every token an output.
+func reserveUbatch(p GraphParams) *Object {
+	u := newShared("llama_ubatch")
+	u32 := func(x uint32) *Cell { return &Cell{T: ast.TU32, V: vInt(int64(x), ast.TU32)} }
+	u.fields["n_tokens"] = u32(p.NTokens)
+	u.fields["n_seq_tokens"] = u32(p.NTokens / max(p.NSeqs, 1))
+	u.fields["n_seqs"] = u32(p.NSeqs)
+	u.fields["n_seqs_unq"] = u32(p.NSeqs)
+	u.fields["n_pos"] = u32(1)
+	u.fields["equal_seqs"] = &Cell{T: ast.TBool, V: vTrue}
+	tok := newArray(ast.TI32, int(p.NTokens), false)
+	u.fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
+	u.fields["embd"] = &Cell{V: vNull}
+	out := newArray(ast.TI32, int(p.NTokens), false)
+	for i := range out.cells {
+		out.cells[i].V = vInt(1, ast.TI32)
+	}
+	u.fields["output"] = &Cell{V: Val{K: KArr, P: out}}
+	return u
+}
+
+// kvContext is llama_kv_cache_context(kv), the reserve constructor, over
+// the KV cache CreateMemory sized (its tensors made on the weights'
+// context): n_kv the cache's size, one slot info over every stream.
+func (r *Run) kvContext(p GraphParams) (Val, error) {
+	if p.Memory == nil || len(p.Memory.Caches) == 0 {
+		return vNull, nil
+	}
+	if p.Memory.Class != "llama_kv_cache" || len(p.Memory.Caches) != 1 {
+		return vVoid, fmt.Errorf("arch: BuildGraph: memory %s is not replayed yet (stage 1: llama_kv_cache)", p.Memory.Class)
+	}
+	c := p.Memory.Caches[0]
+	g := r.graph
+	kv := newShared("llama_kv_cache")
+	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: r.hparams.obj}}
+	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(!p.FlashAttn)}
+	kv.fields["attn_rot_k"] = &Cell{T: ast.TBool, V: vBool(c.RotK != 0)}
+	kv.fields["attn_rot_v"] = &Cell{T: ast.TBool, V: vBool(c.RotV != 0)}
+	kv.fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadK), ast.TI32)}
+	kv.fields["n_embd_head_v_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadV), ast.TI32)}
+	kv.fields["size"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
+	kv.fields["n_stream"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1)), ast.TU32)}
+	layers := newArray(ast.TAuto, 0, false)
+	ids := &cmap{vals: []Val{}}
+	byLayer := map[int]*Object{}
+	for _, mt := range c.Tensors {
+		l, ok := byLayer[mt.Layer]
+		if !ok {
+			l = newShared("llama_kv_cache::kv_layer")
+			l.fields["il"] = &Cell{V: vInt(int64(mt.Layer), ast.TU32)}
+			byLayer[mt.Layer] = l
+			ids.keys = append(ids.keys, vInt(int64(mt.Layer), ast.TI32))
+			ids.vals = append(ids.vals, vInt(int64(len(layers.cells)), ast.TI32))
+			layers.cells = append(layers.cells, Cell{V: Val{K: KObj, P: l}})
+		}
+		ne := mt.Ne
+		nd := int32(4)
+		for nd > 1 && ne[nd-1] == 1 {
+			nd--
+		}
+		t := g.lib.NewTensor(g.wctx, int32(mt.Type), nd, &ne[0])
+		if t == nil {
+			return vVoid, fmt.Errorf("arch: the KV cache's tensor %s", mt.Name)
+		}
+		g.lib.SetName(t, mt.Name)
+		l.fields[string(mt.Role)] = &Cell{V: Val{K: KNative, P: t}}
+	}
+	kv.fields["layers"] = &Cell{V: Val{K: KArr, P: layers}}
+	kv.fields["map_layer_ids"] = &Cell{V: Val{K: KMap, P: ids}}
+
+	kc := newShared("llama_kv_cache_context")
+	kc.fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
+	kc.fields["n_kv"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
+	kc.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
+	si := newShared("llama_kv_cache::slot_info")
+	si.fields["s0"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	si.fields["s1"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1))-1, ast.TU32)}
+	sinfos := newArray(ast.TAuto, 1, false)
+	sinfos.cells[0].V = Val{K: KObj, P: si}
+	kc.fields["sinfos"] = &Cell{V: Val{K: KArr, P: sinfos}}
+	return Val{K: KObj, P: kc}, nil
+}
+
+// graphMethods are the methods of the graph's objects the evaluator
+// provides: std::unique_ptr's get (the objects are their own pointers),
+// llm_graph_result's get_ctx (its ctx_compute), llama_kv_cache's
+// get_size and get_n_stream (of its cells, which are not replayed).
+func (r *Run) graphMethod(o *Object, name string) (func(f *frame, args []*ast.Node) (Val, error), bool) {
+	self := Val{K: KObj, P: o}
+	switch {
+	case name == "get":
+		return func(*frame, []*ast.Node) (Val, error) { return self, nil }, true
+	case o.class == "llm_graph_result" && name == "get_ctx":
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields["ctx"].V, nil }, true
+	case o.class == "llama_kv_cache" && name == "get_size":
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields["size"].V, nil }, true
+	case o.class == "llama_kv_cache" && name == "get_n_stream":
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields["n_stream"].V, nil }, true
+	}
+	return nil, false
+}
+
+// classPrograms are the programs of class::name and its overloads, in
+// the class or the nearest base that has them.
+func classPrograms(class, name string) []*Program {
+	for _, c := range append([]string{class}, graphBases[class]...) {
+		if p, _ := lookupProgram(c + "::" + name); p != nil {
+			return []*Program{p}
+		}
+		var out []*Program
+		for k := 1; ; k++ {
+			p, _ := lookupProgram(fmt.Sprintf("%s::%s#%d", c, name, k))
+			if p == nil {
+				break
+			}
+			out = append(out, p)
+		}
+		if len(out) > 0 {
+			return out
+		}
+		if c != class {
+			if ps := classPrograms(c, name); len(ps) > 0 {
+				return ps
+			}
+		}
+	}
+	return nil
+}
+
+// pickOverload chooses among a function's overloads as C++ does for
+// the calls the pin's graph builders make: by the number of arguments,
+// then by the class of the first pointer argument.
+func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
+	if len(ps) == 1 {
+		return ps[0], nil
+	}
+	var fit []*Program
+	for _, p := range ps {
+		need := 0
+		for _, d := range p.Params.Kids {
+			if len(d.Kids) == 0 {
+				need++
+			}
+		}
+		if len(args) >= need && len(args) <= len(p.Params.Kids) {
+			fit = append(fit, p)
+		}
+	}
+	if len(fit) == 1 {
+		return fit[0], nil
+	}
+	if len(fit) > 1 && len(args) > 0 && args[0].Op == ast.OpIdent {
+		v, err := f.eval(args[0])
+		if err != nil {
+			return nil, err
+		}
+		cls := ""
+		if v.K == KObj {
+			cls = v.P.(*Object).class
+		}
+		var by []*Program
+		for _, p := range fit {
+			if c := p.Params.Kids[0].C; c != "" && c == cls {
+				by = append(by, p)
+			}
+		}
+		if len(by) == 1 {
+			return by[0], nil
+		}
+	}
+	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+}
+
+// graphNew is "std::make_unique<C>(args)" of a graph class: the object,
+// its constructor's program run on it if the class has one. graph<B>
+// is the calling architecture's graph class with its template argument
+// embed bound.
+func graphNew(class string) builtinFunc {
+	return func(f *frame, args []*ast.Node) (Val, error) {
+		cls, embed := class, -1
+		if strings.HasPrefix(class, "graph<") {
+			owner := f.fn
+			if i := strings.LastIndex(owner, "::"); i >= 0 {
+				owner = owner[:i]
+			}
+			cls = owner + "::graph"
+			if strings.Contains(class, "true") {
+				embed = 1
+			} else {
+				embed = 0
+			}
+		}
+		o := newShared(cls)
+		if embed >= 0 {
+			o.fields["embed"] = &Cell{T: ast.TBool, V: vBool(embed == 1)}
+		}
+		self := Val{K: KObj, P: o}
+		short := cls
+		if i := strings.LastIndex(cls, "::"); i >= 0 {
+			short = cls[i+2:]
+		}
+		if ps := classPrograms(cls, short); len(ps) > 0 {
+			p, err := pickOverload(f, ps, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if _, err := f.r.invoke(f, p, self, args); err != nil {
+				return vVoid, err
+			}
+		} else if len(args) > 0 {
+			return vVoid, f.errorf("new %s: no constructor program for %d arguments", cls, len(args))
+		}
+		return self, nil
+	}
+}
+
+// graphClasses are the classes the graph programs make with make_unique.
+var graphClasses = []string{"graph<false>", "graph<true>", "llm_graph_input_embd", "llm_graph_input_pos",
+	"llm_graph_input_attn_kv", "llm_graph_input_attn_no_cache", "llm_graph_input_out_ids", "llm_graph_input_mean",
+	"llm_graph_input_cls", "llm_graph_input_sampling"}
+
+func graphBuiltins() map[string]builtinFunc {
+	out := map[string]builtinFunc{}
+	for _, c := range graphClasses {
+		out["new::"+c] = graphNew(c)
+	}
+	for n, b := range ggmlBuiltins() {
+		out[n] = b
+	}
+	return out
+}
+
+// nativeMember reads a member of a native tensor.
+func nativeMember(v Val, name string) (Val, bool) {
+	t, ok := v.P.(*bindings.Tensor)
+	if !ok {
+		return vVoid, false
+	}
+	switch name {
+	case "ne":
+		a := newArray(ast.TI64, 4, true)
+		for i := range a.cells {
+			a.cells[i].V = vInt(t.Ne[i], ast.TI64)
+		}
+		return Val{K: KArr, P: a}, true
+	case "nb":
+		a := newArray(ast.TU64, 4, true)
+		for i := range a.cells {
+			a.cells[i].V = vInt(int64(t.Nb[i]), ast.TU64)
+		}
+		return Val{K: KArr, P: a}, true
+	case "type":
+		return vInt(int64(t.Type), ast.TI32), true
+	case "op":
+		return vInt(int64(t.Op), ast.TI32), true
+	case "flags":
+		return vInt(int64(t.Flags), ast.TI32), true
+	case "view_src":
+		if t.ViewSrc == nil {
+			return vNull, true
+		}
+		return Val{K: KNative, P: t.ViewSrc}, true
+	case "src":
+		a := newArray(ast.TPtr, bindings.MaxSrc, true)
+		for i, s := range t.Src {
+			if s != nil {
+				a.cells[i].V = Val{K: KNative, P: s}
+			}
+		}
+		return Val{K: KArr, P: a}, true
+	case "name":
+		n := t.Name[:]
+		if i := strings.IndexByte(string(n), 0); i >= 0 {
+			n = n[:i]
+		}
+		return vStr(string(n)), true
+	case "data":
+		if t.Data == nil {
+			return vNull, true
+		}
+		return vInt(int64(uintptr(t.Data)), ast.TU64), true
+	}
+	return vVoid, false
+}
+
+// tensorPtr is a native tensor's address for a C array.
+func tensorPtr(t *bindings.Tensor) unsafe.Pointer { return unsafe.Pointer(t) }
