@@ -221,6 +221,7 @@ type Funcs struct {
 	SchedSetTensorBackend func(s Sched, t *Tensor, be Backend)                                                             `c:"ggml_backend_sched_set_tensor_backend"`
 	SchedGetTensorBackend func(s Sched, t *Tensor) Backend                                                                 `c:"ggml_backend_sched_get_tensor_backend"`
 	SchedGetNSplits       func(s Sched) int32                                                                              `c:"ggml_backend_sched_get_n_splits"`
+	SchedGetBufferSize    func(s Sched, be Backend) uintptr                                                                `c:"ggml_backend_sched_get_buffer_size"`
 
 	// the native GGUF reader and writer (cross-checks and fixtures)
 	GGUFInitFromFile    func(fname string, p GGUFInitParams) GGUFContext                           `c:"gguf_init_from_file"`

@@ -47,85 +47,136 @@ var graphBases = map[string][]string{
 	"llm_graph_input_sampling":      {"llm_graph_input_i"},
 }
 
-// GraphParams are what llama_context::graph_reserve builds a graph with.
-type GraphParams struct {
-	Lib       *bindings.Lib
-	NTokens   uint32 // the reserve ubatch: n_ubatch tokens
-	NSeqs     uint32 // one sequence
-	NOutputs  uint32 // sched_reserve reserves n_tokens outputs
-	FlashAttn bool   // cparams.flash_attn
-	MaxNodes  int    // llama_context::graph_max_nodes
-	Memory    *Memory
+// GraphSession is what the graphs of one context share: the weights'
+// and the KV cache's tensors, made on a no_alloc context, on a one-page
+// dummy buffer of the CPU buffer type when they are to be scheduled (the
+// scheduler then treats them as allocated, as llama.cpp's are).
+type GraphSession struct {
+	r       *Run
+	lib     *bindings.Lib
+	wctx    bindings.Context
+	weights map[*Tensor]*bindings.Tensor
+	mctx    Val
+	fa      bool
+	dummy   bindings.Buffer
+	base    unsafe.Pointer
 }
 
-// Graph is a built graph. Free releases its contexts.
+// NewGraphSession starts the graphs of a context: InitContext and
+// CreateMemory must have run (their cparams and cache are the graphs'),
+// and CreateTensors (the weights). dummy, if not zero, is the buffer type
+// of the dummy buffer the weights and the cache are on.
+func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, dummy bindings.Buft) (*GraphSession, error) {
+	if lib == nil {
+		return nil, fmt.Errorf("arch: a graph needs the native library")
+	}
+	if r.cparams == nil {
+		return nil, fmt.Errorf("arch: a graph before InitContext")
+	}
+	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*bindings.Tensor{}, fa: flashAttn}
+	nw := 16
+	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
+	if mem != nil {
+		for _, c := range mem.Caches {
+			nw += len(c.Tensors)
+		}
+	}
+	s.wctx = lib.Init(bindings.InitParams{MemSize: lib.TensorOverhead() * uintptr(nw), NoAlloc: true})
+	if s.wctx == 0 {
+		return nil, fmt.Errorf("arch: ggml_init failed")
+	}
+	if dummy != 0 {
+		s.dummy = lib.BuftAllocBuffer(dummy, 4096)
+		if s.dummy == 0 {
+			s.Close()
+			return nil, fmt.Errorf("arch: the dummy buffer")
+		}
+		lib.BufferSetUsage(s.dummy, 1) // GGML_BACKEND_BUFFER_USAGE_WEIGHTS
+		s.base = lib.BufferGetBase(s.dummy)
+	}
+	var err error
+	if s.mctx, err = s.kvContext(mem); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close frees the session's tensors and buffer.
+func (s *GraphSession) Close() {
+	if s.wctx != 0 {
+		s.lib.Free(s.wctx)
+		s.wctx = 0
+	}
+	if s.dummy != 0 {
+		s.lib.BufferFree(s.dummy)
+		s.dummy = 0
+	}
+}
+
+// place puts a weight or cache tensor on the dummy buffer.
+func (s *GraphSession) place(t *bindings.Tensor) {
+	if s.dummy != 0 {
+		t.Buffer = s.dummy
+		t.Data = s.base
+	}
+}
+
+// Graph is a built graph. Free releases its context.
 type Graph struct {
 	Nodes int
 	G     bindings.Graph
 	g     *graphState
+	own   *GraphSession // BuildGraph's session, closed with the graph
 }
 
-// Free releases the graph's native contexts.
+// Free releases the graph's native context.
 func (g *Graph) Free() {
 	if g != nil && g.g != nil {
 		g.g.free()
 		g.g = nil
 	}
+	if g != nil && g.own != nil {
+		g.own.Close()
+		g.own = nil
+	}
 }
 
 type graphState struct {
-	lib     *bindings.Lib
+	*GraphSession
 	ctx     bindings.Context // the compute context (no_alloc)
-	wctx    bindings.Context // the weights and the KV cache's tensors (no_alloc)
 	gf      bindings.Graph
 	size    int
-	weights map[*Tensor]*bindings.Tensor
 	inGraph map[*bindings.Tensor]bool // what build_forward_expand has visited
-	nGraph  int
 }
 
 func (g *graphState) free() {
 	if g.ctx != 0 {
 		g.lib.Free(g.ctx)
 	}
-	if g.wctx != 0 {
-		g.lib.Free(g.wctx)
-	}
-	g.ctx, g.wctx = 0, 0
+	g.ctx = 0
 }
 
-// BuildGraph replays llama_model::build_graph for the reserve graph of a
-// context: InitContext and CreateMemory must have run (their cparams
-// and cache are the graph's), and CreateTensors (its weights).
-func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
-	if p.Lib == nil {
-		return nil, fmt.Errorf("arch: BuildGraph needs the native library")
+// Build replays llama_context::graph_reserve's building of a graph (its
+// llama_model::build_graph) for a ubatch of nTokens tokens of nSeqs
+// sequences with nOutputs outputs, on a graph of maxNodes nodes.
+func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Graph, error) {
+	r, lib := s.r, s.lib
+	if maxNodes <= 0 || nSeqs == 0 || nOutputs == 0 {
+		return nil, fmt.Errorf("arch: graph of %d nodes, %d sequences, %d outputs", maxNodes, nSeqs, nOutputs)
 	}
-	if r.cparams == nil {
-		return nil, fmt.Errorf("arch: BuildGraph before InitContext")
+	if nTokens%nSeqs != 0 {
+		nTokens = (nTokens + nSeqs - 1) / nSeqs * nSeqs
 	}
-	if p.MaxNodes <= 0 {
-		p.MaxNodes = 1024
-	}
-	lib := p.Lib
-	g := &graphState{lib: lib, size: p.MaxNodes, weights: map[*Tensor]*bindings.Tensor{}, inGraph: map[*bindings.Tensor]bool{}}
+	g := &graphState{GraphSession: s, size: maxNodes, inGraph: map[*bindings.Tensor]bool{}}
 	// llm_graph_result's constructor: a context for max_nodes tensors and
 	// the graph
-	size := lib.TensorOverhead()*uintptr(p.MaxNodes) + lib.GraphOverheadCustom(uintptr(p.MaxNodes), false)
+	size := lib.TensorOverhead()*uintptr(maxNodes) + lib.GraphOverheadCustom(uintptr(maxNodes), false)
 	g.ctx = lib.Init(bindings.InitParams{MemSize: size, NoAlloc: true})
-	nw := 16
-	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
-	if p.Memory != nil {
-		for _, c := range p.Memory.Caches {
-			nw += len(c.Tensors)
-		}
-	}
-	g.wctx = lib.Init(bindings.InitParams{MemSize: lib.TensorOverhead() * uintptr(nw), NoAlloc: true})
-	if g.ctx == 0 || g.wctx == 0 {
-		g.free()
+	if g.ctx == 0 {
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
-	g.gf = lib.NewGraphCustom(g.ctx, uintptr(p.MaxNodes), false)
+	g.gf = lib.NewGraphCustom(g.ctx, uintptr(maxNodes), false)
 	r.graph = g
 	defer func() { r.graph = nil }()
 
@@ -137,21 +188,15 @@ func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
 	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
 		res.fields[n] = &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}}
 	}
-
-	mctx, err := r.kvContext(p)
-	if err != nil {
-		g.free()
-		return nil, err
-	}
 	cp := r.cparams.clone()
-	cp.fields["flash_attn"] = &Cell{T: ast.TBool, V: vBool(p.FlashAttn)}
+	cp.fields["flash_attn"] = &Cell{T: ast.TBool, V: vBool(s.fa)}
 
 	params := newShared("llm_graph_params")
 	set := func(o *Object, name string, v Val) { o.fields[name] = &Cell{T: ast.TRef, V: v} }
 	set(params, "arch", r.model.fields["arch"].V)
 	set(params, "hparams", Val{K: KObj, P: r.hparams.obj})
 	set(params, "cparams", Val{K: KObj, P: cp})
-	set(params, "ubatch", Val{K: KObj, P: reserveUbatch(p)})
+	set(params, "ubatch", Val{K: KObj, P: reserveUbatch(nTokens, nSeqs, nOutputs)})
 	set(params, "gtype", vInt(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
 	set(params, "sched", vNull)
 	set(params, "backend_cpu", vNull)
@@ -161,11 +206,13 @@ func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
 	cvec.fields["tensors"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}}
 	set(params, "cvec", Val{K: KObj, P: cvec})
 	set(params, "loras", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no LoRA adapters
-	set(params, "mctx", mctx)
+	set(params, "mctx", s.mctx)
 	set(params, "cross", vNull)
 	set(params, "samplers", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no backend samplers
-	set(params, "n_outputs", vInt(int64(p.NOutputs), ast.TU32))
-	set(params, "cb", vNull) // llama_context's graph callback names tensors only: stubbed
+	set(params, "n_outputs", vInt(int64(nOutputs), ast.TU32))
+	// llama_context's graph callback names the tensors, and with GPU
+	// layers pins a layer's norm and l_last to its device: not replayed
+	set(params, "cb", vNull)
 	set(params, "res", Val{K: KObj, P: res})
 
 	prog, err := r.program("llama_model::build_graph")
@@ -178,6 +225,108 @@ func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
 		return nil, err
 	}
 	return &Graph{Nodes: int(lib.GraphNNodes(g.gf)), G: g.gf, g: g}, nil
+}
+
+// GraphParams are what BuildGraph builds a context's reserve graph with.
+type GraphParams struct {
+	Lib       *bindings.Lib
+	NTokens   uint32 // the reserve ubatch: n_ubatch tokens
+	NSeqs     uint32 // of n_seq_max sequences
+	NOutputs  uint32 // min(n_tokens, n_outputs_max) outputs
+	FlashAttn bool   // cparams.flash_attn
+	MaxNodes  int    // llama_context::graph_max_nodes (1024 if zero)
+	Memory    *Memory
+}
+
+// BuildGraph builds one graph of a session of its own (no buffers: the
+// graph is for counting, not scheduling).
+func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
+	s, err := r.NewGraphSession(p.Lib, p.Memory, p.FlashAttn, 0)
+	if err != nil {
+		return nil, err
+	}
+	if p.MaxNodes <= 0 {
+		p.MaxNodes = 1024
+	}
+	g, err := s.Build(p.NTokens, p.NSeqs, p.NOutputs, p.MaxNodes)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	g.own = s
+	return g, nil
+}
+
+// ReserveParams are a CPU context's scheduler reservation.
+type ReserveParams struct {
+	Lib              *bindings.Lib
+	NUBatch, NSeqs   uint32 // cparams.n_ubatch (min n_ctx), n_seq_max
+	NOutputsMax      uint32 // cparams.n_outputs_max (n_batch by default)
+	FlashAttn        bool
+	MaxNodes         int // graph_max_nodes
+	Memory           *Memory
+	PipelineParallel bool
+}
+
+// Reserve is what sched_reserve finds: the pp graph's nodes and splits,
+// the tg graph's, and the CPU compute buffer's size.
+type Reserve struct {
+	NodesPP, SplitsPP, NodesTG, SplitsTG int
+	ComputeBytes                         uint64
+}
+
+// ReserveCPU mirrors llama_context::sched_reserve for a context on the
+// CPU backend alone: a scheduler over the CPU backend and its default
+// buffer type, the pp graph reserved, then the tg graph, then the pp
+// graph again; the compute buffer is the scheduler's for the CPU.
+func (r *Run) ReserveCPU(p ReserveParams) (*Reserve, error) {
+	lib := p.Lib
+	dev := lib.DevByType(0) // GGML_BACKEND_DEVICE_TYPE_CPU
+	if dev == 0 {
+		return nil, fmt.Errorf("arch: no CPU device")
+	}
+	be := lib.DevInit(dev, nil)
+	if be == 0 {
+		return nil, fmt.Errorf("arch: the CPU backend failed to start")
+	}
+	defer lib.BackendFree(be)
+	buft := lib.BackendDefaultBuft(be)
+	s, err := r.NewGraphSession(lib, p.Memory, p.FlashAttn, buft)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	sched := lib.SchedNew(&be, &buft, 1, uintptr(p.MaxNodes), p.PipelineParallel, true)
+	if sched == 0 {
+		return nil, fmt.Errorf("arch: ggml_backend_sched_new failed")
+	}
+	defer lib.SchedFree(sched)
+	nTokens, nSeqs := p.NUBatch, p.NSeqs
+	nOutPP := min(nTokens, p.NOutputsMax)
+	out := &Reserve{}
+	reserve := func(nt, ns, no uint32) (nodes, splits int, err error) {
+		lib.SchedReset(sched)
+		g, err := s.Build(nt, ns, no, p.MaxNodes)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer g.Free()
+		if !lib.SchedReserve(sched, g.G) {
+			return 0, 0, fmt.Errorf("arch: ggml_backend_sched_reserve failed (%d tokens)", nt)
+		}
+		return g.Nodes, int(lib.SchedGetNSplits(sched)), nil
+	}
+	if out.NodesPP, out.SplitsPP, err = reserve(nTokens, nSeqs, nOutPP); err != nil {
+		return nil, err
+	}
+	if out.NodesTG, out.SplitsTG, err = reserve(nSeqs, nSeqs, nSeqs); err != nil {
+		return nil, err
+	}
+	if _, _, err = reserve(nTokens, nSeqs, nOutPP); err != nil {
+		return nil, err
+	}
+	out.ComputeBytes = uint64(lib.SchedGetBufferSize(sched, be))
+	return out, nil
 }
 
 // walkTensors calls fn on every tensor the model's members hold.
@@ -209,43 +358,46 @@ func newShared(class string) *Object {
 	return o
 }
 
-// reserveUbatch is llama_batch_allocr::ubatch_reserve's ubatch: n_tokens
-// tokens of n_seqs sequences, every token an output.
-func reserveUbatch(p GraphParams) *Object {
+// reserveUbatch is llama_batch_allocr::ubatch_reserve's ubatch with
+// ubatch_prepare_reserve's outputs: n_tokens tokens of n_seqs sequences,
+// the last n_outputs tokens outputs.
+func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
 	u := newShared("llama_ubatch")
 	u32 := func(x uint32) *Cell { return &Cell{T: ast.TU32, V: vInt(int64(x), ast.TU32)} }
-	u.fields["n_tokens"] = u32(p.NTokens)
-	u.fields["n_seq_tokens"] = u32(p.NTokens / max(p.NSeqs, 1))
-	u.fields["n_seqs"] = u32(p.NSeqs)
-	u.fields["n_seqs_unq"] = u32(p.NSeqs)
+	u.fields["n_tokens"] = u32(nTokens)
+	u.fields["n_seq_tokens"] = u32(nTokens / nSeqs)
+	u.fields["n_seqs"] = u32(nSeqs)
+	u.fields["n_seqs_unq"] = u32(nSeqs)
 	u.fields["n_pos"] = u32(1)
 	u.fields["equal_seqs"] = &Cell{T: ast.TBool, V: vTrue}
-	tok := newArray(ast.TI32, int(p.NTokens), false)
+	tok := newArray(ast.TI32, int(nTokens), false)
 	u.fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
 	u.fields["embd"] = &Cell{V: vNull}
-	out := newArray(ast.TI32, int(p.NTokens), false)
+	out := newArray(ast.TI32, int(nTokens), false)
 	for i := range out.cells {
-		out.cells[i].V = vInt(1, ast.TI32)
+		if uint32(i) >= nTokens-min(nOutputs, nTokens) {
+			out.cells[i].V = vInt(1, ast.TI32)
+		}
 	}
 	u.fields["output"] = &Cell{V: Val{K: KArr, P: out}}
 	return u
 }
 
 // kvContext is llama_kv_cache_context(kv), the reserve constructor, over
-// the KV cache CreateMemory sized (its tensors made on the weights'
+// the KV cache CreateMemory sized (its tensors made on the session's
 // context): n_kv the cache's size, one slot info over every stream.
-func (r *Run) kvContext(p GraphParams) (Val, error) {
-	if p.Memory == nil || len(p.Memory.Caches) == 0 {
+func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
+	if mem == nil || len(mem.Caches) == 0 {
 		return vNull, nil
 	}
-	if p.Memory.Class != "llama_kv_cache" || len(p.Memory.Caches) != 1 {
-		return vVoid, fmt.Errorf("arch: BuildGraph: memory %s is not replayed yet (stage 1: llama_kv_cache)", p.Memory.Class)
+	if mem.Class != "llama_kv_cache" || len(mem.Caches) != 1 {
+		return vVoid, fmt.Errorf("arch: graph: memory %s is not replayed yet (stage 1: llama_kv_cache)", mem.Class)
 	}
-	c := p.Memory.Caches[0]
-	g := r.graph
+	c := mem.Caches[0]
+	r := s.r
 	kv := newShared("llama_kv_cache")
 	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: r.hparams.obj}}
-	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(!p.FlashAttn)}
+	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(!s.fa)}
 	kv.fields["attn_rot_k"] = &Cell{T: ast.TBool, V: vBool(c.RotK != 0)}
 	kv.fields["attn_rot_v"] = &Cell{T: ast.TBool, V: vBool(c.RotV != 0)}
 	kv.fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadK), ast.TI32)}
@@ -270,11 +422,12 @@ func (r *Run) kvContext(p GraphParams) (Val, error) {
 		for nd > 1 && ne[nd-1] == 1 {
 			nd--
 		}
-		t := g.lib.NewTensor(g.wctx, int32(mt.Type), nd, &ne[0])
+		t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
 		if t == nil {
 			return vVoid, fmt.Errorf("arch: the KV cache's tensor %s", mt.Name)
 		}
-		g.lib.SetName(t, mt.Name)
+		s.lib.SetName(t, mt.Name)
+		s.place(t)
 		l.fields[string(mt.Role)] = &Cell{V: Val{K: KNative, P: t}}
 	}
 	kv.fields["layers"] = &Cell{V: Val{K: KArr, P: layers}}

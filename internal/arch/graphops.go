@@ -108,6 +108,7 @@ func (g *graphState) native(f *frame, v Val) (*bindings.Tensor, error) {
 			return nil, f.errorf("ggml_new_tensor of weight %s", w.Name)
 		}
 		l.SetName(t, w.Name)
+		g.place(t)
 		g.weights[w] = t
 		return t, nil
 	}
