@@ -647,6 +647,3 @@ func nativeMember(v Val, name string) (Val, bool) {
 	}
 	return vVoid, false
 }
-
-// tensorPtr is a native tensor's address for a C array.
-func tensorPtr(t *bindings.Tensor) unsafe.Pointer { return unsafe.Pointer(t) }
