@@ -76,6 +76,54 @@ type Funcs struct {
 	View1D    func(ctx Context, a *Tensor, ne0 int64, offset uintptr) *Tensor                                                                                 `c:"ggml_view_1d"`
 	View2D    func(ctx Context, a *Tensor, ne0, ne1 int64, nb1, offset uintptr) *Tensor                                                                       `c:"ggml_view_2d"`
 
+	// the ops llama.cpp's graph builders call (internal/arch replays them
+	// on a no_alloc context: every call is checked in Go first, a failed
+	// GGML_ASSERT would end the process)
+	NewTensor1D     func(ctx Context, typ int32, ne0 int64) *Tensor                                               `c:"ggml_new_tensor_1d"`
+	NewTensor2D     func(ctx Context, typ int32, ne0, ne1 int64) *Tensor                                          `c:"ggml_new_tensor_2d"`
+	NewTensor3D     func(ctx Context, typ int32, ne0, ne1, ne2 int64) *Tensor                                     `c:"ggml_new_tensor_3d"`
+	NewTensor4D     func(ctx Context, typ int32, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_new_tensor_4d"`
+	Reshape4D       func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_reshape_4d"`
+	View3D          func(ctx Context, a *Tensor, ne0, ne1, ne2 int64, nb1, nb2, offset uintptr) *Tensor           `c:"ggml_view_3d"`
+	View4D          func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64, nb1, nb2, nb3, offset uintptr) *Tensor `c:"ggml_view_4d"`
+	Cont2D          func(ctx Context, a *Tensor, ne0, ne1 int64) *Tensor                                          `c:"ggml_cont_2d"`
+	Cast            func(ctx Context, a *Tensor, typ int32) *Tensor                                               `c:"ggml_cast"`
+	SetRows         func(ctx Context, a, b, c *Tensor) *Tensor                                                    `c:"ggml_set_rows"`
+	SoftMaxExt      func(ctx Context, a, mask *Tensor, scale, maxBias float32) *Tensor                            `c:"ggml_soft_max_ext"`
+	SoftMaxAddSinks func(a, sinks *Tensor)                                                                        `c:"ggml_soft_max_add_sinks"`
+	FlashAttnExt    func(ctx Context, q, k, v, mask *Tensor, scale, maxBias, logitSoftcap float32) *Tensor        `c:"ggml_flash_attn_ext"`
+	FlashAttnKVMax  func(a *Tensor, nKVMax int32)                                                                 `c:"ggml_flash_attn_ext_set_n_kv_max"`
+	FlashAttnSinks  func(a, sinks *Tensor)                                                                        `c:"ggml_flash_attn_ext_add_sinks"`
+	PrecSetAcc      func(a *Tensor, prec int32) bool                                                              `c:"ggml_prec_set_acc"`
+	PrecSetSrc      func(a *Tensor, prec, idx int32) bool                                                         `c:"ggml_prec_set_src"`
+	MulMatSetHint   func(a *Tensor, hint int32)                                                                   `c:"ggml_mul_mat_set_hint"`
+	Norm            func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_norm"`
+	GroupNorm       func(ctx Context, a *Tensor, nGroups int32, eps float32) *Tensor                              `c:"ggml_group_norm"`
+	Clamp           func(ctx Context, a *Tensor, lo, hi float32) *Tensor                                          `c:"ggml_clamp"`
+	Fill            func(ctx Context, a *Tensor, c float32) *Tensor                                               `c:"ggml_fill"`
+	Tanh            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_tanh"`
+	Relu            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_relu"`
+	Gelu            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_gelu"`
+	Sigmoid         func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sigmoid"`
+	Sqr             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sqr"`
+	Sqrt            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sqrt"`
+	SumRows         func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sum_rows"`
+	Softplus        func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_softplus"`
+	Swiglu          func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_swiglu"`
+	Geglu           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_geglu"`
+	Reglu           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_reglu"`
+	SwigluSplit     func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_swiglu_split"`
+	GegluSplit      func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_geglu_split"`
+	RegluSplit      func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_reglu_split"`
+	SwigluOAI       func(ctx Context, a, b *Tensor, alpha, limit float32) *Tensor                                 `c:"ggml_swiglu_oai"`
+	SwigluClamp     func(ctx Context, a, b *Tensor, limit float32) *Tensor                                        `c:"ggml_swiglu_clamp"`
+	Concat          func(ctx Context, a, b *Tensor, dim int32) *Tensor                                            `c:"ggml_concat"`
+	Repeat4D        func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_repeat_4d"`
+	Pad             func(ctx Context, a *Tensor, p0, p1, p2, p3 int32) *Tensor                                    `c:"ggml_pad"`
+	ArgsortTopK     func(ctx Context, a *Tensor, k int32) *Tensor                                                 `c:"ggml_argsort_top_k"`
+	BuildForwardSel func(g Graph, tensors **Tensor, n, idx int32) *Tensor                                         `c:"ggml_build_forward_select"`
+	GraphSize       func(g Graph) int32                                                                           `c:"ggml_graph_size"`
+
 	// graphs
 	NewGraph           func(ctx Context) Graph                           `c:"ggml_new_graph"`
 	NewGraphCustom     func(ctx Context, size uintptr, grads bool) Graph `c:"ggml_new_graph_custom"`
@@ -173,6 +221,7 @@ type Funcs struct {
 	SchedSetTensorBackend func(s Sched, t *Tensor, be Backend)                                                             `c:"ggml_backend_sched_set_tensor_backend"`
 	SchedGetTensorBackend func(s Sched, t *Tensor) Backend                                                                 `c:"ggml_backend_sched_get_tensor_backend"`
 	SchedGetNSplits       func(s Sched) int32                                                                              `c:"ggml_backend_sched_get_n_splits"`
+	SchedGetBufferSize    func(s Sched, be Backend) uintptr                                                                `c:"ggml_backend_sched_get_buffer_size"`
 
 	// the native GGUF reader and writer (cross-checks and fixtures)
 	GGUFInitFromFile    func(fname string, p GGUFInitParams) GGUFContext                           `c:"gguf_init_from_file"`

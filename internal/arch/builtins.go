@@ -67,6 +67,9 @@ func init() {
 	for n, b := range contextBuiltins() {
 		builtins[n] = b
 	}
+	for n, b := range graphBuiltins() {
+		builtins[n] = b
+	}
 	builtins["std::move"] = func(f *frame, args []*ast.Node) (Val, error) {
 		if len(args) != 1 {
 			return vVoid, f.errorf("std::move of %d arguments", len(args))

@@ -311,6 +311,23 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 	if ctype == "std::regex" {
 		return compileRegexDecl(name, items, init)
 	}
+	if strings.HasPrefix(ctype, "std::unique_ptr<") || strings.HasPrefix(ctype, "std::shared_ptr<") {
+		// a smart pointer: the object it owns, shared (graph.go's objects
+		// are their own pointers)
+		return func(f *frame) (ctl, error) {
+			c := f.sc.cell(ast.TPtr)
+			c.V = vNull
+			if single != nil {
+				x, err := single(f)
+				if err != nil {
+					return ctlNone, err
+				}
+				c.V = x
+			}
+			f.sc.define(name, c)
+			return ctlNone, nil
+		}
+	}
 	return func(f *frame) (ctl, error) {
 		v, err := f.r.container(ctype)
 		if err != nil {

@@ -18,7 +18,12 @@
 // llama_context's constructor and output_reserve up to their first
 // backend or allocation (context.go); Run.SupportsTensorSplit and
 // Run.SplitState replay split mode tensor's llm_arch_supports_sm_tensor
-// and llama_meta_device_get_split_state (splitstate.go). A function
+// and llama_meta_device_get_split_state (splitstate.go). Run.BuildGraph
+// and Run.ReserveCPU (graph.go) replay llama_model::build_graph, the
+// functions it reaches (gen/graph.go finds them: so far llama's), with
+// real ggml ops called through the bindings on a no_alloc context, and
+// llama_context::sched_reserve's reservation on the CPU backend: the
+// graph's nodes and the compute buffer's size. A function
 // replayed up to a statement is extracted as its prefix, cut before an
 // anchor the generator names (extractPrefix): when a later pin moves the
 // anchor, the generator fails instead of cutting elsewhere. Errors that are llama.cpp's own (a missing key,

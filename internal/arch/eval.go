@@ -267,9 +267,11 @@ func (f *frame) lookupMember(name string) (*Cell, Val, error) {
 	if v, ok := f.r.global(name); ok {
 		return nil, v, nil
 	}
-	if f.this.K == KObj && f.this.P == f.r.model {
-		// a member of the model not yet assigned: a null pointer
-		return f.r.model.field(name), vVoid, nil
+	if f.this.K == KObj && (f.this.P == f.r.model || f.this.P.(*Object).share && name != strings.ToUpper(name)) {
+		// a member of the model (or of a graph object: a lower-case name,
+		// the pin's constants and macros are upper-case) not yet
+		// assigned: a null pointer
+		return f.this.P.(*Object).field(name), vVoid, nil
 	}
 	return nil, vVoid, f.errorf("unknown name %s", name)
 }
@@ -318,6 +320,10 @@ func (f *frame) member(obj Val, name string) (Val, error) {
 		}
 	case KNull:
 		return vVoid, &Abort{Msg: "null pointer dereference reading ->" + name, Where: f.fn}
+	case KNative:
+		if v, ok := nativeMember(obj, name); ok {
+			return v, nil
+		}
 	case KIter:
 		if m, ok := obj.P.(*cmap); ok && obj.I < int64(len(m.keys)) {
 			switch name {

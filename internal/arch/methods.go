@@ -43,6 +43,13 @@ func (r *Run) hasMethod(obj Val, name string) bool {
 			if name == "str" {
 				return bound()
 			}
+		case o.share:
+			if strings.Contains(name, "::") {
+				return false
+			}
+			if _, ok := r.graphMethod(o, name); ok || len(classPrograms(o.class, name)) > 0 {
+				return bound()
+			}
 		}
 	case KStr, KTN:
 		switch name {
@@ -51,7 +58,7 @@ func (r *Run) hasMethod(obj Val, name string) bool {
 		}
 	case KArr:
 		switch name {
-		case "size", "resize", "reserve", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test":
+		case "size", "resize", "reserve", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test", "data":
 			return bound()
 		}
 	case KMap:
@@ -67,8 +74,19 @@ func (r *Run) hasMethod(obj Val, name string) bool {
 func (r *Run) modelProgram(name string) *Program {
 	p, ok := r.progCache[name]
 	if !ok {
-		if p = r.prog(name); p == nil {
+		// the architecture's class and its parents first (the graph's
+		// virtual methods: build_arch_graph)
+		for c := r.entry.Class; c != "" && p == nil; c = classParents[c] {
+			p = r.prog(c + "::" + name)
+		}
+		if p == nil {
+			p = r.prog(name)
+		}
+		if p == nil {
 			p = r.prog("llama_model_base::" + name)
+		}
+		if p == nil {
+			p = r.prog("llama_model::" + name)
 		}
 		r.progCache[name] = p
 	}
@@ -138,6 +156,15 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 			return o.fields[m.name].V, nil
 		case o.class == "stringstream":
 			return o.fields["str"].V, nil
+		case o.share:
+			if gm, ok := r.graphMethod(o, m.name); ok {
+				return gm(f, args)
+			}
+			p, err := pickOverload(f, classPrograms(o.class, m.name), args)
+			if err != nil {
+				return vVoid, err
+			}
+			return r.invoke(f, p, recv, args)
 		}
 	case KStr, KTN:
 		s, _ := convert(recv, ast.TStr)
@@ -184,6 +211,8 @@ func (r *Run) arrayMethod(f *frame, a *Array, name string, args []*ast.Node) (Va
 		return v, nil
 	}
 	switch name {
+	case "data":
+		return Val{K: KArr, P: a}, nil // the elements, for a C array parameter (ggml_build_forward_select)
 	case "resize":
 		if len(vs) < 1 || vs[0].K != KInt {
 			return vVoid, f.errorf("resize arguments")

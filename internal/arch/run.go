@@ -111,6 +111,9 @@ type Run struct {
 	log       func(level, msg string) // InitContext's listener of LLAMA_LOG_*
 	splitMode int                     // llama_model::split_mode(), for InitContext
 	capture   *capture                // callLocals' variables
+
+	cparams *Object     // the llama_cparams InitContext resolved (BuildGraph's)
+	graph   *graphState // the graph BuildGraph builds
 }
 
 // stepLimit bounds a replay's statements: programs of the pin run a few
@@ -417,6 +420,10 @@ func staticGlobal(name string) (Val, bool) {
 		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
 	case "std::string::npos":
 		return vInt(-1, ast.TU64), true
+	case "INT32_MAX":
+		return vInt(math.MaxInt32, ast.TI32), true
+	case "UINT32_MAX":
+		return vInt(math.MaxUint32, ast.TU32), true
 	case "LLAMA_MAX_LAYERS":
 		return vVoid, false // the model's (see Load)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/internal/arch/ast"
 )
 
@@ -26,6 +27,7 @@ const (
 	KEnum        // S: an enum constant of a table (LLM_TENSOR_*, LLM_KV_*, LLM_ARCH_*), I: its family
 	KMap         // P: *cmap, a std::map / unordered_map / set
 	KIter        // P: *Array or *cmap, I: the position
+	KNative      // P: a native ggml tensor, context or graph (graph.go)
 )
 
 // enum families of KEnum values
@@ -89,7 +91,7 @@ func (c *Cell) set(v Val) error {
 	if err != nil {
 		return err
 	}
-	if c.T == ast.TPtr {
+	if c.T == ast.TPtr || c.T == ast.TRef {
 		c.V = cv // a pointer copies the address: both name one object
 		return nil
 	}
@@ -211,6 +213,12 @@ func (v Val) describe() string {
 		return "map"
 	case KIter:
 		return "iterator"
+	case KNative:
+		if t, ok := v.P.(*bindings.Tensor); ok {
+			n, _ := nativeMember(v, "name")
+			return fmt.Sprintf("ggml tensor %q %v", n.S, t.Ne)
+		}
+		return "ggml handle"
 	}
 	return "value"
 }
@@ -429,12 +437,13 @@ type Object struct {
 	class  string
 	fields map[string]*Cell
 	slab   []Cell // cells for new members, allocated a few at a time
+	share  bool   // members hold what is assigned (the graph's objects, graph.go)
 }
 
 func newObject(class string) *Object { return &Object{class: class, fields: map[string]*Cell{}} }
 
 func (o *Object) clone() *Object {
-	c := &Object{class: o.class, fields: make(map[string]*Cell, len(o.fields))}
+	c := &Object{class: o.class, fields: make(map[string]*Cell, len(o.fields)), share: o.share}
 	for k, f := range o.fields {
 		nf := *f
 		switch nf.V.K {
@@ -461,6 +470,9 @@ func (o *Object) field(name string) *Cell {
 		c = &o.slab[0]
 		o.slab = o.slab[1:]
 		c.V = vNull
+		if o.share {
+			c.T = ast.TRef
+		}
 		if st, ok := layerStructs[name]; ok && o.class == "llama_layer" {
 			c.V = Val{K: KObj, P: newStructObject(st)}
 		}

@@ -63,6 +63,7 @@ func run(dir, out, pin string) error {
 		func() error { return g.archPrograms(tb) },
 		g.sharedPrograms,
 		g.resolvePending,
+		g.graphPrograms,
 		func() error { return g.constants(tb) },
 	} {
 		if err := step(); err != nil {

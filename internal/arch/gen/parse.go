@@ -675,8 +675,16 @@ func (p *parser) tryDecl() []*ast.Node {
 			}
 			p.expect(")")
 			d.Kids = []*ast.Node{args}
-		case p.is("["):
-			p.fail("array declarators are not supported")
+		case p.accept("["):
+			// a local C array, "T a[N] = { ... };": (decl a :array N
+			// [list]), its elements value-initialized past the list
+			n := p.expr()
+			p.expect("]")
+			d.C = "array"
+			d.Kids = []*ast.Node{n}
+			if p.accept("=") {
+				d.Kids = append(d.Kids, p.braceList())
+			}
 		}
 		if typ == ast.TAuto && (len(d.Kids) == 0 || d.Kids[0].Op == ast.OpList) {
 			// a struct declared without an initializer (its members are

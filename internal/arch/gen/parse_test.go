@@ -70,6 +70,8 @@ func TestParse(t *testing.T) {
 		{`auto g = (llama_expert_gating_func_type) x;`, `(decl "g" (cast x))`},
 		{`return std::make_unique<graph<false>>(*this, params);`, `(return (call new::graph<false> (un "*" this) params))`},
 		{`auto r = std::make_unique<llm_graph_result>(n);`, `(decl "r" (call new::llm_graph_result n))`},
+		{`ggml_tensor * cur_experts[LLAMA_MAX_EXPERTS] = { nullptr };`, `(decl "cur_experts" :ptr @"array" LLAMA_MAX_EXPERTS (list nullptr))`},
+		{`int a[4];`, `(decl "a" :i32 @"array" 4)`},
 	}
 	for _, c := range cases {
 		got, err := parseText(t, c.src)
@@ -87,7 +89,6 @@ func TestParse(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	for _, src := range []string{
 		`goto end;`,
-		`int a[4];`,
 		`x = a.template f<int>();`,
 		`std::vector<int> f;  x = std::vector<int>;`,
 		`struct s { int a; }; auto f = [&]() -> s { return {1, 2}; };`,

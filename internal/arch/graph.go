@@ -1,0 +1,649 @@
+package arch
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// A context's compute graph: llama_model::build_graph replayed (stage 1:
+// the llama architecture) with real ggml ops, called through the
+// bindings on a no_alloc context, as llama_context::graph_reserve builds
+// the graph it reserves the compute buffers with. The graph programs are
+// gen/graph.go's; their objects (llm_graph_context, its inputs, the
+// result, the KV cache and its context) are Objects whose members share
+// what is assigned to them (share), and their methods are the programs
+// of their class and its bases (graphBases), an overload picked by its
+// arguments (pickOverload). What is the evaluator's, not the pin's, is
+// said where it is: the llm_graph_result, the reserve ubatch, the KV
+// cache's context (made here from CreateMemory's cache, as
+// llama_kv_cache_context's reserve constructor makes it), and the stubs
+// (no graph callback, no LoRA adapters, an empty control vector, no
+// samplers).
+//
+// Every ggml call is checked in Go first (gcheck): a failed GGML_ASSERT
+// in the native library would end the process.
+
+// KNative values: P is a *bindings.Tensor, a nativeCtx or a nativeGraph.
+type (
+	nativeCtx   struct{ h bindings.Context }
+	nativeGraph struct{ h bindings.Graph }
+)
+
+// graphBases are the base classes of the graph's classes (the pin's
+// headers; stage 1 lists llama's).
+var graphBases = map[string][]string{
+	"llama_model_llama::graph":      {"llm_graph_context"},
+	"llm_graph_input_embd":          {"llm_graph_input_i"},
+	"llm_graph_input_pos":           {"llm_graph_input_i"},
+	"llm_graph_input_attn_kv":       {"llm_graph_input_i"},
+	"llm_graph_input_attn_no_cache": {"llm_graph_input_i"},
+	"llm_graph_input_out_ids":       {"llm_graph_input_i"},
+	"llm_graph_input_mean":          {"llm_graph_input_i"},
+	"llm_graph_input_cls":           {"llm_graph_input_i"},
+	"llm_graph_input_sampling":      {"llm_graph_input_i"},
+}
+
+// GraphSession is what the graphs of one context share: the weights'
+// and the KV cache's tensors, made on a no_alloc context, on a one-page
+// dummy buffer of the CPU buffer type when they are to be scheduled (the
+// scheduler then treats them as allocated, as llama.cpp's are).
+type GraphSession struct {
+	r       *Run
+	lib     *bindings.Lib
+	wctx    bindings.Context
+	weights map[*Tensor]*bindings.Tensor
+	mctx    Val
+	fa      bool
+	dummy   bindings.Buffer
+	base    unsafe.Pointer
+}
+
+// NewGraphSession starts the graphs of a context: InitContext and
+// CreateMemory must have run (their cparams and cache are the graphs'),
+// and CreateTensors (the weights). dummy, if not zero, is the buffer type
+// of the dummy buffer the weights and the cache are on.
+func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, dummy bindings.Buft) (*GraphSession, error) {
+	if lib == nil {
+		return nil, fmt.Errorf("arch: a graph needs the native library")
+	}
+	if r.cparams == nil {
+		return nil, fmt.Errorf("arch: a graph before InitContext")
+	}
+	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*bindings.Tensor{}, fa: flashAttn}
+	nw := 16
+	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
+	if mem != nil {
+		for _, c := range mem.Caches {
+			nw += len(c.Tensors)
+		}
+	}
+	s.wctx = lib.Init(bindings.InitParams{MemSize: lib.TensorOverhead() * uintptr(nw), NoAlloc: true})
+	if s.wctx == 0 {
+		return nil, fmt.Errorf("arch: ggml_init failed")
+	}
+	if dummy != 0 {
+		s.dummy = lib.BuftAllocBuffer(dummy, 4096)
+		if s.dummy == 0 {
+			s.Close()
+			return nil, fmt.Errorf("arch: the dummy buffer")
+		}
+		lib.BufferSetUsage(s.dummy, 1) // GGML_BACKEND_BUFFER_USAGE_WEIGHTS
+		s.base = lib.BufferGetBase(s.dummy)
+	}
+	var err error
+	if s.mctx, err = s.kvContext(mem); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close frees the session's tensors and buffer.
+func (s *GraphSession) Close() {
+	if s.wctx != 0 {
+		s.lib.Free(s.wctx)
+		s.wctx = 0
+	}
+	if s.dummy != 0 {
+		s.lib.BufferFree(s.dummy)
+		s.dummy = 0
+	}
+}
+
+// place puts a weight or cache tensor on the dummy buffer.
+func (s *GraphSession) place(t *bindings.Tensor) {
+	if s.dummy != 0 {
+		t.Buffer = s.dummy
+		t.Data = s.base
+	}
+}
+
+// Graph is a built graph. Free releases its context.
+type Graph struct {
+	Nodes int
+	G     bindings.Graph
+	g     *graphState
+	own   *GraphSession // BuildGraph's session, closed with the graph
+}
+
+// Free releases the graph's native context.
+func (g *Graph) Free() {
+	if g != nil && g.g != nil {
+		g.g.free()
+		g.g = nil
+	}
+	if g != nil && g.own != nil {
+		g.own.Close()
+		g.own = nil
+	}
+}
+
+type graphState struct {
+	*GraphSession
+	ctx     bindings.Context // the compute context (no_alloc)
+	gf      bindings.Graph
+	size    int
+	inGraph map[*bindings.Tensor]bool // what build_forward_expand has visited
+}
+
+func (g *graphState) free() {
+	if g.ctx != 0 {
+		g.lib.Free(g.ctx)
+	}
+	g.ctx = 0
+}
+
+// Build replays llama_context::graph_reserve's building of a graph (its
+// llama_model::build_graph) for a ubatch of nTokens tokens of nSeqs
+// sequences with nOutputs outputs, on a graph of maxNodes nodes.
+func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Graph, error) {
+	r, lib := s.r, s.lib
+	if maxNodes <= 0 || nSeqs == 0 || nOutputs == 0 {
+		return nil, fmt.Errorf("arch: graph of %d nodes, %d sequences, %d outputs", maxNodes, nSeqs, nOutputs)
+	}
+	if nTokens%nSeqs != 0 {
+		nTokens = (nTokens + nSeqs - 1) / nSeqs * nSeqs
+	}
+	g := &graphState{GraphSession: s, size: maxNodes, inGraph: map[*bindings.Tensor]bool{}}
+	// llm_graph_result's constructor: a context for max_nodes tensors and
+	// the graph
+	size := lib.TensorOverhead()*uintptr(maxNodes) + lib.GraphOverheadCustom(uintptr(maxNodes), false)
+	g.ctx = lib.Init(bindings.InitParams{MemSize: size, NoAlloc: true})
+	if g.ctx == 0 {
+		return nil, fmt.Errorf("arch: ggml_init failed")
+	}
+	g.gf = lib.NewGraphCustom(g.ctx, uintptr(maxNodes), false)
+	r.graph = g
+	defer func() { r.graph = nil }()
+
+	res := newShared("llm_graph_result")
+	res.fields["gf"] = &Cell{V: Val{K: KNative, P: nativeGraph{g.gf}}}
+	res.fields["ctx"] = &Cell{V: Val{K: KNative, P: nativeCtx{g.ctx}}}
+	nLayer := len(r.model.fields["layers"].V.P.(*Array).cells)
+	res.fields["t_layer_inp"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, nLayer, false)}}
+	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
+		res.fields[n] = &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}}
+	}
+	cp := r.cparams.clone()
+	cp.fields["flash_attn"] = &Cell{T: ast.TBool, V: vBool(s.fa)}
+
+	params := newShared("llm_graph_params")
+	set := func(o *Object, name string, v Val) { o.fields[name] = &Cell{T: ast.TRef, V: v} }
+	set(params, "arch", r.model.fields["arch"].V)
+	set(params, "hparams", Val{K: KObj, P: r.hparams.obj})
+	set(params, "cparams", Val{K: KObj, P: cp})
+	set(params, "ubatch", Val{K: KObj, P: reserveUbatch(nTokens, nSeqs, nOutputs)})
+	set(params, "gtype", vInt(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
+	set(params, "sched", vNull)
+	set(params, "backend_cpu", vNull)
+	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
+	cvec.fields["layer_start"] = &Cell{V: vInt(-1, ast.TI32)}
+	cvec.fields["layer_end"] = &Cell{V: vInt(-1, ast.TI32)}
+	cvec.fields["tensors"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}}
+	set(params, "cvec", Val{K: KObj, P: cvec})
+	set(params, "loras", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no LoRA adapters
+	set(params, "mctx", s.mctx)
+	set(params, "cross", vNull)
+	set(params, "samplers", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no backend samplers
+	set(params, "n_outputs", vInt(int64(nOutputs), ast.TU32))
+	// llama_context's graph callback names the tensors, and with GPU
+	// layers pins a layer's norm and l_last to its device: not replayed
+	set(params, "cb", vNull)
+	set(params, "res", Val{K: KObj, P: res})
+
+	prog, err := r.program("llama_model::build_graph")
+	if err != nil {
+		g.free()
+		return nil, err
+	}
+	if _, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: params}}); err != nil {
+		g.free()
+		return nil, err
+	}
+	return &Graph{Nodes: int(lib.GraphNNodes(g.gf)), G: g.gf, g: g}, nil
+}
+
+// GraphParams are what BuildGraph builds a context's reserve graph with.
+type GraphParams struct {
+	Lib       *bindings.Lib
+	NTokens   uint32 // the reserve ubatch: n_ubatch tokens
+	NSeqs     uint32 // of n_seq_max sequences
+	NOutputs  uint32 // min(n_tokens, n_outputs_max) outputs
+	FlashAttn bool   // cparams.flash_attn
+	MaxNodes  int    // llama_context::graph_max_nodes (1024 if zero)
+	Memory    *Memory
+}
+
+// BuildGraph builds one graph of a session of its own (no buffers: the
+// graph is for counting, not scheduling).
+func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
+	s, err := r.NewGraphSession(p.Lib, p.Memory, p.FlashAttn, 0)
+	if err != nil {
+		return nil, err
+	}
+	if p.MaxNodes <= 0 {
+		p.MaxNodes = 1024
+	}
+	g, err := s.Build(p.NTokens, p.NSeqs, p.NOutputs, p.MaxNodes)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	g.own = s
+	return g, nil
+}
+
+// ReserveParams are a CPU context's scheduler reservation.
+type ReserveParams struct {
+	Lib              *bindings.Lib
+	NUBatch, NSeqs   uint32 // cparams.n_ubatch (min n_ctx), n_seq_max
+	NOutputsMax      uint32 // cparams.n_outputs_max (n_batch by default)
+	FlashAttn        bool
+	MaxNodes         int // graph_max_nodes
+	Memory           *Memory
+	PipelineParallel bool
+}
+
+// Reserve is what sched_reserve finds: the pp graph's nodes and splits,
+// the tg graph's, and the CPU compute buffer's size.
+type Reserve struct {
+	NodesPP, SplitsPP, NodesTG, SplitsTG int
+	ComputeBytes                         uint64
+}
+
+// ReserveCPU mirrors llama_context::sched_reserve for a context on the
+// CPU backend alone: a scheduler over the CPU backend and its default
+// buffer type, the pp graph reserved, then the tg graph, then the pp
+// graph again; the compute buffer is the scheduler's for the CPU.
+func (r *Run) ReserveCPU(p ReserveParams) (*Reserve, error) {
+	lib := p.Lib
+	dev := lib.DevByType(0) // GGML_BACKEND_DEVICE_TYPE_CPU
+	if dev == 0 {
+		return nil, fmt.Errorf("arch: no CPU device")
+	}
+	be := lib.DevInit(dev, nil)
+	if be == 0 {
+		return nil, fmt.Errorf("arch: the CPU backend failed to start")
+	}
+	defer lib.BackendFree(be)
+	buft := lib.BackendDefaultBuft(be)
+	s, err := r.NewGraphSession(lib, p.Memory, p.FlashAttn, buft)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	sched := lib.SchedNew(&be, &buft, 1, uintptr(p.MaxNodes), p.PipelineParallel, true)
+	if sched == 0 {
+		return nil, fmt.Errorf("arch: ggml_backend_sched_new failed")
+	}
+	defer lib.SchedFree(sched)
+	nTokens, nSeqs := p.NUBatch, p.NSeqs
+	nOutPP := min(nTokens, p.NOutputsMax)
+	out := &Reserve{}
+	reserve := func(nt, ns, no uint32) (nodes, splits int, err error) {
+		lib.SchedReset(sched)
+		g, err := s.Build(nt, ns, no, p.MaxNodes)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer g.Free()
+		if !lib.SchedReserve(sched, g.G) {
+			return 0, 0, fmt.Errorf("arch: ggml_backend_sched_reserve failed (%d tokens)", nt)
+		}
+		return g.Nodes, int(lib.SchedGetNSplits(sched)), nil
+	}
+	if out.NodesPP, out.SplitsPP, err = reserve(nTokens, nSeqs, nOutPP); err != nil {
+		return nil, err
+	}
+	if out.NodesTG, out.SplitsTG, err = reserve(nSeqs, nSeqs, nSeqs); err != nil {
+		return nil, err
+	}
+	if _, _, err = reserve(nTokens, nSeqs, nOutPP); err != nil {
+		return nil, err
+	}
+	out.ComputeBytes = uint64(lib.SchedGetBufferSize(sched, be))
+	return out, nil
+}
+
+// walkTensors calls fn on every tensor the model's members hold.
+func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
+	switch v.K {
+	case KTensor:
+		fn(v.P.(*Tensor))
+	case KObj:
+		o := v.P.(*Object)
+		if seen[o] {
+			return
+		}
+		seen[o] = true
+		for _, c := range o.fields {
+			walkTensors(c.V, fn, seen)
+		}
+	case KArr:
+		for _, c := range v.P.(*Array).cells {
+			walkTensors(c.V, fn, seen)
+		}
+	}
+}
+
+// newShared is an object of the graph's classes: its members hold what
+// is assigned to them, as the pin's pointer and reference members do.
+func newShared(class string) *Object {
+	o := newObject(class)
+	o.share = true
+	return o
+}
+
+// reserveUbatch is llama_batch_allocr::ubatch_reserve's ubatch with
+// ubatch_prepare_reserve's outputs: n_tokens tokens of n_seqs sequences,
+// the last n_outputs tokens outputs.
+func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
+	u := newShared("llama_ubatch")
+	u32 := func(x uint32) *Cell { return &Cell{T: ast.TU32, V: vInt(int64(x), ast.TU32)} }
+	u.fields["n_tokens"] = u32(nTokens)
+	u.fields["n_seq_tokens"] = u32(nTokens / nSeqs)
+	u.fields["n_seqs"] = u32(nSeqs)
+	u.fields["n_seqs_unq"] = u32(nSeqs)
+	u.fields["n_pos"] = u32(1)
+	u.fields["equal_seqs"] = &Cell{T: ast.TBool, V: vTrue}
+	tok := newArray(ast.TI32, int(nTokens), false)
+	u.fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
+	u.fields["embd"] = &Cell{V: vNull}
+	out := newArray(ast.TI32, int(nTokens), false)
+	for i := range out.cells {
+		if uint32(i) >= nTokens-min(nOutputs, nTokens) {
+			out.cells[i].V = vInt(1, ast.TI32)
+		}
+	}
+	u.fields["output"] = &Cell{V: Val{K: KArr, P: out}}
+	return u
+}
+
+// kvContext is llama_kv_cache_context(kv), the reserve constructor, over
+// the KV cache CreateMemory sized (its tensors made on the session's
+// context): n_kv the cache's size, one slot info over every stream.
+func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
+	if mem == nil || len(mem.Caches) == 0 {
+		return vNull, nil
+	}
+	if mem.Class != "llama_kv_cache" || len(mem.Caches) != 1 {
+		return vVoid, fmt.Errorf("arch: graph: memory %s is not replayed yet (stage 1: llama_kv_cache)", mem.Class)
+	}
+	c := mem.Caches[0]
+	r := s.r
+	kv := newShared("llama_kv_cache")
+	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: r.hparams.obj}}
+	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(!s.fa)}
+	kv.fields["attn_rot_k"] = &Cell{T: ast.TBool, V: vBool(c.RotK != 0)}
+	kv.fields["attn_rot_v"] = &Cell{T: ast.TBool, V: vBool(c.RotV != 0)}
+	kv.fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadK), ast.TI32)}
+	kv.fields["n_embd_head_v_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadV), ast.TI32)}
+	kv.fields["size"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
+	kv.fields["n_stream"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1)), ast.TU32)}
+	layers := newArray(ast.TAuto, 0, false)
+	ids := &cmap{vals: []Val{}}
+	byLayer := map[int]*Object{}
+	for _, mt := range c.Tensors {
+		l, ok := byLayer[mt.Layer]
+		if !ok {
+			l = newShared("llama_kv_cache::kv_layer")
+			l.fields["il"] = &Cell{V: vInt(int64(mt.Layer), ast.TU32)}
+			byLayer[mt.Layer] = l
+			ids.keys = append(ids.keys, vInt(int64(mt.Layer), ast.TI32))
+			ids.vals = append(ids.vals, vInt(int64(len(layers.cells)), ast.TI32))
+			layers.cells = append(layers.cells, Cell{V: Val{K: KObj, P: l}})
+		}
+		ne := mt.Ne
+		nd := int32(4)
+		for nd > 1 && ne[nd-1] == 1 {
+			nd--
+		}
+		t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
+		if t == nil {
+			return vVoid, fmt.Errorf("arch: the KV cache's tensor %s", mt.Name)
+		}
+		s.lib.SetName(t, mt.Name)
+		s.place(t)
+		l.fields[string(mt.Role)] = &Cell{V: Val{K: KNative, P: t}}
+	}
+	kv.fields["layers"] = &Cell{V: Val{K: KArr, P: layers}}
+	kv.fields["map_layer_ids"] = &Cell{V: Val{K: KMap, P: ids}}
+
+	kc := newShared("llama_kv_cache_context")
+	kc.fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
+	kc.fields["n_kv"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
+	kc.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
+	si := newShared("llama_kv_cache::slot_info")
+	si.fields["s0"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	si.fields["s1"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1))-1, ast.TU32)}
+	sinfos := newArray(ast.TAuto, 1, false)
+	sinfos.cells[0].V = Val{K: KObj, P: si}
+	kc.fields["sinfos"] = &Cell{V: Val{K: KArr, P: sinfos}}
+	return Val{K: KObj, P: kc}, nil
+}
+
+// graphMethods are the methods of the graph's objects the evaluator
+// provides: std::unique_ptr's get (the objects are their own pointers),
+// llm_graph_result's get_ctx (its ctx_compute), llama_kv_cache's
+// get_size and get_n_stream (of its cells, which are not replayed).
+func (r *Run) graphMethod(o *Object, name string) (func(f *frame, args []*ast.Node) (Val, error), bool) {
+	self := Val{K: KObj, P: o}
+	switch {
+	case name == "get":
+		return func(*frame, []*ast.Node) (Val, error) { return self, nil }, true
+	case o.class == "llm_graph_result" && name == "get_ctx":
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields["ctx"].V, nil }, true
+	case o.class == "llama_kv_cache" && name == "get_size":
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields["size"].V, nil }, true
+	case o.class == "llama_kv_cache" && name == "get_n_stream":
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields["n_stream"].V, nil }, true
+	}
+	return nil, false
+}
+
+// classPrograms are the programs of class::name and its overloads, in
+// the class or the nearest base that has them.
+func classPrograms(class, name string) []*Program {
+	for _, c := range append([]string{class}, graphBases[class]...) {
+		if p, _ := lookupProgram(c + "::" + name); p != nil {
+			return []*Program{p}
+		}
+		var out []*Program
+		for k := 1; ; k++ {
+			p, _ := lookupProgram(fmt.Sprintf("%s::%s#%d", c, name, k))
+			if p == nil {
+				break
+			}
+			out = append(out, p)
+		}
+		if len(out) > 0 {
+			return out
+		}
+		if c != class {
+			if ps := classPrograms(c, name); len(ps) > 0 {
+				return ps
+			}
+		}
+	}
+	return nil
+}
+
+// pickOverload chooses among a function's overloads as C++ does for
+// the calls the pin's graph builders make: by the number of arguments,
+// then by the class of the first pointer argument.
+func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
+	if len(ps) == 1 {
+		return ps[0], nil
+	}
+	var fit []*Program
+	for _, p := range ps {
+		need := 0
+		for _, d := range p.Params.Kids {
+			if len(d.Kids) == 0 {
+				need++
+			}
+		}
+		if len(args) >= need && len(args) <= len(p.Params.Kids) {
+			fit = append(fit, p)
+		}
+	}
+	if len(fit) == 1 {
+		return fit[0], nil
+	}
+	if len(fit) > 1 && len(args) > 0 && args[0].Op == ast.OpIdent {
+		v, err := f.eval(args[0])
+		if err != nil {
+			return nil, err
+		}
+		cls := ""
+		if v.K == KObj {
+			cls = v.P.(*Object).class
+		}
+		var by []*Program
+		for _, p := range fit {
+			if c := p.Params.Kids[0].C; c != "" && c == cls {
+				by = append(by, p)
+			}
+		}
+		if len(by) == 1 {
+			return by[0], nil
+		}
+	}
+	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+}
+
+// graphNew is "std::make_unique<C>(args)" of a graph class: the object,
+// its constructor's program run on it if the class has one. graph<B>
+// is the calling architecture's graph class with its template argument
+// embed bound.
+func graphNew(class string) builtinFunc {
+	return func(f *frame, args []*ast.Node) (Val, error) {
+		cls, embed := class, -1
+		if strings.HasPrefix(class, "graph<") {
+			owner := f.fn
+			if i := strings.LastIndex(owner, "::"); i >= 0 {
+				owner = owner[:i]
+			}
+			cls = owner + "::graph"
+			if strings.Contains(class, "true") {
+				embed = 1
+			} else {
+				embed = 0
+			}
+		}
+		o := newShared(cls)
+		if embed >= 0 {
+			o.fields["embed"] = &Cell{T: ast.TBool, V: vBool(embed == 1)}
+		}
+		self := Val{K: KObj, P: o}
+		short := cls
+		if i := strings.LastIndex(cls, "::"); i >= 0 {
+			short = cls[i+2:]
+		}
+		if ps := classPrograms(cls, short); len(ps) > 0 {
+			p, err := pickOverload(f, ps, args)
+			if err != nil {
+				return vVoid, err
+			}
+			if _, err := f.r.invoke(f, p, self, args); err != nil {
+				return vVoid, err
+			}
+		} else if len(args) > 0 {
+			return vVoid, f.errorf("new %s: no constructor program for %d arguments", cls, len(args))
+		}
+		return self, nil
+	}
+}
+
+// graphClasses are the classes the graph programs make with make_unique.
+var graphClasses = []string{"graph<false>", "graph<true>", "llm_graph_input_embd", "llm_graph_input_pos",
+	"llm_graph_input_attn_kv", "llm_graph_input_attn_no_cache", "llm_graph_input_out_ids", "llm_graph_input_mean",
+	"llm_graph_input_cls", "llm_graph_input_sampling"}
+
+func graphBuiltins() map[string]builtinFunc {
+	out := map[string]builtinFunc{}
+	for _, c := range graphClasses {
+		out["new::"+c] = graphNew(c)
+	}
+	for n, b := range ggmlBuiltins() {
+		out[n] = b
+	}
+	return out
+}
+
+// nativeMember reads a member of a native tensor.
+func nativeMember(v Val, name string) (Val, bool) {
+	t, ok := v.P.(*bindings.Tensor)
+	if !ok {
+		return vVoid, false
+	}
+	switch name {
+	case "ne":
+		a := newArray(ast.TI64, 4, true)
+		for i := range a.cells {
+			a.cells[i].V = vInt(t.Ne[i], ast.TI64)
+		}
+		return Val{K: KArr, P: a}, true
+	case "nb":
+		a := newArray(ast.TU64, 4, true)
+		for i := range a.cells {
+			a.cells[i].V = vInt(int64(t.Nb[i]), ast.TU64)
+		}
+		return Val{K: KArr, P: a}, true
+	case "type":
+		return vInt(int64(t.Type), ast.TI32), true
+	case "op":
+		return vInt(int64(t.Op), ast.TI32), true
+	case "flags":
+		return vInt(int64(t.Flags), ast.TI32), true
+	case "view_src":
+		if t.ViewSrc == nil {
+			return vNull, true
+		}
+		return Val{K: KNative, P: t.ViewSrc}, true
+	case "src":
+		a := newArray(ast.TPtr, bindings.MaxSrc, true)
+		for i, s := range t.Src {
+			if s != nil {
+				a.cells[i].V = Val{K: KNative, P: s}
+			}
+		}
+		return Val{K: KArr, P: a}, true
+	case "name":
+		n := t.Name[:]
+		if i := strings.IndexByte(string(n), 0); i >= 0 {
+			n = n[:i]
+		}
+		return vStr(string(n)), true
+	case "data":
+		if t.Data == nil {
+			return vNull, true
+		}
+		return vInt(int64(uintptr(t.Data)), ast.TU64), true
+	}
+	return vVoid, false
+}

@@ -1,0 +1,111 @@
+package arch_test
+
+import (
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+)
+
+type nopPlacer struct{}
+
+func (nopPlacer) Place(*arch.Creation) error { return nil }
+
+// The demo model's reserve graph, built by replaying the pin's graph
+// builders with real ggml ops, has the nodes libllama's has (n_ctx 4096,
+// one sequence, n_ubatch 512, the CPU: 254 nodes with flash attention,
+// 294 without).
+func TestBuildGraphDemoLlama(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path, err := synth.DemoModel(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		fa    bool
+		nodes int
+	}{{true, 254}, {false, 294}} {
+		m := testenv.OpenModel(t, path)
+		r, err := arch.Load(m, arch.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CreateTensors(nopPlacer{}); err != nil {
+			t.Fatal(err)
+		}
+		fa := 0
+		if c.fa {
+			fa = 1
+		}
+		cx, err := r.InitContext(arch.ContextParams{NCtx: 4096, NBatch: 2048, NUBatch: 512, NSeqMax: 1, FlashAttn: fa,
+			TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
+			OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := r.BuildGraph(arch.GraphParams{Lib: testenv.Lib(rt), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
+			FlashAttn: cx.FlashAttn, Memory: mem})
+		if err != nil {
+			t.Fatalf("flash attention %v: %v", c.fa, err)
+		}
+		t.Logf("flash attention %v: %d nodes (libllama: %d)", c.fa, g.Nodes, c.nodes)
+		if g.Nodes != c.nodes {
+			t.Errorf("flash attention %v: %d nodes, libllama has %d", c.fa, g.Nodes, c.nodes)
+		}
+		g.Free()
+	}
+}
+
+// The demo model's CPU context, reserved as llama_context::sched_reserve
+// reserves it, has libllama's compute buffer: 17,840,128 bytes with flash
+// attention, 81,799,168 without, in one split.
+func TestReserveCPUDemoLlama(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path, err := synth.DemoModel(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		fa    bool
+		nodes int
+		bytes uint64
+	}{{true, 254, 17840128}, {false, 294, 81799168}} {
+		m := testenv.OpenModel(t, path)
+		r, err := arch.Load(m, arch.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.CreateTensors(nopPlacer{}); err != nil {
+			t.Fatal(err)
+		}
+		fa := 0
+		if c.fa {
+			fa = 1
+		}
+		cx, err := r.InitContext(arch.ContextParams{NCtx: 4096, NBatch: 2048, NUBatch: 512, NSeqMax: 1, FlashAttn: fa,
+			TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
+			OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.ReserveCPU(arch.ReserveParams{Lib: testenv.Lib(rt), NUBatch: min(cx.NCtx, cx.NUBatch), NSeqs: cx.NSeqMax,
+			NOutputsMax: cx.NBatch, FlashAttn: cx.FlashAttn, MaxNodes: 1024, Memory: mem})
+		if err != nil {
+			t.Fatalf("flash attention %v: %v", c.fa, err)
+		}
+		t.Logf("flash attention %v: %+v", c.fa, *res)
+		if res.NodesPP != c.nodes || res.SplitsPP != 1 || res.ComputeBytes != c.bytes {
+			t.Errorf("flash attention %v: %d nodes, %d splits, %d bytes; libllama: %d, 1, %d", c.fa, res.NodesPP, res.SplitsPP, res.ComputeBytes, c.nodes, c.bytes)
+		}
+	}
+}

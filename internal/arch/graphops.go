@@ -1,0 +1,861 @@
+package arch
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// The ggml functions the graph programs call, through the bindings, each
+// checked first as ggml.c checks its arguments: a GGML_ASSERT that would
+// fail is an Abort here, worded as ggml words it, and the native call is
+// never made.
+
+// gcall is one call's evaluated arguments.
+type gcall struct {
+	f  *frame
+	fn string
+	v  []Val
+	g  *graphState
+}
+
+func (c *gcall) lib() *bindings.Lib { return c.g.lib }
+
+// assert is GGML_ASSERT(cond) of ggml.c.
+func (c *gcall) assert(ok bool, cond string) error {
+	if ok {
+		return nil
+	}
+	return &Abort{Msg: "GGML_ASSERT(" + cond + ") failed", Where: c.fn}
+}
+
+func (c *gcall) ctx(i int) (bindings.Context, error) {
+	if n, ok := c.v[i].P.(nativeCtx); ok && c.v[i].K == KNative {
+		return n.h, c.room(n.h)
+	}
+	return 0, c.f.errorf("%s: argument %d is %s, not a ggml context", c.fn, i, c.v[i].describe())
+}
+
+// room checks that the context has room for one more tensor: ggml_new_object
+// aborts when it has not.
+func (c *gcall) room(ctx bindings.Context) error {
+	l := c.lib()
+	return c.assert(l.UsedMem(ctx)+l.TensorOverhead() <= l.GetMemSize(ctx), "obj_new (not enough space in the context's memory pool)")
+}
+
+func (c *gcall) graph(i int) (bindings.Graph, error) {
+	if n, ok := c.v[i].P.(nativeGraph); ok && c.v[i].K == KNative {
+		return n.h, nil
+	}
+	return 0, c.f.errorf("%s: argument %d is %s, not a graph", c.fn, i, c.v[i].describe())
+}
+
+// opt is a tensor argument that may be null.
+func (c *gcall) opt(i int) (*bindings.Tensor, error) {
+	if i >= len(c.v) {
+		return nil, nil
+	}
+	return c.g.native(c.f, c.v[i])
+}
+
+// t is a tensor argument: ggml dereferences it.
+func (c *gcall) t(i int) (*bindings.Tensor, error) {
+	t, err := c.opt(i)
+	if err == nil && t == nil {
+		err = &Abort{Msg: fmt.Sprintf("null tensor passed to %s (argument %d)", c.fn, i), Where: c.f.fn}
+	}
+	return t, err
+}
+
+func (c *gcall) i(i int) int64 {
+	v, _ := convert(c.v[i], ast.TI64)
+	return v.I
+}
+
+func (c *gcall) f32(i int) float32 {
+	v, _ := convert(c.v[i], ast.TF32)
+	return float32(v.F)
+}
+
+// native is the tensor a value names: a native tensor, a model weight
+// (made on the weights' context on first use), or null.
+func (g *graphState) native(f *frame, v Val) (*bindings.Tensor, error) {
+	switch v.K {
+	case KNull:
+		return nil, nil
+	case KNative:
+		if t, ok := v.P.(*bindings.Tensor); ok {
+			return t, nil
+		}
+	case KTensor:
+		w := v.P.(*Tensor)
+		if t, ok := g.weights[w]; ok {
+			return t, nil
+		}
+		l := g.lib
+		if l.UsedMem(g.wctx)+l.TensorOverhead() > l.GetMemSize(g.wctx) {
+			return nil, f.errorf("the weights' context is full")
+		}
+		ne := w.Ne
+		nd := int32(4)
+		for nd > 1 && ne[nd-1] == 1 {
+			nd--
+		}
+		t := l.NewTensor(g.wctx, int32(w.Type), nd, &ne[0])
+		if t == nil {
+			return nil, f.errorf("ggml_new_tensor of weight %s", w.Name)
+		}
+		l.SetName(t, w.Name)
+		g.place(t)
+		g.weights[w] = t
+		return t, nil
+	}
+	return nil, f.errorf("%s is no tensor", v.describe())
+}
+
+func tval(t *bindings.Tensor) Val {
+	if t == nil {
+		return vNull
+	}
+	return Val{K: KNative, P: t}
+}
+
+// the shape predicates of ggml.c
+func nelements(t *bindings.Tensor) int64 { return t.Ne[0] * t.Ne[1] * t.Ne[2] * t.Ne[3] }
+
+func canRepeat(t0, t1 *bindings.Tensor) bool {
+	if nelements(t0) == 0 {
+		return nelements(t1) == 0
+	}
+	for i := 0; i < 4; i++ {
+		if t1.Ne[i]%t0.Ne[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func canMulMat(t0, t1 *bindings.Tensor) bool {
+	return t0.Ne[0] == t1.Ne[0] && t1.Ne[2]%t0.Ne[2] == 0 && t1.Ne[3]%t0.Ne[3] == 0
+}
+
+func sameShape(a, b *bindings.Tensor) bool { return a.Ne == b.Ne }
+
+func (g *graphState) contiguousN(t *bindings.Tensor, n int) bool {
+	l := g.lib
+	next := uintptr(l.TypeSize(t.Type))
+	if t.Ne[0] != l.BlckSize(t.Type) && t.Nb[0] != next {
+		return false
+	}
+	next *= uintptr(t.Ne[0] / l.BlckSize(t.Type))
+	for i := 1; i < 4; i++ {
+		if t.Ne[i] != 1 {
+			if i > n {
+				if t.Nb[i] != next {
+					return false
+				}
+				next *= uintptr(t.Ne[i])
+			} else {
+				next = uintptr(t.Ne[i]) * t.Nb[i]
+			}
+		}
+	}
+	return true
+}
+
+func (g *graphState) contiguous(t *bindings.Tensor) bool { return g.contiguousN(t, 0) }
+
+// nbytes is ggml_nbytes.
+func (g *graphState) nbytes(t *bindings.Tensor) uint64 {
+	for i := 0; i < 4; i++ {
+		if t.Ne[i] <= 0 {
+			return 0
+		}
+	}
+	l := g.lib
+	blck := l.BlckSize(t.Type)
+	var n uint64
+	if blck == 1 {
+		n = uint64(l.TypeSize(t.Type))
+		for i := 0; i < 4; i++ {
+			n += uint64(t.Ne[i]-1) * uint64(t.Nb[i])
+		}
+		return n
+	}
+	n = uint64(t.Ne[0]) * uint64(t.Nb[0]) / uint64(blck)
+	for i := 1; i < 4; i++ {
+		n += uint64(t.Ne[i]-1) * uint64(t.Nb[i])
+	}
+	return n
+}
+
+// viewFits is ggml_new_tensor_impl's check of a view: its data within
+// its source's.
+func (c *gcall) viewFits(a *bindings.Tensor, typ int32, ne [4]int64, nb [4]uintptr, offset uint64) error {
+	v := bindings.Tensor{Type: typ, Ne: ne, Nb: nb}
+	// a view's size is that of a contiguous tensor of its shape
+	l := c.lib()
+	v.Nb[0] = l.TypeSize(typ)
+	v.Nb[1] = v.Nb[0] * uintptr(ne[0]/l.BlckSize(typ))
+	for i := 2; i < 4; i++ {
+		v.Nb[i] = v.Nb[i-1] * uintptr(ne[i-1])
+	}
+	size := c.g.nbytes(&v)
+	return c.assert(size == 0 || size+offset <= c.g.nbytes(a), "view_src == NULL || data_size == 0 || data_size + view_offs <= ggml_nbytes(view_src)")
+}
+
+type opFn func(c *gcall) (Val, error)
+
+// op registers a ggml function of n arguments (-1: any).
+func op(out map[string]builtinFunc, name string, n int, fn opFn) {
+	out[name] = func(f *frame, args []*ast.Node) (Val, error) {
+		if f.r.graph == nil {
+			return vVoid, f.errorf("%s outside BuildGraph", name)
+		}
+		if n >= 0 && len(args) != n {
+			return vVoid, f.errorf("%s: %d arguments, not %d", name, len(args), n)
+		}
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		return fn(&gcall{f: f, fn: name, v: append([]Val(nil), vs...), g: f.r.graph})
+	}
+}
+
+// unary registers ggml_NAME(ctx, a).
+func unary(out map[string]builtinFunc, name string, call func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor) {
+	op(out, name, 2, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(call(c.lib())(ctx, a)), nil
+	})
+}
+
+// binary registers ggml_NAME(ctx, a, b) with its check.
+func binary(out map[string]builtinFunc, name string, check func(c *gcall, a, b *bindings.Tensor) error, call func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor) {
+	op(out, name, 3, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		b, err := c.t(2)
+		if err != nil {
+			return vVoid, err
+		}
+		if check != nil {
+			if err := check(c, a, b); err != nil {
+				return vVoid, err
+			}
+		}
+		return tval(call(c.lib())(ctx, a, b)), nil
+	})
+}
+
+func repeats(c *gcall, a, b *bindings.Tensor) error {
+	return c.assert(canRepeat(b, a), "ggml_can_repeat(b, a)")
+}
+
+func glu(c *gcall, a, b *bindings.Tensor) error {
+	if err := c.assert(c.g.contiguousN(a, 1) && c.g.contiguousN(b, 1), "ggml_is_contiguous_1(a)"); err != nil {
+		return err
+	}
+	return c.assert(sameShape(a, b) && a.Type == b.Type, "ggml_are_same_shape(a, b)")
+}
+
+func ggmlBuiltins() map[string]builtinFunc {
+	out := map[string]builtinFunc{}
+	L := func(f func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor) func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor {
+		return f
+	}
+	unary(out, "ggml_cont", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Cont }))
+	unary(out, "ggml_transpose", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Transpose }))
+	unary(out, "ggml_silu", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Silu }))
+	unary(out, "ggml_gelu", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Gelu }))
+	unary(out, "ggml_relu", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Relu }))
+	unary(out, "ggml_tanh", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Tanh }))
+	unary(out, "ggml_sigmoid", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sigmoid }))
+	unary(out, "ggml_sqr", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sqr }))
+	unary(out, "ggml_sqrt", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sqrt }))
+	unary(out, "ggml_sum_rows", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SumRows }))
+	unary(out, "ggml_softplus", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Softplus }))
+	unary(out, "ggml_soft_max", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SoftMax }))
+
+	binary(out, "ggml_add", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.Add
+	})
+	binary(out, "ggml_mul", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.Mul
+	})
+	binary(out, "ggml_div", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.Div
+	})
+	binary(out, "ggml_mul_mat", func(c *gcall, a, b *bindings.Tensor) error {
+		if err := c.assert(canMulMat(a, b), "ggml_can_mul_mat(a, b)"); err != nil {
+			return err
+		}
+		return c.assert(!(a.Nb[0] > a.Nb[1]), "!ggml_is_transposed(a)")
+	}, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.MulMat
+	})
+	binary(out, "ggml_get_rows", func(c *gcall, a, b *bindings.Tensor) error {
+		return c.assert(a.Ne[2] == b.Ne[1] && a.Ne[3] == b.Ne[2] && b.Ne[3] == 1 && b.Type == typeI32, "a->ne[2] == b->ne[1] && b->type == GGML_TYPE_I32")
+	}, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.GetRows
+	})
+	binary(out, "ggml_cpy", func(c *gcall, a, b *bindings.Tensor) error {
+		return c.assert(nelements(a) == nelements(b), "ggml_nelements(a) == ggml_nelements(b)")
+	}, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.Cpy
+	})
+	binary(out, "ggml_swiglu_split", glu, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.SwigluSplit
+	})
+	binary(out, "ggml_geglu_split", glu, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.GegluSplit
+	})
+	binary(out, "ggml_reglu_split", glu, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.RegluSplit
+	})
+
+	// new tensors
+	for nd := 1; nd <= 4; nd++ {
+		nd := nd
+		op(out, fmt.Sprintf("ggml_new_tensor_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
+			ctx, err := c.ctx(0)
+			if err != nil {
+				return vVoid, err
+			}
+			typ := int32(c.i(1))
+			ne := [4]int64{1, 1, 1, 1}
+			for i := 0; i < nd; i++ {
+				ne[i] = c.i(2 + i)
+				if err := c.assert(ne[i] >= 0, "ne >= 0"); err != nil {
+					return vVoid, err
+				}
+			}
+			if err := c.assert(typ >= 0 && typ < typeCount, "type >= 0 && type < GGML_TYPE_COUNT"); err != nil {
+				return vVoid, err
+			}
+			return tval(c.lib().NewTensor(ctx, typ, int32(nd), &ne[0])), nil
+		})
+	}
+	// reshapes and views
+	for nd := 2; nd <= 4; nd++ {
+		nd := nd
+		op(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
+			ctx, err := c.ctx(0)
+			if err != nil {
+				return vVoid, err
+			}
+			a, err := c.t(1)
+			if err != nil {
+				return vVoid, err
+			}
+			ne := [4]int64{1, 1, 1, 1}
+			for i := 0; i < nd; i++ {
+				ne[i] = c.i(2 + i)
+			}
+			if err := c.assert(c.g.contiguous(a), "ggml_is_contiguous(a)"); err != nil {
+				return vVoid, err
+			}
+			if err := c.assert(nelements(a) == ne[0]*ne[1]*ne[2]*ne[3], "ggml_nelements(a) == ne0*ne1*..."); err != nil {
+				return vVoid, err
+			}
+			l := c.lib()
+			switch nd {
+			case 2:
+				return tval(l.Reshape2D(ctx, a, ne[0], ne[1])), nil
+			case 3:
+				return tval(l.Reshape3D(ctx, a, ne[0], ne[1], ne[2])), nil
+			}
+			return tval(l.Reshape4D(ctx, a, ne[0], ne[1], ne[2], ne[3])), nil
+		})
+	}
+	for nd := 1; nd <= 4; nd++ {
+		nd := nd
+		// ggml_view_Nd(ctx, a, ne0..ne(N-1), nb1..nb(N-1), offset)
+		op(out, fmt.Sprintf("ggml_view_%dd", nd), 2+nd+(nd-1)+1, func(c *gcall) (Val, error) {
+			ctx, err := c.ctx(0)
+			if err != nil {
+				return vVoid, err
+			}
+			a, err := c.t(1)
+			if err != nil {
+				return vVoid, err
+			}
+			ne := [4]int64{1, 1, 1, 1}
+			var nb [4]uintptr
+			for i := 0; i < nd; i++ {
+				ne[i] = c.i(2 + i)
+			}
+			for i := 1; i < nd; i++ {
+				nb[i] = uintptr(c.i(2 + nd + i - 1))
+			}
+			offset := uintptr(c.i(2 + nd + nd - 1))
+			if err := c.viewFits(a, a.Type, ne, nb, uint64(offset)); err != nil {
+				return vVoid, err
+			}
+			l := c.lib()
+			switch nd {
+			case 1:
+				return tval(l.View1D(ctx, a, ne[0], offset)), nil
+			case 2:
+				return tval(l.View2D(ctx, a, ne[0], ne[1], nb[1], offset)), nil
+			case 3:
+				return tval(l.View3D(ctx, a, ne[0], ne[1], ne[2], nb[1], nb[2], offset)), nil
+			}
+			return tval(l.View4D(ctx, a, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], offset)), nil
+		})
+	}
+	op(out, "ggml_permute", 6, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		ax := [4]int64{c.i(2), c.i(3), c.i(4), c.i(5)}
+		seen := map[int64]bool{}
+		for _, x := range ax {
+			if err := c.assert(x >= 0 && x < 4 && !seen[x], "axis0 != axis1 ..."); err != nil {
+				return vVoid, err
+			}
+			seen[x] = true
+		}
+		return tval(c.lib().Permute(ctx, a, int32(ax[0]), int32(ax[1]), int32(ax[2]), int32(ax[3]))), nil
+	})
+	op(out, "ggml_cont_2d", 4, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(nelements(a) == c.i(2)*c.i(3), "ggml_nelements(a) == (ne0*ne1*ne2*ne3)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Cont2D(ctx, a, c.i(2), c.i(3))), nil
+	})
+	op(out, "ggml_cast", 3, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Cast(ctx, a, int32(c.i(2)))), nil
+	})
+	op(out, "ggml_scale", 3, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Scale(ctx, a, c.f32(2))), nil
+	})
+	for _, n := range []string{"ggml_rms_norm", "ggml_norm"} {
+		n := n
+		op(out, n, 3, func(c *gcall) (Val, error) {
+			ctx, err := c.ctx(0)
+			if err != nil {
+				return vVoid, err
+			}
+			a, err := c.t(1)
+			if err != nil {
+				return vVoid, err
+			}
+			if n == "ggml_norm" {
+				return tval(c.lib().Norm(ctx, a, c.f32(2))), nil
+			}
+			return tval(c.lib().RMSNorm(ctx, a, c.f32(2))), nil
+		})
+	}
+	op(out, "ggml_rope_ext", 13, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		b, err := c.t(2)
+		if err != nil {
+			return vVoid, err
+		}
+		fr, err := c.opt(3)
+		if err != nil {
+			return vVoid, err
+		}
+		nDims, mode := c.i(4), c.i(5)
+		if err := c.assert(mode&1 == 0, "(mode & 1) == 0"); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(b.Ne[1] == 1 && b.Ne[2] == 1 && b.Ne[3] == 1 && b.Type == typeI32, "ggml_is_vector(b) && b->type == GGML_TYPE_I32"); err != nil {
+			return vVoid, err
+		}
+		mrope := mode&8 != 0 // GGML_ROPE_TYPE_MROPE
+		if mrope {
+			err = c.assert(a.Ne[2]*4 == b.Ne[0], "a->ne[2] * 4 == b->ne[0]")
+		} else {
+			err = c.assert(a.Ne[2] == b.Ne[0], "a->ne[2] == b->ne[0]")
+		}
+		if err != nil {
+			return vVoid, err
+		}
+		if fr != nil {
+			if err := c.assert(fr.Type == typeF32 && fr.Ne[0] >= nDims/2, "c->type == GGML_TYPE_F32 && c->ne[0] >= n_dims / 2"); err != nil {
+				return vVoid, err
+			}
+		}
+		return tval(c.lib().RopeExt(ctx, a, b, fr, int32(nDims), int32(mode), int32(c.i(6)), c.f32(7), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12))), nil
+	})
+	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		mask, err := c.opt(2)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(c.g.contiguous(a), "ggml_is_contiguous(a)"); err != nil {
+			return vVoid, err
+		}
+		if mask != nil {
+			ok := (mask.Type == typeF16 || mask.Type == typeF32) && c.g.contiguous(mask) && mask.Ne[0] == a.Ne[0] &&
+				mask.Ne[1] >= a.Ne[1] && a.Ne[2]%mask.Ne[2] == 0 && a.Ne[3]%mask.Ne[3] == 0
+			if err := c.assert(ok, "mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] ..."); err != nil {
+				return vVoid, err
+			}
+		}
+		return tval(c.lib().SoftMaxExt(ctx, a, mask, c.f32(3), c.f32(4))), nil
+	})
+	op(out, "ggml_flash_attn_ext", 8, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		q, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		k, err := c.t(2)
+		if err != nil {
+			return vVoid, err
+		}
+		v, err := c.t(3)
+		if err != nil {
+			return vVoid, err
+		}
+		mask, err := c.opt(4)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(canMulMat(k, q) && q.Ne[3] == k.Ne[3] && q.Ne[3] == v.Ne[3], "ggml_can_mul_mat(k, q)"); err != nil {
+			return vVoid, err
+		}
+		if mask != nil {
+			ok := mask.Type == typeF16 && c.g.contiguous(mask) && q.Ne[2]%mask.Ne[2] == 0 && q.Ne[3]%mask.Ne[3] == 0
+			if err := c.assert(ok, "mask->type == GGML_TYPE_F16 && ggml_is_contiguous(mask)"); err != nil {
+				return vVoid, err
+			}
+		}
+		return tval(c.lib().FlashAttnExt(ctx, q, k, v, mask, c.f32(5), c.f32(6), c.f32(7))), nil
+	})
+	op(out, "ggml_set_rows", 4, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		b, err := c.t(2)
+		if err != nil {
+			return vVoid, err
+		}
+		ix, err := c.t(3)
+		if err != nil {
+			return vVoid, err
+		}
+		ok := a.Ne[0] == b.Ne[0] && a.Ne[2] == b.Ne[2] && a.Ne[3] == b.Ne[3] && b.Ne[1] == ix.Ne[0] &&
+			b.Ne[2]%ix.Ne[1] == 0 && b.Ne[3]%ix.Ne[2] == 0 && ix.Ne[3] == 1 &&
+			(b.Type == typeF32 || b.Type == typeF16) && (ix.Type == typeI64 || ix.Type == typeI32) &&
+			c.g.contiguousN(a, 1) && c.g.contiguousN(b, 1)
+		if err := c.assert(ok, "a->ne[0] == b->ne[0] && b->ne[1] == c->ne[0] ..."); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().SetRows(ctx, a, b, ix)), nil
+	})
+	op(out, "ggml_pad", 6, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Pad(ctx, a, int32(c.i(2)), int32(c.i(3)), int32(c.i(4)), int32(c.i(5)))), nil
+	})
+
+	// tensor flags, names and attributes
+	op(out, "ggml_set_input", 1, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err == nil {
+			c.lib().SetInput(t)
+		}
+		return vVoid, err
+	})
+	op(out, "ggml_set_output", 1, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err == nil {
+			c.lib().SetOutput(t)
+		}
+		return vVoid, err
+	})
+	op(out, "ggml_set_name", 2, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		s, err := convert(c.v[1], ast.TStr)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().SetName(t, s.S)), nil
+	})
+	op(out, "ggml_format_name", -1, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		s, err := convert(c.v[1], ast.TStr)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().SetName(t, cformat(s.S, c.v[2:]))), nil
+	})
+	op(out, "ggml_prec_set_acc", 2, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		return vBool(c.lib().PrecSetAcc(t, int32(c.i(1)))), nil
+	})
+	op(out, "ggml_mul_mat_set_hint", 2, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err == nil {
+			c.lib().MulMatSetHint(t, int32(c.i(1)))
+		}
+		return vVoid, err
+	})
+	op(out, "ggml_flash_attn_ext_set_n_kv_max", 2, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err == nil {
+			c.lib().FlashAttnKVMax(t, int32(c.i(1)))
+		}
+		return vVoid, err
+	})
+	op(out, "ggml_row_size", 2, func(c *gcall) (Val, error) {
+		typ, ne := int32(c.i(0)), c.i(1)
+		if err := c.assert(ne%c.lib().BlckSize(typ) == 0, "ne % ggml_blck_size(type) == 0"); err != nil {
+			return vVoid, err
+		}
+		return vInt(int64(c.lib().RowSize(typ, ne)), ast.TU64), nil
+	})
+	op(out, "ggml_nelements", 1, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		return vInt(nelements(t), ast.TI64), nil
+	})
+	op(out, "ggml_is_contiguous", 1, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		return vBool(c.g.contiguous(t)), nil
+	})
+	op(out, "ggml_are_same_shape", 2, func(c *gcall) (Val, error) {
+		a, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		b, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return vBool(sameShape(a, b)), nil
+	})
+	op(out, "ggml_are_same_stride", 2, func(c *gcall) (Val, error) {
+		a, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		b, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return vBool(a.Nb == b.Nb), nil
+	})
+
+	for _, x := range []struct {
+		name, op string
+		src      int
+	}{{"ggml_flash_attn_ext_add_sinks", "FLASH_ATTN_EXT", 4}, {"ggml_soft_max_add_sinks", "SOFT_MAX", 2}} {
+		x := x
+		op(out, x.name, 2, func(c *gcall) (Val, error) {
+			a, err := c.t(0)
+			if err != nil {
+				return vVoid, err
+			}
+			sinks, err := c.opt(1)
+			if err != nil {
+				return vVoid, err
+			}
+			if sinks != nil {
+				ok := c.lib().OpName(a.Op) == x.op && a.Src[x.src] == nil && a.Src[0].Ne[2] == sinks.Ne[0] && sinks.Type == typeF32
+				if err := c.assert(ok, "a->op == GGML_OP_"+x.op+" && sinks->type == GGML_TYPE_F32"); err != nil {
+					return vVoid, err
+				}
+			}
+			if x.src == 4 {
+				c.lib().FlashAttnSinks(a, sinks)
+			} else {
+				c.lib().SoftMaxAddSinks(a, sinks)
+			}
+			return vVoid, nil
+		})
+	}
+
+	// the graph
+	op(out, "ggml_build_forward_expand", 2, func(c *gcall) (Val, error) {
+		gf, err := c.graph(0)
+		if err != nil {
+			return vVoid, err
+		}
+		t, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := c.g.fits(c, t); err != nil {
+			return vVoid, err
+		}
+		c.lib().BuildForwardExpand(gf, t)
+		return vVoid, nil
+	})
+	op(out, "ggml_build_forward_select", 4, func(c *gcall) (Val, error) {
+		gf, err := c.graph(0)
+		if err != nil {
+			return vVoid, err
+		}
+		arr, ok := c.v[1].P.(*Array)
+		if c.v[1].K != KArr || !ok {
+			return vVoid, c.f.errorf("ggml_build_forward_select of %s", c.v[1].describe())
+		}
+		n, idx := c.i(2), c.i(3)
+		if err := c.assert(n > 0 && n <= int64(len(arr.cells)) && idx >= 0 && idx < n, "idx >= 0 && idx < n_tensors"); err != nil {
+			return vVoid, err
+		}
+		ts := make([]*bindings.Tensor, n)
+		for i := range ts {
+			if ts[i], err = c.t0(arr.cells[i].V); err != nil {
+				return vVoid, err
+			}
+			if err := c.g.fits(c, ts[i]); err != nil {
+				return vVoid, err
+			}
+		}
+		return tval(c.lib().BuildForwardSel(gf, (**bindings.Tensor)(unsafe.Pointer(&ts[0])), int32(n), int32(idx))), nil
+	})
+	return out
+}
+
+func (c *gcall) t0(v Val) (*bindings.Tensor, error) {
+	t, err := c.g.native(c.f, v)
+	if err == nil && t == nil {
+		err = &Abort{Msg: "null tensor passed to " + c.fn, Where: c.f.fn}
+	}
+	return t, err
+}
+
+// fits checks that expanding the graph by t stays within its size, as
+// ggml_visit_parents asserts (its nodes and its leafs both count up to
+// the graph's size).
+func (g *graphState) fits(c *gcall, t *bindings.Tensor) error {
+	var add []*bindings.Tensor
+	seen := map[*bindings.Tensor]bool{}
+	var visit func(t *bindings.Tensor)
+	visit = func(t *bindings.Tensor) {
+		if t == nil || g.inGraph[t] || seen[t] {
+			return
+		}
+		seen[t] = true
+		for _, s := range t.Src {
+			visit(s)
+		}
+		add = append(add, t)
+	}
+	visit(t)
+	nodes, leafs := 0, 0
+	for t := range g.inGraph {
+		if t.Op == 0 {
+			leafs++
+		} else {
+			nodes++
+		}
+	}
+	for _, t := range add {
+		if t.Op == 0 {
+			leafs++
+		} else {
+			nodes++
+		}
+	}
+	if err := c.assert(nodes <= g.size && leafs <= g.size, "cgraph->n_nodes < cgraph->size"); err != nil {
+		return err
+	}
+	for _, t := range add {
+		g.inGraph[t] = true
+	}
+	return nil
+}
+
+// ggml's types the checks name
+const (
+	typeF32   = 0
+	typeF16   = 1
+	typeI32   = 26
+	typeI64   = 27
+	typeCount = 43 // GGML_TYPE_COUNT
+)
