@@ -64,6 +64,9 @@ func init() {
 	for n, b := range splitBuiltins() {
 		builtins[n] = b
 	}
+	for n, b := range memsetBuiltins() {
+		builtins[n] = b
+	}
 	for n, b := range contextBuiltins() {
 		builtins[n] = b
 	}

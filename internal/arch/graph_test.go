@@ -13,6 +13,35 @@ type nopPlacer struct{}
 
 func (nopPlacer) Place(*arch.Creation) error { return nil }
 
+// demoContext is the demo model's run, context (n_ctx 4096, one
+// sequence) and memory.
+func demoContext(t *testing.T, path string, fa bool) (*arch.Run, *arch.Context, *arch.Memory) {
+	t.Helper()
+	m := testenv.OpenModel(t, path)
+	r, err := arch.Load(m, arch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CreateTensors(nopPlacer{}); err != nil {
+		t.Fatal(err)
+	}
+	flash := 0
+	if fa {
+		flash = 1
+	}
+	cx, err := r.InitContext(arch.ContextParams{NCtx: 4096, NBatch: 2048, NUBatch: 512, NSeqMax: 1, FlashAttn: flash,
+		TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
+		OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, cx, mem
+}
+
 // The demo model's reserve graph, built by replaying the pin's graph
 // builders with real ggml ops, has the nodes libllama's has (n_ctx 4096,
 // one sequence, n_ubatch 512, the CPU: 254 nodes with flash attention,
@@ -27,28 +56,7 @@ func TestBuildGraphDemoLlama(t *testing.T) {
 		fa    bool
 		nodes int
 	}{{true, 254}, {false, 294}} {
-		m := testenv.OpenModel(t, path)
-		r, err := arch.Load(m, arch.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.CreateTensors(nopPlacer{}); err != nil {
-			t.Fatal(err)
-		}
-		fa := 0
-		if c.fa {
-			fa = 1
-		}
-		cx, err := r.InitContext(arch.ContextParams{NCtx: 4096, NBatch: 2048, NUBatch: 512, NSeqMax: 1, FlashAttn: fa,
-			TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
-			OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, cx, mem := demoContext(t, path, c.fa)
 		g, err := r.BuildGraph(arch.GraphParams{Lib: testenv.Lib(rt), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
 			FlashAttn: cx.FlashAttn, Memory: mem})
 		if err != nil {
@@ -76,28 +84,7 @@ func TestReserveCPUDemoLlama(t *testing.T) {
 		nodes int
 		bytes uint64
 	}{{true, 254, 17840128}, {false, 294, 81799168}} {
-		m := testenv.OpenModel(t, path)
-		r, err := arch.Load(m, arch.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.CreateTensors(nopPlacer{}); err != nil {
-			t.Fatal(err)
-		}
-		fa := 0
-		if c.fa {
-			fa = 1
-		}
-		cx, err := r.InitContext(arch.ContextParams{NCtx: 4096, NBatch: 2048, NUBatch: 512, NSeqMax: 1, FlashAttn: fa,
-			TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
-			OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, cx, mem := demoContext(t, path, c.fa)
 		res, err := r.ReserveCPU(arch.ReserveParams{Lib: testenv.Lib(rt), NUBatch: min(cx.NCtx, cx.NUBatch), NSeqs: cx.NSeqMax,
 			NOutputsMax: cx.NBatch, FlashAttn: cx.FlashAttn, MaxNodes: 1024, Memory: mem})
 		if err != nil {

@@ -277,6 +277,19 @@ func glu(c *gcall, a, b *bindings.Tensor) error {
 
 func ggmlBuiltins() map[string]builtinFunc {
 	out := map[string]builtinFunc{}
+	elementwiseOps(out)
+	shapeOps(out)
+	layoutOps(out)
+	attentionOps(out)
+	rowOps(out)
+	attributeOps(out)
+	sizeOps(out)
+	graphBuildOps(out)
+	return out
+}
+
+// elementwiseOps registers the unary, binary and GLU ops.
+func elementwiseOps(out map[string]builtinFunc) {
 	L := func(f func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor) func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor {
 		return f
 	}
@@ -330,6 +343,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 		return l.RegluSplit
 	})
 
+}
+
+// shapeOps registers the new tensors, reshapes and views.
+func shapeOps(out map[string]builtinFunc) {
 	// new tensors
 	for nd := 1; nd <= 4; nd++ {
 		nd := nd
@@ -420,6 +437,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 			return tval(l.View4D(ctx, a, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], offset)), nil
 		})
 	}
+}
+
+// layoutOps registers permute, cont_2d, cast, scale and the norms.
+func layoutOps(out map[string]builtinFunc) {
 	op(out, "ggml_permute", 6, func(c *gcall) (Val, error) {
 		ctx, err := c.ctx(0)
 		if err != nil {
@@ -492,6 +513,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 			return tval(c.lib().RMSNorm(ctx, a, c.f32(2))), nil
 		})
 	}
+}
+
+// attentionOps registers rope, soft_max_ext and flash attention.
+func attentionOps(out map[string]builtinFunc) {
 	op(out, "ggml_rope_ext", 13, func(c *gcall) (Val, error) {
 		ctx, err := c.ctx(0)
 		if err != nil {
@@ -589,6 +614,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 		}
 		return tval(c.lib().FlashAttnExt(ctx, q, k, v, mask, c.f32(5), c.f32(6), c.f32(7))), nil
 	})
+}
+
+// rowOps registers set_rows and pad.
+func rowOps(out map[string]builtinFunc) {
 	op(out, "ggml_set_rows", 4, func(c *gcall) (Val, error) {
 		ctx, err := c.ctx(0)
 		if err != nil {
@@ -627,6 +656,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 		return tval(c.lib().Pad(ctx, a, int32(c.i(2)), int32(c.i(3)), int32(c.i(4)), int32(c.i(5)))), nil
 	})
 
+}
+
+// attributeOps registers the ops on a tensor's flags, name and hints.
+func attributeOps(out map[string]builtinFunc) {
 	// tensor flags, names and attributes
 	op(out, "ggml_set_input", 1, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
@@ -685,6 +718,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 		}
 		return vVoid, err
 	})
+}
+
+// sizeOps registers the questions on sizes and shapes, and the sinks.
+func sizeOps(out map[string]builtinFunc) {
 	op(out, "ggml_row_size", 2, func(c *gcall) (Val, error) {
 		typ, ne := int32(c.i(0)), c.i(1)
 		if err := c.assert(ne%c.lib().BlckSize(typ) == 0, "ne % ggml_blck_size(type) == 0"); err != nil {
@@ -758,6 +795,10 @@ func ggmlBuiltins() map[string]builtinFunc {
 		})
 	}
 
+}
+
+// graphBuildOps registers the ops on the graph.
+func graphBuildOps(out map[string]builtinFunc) {
 	// the graph
 	op(out, "ggml_build_forward_expand", 2, func(c *gcall) (Val, error) {
 		gf, err := c.graph(0)
@@ -798,7 +839,6 @@ func ggmlBuiltins() map[string]builtinFunc {
 		}
 		return tval(c.lib().BuildForwardSel(gf, (**bindings.Tensor)(unsafe.Pointer(&ts[0])), int32(n), int32(idx))), nil
 	})
-	return out
 }
 
 func (c *gcall) t0(v Val) (*bindings.Tensor, error) {

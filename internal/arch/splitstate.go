@@ -280,6 +280,12 @@ func splitBuiltins() map[string]builtinFunc {
 			}
 			return Val{K: KArr, P: a}, nil
 		},
+	}
+}
+
+// memsetBuiltins are memset and sizeof, as the split state uses them.
+func memsetBuiltins() map[string]builtinFunc {
+	return map[string]builtinFunc{
 		"memset": func(f *frame, args []*ast.Node) (Val, error) {
 			// memset(&x, 0, sizeof(x)) or memset(array, 0, sizeof(array)):
 			// value-initializes x; the size is x's own

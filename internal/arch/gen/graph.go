@@ -102,36 +102,8 @@ func (ix *gindex) scan(rel string, toks []token, from, to int, prefix string) {
 			}
 			continue
 		case (t.s == "struct" || t.s == "class" || t.s == "union") && toks[i+1].k == tIdent:
-			name := toks[i+1].s
-			j := i + 2
-			var bases []string
-			for j < to && toks[j].s != "{" && toks[j].s != ";" && toks[j].s != "(" && toks[j].s != ")" && toks[j].s != "," && toks[j].s != "=" {
-				if toks[j].s == ":" {
-					for j < to && toks[j].s != "{" {
-						if toks[j].k == tIdent && toks[j].s != "public" && toks[j].s != "private" && toks[j].s != "protected" && toks[j].s != "virtual" {
-							b := toks[j].s
-							for toks[j+1].s == "::" {
-								b += "::" + toks[j+2].s
-								j += 2
-							}
-							bases = append(bases, b)
-						}
-						j++
-					}
-					break
-				}
-				j++
-			}
-			if toks[j].s == "{" {
-				cls := name
-				if prefix != "" {
-					cls = prefix + "::" + name
-				}
-				ix.bases[cls] = bases
-				end, _ := matchBrace(toks, j)
-				ix.scan(rel, toks, j+1, end, cls)
-				i = end
-				tmpl = false
+			if end, ok := ix.scanClass(rel, toks, i, to, prefix); ok {
+				i, tmpl = end, false
 				continue
 			}
 		case t.s == "using" && prefix != "" && toks[i+1].s == "graph" && toks[i+2].s == "=":
@@ -169,99 +141,141 @@ func (ix *gindex) scan(rel string, toks []token, from, to int, prefix string) {
 		if p := toks[i-1]; p.s == "." || p.s == "->" || p.s == "=" || p.s == "," || p.s == "(" || p.s == "return" {
 			continue
 		}
-		// the qualified name, backwards
-		name := t.s
-		if toks[i-1].s == "~" {
-			name = "~" + name
-		}
-		qual := name
-		k := i - 1
-		for k >= 1 && toks[k].s == "::" {
-			k--
-			if toks[k].s == ">" { // template args of a class: Class<embed>::
-				depth := 0
-				for ; k >= 0; k-- {
-					if toks[k].s == ">" {
-						depth++
-					} else if toks[k].s == "<" {
-						depth--
-						if depth == 0 {
-							break
-						}
-					}
-				}
-				k--
-			}
-			qual = toks[k].s + "::" + qual
-			k--
-		}
-		if k < 0 {
-			k = 0
-		}
-		close := matchParen(toks, i+1)
-		params := toks[i+2 : close]
-		j := close + 1
-		for toks[j].s == "const" || toks[j].s == "override" || toks[j].s == "noexcept" || toks[j].s == "final" {
-			j++
-		}
-		if toks[j].s == "->" {
-			for toks[j].s != "{" && toks[j].s != ";" {
-				j++
-			}
-		}
-		var inits []token
-		if toks[j].s == ":" {
-			s := j
-			j++
-			for j < to {
-				for toks[j].k == tIdent || toks[j].s == "::" {
-					j++
-				}
-				if toks[j].s == "<" {
-					j = skipAngles(toks, j)
-				}
-				if toks[j].s == "(" {
-					j = matchParen(toks, j) + 1
-				} else if toks[j].s == "{" {
-					e, _ := matchBrace(toks, j)
-					j = e + 1
-				}
-				if toks[j].s == "," {
-					j++
-					continue
-				}
-				break
-			}
-			inits = toks[s+1 : j]
-		}
-		if toks[j].s != "{" {
-			// a declaration (or = default / = 0)
-			for j < to && toks[j].s != ";" && toks[j].s != "{" {
-				j++
-			}
-			if toks[j].s == "{" {
-				e, _ := matchBrace(toks, j)
-				j = e
-			}
-			i = j
-			tmpl = false
-			continue
-		}
-		end, _ := matchBrace(toks, j)
-		if prefix != "" && !strings.Contains(qual, "::") {
-			qual = prefix + "::" + qual
-		}
-		cls, nm := "", qual
-		if x := strings.LastIndex(qual, "::"); x >= 0 {
-			cls, nm = qual[:x], qual[x+2:]
-		}
-		d := &gdef{qual: qual, class: cls, name: nm, file: rel, line: t.line, params: params, body: toks[j+1 : end], inits: inits, tmpl: tmpl, inClass: prefix != ""}
-		ix.byQual[qual] = append(ix.byQual[qual], d)
-		ix.byName[nm] = append(ix.byName[nm], d)
-		ix.all = append(ix.all, d)
-		i = end
+		i = ix.scanDef(rel, toks, i, to, prefix, tmpl)
 		tmpl = false
 	}
+}
+
+// scanClass indexes a struct, class or union defined at toks[i] (its
+// bases, and the definitions inside it) and returns where it ends; false
+// for a declaration or a use of the name.
+func (ix *gindex) scanClass(rel string, toks []token, i, to int, prefix string) (int, bool) {
+	name := toks[i+1].s
+	j := i + 2
+	var bases []string
+	for j < to && toks[j].s != "{" && toks[j].s != ";" && toks[j].s != "(" && toks[j].s != ")" && toks[j].s != "," && toks[j].s != "=" {
+		if toks[j].s == ":" {
+			for j < to && toks[j].s != "{" {
+				if toks[j].k == tIdent && toks[j].s != "public" && toks[j].s != "private" && toks[j].s != "protected" && toks[j].s != "virtual" {
+					b := toks[j].s
+					for toks[j+1].s == "::" {
+						b += "::" + toks[j+2].s
+						j += 2
+					}
+					bases = append(bases, b)
+				}
+				j++
+			}
+			break
+		}
+		j++
+	}
+	if toks[j].s == "{" {
+		cls := name
+		if prefix != "" {
+			cls = prefix + "::" + name
+		}
+		ix.bases[cls] = bases
+		end, _ := matchBrace(toks, j)
+		ix.scan(rel, toks, j+1, end, cls)
+		return end, true
+	}
+	return i, false
+}
+
+// scanDef indexes the function defined (or declared) at its name
+// toks[i] and returns where it ends.
+func (ix *gindex) scanDef(rel string, toks []token, i, to int, prefix string, tmpl bool) int {
+	t := toks[i]
+	// the qualified name, backwards
+	name := t.s
+	if toks[i-1].s == "~" {
+		name = "~" + name
+	}
+	qual := name
+	k := i - 1
+	for k >= 1 && toks[k].s == "::" {
+		k--
+		if toks[k].s == ">" { // template args of a class: Class<embed>::
+			depth := 0
+			for ; k >= 0; k-- {
+				if toks[k].s == ">" {
+					depth++
+				} else if toks[k].s == "<" {
+					depth--
+					if depth == 0 {
+						break
+					}
+				}
+			}
+			k--
+		}
+		qual = toks[k].s + "::" + qual
+		k--
+	}
+	if k < 0 {
+		k = 0
+	}
+	close := matchParen(toks, i+1)
+	params := toks[i+2 : close]
+	j := close + 1
+	for toks[j].s == "const" || toks[j].s == "override" || toks[j].s == "noexcept" || toks[j].s == "final" {
+		j++
+	}
+	if toks[j].s == "->" {
+		for toks[j].s != "{" && toks[j].s != ";" {
+			j++
+		}
+	}
+	var inits []token
+	if toks[j].s == ":" {
+		s := j
+		j++
+		for j < to {
+			for toks[j].k == tIdent || toks[j].s == "::" {
+				j++
+			}
+			if toks[j].s == "<" {
+				j = skipAngles(toks, j)
+			}
+			if toks[j].s == "(" {
+				j = matchParen(toks, j) + 1
+			} else if toks[j].s == "{" {
+				e, _ := matchBrace(toks, j)
+				j = e + 1
+			}
+			if toks[j].s == "," {
+				j++
+				continue
+			}
+			break
+		}
+		inits = toks[s+1 : j]
+	}
+	if toks[j].s != "{" {
+		// a declaration (or = default / = 0)
+		for j < to && toks[j].s != ";" && toks[j].s != "{" {
+			j++
+		}
+		if toks[j].s == "{" {
+			e, _ := matchBrace(toks, j)
+			j = e
+		}
+		return j
+	}
+	end, _ := matchBrace(toks, j)
+	if prefix != "" && !strings.Contains(qual, "::") {
+		qual = prefix + "::" + qual
+	}
+	cls, nm := "", qual
+	if x := strings.LastIndex(qual, "::"); x >= 0 {
+		cls, nm = qual[:x], qual[x+2:]
+	}
+	d := &gdef{qual: qual, class: cls, name: nm, file: rel, line: t.line, params: params, body: toks[j+1 : end], inits: inits, tmpl: tmpl, inClass: prefix != ""}
+	ix.byQual[qual] = append(ix.byQual[qual], d)
+	ix.byName[nm] = append(ix.byName[nm], d)
+	ix.all = append(ix.all, d)
+	return end
 }
 
 type callSite struct {
