@@ -52,6 +52,22 @@ func (c *gcall) graph(i int) (bindings.Graph, error) {
 	return 0, c.f.errorf("%s: argument %d is %s, not a graph", c.fn, i, c.v[i].describe())
 }
 
+// ctxTensors is the context argument 0 and the n tensor arguments after
+// it.
+func (c *gcall) ctxTensors(n int) (bindings.Context, []*bindings.Tensor, error) {
+	ctx, err := c.ctx(0)
+	if err != nil {
+		return 0, nil, err
+	}
+	ts := make([]*bindings.Tensor, n)
+	for i := range ts {
+		if ts[i], err = c.t(i + 1); err != nil {
+			return 0, nil, err
+		}
+	}
+	return ctx, ts, nil
+}
+
 // opt is a tensor argument that may be null.
 func (c *gcall) opt(i int) (*bindings.Tensor, error) {
 	if i >= len(c.v) {
@@ -243,18 +259,11 @@ func unary(out map[string]builtinFunc, name string, call func(l *bindings.Lib) f
 // binary registers ggml_NAME(ctx, a, b) with its check.
 func binary(out map[string]builtinFunc, name string, check func(c *gcall, a, b *bindings.Tensor) error, call func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor) {
 	op(out, name, 3, func(c *gcall) (Val, error) {
-		ctx, err := c.ctx(0)
+		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
 			return vVoid, err
 		}
-		a, err := c.t(1)
-		if err != nil {
-			return vVoid, err
-		}
-		b, err := c.t(2)
-		if err != nil {
-			return vVoid, err
-		}
+		a, b := ts[0], ts[1]
 		if check != nil {
 			if err := check(c, a, b); err != nil {
 				return vVoid, err
@@ -518,18 +527,11 @@ func layoutOps(out map[string]builtinFunc) {
 // attentionOps registers rope, soft_max_ext and flash attention.
 func attentionOps(out map[string]builtinFunc) {
 	op(out, "ggml_rope_ext", 13, func(c *gcall) (Val, error) {
-		ctx, err := c.ctx(0)
+		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
 			return vVoid, err
 		}
-		a, err := c.t(1)
-		if err != nil {
-			return vVoid, err
-		}
-		b, err := c.t(2)
-		if err != nil {
-			return vVoid, err
-		}
+		a, b := ts[0], ts[1]
 		fr, err := c.opt(3)
 		if err != nil {
 			return vVoid, err
@@ -583,22 +585,11 @@ func attentionOps(out map[string]builtinFunc) {
 		return tval(c.lib().SoftMaxExt(ctx, a, mask, c.f32(3), c.f32(4))), nil
 	})
 	op(out, "ggml_flash_attn_ext", 8, func(c *gcall) (Val, error) {
-		ctx, err := c.ctx(0)
+		ctx, ts, err := c.ctxTensors(3)
 		if err != nil {
 			return vVoid, err
 		}
-		q, err := c.t(1)
-		if err != nil {
-			return vVoid, err
-		}
-		k, err := c.t(2)
-		if err != nil {
-			return vVoid, err
-		}
-		v, err := c.t(3)
-		if err != nil {
-			return vVoid, err
-		}
+		q, k, v := ts[0], ts[1], ts[2]
 		mask, err := c.opt(4)
 		if err != nil {
 			return vVoid, err
@@ -619,22 +610,11 @@ func attentionOps(out map[string]builtinFunc) {
 // rowOps registers set_rows and pad.
 func rowOps(out map[string]builtinFunc) {
 	op(out, "ggml_set_rows", 4, func(c *gcall) (Val, error) {
-		ctx, err := c.ctx(0)
+		ctx, ts, err := c.ctxTensors(3)
 		if err != nil {
 			return vVoid, err
 		}
-		a, err := c.t(1)
-		if err != nil {
-			return vVoid, err
-		}
-		b, err := c.t(2)
-		if err != nil {
-			return vVoid, err
-		}
-		ix, err := c.t(3)
-		if err != nil {
-			return vVoid, err
-		}
+		a, b, ix := ts[0], ts[1], ts[2]
 		ok := a.Ne[0] == b.Ne[0] && a.Ne[2] == b.Ne[2] && a.Ne[3] == b.Ne[3] && b.Ne[1] == ix.Ne[0] &&
 			b.Ne[2]%ix.Ne[1] == 0 && b.Ne[3]%ix.Ne[2] == 0 && ix.Ne[3] == 1 &&
 			(b.Type == typeF32 || b.Type == typeF16) && (ix.Type == typeI64 || ix.Type == typeI32) &&
