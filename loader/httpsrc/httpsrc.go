@@ -175,6 +175,7 @@ type Reader struct {
 	client *http.Client
 	own    bool // client is the reader's: Close lets its connections go
 	ctx    context.Context
+	cancel context.CancelFunc // Close's end of the reads in flight
 	size   int64
 	etag   string
 
@@ -184,6 +185,7 @@ type Reader struct {
 
 	requests atomic.Int64
 	received atomic.Int64
+	closed   atomic.Bool // Close was called: no new requests; finished ones keep no connection
 }
 
 // Open makes the first request, for the header window, and learns the
@@ -194,7 +196,8 @@ func Open(ctx context.Context, rawURL string, o Options) (*Reader, error) {
 		return nil, err
 	}
 	client, own := o.client()
-	r := &Reader{url: rawURL, o: o, client: client, own: own, ctx: ctx, size: -1}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Reader{url: rawURL, o: o, client: client, own: own, ctx: ctx, cancel: cancel, size: -1}
 	n := o.HeaderWindow
 	if n <= 0 {
 		n = 1 << 20
@@ -228,12 +231,21 @@ func (r *Reader) Freeze() {
 	r.mu.Unlock()
 }
 
-// Close lets the client's idle connections go.
+// Close ends the reads still in flight (a load that stopped early does not
+// wait for its read-ahead) and lets the client's idle connections go; no
+// read starts after Close.
 func (r *Reader) Close() error {
+	r.closed.Store(true)
+	r.cancel()
+	r.dropIdle()
+	return nil
+}
+
+// dropIdle closes the idle connections of the reader's own client.
+func (r *Reader) dropIdle() {
 	if r.own {
 		r.client.CloseIdleConnections()
 	}
-	return nil
 }
 
 // headerMax bounds the header window.
@@ -284,7 +296,13 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 func (r *Reader) get(p []byte, off int64, first bool) (int, error) {
 	got, pause := 0, r.o.backoff()
 	for attempt := 0; ; attempt++ {
+		if r.closed.Load() {
+			return got, &Error{URL: r.url, Off: off, End: off + int64(len(p)), Err: errClosed}
+		}
 		n, status, err := r.once(p[got:], off+int64(got), first)
+		if r.closed.Load() {
+			r.dropIdle() // the connection this request put back
+		}
 		got += n
 		if err == nil && (got == len(p) || first && off+int64(got) == r.size) {
 			return got, nil
@@ -325,6 +343,7 @@ func transient(status int, err error) bool {
 }
 
 var (
+	errClosed  = errors.New("the reader is closed")
 	errStalled = errors.New("stalled")
 	errBroke   = errors.New("the body broke off")
 )

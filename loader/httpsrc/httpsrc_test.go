@@ -649,3 +649,52 @@ func TestTokenIsSent(t *testing.T) {
 		t.Fatalf("a download with $HF_TOKEN: %v", err)
 	}
 }
+
+// Close ends a read still in flight (a load that stopped early leaves its
+// read-ahead running) and keeps no connection, and no read starts after
+// Close.
+func TestReadInFlightAtClose(t *testing.T) {
+	data := bytes.Repeat([]byte{7}, 1<<20)
+	release, asked := make(chan struct{}), make(chan struct{}, 1)
+	fs := &fileServer{data: data, etag: `"v1"`, fault: func(n int64, w http.ResponseWriter, r *http.Request) bool {
+		if n >= 2 {
+			asked <- struct{}{}
+			<-release
+		}
+		return false
+	}}
+	srv, open := served(t, fs, false)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the server's own Close (cleanups run last first)
+	r, err := httpsrc.Open(context.Background(), srv.URL+"/model.gguf", httpsrc.Options{HeaderWindow: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		_, err := r.ReadAt(buf, int64(len(data)-len(buf))) // to the end: the body is drained and its connection reusable
+		done <- err
+	}()
+	<-asked
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// the read ends at once, though the server has not answered yet
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "canceled") {
+			t.Fatalf("the read in flight: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the read in flight")
+	}
+	free()
+	if n := settle(open.Load, 0); n != 0 {
+		t.Fatalf("%d connections left open after Close", n)
+	}
+	if _, err := r.ReadAt(make([]byte, 16), 1<<19); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a read after Close: %v", err)
+	}
+}
