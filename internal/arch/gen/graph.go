@@ -382,7 +382,8 @@ func paramCount(ps []token) (n, min int) {
 	return n, n - defaulted
 }
 
-// receiver types the probe assumes (what the call sites hold)
+// recvTypes are the classes the graph index takes a member call's receiver
+// to be, by the name the call sites give it
 var recvTypes = map[string][]string{
 	"res":      {"llm_graph_result"},
 	"model":    {"llama_model", "llama_model_base"},
