@@ -298,11 +298,7 @@ func (f *frame) member(obj Val, name string) (Val, error) {
 		t := obj.P.(*Tensor)
 		switch name {
 		case "ne":
-			a := newArray(ast.TI64, 4, true)
-			for i := range a.cells {
-				a.cells[i].V = vInt(t.Ne[i], ast.TI64)
-			}
-			return Val{K: KArr, P: a}, nil
+			return dims(ast.TI64, t.Ne), nil
 		case "type":
 			return vInt(int64(t.Type), ast.TI32), nil
 		case "name":

@@ -603,17 +603,13 @@ func nativeMember(v Val, name string) (Val, bool) {
 	}
 	switch name {
 	case "ne":
-		a := newArray(ast.TI64, 4, true)
-		for i := range a.cells {
-			a.cells[i].V = vInt(t.Ne[i], ast.TI64)
-		}
-		return Val{K: KArr, P: a}, true
+		return dims(ast.TI64, t.Ne), true
 	case "nb":
-		a := newArray(ast.TU64, 4, true)
-		for i := range a.cells {
-			a.cells[i].V = vInt(int64(t.Nb[i]), ast.TU64)
+		var nb [4]int64
+		for i, x := range t.Nb {
+			nb[i] = int64(x)
 		}
-		return Val{K: KArr, P: a}, true
+		return dims(ast.TU64, nb), true
 	case "type":
 		return vInt(int64(t.Type), ast.TI32), true
 	case "op":

@@ -489,6 +489,15 @@ type Array struct {
 	class string
 }
 
+// dims is a tensor's ne or nb as the C array it is.
+func dims(t ast.Type, d [4]int64) Val {
+	a := newArray(t, 4, true)
+	for i := range a.cells {
+		a.cells[i].V = vInt(d[i], t)
+	}
+	return Val{K: KArr, P: a}
+}
+
 func newArray(elem ast.Type, n int, fixed bool) *Array {
 	a := &Array{elem: elem, cells: make([]Cell, n), fixed: fixed}
 	zero := zeroOf(elem)
