@@ -222,6 +222,8 @@ type Funcs struct {
 	SchedGetTensorBackend func(s Sched, t *Tensor) Backend                                                                 `c:"ggml_backend_sched_get_tensor_backend"`
 	SchedGetNSplits       func(s Sched) int32                                                                              `c:"ggml_backend_sched_get_n_splits"`
 	SchedGetBufferSize    func(s Sched, be Backend) uintptr                                                                `c:"ggml_backend_sched_get_buffer_size"`
+	SchedReserveSize      func(s Sched, g Graph, sizes *uintptr)                                                           `c:"ggml_backend_sched_reserve_size"`
+	SchedSplitGraph       func(s Sched, g Graph)                                                                           `c:"ggml_backend_sched_split_graph"`
 
 	// the native GGUF reader and writer (cross-checks and fixtures)
 	GGUFInitFromFile    func(fname string, p GGUFInitParams) GGUFContext                           `c:"gguf_init_from_file"`

@@ -23,7 +23,7 @@ type ContextMemory struct {
 	NCtx, NCtxSeq, NSeqMax uint32 // cparams n_ctx (padded to 256), n_ctx_seq, n_seq_max
 	NBatch, NUBatch        uint32
 	TypeK, TypeV           ggml.Type
-	FlashAttn              FlashAttn // as asked (auto is resolved against the graph, by llama.cpp's scheduler)
+	FlashAttn              FlashAttn // resolved as llama.cpp's scheduler resolves auto; auto where the compute is not planned
 	OffloadKQV             bool
 	KVUnified              bool
 	CausalAttn             bool
@@ -33,10 +33,13 @@ type ContextMemory struct {
 	Output BufferPlan  // the logits buffer (not in llama.cpp's memory breakdown)
 	OutBT  ggml.BufferType
 
-	// Compute is, for a CustomMemory, its per-device bytes (ComputeKnown);
-	// ggload does not size llama.cpp's compute buffers yet.
+	// Compute is the compute buffers' bytes per buffer type (ComputeKnown):
+	// llama.cpp's, reserved by replaying its graphs (ComputePlan), or a
+	// CustomMemory's. ComputeWhy says why they are not known.
 	Compute      map[ggml.BufferType]uint64
 	ComputeKnown bool
+	ComputePlan  *ComputePlan
+	ComputeWhy   string
 }
 
 // CachePlan is one cache of a memory module: its tensors and, per buffer
@@ -138,7 +141,7 @@ func (pl *planner) planContext() error {
 		}
 		cm.Caches = append(cm.Caches, cpl)
 	}
-	return nil
+	return pl.planCompute(mem)
 }
 
 // sizeCache places a cache's tensors (on their layer's device, or the
@@ -418,6 +421,10 @@ func (p *Plan) WriteBreakdown(w io.Writer) {
 		}
 	}
 	if !computeKnown {
-		fmt.Fprintf(w, "compute: ? : ggload does not yet build llama.cpp's compute graph, so the compute buffers are not counted (llama.cpp reserves them beside these)\n")
+		why := "no context was planned"
+		if p.Context != nil && p.Context.ComputeWhy != "" {
+			why = p.Context.ComputeWhy
+		}
+		fmt.Fprintf(w, "compute: ? : the compute buffers are not counted (llama.cpp reserves them beside these): %s\n", why)
 	}
 }

@@ -281,7 +281,22 @@ func (p *Plan) writeContext(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(tw, "  output buffer\t%s\t\t%s\n", human(c.Output.Size), c.Output.Name)
+	if cp := c.ComputePlan; cp != nil {
+		for _, b := range cp.Buffers {
+			if b.Size > 1 {
+				fmt.Fprintf(tw, "  compute buffer\t%s\t\t%s\n", human(b.Size), b.BufferType.Name())
+			}
+		}
+	}
 	tw.Flush()
+	if cp := c.ComputePlan; cp != nil {
+		pp := ""
+		if cp.PipelineParallel {
+			pp = ", pipeline parallel"
+		}
+		fmt.Fprintf(w, "  graphs: max %d nodes; prompt %d nodes in %d splits, generation %d nodes in %d splits%s\n",
+			cp.MaxNodes, cp.NodesPP, cp.SplitsPP, cp.NodesTG, cp.SplitsTG, pp)
+	}
 	fmt.Fprintln(w)
 	p.WriteBreakdown(w)
 }

@@ -126,6 +126,26 @@ type jsonContext struct {
 	Caches    []jsonCacheBuffer `json:"caches"`
 	Output    uint64            `json:"output_buffer"`
 	OutputBT  string            `json:"output_buffer_type"`
+	Compute   *jsonCompute      `json:"compute"` // null: the compute buffers are not planned
+	NoCompute string            `json:"compute_not_planned,omitempty"`
+}
+
+// jsonCompute is the scheduler's reservation: the graph size, what it
+// resolved, the prompt (pp) and generation (tg) graphs, the buffers.
+type jsonCompute struct {
+	MaxNodes         int                 `json:"max_nodes"`
+	PipelineParallel bool                `json:"pipeline_parallel"`
+	NodesPP          int                 `json:"nodes_pp"`
+	SplitsPP         int                 `json:"splits_pp"`
+	NodesTG          int                 `json:"nodes_tg"`
+	SplitsTG         int                 `json:"splits_tg"`
+	Buffers          []jsonComputeBuffer `json:"buffers"`
+}
+
+type jsonComputeBuffer struct {
+	BufferType string `json:"buffer_type"`
+	Device     string `json:"device"`
+	Bytes      uint64 `json:"bytes"`
 }
 
 type jsonCacheBuffer struct {
@@ -252,6 +272,18 @@ func (p *Plan) jsonContext() *jsonContext {
 			jc.Caches = append(jc.Caches, jsonCacheBuffer{cp.Class, b.BufferType.Name(), b.Device.Name(), b.Size, cp.Cells})
 		}
 	}
+	if cp := c.ComputePlan; cp != nil {
+		jc.Compute = &jsonCompute{MaxNodes: cp.MaxNodes, PipelineParallel: cp.PipelineParallel, NodesPP: cp.NodesPP, SplitsPP: cp.SplitsPP,
+			NodesTG: cp.NodesTG, SplitsTG: cp.SplitsTG, Buffers: []jsonComputeBuffer{}}
+		for _, b := range cp.Buffers {
+			dev := ""
+			if b.Device != nil {
+				dev = b.Device.Name()
+			}
+			jc.Compute.Buffers = append(jc.Compute.Buffers, jsonComputeBuffer{b.BufferType.Name(), dev, b.Size})
+		}
+	}
+	jc.NoCompute = c.ComputeWhy
 	return jc
 }
 

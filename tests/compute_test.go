@@ -1,24 +1,27 @@
 package tests
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/llama"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 
-type placeNothing struct{}
-
-func (placeNothing) Place(*arch.Creation) error { return nil }
-
-// The compute buffer of a CPU context, reserved by replaying the pin's
-// graph builders and sched_reserve, is libllama's own, byte for byte
-// (the demo llama, n_ctx 4096, flash attention on and off, and a smaller
-// ubatch).
+// The compute buffers of a context, planned by replaying the pin's graph
+// builders and sched_reserve over the plan's backends, are libllama's
+// own: per buffer type, byte for byte, with the same scheduler lines
+// (fused ops resolved, compute buffer sizes, the graphs' nodes, splits
+// and inputs). The demo llama on the CPU, on Vulkan (whole, partial,
+// -nkvo, several sequences) and split over an RPC server and Vulkan.
+//
+//	go test -run TestComputeBufferMatchesLlamaCpp -v ./tests
 func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 	rt := testenv.Runtime(t)
 	l := openLlama(t, rt)
@@ -26,75 +29,133 @@ func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := testenv.Lib(rt)
-	for _, c := range []struct {
+	vk := testenv.Vulkan(t).Name()
+	cases := []struct {
 		name string
-		cp   place.ContextParams
+		rpc  bool
+		p    place.Params
 	}{
-		{"fa on", place.ContextParams{NCtx: 4096, FlashAttn: place.FlashAttnOn}},
-		{"fa off", place.ContextParams{NCtx: 4096, FlashAttn: place.FlashAttnOff}},
-		{"fa off -ub 256", place.ContextParams{NCtx: 2048, FlashAttn: place.FlashAttnOff, NUBatch: 256}},
-	} {
-		params := place.Params{LoadMode: place.LoadNone, Devices: []string{"none"}, Context: c.cp}
-		// libllama: a no_alloc load and its context's breakdown
-		ld := llamaLoad(t, rt, path, params)
-		ld.NoAlloc = true
-		lm, _, err := l.LoadModel(ld)
+		{"cpu", false, place.Params{Devices: []string{"none"}}},
+		{"cpu fa off", false, place.Params{Devices: []string{"none"}, Context: place.ContextParams{FlashAttn: place.FlashAttnOff}}},
+		{"cpu -c 2048 -ub 256 fa off", false, place.Params{Devices: []string{"none"}, Context: place.ContextParams{NCtx: 2048, NUBatch: 256, FlashAttn: place.FlashAttnOff}}},
+		{"vulkan", false, place.Params{Devices: []string{vk}}},
+		{"vulkan -ngl 4", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4)}},
+		{"vulkan -ngl 4 -nkvo", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Context: place.ContextParams{NoKVOffload: true}}},
+		{"vulkan -ngl 2 -np 2 fa off -ub 64", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NParallel: 2, FlashAttn: place.FlashAttnOff, NUBatch: 64}}},
+		{"vulkan -ot ffn=CPU", false, place.Params{Devices: []string{vk}, Overrides: []place.Override{{Pattern: "ffn", BufferType: "CPU"}}}},
+		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},
+	}
+	var k int
+	for _, c := range cases {
+		if c.rpc {
+			if ok, why := testenv.HaveRPCServer(); !ok {
+				testenv.Missing(t, "rpc", "%s", why)
+			}
+			testenv.RPC(t, 1)
+		}
+		params := c.p
+		params.LoadMode = place.LoadNone // as -fit loads: no_alloc
+		ours, oursLines, err := computeOurs(rt, path, params)
 		if err != nil {
-			t.Fatalf("%s: libllama: %v", c.name, err)
+			t.Errorf("%s: ggload: %v", c.name, err)
+			continue
 		}
-		lcp, err := l.ContextParamsFor(c.cp)
+		theirs, theirLines, err := computeTheirs(l, rt, path, params)
 		if err != nil {
-			t.Fatal(err)
+			t.Errorf("%s: libllama: %v", c.name, err)
+			continue
 		}
-		ctx, _, err := lm.NewContext(lcp)
-		if err != nil {
-			lm.Free()
-			t.Fatalf("%s: libllama context: %v", c.name, err)
+		t.Logf("%-34s ggload %v, libllama %v", c.name, ours, theirs)
+		ok := true
+		if fmt.Sprint(ours) != fmt.Sprint(theirs) || len(theirs) == 0 {
+			t.Errorf("%s: compute buffers ggload %v, libllama %v", c.name, ours, theirs)
+			ok = false
 		}
-		var theirs uint64
-		for _, e := range ctx.MemoryBreakdown() {
-			theirs += e.Compute
+		if !slices.Equal(oursLines, theirLines) {
+			t.Errorf("%s: scheduler lines:\n ggload    %q\n llama.cpp %q", c.name, oursLines, theirLines)
+			ok = false
 		}
-		ctx.Free()
-		lm.Free()
-
-		// ggload: the replay
-		m, err := gguf.OpenModel(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := arch.Load(m, arch.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.CreateTensors(placeNothing{}); err != nil {
-			t.Fatal(err)
-		}
-		ub := place.DefaultNUBatch
-		if c.cp.NUBatch > 0 {
-			ub = c.cp.NUBatch
-		}
-		cx, err := r.InitContext(arch.ContextParams{NCtx: uint32(c.cp.NCtx), NBatch: uint32(place.DefaultNBatch),
-			NUBatch: uint32(ub), NSeqMax: 1,
-			FlashAttn: c.cp.FlashAttn.Llama(), TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
-			OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.ReserveCPU(arch.ReserveParams{Lib: lib, NUBatch: min(cx.NCtx, cx.NUBatch), NSeqs: cx.NSeqMax,
-			NOutputsMax: cx.NBatch, FlashAttn: cx.FlashAttn, MaxNodes: 1024, Memory: mem})
-		m.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		t.Logf("%s: compute %d bytes (libllama %d), %d nodes, %d splits", c.name, res.ComputeBytes, theirs, res.NodesPP, res.SplitsPP)
-		if res.ComputeBytes != theirs || theirs == 0 {
-			t.Errorf("%s: compute buffer %d bytes, libllama's %d", c.name, res.ComputeBytes, theirs)
+		if ok {
+			k++
 		}
 	}
+	t.Logf("%d/%d configurations' compute buffers and scheduler lines identical to libllama's", k, len(cases))
+}
+
+// schedLines are llama.cpp's lines of the scheduler's reservation.
+func schedLines(text string) bool {
+	for _, p := range []string{"sched_reserve: ", "resolve_fused_ops: ", "llama_context: pipeline parallelism"} {
+		if strings.HasPrefix(text, p) && !strings.HasPrefix(text, "sched_reserve: reserving") && !strings.Contains(text, "reserve took") {
+			return true
+		}
+	}
+	return false
+}
+
+func computeOurs(rt *ggml.Runtime, path string, params place.Params) (map[string]uint64, []string, error) {
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer m.Close()
+	plan, err := place.New(rt, m, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	if plan.ContextErr != nil {
+		return nil, nil, plan.ContextErr
+	}
+	if plan.Context == nil || !plan.Context.ComputeKnown {
+		return nil, nil, fmt.Errorf("no compute planned")
+	}
+	out := map[string]uint64{}
+	for _, e := range plan.Breakdown() {
+		if e.Compute > 0 {
+			out[rt.RPCName(e.BufferType.NativeName())] = e.Compute
+		}
+	}
+	var lines []string
+	for _, ln := range plan.Log {
+		if ln.Level != "DEBUG" && schedLines(ln.Text) {
+			lines = append(lines, ln.Text)
+		}
+	}
+	return out, lines, nil
+}
+
+func computeTheirs(l *llama.Lib, rt *ggml.Runtime, path string, params place.Params) (map[string]uint64, []string, error) {
+	ld, err := llama.LoadFor(rt, path, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	ld.NoAlloc = true
+	lm, _, err := l.LoadModel(ld)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lm.Free()
+	cp, err := l.ContextParamsFor(params.Context)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, lines, err := lm.NewContext(cp)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ctx.Free()
+	lib := testenv.Lib(rt)
+	out := map[string]uint64{}
+	for _, e := range ctx.MemoryBreakdown() {
+		if e.Compute > 0 {
+			out[rt.RPCName(lib.BuftName(e.BufferType))] += e.Compute
+		}
+	}
+	var sl []string
+	for _, ln := range lines {
+		text := strings.TrimRight(ln.Text, "\n")
+		if ln.Level >= 2 && schedLines(text) {
+			sl = append(sl, text)
+		}
+	}
+	return out, sl, nil
 }

@@ -88,6 +88,10 @@ func init() {
 			return vVoid, f.errorf("%s of another context (ggload plans one context)", n)
 		}
 	}
+	// a backend sampler's graph: ggload's contexts have no samplers
+	builtins["llama_sampler_backend_n_nodes"] = func(f *frame, _ []*ast.Node) (Val, error) {
+		return vVoid, f.errorf("llama_sampler_backend_n_nodes: ggload plans contexts without backend samplers")
+	}
 	for n := range ast.Builtins {
 		if _, ok := builtins[n]; !ok && !modelMethods[n] {
 			panic("arch: builtin " + n + " has no implementation")
@@ -98,7 +102,7 @@ func init() {
 // modelMethods are the llama_model_base members the evaluator provides.
 var modelMethods = map[string]bool{"create_tensor": true, "tn": true, "arch_name": true, "type_name": true,
 	"load_arch_hparams": true, "load_arch_tensors": true, "get_tensor": true, "tensor_split": true,
-	"split_mode": true}
+	"split_mode": true, "n_tensors": true}
 
 func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
 	var buf [4]Val

@@ -830,6 +830,12 @@ func compileCall(n *ast.Node) exprFn {
 				m := method{recv: f.this, name: name}
 				return f.r.callMethod(f, &m, args)
 			}
+			if f.this.K == KObj {
+				// a member holding a function (std::function)
+				if c, ok := f.this.P.(*Object).fields[name]; ok && c.V.K == KFunc {
+					return f.callValue(c.V, args)
+				}
+			}
 			if isBuiltin {
 				return b(f, args)
 			}

@@ -142,7 +142,7 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 		return nil, err
 	}
 	cp := ctx.P.(*Object).fields["cparams"].V.P.(*Object)
-	r.cparams = cp
+	r.cparams, r.ctx = cp, ctx
 	u := func(name string) uint32 { return uint32(cp.fields[name].V.I) }
 	locals, err := r.callLocals(or, ctx, []Val{vInt(int64(u("n_seq_max")), ast.TI32)}, "new_size")
 	if err != nil {

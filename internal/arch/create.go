@@ -187,6 +187,7 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		if err := r.placer.Place(c); err != nil {
 			return vVoid, err
 		}
+		r.nPlaced++
 		r.nCreated++
 		r.created[name] = true
 		return vNull, nil
@@ -214,7 +215,8 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		r.nCreated++
 		r.created[name] = true
 	}
-	t := &Tensor{Name: name, Type: int(w.Type), Ne: shape}
+	t := &Tensor{Name: name, Type: int(w.Type), Ne: shape, Index: r.nPlaced}
+	r.nPlaced++
 	return Val{K: KTensor, P: t}, nil
 }
 

@@ -338,7 +338,8 @@ func (f *frame) member(obj Val, name string) (Val, error) {
 	return vVoid, f.errorf("member %s of %s", name, obj.describe())
 }
 
-// callValue calls a callable value: a lambda, a bound method, a program.
+// callValue calls a callable value: a lambda, a bound method, a program,
+// a function of the evaluator's.
 func (f *frame) callValue(fn Val, args []*ast.Node) (Val, error) {
 	switch fp := fn.P.(type) {
 	case *closure:
@@ -347,6 +348,8 @@ func (f *frame) callValue(fn Val, args []*ast.Node) (Val, error) {
 		return f.r.callMethod(f, fp, args)
 	case *Program:
 		return f.r.invoke(f, fp, f.this, args)
+	case builtinFunc:
+		return fp(f, args)
 	}
 	return vVoid, f.errorf("call of %s", fn.describe())
 }

@@ -3,7 +3,6 @@ package arch
 import (
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/internal/arch/ast"
@@ -27,10 +26,13 @@ import (
 // Every ggml call is checked in Go first (gcheck): a failed GGML_ASSERT
 // in the native library would end the process.
 
-// KNative values: P is a *bindings.Tensor, a nativeCtx or a nativeGraph.
+// KNative values: P is a *bindings.Tensor, a nativeCtx, a nativeGraph,
+// a nativeSched or a nativeBackend.
 type (
-	nativeCtx   struct{ h bindings.Context }
-	nativeGraph struct{ h bindings.Graph }
+	nativeCtx     struct{ h bindings.Context }
+	nativeGraph   struct{ h bindings.Graph }
+	nativeSched   struct{ h bindings.Sched }
+	nativeBackend struct{ h bindings.Backend }
 )
 
 // graphBases are the base classes of the graph's classes (the pin's
@@ -48,9 +50,11 @@ var graphBases = map[string][]string{
 }
 
 // GraphSession is what the graphs of one context share: the weights'
-// and the KV cache's tensors, made on a no_alloc context, on a one-page
-// dummy buffer of the CPU buffer type when they are to be scheduled (the
-// scheduler then treats them as allocated, as llama.cpp's are).
+// and the KV cache's tensors, made on a no_alloc context. Where they are
+// to be scheduled, each is on a dummy buffer (of size zero) of its buffer
+// type, the weights' marked as weights, as llama.cpp's no_alloc load and
+// cache leave them: the scheduler then treats them as allocated and
+// assigns their ops by their buffers.
 type GraphSession struct {
 	r       *Run
 	lib     *bindings.Lib
@@ -58,22 +62,35 @@ type GraphSession struct {
 	weights map[*Tensor]*bindings.Tensor
 	mctx    Val
 	fa      bool
-	dummy   bindings.Buffer
-	base    unsafe.Pointer
+	at      Placement
+	dummies map[dummyKey]bindings.Buffer
+	sched   *schedState // nil: the graphs are for counting only
+}
+
+// Placement says the buffer type of each weight and cache tensor of a
+// scheduled session; a nil function (or a zero buffer type) leaves the
+// tensor without a buffer.
+type Placement struct {
+	Weight func(t *Tensor) bindings.Buft
+	Cache  func(cache, i int) bindings.Buft // the i-th tensor of Memory.Caches[cache]
+}
+
+type dummyKey struct {
+	buft    bindings.Buft
+	weights bool
 }
 
 // NewGraphSession starts the graphs of a context: InitContext and
 // CreateMemory must have run (their cparams and cache are the graphs'),
-// and CreateTensors (the weights). dummy, if not zero, is the buffer type
-// of the dummy buffer the weights and the cache are on.
-func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, dummy bindings.Buft) (*GraphSession, error) {
+// and CreateTensors (the weights).
+func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, at Placement) (*GraphSession, error) {
 	if lib == nil {
 		return nil, fmt.Errorf("arch: a graph needs the native library")
 	}
 	if r.cparams == nil {
 		return nil, fmt.Errorf("arch: a graph before InitContext")
 	}
-	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*bindings.Tensor{}, fa: flashAttn}
+	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*bindings.Tensor{}, fa: flashAttn, at: at, dummies: map[dummyKey]bindings.Buffer{}}
 	nw := 16
 	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
 	if mem != nil {
@@ -85,15 +102,6 @@ func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, du
 	if s.wctx == 0 {
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
-	if dummy != 0 {
-		s.dummy = lib.BuftAllocBuffer(dummy, 4096)
-		if s.dummy == 0 {
-			s.Close()
-			return nil, fmt.Errorf("arch: the dummy buffer")
-		}
-		lib.BufferSetUsage(s.dummy, 1) // GGML_BACKEND_BUFFER_USAGE_WEIGHTS
-		s.base = lib.BufferGetBase(s.dummy)
-	}
 	var err error
 	if s.mctx, err = s.kvContext(mem); err != nil {
 		s.Close()
@@ -102,24 +110,37 @@ func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, du
 	return s, nil
 }
 
-// Close frees the session's tensors and buffer.
+// Close frees the session's tensors and buffers.
 func (s *GraphSession) Close() {
 	if s.wctx != 0 {
 		s.lib.Free(s.wctx)
 		s.wctx = 0
 	}
-	if s.dummy != 0 {
-		s.lib.BufferFree(s.dummy)
-		s.dummy = 0
+	for k, b := range s.dummies {
+		s.lib.BufferFree(b)
+		delete(s.dummies, k)
 	}
 }
 
-// place puts a weight or cache tensor on the dummy buffer.
-func (s *GraphSession) place(t *bindings.Tensor) {
-	if s.dummy != 0 {
-		t.Buffer = s.dummy
-		t.Data = s.base
+// place puts a weight or cache tensor on the dummy buffer of its buffer
+// type.
+func (s *GraphSession) place(t *bindings.Tensor, buft bindings.Buft, weights bool) error {
+	if buft == 0 {
+		return nil
 	}
+	k := dummyKey{buft, weights}
+	b, ok := s.dummies[k]
+	if !ok {
+		if b = s.lib.BuftAllocBuffer(buft, 0); b == 0 {
+			return fmt.Errorf("arch: a dummy buffer of %s", s.lib.BuftName(buft))
+		}
+		if weights {
+			s.lib.BufferSetUsage(b, 1) // GGML_BACKEND_BUFFER_USAGE_WEIGHTS
+		}
+		s.dummies[k] = b
+	}
+	t.Buffer = b
+	return nil
 }
 
 // Graph is a built graph. Free releases its context.
@@ -148,6 +169,8 @@ type graphState struct {
 	gf      bindings.Graph
 	size    int
 	inGraph map[*bindings.Tensor]bool // what build_forward_expand has visited
+	inputs  int                       // the result's inputs
+	fused   []fusedNode               // the result's fused nodes
 }
 
 func (g *graphState) free() {
@@ -200,6 +223,12 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	set(params, "gtype", vInt(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
 	set(params, "sched", vNull)
 	set(params, "backend_cpu", vNull)
+	set(params, "cb", vNull)
+	if sc := s.sched; sc != nil {
+		set(params, "sched", Val{K: KNative, P: nativeSched{sc.h}})
+		set(params, "backend_cpu", Val{K: KNative, P: nativeBackend{sc.cpu}})
+		set(params, "cb", Val{K: KFunc, P: builtinFunc(sc.callback(s, nTokens))})
+	}
 	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
 	cvec.fields["layer_start"] = &Cell{V: vInt(-1, ast.TI32)}
 	cvec.fields["layer_end"] = &Cell{V: vInt(-1, ast.TI32)}
@@ -210,9 +239,6 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	set(params, "cross", vNull)
 	set(params, "samplers", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no backend samplers
 	set(params, "n_outputs", vInt(int64(nOutputs), ast.TU32))
-	// llama_context's graph callback names the tensors, and with GPU
-	// layers pins a layer's norm and l_last to its device: not replayed
-	set(params, "cb", vNull)
 	set(params, "res", Val{K: KObj, P: res})
 
 	prog, err := r.program("llama_model::build_graph")
@@ -223,6 +249,18 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	if _, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: params}}); err != nil {
 		g.free()
 		return nil, err
+	}
+	g.inputs = len(res.fields["inputs"].V.P.(*Array).cells)
+	for _, c := range res.fields["fused_nodes"].V.P.(*Array).cells {
+		// an llm_graph_fused_node {op, tensor, il}, kept as the brace
+		// list it was made from
+		a, ok := c.V.P.(*Array)
+		if c.V.K != KArr || !ok || len(a.cells) != 3 {
+			g.free()
+			return nil, fmt.Errorf("arch: a fused node of %s", c.V.describe())
+		}
+		t, _ := a.cells[1].V.P.(*bindings.Tensor)
+		g.fused = append(g.fused, fusedNode{op: a.cells[0].V.I, t: t, il: int(a.cells[2].V.I)})
 	}
 	return &Graph{Nodes: int(lib.GraphNNodes(g.gf)), G: g.gf, g: g}, nil
 }
@@ -241,7 +279,7 @@ type GraphParams struct {
 // BuildGraph builds one graph of a session of its own (no buffers: the
 // graph is for counting, not scheduling).
 func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
-	s, err := r.NewGraphSession(p.Lib, p.Memory, p.FlashAttn, 0)
+	s, err := r.NewGraphSession(p.Lib, p.Memory, p.FlashAttn, Placement{})
 	if err != nil {
 		return nil, err
 	}
@@ -255,78 +293,6 @@ func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
 	}
 	g.own = s
 	return g, nil
-}
-
-// ReserveParams are a CPU context's scheduler reservation.
-type ReserveParams struct {
-	Lib              *bindings.Lib
-	NUBatch, NSeqs   uint32 // cparams.n_ubatch (min n_ctx), n_seq_max
-	NOutputsMax      uint32 // cparams.n_outputs_max (n_batch by default)
-	FlashAttn        bool
-	MaxNodes         int // graph_max_nodes
-	Memory           *Memory
-	PipelineParallel bool
-}
-
-// Reserve is what sched_reserve finds: the pp graph's nodes and splits,
-// the tg graph's, and the CPU compute buffer's size.
-type Reserve struct {
-	NodesPP, SplitsPP, NodesTG, SplitsTG int
-	ComputeBytes                         uint64
-}
-
-// ReserveCPU mirrors llama_context::sched_reserve for a context on the
-// CPU backend alone: a scheduler over the CPU backend and its default
-// buffer type, the pp graph reserved, then the tg graph, then the pp
-// graph again; the compute buffer is the scheduler's for the CPU.
-func (r *Run) ReserveCPU(p ReserveParams) (*Reserve, error) {
-	lib := p.Lib
-	dev := lib.DevByType(0) // GGML_BACKEND_DEVICE_TYPE_CPU
-	if dev == 0 {
-		return nil, fmt.Errorf("arch: no CPU device")
-	}
-	be := lib.DevInit(dev, nil)
-	if be == 0 {
-		return nil, fmt.Errorf("arch: the CPU backend failed to start")
-	}
-	defer lib.BackendFree(be)
-	buft := lib.BackendDefaultBuft(be)
-	s, err := r.NewGraphSession(lib, p.Memory, p.FlashAttn, buft)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	sched := lib.SchedNew(&be, &buft, 1, uintptr(p.MaxNodes), p.PipelineParallel, true)
-	if sched == 0 {
-		return nil, fmt.Errorf("arch: ggml_backend_sched_new failed")
-	}
-	defer lib.SchedFree(sched)
-	nTokens, nSeqs := p.NUBatch, p.NSeqs
-	nOutPP := min(nTokens, p.NOutputsMax)
-	out := &Reserve{}
-	reserve := func(nt, ns, no uint32) (nodes, splits int, err error) {
-		lib.SchedReset(sched)
-		g, err := s.Build(nt, ns, no, p.MaxNodes)
-		if err != nil {
-			return 0, 0, err
-		}
-		defer g.Free()
-		if !lib.SchedReserve(sched, g.G) {
-			return 0, 0, fmt.Errorf("arch: ggml_backend_sched_reserve failed (%d tokens)", nt)
-		}
-		return g.Nodes, int(lib.SchedGetNSplits(sched)), nil
-	}
-	if out.NodesPP, out.SplitsPP, err = reserve(nTokens, nSeqs, nOutPP); err != nil {
-		return nil, err
-	}
-	if out.NodesTG, out.SplitsTG, err = reserve(nSeqs, nSeqs, nSeqs); err != nil {
-		return nil, err
-	}
-	if _, _, err = reserve(nTokens, nSeqs, nOutPP); err != nil {
-		return nil, err
-	}
-	out.ComputeBytes = uint64(lib.SchedGetBufferSize(sched, be))
-	return out, nil
 }
 
 // walkTensors calls fn on every tensor the model's members hold.
@@ -397,7 +363,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	r := s.r
 	kv := newShared("llama_kv_cache")
 	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: r.hparams.obj}}
-	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(!s.fa)}
+	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(c.VTrans)}
 	kv.fields["attn_rot_k"] = &Cell{T: ast.TBool, V: vBool(c.RotK != 0)}
 	kv.fields["attn_rot_v"] = &Cell{T: ast.TBool, V: vBool(c.RotV != 0)}
 	kv.fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadK), ast.TI32)}
@@ -407,7 +373,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	layers := newArray(ast.TAuto, 0, false)
 	ids := &cmap{vals: []Val{}}
 	byLayer := map[int]*Object{}
-	for _, mt := range c.Tensors {
+	for j, mt := range c.Tensors {
 		l, ok := byLayer[mt.Layer]
 		if !ok {
 			l = newShared("llama_kv_cache::kv_layer")
@@ -427,7 +393,13 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 			return vVoid, fmt.Errorf("arch: the KV cache's tensor %s", mt.Name)
 		}
 		s.lib.SetName(t, mt.Name)
-		s.place(t)
+		var bt bindings.Buft
+		if s.at.Cache != nil {
+			bt = s.at.Cache(0, j)
+		}
+		if err := s.place(t, bt, false); err != nil {
+			return vVoid, err
+		}
 		l.fields[string(mt.Role)] = &Cell{V: Val{K: KNative, P: t}}
 	}
 	kv.fields["layers"] = &Cell{V: Val{K: KArr, P: layers}}

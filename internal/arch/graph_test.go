@@ -3,6 +3,7 @@ package arch_test
 import (
 	"testing"
 
+	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/internal/synth"
@@ -15,7 +16,7 @@ func (nopPlacer) Place(*arch.Creation) error { return nil }
 
 // demoContext is the demo model's run, context (n_ctx 4096, one
 // sequence) and memory.
-func demoContext(t *testing.T, path string, fa bool) (*arch.Run, *arch.Context, *arch.Memory) {
+func demoContext(t *testing.T, path string, flash int) (*arch.Run, *arch.Context, *arch.Memory) {
 	t.Helper()
 	m := testenv.OpenModel(t, path)
 	r, err := arch.Load(m, arch.Options{})
@@ -24,10 +25,6 @@ func demoContext(t *testing.T, path string, fa bool) (*arch.Run, *arch.Context, 
 	}
 	if err := r.CreateTensors(nopPlacer{}); err != nil {
 		t.Fatal(err)
-	}
-	flash := 0
-	if fa {
-		flash = 1
 	}
 	cx, err := r.InitContext(arch.ContextParams{NCtx: 4096, NBatch: 2048, NUBatch: 512, NSeqMax: 1, FlashAttn: flash,
 		TypeK: ggml.TypeF16, TypeV: ggml.TypeF16, OffloadKQV: true}, nil)
@@ -56,7 +53,11 @@ func TestBuildGraphDemoLlama(t *testing.T) {
 		fa    bool
 		nodes int
 	}{{true, 254}, {false, 294}} {
-		r, cx, mem := demoContext(t, path, c.fa)
+		flash := 0
+		if c.fa {
+			flash = 1
+		}
+		r, cx, mem := demoContext(t, path, flash)
 		g, err := r.BuildGraph(arch.GraphParams{Lib: testenv.Lib(rt), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
 			FlashAttn: cx.FlashAttn, Memory: mem})
 		if err != nil {
@@ -72,27 +73,32 @@ func TestBuildGraphDemoLlama(t *testing.T) {
 
 // The demo model's CPU context, reserved as llama_context::sched_reserve
 // reserves it, has libllama's compute buffer: 17,840,128 bytes with flash
-// attention, 81,799,168 without, in one split.
+// attention (asked for, or auto and resolved on, as the CPU runs it),
+// 81,799,168 without, in one split.
 func TestReserveCPUDemoLlama(t *testing.T) {
 	rt := testenv.Runtime(t)
 	path, err := synth.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	lib := testenv.Lib(rt)
+	cpu := lib.DevByType(0)
+	buft := lib.DevBufferType(cpu)
 	for _, c := range []struct {
-		fa    bool
+		fa    int
 		nodes int
 		bytes uint64
-	}{{true, 254, 17840128}, {false, 294, 81799168}} {
-		r, cx, mem := demoContext(t, path, c.fa)
-		res, err := r.ReserveCPU(arch.ReserveParams{Lib: testenv.Lib(rt), NUBatch: min(cx.NCtx, cx.NUBatch), NSeqs: cx.NSeqMax,
-			NOutputsMax: cx.NBatch, FlashAttn: cx.FlashAttn, MaxNodes: 1024, Memory: mem})
+	}{{1, 254, 17840128}, {0, 294, 81799168}, {-1, 254, 17840128}} {
+		r, _, mem := demoContext(t, path, c.fa)
+		res, err := r.Reserve(arch.ReserveParams{Lib: lib, Memory: mem, NTensors: 75,
+			At:          arch.Placement{Weight: func(*arch.Tensor) bindings.Buft { return buft }, Cache: func(int, int) bindings.Buft { return buft }},
+			LayerDevice: func(int) bindings.Dev { return cpu }})
 		if err != nil {
-			t.Fatalf("flash attention %v: %v", c.fa, err)
+			t.Fatalf("flash attention %d: %v", c.fa, err)
 		}
-		t.Logf("flash attention %v: %+v", c.fa, *res)
-		if res.NodesPP != c.nodes || res.SplitsPP != 1 || res.ComputeBytes != c.bytes {
-			t.Errorf("flash attention %v: %d nodes, %d splits, %d bytes; libllama: %d, 1, %d", c.fa, res.NodesPP, res.SplitsPP, res.ComputeBytes, c.nodes, c.bytes)
+		t.Logf("flash attention %d: %+v", c.fa, *res)
+		if len(res.Buffers) != 1 || res.NodesPP != c.nodes || res.SplitsPP != 1 || res.Buffers[0].Bytes != c.bytes || res.MaxNodes != 1024 {
+			t.Errorf("flash attention %d: %d nodes, %d splits, %+v, max nodes %d; libllama: %d, 1, %d, 1024", c.fa, res.NodesPP, res.SplitsPP, res.Buffers, res.MaxNodes, c.nodes, c.bytes)
 		}
 	}
 }

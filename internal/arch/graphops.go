@@ -124,7 +124,13 @@ func (g *graphState) native(f *frame, v Val) (*bindings.Tensor, error) {
 			return nil, f.errorf("ggml_new_tensor of weight %s", w.Name)
 		}
 		l.SetName(t, w.Name)
-		g.place(t)
+		var bt bindings.Buft
+		if g.at.Weight != nil {
+			bt = g.at.Weight(w)
+		}
+		if err := g.place(t, bt, true); err != nil {
+			return nil, err
+		}
 		g.weights[w] = t
 		return t, nil
 	}

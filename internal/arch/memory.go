@@ -56,6 +56,7 @@ type Cache struct {
 	HeadK   int32
 	RotV    int
 	HeadV   int32
+	VTrans  bool // a KV cache's V is stored transposed (the context had no flash attention when it made the cache)
 	Tensors []MemoryTensor
 }
 
@@ -262,7 +263,7 @@ func (r *Run) newKVCache(f *frame, c kvCache) (*Cache, error) {
 		nStream = 1
 	}
 	nLayer := int(h.field("n_layer_all"))
-	out := &Cache{Class: "llama_kv_cache", Pre: append([]string(nil), c.pre...), Cells: c.kvSize, Streams: nStream, NSeqMax: c.nSeqMax, TypeK: c.typeK, TypeV: c.typeV}
+	out := &Cache{Class: "llama_kv_cache", Pre: append([]string(nil), c.pre...), Cells: c.kvSize, Streams: nStream, NSeqMax: c.nSeqMax, TypeK: c.typeK, TypeV: c.typeV, VTrans: c.vTrans}
 	if c.vTrans && h.call("is_n_embd_v_gqa_variable") != 0 {
 		out.Pre = append(out.Pre, fmt.Sprintf("WARN llama_kv_cache: the V embeddings have different sizes across layers and FA is not enabled - padding V cache to %d", h.call("n_embd_v_gqa_max")))
 	}

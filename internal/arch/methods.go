@@ -128,6 +128,8 @@ func (r *Run) callMethod(f *frame, m *method, args []*ast.Node) (Val, error) {
 				return r.splitMethod(f, m.name, args)
 			case "split_mode":
 				return vInt(int64(r.splitMode), ast.TI32), nil
+			case "n_tensors":
+				return vInt(int64(r.nTensors), ast.TU64), nil
 			case "load_arch_hparams":
 				if r.entry.Hparams == "" {
 					return vVoid, nil // the generic path: no architecture's own keys

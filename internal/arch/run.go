@@ -15,9 +15,10 @@ import (
 // Tensor is a tensor as the programs see it: a created weight, or a file
 // tensor's metadata.
 type Tensor struct {
-	Name string
-	Type int // ggml type id
-	Ne   [4]int64
+	Name  string
+	Type  int // ggml type id
+	Ne    [4]int64
+	Index int // the creation's place among the Placer's calls (0 first)
 }
 
 // Class is llm_tensor_layer: where a tensor belongs in the layer model.
@@ -92,6 +93,7 @@ type Run struct {
 
 	maxLayers int64
 	nCreated  int
+	nPlaced   int             // the Placer's calls so far
 	created   map[string]bool // file tensors created (not as duplicates)
 
 	extraKV      map[string]gguf.Value   // keys SupplyKey gave
@@ -112,8 +114,10 @@ type Run struct {
 	splitMode int                     // llama_model::split_mode(), for InitContext
 	capture   *capture                // callLocals' variables
 
-	cparams *Object     // the llama_cparams InitContext resolved (BuildGraph's)
-	graph   *graphState // the graph BuildGraph builds
+	cparams  *Object     // the llama_cparams InitContext resolved (BuildGraph's)
+	ctx      Val         // the llama_context InitContext made
+	nTensors int         // llama_model::n_tensors(), for Reserve
+	graph    *graphState // the graph BuildGraph builds
 }
 
 // stepLimit bounds a replay's statements: programs of the pin run a few
@@ -268,7 +272,7 @@ func (r *Run) CreateTensors(p Placer) error {
 		return fmt.Errorf("arch: %s: no tensor programs for a generic run", r.Arch)
 	}
 	r.placer = p
-	r.nCreated = 0
+	r.nCreated, r.nPlaced = 0, 0
 	r.hpMemo = nil
 	r.created = make(map[string]bool, len(r.gm.Weights))
 	prog, err := r.program("llama_model_base::create_tensors")

@@ -446,6 +446,10 @@ func (o *Object) clone() *Object {
 	c := &Object{class: o.class, fields: make(map[string]*Cell, len(o.fields)), share: o.share}
 	for k, f := range o.fields {
 		nf := *f
+		if nf.T == ast.TPtr || nf.T == ast.TRef {
+			c.fields[k] = &nf // a pointer member: the copy names the same object
+			continue
+		}
 		switch nf.V.K {
 		case KObj:
 			nf.V.P = nf.V.P.(*Object).clone()

@@ -24,5 +24,5 @@ var Builtins = map[string]bool{
 	"LLAMA_LOG_INFO": true, "LLAMA_LOG_WARN": true, "LLAMA_LOG_ERROR": true, "LLAMA_LOG_DEBUG": true,
 	"GGML_PAD": true, "getenv": true, "atoi": true, "ggml_is_quantized": true, "ggml_type_name": true,
 	"ggml_backend_buffer_get_size": true, "llama_sampler_chain_get": true, "llama_sampler_chain_n": true, "set_sampler": true,
-	"llama_get_memory": true, "llama_get_model": true, "llama_model_n_layer": true, "std::move": true,
+	"llama_get_memory": true, "llama_get_model": true, "llama_model_n_layer": true, "llama_sampler_backend_n_nodes": true, "std::move": true,
 }

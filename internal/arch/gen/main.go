@@ -211,6 +211,10 @@ func (g *generator) sharedPrograms() error {
 	if err := g.extract("src/llama-context.cpp", "llama_context_default_params"); err != nil {
 		return err
 	}
+	// the graph size a context's scheduler and graphs are made with
+	if err := g.extract("src/llama-context.cpp", "llama_context::graph_max_nodes"); err != nil {
+		return err
+	}
 	// a context: llama_init_from_model's checks, up to the constructor it
 	// tries, and the constructor's parameters, up to its first backend
 	for _, pf := range []struct{ fn, anchor string }{

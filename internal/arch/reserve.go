@@ -1,0 +1,461 @@
+package arch
+
+import (
+	"fmt"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// A context's compute buffers, as llama_context's constructor reserves
+// them on a model loaded with no_alloc (what llama.cpp's -fit measures):
+// its backends (the model's devices, the ACCEL devices, the CPU) and
+// their buffer types, pipeline parallelism, then sched_reserve: the
+// graph size (llama_context::graph_max_nodes, replayed), the scheduler,
+// the fused ops' resolution (flash attention auto among them), the
+// prompt graph measured with ggml_backend_sched_reserve_size and the
+// generation graph split. The graphs are the pin's (graph.go), built
+// with llama_context's graph callback, which names the tensors and pins
+// a layer's norm and l_last to the layer's device.
+
+// ReserveParams are the model's side of a context's reservation.
+type ReserveParams struct {
+	Lib     *bindings.Lib
+	Memory  *Memory        // CreateMemory's
+	At      Placement      // each weight's and cache tensor's buffer type
+	Devices []bindings.Dev // llama_model::devices, in order
+	// LayerDevice is llama_model::dev_layer(il): the device of layer il
+	// (the CPU's for a layer on the CPU).
+	LayerDevice     func(il int) bindings.Dev
+	NGPULayers      int  // llama_model::n_gpu_layers()
+	NTensors        int  // llama_model::n_tensors(): the weights in their contexts
+	TensorOverrides bool // llama_model::has_tensor_overrides()
+}
+
+// ComputeBuffer is one backend's compute buffer.
+type ComputeBuffer struct {
+	Buft  bindings.Buft // the scheduler's buffer type for the backend
+	Dev   bindings.Dev
+	Bytes uint64
+}
+
+// Reserve is what sched_reserve finds.
+type Reserve struct {
+	MaxNodes                             int
+	PipelineParallel                     bool
+	FlashAttn                            bool // cparams.flash_attn once resolved
+	NodesPP, SplitsPP, NodesTG, SplitsTG int
+	InputsPP, InputsTG                   int // the graph inputs' objects
+	InputTensorsPP, InputTensorsTG       int
+	Buffers                              []ComputeBuffer // one per backend, in the scheduler's order
+	Log                                  []string        // "LEVEL text", as llama.cpp logs them
+}
+
+// fusedProbe is one of llama_context.cpp's llm_fused_op_probe constants:
+// the fused op, its name, the tokens per sequence of its probe graph, and
+// the cparams flag it resolves.
+type fusedProbe struct {
+	op, name string
+	perSeq   uint32
+	flag     string
+}
+
+// fusedGroups are resolve_fused_ops' resolutions in its order: the
+// cparams flag that asks for one, the line it logs first, its probes.
+var fusedGroups = []struct {
+	auto, header string
+	probes       []fusedProbe
+}{
+	{"auto_fa", "", []fusedProbe{{"LLM_FUSED_OP_FLASH_ATTN", "Flash Attention", 1, "flash_attn"}}},
+	{"auto_fgdn", "resolving fused Gated Delta Net support:", []fusedProbe{
+		{"LLM_FUSED_OP_GDN_AR", "fused Gated Delta Net (autoregressive)", 1, "fused_gdn_ar"},
+		{"LLM_FUSED_OP_GDN_CH", "fused Gated Delta Net (chunked)", 16, "fused_gdn_ch"}}},
+	{"auto_flid", "resolving fused Lightning Indexer support:", []fusedProbe{
+		{"LLM_FUSED_OP_LIGHTNING_INDEXER", "Lightning Indexer", 1, "fused_lid"}}},
+	{"auto_fhc", "resolving fused DeepSeek V4 HC support:", []fusedProbe{
+		{"LLM_FUSED_OP_DSV4_HC_PRE", "fused DeepSeek V4 HC pre", 1, "fused_dsv4_hc_pre"},
+		{"LLM_FUSED_OP_DSV4_HC_COMB", "fused DeepSeek V4 HC comb", 1, "fused_dsv4_hc_comb"},
+		{"LLM_FUSED_OP_DSV4_HC_POST", "fused DeepSeek V4 HC post", 1, "fused_dsv4_hc_post"}}},
+}
+
+// ggml's device types, and llama.cpp's LLAMA_SPLIT_MODE_LAYER
+const (
+	splitModeLayer = 1
+	devCPU         = 0 // GGML_BACKEND_DEVICE_TYPE_CPU
+	devAccel       = 3 // GGML_BACKEND_DEVICE_TYPE_ACCEL
+)
+
+// schedState is a session's scheduler: what the graph callback and
+// -nkvo's pinning need.
+type schedState struct {
+	lib         *bindings.Lib
+	h           bindings.Sched
+	backends    []bindings.Backend
+	cpu         bindings.Backend
+	layerDev    func(il int) bindings.Dev
+	fullOffload bool
+}
+
+// callback is llama_context::graph_get_cb's callback for a graph of
+// nTokens tokens: the tensor's name, and for small batches or a full
+// offload a layer's norm and l_last on the layer's device.
+func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, args []*ast.Node) (Val, error) {
+	return func(f *frame, args []*ast.Node) (Val, error) {
+		if len(args) != 4 {
+			return vVoid, f.errorf("the graph callback: %d arguments", len(args))
+		}
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		cur, ok := vs[1].P.(*bindings.Tensor)
+		if vs[1].K != KNative || !ok || cur == nil {
+			return vVoid, f.errorf("the graph callback of %s", vs[1].describe())
+		}
+		name, il := vs[2].S, int(vs[3].I)
+		if il >= 0 {
+			sc.lib.SetName(cur, fmt.Sprintf("%s-%d", name, il))
+		} else {
+			sc.lib.SetName(cur, name)
+		}
+		if (nTokens < 32 || sc.fullOffload) && il != -1 && (name == "norm" || name == "l_last") {
+			dev := sc.layerDev(il)
+			for _, be := range sc.backends {
+				if sc.lib.BackendGetDevice(be) == dev && sc.lib.DevSupportsOp(dev, cur) {
+					sc.lib.SchedSetTensorBackend(sc.h, cur, be)
+				}
+			}
+		}
+		return vVoid, nil
+	}
+}
+
+// Reserve replays the reservation of a context's compute buffers on the
+// model's devices. InitContext, CreateMemory and CreateTensors must have
+// run; the weights' and the cache's buffer types are p.At's.
+func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
+	lib := p.Lib
+	if lib == nil || r.cparams == nil || r.ctx.K != KObj {
+		return nil, fmt.Errorf("arch: Reserve needs the native library and InitContext")
+	}
+	if p.LayerDevice == nil {
+		return nil, fmt.Errorf("arch: Reserve needs each layer's device")
+	}
+	cp := r.cparams
+	out := &Reserve{}
+	logf := func(level, format string, a ...any) { out.Log = append(out.Log, level+" "+fmt.Sprintf(format, a...)) }
+	u := func(name string) uint32 { return uint32(cp.fields[name].V.I) }
+	b := func(name string) bool { return cp.fields[name].V.truthy() }
+	setb := func(name string, v bool) { cp.fields[name].V = vBool(v) }
+
+	// the backends: the model's devices, the ACCEL devices, the CPU
+	var bes []bindings.Backend
+	defer func() {
+		for _, be := range bes {
+			lib.BackendFree(be)
+		}
+	}()
+	for _, d := range p.Devices {
+		be := lib.DevInit(d, nil)
+		if be == 0 {
+			return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
+		}
+		bes = append(bes, be)
+	}
+	for i := uintptr(0); i < lib.DevCount(); i++ {
+		if d := lib.DevGet(i); lib.DevType(d) == devAccel {
+			be := lib.DevInit(d, nil)
+			if be == 0 {
+				return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
+			}
+			bes = append(bes, be)
+		}
+	}
+	cpuDev := lib.DevByType(devCPU)
+	cpu := bindings.Backend(0)
+	if cpuDev != 0 {
+		cpu = lib.DevInit(cpuDev, nil)
+	}
+	if cpu == 0 {
+		return nil, &Throw{Msg: "failed to initialize CPU backend"}
+	}
+	bes = append(bes, cpu)
+	bufts := make([]bindings.Buft, len(bes))
+	for i, be := range bes {
+		bufts[i] = lib.BackendDefaultBuft(be)
+		if lib.DevType(lib.BackendGetDevice(be)) == devCPU && len(p.Devices) > 0 {
+			// the host buffer of the first device, for faster transfers
+			if h := lib.DevHostBufferType(p.Devices[0]); h != 0 {
+				bufts[i] = h
+			}
+		}
+	}
+
+	// pipeline parallelism: several devices, every layer offloaded, split
+	// by layer, the KV cache offloaded, no overrides, and every device
+	// but the CPU with async compute and events
+	nLayerAll := int(r.hparams.obj.fields["n_layer_all"].V.I)
+	pp := len(p.Devices) > 1 && p.NGPULayers > nLayerAll && r.splitMode == splitModeLayer &&
+		b("offload_kqv") && !p.TensorOverrides
+	if pp {
+		for _, be := range bes {
+			d := lib.BackendGetDevice(be)
+			if lib.DevType(d) == devCPU {
+				continue
+			}
+			var props bindings.DevProps
+			lib.DevGetProps(d, &props)
+			if !props.Caps.Async || !props.Caps.Events {
+				pp = false
+				break
+			}
+		}
+	}
+	setb("pipeline_parallel", pp)
+	out.PipelineParallel = pp
+	if pp {
+		logf("INFO", "llama_context: pipeline parallelism enabled")
+	}
+
+	// sched_reserve
+	nSeqs := u("n_seq_max")
+	nTokens := min(u("n_ctx"), u("n_ubatch"))
+	r.nTensors = p.NTensors
+	r.model.fields["loras"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}} // no LoRA adapters
+	gmn, err := r.program("llama_context::graph_max_nodes")
+	if err != nil {
+		return nil, err
+	}
+	mv, err := r.call(gmn, r.ctx, []Val{vInt(int64(nTokens), ast.TU32)})
+	if err != nil {
+		return nil, r.wrap("graph_max_nodes: ", err)
+	}
+	out.MaxNodes = int(mv.I)
+	if out.MaxNodes <= 0 {
+		return nil, fmt.Errorf("arch: graph_max_nodes is %d", out.MaxNodes)
+	}
+	sched := lib.SchedNew(&bes[0], &bufts[0], int32(len(bes)), uintptr(out.MaxNodes), pp, b("op_offload"))
+	if sched == 0 {
+		return nil, fmt.Errorf("arch: ggml_backend_sched_new failed")
+	}
+	defer lib.SchedFree(sched)
+
+	// every buffer type the tensors are on must be one a backend can use:
+	// the scheduler aborts on a tensor it cannot place
+	at := p.At
+	check := func(bt bindings.Buft, what string) error {
+		if bt == 0 {
+			return nil
+		}
+		for _, be := range bes {
+			if lib.DevSupportsBuft(lib.BackendGetDevice(be), bt) {
+				return nil
+			}
+		}
+		return fmt.Errorf("arch: %s is on %s, which none of the context's backends can use", what, lib.BuftName(bt))
+	}
+	var placeErr error
+	if w := at.Weight; w != nil {
+		at.Weight = func(t *Tensor) bindings.Buft {
+			bt := w(t)
+			if err := check(bt, "weight "+t.Name); err != nil && placeErr == nil {
+				placeErr = err
+			}
+			return bt
+		}
+	}
+	s, err := r.NewGraphSession(lib, p.Memory, b("flash_attn"), at)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if p.Memory != nil {
+		for ci, c := range p.Memory.Caches {
+			for j, t := range c.Tensors {
+				if at.Cache != nil {
+					if err := check(at.Cache(ci, j), "cache tensor "+t.Name); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
+	s.sched = &schedState{lib: lib, h: sched, backends: bes, cpu: cpu, layerDev: p.LayerDevice, fullOffload: p.NGPULayers > nLayerAll}
+
+	type built struct{ nodes, splits, inputs, inputTensors int }
+	// graph_reserve: a graph for the ubatch, then the scheduler's split
+	// (and with sizes, its buffers measured)
+	reserve := func(nt, ns, no uint32, sizes []uintptr) (built, error) {
+		lib.SchedReset(sched)
+		s.fa = b("flash_attn")
+		g, err := s.Build(nt, ns, no, out.MaxNodes)
+		if err != nil {
+			return built{}, err
+		}
+		defer g.Free()
+		if placeErr != nil {
+			return built{}, placeErr
+		}
+		if n := g.g.leafs() + g.Nodes; n > out.MaxNodes {
+			// the scheduler's hash set holds at least max_nodes tensors
+			return built{}, &Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
+		}
+		out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: g.g.inputTensors(lib)} // before the split rewires the inputs
+		if sizes != nil {
+			lib.SchedReserveSize(sched, g.G, &sizes[0])
+		} else {
+			lib.SchedSplitGraph(sched, g.G)
+		}
+		out.splits = int(lib.SchedGetNSplits(sched))
+		return out, nil
+	}
+
+	// resolve_fused_ops: each fused op asked for automatically stays on
+	// where every layer's fused node runs on the layer's device
+	for _, grp := range fusedGroups {
+		if !b(grp.auto) {
+			continue
+		}
+		if grp.header != "" {
+			logf("INFO", "resolve_fused_ops: %s", grp.header)
+		}
+		for _, pr := range grp.probes {
+			if !b(pr.flag) {
+				continue
+			}
+			n := pr.perSeq * nSeqs
+			lib.SchedReset(sched)
+			s.fa = b("flash_attn")
+			g, err := s.Build(n, nSeqs, n, out.MaxNodes)
+			if err != nil {
+				return nil, fmt.Errorf("failed to reserve graph for %s check: %w", pr.name, err)
+			}
+			lib.SchedSplitGraph(sched, g.G)
+			mismatch := false
+			for _, fn := range g.g.fused {
+				if fn.op != enumConsts[pr.op] {
+					continue
+				}
+				var devFused bindings.Dev
+				if be := lib.SchedGetTensorBackend(sched, fn.t); be != 0 {
+					devFused = lib.BackendGetDevice(be)
+				}
+				if devLayer := p.LayerDevice(fn.il); devFused != devLayer {
+					name := func(d bindings.Dev) string {
+						if d == 0 {
+							return "none"
+						}
+						return lib.DevName(d)
+					}
+					logf("WARN", "resolve_fused_ops: layer %d is assigned to device %s but %s is assigned to device %s (usually due to missing support)",
+						fn.il, name(devLayer), pr.name, name(devFused))
+					mismatch = true
+					break
+				}
+			}
+			g.Free()
+			setb(pr.flag, !mismatch)
+			if mismatch {
+				logf("WARN", "resolve_fused_ops: %s not supported, set to disabled", pr.name)
+			} else {
+				logf("INFO", "resolve_fused_ops: %s enabled", pr.name)
+			}
+		}
+		setb(grp.auto, false)
+	}
+	out.FlashAttn = b("flash_attn")
+
+	// the prompt graph first, measured; then the generation graph
+	// (llama.cpp then splits the prompt graph once more, which changes
+	// nothing it reports)
+	sizes := make([]uintptr, len(bes))
+	ppg, err := reserve(nTokens, nSeqs, min(nTokens, u("n_outputs_max")), sizes)
+	if err != nil {
+		return nil, err
+	}
+	tgg, err := reserve(nSeqs, nSeqs, nSeqs, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.NodesPP, out.SplitsPP, out.InputsPP, out.InputTensorsPP = ppg.nodes, ppg.splits, ppg.inputs, ppg.inputTensors
+	out.NodesTG, out.SplitsTG, out.InputsTG, out.InputTensorsTG = tgg.nodes, tgg.splits, tgg.inputs, tgg.inputTensors
+	for i, be := range bes {
+		out.Buffers = append(out.Buffers, ComputeBuffer{Buft: bufts[i], Dev: lib.BackendGetDevice(be), Bytes: uint64(sizes[i])})
+		if sizes[i] > 1 {
+			logf("INFO", "sched_reserve: %10s compute buffer size = %8.2f MiB", lib.BuftName(bufts[i]), float64(sizes[i])/1024/1024)
+		}
+	}
+	diff := ppg != tgg
+	val := func(a, b int) string {
+		if diff {
+			return fmt.Sprintf("%d / %d", a, b)
+		}
+		return fmt.Sprint(a)
+	}
+	bs := ""
+	if diff {
+		bs = fmt.Sprintf(" (pp bs=%d, tg bs=%d)", nTokens, nSeqs)
+	}
+	logf("INFO", "sched_reserve: graph%s: nodes = %s, splits = %s, input objects = %s, input tensors = %s", bs,
+		val(ppg.nodes, tgg.nodes), val(ppg.splits, tgg.splits), val(ppg.inputs, tgg.inputs), val(ppg.inputTensors, tgg.inputTensors))
+	return out, nil
+}
+
+// leafs counts the graph's leafs (what build_forward_expand visited
+// without an op).
+func (g *graphState) leafs() int {
+	n := 0
+	for t := range g.inGraph {
+		if t.Op == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// inputTensors is llama_graph_n_input_tensors: the graph's tensors
+// flagged as inputs that a node is or uses.
+func (g *graphState) inputTensors(lib *bindings.Lib) int {
+	const flagInput = 1 // GGML_TENSOR_FLAG_INPUT
+	seen := map[*bindings.Tensor]bool{}
+	n := int(lib.GraphNNodes(g.gf))
+	for i := range n {
+		node := lib.GraphNode(g.gf, int32(i))
+		if node.Flags&flagInput != 0 {
+			seen[node] = true
+		}
+		for _, src := range node.Src {
+			if src == nil {
+				break
+			}
+			if src.Flags&flagInput != 0 {
+				seen[src] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// fusedNode is one of llm_graph_result's fused nodes.
+type fusedNode struct {
+	op int64
+	t  *bindings.Tensor
+	il int
+}
+
+// GraphReplayed says whether Reserve can size this model's compute
+// buffers with memory mem: the architecture's graph builder is among the
+// graph programs, and the memory module's views are replayed. If not,
+// why not.
+func (r *Run) GraphReplayed(mem *Memory) (bool, string) {
+	if !r.Exact() {
+		return false, "the generic path has no graph"
+	}
+	if r.modelProgram("build_arch_graph") == nil {
+		return false, fmt.Sprintf("the %s graph builder (%s) is not replayed yet", r.Arch, r.entry.Class)
+	}
+	if mem != nil && len(mem.Caches) > 0 && (mem.Class != "llama_kv_cache" || len(mem.Caches) != 1) {
+		return false, fmt.Sprintf("the views of memory %s are not replayed yet", mem.Class)
+	}
+	return true, ""
+}

@@ -1,0 +1,120 @@
+package place
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/hooks"
+)
+
+// ComputePlan is what llama_context's scheduler reserves for the
+// context's graphs (sched_reserve, as -fit measures it on a no_alloc
+// model): the graph size, the resolved flash attention and pipeline
+// parallelism, the prompt (pp) and generation (tg) graphs' node and split
+// counts, and each backend's compute buffer.
+type ComputePlan struct {
+	MaxNodes                             int
+	FlashAttn                            bool
+	PipelineParallel                     bool
+	NodesPP, SplitsPP, NodesTG, SplitsTG int
+	Buffers                              []ComputeBuffer // one per backend, in the scheduler's order
+}
+
+// ComputeBuffer is one backend's compute buffer.
+type ComputeBuffer struct {
+	BufferType ggml.BufferType
+	Device     *ggml.Device
+	Size       uint64
+}
+
+// planCompute reserves the context's compute buffers by replaying
+// llama.cpp's graph builders and sched_reserve over the plan's backends,
+// the weights and the cache on the buffer types the plan gives them.
+// Where the replay does not cover the model yet, the compute stays
+// unknown and the plan says why.
+func (pl *planner) planCompute(mem *arch.Memory) error {
+	p, h := pl.p, pl.h
+	cm := p.Context
+	why := ""
+	if ok, w := h.run.GraphReplayed(mem); !ok {
+		why = w
+	} else if p.TensorDevices != nil || p.Params.SplitMode == SplitRow {
+		why = fmt.Sprintf("split mode %s's graphs are not replayed yet", p.Params.SplitMode)
+	}
+	if why != "" {
+		cm.ComputeWhy = why
+		p.info("place: compute buffers not counted: " + why)
+		return nil
+	}
+	lib := hooks.Lib(pl.rt)
+	// the buffer types the scheduler may report, by handle
+	bts := map[bindings.Buft]ggml.BufferType{pl.cpuBuf.Handle(): pl.cpuBuf}
+	devs := map[bindings.Dev]*ggml.Device{pl.cpu.Handle(): pl.cpu}
+	handles := make([]bindings.Dev, 0, len(p.Devices))
+	for _, d := range p.Devices {
+		handles = append(handles, d.Handle())
+		devs[d.Handle()] = d
+		bts[d.BufferType().Handle()] = d.BufferType()
+		if hb, ok := d.HostBufferType(); ok {
+			bts[hb.Handle()] = hb
+		}
+	}
+	nTensors := 0
+	for _, t := range p.Tensors {
+		if t.Context >= 0 && !t.Shared {
+			nTensors++
+		}
+	}
+	var mismatch error
+	weight := func(t *arch.Tensor) bindings.Buft {
+		if t.Index < 0 || t.Index >= len(p.Tensors) || p.Tensors[t.Index].Name != t.Name {
+			if mismatch == nil {
+				mismatch = fmt.Errorf("place: compute: the graph's weight %s is not the plan's tensor %d", t.Name, t.Index)
+			}
+			return 0
+		}
+		return p.Tensors[t.Index].BufferType.Handle()
+	}
+	cache := func(ci, j int) bindings.Buft { return cm.Caches[ci].Tensors[j].BufferType.Handle() }
+	res, err := h.run.Reserve(arch.ReserveParams{Lib: lib, Memory: mem, At: arch.Placement{Weight: weight, Cache: cache},
+		Devices: handles, LayerDevice: func(il int) bindings.Dev {
+			if il >= 0 && il < len(p.LayerDevices) && p.LayerDevices[il] != nil {
+				return p.LayerDevices[il].Handle()
+			}
+			return pl.cpu.Handle()
+		},
+		NGPULayers: p.Params.NGPULayers.resolve(p.NLayer), NTensors: nTensors, TensorOverrides: len(p.Params.Overrides) > 0})
+	if err == nil {
+		err = mismatch
+	}
+	if err != nil {
+		return refused(p.Model, err)
+	}
+	for _, l := range res.Log {
+		level, text, _ := strings.Cut(l, " ")
+		p.log(level, text)
+	}
+	cp := &ComputePlan{MaxNodes: res.MaxNodes, FlashAttn: res.FlashAttn, PipelineParallel: res.PipelineParallel,
+		NodesPP: res.NodesPP, SplitsPP: res.SplitsPP, NodesTG: res.NodesTG, SplitsTG: res.SplitsTG}
+	cm.Compute = map[ggml.BufferType]uint64{}
+	for _, b := range res.Buffers {
+		bt, ok := bts[b.Buft]
+		if !ok {
+			return fmt.Errorf("place: compute: the scheduler's buffer type %s is none of the plan's", lib.BuftName(b.Buft))
+		}
+		d := devs[b.Dev]
+		cp.Buffers = append(cp.Buffers, ComputeBuffer{BufferType: bt, Device: d, Size: b.Bytes})
+		cm.Compute[bt] += b.Bytes
+	}
+	cm.ComputePlan, cm.ComputeKnown = cp, true
+	if cm.FlashAttn == FlashAttnAuto {
+		cm.FlashAttn = FlashAttnOff
+		if res.FlashAttn {
+			cm.FlashAttn = FlashAttnOn
+		}
+	}
+	return nil
+}
