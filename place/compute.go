@@ -91,7 +91,10 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 		err = mismatch
 	}
 	if err != nil {
-		return refused(p.Model, err)
+		// the weights' and the memory's plan stand; the compute is unknown
+		cm.ComputeWhy = "the replay of llama.cpp's graph failed: " + err.Error()
+		p.warn("place: compute buffers not counted: " + cm.ComputeWhy)
+		return nil
 	}
 	for _, l := range res.Log {
 		level, text, _ := strings.Cut(l, " ")

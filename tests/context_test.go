@@ -132,7 +132,7 @@ func TestContextMemory(t *testing.T) {
 	}
 	for _, c := range ctxConfigs {
 		var k, n int
-		var refused, graph []string
+		var refused, graph, withCompute []string
 		for _, f := range models {
 			if !c.runs(f) {
 				continue
@@ -146,6 +146,9 @@ func TestContextMemory(t *testing.T) {
 			case "match":
 				k++
 				n++
+				if r.Detail == "compute" {
+					withCompute = append(withCompute, f.Name)
+				}
 			case "skip":
 			case "both-refuse", "crash":
 				refused = append(refused, f.Name+" ("+r.Detail+")")
@@ -166,6 +169,7 @@ func TestContextMemory(t *testing.T) {
 		}
 		sort.Strings(refused)
 		t.Logf("%-12s %d/%d architectures' context memory identical to llama.cpp's (%d refused by both: %s)", c.name, k, n, len(refused), strings.Join(refused, ", "))
+		t.Logf("%-12s %d of them with their compute buffers planned by the graph replay, identical too: %s", c.name, len(withCompute), strings.Join(withCompute, ", "))
 		if len(graph) > 0 {
 			sort.Strings(graph)
 			t.Logf("%-12s %d more abort llama.cpp while it builds the compute graph on the synthesized model, after the memory module: their memory lines are llama.cpp's (their bytes uncompared): %s", c.name, len(graph), strings.Join(graph, "; "))
@@ -282,15 +286,21 @@ func compareContext(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c
 		diffs = append(diffs, fmt.Sprintf("n_ctx, n_batch, n_ubatch, n_seq_max: ggload %v, llama.cpp %v", got, want))
 	}
 	lib := testenv.Lib(rt)
-	theirs := map[string][2]uint64{}
+	// the compute buffers too, where ggload replays the architecture's graph
+	known := cm.ComputeKnown
+	theirs := map[string][3]uint64{}
 	for _, e := range ctx.MemoryBreakdown() {
-		if e.Model+e.Context > 0 {
-			theirs[rt.RPCName(lib.BuftName(e.BufferType))] = [2]uint64{e.Model, e.Context}
+		comp := uint64(0)
+		if known {
+			comp = e.Compute
+		}
+		if e.Model+e.Context+comp > 0 {
+			theirs[rt.RPCName(lib.BuftName(e.BufferType))] = [3]uint64{e.Model, e.Context, comp}
 		}
 	}
-	ours := map[string][2]uint64{}
+	ours := map[string][3]uint64{}
 	for _, e := range plan.Breakdown() {
-		ours[rt.RPCName(e.BufferType.NativeName())] = [2]uint64{e.Model, e.Context}
+		ours[rt.RPCName(e.BufferType.NativeName())] = [3]uint64{e.Model, e.Context, e.Compute}
 	}
 	var names []string
 	for n := range theirs {
@@ -304,7 +314,7 @@ func compareContext(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c
 	slices.Sort(names)
 	for _, n := range names {
 		if ours[n] != theirs[n] {
-			diffs = append(diffs, fmt.Sprintf("%s: model, context ggload %v, llama.cpp %v", n, ours[n], theirs[n]))
+			diffs = append(diffs, fmt.Sprintf("%s: model, context, compute ggload %v, llama.cpp %v", n, ours[n], theirs[n]))
 		}
 	}
 	// llama.cpp's lines of the memory module, as ggload prints them
@@ -315,6 +325,9 @@ func compareContext(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c
 	}
 	if len(diffs) > 0 {
 		return "differ", strings.Join(diffs, "\n")
+	}
+	if known {
+		return "match", "compute"
 	}
 	return "match", ""
 }

@@ -447,11 +447,12 @@ func TestPlanSplitTensor(t *testing.T) {
 	}
 }
 
-// The picture of "will it fit": one bar per device and one for the host,
-// 80 columns at most, the target marked; JSON carries the same numbers.
+// The picture of "will it fit": one bar per device and one for the host
+// (weights, context, compute), 80 columns at most, the target marked;
+// JSON carries the same numbers.
 func TestMemoryPicture(t *testing.T) {
 	rows := []memRow{
-		{Name: "Vulkan0", Weights: 600 << 20, Free: 2 << 30, Total: 2 << 30, Target: 1 << 30, Fits: true, LeavesTarget: true},
+		{Name: "Vulkan0", Weights: 600 << 20, Context: 200 << 20, Compute: 100 << 20, Free: 2 << 30, Total: 2 << 30, Target: 1 << 30, Fits: true, LeavesTarget: true},
 		{Name: "RPC0[127.0.0.1:50052]", Weights: 3 << 30, Free: 2 << 30, Total: 4 << 30, Target: 1 << 30},
 		{Name: "CUDA0", Weights: 1500 << 20, Free: 2 << 30, Total: 2 << 30, Target: 1 << 30, Fits: true},
 		{Name: "host", Host: true, Weights: 100 << 20, Mapped: 17 << 30, Free: 30 << 30, Total: 32 << 30, Fits: true, LeavesTarget: true},
@@ -473,8 +474,9 @@ func TestMemoryPicture(t *testing.T) {
 		}
 	}
 	bar := lines[1][strings.Index(lines[1], "[")+1 : strings.Index(lines[1], "]")]
-	if strings.Count(bar, "#") == 0 || strings.Index(bar, "|") != len(bar)/2 {
-		t.Errorf("Vulkan0's bar %q: weights, then the target at half", bar)
+	if strings.Count(bar, "#") == 0 || strings.Count(bar, "=") == 0 || strings.Count(bar, "+") == 0 ||
+		strings.Index(bar, "#") > strings.Index(bar, "=") || strings.Index(bar, "=") > strings.Index(bar, "+") || strings.Index(bar, "|") != len(bar)/2 {
+		t.Errorf("Vulkan0's bar %q: weights, context, compute, then the target at half", bar)
 	}
 	// from a real plan: the rows are its usage, in JSON as well
 	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256})

@@ -16,12 +16,14 @@ type memRow struct {
 	Name    string `json:"name"` // a device, or "host"
 	Host    bool   `json:"host"`
 	Weights uint64 `json:"weights"`          // weights allocated in its memory
+	Context uint64 `json:"context"`          // the context's memory module (KV cache, recurrent state) there
+	Compute uint64 `json:"compute"`          // the context's compute buffers there (0 where not planned)
 	Mapped  uint64 `json:"mapped,omitempty"` // host: the file's pages mapped (the page cache, not allocations)
 	Free    uint64 `json:"free"`             // free before loading (0 with total 0: not reported)
 	Total   uint64 `json:"total"`
 	Target  uint64 `json:"target,omitempty"` // what -fit keeps free (devices)
-	Fits    bool   `json:"fits"`             // the weights fit the free memory
-	// LeavesTarget: the weights leave the target free as well.
+	Fits    bool   `json:"fits"`             // weights, context and compute fit the free memory
+	// LeavesTarget: they leave the target free as well.
 	LeavesTarget bool `json:"leaves_target"`
 }
 
@@ -36,24 +38,38 @@ func memRows(p *place.Plan, o place.FitOptions) []memRow {
 		}
 		return place.DeviceUse{Device: d}
 	}
+	// the context's memory and compute, by device (host buffer types: the host's)
+	ctx := map[*ggml.Device][2]uint64{}
+	for _, e := range p.Breakdown() {
+		d := e.Device
+		if d == nil {
+			d = p.CPU
+		}
+		c := ctx[d]
+		ctx[d] = [2]uint64{c[0] + e.Context, c[1] + e.Compute}
+	}
 	var rows []memRow
 	for id, d := range p.Devices {
 		free, total := d.Memory()
-		r := memRow{Name: d.Name(), Weights: use(d).Allocated, Free: free, Total: total, Target: o.Target(id)}
-		r.Fits = r.Weights <= r.Free
-		r.LeavesTarget = r.Weights+r.Target <= r.Free
+		r := memRow{Name: d.Name(), Weights: use(d).Allocated, Context: ctx[d][0], Compute: ctx[d][1], Free: free, Total: total, Target: o.Target(id)}
+		r.Fits = r.need() <= r.Free
+		r.LeavesTarget = r.need()+r.Target <= r.Free
 		rows = append(rows, r)
 	}
 	h := use(p.CPU)
 	free, total := p.CPU.Memory()
-	r := memRow{Name: "host", Host: true, Weights: h.Allocated, Mapped: h.Mapped, Free: free, Total: total}
-	r.Fits = r.Weights <= r.Free
+	r := memRow{Name: "host", Host: true, Weights: h.Allocated, Context: ctx[p.CPU][0], Compute: ctx[p.CPU][1], Mapped: h.Mapped, Free: free, Total: total}
+	r.Fits = r.need() <= r.Free
 	r.LeavesTarget = r.Fits
 	return append(rows, r)
 }
 
+// need is what the row's memory must hold.
+func (r memRow) need() uint64 { return r.Weights + r.Context + r.Compute }
+
 // drawMemory draws a bar per row, at most width columns wide: the weights
-// (#) against free memory (.), with | where the fit target begins.
+// (#), the context's memory (=) and its compute buffers (+) against free
+// memory (.), with | where the fit target begins.
 func drawMemory(w io.Writer, rows []memRow, width int) {
 	nameW := 4
 	for _, r := range rows {
@@ -62,7 +78,7 @@ func drawMemory(w io.Writer, rows []memRow, width int) {
 	nameW = min(nameW, 12)
 	const numbersW = 2 + 21 + 2 + 20 // "] ", the sizes, the verdict
 	barW := max(8, min(40, width-2-nameW-2-numbersW))
-	fmt.Fprintln(w, "will it fit? weights (#) against free memory (.); | marks what -fit keeps free")
+	fmt.Fprintln(w, "will it fit? weights #, context =, compute + against free memory .; | fit target")
 	for _, r := range rows {
 		name := r.Name
 		if utf8.RuneCountInString(name) > nameW {
@@ -74,19 +90,26 @@ func drawMemory(w io.Writer, rows []memRow, width int) {
 		case r.Free == 0 && r.Total == 0:
 			bar = []byte(strings.Repeat("?", barW))
 			verdict = "free unknown"
-		case r.Weights > r.Free:
+		case r.need() > r.Free:
 			for i := range bar {
 				bar[i] = '#'
 			}
 			bar[barW-1] = '>'
-			verdict = "over by " + compact(r.Weights-r.Free)
+			verdict = "over by " + compact(r.need()-r.Free)
 		default:
-			n := int(float64(r.Weights) / float64(r.Free) * float64(barW))
-			if r.Weights > 0 {
-				n = max(n, 1)
-			}
-			for i := 0; i < n && i < barW; i++ {
-				bar[i] = '#'
+			at := 0
+			for _, part := range []struct {
+				c byte
+				n uint64
+			}{{'#', r.Weights}, {'=', r.Context}, {'+', r.Compute}} {
+				n := int(float64(part.n) / float64(r.Free) * float64(barW))
+				if part.n > 0 {
+					n = max(n, 1)
+				}
+				for i := 0; i < n && at < barW; i++ {
+					bar[at] = part.c
+					at++
+				}
 			}
 			if r.Target > 0 && r.Target < r.Free {
 				if at := int(float64(r.Free-r.Target) / float64(r.Free) * float64(barW)); at < barW {
@@ -97,7 +120,7 @@ func drawMemory(w io.Writer, rows []memRow, width int) {
 				verdict = "fits, not -fitt"
 			}
 		}
-		line := fmt.Sprintf("  %-*s [%s] %6s of %6s free  %s", nameW, name, bar, compact(r.Weights), compact(r.Free), verdict)
+		line := fmt.Sprintf("  %-*s [%s] %6s of %6s free  %s", nameW, name, bar, compact(r.need()), compact(r.Free), verdict)
 		if r.Host && r.Mapped > 0 {
 			line += ", +" + compact(r.Mapped) + " mapped"
 		}

@@ -35,20 +35,6 @@ type (
 	nativeBackend struct{ h bindings.Backend }
 )
 
-// graphBases are the base classes of the graph's classes (the pin's
-// headers; stage 1 lists llama's).
-var graphBases = map[string][]string{
-	"llama_model_llama::graph":      {"llm_graph_context"},
-	"llm_graph_input_embd":          {"llm_graph_input_i"},
-	"llm_graph_input_pos":           {"llm_graph_input_i"},
-	"llm_graph_input_attn_kv":       {"llm_graph_input_i"},
-	"llm_graph_input_attn_no_cache": {"llm_graph_input_i"},
-	"llm_graph_input_out_ids":       {"llm_graph_input_i"},
-	"llm_graph_input_mean":          {"llm_graph_input_i"},
-	"llm_graph_input_cls":           {"llm_graph_input_i"},
-	"llm_graph_input_sampling":      {"llm_graph_input_i"},
-}
-
 // GraphSession is what the graphs of one context share: the weights'
 // and the KV cache's tensors, made on a no_alloc context. Where they are
 // to be scheduled, each is on a dummy buffer (of size zero) of its buffer
@@ -515,15 +501,20 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 func graphNew(class string) builtinFunc {
 	return func(f *frame, args []*ast.Node) (Val, error) {
 		cls, embed := class, -1
-		if strings.HasPrefix(class, "graph<") {
+		if class == "graph" || strings.HasPrefix(class, "graph<") {
 			owner := f.fn
 			if i := strings.LastIndex(owner, "::"); i >= 0 {
 				owner = owner[:i]
 			}
+			// the class's own graph, or (using graph = ...) its parent's
 			cls = owner + "::graph"
-			if strings.Contains(class, "true") {
+			for c := owner; c != "" && len(classPrograms(cls, "graph")) == 0; c = classParents[c] {
+				cls = c + "::graph"
+			}
+			switch {
+			case strings.Contains(class, "true"):
 				embed = 1
-			} else {
+			case strings.Contains(class, "false"):
 				embed = 0
 			}
 		}
@@ -551,15 +542,18 @@ func graphNew(class string) builtinFunc {
 	}
 }
 
-// graphClasses are the classes the graph programs make with make_unique.
-var graphClasses = []string{"graph<false>", "graph<true>", "llm_graph_input_embd", "llm_graph_input_pos",
-	"llm_graph_input_attn_kv", "llm_graph_input_attn_no_cache", "llm_graph_input_out_ids", "llm_graph_input_mean",
-	"llm_graph_input_cls", "llm_graph_input_sampling"}
-
+// graphBuiltins are the ggml functions and the make_unique of the
+// graph's classes: an architecture's graph (graph, or the templated
+// graph<embed>) and llama.cpp's graph inputs.
 func graphBuiltins() map[string]builtinFunc {
 	out := map[string]builtinFunc{}
-	for _, c := range graphClasses {
+	for _, c := range []string{"graph", "graph<false>", "graph<true>"} {
 		out["new::"+c] = graphNew(c)
+	}
+	for c := range graphBases {
+		if strings.HasPrefix(c, "llm_graph_input_") {
+			out["new::"+c] = graphNew(c)
+		}
 	}
 	for n, b := range ggmlBuiltins() {
 		out[n] = b

@@ -259,7 +259,11 @@ func (s *source) enums(rel string, into map[string]int64) error {
 		if err != nil {
 			return err
 		}
-		next := int64(0)
+		// a value that does not evaluate (an expression over names not
+		// known) leaves its constant, and the implicit ones after it,
+		// out: a program that uses one fails by its name, never on a
+		// wrong value
+		next, known := int64(0), true
 		k := j + 1
 		for k < end {
 			if toks[k].k != tIdent {
@@ -270,6 +274,7 @@ func (s *source) enums(rel string, into map[string]int64) error {
 			k++
 			v := next
 			if toks[k].s == "=" {
+				known = false
 				e := k + 1
 				for e < end && toks[e].s != "," {
 					e++
@@ -286,12 +291,16 @@ func (s *source) enums(rel string, into map[string]int64) error {
 				}()
 				if n != nil {
 					if x, ok := constEval(n, into); ok {
-						v = x
+						v, known = x, true
 					}
 				}
 				k = e
 			}
-			into[name] = v
+			if known {
+				into[name] = v
+			} else {
+				delete(into, name)
+			}
 			next = v + 1
 			for k < end && toks[k].s != "," {
 				k++

@@ -428,9 +428,11 @@ func (ix *gindex) methodOf(cls, name string) []*gdef {
 }
 
 // graphRoots are where the graph programs start: llama_model::build_graph
-// and the build_arch_graph of the architectures replayed so far (stage 1:
-// llama).
-var graphRoots = []string{"llama_model::build_graph", "llama_model_llama::build_arch_graph"}
+// and the build_arch_graph of the architectures replayed so far (llama,
+// llama-embed, qwen3). An architecture whose graph is not among them
+// plans no compute buffers (arch.Run.GraphReplayed says so).
+var graphRoots = []string{"llama_model::build_graph", "llama_model_llama::build_arch_graph", "llama_model_llama_embed::build_arch_graph",
+	"llama_model_qwen3::build_arch_graph"}
 
 // graphFiles are the sources the graph programs come from.
 var graphFiles = []string{"src/llama-graph.cpp", "src/llama-graph.h", "src/llama-kv-cache.cpp", "src/llama-kv-cache.h",
@@ -487,6 +489,26 @@ func (g *generator) graphPrograms() error {
 			return fmt.Errorf("graph root %s is defined nowhere", r)
 		}
 		push(ix.byQual[r]...)
+	}
+	// the graph's classes' bases: of every class derived from one of
+	// llama.cpp's llm_graph_* classes
+	g.graphBases = map[string][]string{}
+	var graphish func(c string, depth int) bool
+	graphish = func(c string, depth int) bool {
+		if strings.HasPrefix(c, "llm_graph_") {
+			return true
+		}
+		for _, b := range ix.bases[c] {
+			if depth < 8 && graphish(b, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	for c, bs := range ix.bases {
+		if len(bs) > 0 && graphish(c, 0) {
+			g.graphBases[c] = bs
+		}
 	}
 	for len(queue) > 0 {
 		d := queue[0]

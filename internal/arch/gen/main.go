@@ -46,6 +46,8 @@ type generator struct {
 	order   []string
 	pending []pendingCall
 	models  []string
+	// graphBases are the base classes of the graph's classes (graph.go)
+	graphBases map[string][]string
 }
 
 type pendingCall struct{ name, file string }
@@ -306,11 +308,16 @@ func (g *generator) constants(tb *tables) error {
 	s := g.s
 	// enum constants and #defines the programs and members use
 	consts := map[string]int64{}
-	for _, h := range []string{"include/llama.h", "src/llama-arch.h", "src/llama-hparams.h", "src/llama-model.h",
-		"ggml/include/ggml.h", "ggml/include/ggml-backend.h", "src/llama-graph.h", "src/llama-cparams.h", "src/llama-vocab.h", "src/llama-model-loader.h"} {
+	// the #defines of every header first: an enum's value may be another
+	// header's macro (LLAMA_ROPE_TYPE_NEOX = GGML_ROPE_TYPE_NEOX)
+	headers := []string{"include/llama.h", "src/llama-arch.h", "src/llama-hparams.h", "src/llama-model.h",
+		"ggml/include/ggml.h", "ggml/include/ggml-backend.h", "src/llama-graph.h", "src/llama-cparams.h", "src/llama-vocab.h", "src/llama-model-loader.h"}
+	for _, h := range headers {
 		if err := s.defines(h, consts); err != nil {
 			return err
 		}
+	}
+	for _, h := range headers {
 		if err := s.enums(h, consts); err != nil {
 			return err
 		}
@@ -508,6 +515,18 @@ func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 	}
 	writeFieldMap("structFields: the members of the structs inside llama_hparams.", "structFields", tb.sub)
 	writeFieldMap("modelFields: the data members of llama_model and of each model class.", "modelFields", tb.modelFields)
+	t.WriteString("// graphBases: the base classes of the graph's classes, from their declarations.\nvar graphBases = map[string][]string{\n")
+	for _, c := range sortedKeys(g.graphBases) {
+		fmt.Fprintf(&t, "\t%q: {", c)
+		for i, b := range g.graphBases[c] {
+			if i > 0 {
+				t.WriteString(", ")
+			}
+			fmt.Fprintf(&t, "%q", b)
+		}
+		t.WriteString("},\n")
+	}
+	t.WriteString("}\n\n")
 	t.WriteString("// classParents: each model class's base class.\nvar classParents = map[string]string{\n")
 	for _, c := range sortedKeys(tb.classParents) {
 		fmt.Fprintf(&t, "\t%q: %q,\n", c, tb.classParents[c])
