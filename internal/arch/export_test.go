@@ -31,6 +31,7 @@ func RunOps(t *testing.T, lib *bindings.Lib, body string) (int64, error) {
 	if g.ctx == 0 {
 		t.Fatal("ggml_init failed")
 	}
+	g.ctxSize, g.overhead = lib.GetMemSize(g.ctx), lib.TensorOverhead()
 	g.gf = lib.NewGraphCustom(g.ctx, n, false)
 	defer g.free()
 	r.graph = g

@@ -2,7 +2,10 @@ package arch
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/internal/arch/ast"
@@ -49,6 +52,7 @@ type GraphSession struct {
 	mctx    Val
 	fa      bool
 	at      Placement
+	wmem    goMem
 	dummies map[dummyKey]bindings.Buffer
 	sched   *schedState // nil: the graphs are for counting only
 }
@@ -84,7 +88,7 @@ func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, at
 			nw += len(c.Tensors)
 		}
 	}
-	s.wctx = lib.Init(bindings.InitParams{MemSize: lib.TensorOverhead() * uintptr(nw), NoAlloc: true})
+	s.wctx = s.wmem.init(lib, lib.TensorOverhead()*uintptr(nw))
 	if s.wctx == 0 {
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
@@ -102,6 +106,7 @@ func (s *GraphSession) Close() {
 		s.lib.Free(s.wctx)
 		s.wctx = 0
 	}
+	s.wmem.release()
 	for k, b := range s.dummies {
 		s.lib.BufferFree(b)
 		delete(s.dummies, k)
@@ -151,12 +156,17 @@ func (g *Graph) Free() {
 
 type graphState struct {
 	*GraphSession
-	ctx     bindings.Context // the compute context (no_alloc)
-	gf      bindings.Graph
-	size    int
-	inGraph map[*bindings.Tensor]bool // what build_forward_expand has visited
-	inputs  int                       // the result's inputs
-	fused   []fusedNode               // the result's fused nodes
+	ctx      bindings.Context // the compute context (no_alloc)
+	gf       bindings.Graph
+	size     int
+	inGraph  map[*bindings.Tensor]bool // what build_forward_expand has visited
+	nNodes   int                       // of them, the nodes
+	nLeafs   int                       // and the leafs
+	ctxSize  uintptr                   // ctx's memory (ggml_get_mem_size)
+	overhead uintptr                   // ggml_tensor_overhead
+	mem      goMem
+	inputs   int         // the result's inputs
+	fused    []fusedNode // the result's fused nodes
 }
 
 func (g *graphState) free() {
@@ -164,6 +174,27 @@ func (g *graphState) free() {
 		g.lib.Free(g.ctx)
 	}
 	g.ctx = 0
+	g.mem.release()
+}
+
+// goMem is a no_alloc ggml context's memory, from Go's heap: contexts of
+// graphs are made and freed many times, and native allocations this
+// large, freed, would raise glibc's mmap threshold for the process.
+type goMem struct {
+	buf []byte
+	pin runtime.Pinner
+}
+
+// init makes a no_alloc context of size bytes over m.
+func (m *goMem) init(lib *bindings.Lib, size uintptr) bindings.Context {
+	m.buf = make([]byte, size)
+	m.pin.Pin(&m.buf[0])
+	return lib.Init(bindings.InitParams{MemSize: size, MemBuffer: unsafe.Pointer(&m.buf[0]), NoAlloc: true})
+}
+
+func (m *goMem) release() {
+	m.pin.Unpin()
+	m.buf = nil
 }
 
 // Build replays llama_context::graph_reserve's building of a graph (its
@@ -181,10 +212,11 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	// llm_graph_result's constructor: a context for max_nodes tensors and
 	// the graph
 	size := lib.TensorOverhead()*uintptr(maxNodes) + lib.GraphOverheadCustom(uintptr(maxNodes), false)
-	g.ctx = lib.Init(bindings.InitParams{MemSize: size, NoAlloc: true})
+	g.ctx = g.mem.init(lib, size)
 	if g.ctx == 0 {
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
+	g.ctxSize, g.overhead = lib.GetMemSize(g.ctx), lib.TensorOverhead()
 	g.gf = lib.NewGraphCustom(g.ctx, uintptr(maxNodes), false)
 	r.graph = g
 	defer func() { r.graph = nil }()
@@ -423,9 +455,22 @@ func (r *Run) graphMethod(o *Object, name string) (func(f *frame, args []*ast.No
 	return nil, false
 }
 
+// classProgs memoizes classPrograms (every method call of the graph asks).
+var classProgs sync.Map // [2]string{class, name} → []*Program
+
 // classPrograms are the programs of class::name and its overloads, in
 // the class or the nearest base that has them.
 func classPrograms(class, name string) []*Program {
+	k := [2]string{class, name}
+	if v, ok := classProgs.Load(k); ok {
+		return v.([]*Program)
+	}
+	ps := findClassPrograms(class, name)
+	classProgs.Store(k, ps)
+	return ps
+}
+
+func findClassPrograms(class, name string) []*Program {
 	for _, c := range append([]string{class}, graphBases[class]...) {
 		if p, _ := lookupProgram(c + "::" + name); p != nil {
 			return []*Program{p}
@@ -442,7 +487,7 @@ func classPrograms(class, name string) []*Program {
 			return out
 		}
 		if c != class {
-			if ps := classPrograms(c, name); len(ps) > 0 {
+			if ps := findClassPrograms(c, name); len(ps) > 0 {
 				return ps
 			}
 		}

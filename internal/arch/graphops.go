@@ -41,8 +41,12 @@ func (c *gcall) ctx(i int) (bindings.Context, error) {
 // room checks that the context has room for one more tensor: ggml_new_object
 // aborts when it has not.
 func (c *gcall) room(ctx bindings.Context) error {
-	l := c.lib()
-	return c.assert(l.UsedMem(ctx)+l.TensorOverhead() <= l.GetMemSize(ctx), "obj_new (not enough space in the context's memory pool)")
+	l, g := c.lib(), c.g
+	size := g.ctxSize
+	if ctx != g.ctx {
+		size = l.GetMemSize(ctx)
+	}
+	return c.assert(l.UsedMem(ctx)+g.overhead <= size, "obj_new (not enough space in the context's memory pool)")
 }
 
 func (c *gcall) graph(i int) (bindings.Graph, error) {
@@ -853,14 +857,7 @@ func (g *graphState) fits(c *gcall, t *bindings.Tensor) error {
 		add = append(add, t)
 	}
 	visit(t)
-	nodes, leafs := 0, 0
-	for t := range g.inGraph {
-		if t.Op == 0 {
-			leafs++
-		} else {
-			nodes++
-		}
-	}
+	nodes, leafs := g.nNodes, g.nLeafs
 	for _, t := range add {
 		if t.Op == 0 {
 			leafs++
@@ -874,6 +871,7 @@ func (g *graphState) fits(c *gcall, t *bindings.Tensor) error {
 	for _, t := range add {
 		g.inGraph[t] = true
 	}
+	g.nNodes, g.nLeafs = nodes, leafs
 	return nil
 }
 

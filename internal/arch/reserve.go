@@ -2,6 +2,9 @@ package arch
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/internal/arch/ast"
@@ -97,8 +100,8 @@ type schedState struct {
 }
 
 // callback is llama_context::graph_get_cb's callback for a graph of
-// nTokens tokens: the tensor's name, and for small batches or a full
-// offload a layer's norm and l_last on the layer's device.
+// nTokens tokens: for small batches or a full offload, a layer's norm and
+// l_last on the layer's device.
 func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, args []*ast.Node) (Val, error) {
 	return func(f *frame, args []*ast.Node) (Val, error) {
 		if len(args) != 4 {
@@ -112,12 +115,9 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, a
 		if vs[1].K != KNative || !ok || cur == nil {
 			return vVoid, f.errorf("the graph callback of %s", vs[1].describe())
 		}
+		// (the callback names the tensor too; nothing the reservation
+		// measures reads a graph tensor's name, so that is left out)
 		name, il := vs[2].S, int(vs[3].I)
-		if il >= 0 {
-			sc.lib.SetName(cur, fmt.Sprintf("%s-%d", name, il))
-		} else {
-			sc.lib.SetName(cur, name)
-		}
 		if (nTokens < 32 || sc.fullOffload) && il != -1 && (name == "norm" || name == "l_last") {
 			dev := sc.layerDev(il)
 			for _, be := range sc.backends {
@@ -128,6 +128,90 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, a
 		}
 		return vVoid, nil
 	}
+}
+
+// Reservations keep their backends and schedulers, per device list and
+// scheduler settings, for the next reservation alike (a program that
+// plans, then fits, then loads makes many): a scheduler is large (its
+// split inputs' context alone is about 20 MiB for a 1024-node graph), and
+// freeing an allocation that large raises glibc's mmap threshold for the
+// rest of the process, after which the loads' buffers stay resident. An
+// RPC server's devices may go away: their sets are made and freed each
+// time.
+var (
+	reserveMu   sync.Mutex // held by a reservation: the sets are shared
+	reserveSets []*backendSet
+)
+
+const maxBackendSets = 4
+
+type backendSet struct {
+	lib       *bindings.Lib
+	devs      []bindings.Dev
+	bes       []bindings.Backend
+	scheds    map[schedKey]bindings.Sched
+	transient bool
+}
+
+type schedKey struct {
+	maxNodes      int
+	pp, opOffload bool
+	bufts         string
+}
+
+// backendSetFor is the backends of devs (reserveMu held).
+func backendSetFor(lib *bindings.Lib, devs []bindings.Dev) (*backendSet, error) {
+	for i, s := range reserveSets {
+		if s.lib == lib && slices.Equal(s.devs, devs) {
+			// most recently used last
+			reserveSets = append(append(reserveSets[:i:i], reserveSets[i+1:]...), s)
+			return s, nil
+		}
+	}
+	s := &backendSet{lib: lib, devs: devs, scheds: map[schedKey]bindings.Sched{}}
+	for _, d := range devs {
+		if reg := lib.DevBackendReg(d); reg != 0 && lib.RegName(reg) == "RPC" {
+			s.transient = true
+		}
+		be := lib.DevInit(d, nil)
+		if be == 0 {
+			s.free(lib)
+			return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
+		}
+		s.bes = append(s.bes, be)
+	}
+	if !s.transient {
+		if len(reserveSets) == maxBackendSets {
+			reserveSets[0].free(lib)
+			reserveSets = reserveSets[1:]
+		}
+		reserveSets = append(reserveSets, s)
+	}
+	return s, nil
+}
+
+// sched is the set's scheduler for these settings, made once.
+func (s *backendSet) sched(lib *bindings.Lib, bufts []bindings.Buft, maxNodes int, pp, opOffload bool) bindings.Sched {
+	k := schedKey{maxNodes, pp, opOffload, fmt.Sprint(bufts)}
+	if h, ok := s.scheds[k]; ok {
+		return h
+	}
+	h := lib.SchedNew(&s.bes[0], &bufts[0], int32(len(s.bes)), uintptr(maxNodes), pp, opOffload)
+	if h != 0 {
+		s.scheds[k] = h
+	}
+	return h
+}
+
+func (s *backendSet) free(lib *bindings.Lib) {
+	for k, h := range s.scheds {
+		lib.SchedFree(h)
+		delete(s.scheds, k)
+	}
+	for _, be := range s.bes {
+		lib.BackendFree(be)
+	}
+	s.bes = nil
 }
 
 // Reserve replays the reservation of a context's compute buffers on the
@@ -149,37 +233,28 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	setb := func(name string, v bool) { cp.fields[name].V = vBool(v) }
 
 	// the backends: the model's devices, the ACCEL devices, the CPU
-	var bes []bindings.Backend
-	defer func() {
-		for _, be := range bes {
-			lib.BackendFree(be)
-		}
-	}()
-	for _, d := range p.Devices {
-		be := lib.DevInit(d, nil)
-		if be == 0 {
-			return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
-		}
-		bes = append(bes, be)
-	}
+	devs := append([]bindings.Dev(nil), p.Devices...)
 	for i := uintptr(0); i < lib.DevCount(); i++ {
 		if d := lib.DevGet(i); lib.DevType(d) == devAccel {
-			be := lib.DevInit(d, nil)
-			if be == 0 {
-				return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
-			}
-			bes = append(bes, be)
+			devs = append(devs, d)
 		}
 	}
 	cpuDev := lib.DevByType(devCPU)
-	cpu := bindings.Backend(0)
-	if cpuDev != 0 {
-		cpu = lib.DevInit(cpuDev, nil)
-	}
-	if cpu == 0 {
+	if cpuDev == 0 {
 		return nil, &Throw{Msg: "failed to initialize CPU backend"}
 	}
-	bes = append(bes, cpu)
+	devs = append(devs, cpuDev)
+	reserveMu.Lock()
+	defer reserveMu.Unlock()
+	set, err := backendSetFor(lib, devs)
+	if err != nil {
+		return nil, err
+	}
+	if set.transient {
+		defer set.free(lib)
+	}
+	bes := set.bes
+	cpu := bes[len(bes)-1]
 	bufts := make([]bindings.Buft, len(bes))
 	for i, be := range bes {
 		bufts[i] = lib.BackendDefaultBuft(be)
@@ -234,11 +309,10 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	if out.MaxNodes <= 0 {
 		return nil, fmt.Errorf("arch: graph_max_nodes is %d", out.MaxNodes)
 	}
-	sched := lib.SchedNew(&bes[0], &bufts[0], int32(len(bes)), uintptr(out.MaxNodes), pp, b("op_offload"))
+	sched := set.sched(lib, bufts, out.MaxNodes, pp, b("op_offload"))
 	if sched == 0 {
 		return nil, fmt.Errorf("arch: ggml_backend_sched_new failed")
 	}
-	defer lib.SchedFree(sched)
 
 	// every buffer type the tensors are on must be one a backend can use:
 	// the scheduler aborts on a tensor it cannot place
@@ -296,7 +370,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 		if placeErr != nil {
 			return built{}, placeErr
 		}
-		if n := g.g.leafs() + g.Nodes; n > out.MaxNodes {
+		if n := g.g.nLeafs + g.Nodes; n > out.MaxNodes {
 			// the scheduler's hash set holds at least max_nodes tensors
 			return built{}, &Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
 		}
@@ -311,7 +385,58 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	}
 
 	// resolve_fused_ops: each fused op asked for automatically stays on
-	// where every layer's fused node runs on the layer's device
+	// where every layer's fused node runs on the layer's device. A probe
+	// graph built with the same tokens and flags as the one before is that
+	// graph: its fused nodes' devices are reused, not built again.
+	type probeNode struct {
+		op  int64
+		il  int
+		dev bindings.Dev
+	}
+	var last struct {
+		key   string
+		nodes []probeNode
+		built built
+	}
+	graphKey := func(n uint32) string {
+		var key strings.Builder
+		fmt.Fprint(&key, n)
+		for _, grp := range fusedGroups {
+			for _, pr := range grp.probes {
+				fmt.Fprint(&key, b(pr.flag))
+			}
+		}
+		return key.String()
+	}
+	probe := func(n uint32) ([]probeNode, error) {
+		key := graphKey(n)
+		if last.nodes != nil && last.key == key {
+			return last.nodes, nil
+		}
+		lib.SchedReset(sched)
+		s.fa = b("flash_attn")
+		g, err := s.Build(n, nSeqs, n, out.MaxNodes)
+		if err != nil {
+			return nil, err
+		}
+		defer g.Free()
+		if placeErr != nil {
+			return nil, placeErr
+		}
+		bt := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: g.g.inputTensors(lib)}
+		lib.SchedSplitGraph(sched, g.G)
+		bt.splits = int(lib.SchedGetNSplits(sched))
+		nodes := []probeNode{}
+		for _, fn := range g.g.fused {
+			pn := probeNode{op: fn.op, il: fn.il}
+			if be := lib.SchedGetTensorBackend(sched, fn.t); be != 0 {
+				pn.dev = lib.BackendGetDevice(be)
+			}
+			nodes = append(nodes, pn)
+		}
+		last.key, last.nodes, last.built = key, nodes, bt
+		return nodes, nil
+	}
 	for _, grp := range fusedGroups {
 		if !b(grp.auto) {
 			continue
@@ -323,23 +448,16 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 			if !b(pr.flag) {
 				continue
 			}
-			n := pr.perSeq * nSeqs
-			lib.SchedReset(sched)
-			s.fa = b("flash_attn")
-			g, err := s.Build(n, nSeqs, n, out.MaxNodes)
+			nodes, err := probe(pr.perSeq * nSeqs)
 			if err != nil {
 				return nil, fmt.Errorf("failed to reserve graph for %s check: %w", pr.name, err)
 			}
-			lib.SchedSplitGraph(sched, g.G)
 			mismatch := false
-			for _, fn := range g.g.fused {
+			for _, fn := range nodes {
 				if fn.op != enumConsts[pr.op] {
 					continue
 				}
-				var devFused bindings.Dev
-				if be := lib.SchedGetTensorBackend(sched, fn.t); be != 0 {
-					devFused = lib.BackendGetDevice(be)
-				}
+				devFused := fn.dev
 				if devLayer := p.LayerDevice(fn.il); devFused != devLayer {
 					name := func(d bindings.Dev) string {
 						if d == 0 {
@@ -353,7 +471,6 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 					break
 				}
 			}
-			g.Free()
 			setb(pr.flag, !mismatch)
 			if mismatch {
 				logf("WARN", "resolve_fused_ops: %s not supported, set to disabled", pr.name)
@@ -373,9 +490,13 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	if err != nil {
 		return nil, err
 	}
-	tgg, err := reserve(nSeqs, nSeqs, nSeqs, nil)
-	if err != nil {
-		return nil, err
+	// the generation graph: n_seq_max tokens, as the last probe graph had
+	// (with the flags as they are now, that graph was this one)
+	tgg := last.built
+	if last.nodes == nil || last.key != graphKey(nSeqs) {
+		if tgg, err = reserve(nSeqs, nSeqs, nSeqs, nil); err != nil {
+			return nil, err
+		}
 	}
 	out.NodesPP, out.SplitsPP, out.InputsPP, out.InputTensorsPP = ppg.nodes, ppg.splits, ppg.inputs, ppg.inputTensors
 	out.NodesTG, out.SplitsTG, out.InputsTG, out.InputTensorsTG = tgg.nodes, tgg.splits, tgg.inputs, tgg.inputTensors
@@ -399,18 +520,6 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	logf("INFO", "sched_reserve: graph%s: nodes = %s, splits = %s, input objects = %s, input tensors = %s", bs,
 		val(ppg.nodes, tgg.nodes), val(ppg.splits, tgg.splits), val(ppg.inputs, tgg.inputs), val(ppg.inputTensors, tgg.inputTensors))
 	return out, nil
-}
-
-// leafs counts the graph's leafs (what build_forward_expand visited
-// without an op).
-func (g *graphState) leafs() int {
-	n := 0
-	for t := range g.inGraph {
-		if t.Op == 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // inputTensors is llama_graph_n_input_tensors: the graph's tensors
