@@ -320,7 +320,7 @@ func (r *Run) mapMethod(f *frame, m *cmap, name string, args []*ast.Node) (Val, 
 		}
 		return vVoid, nil
 	case "clear":
-		m.keys = m.keys[:0]
+		m.keys, m.intsN = m.keys[:0], 0
 		if m.vals != nil {
 			m.vals = m.vals[:0]
 		}

@@ -568,6 +568,11 @@ func (a *Array) resize(n int64) error {
 type cmap struct {
 	keys []Val
 	vals []Val
+	// ints indexes integer keys (all of them integers) by value, as of
+	// len(keys) == intsN: the graph looks up a layer's index per layer
+	ints   map[int64]int
+	intsN  int
+	noInts bool // as of intsN: a key is no integer
 }
 
 func (m *cmap) clone() *cmap {
@@ -579,6 +584,26 @@ func (m *cmap) clone() *cmap {
 }
 
 func (m *cmap) find(k Val) int {
+	if k.K == KInt && len(m.keys) > 16 {
+		if m.intsN != len(m.keys) {
+			m.ints, m.intsN, m.noInts = make(map[int64]int, len(m.keys)), len(m.keys), false
+			for i, x := range m.keys {
+				if x.K != KInt {
+					m.ints, m.noInts = nil, true
+					break
+				}
+				if _, dup := m.ints[x.I]; !dup {
+					m.ints[x.I] = i
+				}
+			}
+		}
+		if !m.noInts {
+			if i, ok := m.ints[k.I]; ok {
+				return i
+			}
+			return -1
+		}
+	}
 	for i, x := range m.keys {
 		if eqVals(x, k) {
 			return i
