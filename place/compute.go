@@ -92,8 +92,8 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 	}
 	if err != nil {
 		// the weights' and the memory's plan stand; the compute is unknown
-		cm.ComputeWhy = "the replay of llama.cpp's graph failed: " + err.Error()
-		p.warn("place: compute buffers not counted: " + cm.ComputeWhy)
+		cm.ComputeWhy = "the replay of llama.cpp's graph stopped: " + err.Error()
+		p.info("place: compute buffers not counted: " + cm.ComputeWhy)
 		return nil
 	}
 	for _, l := range res.Log {

@@ -4,8 +4,8 @@ package main
 // found by indexing every function definition of the graph-building
 // sources (out-of-class definitions, in-class ones in headers, templated
 // class members such as llama_model_llama::graph<embed>::graph, with
-// their member initializer lists) and following the calls from the roots
-// graphRoots names. Overloads (build_attn, build_qkv, build_moe_ffn) are
+// their member initializer lists) and following the calls from graphRoot
+// and every architecture's build_arch_graph. Overloads (build_attn, build_qkv, build_moe_ffn) are
 // kept apart: an overloaded function's programs are NAME#1, NAME#2, ...
 // in the order of its definitions in the source, and the evaluator picks
 // one by its arguments.
@@ -13,6 +13,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -427,12 +428,11 @@ func (ix *gindex) methodOf(cls, name string) []*gdef {
 	return nil
 }
 
-// graphRoots are where the graph programs start: llama_model::build_graph
-// and the build_arch_graph of the architectures replayed so far (llama,
-// llama-embed, qwen3). An architecture whose graph is not among them
-// plans no compute buffers (arch.Run.GraphReplayed says so).
-var graphRoots = []string{"llama_model::build_graph", "llama_model_llama::build_arch_graph", "llama_model_llama_embed::build_arch_graph",
-	"llama_model_qwen3::build_arch_graph"}
+// graphRoot is where the graph programs start, with every
+// architecture's build_arch_graph (llama_model::build_graph calls the
+// model's own). An architecture whose graph calls what the evaluator does
+// not have yet plans no compute buffers, and says why.
+const graphRoot = "llama_model::build_graph"
 
 // graphFiles are the sources the graph programs come from.
 var graphFiles = []string{"src/llama-graph.cpp", "src/llama-graph.h", "src/llama-kv-cache.cpp", "src/llama-kv-cache.h",
@@ -454,7 +454,7 @@ func notCall(name string) bool {
 	return strings.HasSuffix(name, "_cast") || strings.HasPrefix(name, "std::") || strings.HasPrefix(name, "LLAMA_LOG")
 }
 
-// graphPrograms extracts the functions graphRoots reach.
+// graphPrograms extracts the functions graphRoot and the build_arch_graphs reach.
 func (g *generator) graphPrograms() error {
 	s := g.s
 	ix := &gindex{byQual: map[string][]*gdef{}, byName: map[string][]*gdef{}, bases: map[string][]string{}, aliases: map[string]string{}}
@@ -484,7 +484,16 @@ func (g *generator) graphPrograms() error {
 			}
 		}
 	}
-	for _, r := range graphRoots {
+	// the roots: llama_model::build_graph and every architecture's
+	// build_arch_graph
+	roots := []string{graphRoot}
+	for q := range ix.byQual {
+		if strings.HasSuffix(q, "::build_arch_graph") {
+			roots = append(roots, q)
+		}
+	}
+	slices.Sort(roots[1:])
+	for _, r := range roots {
 		if len(ix.byQual[r]) == 0 {
 			return fmt.Errorf("graph root %s is defined nowhere", r)
 		}
