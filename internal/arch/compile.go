@@ -260,6 +260,8 @@ func compileDecl(n *ast.Node) stmtFn {
 		init = n.Kids[0]
 	}
 	switch {
+	case n.C == "array" && n.T != ast.TObj:
+		return compileCArrayDecl(n)
 	case n.T == ast.TRef:
 		return compileRefDecl(n.S, init)
 	case n.T == ast.TObj:
@@ -269,6 +271,42 @@ func compileDecl(n *ast.Node) stmtFn {
 		return compileStructDecl(n.S, n.C, fields, init)
 	}
 	return compileScalarDecl(n.S, n.T, init)
+}
+
+// compileCArrayDecl: a local C array of scalars or pointers, "T a[N] =
+// { ... };": N value-initialized elements, the brace list's first.
+func compileCArrayDecl(n *ast.Node) stmtFn {
+	size := exprOf(n.Kids[0])
+	var elems []exprFn
+	if len(n.Kids) > 1 {
+		for _, k := range n.Kids[1].Kids {
+			elems = append(elems, exprOf(k))
+		}
+	}
+	name, t := n.S, n.T
+	return func(f *frame) (ctl, error) {
+		nv, err := size(f)
+		if err != nil {
+			return ctlNone, err
+		}
+		if nv.K != KInt || nv.I < 0 || nv.I > 1<<20 || int64(len(elems)) > nv.I {
+			return ctlNone, f.errorf("array %s of %s elements (%d initializers)", name, nv.describe(), len(elems))
+		}
+		a := newArray(t, int(nv.I), true)
+		for i, e := range elems {
+			v, err := e(f)
+			if err != nil {
+				return ctlNone, err
+			}
+			if err := a.cells[i].set(v); err != nil {
+				return ctlNone, err
+			}
+		}
+		c := f.sc.cell(ast.TAuto)
+		c.V = Val{K: KArr, P: a}
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
 }
 
 // compileRefDecl: a reference, bound to its initializer's cell (or to a

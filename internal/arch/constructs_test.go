@@ -28,6 +28,9 @@ func TestConstructs(t *testing.T) {
 		{"a pair's members", `(block (decl "g" (lambda (block) (block (return (list (list 3 4))))))
 			(decl "v" (call g)) (return (bin "*" (mem "first" (idx v 0)) (mem "second" (idx v 0)))))`, int64(12)},
 		{"a vector of copies", `(block (decl "v" (call std::vector 3 7)) (return (bin "+" (call (mem "size" v)) (idx v 2))))`, int64(10)},
+		{"a C array, the rest value-initialized", `(block (decl "a" :i32 @"array" 4 (list 5 6)) (expr (set "=" (idx a 3) 9))
+			(return (bin "+" (bin "+" (idx a 0) (idx a 1)) (bin "+" (idx a 2) (idx a 3)))))`, int64(20)},
+		{"a C array of pointers", `(block (decl "p" :ptr @"array" 3 (list nullptr)) (return (bin "==" (idx p 2) nullptr)))`, int64(1)},
 		{"lcm", `(return (call std::lcm 6 4))`, int64(12)},
 		{"lcm of zero", `(return (call std::lcm 0 4))`, int64(0)},
 		{"stoull reads the leading digits", `(return (call std::stoull "12.attn"))`, int64(12)},

@@ -514,6 +514,20 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 			fit = append(fit, p)
 		}
 	}
+	if len(fit) > 1 {
+		// by the kinds of the arguments that evaluate without effects
+		// (names, members, literals): a number does not bind to a pointer
+		// parameter, nor a tensor to a number
+		var byKind []*Program
+		for _, p := range fit {
+			if argsBind(f, p, args) {
+				byKind = append(byKind, p)
+			}
+		}
+		if len(byKind) > 0 {
+			fit = byKind
+		}
+	}
 	if len(fit) == 1 {
 		return fit[0], nil
 	}
@@ -537,6 +551,31 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 		}
 	}
 	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+}
+
+// argsBind reports whether the arguments that evaluate without effects
+// can bind to p's parameters by their kinds.
+func argsBind(f *frame, p *Program, args []*ast.Node) bool {
+	for i, a := range args {
+		switch a.Op {
+		case ast.OpIdent, ast.OpMember, ast.OpInt, ast.OpFloat:
+		default:
+			continue
+		}
+		v, err := f.eval(a)
+		if err != nil {
+			continue
+		}
+		number := v.K == KInt || v.K == KFloat || v.K == KEnum
+		pointer := v.K == KNative || v.K == KTensor
+		switch t := p.Params.Kids[i].T; {
+		case t == ast.TPtr && number && !(v.K == KInt && v.I == 0 && a.Op == ast.OpInt):
+			return false
+		case (t == ast.TI32 || t == ast.TI64 || t == ast.TU32 || t == ast.TU64 || t == ast.TF32 || t == ast.TBool) && pointer:
+			return false
+		}
+	}
+	return true
 }
 
 // graphNew is "std::make_unique<C>(args)" of a graph class: the object,

@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
@@ -304,7 +305,119 @@ func ggmlBuiltins() map[string]builtinFunc {
 	attributeOps(out)
 	sizeOps(out)
 	graphBuildOps(out)
+	moeOps(out)
 	return out
+}
+
+// roomFor checks that ctx has room for n more tensors (an op that makes
+// more than its result: argsort_top_k's sort and view).
+func (c *gcall) roomFor(ctx bindings.Context, n int) error {
+	l := c.lib()
+	return c.assert(l.UsedMem(ctx)+uintptr(n)*c.g.overhead <= l.GetMemSize(ctx), "obj_new (not enough space in the context's memory pool)")
+}
+
+// moeOps registers the ops of the mixture-of-experts layers: the expert
+// selection, the experts' matrices and biases, and the GLUs with
+// parameters.
+func moeOps(out map[string]builtinFunc) {
+	op(out, "ggml_argsort_top_k", 3, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(1)
+		if err != nil {
+			return vVoid, err
+		}
+		a := ts[0]
+		k := c.i(2)
+		if err := c.assert(a.Ne[0] <= math.MaxInt32 && a.Ne[0] >= k && k >= 0, "a->ne[0] >= k"); err != nil {
+			return vVoid, err
+		}
+		if err := c.roomFor(ctx, 2); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().ArgsortTopK(ctx, a, int32(k))), nil
+	})
+	op(out, "ggml_mul_mat_id", 4, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(3)
+		if err != nil {
+			return vVoid, err
+		}
+		as, b, ids := ts[0], ts[1], ts[2]
+		ok := !(as.Nb[0] > as.Nb[1]) && ids.Type == typeI32 && as.Ne[3] == 1 && b.Ne[3] == 1 &&
+			ids.Ne[2] == 1 && ids.Ne[3] == 1 && ids.Ne[1] == b.Ne[2] && as.Ne[0] == b.Ne[0] && b.Ne[1] != 0 && ids.Ne[0]%b.Ne[1] == 0
+		if err := c.assert(ok, "as->ne[0] == b->ne[0] && ids->ne[1] == b->ne[2] && ids->ne[0] % b->ne[1] == 0 ..."); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().MulMatID(ctx, as, b, ids)), nil
+	})
+	op(out, "ggml_add_id", 4, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(3)
+		if err != nil {
+			return vVoid, err
+		}
+		a, b, ids := ts[0], ts[1], ts[2]
+		ok := a.Ne[0] == b.Ne[0] && a.Ne[1] == ids.Ne[0] && a.Ne[2] == ids.Ne[1] && ids.Type == typeI32
+		if err := c.assert(ok, "a->ne[0] == b->ne[0] && a->ne[1] == ids->ne[0] && a->ne[2] == ids->ne[1]"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().AddID(ctx, a, b, ids)), nil
+	})
+	op(out, "ggml_clamp", 4, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(1)
+		if err != nil {
+			return vVoid, err
+		}
+		a := ts[0]
+		return tval(c.lib().Clamp(ctx, a, c.f32(2), c.f32(3))), nil
+	})
+	op(out, "ggml_fill", 3, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(1)
+		if err != nil {
+			return vVoid, err
+		}
+		a := ts[0]
+		if err := c.assert((a.Type == typeF32 || a.Type == typeF16) && c.g.contiguous(a), "a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16; ggml_is_contiguous(a)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Fill(ctx, a, c.f32(2))), nil
+	})
+	op(out, "ggml_repeat_4d", 6, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(1)
+		if err != nil {
+			return vVoid, err
+		}
+		a := ts[0]
+		ne := [4]int64{c.i(2), c.i(3), c.i(4), c.i(5)}
+		ok := nelements(a) == 0
+		if !ok {
+			ok = true
+			for i := range ne {
+				ok = ok && a.Ne[i] != 0 && ne[i]%a.Ne[i] == 0
+			}
+		}
+		if err := c.assert(ok, "can_repeat"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Repeat4D(ctx, a, ne[0], ne[1], ne[2], ne[3])), nil
+	})
+	op(out, "ggml_swiglu_oai", 5, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := glu(c, ts[0], ts[1]); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().SwigluOAI(ctx, ts[0], ts[1], c.f32(3), c.f32(4))), nil
+	})
+	op(out, "ggml_swiglu_clamp", 4, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := glu(c, ts[0], ts[1]); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().SwigluClamp(ctx, ts[0], ts[1], c.f32(3))), nil
+	})
 }
 
 // elementwiseOps registers the unary, binary and GLU ops.

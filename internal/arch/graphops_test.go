@@ -37,6 +37,14 @@ func TestGraphOps(t *testing.T) {
 		{"reshape_4d", ne(`(call ggml_reshape_4d ctx t 2 2 3 2)`, 3), 2},
 		{"view_2d", ne(`(call ggml_view_2d ctx t 2 3 16 0)`, 1), 3},
 		{"permute", ne(`(call ggml_permute ctx (call ggml_reshape_3d ctx t 2 2 6) 0 2 1 3)`, 1), 6},
+		// the experts: 3 experts of [4, 9], t's 6 rows as one token each choosing 2
+		{"argsort_top_k", ne(`(call ggml_argsort_top_k ctx t 2)`, 0), 2},
+		{"mul_mat_id", `(block (decl "as" (call ggml_new_tensor_3d ctx 0 4 9 3)) (decl "b" (call ggml_reshape_3d ctx t 4 1 6))
+			(decl "ids" (call ggml_new_tensor_2d ctx 26 2 6)) ` + ne(`(call ggml_mul_mat_id ctx as b ids)`, 1) + `)`, 2},
+		{"add_id", `(block (decl "a" (call ggml_new_tensor_3d ctx 0 4 2 6)) (decl "b" (call ggml_new_tensor_2d ctx 0 4 3))
+			(decl "ids" (call ggml_new_tensor_2d ctx 26 2 6)) ` + ne(`(call ggml_add_id ctx a b ids)`, 2) + `)`, 6},
+		{"repeat_4d", ne(`(call ggml_repeat_4d ctx t 8 6 2 1)`, 2), 2},
+		{"clamp and fill", ne(`(call ggml_fill ctx (call ggml_clamp ctx t -1.0 1.0) 0.5)`, 1), 6},
 		{"unary ops", ne(`(call ggml_softplus ctx (call ggml_sqrt ctx (call ggml_sqr ctx (call ggml_sigmoid ctx (call ggml_tanh ctx (call ggml_relu ctx (call ggml_gelu ctx (call ggml_silu ctx t))))))))`, 0), 4},
 		{"sum_rows", ne(`(call ggml_sum_rows ctx t)`, 0), 1},
 		{"soft_max", ne(`(call ggml_soft_max ctx t)`, 0), 4},
@@ -92,6 +100,10 @@ func TestGraphOps(t *testing.T) {
 			(return (call ggml_flash_attn_ext ctx q k k nullptr 1.0 0.0 0.0)))`},
 		{"row_size of a part of a block", `(return (call ggml_row_size 8 10))`},
 		{"sinks on another op", `(block (decl "s" (call ggml_new_tensor_1d ctx 0 2)) (expr (call ggml_soft_max_add_sinks t s)) (return 0))`},
+		{"top_k of more than there are", `(return (call ggml_argsort_top_k ctx t 5))`},
+		{"mul_mat_id with an expert list per row missing", `(block (decl "as" (call ggml_new_tensor_3d ctx 0 4 9 3)) (decl "b" (call ggml_reshape_3d ctx t 4 1 6))
+			(decl "ids" (call ggml_new_tensor_2d ctx 26 2 5)) (return (call ggml_mul_mat_id ctx as b ids)))`},
+		{"repeat_4d to a size that does not divide", `(return (call ggml_repeat_4d ctx t 6 6 1 1))`},
 		{"glu of unlike shapes", `(block (decl "b" (call ggml_new_tensor_2d ctx 0 4 5)) (return (call ggml_swiglu_split ctx t b)))`},
 	} {
 		_, err := runOps(t, c.body)
