@@ -374,10 +374,28 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	if mem == nil || len(mem.Caches) == 0 {
 		return vNull, nil
 	}
-	if mem.Class != "llama_kv_cache" || len(mem.Caches) != 1 {
-		return vVoid, fmt.Errorf("arch: graph: memory %s is not replayed yet (stage 1: llama_kv_cache)", mem.Class)
+	switch {
+	case mem.Class == "llama_kv_cache" && len(mem.Caches) == 1:
+		return s.kvCacheContext(mem.Caches[0], 0)
+	case mem.Class == "llama_kv_cache_iswa" && len(mem.Caches) == 2:
+		// llama_kv_cache_iswa_context(kv): the base cache's context and
+		// the SWA cache's, each its reserve constructor
+		ic := newShared("llama_kv_cache_iswa_context")
+		for i, name := range []string{"ctx_base", "ctx_swa"} {
+			v, err := s.kvCacheContext(mem.Caches[i], i)
+			if err != nil {
+				return vVoid, err
+			}
+			ic.fields[name] = &Cell{T: ast.TRef, V: v}
+		}
+		ic.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+		return Val{K: KObj, P: ic}, nil
 	}
-	c := mem.Caches[0]
+	return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+}
+
+// kvCacheContext is one KV cache's context (cache ci of the memory).
+func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
 	r := s.r
 	kv := newShared("llama_kv_cache")
 	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: r.hparams.obj}}
@@ -413,7 +431,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		s.lib.SetName(t, mt.Name)
 		var bt bindings.Buft
 		if s.at.Cache != nil {
-			bt = s.at.Cache(0, j)
+			bt = s.at.Cache(ci, j)
 		}
 		if err := s.place(t, bt, false); err != nil {
 			return vVoid, err

@@ -563,7 +563,7 @@ func (r *Run) GraphReplayed(mem *Memory) (bool, string) {
 	if r.modelProgram("build_arch_graph") == nil {
 		return false, fmt.Sprintf("the %s graph builder (%s) is not replayed yet", r.Arch, r.entry.Class)
 	}
-	if mem != nil && len(mem.Caches) > 0 && (mem.Class != "llama_kv_cache" || len(mem.Caches) != 1) {
+	if mem != nil && len(mem.Caches) > 0 && !(mem.Class == "llama_kv_cache" && len(mem.Caches) == 1) && !(mem.Class == "llama_kv_cache_iswa" && len(mem.Caches) == 2) {
 		return false, fmt.Sprintf("the views of memory %s are not replayed yet", mem.Class)
 	}
 	return true, ""
