@@ -398,6 +398,31 @@ func moeOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().Repeat4D(ctx, a, ne[0], ne[1], ne[2], ne[3])), nil
 	})
+	op(out, "ggml_swiglu", 2, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(1)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(c.g.contiguousN(ts[0], 1), "ggml_is_contiguous_1(a)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Swiglu(ctx, ts[0])), nil
+	})
+	op(out, "ggml_concat", 4, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		a, b, dim := ts[0], ts[1], c.i(3)
+		ok := dim >= 0 && dim < 4 && a.Type == b.Type
+		for d := 0; ok && d < 4; d++ {
+			ok = int64(d) == dim || a.Ne[d] == b.Ne[d]
+		}
+		if err := c.assert(ok, "dim >= 0 && dim < GGML_MAX_DIMS && a->type == b->type && a->ne[d] == b->ne[d]"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Concat(ctx, a, b, int32(dim))), nil
+	})
 	op(out, "ggml_swiglu_oai", 5, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {

@@ -44,6 +44,8 @@ func TestGraphOps(t *testing.T) {
 		{"add_id", `(block (decl "a" (call ggml_new_tensor_3d ctx 0 4 2 6)) (decl "b" (call ggml_new_tensor_2d ctx 0 4 3))
 			(decl "ids" (call ggml_new_tensor_2d ctx 26 2 6)) ` + ne(`(call ggml_add_id ctx a b ids)`, 2) + `)`, 6},
 		{"repeat_4d", ne(`(call ggml_repeat_4d ctx t 8 6 2 1)`, 2), 2},
+		{"swiglu halves the rows", ne(`(call ggml_swiglu ctx t)`, 0), 2},
+		{"concat", ne(`(call ggml_concat ctx t t 1)`, 1), 12},
 		{"clamp and fill", ne(`(call ggml_fill ctx (call ggml_clamp ctx t -1.0 1.0) 0.5)`, 1), 6},
 		{"unary ops", ne(`(call ggml_softplus ctx (call ggml_sqrt ctx (call ggml_sqr ctx (call ggml_sigmoid ctx (call ggml_tanh ctx (call ggml_relu ctx (call ggml_gelu ctx (call ggml_silu ctx t))))))))`, 0), 4},
 		{"sum_rows", ne(`(call ggml_sum_rows ctx t)`, 0), 1},
@@ -103,6 +105,7 @@ func TestGraphOps(t *testing.T) {
 		{"top_k of more than there are", `(return (call ggml_argsort_top_k ctx t 5))`},
 		{"mul_mat_id with an expert list per row missing", `(block (decl "as" (call ggml_new_tensor_3d ctx 0 4 9 3)) (decl "b" (call ggml_reshape_3d ctx t 4 1 6))
 			(decl "ids" (call ggml_new_tensor_2d ctx 26 2 5)) (return (call ggml_mul_mat_id ctx as b ids)))`},
+		{"concat of unlike rows", `(block (decl "b" (call ggml_new_tensor_2d ctx 0 5 6)) (return (call ggml_concat ctx t b 1)))`},
 		{"repeat_4d to a size that does not divide", `(return (call ggml_repeat_4d ctx t 6 6 1 1))`},
 		{"glu of unlike shapes", `(block (decl "b" (call ggml_new_tensor_2d ctx 0 4 5)) (return (call ggml_swiglu_split ctx t b)))`},
 	} {
