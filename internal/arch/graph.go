@@ -374,24 +374,33 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	if mem == nil || len(mem.Caches) == 0 {
 		return vNull, nil
 	}
-	switch {
-	case mem.Class == "llama_kv_cache" && len(mem.Caches) == 1:
-		return s.kvCacheContext(mem.Caches[0], 0)
-	case mem.Class == "llama_kv_cache_iswa" && len(mem.Caches) == 2:
-		// llama_kv_cache_iswa_context(kv): the base cache's context and
-		// the SWA cache's, each its reserve constructor
-		ic := newShared("llama_kv_cache_iswa_context")
-		for i, name := range []string{"ctx_base", "ctx_swa"} {
-			v, err := s.kvCacheContext(mem.Caches[i], i)
-			if err != nil {
-				return vVoid, err
-			}
-			ic.fields[name] = &Cell{T: ast.TRef, V: v}
-		}
-		ic.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
-		return Val{K: KObj, P: ic}, nil
+	if !memoryViewsReplayed(mem) {
+		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
-	return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+	if mem.Class == "llama_kv_cache" {
+		return s.kvCacheContext(mem.Caches[0], 0)
+	}
+	// llama_kv_cache_iswa_context(kv): the base cache's context and
+	// the SWA cache's, each its reserve constructor
+	ic := newShared("llama_kv_cache_iswa_context")
+	for i, name := range []string{"ctx_base", "ctx_swa"} {
+		v, err := s.kvCacheContext(mem.Caches[i], i)
+		if err != nil {
+			return vVoid, err
+		}
+		ic.fields[name] = &Cell{T: ast.TRef, V: v}
+	}
+	ic.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	return Val{K: KObj, P: ic}, nil
+}
+
+// memoryViewsReplayed says whether the graph has mem's views: none, a KV
+// cache, or an iSWA pair of them.
+func memoryViewsReplayed(mem *Memory) bool {
+	if mem == nil || len(mem.Caches) == 0 {
+		return true
+	}
+	return mem.Class == "llama_kv_cache" && len(mem.Caches) == 1 || mem.Class == "llama_kv_cache_iswa" && len(mem.Caches) == 2
 }
 
 // kvCacheContext is one KV cache's context (cache ci of the memory).

@@ -41,14 +41,7 @@ func (c *gcall) ctx(i int) (bindings.Context, error) {
 
 // room checks that the context has room for one more tensor: ggml_new_object
 // aborts when it has not.
-func (c *gcall) room(ctx bindings.Context) error {
-	l, g := c.lib(), c.g
-	size := g.ctxSize
-	if ctx != g.ctx {
-		size = l.GetMemSize(ctx)
-	}
-	return c.assert(l.UsedMem(ctx)+g.overhead <= size, "obj_new (not enough space in the context's memory pool)")
-}
+func (c *gcall) room(ctx bindings.Context) error { return c.roomFor(ctx, 1) }
 
 func (c *gcall) graph(i int) (bindings.Graph, error) {
 	if n, ok := c.v[i].P.(nativeGraph); ok && c.v[i].K == KNative {
@@ -309,11 +302,15 @@ func ggmlBuiltins() map[string]builtinFunc {
 	return out
 }
 
-// roomFor checks that ctx has room for n more tensors (an op that makes
-// more than its result: argsort_top_k's sort and view).
+// roomFor checks that ctx has room for n more tensors (more than one: an
+// op that makes more than its result, argsort_top_k's sort and view).
 func (c *gcall) roomFor(ctx bindings.Context, n int) error {
-	l := c.lib()
-	return c.assert(l.UsedMem(ctx)+uintptr(n)*c.g.overhead <= l.GetMemSize(ctx), "obj_new (not enough space in the context's memory pool)")
+	l, g := c.lib(), c.g
+	size := g.ctxSize
+	if ctx != g.ctx {
+		size = l.GetMemSize(ctx)
+	}
+	return c.assert(l.UsedMem(ctx)+uintptr(n)*g.overhead <= size, "obj_new (not enough space in the context's memory pool)")
 }
 
 // moeOps registers the ops of the mixture-of-experts layers: the expert

@@ -358,8 +358,9 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 
 	type built struct{ nodes, splits, inputs, inputTensors int }
 	// graph_reserve: a graph for the ubatch, then the scheduler's split
-	// (and with sizes, its buffers measured)
-	reserve := func(nt, ns, no uint32, sizes []uintptr) (built, error) {
+	// (and with sizes, its buffers measured); then split, if not nil,
+	// reads the split graph before it is freed
+	reserve := func(nt, ns, no uint32, sizes []uintptr, split func(*Graph)) (built, error) {
 		lib.SchedReset(sched)
 		s.fa = b("flash_attn")
 		g, err := s.Build(nt, ns, no, out.MaxNodes)
@@ -381,6 +382,9 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 			lib.SchedSplitGraph(sched, g.G)
 		}
 		out.splits = int(lib.SchedGetNSplits(sched))
+		if split != nil {
+			split(g)
+		}
 		return out, nil
 	}
 
@@ -413,26 +417,18 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 		if last.nodes != nil && last.key == key {
 			return last.nodes, nil
 		}
-		lib.SchedReset(sched)
-		s.fa = b("flash_attn")
-		g, err := s.Build(n, nSeqs, n, out.MaxNodes)
+		nodes := []probeNode{}
+		bt, err := reserve(n, nSeqs, n, nil, func(g *Graph) {
+			for _, fn := range g.g.fused {
+				pn := probeNode{op: fn.op, il: fn.il}
+				if be := lib.SchedGetTensorBackend(sched, fn.t); be != 0 {
+					pn.dev = lib.BackendGetDevice(be)
+				}
+				nodes = append(nodes, pn)
+			}
+		})
 		if err != nil {
 			return nil, err
-		}
-		defer g.Free()
-		if placeErr != nil {
-			return nil, placeErr
-		}
-		bt := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: g.g.inputTensors(lib)}
-		lib.SchedSplitGraph(sched, g.G)
-		bt.splits = int(lib.SchedGetNSplits(sched))
-		nodes := []probeNode{}
-		for _, fn := range g.g.fused {
-			pn := probeNode{op: fn.op, il: fn.il}
-			if be := lib.SchedGetTensorBackend(sched, fn.t); be != 0 {
-				pn.dev = lib.BackendGetDevice(be)
-			}
-			nodes = append(nodes, pn)
 		}
 		last.key, last.nodes, last.built = key, nodes, bt
 		return nodes, nil
@@ -486,7 +482,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// (llama.cpp then splits the prompt graph once more, which changes
 	// nothing it reports)
 	sizes := make([]uintptr, len(bes))
-	ppg, err := reserve(nTokens, nSeqs, min(nTokens, u("n_outputs_max")), sizes)
+	ppg, err := reserve(nTokens, nSeqs, min(nTokens, u("n_outputs_max")), sizes, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +490,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// (with the flags as they are now, that graph was this one)
 	tgg := last.built
 	if last.nodes == nil || last.key != graphKey(nSeqs) {
-		if tgg, err = reserve(nSeqs, nSeqs, nSeqs, nil); err != nil {
+		if tgg, err = reserve(nSeqs, nSeqs, nSeqs, nil, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -563,7 +559,7 @@ func (r *Run) GraphReplayed(mem *Memory) (bool, string) {
 	if r.modelProgram("build_arch_graph") == nil {
 		return false, fmt.Sprintf("the %s graph builder (%s) is not replayed yet", r.Arch, r.entry.Class)
 	}
-	if mem != nil && len(mem.Caches) > 0 && !(mem.Class == "llama_kv_cache" && len(mem.Caches) == 1) && !(mem.Class == "llama_kv_cache_iswa" && len(mem.Caches) == 2) {
+	if !memoryViewsReplayed(mem) {
 		return false, fmt.Sprintf("the views of memory %s are not replayed yet", mem.Class)
 	}
 	return true, ""
