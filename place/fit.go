@@ -3,7 +3,7 @@ package place
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"math"
 	"strings"
 	"time"
 
@@ -11,13 +11,14 @@ import (
 	"github.com/ggload/ggload/loader/gguf"
 )
 
-// Fit is llama.cpp's -fit (common_fit_params in the pin's common/fit.cpp),
-// for the weights: it changes only the parameters the user left at their
-// defaults (NGPULayers auto, no TensorSplit, no Overrides),
-// so that every device keeps its fit target free. ggload creates no
-// context, so what llama.cpp counts besides the weights (KV cache, compute
-// buffers) is not counted: the target is the room left for it, and the
-// pin's first remedy, a smaller context, has nothing to shrink.
+// Fit is llama.cpp's -fit (common_fit_params in the pin's common/fit.cpp):
+// it changes only the parameters the user left at their defaults (the
+// context size 0, NGPULayers auto, no TensorSplit, no Overrides) so that
+// every device keeps its fit target free of what the model and its
+// context need there: the weights, the memory module (KV cache, recurrent
+// state) and the compute buffers, per device as llama_get_memory_breakdown
+// reports them on a model loaded with no_alloc. It shrinks the context
+// first, then moves layers off the devices.
 
 // DefaultFitTarget is the memory Fit leaves free on each device by default
 // (llama.cpp's -fitt, 1024 MiB).
@@ -25,6 +26,10 @@ const DefaultFitTarget = 1 << 30
 
 // DefaultFitMinCtx is llama.cpp's -fitc default.
 const DefaultFitMinCtx = 4096
+
+// FitFullCtx as FitOptions.MinCtx keeps the trained context: llama.cpp's
+// -c 0 given explicitly, which turns the context reduction off.
+const FitFullCtx = math.MaxUint32
 
 // maxOverrides is llama_max_tensor_buft_overrides() of the pin.
 const maxOverrides = 4096
@@ -35,8 +40,8 @@ type FitOptions struct {
 	// device list, in bytes: one value applies to every device; devices past
 	// the end of a longer list get DefaultFitTarget. Empty: DefaultFitTarget.
 	Targets []uint64
-	// MinCtx is the smallest context fit may shrink to (0: 4096). ggload
-	// creates no context: it is reported, never used.
+	// MinCtx is the smallest context per sequence fit may shrink an unset
+	// context to (0: DefaultFitMinCtx; FitFullCtx: never shrink it).
 	MinCtx uint32
 }
 
@@ -55,31 +60,56 @@ func (o FitOptions) Target(id int) uint64 {
 type FitStatus string
 
 // Fit outcomes. As in llama.cpp, a fit that fails is not an error: the
-// parameters stay as given and the load goes on with them.
+// parameters stay as given (but for a context it already shrank) and the
+// load goes on with them.
 const (
 	FitUnchanged FitStatus = "unchanged" // every device keeps its target free as asked
 	FitAdjusted  FitStatus = "adjusted"  // parameters the user left unset were chosen
-	FitFailed    FitStatus = "failed"    // no change could be made (the reason is the last line)
+	FitFailed    FitStatus = "failed"    // no fitting parameters were found (the reason is the last line)
+	FitError     FitStatus = "error"     // the fit stopped on an error (llama.cpp's status error)
 )
 
-// FitDevice is one device's memory for the weights, before and after.
+// Llama is the common_params_fit_status llama.cpp's fit returns:
+// "success" (unchanged or adjusted), "failure" or "error".
+func (s FitStatus) Llama() string {
+	switch s {
+	case FitFailed:
+		return "failure"
+	case FitError:
+		return "error"
+	}
+	return "success"
+}
+
+// FitDevice is one device's memory, before and after: the weights, the
+// context's memory and the compute buffers its own buffer types hold.
 type FitDevice struct {
 	Device *ggml.Device
 	Free   uint64 // free memory (0 for a GPU that reports none: fit gives it nothing)
 	Target uint64 // to be left free
-	Before uint64 // weights in its memory with the parameters as given
+	Before uint64 // in its memory with the parameters as given
 	After  uint64 // with the parameters fit chose
 }
 
 // FitResult is what Fit decided, why, and the plan of the outcome.
 type FitResult struct {
-	Plan      *Plan
-	Status    FitStatus
-	Changed   []string // the parameters fit set: "n_gpu_layers", "tensor_split", "tensor_buft_overrides"
+	Plan   *Plan
+	Status FitStatus
+	// Changed lists the parameters fit set: "n_ctx", "n_gpu_layers",
+	// "tensor_split", "tensor_buft_overrides".
+	Changed []string
+	// NCtx is the context size fit leaves (llama_context_params.n_ctx):
+	// an unset one resolved to the trained context of every sequence,
+	// perhaps shrunk; a set one as given.
+	NCtx      uint32
 	Devices   []FitDevice
 	Reasoning []string // one line per decision, in order
 	Trials    int      // placements sized
 	Took      time.Duration
+	// ComputeWhy, when not empty, is why the compute buffers were not
+	// counted (an architecture whose graph ggload does not replay yet):
+	// the decisions then count the weights and the context alone.
+	ComputeWhy string
 }
 
 // layerFraction is the part of a layer that stays on its device when the
@@ -106,11 +136,14 @@ func overflowPattern(il uint32, f layerFraction) string {
 	case fracGate:
 		return fmt.Sprintf(`blk\.%d\.ffn_down.*`, il)
 	}
-	return fmt.Sprintf(`blk\.%d%s`, il, ExpertsPattern)
+	return fmt.Sprintf(`blk\.%d%s`, il, fitExperts)
 }
 
+// fitExperts is ExpertsPattern as llama.cpp's fit spells it.
+const fitExperts = `\.ffn_(up|down|gate_up|gate)_(ch|)exps`
+
 // allExperts matches every layer's expert weights.
-const allExperts = `blk\.\d+` + ExpertsPattern
+const allExperts = `blk\.\d+` + fitExperts
 
 // devLayers is one device's share: nLayer layers, of which the last nPart
 // keep only part of their weights (the first of them by overflow, the
@@ -123,43 +156,93 @@ type devLayers struct {
 func (d devLayers) nFull() uint32 { return d.nLayer - d.nPart }
 
 type fitter struct {
-	rt     *ggml.Runtime
-	m      *gguf.Model
-	h      *hparams
-	pr     *prober
-	params Params // as given, measured with load mode none (as llama.cpp measures)
+	rt *ggml.Runtime
+	m  *gguf.Model
+	h  *hparams
+	pr *prober
+	// params are the parameters as they stand: given, measured with load
+	// mode none (as llama.cpp measures), with the context fit resolved
+	// or shrank
+	params Params
 	res    *FitResult
 
 	devs    []*ggml.Device
 	hpNgl   uint32
-	targets []int64 // per device: most memory the weights may use
+	ctxAuto bool    // the context was left unset
+	nCtxMax uint32  // what an unset context resolves to: the trained one for every sequence
+	targets []int64 // per device: most memory the model may use
 }
 
 func (f *fitter) say(format string, args ...any) {
 	f.res.Reasoning = append(f.res.Reasoning, fmt.Sprintf(format, args...))
 }
 
-// measure sizes a placement and returns each device's weights in its own
-// memory (host buffer types are the host's). The first measure fixes the
-// device list.
-func (f *fitter) measure(q Params) ([]int64, *Plan, error) {
+// memory is one measure: per device of the model's list the bytes its own
+// buffer types hold (weights, context, compute), and the host's.
+type memory struct {
+	dev   []int64
+	model []int64 // of dev, the weights
+	host  int64
+}
+
+// sum is the devices' total (the host's when there are none).
+func (m memory) sum() int64 {
+	if len(m.dev) == 0 {
+		return m.host
+	}
+	s := int64(0)
+	for _, v := range m.dev {
+		s += v
+	}
+	return s
+}
+
+// measure sizes a placement with its context, as llama.cpp's
+// common_get_device_memory_data does: each buffer type's weights, context
+// and compute, host buffer types to the host, the others to their device
+// (a device not in the model's list, such as the CPU's repacking buffer
+// type's, to none). The first measure fixes the device list.
+func (f *fitter) measure(q Params) (memory, *Plan, error) {
 	f.res.Trials++
 	p, err := plan(f.rt, f.m, f.h, q, f.pr)
 	if err != nil {
-		return nil, nil, err
+		return memory{}, nil, err
+	}
+	if p.ContextErr != nil {
+		return memory{}, nil, fitErr("failed to create llama_context from model: %v", p.ContextErr)
 	}
 	if f.devs == nil {
 		f.devs = append([]*ggml.Device{}, p.Devices...)
 	}
-	mem := make([]int64, len(f.devs))
-	for i, d := range f.devs {
-		for _, u := range p.Usage {
-			if u.Device == d {
-				mem[i] = int64(u.Allocated)
+	return f.tally(p), p, nil
+}
+
+// tally is a plan's memory per device of the fit's list, and the host's.
+func (f *fitter) tally(p *Plan) memory {
+	if c := p.Context; c != nil && !c.ComputeKnown && c.Class != "custom" && f.res.ComputeWhy == "" {
+		f.res.ComputeWhy = c.ComputeWhy
+		f.say("compute buffers not counted (%s): the measures are the weights and the context", c.ComputeWhy)
+	}
+	mem := memory{dev: make([]int64, len(f.devs)), model: make([]int64, len(f.devs))}
+	for _, e := range p.Breakdown() {
+		n := int64(e.Model + e.Context + e.Compute)
+		if e.BufferType.IsHost() {
+			mem.host += n
+			continue
+		}
+		d, ok := e.BufferType.Device()
+		if !ok {
+			continue
+		}
+		for i, dd := range f.devs {
+			if dd == d {
+				mem.dev[i] += n
+				mem.model[i] += int64(e.Model)
+				break
 			}
 		}
 	}
-	return mem, p, nil
+	return mem
 }
 
 // apply sets the layers per device, the split and the overflow overrides
@@ -185,7 +268,7 @@ func (f *fitter) apply(ngl []devLayers, overflow []string, q *Params) error {
 				return fail("llama_max_tensor_buft_overrides() == %d is insufficient for model", maxOverrides)
 			}
 			if il >= 1000 {
-				return fail("at most 1000 model layers are supported")
+				return fitErr("at most 1000 model layers are supported")
 			}
 			frac, buft := fracMoE, "CPU"
 			if il == il0 {
@@ -205,20 +288,24 @@ func (f *fitter) memFor(ngl []devLayers, overflow []string) ([]int64, error) {
 		return nil, err
 	}
 	mem, _, err := f.measure(q)
-	return mem, err
+	return mem.dev, err
 }
 
-// failure ends a fit that cannot change anything: the parameters stay as
-// given, as llama.cpp goes on with them.
-type fitFailure struct{ msg string }
+// fitFailure ends a fit that cannot change (more): the parameters stay as
+// they stand, as llama.cpp goes on with them. An error one is llama.cpp's
+// status error (a runtime error), the others its failure.
+type fitFailure struct {
+	msg   string
+	isErr bool
+}
 
 func (e *fitFailure) Error() string { return e.msg }
 
-// Fit chooses the parameters the user left unset so that the weights leave
-// every device its target free, as llama.cpp's -fit does (see the package
-// comment above). It returns an error only when params cannot be planned
-// at all; a fit that cannot help has Status FitFailed and the plan of the
-// parameters as given.
+// Fit chooses the parameters the user left unset so that the model and
+// its context leave every device its target free, as llama.cpp's -fit
+// does (see the package comment above). It returns an error only when
+// params cannot be planned at all; a fit that cannot help has Status
+// FitFailed (or FitError) and the plan of the parameters as they stand.
 func Fit(rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
 	return FitContext(context.Background(), rt, m, params, o)
 }
@@ -236,25 +323,46 @@ func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 	measured.LoadMode = LoadNone
 	f := &fitter{rt: rt, m: m, h: h, pr: pr, params: measured, res: res}
 	chosen, ferr := f.run(o)
-	chosen.LoadMode = params.LoadMode
 	if ferr != nil {
 		var fail *fitFailure
 		if !asFailure(ferr, &fail) {
 			return nil, ferr
 		}
-		f.say("failed to fit params to free device memory: %s", fail.msg)
-		f.say("the parameters stay as given")
-		chosen, res.Status = params, FitFailed
+		if fail.isErr {
+			f.say("encountered an error while trying to fit params to free device memory: %s", fail.msg)
+			res.Status = FitError
+		} else {
+			f.say("failed to fit params to free device memory: %s", fail.msg)
+			res.Status = FitFailed
+		}
+		// what llama.cpp leaves: the context as it stands, the rest as given
+		chosen = params
+		chosen.Context.NCtx = f.params.Context.NCtx
+		if f.ctxAuto && chosen.Context.NCtx != int(f.nCtxMax) {
+			res.Changed = []string{"n_ctx"}
+			f.say("the context stays at %d, the other parameters as given", chosen.Context.NCtx)
+		} else {
+			f.say("the parameters stay as given")
+		}
 	}
+	chosen.LoadMode = params.LoadMode
+	res.NCtx = uint32(chosen.Context.NCtx)
 	res.Plan, err = plan(rt, m, h, chosen, pr)
 	if err != nil {
 		return nil, err
 	}
-	for i := range res.Devices {
-		for _, u := range res.Plan.Usage {
-			if u.Device == res.Devices[i].Device {
-				res.Devices[i].After = u.Allocated
+	if len(res.Devices) > 0 {
+		chosen.LoadMode = LoadNone
+		after := res.Plan
+		if params.LoadMode != LoadNone {
+			// sized as llama.cpp sizes it: without the load mode's host buffers
+			if after, err = plan(rt, m, h, chosen, pr); err != nil {
+				return nil, err
 			}
+		}
+		mem := f.tally(after)
+		for i := range res.Devices {
+			res.Devices[i].After = uint64(max(mem.dev[i], 0))
 		}
 	}
 	res.Took = time.Since(start)
@@ -269,97 +377,142 @@ func asFailure(err error, out **fitFailure) bool {
 	return ok
 }
 
-func fail(format string, args ...any) error { return &fitFailure{fmt.Sprintf(format, args...)} }
+func fail(format string, args ...any) error {
+	return &fitFailure{msg: fmt.Sprintf(format, args...)}
+}
+
+func fitErr(format string, args ...any) error {
+	return &fitFailure{msg: fmt.Sprintf(format, args...), isErr: true}
+}
 
 // run is the fit; it returns the parameters chosen (given ones: no change).
 func (f *fitter) run(o FitOptions) (Params, error) {
-	params, res := f.params, f.res
+	params, res := &f.params, f.res
 	if params.SplitMode == SplitTensor {
-		return params, fail("llama_params_fit is not implemented for SPLIT_MODE_TENSOR, abort")
+		return *params, fail("llama_params_fit is not implemented for SPLIT_MODE_TENSOR, abort")
 	}
-	// step 1: the weights as given
-	full, p0, err := f.measure(params)
-	if err != nil {
-		return params, err
+	cp := &params.Context
+	nSeq := uint32(max(cp.NParallel, 1))
+	nStreams := nSeq
+	if cp.KVUnified {
+		nStreams = 1
 	}
-	nd := len(f.devs)
-	f.hpNgl = uint32(f.h.nLayerAll - f.h.nLayerNextn)
-	if params.LoadMTP {
-		f.hpNgl += uint32(f.h.nLayerNextn)
-	}
+	ctxAuto := cp.NCtx == 0 && !cp.Skip
 	minCtx := o.MinCtx
 	if minCtx == 0 {
 		minCtx = DefaultFitMinCtx
 	}
-	ngl := params.NGPULayers.String()
-	f.say("the weights as given (-ngl %s), sized with load mode none as llama.cpp sizes them:", ngl)
-	if nd == 0 {
-		cpuFree, cpuTotal := f.rt.CPUDevice().Memory()
-		used := int64(0)
-		for _, u := range p0.Usage {
-			used += int64(u.Allocated)
-		}
-		margin := int64(o.Target(0))
-		f.say("  no devices: %s of %s host memory (free %s), target %s kept", human(uint64(used)), human(cpuTotal), human(cpuFree), human(uint64(margin)))
-		if int64(cpuTotal)-used >= margin {
-			f.say("will leave %s >= %s of host memory: no change needed", human(uint64(int64(cpuTotal)-used)), human(uint64(margin)))
-			res.Status = FitUnchanged
-			return params, nil
-		}
-		return params, fail("was unable to fit model into system memory by reducing context, abort")
+
+	// step 1: the model and its context as given
+	full, _, err := f.measure(*params)
+	if err != nil {
+		return *params, err
 	}
-	hostFree, _ := f.rt.CPUDevice().Memory()
-	changes := false
-	f.targets = make([]int64, nd)
-	for id, d := range f.devs {
-		free, total := d.Memory()
-		if free == 0 && total == 0 {
-			if t := d.Type(); t == ggml.DeviceGPU || t == ggml.DeviceIGPU {
-				f.say("  %s did not report memory; fit will not use it", d.Name())
-			} else {
-				free = hostFree
+	f.hpNgl = uint32(f.h.nLayerAll - f.h.nLayerNextn)
+	if params.LoadMTP {
+		f.hpNgl += uint32(f.h.nLayerNextn)
+	}
+	nCtxMax := uint32(min(uint64(uint32(f.h.nCtxTrain))*uint64(nSeq), math.MaxUint32))
+	f.ctxAuto, f.nCtxMax = ctxAuto, nCtxMax
+	nCtxMinTotal := uint32(min(uint64(minCtx)*uint64(nStreams), math.MaxUint32))
+	if ctxAuto {
+		// an unset context is the trained one for every sequence
+		cp.NCtx = int(nCtxMax)
+		if nSeq > 1 {
+			f.say("context unset: %d tokens for %d sequences", nCtxMax, nSeq)
+			if full, _, err = f.measure(*params); err != nil {
+				return *params, err
 			}
 		}
-		margin := o.Target(id)
-		res.Devices = append(res.Devices, FitDevice{Device: d, Free: free, Target: margin, Before: uint64(full[id])})
-		f.targets[id] = int64(free) - int64(margin)
-		left := int64(free) - full[id]
-		verdict := "meets it"
-		if left < int64(margin) {
-			verdict, changes = fmt.Sprintf("misses it by %s", human(uint64(int64(margin)-left))), true
+	}
+	nd := len(f.devs)
+	what := "the model and its context"
+	if cp.Skip {
+		what = "the weights (no context planned)"
+	}
+	f.say("%s as given (-ngl %s, -c %d), sized with load mode none as llama.cpp sizes them:", what, params.NGPULayers, cp.NCtx)
+	var sumFree, sumUsed, sumModel, sumMargin int64
+	if nd == 0 {
+		_, cpuTotal := f.rt.CPUDevice().Memory()
+		sumUsed, sumFree, sumMargin = full.host, int64(cpuTotal), int64(o.Target(0))
+		f.say("  no devices: %s of %s host memory, target %s kept free", human(uint64(sumUsed)), human(cpuTotal), human(uint64(sumMargin)))
+		if sumFree-sumUsed >= sumMargin {
+			f.say("will leave %s >= %s of host memory: no change needed", signedHuman(sumFree-sumUsed), human(uint64(sumMargin)))
+			res.Status = FitUnchanged
+			return *params, nil
 		}
-		f.say("  %s: weights %s of %s free, %s would stay free; target %s: %s", d.Name(), human(uint64(full[id])), human(free), signedHuman(left), human(margin), verdict)
+	} else {
+		hostFree, _ := f.rt.CPUDevice().Memory()
+		changes := false
+		f.targets = make([]int64, nd)
+		for id, d := range f.devs {
+			free, total := d.Memory()
+			if free == 0 && total == 0 {
+				if t := d.Type(); t == ggml.DeviceGPU || t == ggml.DeviceIGPU {
+					f.say("  %s did not report memory; fit will not use it", d.Name())
+				} else {
+					free = hostFree
+				}
+			}
+			margin := o.Target(id)
+			res.Devices = append(res.Devices, FitDevice{Device: d, Free: free, Target: margin, Before: uint64(full.dev[id])})
+			f.targets[id] = int64(free) - int64(margin)
+			left := int64(free) - full.dev[id]
+			sumFree += int64(free)
+			sumUsed += full.dev[id]
+			sumMargin += int64(margin)
+			verdict := "meets it"
+			if left < int64(margin) {
+				verdict, changes = fmt.Sprintf("misses it by %s", human(uint64(int64(margin)-left))), true
+			}
+			sumModel += full.model[id]
+			f.say("  %s: %s of %s free, %s would stay free; target %s: %s", d.Name(), human(uint64(full.dev[id])), human(free), signedHuman(left), human(margin), verdict)
+		}
+		if !changes {
+			f.say("every device keeps its target free: no change needed")
+			res.Status = FitUnchanged
+			return *params, nil
+		}
 	}
-	if !changes {
-		f.say("every device keeps its target free: no change needed")
-		res.Status = FitUnchanged
-		return params, nil
+
+	// step 2: a smaller context
+	if surplus := sumFree - sumUsed - sumMargin; surplus < 0 {
+		f.say("%s too much in total", human(uint64(-surplus)))
+		done, err := f.shrinkContext(ctxAuto, nCtxMax, nCtxMinTotal, nStreams, minCtx, o, sumFree, sumUsed, sumModel)
+		if err != nil || done {
+			return *params, err
+		}
 	}
-	// step 2 of llama.cpp shrinks the context
-	f.say("no context to shrink: ggload loads weights only (-fitc %d has nothing to act on); the targets are the room left for it", minCtx)
+	if nd == 0 {
+		return *params, fail("was unable to fit model into system memory by reducing context, abort")
+	}
+
 	// step 3 needs the parameters it would set to be unset
 	if !params.NGPULayers.IsAuto() {
-		return params, fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers.Llama())
+		return *params, fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers.Llama())
 	}
 	if nd > 1 {
 		for _, s := range params.TensorSplit {
 			if s != 0 {
-				return params, fail("model_params::tensor_split already set by user, abort")
+				return *params, fail("model_params::tensor_split already set by user, abort")
 			}
 		}
 		if params.SplitMode == SplitRow {
-			return params, fail("changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented, abort")
+			return *params, fail("changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented, abort")
 		}
 	}
 	if len(params.allOverrides()) > 0 {
-		return params, fail("model_params::tensor_buft_overrides already set by user, abort")
+		return *params, fail("model_params::tensor_buft_overrides already set by user, abort")
 	}
 	chosen, err := f.fill()
 	if err != nil {
-		return params, err
+		return *params, err
 	}
 	res.Status = FitAdjusted
-	res.Changed = []string{"n_gpu_layers"}
+	if chosen.Context.NCtx != int(nCtxMax) && ctxAuto {
+		res.Changed = append(res.Changed, "n_ctx")
+	}
+	res.Changed = append(res.Changed, "n_gpu_layers")
 	if nd > 1 {
 		res.Changed = append(res.Changed, "tensor_split")
 	}
@@ -367,6 +520,85 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 		res.Changed = append(res.Changed, "tensor_buft_overrides")
 	}
 	return chosen, nil
+}
+
+// shrinkContext is llama.cpp's step 2: an unset context goes down,
+// between the largest (the trained context of every sequence) and the
+// smallest (-fitc per stream), linearly on the memory the two use, so
+// that the devices' total keeps the targets' total free; it is aligned
+// down to 256 per stream. With one device (or none) that ends the fit
+// when it is enough (done).
+func (f *fitter) shrinkContext(ctxAuto bool, nCtxMax, nCtxMinTotal, nStreams, minCtx uint32, o FitOptions, sumFree, sumUsed, sumModel int64) (done bool, err error) {
+	cp := &f.params.Context
+	nd := len(f.devs)
+	switch {
+	case !ctxAuto && cp.Skip:
+		f.say("no context planned: none to shrink")
+		return false, nil
+	case !ctxAuto:
+		f.say("context size set by user to %d: no change", cp.NCtx)
+		return false, nil
+	case nCtxMax <= nCtxMinTotal:
+		if minCtx == FitFullCtx {
+			f.say("the full context of %d was asked for (-c 0): no change", nCtxMax)
+		} else {
+			f.say("the model's context of %d is <= the smallest fit may set, %d: no change", nCtxMax, nCtxMinTotal)
+		}
+		return false, nil
+	}
+	target := sumFree
+	if nd == 0 {
+		target -= int64(o.Target(0))
+	}
+	for id := range f.devs {
+		target -= int64(o.Target(id))
+	}
+	if nd > 1 {
+		// layers (or, with experts, tensors) go to devices whole: half a
+		// layer (a sixth) per device and one more is held back
+		ngl := uint32(math.MaxUint32)
+		if n := f.params.NGPULayers.Llama(); n >= 0 {
+			ngl = uint32(n)
+		}
+		div := min(ngl, f.hpNgl)
+		if div == 0 {
+			return false, fitErr("n_gpu_layers is 0: no layer to share the model's memory out by")
+		}
+		perLayer := sumModel / int64(div)
+		share := int64(2)
+		if f.h.nExpert != 0 {
+			share = 6
+		}
+		target -= int64(nd+1) * perLayer / share
+	}
+	cp.NCtx = int(nCtxMinTotal)
+	minMem, _, err := f.measure(f.params)
+	if err != nil {
+		return false, err
+	}
+	usedMin := minMem.sum()
+	if target <= usedMin {
+		f.say("context reduced from %d to %d (the least -fitc %d allows): %s less in total, not enough", nCtxMax, cp.NCtx, minCtx, signedHuman(sumUsed-usedMin))
+		return false, nil
+	}
+	span := sumUsed - usedMin
+	if span <= 0 {
+		return false, fitErr("the context's memory does not grow with its size (%s at %d, %s at %d)", human(uint64(usedMin)), nCtxMinTotal, human(uint64(sumUsed)), nCtxMax)
+	}
+	n := uint32(int64(nCtxMinTotal) + int64(nCtxMax-nCtxMinTotal)*(target-usedMin)/span)
+	align := 256 * nStreams
+	n = max(n-n%align, nCtxMinTotal)
+	cp.NCtx = int(n)
+	perCtx := span / int64(nCtxMax-nCtxMinTotal)
+	f.say("context reduced from %d to %d: about %s less in total", nCtxMax, n, human(uint64(int64(nCtxMax-n)*perCtx)))
+	if nd <= 1 {
+		f.say("the whole model fits with the smaller context")
+		f.res.Status = FitAdjusted
+		f.res.Changed = []string{"n_ctx"}
+		return true, nil
+	}
+	f.say("the model should fit across the devices with the smaller context")
+	return false, nil
 }
 
 // fillState is where fill stands: the layers per device, the memory they
@@ -388,7 +620,7 @@ type fillState struct {
 // to the next device or the host.
 func (f *fitter) fill() (Params, error) {
 	nd := len(f.devs)
-	moe := f.hasExperts()
+	moe := f.h.nExpert > 0
 	var surplusMoE int64
 	var err error
 	if moe {
@@ -397,7 +629,7 @@ func (f *fitter) fill() (Params, error) {
 		}
 	}
 	for id, d := range f.devs {
-		f.say("  %s may use %s for weights", d.Name(), signedHuman(f.targets[id]))
+		f.say("  %s may use %s", d.Name(), signedHuman(f.targets[id]))
 	}
 	s := &fillState{ngl: make([]devLayers, nd), overflow: make([]string, nd)}
 	for id := range s.overflow {
@@ -425,20 +657,9 @@ func (f *fitter) fill() (Params, error) {
 	return f.chosen(s.ngl, s.overflow)
 }
 
-// hasExperts reports whether the model has expert weights.
-func (f *fitter) hasExperts() bool {
-	re := regexp.MustCompile(ExpertsPattern)
-	for _, w := range f.m.Weights {
-		if re.MatchString(w.Name) {
-			return true
-		}
-	}
-	return false
-}
-
 // expertSurplus is the room, summed over the devices, that the dense
-// weights leave with every expert weight in host memory (negative: what
-// they miss by).
+// weights and the context leave with every expert weight in host memory
+// (negative: what they miss by).
 func (f *fitter) expertSurplus() (int64, error) {
 	q := f.params
 	q.Overrides = []Override{{Pattern: allExperts, BufferType: "CPU"}}
@@ -448,7 +669,7 @@ func (f *fitter) expertSurplus() (int64, error) {
 	}
 	surplus := int64(0)
 	for id := range f.devs {
-		surplus += f.targets[id] - mem[id]
+		surplus += f.targets[id] - mem.dev[id]
 	}
 	if surplus > 0 {
 		f.say("with every expert weight in host memory the dense weights leave %s to spare in total", human(uint64(surplus)))

@@ -61,7 +61,7 @@ func TestFitDense(t *testing.T) {
 	if vkUse(more, vk) <= free-target {
 		t.Fatalf("-ngl %d would fit too:\n%s", ngl+1, why)
 	}
-	for _, want := range []string{"misses it by", "no context to shrink", "chose -ngl"} {
+	for _, want := range []string{"misses it by", "the model's context of 4096 is <= the smallest fit may set, 4096: no change", "chose -ngl"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("reasoning lacks %q:\n%s", want, why)
 		}
@@ -188,13 +188,74 @@ func TestFitMoE(t *testing.T) {
 	}
 }
 
+// vkUse is what -fit counts on a device: the weights, the context and
+// the compute buffers of its own (not host) buffer types.
 func vkUse(p *place.Plan, vk *ggml.Device) uint64 {
-	for _, u := range p.Usage {
-		if u.Device == vk {
-			return u.Allocated
+	n := uint64(0)
+	for _, e := range p.Breakdown() {
+		if d, ok := e.BufferType.Device(); ok && d == vk && !e.BufferType.IsHost() {
+			n += e.Model + e.Context + e.Compute
 		}
 	}
-	return 0
+	return n
+}
+
+// An unset context shrinks first: between -fitc and the trained context,
+// on 256-token steps, and nothing else changes when that is enough.
+func TestFitShrinksContext(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	m := writeModel(t, rt, fitDense) // trained on 4096 tokens
+	params := vkParams()
+	full, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Context == nil || full.Context.NCtx != 4096 || !full.Context.ComputeKnown {
+		t.Fatalf("context %+v", full.Context)
+	}
+	params.Context.NCtx = 256
+	least, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params.Context.NCtx = 0
+	free, _ := vk.Memory()
+	hi, lo := vkUse(full, vk), vkUse(least, vk)
+	target := free - (lo + (hi-lo)/2)
+	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := strings.Join(res.Reasoning, "\n")
+	if res.Status != place.FitAdjusted || len(res.Changed) != 1 || res.Changed[0] != "n_ctx" || !res.Plan.Params.NGPULayers.IsAuto() {
+		t.Fatalf("%s %v:\n%s", res.Status, res.Changed, why)
+	}
+	if res.NCtx <= 256 || res.NCtx >= 4096 || res.NCtx%256 != 0 || res.Plan.Context.NCtx != res.NCtx || vkUse(res.Plan, vk) >= hi {
+		t.Fatalf("n_ctx %d (plan %d), %d used:\n%s", res.NCtx, res.Plan.Context.NCtx, vkUse(res.Plan, vk), why)
+	}
+	if !strings.Contains(why, "context reduced from 4096 to") || !strings.Contains(why, "fits with the smaller context") {
+		t.Fatalf("reasoning:\n%s", why)
+	}
+	// a context the user set stays, and the layers go instead
+	params.Context.NCtx = 4096
+	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why = strings.Join(res.Reasoning, "\n")
+	if res.Status != place.FitAdjusted || res.NCtx != 4096 || res.Changed[0] != "n_gpu_layers" || !strings.Contains(why, "context size set by user to 4096") {
+		t.Fatalf("%s n_ctx %d %v:\n%s", res.Status, res.NCtx, res.Changed, why)
+	}
+	// -c 0 given explicitly: the full context, the layers go
+	params.Context.NCtx = 0
+	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: place.FitFullCtx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why = strings.Join(res.Reasoning, "\n"); res.NCtx != 4096 || !strings.Contains(why, "the full context of 4096 was asked for") {
+		t.Fatalf("n_ctx %d:\n%s", res.NCtx, why)
+	}
 }
 
 // Over two devices (an RPC server, then Vulkan0), fit fills the last
@@ -234,12 +295,7 @@ func TestFitTwoDevices(t *testing.T) {
 		t.Fatalf("-ngl %s split %v:\n%s", p.NGPULayers, p.TensorSplit, why)
 	}
 	for i, d := range res.Devices {
-		var used uint64
-		for _, u := range res.Plan.Usage {
-			if u.Device == d.Device {
-				used = u.Allocated
-			}
-		}
+		used := vkUse(res.Plan, d.Device)
 		if used != d.After || used+d.Target > d.Free {
 			t.Fatalf("%s uses %d (after %d) of %d free, target %d:\n%s", d.Device.Name(), used, d.After, d.Free, d.Target, why)
 		}

@@ -19,6 +19,8 @@ type hparams struct {
 	exact       bool      // the architecture's own tensor creation is known
 	nLayerAll   int
 	nLayerNextn int
+	nCtxTrain   int64 // n_ctx_train
+	nExpert     int64 // n_expert
 	nEmbd       int64
 	isSWA       []bool
 
@@ -98,6 +100,8 @@ func readHparams(m *gguf.Model, params Params) (*hparams, error) {
 		return nil, refused(m, fmt.Errorf("%s.block_count = %d, must be in [1, 65536]", h.arch, h.nLayerAll))
 	}
 	h.nEmbd = field("n_embd")
+	h.nCtxTrain = field("n_ctx_train")
+	h.nExpert = field("n_expert")
 	h.isSWA = make([]bool, h.nLayerAll)
 	for il := range h.isSWA {
 		h.isSWA[il] = call("is_swa", int64(il)) != 0

@@ -51,13 +51,13 @@ func TestFitKeepsExplicitNGL(t *testing.T) {
 	path := writeSynth(t, cliDense)
 	free, _ := vk.Memory()
 	// a target that leaves room for fewer than 3 layers
-	three := planJSONOf(t, path, "-dev", "Vulkan0", "-fit", "off", "-ngl", "3")
-	var need uint64
-	for _, u := range three.Plan.Usage {
-		if u.Device == "Vulkan0" {
-			need = u.Allocated
-		}
+	// what fit counts for 3 layers (weights, context, compute), as it
+	// measures them where nothing needs to change
+	three := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", "0", "-ngl", "3")
+	if len(three.Fit.Devices) != 1 || three.Fit.Outcome != place.FitUnchanged {
+		t.Fatalf("fit %+v", three.Fit)
 	}
+	need := three.Fit.Devices[0].Before
 	target := strconv.FormatUint((free-need)>>20+1, 10)
 	for _, args := range [][]string{
 		{"--fit", "-ngl", "3"},           // ggload's earlier spelling
@@ -65,13 +65,13 @@ func TestFitKeepsExplicitNGL(t *testing.T) {
 		{"--fit=on", "--n-gpu-layers=3"}, // with =
 	} {
 		rep := planJSONOf(t, append([]string{path, "-dev", "Vulkan0", "-fitt", target}, args...)...)
-		if rep.Plan.GPULayers != 3 || rep.Fit.Status != place.FitFailed || !strings.Contains(strings.Join(rep.Fit.Lines, "\n"), "n_gpu_layers already set by user to 3") {
-			t.Fatalf("%v: %d layers offloaded, fit %s:\n%s", args, rep.Plan.GPULayers, rep.Fit.Status, strings.Join(rep.Fit.Lines, "\n"))
+		if rep.Plan.GPULayers != 3 || rep.Fit.Outcome != place.FitFailed || !strings.Contains(strings.Join(rep.Fit.Lines, "\n"), "n_gpu_layers already set by user to 3") {
+			t.Fatalf("%v: %d layers offloaded, fit %s:\n%s", args, rep.Plan.GPULayers, rep.Fit.Outcome, strings.Join(rep.Fit.Lines, "\n"))
 		}
 	}
 	rep := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target)
-	if rep.Fit.Status != place.FitAdjusted || rep.Plan.GPULayers <= 0 || rep.Plan.GPULayers >= 19 || len(rep.Fit.Changed) != 1 {
-		t.Fatalf("fit chose %d layers (%s, %v):\n%s", rep.Plan.GPULayers, rep.Fit.Status, rep.Fit.Changed, strings.Join(rep.Fit.Lines, "\n"))
+	if rep.Fit.Outcome != place.FitAdjusted || rep.Plan.GPULayers <= 0 || rep.Plan.GPULayers >= 19 || len(rep.Fit.Changed) != 1 {
+		t.Fatalf("fit chose %d layers (%s, %v):\n%s", rep.Plan.GPULayers, rep.Fit.Outcome, rep.Fit.Changed, strings.Join(rep.Fit.Lines, "\n"))
 	}
 	// -fit off and -ngl auto: everything, as llama.cpp without fit
 	rep = planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target, "-fit", "off")
@@ -734,5 +734,30 @@ func TestContextOptions(t *testing.T) {
 	}
 	if !strings.Contains(out, "no context: ") || !strings.Contains(out, "quantized V cache requires flash_attn to be enabled") || strings.Contains(out, "memory breakdown") {
 		t.Errorf("a context llama.cpp refuses:\n%s", out)
+	}
+}
+
+// -fit shrinks an unset context first (down to -fitc), and --json says
+// what llama.cpp's fit leaves: status, n_ctx, n_gpu_layers; -c 0 given
+// explicitly keeps the full context, as in llama.cpp.
+func TestFitShrinksContextJSON(t *testing.T) {
+	vk := testenv.Vulkan(t)
+	path := writeSynth(t, cliDense) // trained on 4096 tokens
+	free, _ := vk.Memory()
+	full := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", "0")
+	least := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", "0", "-c", "256")
+	hi, lo := full.Fit.Devices[0].Before, least.Fit.Devices[0].Before
+	if full.Fit.NCtx != 4096 || least.Fit.NCtx != 256 || hi <= lo {
+		t.Fatalf("n_ctx %d, %d: %d and %d bytes", full.Fit.NCtx, least.Fit.NCtx, hi, lo)
+	}
+	target := strconv.FormatUint((free-(lo+(hi-lo)/2))>>20, 10)
+	rep := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target, "-fitc", "256")
+	f := rep.Fit
+	if f.Status != "success" || f.Outcome != place.FitAdjusted || f.NCtx <= 256 || f.NCtx >= 4096 || f.NCtx%256 != 0 || f.NGPULayers != -1 || len(f.Overrides) != 0 || len(f.Changed) != 1 || f.Changed[0] != "n_ctx" {
+		t.Fatalf("fit %+v:\n%s", f, strings.Join(f.Lines, "\n"))
+	}
+	rep = planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target, "-fitc", "256", "-c", "0")
+	if f = rep.Fit; f.NCtx != 4096 || f.Changed[0] != "n_gpu_layers" || !strings.Contains(strings.Join(f.Lines, "\n"), "the full context of 4096 was asked for (-c 0)") {
+		t.Fatalf("-c 0: fit %+v:\n%s", f, strings.Join(f.Lines, "\n"))
 	}
 }

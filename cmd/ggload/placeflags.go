@@ -294,7 +294,7 @@ func (f *placeFlags) addPlacement(s *optionSet) {
 func (f *placeFlags) addFit(s *optionSet) {
 	s.group("llama.cpp's fit options")
 	s.add(&option{names: []string{"-fit", "--fit"}, value: "[on|off]", optValue: true, optWords: []string{"on", "off", "enabled", "disabled", "true", "false", "1", "0"},
-		help: "choose the parameters left unset (-ngl auto, no -ts, no -ot) so that the weights leave every device its -fitt free (default: on)",
+		help: "choose the parameters left unset (-c 0, -ngl auto, no -ts, no -ot) so that the model and its context leave every device its -fitt free: a smaller context first, then fewer layers (default: on)",
 		set: func(v string) error {
 			if v == "" { // ggload's earlier bare --fit
 				f.fit = true
@@ -325,8 +325,7 @@ func (f *placeFlags) addFit(s *optionSet) {
 			return nil
 		}})
 	s.add(&option{names: []string{"-fitc", "--fit-ctx"}, value: "N",
-		help:  fmt.Sprintf("the smallest context -fit may shrink to (default: %d)", place.DefaultFitMinCtx),
-		inert: "ggload creates no context, so -fit has none to shrink; the value is reported",
+		help: fmt.Sprintf("the smallest context per sequence -fit may shrink an unset -c to (default: %d)", place.DefaultFitMinCtx),
 		set: func(v string) error {
 			n, err := intIn(v, 0, math.MaxInt32)
 			if err != nil {
@@ -434,6 +433,10 @@ func (f *placeFlags) addContext(s *optionSet) {
 				return err
 			}
 			c.NCtx = int(n)
+			if n == 0 {
+				// the full context asked for: -fit does not shrink it
+				f.fitCtx = place.FitFullCtx
+			}
 			return nil
 		}})
 	s.add(&option{names: []string{"-np", "--parallel"}, value: "N",

@@ -61,24 +61,32 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	return out, nil
 }
 
-// fitReport is -fit's outcome for people and programs.
+// fitReport is -fit's outcome for people and programs: status, n_ctx,
+// n_gpu_layers, tensor_split and overrides are what llama.cpp's
+// common_fit_params leaves in the model's and the context's parameters.
 type fitReport struct {
-	Enabled bool            `json:"enabled"`
-	Status  place.FitStatus `json:"status,omitempty"`
-	Changed []string        `json:"changed,omitempty"`
-	MinCtx  int             `json:"min_ctx"`
-	Devices []fitDevice     `json:"devices,omitempty"`
-	Lines   []string        `json:"lines"`
-	Trials  int             `json:"trials,omitempty"`
-	TookS   float64         `json:"took_s,omitempty"`
+	Enabled     bool            `json:"enabled"`
+	Status      string          `json:"status,omitempty"`  // success, failure, error
+	Outcome     place.FitStatus `json:"outcome,omitempty"` // unchanged, adjusted, failed, error
+	NCtx        uint32          `json:"n_ctx"`
+	NGPULayers  int             `json:"n_gpu_layers"` // -1: auto
+	TensorSplit []float32       `json:"tensor_split,omitempty"`
+	Overrides   []string        `json:"overrides,omitempty"` // pattern=BUFT
+	Changed     []string        `json:"changed,omitempty"`
+	MinCtx      int             `json:"min_ctx"`
+	Devices     []fitDevice     `json:"devices,omitempty"`
+	Lines       []string        `json:"lines"`
+	Trials      int             `json:"trials,omitempty"`
+	TookS       float64         `json:"took_s,omitempty"`
+	ComputeWhy  string          `json:"compute_not_counted,omitempty"`
 }
 
 type fitDevice struct {
 	Name   string `json:"name"`
 	Free   uint64 `json:"free"`
 	Target uint64 `json:"target"`
-	Before uint64 `json:"weights_before"`
-	After  uint64 `json:"weights_after"`
+	Before uint64 `json:"before"` // model, context and compute with the parameters as given
+	After  uint64 `json:"after"`  // with the parameters fit chose
 }
 
 func (pd *planned) fitReport(pf *placeFlags) fitReport {
@@ -88,7 +96,16 @@ func (pd *planned) fitReport(pf *placeFlags) fitReport {
 		return r
 	}
 	f := pd.fit
-	r.Status, r.Changed, r.Lines, r.Trials, r.TookS = f.Status, f.Changed, f.Reasoning, f.Trials, f.Took.Seconds()
+	r.Status, r.Outcome, r.Changed, r.Lines, r.Trials, r.TookS = f.Status.Llama(), f.Status, f.Changed, f.Reasoning, f.Trials, f.Took.Seconds()
+	r.NCtx, r.ComputeWhy = f.NCtx, f.ComputeWhy
+	q := f.Plan.Params
+	r.NGPULayers = q.NGPULayers.Llama()
+	if f.Status == place.FitAdjusted {
+		r.TensorSplit = q.TensorSplit
+		for _, o := range q.Overrides {
+			r.Overrides = append(r.Overrides, o.Pattern+"="+o.BufferType)
+		}
+	}
 	for _, d := range f.Devices {
 		r.Devices = append(r.Devices, fitDevice{d.Device.Name(), d.Free, d.Target, d.Before, d.After})
 	}
@@ -101,7 +118,7 @@ func printFit(w io.Writer, r fitReport) {
 		fmt.Fprintln(w, "fit: off (-fit off): the parameters as given")
 		return
 	}
-	fmt.Fprintf(w, "fit (-fit on, %s, %s sized in %.0f ms):\n", r.Status, plural(r.Trials, "placement"), r.TookS*1000)
+	fmt.Fprintf(w, "fit (-fit on, %s, %s sized in %.0f ms):\n", r.Outcome, plural(r.Trials, "placement"), r.TookS*1000)
 	for _, l := range r.Lines {
 		fmt.Fprintln(w, "  "+l)
 	}

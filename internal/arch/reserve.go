@@ -375,6 +375,9 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 			// the scheduler's hash set holds at least max_nodes tensors
 			return built{}, &Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
 		}
+		if err := schedulable(lib, g.G, bes, cpu); err != nil {
+			return built{}, err
+		}
 		out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: g.g.inputTensors(lib)} // before the split rewires the inputs
 		if sizes != nil {
 			lib.SchedReserveSize(sched, g.G, &sizes[0])
@@ -563,4 +566,52 @@ func (r *Run) GraphReplayed(mem *Memory) (bool, string) {
 		return false, fmt.Sprintf("the views of memory %s are not replayed yet", mem.Class)
 	}
 	return true, ""
+}
+
+// viewOps are the ops of nodes that only view their source: the
+// scheduler gives them their source's backend, unasked.
+var viewOps = map[string]bool{"NONE": true, "VIEW": true, "RESHAPE": true, "PERMUTE": true, "TRANSPOSE": true}
+
+// schedulable refuses a graph with a node no backend can run: the
+// scheduler, left with it unassigned, aborts the process
+// (GGML_ASSERT(*cur_backend_id != -1) in ggml_backend_sched_split_graph).
+// The CPU, last in the list, runs almost everything and is asked first.
+func schedulable(lib *bindings.Lib, g bindings.Graph, bes []bindings.Backend, cpu bindings.Backend) error {
+	cpuDev := lib.BackendGetDevice(cpu)
+	ops := map[int32]bool{}
+	n := lib.GraphNNodes(g)
+	for i := int32(0); i < n; i++ {
+		node := lib.GraphNode(g, i)
+		view, ok := ops[node.Op]
+		if !ok {
+			view = viewOps[lib.OpName(node.Op)]
+			ops[node.Op] = view
+		}
+		if view || node.ViewSrc != nil || lib.DevSupportsOp(cpuDev, node) {
+			continue
+		}
+		supported := false
+		for _, be := range bes {
+			if be != cpu && lib.DevSupportsOp(lib.BackendGetDevice(be), node) {
+				supported = true
+				break
+			}
+		}
+		if !supported {
+			var srcs []string
+			for _, src := range node.Src {
+				if src != nil {
+					where := "no buffer"
+					if src.Buffer != 0 {
+						where = lib.BuftName(lib.BufferGetType(src.Buffer))
+					} else if src.ViewSrc != nil && src.ViewSrc.Buffer != 0 {
+						where = lib.BuftName(lib.BufferGetType(src.ViewSrc.Buffer))
+					}
+					srcs = append(srcs, fmt.Sprintf("%s %s (%s)", lib.TypeName(src.Type), bindings.GoString(&src.Name[0]), where))
+				}
+			}
+			return &Abort{Msg: fmt.Sprintf("GGML_ASSERT(*cur_backend_id != -1) failed: no backend runs node %s (%s of %s)", bindings.GoString(&node.Name[0]), lib.OpName(node.Op), strings.Join(srcs, ", "))}
+		}
+	}
+	return nil
 }

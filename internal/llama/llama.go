@@ -146,6 +146,33 @@ type Model struct {
 
 // LoadModel loads a model; the error carries llama.cpp's own error line.
 func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	p, err := l.modelParams(ld, &pin)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lines []LogLine
+	old := bindings.SetLogTap(func(level int, line string) { lines = append(lines, LogLine{level, line}) })
+	h := l.ModelLoadFromFile(ld.Path, p)
+	bindings.SetLogTap(old)
+	if h == 0 {
+		// the line that says why ("error loading model: ..."), else the
+		// last error
+		msg := "llama_model_load_from_file failed"
+		for _, ln := range lines {
+			if ln.Level == 4 && (msg == "llama_model_load_from_file failed" || strings.Contains(ln.Text, "error loading model")) {
+				msg = ln.Text
+			}
+		}
+		return nil, lines, errors.New("llama: " + msg)
+	}
+	return &Model{l, h}, lines, nil
+}
+
+// modelParams is the llama_model_params of a load; what it points to is
+// pinned by pin until the caller unpins it.
+func (l *Lib) modelParams(ld Load, pin *runtime.Pinner) (ModelParams, error) {
 	p := l.ModelDefaultParams()
 	p.NGPULayers = int32(ld.NGPULayers)
 	p.SplitMode = int32(ld.SplitMode)
@@ -155,8 +182,6 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 	p.NoHost, p.UseExtraBufts, p.NoAlloc, p.CheckTensors, p.LoadMTP = ld.NoHost, !ld.NoExtra, ld.NoAlloc, ld.Check, ld.LoadMTP
 	p.ProgressCallback = progress
 
-	var pin runtime.Pinner
-	defer pin.Unpin()
 	if ld.Devices != nil {
 		devs := make([]bindings.Dev, len(ld.Devices)+1)
 		for i, d := range ld.Devices {
@@ -176,7 +201,7 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 		for i, o := range ld.Overrides {
 			b, err := l.rt.BufferTypeByName(o[1])
 			if err != nil {
-				return nil, nil, err
+				return p, err
 			}
 			pat := bindings.CString(o[0])
 			pin.Pin(pat)
@@ -189,7 +214,7 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 		kvs := make([]kvOverride, len(ld.KVOverrides)+1) // the last key empty: the end
 		for i, o := range ld.KVOverrides {
 			if len(o.Key) >= len(kvs[i].key) || len(o.Str) >= len(kvs[i].val) {
-				return nil, nil, fmt.Errorf("llama: override %s: too long", o.Key)
+				return p, fmt.Errorf("llama: override %s: too long", o.Key)
 			}
 			kvs[i].tag = int32(o.Type)
 			copy(kvs[i].key[:], o.Key)
@@ -209,22 +234,7 @@ func (l *Lib) LoadModel(ld Load) (*Model, []LogLine, error) {
 		pin.Pin(&kvs[0])
 		p.KVOverrides = uintptr(unsafe.Pointer(&kvs[0]))
 	}
-	var lines []LogLine
-	old := bindings.SetLogTap(func(level int, line string) { lines = append(lines, LogLine{level, line}) })
-	h := l.ModelLoadFromFile(ld.Path, p)
-	bindings.SetLogTap(old)
-	if h == 0 {
-		// the line that says why ("error loading model: ..."), else the
-		// last error
-		msg := "llama_model_load_from_file failed"
-		for _, ln := range lines {
-			if ln.Level == 4 && (msg == "llama_model_load_from_file failed" || strings.Contains(ln.Text, "error loading model")) {
-				msg = ln.Text
-			}
-		}
-		return nil, lines, errors.New("llama: " + msg)
-	}
-	return &Model{l, h}, lines, nil
+	return p, nil
 }
 
 // LogLine is a captured log line (level 1 debug ... 4 error).
