@@ -36,6 +36,12 @@ type RPCOptions struct {
 	// guard: as llama.cpp does, and a failing server then aborts the
 	// process.
 	Direct bool
+	// Memory, when not 0, is the most memory (free and total) each of the
+	// server's devices reports, in bytes: a budget for a host shared with
+	// other work, which placement and -fit then keep to. The server's own
+	// figures still apply where they are lower. It needs the guard (not
+	// Direct).
+	Memory uint64
 }
 
 // ErrRPCUnreachable is wrapped by AddRPCServer's error when an endpoint does
@@ -177,12 +183,16 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %s offers no devices", ErrRPCUnreachable, endpoint)
 	}
+	if o.Direct && o.Memory != 0 {
+		return nil, fmt.Errorf("ggml: rpc %s: a memory budget needs the guard (RPCOptions.Direct is set)", endpoint)
+	}
 	native := endpoint
 	var g *rpcrelay.Guard
 	if !o.Direct {
 		if g, err = rpcrelay.New(endpoint, o.IOTimeout, n); err != nil {
 			return nil, err
 		}
+		g.SetMemory(o.Memory)
 		native = g.Addr()
 		// before any name is read and cached
 		rt.mu.Lock()

@@ -195,3 +195,80 @@ func BenchmarkPlan1000LayersEvery(b *testing.B) {
 	b.ReportMetric(float64(len(ts)), "architectures")
 	b.ReportMetric(float64(ts[0].best)/1e6, "slowest-ms")
 }
+
+// Planning an 80-layer model with its context (the KV cache and the
+// compute buffers, llama.cpp's graph replayed and reserved), and -fit
+// over it with a target that makes it search, on the real devices.
+//
+//	go test -run XXX -bench 'PlanContext80Layers|Fit80Layers' ./place
+func BenchmarkPlanContext80Layers(b *testing.B) {
+	rt := testenv.Runtime(b)
+	for _, a := range []string{"llama", "qwen3moe", "gemma3"} {
+		m := model80(b, a)
+		for _, devs := range [][]string{{"none"}, nil} {
+			name := a + "/default-devices"
+			if devs != nil {
+				name = a + "/cpu"
+			}
+			b.Run(name, func(b *testing.B) {
+				params := place.Params{Devices: devs}
+				for b.Loop() {
+					p, err := place.New(rt, m, params)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if p.Context == nil || !p.Context.ComputeKnown {
+						b.Fatalf("no compute planned: %+v", p.Context)
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkFit80Layers(b *testing.B) {
+	rt := testenv.Runtime(b)
+	vk := testenv.Vulkan(b)
+	m := model80(b, "llama")
+	free, _ := vk.Memory()
+	full, err := place.New(rt, m, place.Params{Devices: []string{vk.Name()}, LoadMode: place.LoadNone})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var used uint64
+	for _, e := range full.Breakdown() {
+		if d, ok := e.BufferType.Device(); ok && d == vk && !e.BufferType.IsHost() {
+			used += e.Model + e.Context + e.Compute
+		}
+	}
+	target := free - used/2
+	var res *place.FitResult
+	for b.Loop() {
+		if res, err = place.Fit(rt, m, place.Params{Devices: []string{vk.Name()}, Context: place.ContextParams{NCtx: 256}}, place.FitOptions{Targets: []uint64{target}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.Trials), "placements")
+}
+
+// model80 writes the synthesizer's model of arch with 80 layers.
+func model80(b *testing.B, a string) *gguf.Model {
+	vocab, err := synth.Vocab(1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	am, err := synth.NewArchModel(a, vocab, synth.ArchOptions{Layers: 80})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), a+".gguf")
+	if err := am.WriteFile(path); err != nil {
+		b.Fatal(err)
+	}
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m
+}

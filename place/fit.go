@@ -592,7 +592,7 @@ func (f *fitter) shrinkContext(ctxAuto bool, nCtxMax, nCtxMinTotal, nStreams, mi
 	perCtx := span / int64(nCtxMax-nCtxMinTotal)
 	f.say("context reduced from %d to %d: about %s less in total", nCtxMax, n, human(uint64(int64(nCtxMax-n)*perCtx)))
 	if nd <= 1 {
-		f.say("the whole model fits with the smaller context")
+		f.say("the whole model fits with the smaller context: chose -c %d", n)
 		f.res.Status = FitAdjusted
 		f.res.Changed = []string{"n_ctx"}
 		return true, nil
@@ -877,6 +877,9 @@ func (f *fitter) chosen(ngl []devLayers, overflow []string) (Params, error) {
 		return q, err
 	}
 	line := fmt.Sprintf("chose -ngl %s", q.NGPULayers)
+	if f.ctxAuto {
+		line = fmt.Sprintf("chose -c %d -ngl %s", q.Context.NCtx, q.NGPULayers)
+	}
 	if len(q.TensorSplit) > 0 {
 		parts := make([]string, len(q.TensorSplit))
 		for i, s := range q.TensorSplit {

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,42 +37,66 @@ import (
 // fitCase is one scenario of the comparison.
 type fitCase struct {
 	name string
+	rpc  bool // RPC0 (an RPC server with a fixed memory budget) first
 	moe  bool // only for models with experts
 	// params are the parameters as given
 	params func(p *place.Params, gpu string)
-	// allow is the memory the case lets the fit use on each device, from
-	// ggload's measures: full as given, least with the smallest context
-	// (-fitc), dense with every expert weight in host memory; 0 for a
-	// host-only case's host
-	allow  func(full, least, dense int64) int64
+	// allow is the memory the case lets the fit use on each device (the
+	// host, when there is none), from ggload's measures
+	allow  func(m fitMeasures) int64
 	minCtx uint32
+	does   string // what most decisions must change: ctx, ngl, ot or ts
 }
 
 var fitCases = []fitCase{
 	// an unset context for 4 sequences sharing one buffer: it shrinks
 	// between 64 and the trained context of each, in steps of 256
-	{"ctx", false, func(p *place.Params, gpu string) {
+	{"ctx", false, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
-	}, func(full, least, _ int64) int64 { return least + (full-least)*3/5 }, 64},
+	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)*3/5 }, 64, "ctx"},
 	// a set context: the layers fall back
-	{"layers", false, func(p *place.Params, gpu string) {
+	{"layers", false, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Context.NCtx = 256
-	}, func(full, least, _ int64) int64 { return full / 2 }, 0},
+	}, func(m fitMeasures) int64 { return m.base + (m.full-m.base)/2 }, 0, "ngl"},
 	// the dense weights fit, the experts do not
-	{"moe", true, func(p *place.Params, gpu string) {
+	{"moe", false, true, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Context.NCtx = 256
-	}, func(full, _, dense int64) int64 { return dense + (full-dense)/3 }, 0},
+	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/3 }, 0, "ot"},
 	// no device: the host's total memory is the budget
-	{"host", false, func(p *place.Params, gpu string) {
+	{"host", false, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{"none"}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
-	}, func(full, least, _ int64) int64 { return least + (full-least)/2 }, 64},
+	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)/2 }, 64, "ctx"},
+	// two devices, an unset context: it shrinks, less what whole layers
+	// may waste, and the layers are shared out back to front
+	{"split-ctx", true, false, func(p *place.Params, gpu string) {
+		p.Devices = []string{"RPC0", gpu}
+		p.Context.NParallel, p.Context.KVUnified = 4, true
+	}, func(m fitMeasures) int64 { return max(m.least, m.base) + (m.full-max(m.least, m.base))*3/4 }, 64, "ctx"},
+	// two devices, experts: the first device's overflowing layer goes to
+	// the second
+	{"split-moe", true, true, func(p *place.Params, gpu string) {
+		p.Devices = []string{"RPC0", gpu}
+		p.Context.NCtx = 256
+	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/2 }, 0, "ot"},
 }
 
+// fitRPCMemory is the RPC server's budget: fixed, so that both fits see
+// the same free memory (the server reports the host's, which moves).
+// fitMeasures are one device's bytes as -fit counts them: full with the
+// case's parameters, least with the smallest context (-fitc), dense with
+// every expert weight in host memory, base with no layer offloaded.
+type fitMeasures struct{ full, least, dense, base int64 }
+
+const fitRPCMemory = 2 << 30
+
 const fitChildEnv = "GGLOAD_FIT_CHILD"
+
+// fitShards is how many children compare at once.
+const fitShards = 2
 
 func TestFitMatchesLlamaCpp(t *testing.T) {
 	if dir := os.Getenv(fitChildEnv); dir != "" {
@@ -102,15 +128,43 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 			models = append(models, archModel{Arch: f.Arch, Name: f.Name, Path: f.Path})
 		}
 	}
-	work := t.TempDir()
-	list, err := json.Marshal(models)
-	if err != nil {
-		t.Fatal(err)
+	if ok, why := testenv.HaveRPCServer(); !ok {
+		if testenv.Required("rpc") {
+			t.Fatalf("rpc is required (GGLOAD_REQUIRE) but missing: %s", why)
+		}
+		t.Logf("the cases over two devices are skipped: %s", why)
 	}
-	if err := os.WriteFile(filepath.Join(work, "models.json"), list, 0o644); err != nil {
-		t.Fatal(err)
+	// two children at once, each with half the models (every other one)
+	var results []archResult
+	var mu sync.Mutex
+	t.Run("shards", func(t *testing.T) {
+		for shard := range fitShards {
+			t.Run(fmt.Sprint(shard), func(t *testing.T) {
+				t.Parallel()
+				var mine []archModel
+				for i, m := range models {
+					if i%fitShards == shard {
+						mine = append(mine, m)
+					}
+				}
+				work := t.TempDir()
+				list, err := json.Marshal(mine)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(work, "models.json"), list, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				rs := runChildren(t, "TestFitMatchesLlamaCpp", fitChildEnv, work)
+				mu.Lock()
+				results = append(results, rs...)
+				mu.Unlock()
+			})
+		}
+	})
+	if t.Failed() {
+		return
 	}
-	results := runChildren(t, "TestFitMatchesLlamaCpp", fitChildEnv, work)
 	final := map[[2]string]archResult{}
 	for _, r := range results {
 		if r.Status != "start" && r.Status != "note" {
@@ -120,6 +174,7 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 	for _, c := range fitCases {
 		var k, n, exact int
 		var ours, theirs time.Duration
+		changed := map[string]int{}
 		var refused, why []string
 		for _, f := range models {
 			r, ok := final[[2]string{c.name, f.Name}]
@@ -135,7 +190,11 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 					exact++
 				}
 				var a, b int64
-				fmt.Sscan(r.Detail, &a, &b)
+				var did string
+				fmt.Sscan(r.Detail, &a, &b, &did)
+				for _, d := range strings.Split(did, ",") {
+					changed[d]++
+				}
 				ours += time.Duration(a) * time.Microsecond
 				theirs += time.Duration(b) * time.Microsecond
 			case "skip":
@@ -153,6 +212,10 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 		}
 		sort.Strings(refused)
 		t.Logf("%-7s %d/%d architectures' fit decisions identical to llama.cpp's (%d of them with the compute buffers counted); ggload's fits took %.1f s, llama.cpp's %.1f s", c.name, k, n, exact, ours.Seconds(), theirs.Seconds())
+		t.Logf("%-7s of them, the decision shrank the context %d times, set -ngl above 0 %d times, overrides %d times, a tensor split %d times", c.name, changed["ctx"], changed["ngl"], changed["ot"], changed["ts"])
+		if k > 0 && changed[c.does]*2 < k {
+			t.Errorf("%s: only %d of %d decisions did what the case is for (%s)", c.name, changed[c.does], k, c.does)
+		}
 		t.Logf("%-7s %d refused, or abort llama.cpp on the synthesized model: %s", c.name, len(refused), strings.Join(refused, ", "))
 		if len(why) > 0 {
 			t.Logf("%-7s %d differ where ggload does not count the compute buffers yet: %s", c.name, len(why), strings.Join(why, ", "))
@@ -162,6 +225,13 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 
 func fitChild(t *testing.T, work string) {
 	rt, gpu, l, files, done := childState(t, work)
+	haveRPC, _ := testenv.HaveRPCServer()
+	if haveRPC {
+		srv := testenv.StartRPCServer(t)
+		if _, err := rt.AddRPCServer(context.Background(), srv.Endpoint, ggml.RPCOptions{Memory: fitRPCMemory}); err != nil {
+			t.Fatalf("register %s: %v", srv.Endpoint, err)
+		}
+	}
 	// a model that aborts llama.cpp in one case (as it builds the graph of
 	// the synthesized model) aborts it in every case: it is not retried
 	crashed := map[string]archResult{}
@@ -173,6 +243,10 @@ func fitChild(t *testing.T, work string) {
 	for _, f := range files {
 		for _, c := range fitCases {
 			if done[[2]string{c.name, f.Name}] {
+				continue
+			}
+			if c.rpc && !haveRPC {
+				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "skip", Detail: "no ggml-rpc-server"})
 				continue
 			}
 			if r, ok := crashed[f.Name]; ok {
@@ -235,10 +309,12 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 	}
 	full, fullHost, p0, ourErr := measure(params)
 	var margins []uint64
+	resolvedCtx := 0
 	if ourErr == nil && p0.Context != nil && params.Context.NCtx == 0 {
 		// as the fit resolves an unset context: the trained one for
 		// every sequence
 		params.Context.NCtx = int(p0.Context.NCtx) * max(1, params.Context.NParallel)
+		resolvedCtx = params.Context.NCtx
 		full, fullHost, p0, ourErr = measure(params)
 	}
 	if ourErr == nil {
@@ -251,20 +327,25 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 		if c.minCtx > 0 {
 			least, leastHost, _, ourErr = measure(q)
 		}
-		dense := full
+		dense, base := full, full
 		if ourErr == nil && c.moe {
 			q = params
 			q.Overrides = []place.Override{{Pattern: place.ExpertsPattern, BufferType: "CPU"}}
 			dense, _, _, ourErr = measure(q)
 		}
+		if ourErr == nil && len(p0.Devices) > 0 {
+			q = params
+			q.NGPULayers = place.NLayers(0)
+			base, _, _, ourErr = measure(q)
+		}
 		if ourErr == nil {
 			if len(p0.Devices) == 0 {
 				_, total := rt.CPUDevice().Memory()
-				margins = []uint64{uint64(int64(total) - c.allow(fullHost, leastHost, 0))}
+				margins = []uint64{uint64(int64(total) - c.allow(fitMeasures{fullHost, leastHost, fullHost, fullHost}))}
 			}
 			for i, d := range p0.Devices {
 				free, _ := d.Memory()
-				allow := c.allow(full[i], least[i], dense[i])
+				allow := c.allow(fitMeasures{full[i], least[i], dense[i], base[i]})
 				margins = append(margins, uint64(max(int64(free)-allow, 0)))
 			}
 		}
@@ -305,7 +386,21 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 	if err != nil {
 		return "differ", err.Error()
 	}
-	took := fmt.Sprintf("%d %d", t1.Sub(t0).Microseconds(), time.Since(t2).Microseconds())
+	// what the decision changed: the context, the layers, overrides, a split
+	var did []string
+	if cp.NCtx == 0 && theirs.NCtx < uint32(resolvedCtx) {
+		did = append(did, "ctx")
+	}
+	if theirs.NGPULayers > 0 {
+		did = append(did, "ngl") // fewer layers than all, more than none
+	}
+	if len(theirs.Overrides) > 0 {
+		did = append(did, "ot")
+	}
+	if len(theirs.TensorSplit) > 0 {
+		did = append(did, "ts")
+	}
+	took := fmt.Sprintf("%d %d %s", t1.Sub(t0).Microseconds(), time.Since(t2).Microseconds(), strings.Join(did, ","))
 	q := res.Plan.Params
 	ours := llama.FitOutcome{Status: map[string]int{"success": 0, "failure": 1, "error": 2}[res.Status.Llama()],
 		NCtx: res.NCtx, NGPULayers: int32(q.NGPULayers.Llama())}

@@ -311,7 +311,11 @@ func (f *placeFlags) addFit(s *optionSet) {
 		help: fmt.Sprintf("MiB -fit leaves free on each device, comma-separated; one value applies to every device (default: %d)", place.DefaultFitTarget>>20),
 		set: func(v string) error {
 			parts := strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '/' })
-			if len(parts) == 0 || len(parts) >= maxDevices {
+			if len(parts) >= maxDevices {
+				// the pin's wording (common/arg.cpp)
+				return fmt.Errorf("got %d input configs, but system only has %d devices", len(parts), maxDevices)
+			}
+			if len(parts) == 0 {
 				return fmt.Errorf("want 1 to %d values", maxDevices-1)
 			}
 			f.fitTargets = nil

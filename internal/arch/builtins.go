@@ -41,6 +41,9 @@ func init() {
 		"powf":                                bPow,
 		"std::pow":                            bPow,
 		"std::fill":                           bFill,
+		"std::copy":                           bCopy,
+		"std::begin":                          bBeginEnd(false),
+		"std::end":                            bBeginEnd(true),
 		"std::string":                         bString,
 		"std::runtime_error":                  bString,
 		"std::invalid_argument":               bString,
@@ -231,6 +234,58 @@ func bPow(f *frame, args []*ast.Node) (Val, error) {
 }
 
 // bFill is std::fill(c.begin(), c.end(), v) over an array.
+// bBeginEnd is std::begin or std::end of an array.
+func bBeginEnd(end bool) builtinFunc {
+	return func(f *frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		if len(vs) != 1 || vs[0].K != KArr {
+			return vVoid, f.errorf("std::begin/std::end of %d arguments (an array wanted)", len(vs))
+		}
+		a := vs[0].P.(*Array)
+		if end {
+			return Val{K: KIter, P: a, I: int64(len(a.cells))}, nil
+		}
+		return Val{K: KIter, P: a}, nil
+	}
+}
+
+// bCopy is std::copy(first, last, out) from an array into an array (or
+// a position in one).
+func bCopy(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) != 3 || vs[0].K != KIter || vs[1].K != KIter || vs[0].P != vs[1].P {
+		return vVoid, f.errorf("std::copy of %d arguments (two iterators into one array, then the destination)", len(vs))
+	}
+	src, ok := vs[0].P.(*Array)
+	if !ok {
+		return vVoid, f.errorf("std::copy from a map")
+	}
+	out := vs[2]
+	if out.K == KArr {
+		out = Val{K: KIter, P: out.P}
+	}
+	dst, ok := out.P.(*Array)
+	if out.K != KIter || !ok {
+		return vVoid, f.errorf("std::copy into %s", vs[2].describe())
+	}
+	from, to, at := vs[0].I, vs[1].I, out.I
+	if from < 0 || to < from || to > int64(len(src.cells)) || at < 0 || at+to-from > int64(len(dst.cells)) {
+		return vVoid, &Abort{Msg: fmt.Sprintf("std::copy of elements %d to %d of %d into position %d of %d: out of bounds", from, to, len(src.cells), at, len(dst.cells)), Where: f.fn}
+	}
+	for i := from; i < to; i++ {
+		if err := dst.cells[at+i-from].set(src.cells[i].V); err != nil {
+			return vVoid, err
+		}
+	}
+	return Val{K: KIter, P: dst, I: at + to - from}, nil
+}
+
 func bFill(f *frame, args []*ast.Node) (Val, error) {
 	if len(args) != 3 {
 		return vVoid, f.errorf("std::fill with %d arguments", len(args))

@@ -145,6 +145,8 @@ func TestLibrary(t *testing.T) {
 			(return (bin "+" n (call (mem "size" v)))))`, int64(3)},
 		{"a range over a vector", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0) (range "x" :i32 v (block (expr (set "+=" s x)))) (return s))`, int64(6)},
 		{"std::fill", `(block (decl "v" :obj @"std::array<int, 3>") (expr (call std::fill (call (mem "begin" v)) (call (mem "end" v)) 7)) (return (idx v 2)))`, int64(7)},
+		{"std::copy from std::begin to an offset into a C array", `(block (decl "v" :obj @"std::array<int, 4>") (expr (call std::fill (call (mem "begin" v)) (call (mem "end" v)) 5)) (decl "s" :i32 @"array" 4) (expr (call std::copy (call std::begin v) (bin "+" (call std::begin v) 4) s)) (return (idx s 3)))`, int64(5)},
+		{"iterators subtract", `(block (decl "v" :obj @"std::array<int, 4>") (return (bin "-" (call std::end v) (bin "+" (call std::begin v) 1))))`, int64(3)},
 		{"bitset set, test, reset", `(block (decl "b" :obj @"std::array<bool, 4>") (expr (call (mem "set" b) 2)) (decl "x" (call (mem "test" b) 2))
 			(expr (call (mem "reset" b))) (return (bin "+" x (call (mem "test" b) 2))))`, int64(1)},
 		{"std::max and std::min", `(return (bin "+" (call std::max 3 9) (call std::min 3 9)))`, int64(12)},

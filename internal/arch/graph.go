@@ -3,6 +3,8 @@ package arch
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -605,40 +607,75 @@ func argsBind(f *frame, p *Program, args []*ast.Node) bool {
 	return true
 }
 
+// graphInit is a graph struct's member with a literal default member
+// initializer (const T name = literal;).
+type graphInit struct{ name, typ, val string }
+
+// value is the member's initial value, of its type.
+func (g graphInit) value() (Val, error) {
+	switch g.typ {
+	case "bool":
+		return vBool(g.val == "true"), nil
+	case "float":
+		x, err := strconv.ParseFloat(g.val, 32)
+		return Val{K: KFloat, T: ast.TF32, F: float64(float32(x))}, err
+	}
+	n, err := strconv.ParseInt(g.val, 10, 64)
+	t := map[string]ast.Type{"int": ast.TI32, "int32_t": ast.TI32, "int64_t": ast.TI64, "uint32_t": ast.TU32}[g.typ]
+	return vInt(n, t), err
+}
+
 // graphNew is "std::make_unique<C>(args)" of a graph class: the object,
-// its constructor's program run on it if the class has one. graph<B>
-// is the calling architecture's graph class with its template argument
-// embed bound.
+// its constructor's program run on it if the class has one. graph (or
+// graph<arg>) is the calling architecture's graph class: its own,
+// another's it aliases (using graph = Other::graph<arg>;) or its base
+// class's, with the template parameter bound under its own name.
 func graphNew(class string) builtinFunc {
 	return func(f *frame, args []*ast.Node) (Val, error) {
-		cls, embed := class, -1
+		cls, arg := class, ""
 		if class == "graph" || strings.HasPrefix(class, "graph<") {
+			if _, a, ok := strings.Cut(class, "<"); ok {
+				arg = strings.TrimSuffix(a, ">")
+			}
 			owner := f.fn
 			if i := strings.LastIndex(owner, "::"); i >= 0 {
 				owner = owner[:i]
 			}
-			// the class's own graph, or (using graph = ...) its parent's
 			cls = owner + "::graph"
-			for c := owner; c != "" && len(classPrograms(cls, "graph")) == 0; c = classParents[c] {
-				cls = c + "::graph"
-			}
-			switch {
-			case strings.Contains(class, "true"):
-				embed = 1
-			case strings.Contains(class, "false"):
-				embed = 0
+			if a, ok := graphAliases[cls]; ok {
+				var targ string
+				cls, targ, _ = strings.Cut(a, "<")
+				if targ = strings.TrimSuffix(targ, ">"); targ == "true" || targ == "false" {
+					arg = targ // fixed by the alias; else the caller's
+				}
+			} else {
+				for c := owner; c != "" && len(classPrograms(cls, "graph")) == 0; c = classParents[c] {
+					cls = c + "::graph"
+				}
 			}
 		}
 		o := newShared(cls)
-		if embed >= 0 {
-			o.fields["embed"] = &Cell{T: ast.TBool, V: vBool(embed == 1)}
+		for _, in := range graphInits[cls] {
+			v, err := in.value()
+			if err != nil {
+				return vVoid, f.errorf("%s::%s = %s: %v", cls, in.name, in.val, err)
+			}
+			o.fields[in.name] = &Cell{T: v.T, V: v}
+		}
+		if param := graphTParams[cls]; param != "" && (arg == "true" || arg == "false") {
+			o.fields[param] = &Cell{T: ast.TBool, V: vBool(arg == "true")}
 		}
 		self := Val{K: KObj, P: o}
 		short := cls
 		if i := strings.LastIndex(cls, "::"); i >= 0 {
 			short = cls[i+2:]
 		}
-		if ps := classPrograms(cls, short); len(ps) > 0 {
+		ps := classPrograms(cls, short)
+		if arg != "" && slices.ContainsFunc(ps, func(p *Program) bool { return graphSpecs[p.Name] != "" }) {
+			// explicit specializations: the one for the argument
+			ps = slices.DeleteFunc(slices.Clone(ps), func(p *Program) bool { return graphSpecs[p.Name] != arg })
+		}
+		if len(ps) > 0 {
 			p, err := pickOverload(f, ps, args)
 			if err != nil {
 				return vVoid, err

@@ -395,16 +395,21 @@ func moeOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().Repeat4D(ctx, a, ne[0], ne[1], ne[2], ne[3])), nil
 	})
-	op(out, "ggml_swiglu", 2, func(c *gcall) (Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return vVoid, err
-		}
-		if err := c.assert(c.g.contiguousN(ts[0], 1), "ggml_is_contiguous_1(a)"); err != nil {
-			return vVoid, err
-		}
-		return tval(c.lib().Swiglu(ctx, ts[0])), nil
-	})
+	for _, n := range []string{"ggml_swiglu", "ggml_geglu"} {
+		op(out, n, 2, func(c *gcall) (Val, error) {
+			ctx, ts, err := c.ctxTensors(1)
+			if err != nil {
+				return vVoid, err
+			}
+			if err := c.assert(c.g.contiguousN(ts[0], 1), "ggml_is_contiguous_1(a)"); err != nil {
+				return vVoid, err
+			}
+			if n == "ggml_geglu" {
+				return tval(c.lib().Geglu(ctx, ts[0])), nil
+			}
+			return tval(c.lib().Swiglu(ctx, ts[0])), nil
+		})
+	}
 	op(out, "ggml_concat", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
@@ -457,6 +462,8 @@ func elementwiseOps(out map[string]builtinFunc) {
 	unary(out, "ggml_sqr", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sqr }))
 	unary(out, "ggml_sqrt", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sqrt }))
 	unary(out, "ggml_sum_rows", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SumRows }))
+	unary(out, "ggml_round", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Round }))
+	unary(out, "ggml_mean", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Mean }))
 	unary(out, "ggml_softplus", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Softplus }))
 	unary(out, "ggml_soft_max", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SoftMax }))
 
@@ -465,6 +472,9 @@ func elementwiseOps(out map[string]builtinFunc) {
 	})
 	binary(out, "ggml_mul", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
 		return l.Mul
+	})
+	binary(out, "ggml_sub", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.Sub
 	})
 	binary(out, "ggml_div", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
 		return l.Div
@@ -524,7 +534,7 @@ func shapeOps(out map[string]builtinFunc) {
 		})
 	}
 	// reshapes and views
-	for nd := 2; nd <= 4; nd++ {
+	for nd := 1; nd <= 4; nd++ {
 		nd := nd
 		op(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
 			ctx, err := c.ctx(0)
@@ -547,6 +557,8 @@ func shapeOps(out map[string]builtinFunc) {
 			}
 			l := c.lib()
 			switch nd {
+			case 1:
+				return tval(l.Reshape1D(ctx, a, ne[0])), nil
 			case 2:
 				return tval(l.Reshape2D(ctx, a, ne[0], ne[1])), nil
 			case 3:
@@ -614,6 +626,20 @@ func layoutOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().Permute(ctx, a, int32(ax[0]), int32(ax[1]), int32(ax[2]), int32(ax[3]))), nil
 	})
+	op(out, "ggml_cont_3d", 5, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(nelements(a) == c.i(2)*c.i(3)*c.i(4), "ggml_nelements(a) == (ne0*ne1*ne2*ne3)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Cont3D(ctx, a, c.i(2), c.i(3), c.i(4))), nil
+	})
 	op(out, "ggml_cont_2d", 4, func(c *gcall) (Val, error) {
 		ctx, err := c.ctx(0)
 		if err != nil {
@@ -638,6 +664,42 @@ func layoutOps(out map[string]builtinFunc) {
 			return vVoid, err
 		}
 		return tval(c.lib().Cast(ctx, a, int32(c.i(2)))), nil
+	})
+	op(out, "ggml_set_1d", 4, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		a, b, offset := ts[0], ts[1], c.i(3)
+		if err := c.assert(nelements(a) >= nelements(b), "ggml_nelements(a) >= ggml_nelements(b)"); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(offset >= 0 && offset < 1<<30, "offset < (size_t)(1 << 30)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Set1D(ctx, a, b, uintptr(offset))), nil
+	})
+	op(out, "ggml_xielu", 6, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Xielu(ctx, a, c.f32(2), c.f32(3), c.f32(4), c.f32(5))), nil
+	})
+	op(out, "ggml_scale_bias", 4, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().ScaleBias(ctx, a, c.f32(2), c.f32(3))), nil
 	})
 	op(out, "ggml_scale", 3, func(c *gcall) (Val, error) {
 		ctx, err := c.ctx(0)
@@ -669,6 +731,29 @@ func layoutOps(out map[string]builtinFunc) {
 	}
 }
 
+// ropeChecks are ggml_rope_impl's asserts.
+func ropeChecks(c *gcall, a, b, fr *bindings.Tensor, nDims, mode int64) error {
+	if err := c.assert(mode&1 == 0, "(mode & 1) == 0"); err != nil {
+		return err
+	}
+	if err := c.assert(b.Ne[1] == 1 && b.Ne[2] == 1 && b.Ne[3] == 1 && b.Type == typeI32, "ggml_is_vector(b) && b->type == GGML_TYPE_I32"); err != nil {
+		return err
+	}
+	var err error
+	if mode&8 != 0 { // GGML_ROPE_TYPE_MROPE
+		err = c.assert(a.Ne[2]*4 == b.Ne[0], "a->ne[2] * 4 == b->ne[0]")
+	} else {
+		err = c.assert(a.Ne[2] == b.Ne[0], "a->ne[2] == b->ne[0]")
+	}
+	if err != nil {
+		return err
+	}
+	if fr != nil {
+		return c.assert(fr.Type == typeF32 && fr.Ne[0] >= nDims/2, "c->type == GGML_TYPE_F32 && c->ne[0] >= n_dims / 2")
+	}
+	return nil
+}
+
 // attentionOps registers rope, soft_max_ext and flash attention.
 func attentionOps(out map[string]builtinFunc) {
 	op(out, "ggml_rope_ext", 13, func(c *gcall) (Val, error) {
@@ -682,27 +767,53 @@ func attentionOps(out map[string]builtinFunc) {
 			return vVoid, err
 		}
 		nDims, mode := c.i(4), c.i(5)
-		if err := c.assert(mode&1 == 0, "(mode & 1) == 0"); err != nil {
+		if err := ropeChecks(c, a, b, fr, nDims, mode); err != nil {
 			return vVoid, err
 		}
-		if err := c.assert(b.Ne[1] == 1 && b.Ne[2] == 1 && b.Ne[3] == 1 && b.Type == typeI32, "ggml_is_vector(b) && b->type == GGML_TYPE_I32"); err != nil {
-			return vVoid, err
-		}
-		mrope := mode&8 != 0 // GGML_ROPE_TYPE_MROPE
-		if mrope {
-			err = c.assert(a.Ne[2]*4 == b.Ne[0], "a->ne[2] * 4 == b->ne[0]")
-		} else {
-			err = c.assert(a.Ne[2] == b.Ne[0], "a->ne[2] == b->ne[0]")
-		}
+		return tval(c.lib().RopeExt(ctx, a, b, fr, int32(nDims), int32(mode), int32(c.i(6)), c.f32(7), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12))), nil
+	})
+	op(out, "ggml_rope_multi", 14, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
 			return vVoid, err
 		}
-		if fr != nil {
-			if err := c.assert(fr.Type == typeF32 && fr.Ne[0] >= nDims/2, "c->type == GGML_TYPE_F32 && c->ne[0] >= n_dims / 2"); err != nil {
+		fr, err := c.opt(3)
+		if err != nil {
+			return vVoid, err
+		}
+		nDims, mode := c.i(4), c.i(6)
+		if err := ropeChecks(c, ts[0], ts[1], fr, nDims, mode); err != nil {
+			return vVoid, err
+		}
+		// int sections[GGML_MROPE_SECTIONS]: four, read from the array
+		var sections [4]int32
+		v := c.v[5]
+		if v.K == KIter {
+			v = Val{K: KArr, P: v.P}
+		}
+		a, ok := v.P.(*Array)
+		if v.K != KArr || !ok || len(a.cells) < 4 {
+			return vVoid, c.f.errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].describe())
+		}
+		for i := range sections {
+			x, err := convert(a.cells[i].V, ast.TI32)
+			if err != nil {
 				return vVoid, err
 			}
+			sections[i] = int32(x.I)
 		}
-		return tval(c.lib().RopeExt(ctx, a, b, fr, int32(nDims), int32(mode), int32(c.i(6)), c.f32(7), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12))), nil
+		return tval(c.lib().RopeMulti(ctx, ts[0], ts[1], fr, int32(nDims), &sections[0], int32(mode), int32(c.i(7)), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12), c.f32(13))), nil
+	})
+	op(out, "ggml_rope", 5, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		nDims, mode := c.i(3), c.i(4)
+		if err := ropeChecks(c, ts[0], ts[1], nil, nDims, mode); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Rope(ctx, ts[0], ts[1], int32(nDims), int32(mode))), nil
 	})
 	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (Val, error) {
 		ctx, err := c.ctx(0)
@@ -853,6 +964,13 @@ func sizeOps(out map[string]builtinFunc) {
 			return vVoid, err
 		}
 		return vInt(int64(c.lib().RowSize(typ, ne)), ast.TU64), nil
+	})
+	op(out, "ggml_element_size", 1, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		return vInt(int64(c.lib().TypeSize(t.Type)), ast.TU64), nil
 	})
 	op(out, "ggml_nelements", 1, func(c *gcall) (Val, error) {
 		t, err := c.t(0)

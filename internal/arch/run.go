@@ -422,6 +422,8 @@ func staticGlobal(name string) (Val, bool) {
 		return vNull, true
 	case "INFINITY":
 		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
+	case "FLT_MAX":
+		return Val{K: KFloat, T: ast.TF32, F: math.MaxFloat32}, true
 	case "std::string::npos":
 		return vInt(-1, ast.TU64), true
 	case "INT32_MAX":

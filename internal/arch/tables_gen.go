@@ -2757,6 +2757,59 @@ var graphBases = map[string][]string{
 	"llm_graph_input_switch":                {"llm_graph_input_i"},
 }
 
+// graphAliases: a model class's graph that is another's (using graph = Other::graph<arg>;).
+var graphAliases = map[string]string{
+	"llama_model_deepseek2ocr::graph":   "llama_model_deepseek2::graph",
+	"llama_model_granite_moe::graph":    "llama_model_granite::graph",
+	"llama_model_hunyuan_dense::graph":  "llama_model_hunyuan_vl::graph",
+	"llama_model_jina_bert_v2::graph":   "llama_model_bert::graph",
+	"llama_model_jina_bert_v3::graph":   "llama_model_bert::graph",
+	"llama_model_lfm2moe::graph":        "llama_model_lfm2::graph<iswa>",
+	"llama_model_llama_embed::graph":    "llama_model_llama::graph<embed>",
+	"llama_model_mamba2::graph":         "llama_model_mamba::graph",
+	"llama_model_minicpm::graph":        "llama_model_granite::graph",
+	"llama_model_mistral4::graph":       "llama_model_deepseek2::graph",
+	"llama_model_nemotron_h_moe::graph": "llama_model_nemotron_h::graph",
+	"llama_model_nomic_bert::graph":     "llama_model_bert::graph",
+	"llama_model_nomic_bert_moe::graph": "llama_model_bert::graph",
+	"llama_model_phimoe::graph":         "llama_model_phi3::graph<iswa>",
+	"llama_model_t5encoder::graph":      "llama_model_t5::graph<true>",
+}
+
+// graphTParams: the template parameter of a templated graph class (template <bool name> struct graph).
+var graphTParams = map[string]string{
+	"llama_model_dflash::graph":       "is_enc",
+	"llama_model_eagle3::graph":       "is_enc",
+	"llama_model_exaone4::graph":      "iswa",
+	"llama_model_gemma3::graph":       "iswa",
+	"llama_model_lfm2::graph":         "iswa",
+	"llama_model_llama4::graph":       "iswa",
+	"llama_model_llama::graph":        "embed",
+	"llama_model_mellum::graph":       "iswa",
+	"llama_model_olmo2::graph":        "iswa",
+	"llama_model_phi3::graph":         "iswa",
+	"llama_model_plamo3::graph":       "iswa",
+	"llama_model_smallthinker::graph": "iswa",
+	"llama_model_t5::graph":           "is_enc",
+}
+
+// graphSpecs: the programs of explicit specializations (template <> Class<arg>::f), with their argument.
+var graphSpecs = map[string]string{
+	"llama_model_dflash::graph::build_inp_embd_enc": "true",
+	"llama_model_dflash::graph::graph#1":            "true",
+	"llama_model_dflash::graph::graph#2":            "false",
+	"llama_model_eagle3::graph::build_inp_embd_enc": "true",
+	"llama_model_eagle3::graph::graph#1":            "true",
+	"llama_model_eagle3::graph::graph#2":            "false",
+	"llama_model_t5::graph::graph#1":                "false",
+	"llama_model_t5::graph::graph#2":                "true",
+}
+
+// graphInits: the members of a graph struct with a literal default member initializer.
+var graphInits = map[string][]graphInit{
+	"llama_model_gemma3n::graph": {{"n_layer_sparsity", "int", "10"}, {"f_sparsity_std_mul", "float", "1.6448533535003662"}},
+}
+
 // classParents: each model class's base class.
 var classParents = map[string]string{
 	"llama_model_afmoe":            "llama_model_base",

@@ -260,8 +260,8 @@ func arith(op string, a, b Val) (Val, error) {
 	return intArith(op, a, b)
 }
 
-// otherArith is == and != of pointers, objects and strings, and + of
-// strings.
+// otherArith is == and != of pointers, objects and strings, + of
+// strings, and iterators moved and subtracted.
 func otherArith(op string, a, b Val) (Val, error) {
 	switch op {
 	case "==", "!=":
@@ -282,6 +282,18 @@ func otherArith(op string, a, b Val) (Val, error) {
 			}
 			return vStr(sa.S + sb.S), nil
 		}
+	case "-":
+		if a.K == KIter && b.K == KIter && a.P == b.P {
+			return vInt(a.I-b.I, ast.TI64), nil
+		}
+	}
+	if a.K == KIter && b.K == KInt && (op == "+" || op == "-") {
+		// an iterator (a pointer into an array) moved
+		n := b.I
+		if op == "-" {
+			n = -n
+		}
+		return Val{K: KIter, P: a.P, I: a.I + n}, nil
 	}
 	return vVoid, fmt.Errorf("operator %s on %s and %s", op, a.describe(), b.describe())
 }

@@ -354,3 +354,31 @@ func TestGuardKeepsProcessAlive(t *testing.T) {
 	}
 	buf.Free()
 }
+
+// A memory budget for a server: its device reports at most that much,
+// free and total, through the guard (what placement and -fit read); a
+// direct connection cannot keep it and is refused.
+func TestMemoryBudget(t *testing.T) {
+	rt := testenv.Runtime(t)
+	s := testenv.StartRPCServer(t)
+	if _, err := rt.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{Direct: true, Memory: 1 << 28}); err == nil || !strings.Contains(err.Error(), "needs the guard") {
+		t.Fatalf("direct with a budget: %v", err)
+	}
+	devs, err := rt.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{Memory: 1 << 28})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, total := devs[0].Memory()
+	if free != 1<<28 || total != 1<<28 {
+		t.Fatalf("budget 256 MiB: %d free of %d", free, total)
+	}
+	// a server without a budget reports the host's memory
+	s2 := testenv.StartRPCServer(t)
+	devs, err = rt.AddRPCServer(context.Background(), s2.Endpoint, ggml.RPCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, total := devs[0].Memory(); total <= 1<<28 {
+		t.Fatalf("no budget: %d total", total)
+	}
+}

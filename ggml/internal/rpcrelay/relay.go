@@ -73,6 +73,7 @@ type Guard struct {
 	ln        net.Listener
 	ioTimeout time.Duration
 	devices   uint32 // the server's device count (0: not known)
+	memCap    uint64 // most memory reported for each device (0: as the server says)
 
 	mu       sync.Mutex
 	err      error // first failure of the current session
@@ -99,6 +100,11 @@ func New(remote string, ioTimeout time.Duration, devices uint32) (*Guard, error)
 	go g.accept()
 	return g, nil
 }
+
+// SetMemory caps the memory (free and total) the guard reports for each
+// of the server's devices; 0 reports the server's own figures. Call it
+// before the client's first request.
+func (g *Guard) SetMemory(bytes uint64) { g.memCap = bytes }
 
 // accept takes the native client's connections for the life of the
 // process. A failure to take one does not end it (the client, connected
@@ -368,6 +374,11 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 	if err := g.checkReply(s, cmd, req, rsp); err != nil {
 		g.Fail(CmdName(cmd), err)
 		return consumed, errServerFailed
+	}
+	if cmd == CmdGetDeviceMem && g.memCap > 0 {
+		// the budget the guard was given for the server's devices
+		binary.LittleEndian.PutUint64(rsp, min(binary.LittleEndian.Uint64(rsp), g.memCap))
+		binary.LittleEndian.PutUint64(rsp[8:], min(binary.LittleEndian.Uint64(rsp[8:]), g.memCap))
 	}
 	if cmd == CmdBufferGetBase {
 		// every tensor address the client sends derives from a base: a

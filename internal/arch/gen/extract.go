@@ -519,7 +519,13 @@ func scalarType(ct string) ast.Type {
 type classInfo struct {
 	parent   string
 	declares map[string]bool // load_arch_hparams, load_arch_tensors
+	// graphInits are the graph struct's members with a literal default
+	// member initializer: name, type, value
+	graphInits [][3]string
 }
+
+// graphInitRe is "const T name = literal;" in a graph struct.
+var graphInitRe = regexp.MustCompile(`(?m)^\s+const (int|int32_t|int64_t|uint32_t|float|bool)\s+([a-z_][a-z0-9_]*)\s*=\s*(-?[0-9][0-9.eE+-]*f?|true|false);`)
 
 func (s *source) classes(rel string) (map[string]*classInfo, error) {
 	text, err := s.read(rel)
@@ -540,6 +546,15 @@ func (s *source) classes(rel string) (map[string]*classInfo, error) {
 		for _, m := range []string{"load_arch_hparams", "load_arch_tensors"} {
 			if regexp.MustCompile(`void\s+` + m + `\s*\(`).MatchString(body) {
 				ci.declares[m] = true
+			}
+		}
+		if g := strings.Index(body, "struct graph : public"); g >= 0 {
+			gb := body[g:]
+			if e := strings.Index(gb, "\n    };"); e >= 0 {
+				gb = gb[:e]
+			}
+			for _, m := range graphInitRe.FindAllStringSubmatch(gb, -1) {
+				ci.graphInits = append(ci.graphInits, [3]string{m[2], m[1], strings.TrimSuffix(m[3], "f")})
 			}
 		}
 		out[name] = ci

@@ -29,6 +29,7 @@ type gdef struct {
 	inits             []token
 	tmpl              bool
 	inClass           bool
+	spec              string // an explicit specialization's argument: Class<true>::f
 }
 
 type gindex struct {
@@ -36,6 +37,7 @@ type gindex struct {
 	byName  map[string][]*gdef
 	bases   map[string][]string // class → bases
 	aliases map[string]string   // Class::graph → Other::graph (using graph = ...)
+	tparams map[string]string   // Class::graph → the name of its template parameter (template <bool iswa> struct graph)
 	all     []*gdef
 }
 
@@ -86,7 +88,12 @@ func (ix *gindex) scan(rel string, toks []token, from, to int, prefix string) {
 		}
 		switch {
 		case t.s == "template" && toks[i+1].s == "<":
-			i = skipAngles(toks, i+1) - 1
+			end := skipAngles(toks, i+1)
+			// template <bool name> struct graph ...: the parameter's name
+			if prefix != "" && end == i+5 && toks[i+2].s == "bool" && toks[end].s == "struct" && toks[end+1].s == "graph" {
+				ix.tparams[prefix+"::graph"] = toks[i+3].s
+			}
+			i = end - 1
 			tmpl = true
 			continue
 		case t.s == "namespace":
@@ -194,9 +201,13 @@ func (ix *gindex) scanDef(rel string, toks []token, i, to int, prefix string, tm
 		name = "~" + name
 	}
 	qual := name
+	spec := ""
 	k := i - 1
 	for k >= 1 && toks[k].s == "::" {
 		k--
+		if toks[k].s == ">" && k >= 2 && toks[k-2].s == "<" && (toks[k-1].s == "true" || toks[k-1].s == "false") {
+			spec = toks[k-1].s // template <> Class<true>::f: a specialization
+		}
 		if toks[k].s == ">" { // template args of a class: Class<embed>::
 			depth := 0
 			for ; k >= 0; k-- {
@@ -272,7 +283,7 @@ func (ix *gindex) scanDef(rel string, toks []token, i, to int, prefix string, tm
 	if x := strings.LastIndex(qual, "::"); x >= 0 {
 		cls, nm = qual[:x], qual[x+2:]
 	}
-	d := &gdef{qual: qual, class: cls, name: nm, file: rel, line: t.line, params: params, body: toks[j+1 : end], inits: inits, tmpl: tmpl, inClass: prefix != ""}
+	d := &gdef{qual: qual, class: cls, name: nm, file: rel, line: t.line, params: params, body: toks[j+1 : end], inits: inits, tmpl: tmpl, inClass: prefix != "", spec: spec}
 	ix.byQual[qual] = append(ix.byQual[qual], d)
 	ix.byName[nm] = append(ix.byName[nm], d)
 	ix.all = append(ix.all, d)
@@ -457,7 +468,7 @@ func notCall(name string) bool {
 // graphPrograms extracts the functions graphRoot and the build_arch_graphs reach.
 func (g *generator) graphPrograms() error {
 	s := g.s
-	ix := &gindex{byQual: map[string][]*gdef{}, byName: map[string][]*gdef{}, bases: map[string][]string{}, aliases: map[string]string{}}
+	ix := &gindex{byQual: map[string][]*gdef{}, byName: map[string][]*gdef{}, bases: map[string][]string{}, aliases: map[string]string{}, tparams: map[string]string{}}
 	files := append([]string{}, graphFiles...)
 	mf, err := filepath.Glob(filepath.Join(s.dir, "src/models/*.cpp"))
 	if err != nil {
@@ -501,6 +512,7 @@ func (g *generator) graphPrograms() error {
 	}
 	// the graph's classes' bases: of every class derived from one of
 	// llama.cpp's llm_graph_* classes
+	g.graphAliases, g.graphTParams, g.graphSpecs = ix.aliases, ix.tparams, map[string]string{}
 	g.graphBases = map[string][]string{}
 	var graphish func(c string, depth int) bool
 	graphish = func(c string, depth int) bool {
@@ -543,6 +555,9 @@ func (g *generator) graphPrograms() error {
 		if _, done := g.fns[name]; done {
 			continue
 		}
+		if d.spec != "" {
+			g.graphSpecs[name] = d.spec
+		}
 		body := d.body
 		if len(d.inits) > 0 {
 			pre, err := ix.initStatements(d)
@@ -574,7 +589,7 @@ func (ix *gindex) callees(d *gdef, c callSite) []*gdef {
 		if tt == "graph" {
 			cls = d.class + "::graph"
 			if a, ok := ix.aliases[cls]; ok {
-				cls = a
+				cls, _, _ = strings.Cut(a, "<")
 			}
 		}
 		nm := cls

@@ -48,6 +48,12 @@ type generator struct {
 	models  []string
 	// graphBases are the base classes of the graph's classes (graph.go)
 	graphBases map[string][]string
+	// graphAliases (using graph = Other::graph<arg>;) and graphTParams
+	// (template <bool name> struct graph) of the model classes
+	graphAliases, graphTParams map[string]string
+	// graphSpecs: the programs of explicit specializations (template <>
+	// Class<true>::f), with their argument
+	graphSpecs map[string]string
 }
 
 type pendingCall struct{ name, file string }
@@ -527,6 +533,23 @@ func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 		t.WriteString("},\n")
 	}
 	t.WriteString("}\n\n")
+	writeMap(&t, "graphAliases: a model class's graph that is another's (using graph = Other::graph<arg>;).", "graphAliases", g.graphAliases)
+	writeMap(&t, "graphTParams: the template parameter of a templated graph class (template <bool name> struct graph).", "graphTParams", g.graphTParams)
+	writeMap(&t, "graphSpecs: the programs of explicit specializations (template <> Class<arg>::f), with their argument.", "graphSpecs", g.graphSpecs)
+	t.WriteString("// graphInits: the members of a graph struct with a literal default member initializer.\nvar graphInits = map[string][]graphInit{\n")
+	for _, c := range sortedKeys(tb.classes) {
+		if ins := tb.classes[c].graphInits; len(ins) > 0 {
+			fmt.Fprintf(&t, "\t%q: {", c+"::graph")
+			for i, in := range ins {
+				if i > 0 {
+					t.WriteString(", ")
+				}
+				fmt.Fprintf(&t, "{%q, %q, %q}", in[0], in[1], in[2])
+			}
+			t.WriteString("},\n")
+		}
+	}
+	t.WriteString("}\n\n")
 	t.WriteString("// classParents: each model class's base class.\nvar classParents = map[string]string{\n")
 	for _, c := range sortedKeys(tb.classParents) {
 		fmt.Fprintf(&t, "\t%q: %q,\n", c, tb.classParents[c])
@@ -544,6 +567,14 @@ func goType(t ast.Type) string {
 	return map[ast.Type]string{ast.TAuto: "TAuto", ast.TBool: "TBool", ast.TI32: "TI32", ast.TU32: "TU32",
 		ast.TI64: "TI64", ast.TU64: "TU64", ast.TF32: "TF32", ast.TF64: "TF64", ast.TStr: "TStr",
 		ast.TRef: "TRef", ast.TPtr: "TPtr", ast.TObj: "TObj"}[t]
+}
+
+func writeMap(t *strings.Builder, doc, name string, m map[string]string) {
+	fmt.Fprintf(t, "// %s\nvar %s = map[string]string{\n", doc, name)
+	for _, k := range sortedKeys(m) {
+		fmt.Fprintf(t, "\t%q: %q,\n", k, m[k])
+	}
+	t.WriteString("}\n\n")
 }
 
 func writePairs(t *strings.Builder, doc, name string, pairs [][2]string) {
