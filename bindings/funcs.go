@@ -94,6 +94,15 @@ type Funcs struct {
 	Round           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_round"`
 	Xielu           func(ctx Context, a *Tensor, alphaN, alphaP, beta, eps float32) *Tensor                       `c:"ggml_xielu"`
 	Set1D           func(ctx Context, a, b *Tensor, offset uintptr) *Tensor                                       `c:"ggml_set_1d"`
+	ScaleInplace    func(ctx Context, a *Tensor, s float32) *Tensor                                               `c:"ggml_scale_inplace"`
+	Exp             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_exp"`
+	Neg             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_neg"`
+	L2Norm          func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_l2_norm"`
+	Repeat          func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_repeat"`
+	RWKVWKV7        func(ctx Context, r, w, k, v, a, b, state *Tensor) *Tensor                                    `c:"ggml_rwkv_wkv7"`
+	Conv1DPh        func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_ph"`
+	Conv1DDwPh      func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_dw_ph"`
+	GroupNorm       func(ctx Context, a *Tensor, nGroups int32, eps float32) *Tensor                              `c:"ggml_group_norm"`
 	Mean            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_mean"`
 	ScaleBias       func(ctx Context, a *Tensor, s, b float32) *Tensor                                            `c:"ggml_scale_bias"`
 	Cast            func(ctx Context, a *Tensor, typ int32) *Tensor                                               `c:"ggml_cast"`
@@ -107,7 +116,6 @@ type Funcs struct {
 	PrecSetSrc      func(a *Tensor, prec, idx int32) bool                                                         `c:"ggml_prec_set_src"`
 	MulMatSetHint   func(a *Tensor, hint int32)                                                                   `c:"ggml_mul_mat_set_hint"`
 	Norm            func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_norm"`
-	GroupNorm       func(ctx Context, a *Tensor, nGroups int32, eps float32) *Tensor                              `c:"ggml_group_norm"`
 	Clamp           func(ctx Context, a *Tensor, lo, hi float32) *Tensor                                          `c:"ggml_clamp"`
 	Fill            func(ctx Context, a *Tensor, c float32) *Tensor                                               `c:"ggml_fill"`
 	Tanh            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_tanh"`

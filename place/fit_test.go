@@ -61,7 +61,7 @@ func TestFitDense(t *testing.T) {
 	if vkUse(more, vk) <= free-target {
 		t.Fatalf("-ngl %d would fit too:\n%s", ngl+1, why)
 	}
-	for _, want := range []string{"misses it by", "the model's context of 4096 is <= the smallest fit may set, 4096: no change", "chose -ngl"} {
+	for _, want := range []string{"misses it by", "the model's context of 4096 is <= the smallest fit may set, 4096: no change", "chose -c 4096 -ngl"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("reasoning lacks %q:\n%s", want, why)
 		}

@@ -41,6 +41,8 @@ func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 		{"vulkan", false, place.Params{Devices: []string{vk}}},
 		{"vulkan -ngl 4", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4)}},
 		{"vulkan -ngl 4 -nkvo", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Context: place.ContextParams{NoKVOffload: true}}},
+		// the attention output pinned to the CPU by the graph itself
+		{"vulkan -ngl 2 -nkvo fa off", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NoKVOffload: true, FlashAttn: place.FlashAttnOff}}},
 		{"vulkan -ngl 2 -np 2 fa off -ub 64", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NParallel: 2, FlashAttn: place.FlashAttnOff, NUBatch: 64}}},
 		{"vulkan -ot ffn=CPU", false, place.Params{Devices: []string{vk}, Overrides: []place.Override{{Pattern: "ffn", BufferType: "CPU"}}}},
 		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},

@@ -83,7 +83,7 @@ func TestFitKeepsExplicitNGL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"fit (-fit on, adjusted", "misses it by", "filling layers back to front", "chose -ngl"} {
+	for _, want := range []string{"fit (-fit on, adjusted", "misses it by", "filling layers back to front", "chose -c 4096 -ngl"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}

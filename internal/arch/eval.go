@@ -267,6 +267,10 @@ func (f *frame) lookupMember(name string) (*Cell, Val, error) {
 	if v, ok := f.r.global(name); ok {
 		return nil, v, nil
 	}
+	if b, ok := builtins[name]; ok && strings.HasPrefix(name, "ggml_") {
+		// a ggml function as a value (a default argument, a callback)
+		return nil, Val{K: KFunc, P: b}, nil
+	}
 	if f.this.K == KObj && (f.this.P == f.r.model || f.this.P.(*Object).share && name != strings.ToUpper(name)) {
 		// a member of the model (or of a graph object: a lower-case name,
 		// the pin's constants and macros are upper-case) not yet

@@ -256,7 +256,13 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	set(params, "cvec", Val{K: KObj, P: cvec})
 	set(params, "loras", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no LoRA adapters
 	set(params, "mctx", s.mctx)
-	set(params, "cross", vNull)
+	// the context's llama_cross: no encoder output yet
+	cross := newShared("llama_cross")
+	cross.fields["n_embd"] = &Cell{T: ast.TI64, V: vInt(0, ast.TI64)}
+	cross.fields["n_enc"] = &Cell{T: ast.TI64, V: vInt(0, ast.TI64)}
+	cross.fields["v_embd"] = &Cell{V: Val{K: KArr, P: newArray(ast.TF32, 0, false)}}
+	cross.fields["seq_ids_enc"] = &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}}
+	set(params, "cross", Val{K: KObj, P: cross})
 	set(params, "samplers", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no backend samplers
 	set(params, "n_outputs", vInt(int64(nOutputs), ast.TU32))
 	set(params, "res", Val{K: KObj, P: res})
@@ -356,6 +362,7 @@ func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
 	u.fields["n_seqs_unq"] = u32(nSeqs)
 	u.fields["n_pos"] = u32(1)
 	u.fields["equal_seqs"] = &Cell{T: ast.TBool, V: vTrue}
+	u.fields["b_equal_seqs"] = u32(1)
 	tok := newArray(ast.TI32, int(nTokens), false)
 	u.fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
 	u.fields["embd"] = &Cell{V: vNull}
@@ -379,8 +386,27 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	if !memoryViewsReplayed(mem) {
 		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
-	if mem.Class == "llama_kv_cache" {
+	switch mem.Class {
+	case "llama_kv_cache":
 		return s.kvCacheContext(mem.Caches[0], 0)
+	case "llama_memory_recurrent":
+		return s.recurrentContext(mem.Caches[0], 0)
+	case "llama_memory_hybrid":
+		// llama_memory_hybrid_context(mem): the attention cache's
+		// context and the recurrent state's, each its reserve one
+		hc := newShared("llama_memory_hybrid_context")
+		attn, err := s.kvCacheContext(mem.Caches[0], 0)
+		if err != nil {
+			return vVoid, err
+		}
+		recr, err := s.recurrentContext(mem.Caches[1], 1)
+		if err != nil {
+			return vVoid, err
+		}
+		hc.fields["ctx_attn"] = &Cell{T: ast.TRef, V: attn}
+		hc.fields["ctx_recr"] = &Cell{T: ast.TRef, V: recr}
+		hc.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+		return Val{K: KObj, P: hc}, nil
 	}
 	// llama_kv_cache_iswa_context(kv): the base cache's context and
 	// the SWA cache's, each its reserve constructor
@@ -397,12 +423,76 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 }
 
 // memoryViewsReplayed says whether the graph has mem's views: none, a KV
-// cache, or an iSWA pair of them.
+// cache, an iSWA pair of them, a recurrent state, or the hybrid of a KV
+// cache and a recurrent state.
 func memoryViewsReplayed(mem *Memory) bool {
 	if mem == nil || len(mem.Caches) == 0 {
 		return true
 	}
-	return mem.Class == "llama_kv_cache" && len(mem.Caches) == 1 || mem.Class == "llama_kv_cache_iswa" && len(mem.Caches) == 2
+	switch mem.Class {
+	case "llama_kv_cache", "llama_memory_recurrent":
+		return len(mem.Caches) == 1
+	case "llama_kv_cache_iswa":
+		return len(mem.Caches) == 2
+	case "llama_memory_hybrid":
+		return len(mem.Caches) == 2 && mem.Caches[1].Class == "llama_memory_recurrent"
+	}
+	return false
+}
+
+// recurrentContext is llama_memory_recurrent_context(mem), the reserve
+// constructor (is_full: every cell), over the recurrent state
+// CreateMemory sized, its tensors made on the session's context: r_l,
+// s_l (and p_l) by layer, null for the layers it does not keep.
+func (s *GraphSession) recurrentContext(c *Cache, ci int) (Val, error) {
+	nLayer, err := s.r.hparams.Field("n_layer_all")
+	if err != nil {
+		return vVoid, err
+	}
+	m := newShared("llama_memory_recurrent")
+	byRole := map[byte]*Array{}
+	for _, role := range []byte{'r', 's', 'p'} {
+		a := newArray(ast.TAuto, int(nLayer), false)
+		for i := range a.cells {
+			a.cells[i].V = vNull
+		}
+		byRole[role] = a
+		m.fields[string(role)+"_l"] = &Cell{V: Val{K: KArr, P: a}}
+	}
+	for j, mt := range c.Tensors {
+		a, ok := byRole[mt.Role]
+		if !ok || mt.Layer < 0 || mt.Layer >= len(a.cells) {
+			return vVoid, fmt.Errorf("arch: the recurrent state's tensor %s (layer %d of %d)", mt.Name, mt.Layer, len(a.cells))
+		}
+		ne := mt.Ne
+		nd := int32(4)
+		for nd > 1 && ne[nd-1] == 1 {
+			nd--
+		}
+		t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
+		if t == nil {
+			return vVoid, fmt.Errorf("arch: the recurrent state's tensor %s", mt.Name)
+		}
+		s.lib.SetName(t, mt.Name)
+		var bt bindings.Buft
+		if s.at.Cache != nil {
+			bt = s.at.Cache(ci, j)
+		}
+		if err := s.place(t, bt, false); err != nil {
+			return vVoid, err
+		}
+		a.cells[mt.Layer].V = Val{K: KNative, P: t}
+	}
+	m.fields["size"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
+	m.fields["n"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	m.fields["head"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	m.fields["rs_z"] = &Cell{T: ast.TI32, V: vInt(-1, ast.TI32)}
+	m.fields["n_rs_seq"] = &Cell{T: ast.TU32, V: vInt(int64(c.NRSSeq), ast.TU32)}
+	mc := newShared("llama_memory_recurrent_context")
+	mc.fields["mem"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: m}}
+	mc.fields["is_full"] = &Cell{T: ast.TBool, V: vTrue}
+	mc.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	return Val{K: KObj, P: mc}, nil
 }
 
 // kvCacheContext is one KV cache's context (cache ci of the memory).
@@ -480,6 +570,13 @@ func (r *Run) graphMethod(o *Object, name string) (func(f *frame, args []*ast.No
 		return func(*frame, []*ast.Node) (Val, error) { return o.fields["size"].V, nil }, true
 	case o.class == "llama_kv_cache" && name == "get_n_stream":
 		return func(*frame, []*ast.Node) (Val, error) { return o.fields["n_stream"].V, nil }, true
+	case strings.HasPrefix(o.class, "llm_graph_input_mem_hybrid") && (name == "get_attn" || name == "get_recr"):
+		// the inputs of a hybrid memory: its attention's and its state's
+		field := map[string]string{"get_attn": "inp_attn", "get_recr": "inp_rs"}[name]
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields[field].V, nil }, true
+	case o.class == "llama_memory_hybrid_context" && (name == "get_attn" || name == "get_recr"):
+		field := map[string]string{"get_attn": "ctx_attn", "get_recr": "ctx_recr"}[name]
+		return func(*frame, []*ast.Node) (Val, error) { return o.fields[field].V, nil }, true
 	}
 	return nil, false
 }
@@ -560,7 +657,7 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 	if len(fit) == 1 {
 		return fit[0], nil
 	}
-	if len(fit) > 1 && len(args) > 0 && args[0].Op == ast.OpIdent {
+	if len(fit) > 1 && len(args) > 0 && (args[0].Op == ast.OpIdent || accessorCall(args[0])) {
 		v, err := f.eval(args[0])
 		if err != nil {
 			return nil, err
@@ -580,6 +677,13 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 		}
 	}
 	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+}
+
+// accessorCall reports whether n is obj->get_x(), an accessor without
+// arguments (which the graph's inputs have: get_attn, get_recr): it
+// evaluates without effects.
+func accessorCall(n *ast.Node) bool {
+	return n.Op == ast.OpCall && len(n.Kids) == 1 && n.Kids[0].Op == ast.OpMember && strings.HasPrefix(n.Kids[0].S, "get_")
 }
 
 // argsBind reports whether the arguments that evaluate without effects
@@ -705,6 +809,31 @@ func graphBuiltins() map[string]builtinFunc {
 	}
 	for n, b := range ggmlBuiltins() {
 		out[n] = b
+	}
+	// the graph pins a node to a backend (llm_graph_context::build_attn_mha
+	// puts the attention output on the CPU when the KV cache stays there)
+	out["ggml_backend_sched_set_tensor_backend"] = func(f *frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return vVoid, err
+		}
+		if len(vs) != 3 {
+			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend of %d arguments", len(vs))
+		}
+		sc, ok1 := vs[0].P.(nativeSched)
+		t, ok2 := vs[1].P.(*bindings.Tensor)
+		be, ok3 := vs[2].P.(nativeBackend)
+		if vs[0].K == KNull {
+			return vVoid, nil // no scheduler: a graph built for its shape alone
+		}
+		if !ok1 || !ok2 || !ok3 || t == nil || be.h == 0 {
+			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend(%s, %s, %s)", vs[0].describe(), vs[1].describe(), vs[2].describe())
+		}
+		if f.r.graph == nil {
+			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend outside BuildGraph")
+		}
+		f.r.graph.lib.SchedSetTensorBackend(sc.h, t, be.h)
+		return vVoid, nil
 	}
 	return out
 }

@@ -256,9 +256,20 @@ func unary(out map[string]builtinFunc, name string, call func(l *bindings.Lib) f
 		if err != nil {
 			return vVoid, err
 		}
+		if ggmlUnary[name] {
+			// ggml_unary_impl's
+			ok := a.Ne[0] == c.lib().BlckSize(a.Type) || a.Nb[0] == c.lib().TypeSize(a.Type)
+			if err := c.assert(ok, "ggml_is_contiguous_rows(a)"); err != nil {
+				return vVoid, err
+			}
+		}
 		return tval(call(c.lib())(ctx, a)), nil
 	})
 }
+
+// ggmlUnary are the ops ggml makes with ggml_unary (GGML_OP_UNARY).
+var ggmlUnary = map[string]bool{"ggml_silu": true, "ggml_gelu": true, "ggml_relu": true, "ggml_tanh": true, "ggml_sigmoid": true,
+	"ggml_softplus": true, "ggml_exp": true, "ggml_neg": true, "ggml_round": true}
 
 // binary registers ggml_NAME(ctx, a, b) with its check.
 func binary(out map[string]builtinFunc, name string, check func(c *gcall, a, b *bindings.Tensor) error, call func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor) {
@@ -463,6 +474,8 @@ func elementwiseOps(out map[string]builtinFunc) {
 	unary(out, "ggml_sqrt", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sqrt }))
 	unary(out, "ggml_sum_rows", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SumRows }))
 	unary(out, "ggml_round", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Round }))
+	unary(out, "ggml_exp", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Exp }))
+	unary(out, "ggml_neg", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Neg }))
 	unary(out, "ggml_mean", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Mean }))
 	unary(out, "ggml_softplus", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Softplus }))
 	unary(out, "ggml_soft_max", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SoftMax }))
@@ -665,6 +678,164 @@ func layoutOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().Cast(ctx, a, int32(c.i(2)))), nil
 	})
+	// ggml_conv_1d_ph and ggml_conv_1d_dw_ph (stride s, padding half
+	// the kernel, dilation d): im2col, then a product, checked as each
+	// step checks
+	op(out, "ggml_conv_1d_ph", 5, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		a, b, s0, d0 := ts[0], ts[1], c.i(3), c.i(4)
+		if err := im2col1D(c, a, b, s0, a.Ne[0]/2, d0); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(c.g.contiguous(a) && a.Ne[3] == 1, "ggml_is_contiguous(a) && ggml_nelements(a) == ne0*ne1 (ggml_reshape_2d)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Conv1DPh(ctx, a, b, int32(s0), int32(d0))), nil
+	})
+	op(out, "ggml_conv_1d_dw_ph", 5, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		a, b, s0, d0 := ts[0], ts[1], c.i(3), c.i(4)
+		if err := c.assert(c.g.contiguous(b) && b.Ne[3] == 1, "ggml_is_contiguous(b) && ggml_nelements(b) == ne0*ne1*ne2*ne3 (ggml_reshape_4d)"); err != nil {
+			return vVoid, err
+		}
+		nb := *b
+		nb.Ne = [4]int64{b.Ne[0], 1, b.Ne[1], b.Ne[2]}
+		if err := im2col1D(c, a, &nb, s0, a.Ne[0]/2, d0); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(a.Ne[2]%b.Ne[1] == 0 && a.Ne[3] == 1, "ggml_can_mul_mat(im2col, a) && ggml_nelements(result) == ne0*ne1*ne2"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Conv1DDwPh(ctx, a, b, int32(s0), int32(d0))), nil
+	})
+	op(out, "ggml_group_norm", 4, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().GroupNorm(ctx, a, int32(c.i(2)), c.f32(3))), nil
+	})
+	op(out, "ggml_l2_norm", 3, func(c *gcall) (Val, error) {
+		ctx, err := c.ctx(0)
+		if err != nil {
+			return vVoid, err
+		}
+		a, err := c.t(1)
+		if err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().L2Norm(ctx, a, c.f32(2))), nil
+	})
+	op(out, "ggml_repeat", 3, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		a, b := ts[0], ts[1]
+		ok := nelements(a) == 0
+		if !ok {
+			ok = true
+			for i := range a.Ne {
+				ok = ok && a.Ne[i] != 0 && b.Ne[i]%a.Ne[i] == 0
+			}
+		}
+		if err := c.assert(ok, "ggml_can_repeat(a, b)"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().Repeat(ctx, a, b)), nil
+	})
+	op(out, "ggml_rwkv_wkv7", 8, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(7)
+		if err != nil {
+			return vVoid, err
+		}
+		for i, n := range []string{"r", "w", "k", "v", "a", "b", "state"} {
+			if err := c.assert(c.g.contiguous(ts[i]), "ggml_is_contiguous("+n+")"); err != nil {
+				return vVoid, err
+			}
+		}
+		k, st := ts[2], ts[6]
+		S, H, nt, ns := k.Ne[0], k.Ne[1], k.Ne[2], st.Ne[1]
+		for i, n := range []string{"w", "k", "v", "a", "b"} {
+			t := ts[[]int{1, 2, 3, 4, 5}[i]]
+			if err := c.assert(t.Ne[0] == S && t.Ne[1] == H && t.Ne[2] == nt, n+"->ne[0] == S && "+n+"->ne[1] == H && "+n+"->ne[2] == n_tokens"); err != nil {
+				return vVoid, err
+			}
+		}
+		if err := c.assert(nelements(st) == S*S*H*ns, "ggml_nelements(state) == S * S * H * n_seqs"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().RWKVWKV7(ctx, ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6])), nil
+	})
+	op(out, "ggml_ssm_conv", 3, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(2)
+		if err != nil {
+			return vVoid, err
+		}
+		sx, w := ts[0], ts[1]
+		if err := c.assert(sx.Ne[3] == 1, "ggml_is_3d(sx)"); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(w.Ne[2] == 1 && w.Ne[3] == 1, "ggml_is_matrix(c)"); err != nil {
+			return vVoid, err
+		}
+		nt := sx.Ne[0] - w.Ne[0] + 1
+		if err := c.assert(sx.Ne[1] == w.Ne[1], "sx->ne[1] == d_inner"); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(nt >= 0, "n_t >= 0"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().SSMConv(ctx, sx, w)), nil
+	})
+	op(out, "ggml_ssm_scan", 9, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(7)
+		if err != nil {
+			return vVoid, err
+		}
+		st, x, dt, A, B, C, ids := ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6]
+		K := c.i(8)
+		size := func(t *bindings.Tensor) uintptr { return c.lib().TypeSize(t.Type) }
+		checks := []struct {
+			ok   bool
+			cond string
+		}{
+			{K >= 1 && K <= math.MaxInt32, "K >= 1 && K <= INT32_MAX"},
+			{c.g.contiguous(st), "ggml_is_contiguous(s)"},
+			{c.g.contiguous(dt), "ggml_is_contiguous(dt)"},
+			{c.g.contiguous(A), "ggml_is_contiguous(A)"},
+			{x.Nb[0] == size(x), "x->nb[0] == ggml_type_size(x->type)"},
+			{B.Nb[0] == size(B), "B->nb[0] == ggml_type_size(B->type)"},
+			{C.Nb[0] == size(C), "C->nb[0] == ggml_type_size(C->type)"},
+			{x.Nb[1] == uintptr(x.Ne[0])*x.Nb[0], "x->nb[1] == x->ne[0]*x->nb[0]"},
+			{B.Nb[1] == uintptr(B.Ne[0])*B.Nb[0], "B->nb[1] == B->ne[0]*B->nb[0]"},
+			{C.Nb[1] == uintptr(C.Ne[0])*C.Nb[0], "C->nb[1] == C->ne[0]*C->nb[0]"},
+			{B.Ne == C.Ne, "ggml_are_same_shape(B, C)"},
+			{ids.Type == typeI32, "ids->type == GGML_TYPE_I32"},
+			{dt.Ne[0] == x.Ne[1] && dt.Ne[1] == x.Ne[2] && dt.Ne[2] == x.Ne[3] && dt.Ne[3] == 1, "dt->ne[0] == n_head && dt->ne[1] == n_seq_tokens && dt->ne[2] == n_seqs && ggml_is_3d(dt)"},
+			{st.Ne[1] == x.Ne[0] && st.Ne[2] == x.Ne[1], "s->ne[1] == head_dim && s->ne[2] == n_head"},
+			{B.Ne[0] == st.Ne[0] && B.Ne[2] == x.Ne[2] && B.Ne[3] == x.Ne[3], "B->ne[0] == d_state && B->ne[2] == n_seq_tokens && B->ne[3] == n_seqs"},
+			{ids.Ne[0] == x.Ne[3] && ids.Ne[1] == 1 && ids.Ne[2] == 1 && ids.Ne[3] == 1, "ids->ne[0] == n_seqs && ggml_is_vector(ids)"},
+			{A.Ne[1] == x.Ne[1] && A.Ne[2] == 1 && A.Ne[3] == 1, "A->ne[1] == n_head && ggml_is_matrix(A)"},
+			{A.Ne[0] == 1 || A.Ne[0] == st.Ne[0] && K == 1, "A->ne[0] == d_state && K == 1"},
+		}
+		for _, ch := range checks {
+			if err := c.assert(ch.ok, ch.cond); err != nil {
+				return vVoid, err
+			}
+		}
+		return tval(c.lib().SSMScan(ctx, st, x, dt, A, B, C, ids, K)), nil
+	})
 	op(out, "ggml_set_1d", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
@@ -701,17 +872,22 @@ func layoutOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().ScaleBias(ctx, a, c.f32(2), c.f32(3))), nil
 	})
-	op(out, "ggml_scale", 3, func(c *gcall) (Val, error) {
-		ctx, err := c.ctx(0)
-		if err != nil {
-			return vVoid, err
-		}
-		a, err := c.t(1)
-		if err != nil {
-			return vVoid, err
-		}
-		return tval(c.lib().Scale(ctx, a, c.f32(2))), nil
-	})
+	for _, n := range []string{"ggml_scale", "ggml_scale_inplace"} {
+		op(out, n, 3, func(c *gcall) (Val, error) {
+			ctx, err := c.ctx(0)
+			if err != nil {
+				return vVoid, err
+			}
+			a, err := c.t(1)
+			if err != nil {
+				return vVoid, err
+			}
+			if n == "ggml_scale_inplace" {
+				return tval(c.lib().ScaleInplace(ctx, a, c.f32(2))), nil
+			}
+			return tval(c.lib().Scale(ctx, a, c.f32(2))), nil
+		})
+	}
 	for _, n := range []string{"ggml_rms_norm", "ggml_norm"} {
 		n := n
 		op(out, n, 3, func(c *gcall) (Val, error) {
@@ -729,6 +905,19 @@ func layoutOps(out map[string]builtinFunc) {
 			return tval(c.lib().RMSNorm(ctx, a, c.f32(2))), nil
 		})
 	}
+}
+
+// im2col1D is ggml_im2col's asserts for a 1D convolution of b by the
+// kernel a.
+func im2col1D(c *gcall, a, b *bindings.Tensor, s0, p0, d0 int64) error {
+	if err := c.assert(b.Ne[1] == a.Ne[1] && b.Ne[3] == 1, "b->ne[1] == a->ne[1] && b->ne[3] == 1"); err != nil {
+		return err
+	}
+	ow := int64(-1)
+	if s0 != 0 {
+		ow = (b.Ne[0]+2*p0-d0*(a.Ne[0]-1)-1)/s0 + 1
+	}
+	return c.assert(ow > 0, `(OW > 0) && "b too small compared to a"`)
 }
 
 // ropeChecks are ggml_rope_impl's asserts.
