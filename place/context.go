@@ -86,6 +86,9 @@ func (m *ContextMemory) Bytes() map[ggml.BufferType]uint64 {
 func (pl *planner) planContext() error {
 	p, h := pl.p, pl.h
 	cp := p.Params.Context
+	if cp.NOutputsMax < 0 || cp.NOutputsMax > math.MaxInt32 {
+		return fmt.Errorf("place: context: n_outputs_max %d: out of range", cp.NOutputsMax)
+	}
 	if cp.NCtx < 0 || cp.NCtx > math.MaxInt32 || cp.NBatch < 0 || cp.NUBatch < 0 || cp.NParallel < 0 {
 		return fmt.Errorf("place: context: -c %d, -b %d, -ub %d, -np %d: negative sizes", cp.NCtx, cp.NBatch, cp.NUBatch, cp.NParallel)
 	}
@@ -93,7 +96,7 @@ func (pl *planner) planContext() error {
 	c, err := h.run.InitContext(arch.ContextParams{
 		NCtx: uint32(cp.NCtx), NBatch: uint32(cp.batch()), NUBatch: uint32(cp.ubatch()), NSeqMax: uint32(cp.parallel()),
 		FlashAttn: cp.FlashAttn.Llama(), TypeK: cp.TypeK.Type(), TypeV: cp.TypeV.Type(),
-		OffloadKQV: !cp.NoKVOffload, KVUnified: cp.KVUnified, SWAFull: cp.SWAFull,
+		OffloadKQV: !cp.NoKVOffload, KVUnified: cp.KVUnified, SWAFull: cp.SWAFull, NOutputsMax: uint32(cp.NOutputsMax),
 		SplitMode: p.Params.SplitMode.Llama(), MetaDevices: len(p.TensorDevices),
 	}, func(level, msg string) {
 		if level != "DEBUG" {

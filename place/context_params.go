@@ -28,6 +28,10 @@ type ContextParams struct {
 	// SWAFull sizes the sliding-window layers' cache as the others'
 	// (--swa-full).
 	SWAFull bool
+	// NOutputsMax is the most outputs a batch has (llama_context_params'
+	// n_outputs_max); 0, as the CLI leaves it: n_batch. A draft model's
+	// context has -np.
+	NOutputsMax int
 
 	// Skip plans the weights alone: no context.
 	Skip bool

@@ -43,6 +43,21 @@ type FitOptions struct {
 	// MinCtx is the smallest context per sequence fit may shrink an unset
 	// context to (0: DefaultFitMinCtx; FitFullCtx: never shrink it).
 	MinCtx uint32
+	// Extra, when not nil, is a second model sharing the devices, which
+	// every measure counts too (llama.cpp's common_fit_extra_model).
+	Extra *FitExtra
+}
+
+// FitExtra is a second model that shares the main model's devices: a
+// draft model for speculative decoding, whose context follows the main
+// context's size (Params.Context.NCtx is set to it at each measure), or
+// a context on the main model's own weights (SharesModel: an MTP
+// context), which counts its context and compute alone. Its memory on
+// devices the main model does not use is not counted, as in llama.cpp.
+type FitExtra struct {
+	Model       *gguf.Model
+	Params      Params
+	SharesModel bool
 }
 
 // Target is the memory to leave free on device id of the model's list.
@@ -168,6 +183,7 @@ type fitter struct {
 
 	devs    []*ggml.Device
 	hpNgl   uint32
+	extra   *extraModel
 	ctxAuto bool    // the context was left unset
 	nCtxMax uint32  // what an unset context resolves to: the trained one for every sequence
 	targets []int64 // per device: most memory the model may use
@@ -180,9 +196,73 @@ func (f *fitter) say(format string, args ...any) {
 // memory is one measure: per device of the model's list the bytes its own
 // buffer types hold (weights, context, compute), and the host's.
 type memory struct {
-	dev   []int64
-	model []int64 // of dev, the weights
-	host  int64
+	dev       []int64
+	model     []int64 // of dev, the weights
+	host      int64
+	hostModel int64 // of host, the weights
+}
+
+// extraModel is the fit's second model: its plan's inputs, and its
+// memory on the main model's devices at the context size it was last
+// measured at.
+type extraModel struct {
+	x    *FitExtra
+	h    *hparams
+	pr   *prober
+	mem  *memory
+	nCtx int
+}
+
+// addExtra adds the second model's memory to a measure, measuring it
+// again when the context it follows changed (llama.cpp's
+// add_extra_memory). A second model that cannot be planned is fitted
+// without, as llama.cpp does.
+func (f *fitter) addExtra(m *memory) {
+	e := f.extra
+	if e == nil {
+		return
+	}
+	if n := f.params.Context.NCtx; e.mem == nil || e.nCtx != n {
+		e.nCtx = n
+		q := e.x.Params
+		q.Context.NCtx = n
+		q.LoadMode = LoadNone
+		p, err := plan(f.rt, e.x.Model, e.h, q, e.pr)
+		if err == nil && p.ContextErr != nil {
+			err = p.ContextErr
+		}
+		e.mem = &memory{dev: make([]int64, len(f.devs)), model: make([]int64, len(f.devs))}
+		if err != nil {
+			f.say("failed to measure the memory of the extra model, fitting without it: %v", err)
+		} else {
+			f.res.Trials++
+			*e.mem = f.tally(p)
+			if e.x.SharesModel {
+				for i := range e.mem.dev {
+					e.mem.dev[i] -= e.mem.model[i]
+					e.mem.model[i] = 0
+				}
+				e.mem.host -= e.mem.hostModel
+				e.mem.hostModel = 0
+			}
+			f.say("  the extra model at -c %d: %s on the devices, %s in host memory", n, human(uint64(e.mem.sum0())), human(uint64(e.mem.host)))
+		}
+	}
+	for i := range m.dev {
+		m.dev[i] += e.mem.dev[i]
+		m.model[i] += e.mem.model[i]
+	}
+	m.host += e.mem.host
+	m.hostModel += e.mem.hostModel
+}
+
+// sum0 is the devices' total alone.
+func (m memory) sum0() int64 {
+	s := int64(0)
+	for _, v := range m.dev {
+		s += v
+	}
+	return s
 }
 
 // sum is the devices' total (the host's when there are none).
@@ -228,6 +308,7 @@ func (f *fitter) tally(p *Plan) memory {
 		n := int64(e.Model + e.Context + e.Compute)
 		if e.BufferType.IsHost() {
 			mem.host += n
+			mem.hostModel += int64(e.Model)
 			continue
 		}
 		d, ok := e.BufferType.Device()
@@ -288,6 +369,9 @@ func (f *fitter) memFor(ngl []devLayers, overflow []string) ([]int64, error) {
 		return nil, err
 	}
 	mem, _, err := f.measure(q)
+	if err == nil {
+		f.addExtra(&mem)
+	}
 	return mem.dev, err
 }
 
@@ -322,6 +406,16 @@ func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 	measured := params
 	measured.LoadMode = LoadNone
 	f := &fitter{rt: rt, m: m, h: h, pr: pr, params: measured, res: res}
+	if x := o.Extra; x != nil {
+		if x.Model == nil {
+			return nil, fmt.Errorf("place: fit: the extra model has no file")
+		}
+		eh, err := readHparams(x.Model, x.Params)
+		if err != nil {
+			return nil, fmt.Errorf("place: fit: the extra model: %w", err)
+		}
+		f.extra = &extraModel{x: x, h: eh, pr: newProber(ctx, rt, eh, x.Params.noProbeCache)}
+	}
 	chosen, ferr := f.run(o)
 	if ferr != nil {
 		var fail *fitFailure
@@ -361,6 +455,7 @@ func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 			}
 		}
 		mem := f.tally(after)
+		f.addExtra(&mem)
 		for i := range res.Devices {
 			res.Devices[i].After = uint64(max(mem.dev[i], 0))
 		}
@@ -425,6 +520,7 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 			}
 		}
 	}
+	f.addExtra(&full)
 	nd := len(f.devs)
 	what := "the model and its context"
 	if cp.Skip {
@@ -576,6 +672,7 @@ func (f *fitter) shrinkContext(ctxAuto bool, nCtxMax, nCtxMinTotal, nStreams, mi
 	if err != nil {
 		return false, err
 	}
+	f.addExtra(&minMem)
 	usedMin := minMem.sum()
 	if target <= usedMin {
 		f.say("context reduced from %d to %d (the least -fitc %d allows): %s less in total, not enough", nCtxMax, cp.NCtx, minCtx, signedHuman(sumUsed-usedMin))
@@ -667,6 +764,7 @@ func (f *fitter) expertSurplus() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	f.addExtra(&mem)
 	surplus := int64(0)
 	for id := range f.devs {
 		surplus += f.targets[id] - mem.dev[id]

@@ -304,3 +304,61 @@ func TestFitTwoDevices(t *testing.T) {
 		}
 	}
 }
+
+// A draft model beside the main one (FitExtra) counts in every measure,
+// its context following the main one's: the same target leaves a smaller
+// context than without it, and the reasoning says what it took.
+func TestFitCountsTheDraftModel(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	m := writeModel(t, rt, fitDense)
+	params := vkParams()
+	full, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params.Context.NCtx = 256
+	least, err := place.New(rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params.Context.NCtx = 0
+	free, _ := vk.Memory()
+	hi, lo := vkUse(full, vk), vkUse(least, vk)
+	o := place.FitOptions{Targets: []uint64{free - (lo + (hi-lo)*3/4)}, MinCtx: 256}
+	alone, err := place.Fit(rt, m, params, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft := params
+	draft.Context.NOutputsMax = 1
+	o.Extra = &place.FitExtra{Model: m, Params: draft}
+	with, err := place.Fit(rt, m, params, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := strings.Join(with.Reasoning, "\n")
+	if alone.Status != place.FitAdjusted || with.NCtx >= alone.NCtx || !strings.Contains(why, "the extra model at -c 4096") {
+		t.Fatalf("n_ctx %d alone, %d with the draft (%s):\n%s", alone.NCtx, with.NCtx, with.Status, why)
+	}
+	// one sharing the main model's weights (an MTP context) counts less
+	o.Extra.SharesModel = true
+	mtp, err := place.Fit(rt, m, params, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mtp.NCtx < with.NCtx || mtp.NCtx > alone.NCtx {
+		t.Fatalf("n_ctx %d with an MTP context, %d alone, %d with a draft", mtp.NCtx, alone.NCtx, with.NCtx)
+	}
+	// an extra model that cannot be planned is fitted without, and said
+	bad := draft
+	bad.Devices = []string{"nonexistent"}
+	o.Extra = &place.FitExtra{Model: m, Params: bad}
+	res, err := place.Fit(rt, m, params, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NCtx != alone.NCtx || !strings.Contains(strings.Join(res.Reasoning, "\n"), "failed to measure the memory of the extra model, fitting without it") {
+		t.Fatalf("unplannable extra: n_ctx %d:\n%s", res.NCtx, strings.Join(res.Reasoning, "\n"))
+	}
+}

@@ -46,6 +46,9 @@ type fitCase struct {
 	allow  func(m fitMeasures) int64
 	minCtx uint32
 	does   string // what most decisions must change: ctx, ngl, ot or ts
+	// draft: the model is its own draft model too (llama.cpp's
+	// common_fit_extra_model), with the main model's parameters
+	draft bool
 }
 
 var fitCases = []fitCase{
@@ -54,34 +57,40 @@ var fitCases = []fitCase{
 	{"ctx", false, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
-	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)*3/5 }, 64, "ctx"},
+	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)*3/5 }, 64, "ctx", false},
 	// a set context: the layers fall back
 	{"layers", false, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Context.NCtx = 256
-	}, func(m fitMeasures) int64 { return m.base + (m.full-m.base)/2 }, 0, "ngl"},
+	}, func(m fitMeasures) int64 { return m.base + (m.full-m.base)/2 }, 0, "ngl", false},
 	// the dense weights fit, the experts do not
 	{"moe", false, true, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Context.NCtx = 256
-	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/3 }, 0, "ot"},
+	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/3 }, 0, "ot", false},
 	// no device: the host's total memory is the budget
 	{"host", false, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{"none"}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
-	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)/2 }, 64, "ctx"},
+	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)/2 }, 64, "ctx", false},
 	// two devices, an unset context: it shrinks, less what whole layers
 	// may waste, and the layers are shared out back to front
 	{"split-ctx", true, false, func(p *place.Params, gpu string) {
 		p.Devices = []string{"RPC0", gpu}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
-	}, func(m fitMeasures) int64 { return max(m.least, m.base) + (m.full-max(m.least, m.base))*3/4 }, 64, "ctx"},
+	}, func(m fitMeasures) int64 { return max(m.least, m.base) + (m.full-max(m.least, m.base))*3/4 }, 64, "ctx", false},
 	// two devices, experts: the first device's overflowing layer goes to
 	// the second
 	{"split-moe", true, true, func(p *place.Params, gpu string) {
 		p.Devices = []string{"RPC0", gpu}
 		p.Context.NCtx = 256
-	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/2 }, 0, "ot"},
+	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/2 }, 0, "ot", false},
+	// a draft model beside it (the same file): its context follows the
+	// main one's as it shrinks, and both count
+	{"draft", false, false, func(p *place.Params, gpu string) {
+		p.Devices = []string{gpu}
+		p.Context.NParallel, p.Context.KVUnified = 4, true
+	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)*3/5 }, 64, "ctx", true},
 }
 
 // fitRPCMemory is the RPC server's budget: fixed, so that both fits see
@@ -367,7 +376,17 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 		return "ggload-refuses", ourErr.Error()
 	}
 	t0 := time.Now()
-	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: margins, MinCtx: c.minCtx})
+	opts := place.FitOptions{Targets: margins, MinCtx: c.minCtx}
+	var draft place.Params
+	if c.draft {
+		// llama.cpp's common_base_params_to_speculative: the main
+		// parameters, f16 caches, as many outputs as sequences
+		draft = params
+		draft.Context.TypeK, draft.Context.TypeV = place.CacheF16, place.CacheF16
+		draft.Context.NOutputsMax = max(1, params.Context.NParallel)
+		opts.Extra = &place.FitExtra{Model: m, Params: draft}
+	}
+	res, err := place.Fit(rt, m, params, opts)
 	t1 := time.Now()
 	if err != nil {
 		return "ggload-refuses", err.Error()
@@ -382,7 +401,20 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 	}
 	theirTurn()
 	t2 := time.Now()
-	theirs, _, err := l.Fit(ld, cp, margins, c.minCtx)
+	var extra *llama.FitExtra
+	if c.draft {
+		dl, err := llama.LoadFor(rt, path, draft)
+		if err != nil {
+			return "differ", err.Error()
+		}
+		dc, err := l.ContextParamsFor(draft.Context)
+		if err != nil {
+			return "differ", err.Error()
+		}
+		dc.NRSSeq = 0
+		extra = &llama.FitExtra{Load: dl, Context: dc}
+	}
+	theirs, _, err := l.FitWith(ld, cp, margins, c.minCtx, extra)
 	if err != nil {
 		return "differ", err.Error()
 	}
@@ -411,6 +443,9 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 		for _, o := range q.Overrides {
 			ours.Overrides = append(ours.Overrides, [2]string{o.Pattern, o.BufferType})
 		}
+	}
+	if c.draft && !strings.Contains(strings.Join(res.Reasoning, "\n"), "the extra model at -c") {
+		return "differ", "ggload's fit did not count the draft model:\n   " + strings.Join(res.Reasoning, "\n   ")
 	}
 	if fmt.Sprint(ours) == fmt.Sprint(theirs) {
 		if res.ComputeWhy != "" {

@@ -761,3 +761,29 @@ func TestFitShrinksContextJSON(t *testing.T) {
 		t.Fatalf("-c 0: fit %+v:\n%s", f, strings.Join(f.Lines, "\n"))
 	}
 }
+
+// -md: the draft model counts in -fit (its context follows the main
+// one's), so the same target leaves a smaller context; plan shows the
+// draft's memory, and --json carries its plan.
+func TestFitWithDraftModel(t *testing.T) {
+	vk := testenv.Vulkan(t)
+	path := writeSynth(t, cliDense) // trained on 4096 tokens
+	free, _ := vk.Memory()
+	full := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", "0")
+	least := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", "0", "-c", "256")
+	hi, lo := full.Fit.Devices[0].Before, least.Fit.Devices[0].Before
+	target := strconv.FormatUint((free-(lo+(hi-lo)*3/4))>>20, 10)
+	alone := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target, "-fitc", "256")
+	with := planJSONOf(t, path, "-dev", "Vulkan0", "-fitt", target, "-fitc", "256", "-md", path, "-ngld", "all")
+	lines := strings.Join(with.Fit.Lines, "\n")
+	if with.Fit.NCtx >= alone.Fit.NCtx || !strings.Contains(lines, "the extra model at -c 4096") {
+		t.Fatalf("n_ctx %d alone, %d with -md:\n%s", alone.Fit.NCtx, with.Fit.NCtx, lines)
+	}
+	out, err := runCLI(t, "plan", path, "-dev", "Vulkan0", "-fitt", target, "-fitc", "256", "-md", path)
+	if err != nil || !strings.Contains(out, "draft model "+path+" (-md), beside it at -c "+strconv.Itoa(int(with.Fit.NCtx))) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "plan", path, "-md", filepath.Join(t.TempDir(), "missing.gguf")); err == nil || !strings.Contains(err.Error(), "-md") {
+		t.Fatalf("a missing draft: %v", err)
+	}
+}

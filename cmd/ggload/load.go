@@ -100,7 +100,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer pd.m.Close()
+	defer pd.Close()
 	fit := pd.fitReport(&pf)
 	rows := memRows(pd.plan, pf.fitOptions())
 	if !lf.asJSON {

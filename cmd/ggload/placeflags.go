@@ -54,12 +54,22 @@ type placeFlags struct {
 	version     bool
 	mapRanges   place.MapRanges
 	context     place.ContextParams
+	draft       draftFlags
+}
+
+// draftFlags are the draft model's options (-md, -ngld, -devd, -otd): a
+// second model that -fit counts beside the main one.
+type draftFlags struct {
+	model     string
+	ngl       place.Layers
+	devices   []string
+	overrides []place.Override
 }
 
 func defaultPlaceFlags() placeFlags {
 	d := place.Params{}
 	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: !d.NoExtraBufts, loadMode: d.LoadMode,
-		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges}
+		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}}
 }
 
 var numaNames = map[string]ggml.NUMAStrategy{"distribute": ggml.NUMADistribute, "isolate": ggml.NUMAIsolate, "numactl": ggml.NUMANumactl}
@@ -70,6 +80,7 @@ func (f *placeFlags) add(s *optionSet) {
 	f.addPlacement(s)
 	f.addContext(s)
 	f.addFit(s)
+	f.addDraft(s)
 	f.addUnsupported(s)
 	f.addOwn(s)
 }
@@ -338,6 +349,78 @@ func (f *placeFlags) addFit(s *optionSet) {
 			f.fitCtx = int(n)
 			return nil
 		}})
+}
+
+// addDraft registers llama.cpp's draft model options: -fit counts the
+// draft model (its weights, and its context, which follows the main
+// one's size) as llama.cpp's common_fit_params does, and plan shows its
+// memory.
+func (f *placeFlags) addDraft(s *optionSet) {
+	d := &f.draft
+	s.group("llama.cpp's draft model options: a second model sharing the devices, which -fit counts")
+	s.add(&option{names: []string{"--spec-draft-model", "-md", "--model-draft"}, value: "FNAME",
+		help: "draft model for speculative decoding (default: unused)",
+		set:  func(v string) error { d.model = v; return nil }})
+	s.add(&option{names: []string{"--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"}, value: "N",
+		help: "most draft model layers to keep in device memory: a number, 'auto' or 'all' (default: auto)",
+		set: func(v string) error {
+			if v == "auto" || v == "all" {
+				d.ngl, _ = place.ParseLayers(v)
+				return nil
+			}
+			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			if err != nil {
+				return fmt.Errorf("want a number of layers, auto or all")
+			}
+			d.ngl = place.NLayers(int(n))
+			return nil
+		}})
+	s.add(&option{names: []string{"--spec-draft-device", "-devd", "--device-draft"}, value: "<dev1,dev2,..>",
+		help: "comma-separated devices to offload the draft model to (none: no offload; default: follows -dev)",
+		set: func(v string) error {
+			l := splitList(v)
+			if len(l) == 0 {
+				return fmt.Errorf("no devices named")
+			}
+			if len(l) > 1 && contains(l, "none") {
+				return fmt.Errorf("none cannot be listed with other devices")
+			}
+			d.devices = l
+			return nil
+		}})
+	s.add(&option{names: []string{"--spec-draft-override-tensor", "-otd", "--override-tensor-draft"}, value: "<tensor name pattern>=<buffer type>,...",
+		help: "override tensor buffer type for draft model",
+		set: func(v string) error {
+			ovs, err := place.ParseOverrides(v)
+			if err != nil {
+				return err
+			}
+			if len(ovs) == 0 {
+				return fmt.Errorf("no overrides given")
+			}
+			d.overrides = append(d.overrides, ovs...)
+			return nil
+		}})
+}
+
+// draftParams are the draft model's parameters as llama.cpp's
+// common_base_params_to_speculative makes them of the main ones: its own
+// devices (when given, else the main ones; one device: split by layer),
+// -ngld and -otd, f16 caches, as many outputs as sequences.
+func (f *placeFlags) draftParams() place.Params {
+	p := f.params()
+	d := f.draft
+	if len(d.devices) > 0 {
+		p.Devices = d.devices
+		if len(d.devices) == 1 && !strings.EqualFold(d.devices[0], "none") {
+			p.SplitMode = place.SplitLayer
+		}
+	}
+	p.NGPULayers = d.ngl
+	p.Overrides = d.overrides
+	p.Context.TypeK, p.Context.TypeV = place.CacheF16, place.CacheF16
+	p.Context.NOutputsMax = max(1, p.Context.NParallel)
+	return p
 }
 
 // addOwn registers ggload's own options.

@@ -21,12 +21,23 @@ func init() {
 	}
 }
 
-// planned is a model opened and planned by the options.
+// planned is a model opened and planned by the options, and its draft
+// model (-md) when there is one.
 type planned struct {
-	rt   *ggml.Runtime
-	m    *gguf.Model
-	plan *place.Plan
-	fit  *place.FitResult // nil with -fit off
+	rt         *ggml.Runtime
+	m          *gguf.Model
+	plan       *place.Plan
+	fit        *place.FitResult // nil with -fit off
+	draftModel *gguf.Model
+	draft      *place.Plan
+}
+
+// Close closes the models.
+func (pd *planned) Close() {
+	pd.m.Close()
+	if pd.draftModel != nil {
+		pd.draftModel.Close()
+	}
 }
 
 // planModel opens the model and plans it, through -fit unless it is off.
@@ -46,16 +57,35 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 		return nil, err
 	}
 	out := &planned{rt: rt, m: m}
+	o := pf.fitOptions()
+	if pf.draft.model != "" {
+		if out.draftModel, err = openModel(ctx, pf.draft.model, pf.httpOptions()); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("-md: %w", err)
+		}
+		o.Extra = &place.FitExtra{Model: out.draftModel, Params: pf.draftParams()}
+	}
 	if pf.fit {
-		out.fit, err = place.FitContext(ctx, rt, m, params, pf.fitOptions())
+		out.fit, err = place.FitContext(ctx, rt, m, params, o)
 		if err == nil {
 			out.plan = out.fit.Plan
 		}
 	} else {
 		out.plan, err = place.NewContext(ctx, rt, m, params)
 	}
+	if err == nil && out.draftModel != nil {
+		// the draft as it runs beside the main model: its context
+		// follows the main one's size
+		dp := pf.draftParams()
+		if out.plan.Context != nil {
+			dp.Context.NCtx = int(out.plan.Context.NCtx)
+		}
+		if out.draft, err = place.NewContext(ctx, rt, out.draftModel, dp); err != nil {
+			err = fmt.Errorf("-md %s: %w", pf.draft.model, err)
+		}
+	}
 	if err != nil {
-		m.Close()
+		out.Close()
 		return nil, err
 	}
 	return out, nil
@@ -152,7 +182,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer pd.m.Close()
+	defer pd.Close()
 	fit := pd.fitReport(&pf)
 	rows := memRows(pd.plan, pf.fitOptions())
 	if *asJSON {
@@ -160,10 +190,11 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Plan   *place.Plan `json:"plan"`
+			Draft  *place.Plan `json:"draft,omitempty"`
 			Fit    fitReport   `json:"fit"`
 			Memory []memRow    `json:"memory"`
 			Notes  []string    `json:"notes,omitempty"`
-		}{pd.plan, fit, rows, s.notes})
+		}{pd.plan, pd.draft, fit, rows, s.notes})
 	}
 	for _, n := range s.notes {
 		fmt.Fprintln(stdout, n)
@@ -171,6 +202,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	printFit(stdout, fit)
 	fmt.Fprintln(stdout)
 	pd.plan.Report(stdout, place.ReportOptions{Tensors: *tensors, Debug: *verbose})
+	if pd.draft != nil {
+		fmt.Fprintf(stdout, "\ndraft model %s (-md), beside it at -c %d:\n", pf.draft.model, pd.draft.Params.Context.NCtx)
+		pd.draft.WriteBreakdown(stdout)
+	}
 	if isTerminalWriter(stdout) {
 		fmt.Fprintln(stdout)
 		drawMemory(stdout, rows, 80)

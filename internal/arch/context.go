@@ -25,6 +25,7 @@ type ContextParams struct {
 	FlashAttn                      int // llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled
 	TypeK, TypeV                   ggml.Type
 	OffloadKQV, KVUnified, SWAFull bool
+	NOutputsMax                    uint32 // the most outputs of a batch; 0: n_batch
 
 	SplitMode   int // llama_split_mode of the model
 	MetaDevices int // split mode tensor: the meta device's devices
@@ -101,6 +102,7 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 		{"flash_attn_type", vInt(int64(p.FlashAttn), ast.TI32)},
 		{"type_k", vInt(int64(p.TypeK), ast.TI32)}, {"type_v", vInt(int64(p.TypeV), ast.TI32)},
 		{"offload_kqv", vBool(p.OffloadKQV)}, {"kv_unified", vBool(p.KVUnified)}, {"swa_full", vBool(p.SWAFull)},
+		{"n_outputs_max", vInt(int64(p.NOutputsMax), ast.TU32)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err

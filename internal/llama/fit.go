@@ -83,6 +83,23 @@ func (l *Lib) HaveCommon() error {
 	return err
 }
 
+// FitExtra is a second model for Fit (common_fit_extra_model): its load,
+// its context, and whether it runs on the main model's weights.
+type FitExtra struct {
+	Load        Load
+	Context     ContextParams
+	SharesModel bool
+}
+
+// fitExtraC mirrors struct common_fit_extra_model: 32 bytes.
+type fitExtraC struct {
+	path        *byte
+	mparams     *ModelParams
+	cparams     *ContextParams
+	sharesModel bool
+	_           [7]byte
+}
+
 // fitOverrides is llama_max_tensor_buft_overrides() of the pin.
 const fitOverrides = 4096
 
@@ -90,6 +107,11 @@ const fitOverrides = 4096
 // the margins per device (bytes; one applies to every device) and the
 // smallest context it may set.
 func (l *Lib) Fit(ld Load, cp ContextParams, margins []uint64, nCtxMin uint32) (FitOutcome, []LogLine, error) {
+	return l.FitWith(ld, cp, margins, nCtxMin, nil)
+}
+
+// FitWith is Fit with a second model sharing the devices (nil: none).
+func (l *Lib) FitWith(ld Load, cp ContextParams, margins []uint64, nCtxMin uint32, extra *FitExtra) (FitOutcome, []LogLine, error) {
 	c, err := l.common()
 	if err != nil {
 		return FitOutcome{}, nil, err
@@ -118,7 +140,21 @@ func (l *Lib) Fit(ld Load, cp ContextParams, margins []uint64, nCtxMin uint32) (
 	pin.Pin(&tbo[0])
 	var lines []LogLine
 	old := bindings.SetLogTap(func(level int, line string) { lines = append(lines, LogLine{level, line}) })
-	status := c.FitParams(ld.Path, &mp, &cp, &ts[0], &tbo[0], &m[0], nCtxMin, 0, 1)
+	var ex uintptr
+	if extra != nil {
+		emp, err := l.modelParams(extra.Load, &pin)
+		if err != nil {
+			return FitOutcome{}, nil, err
+		}
+		ecp := extra.Context
+		e := &fitExtraC{path: bindings.CString(extra.Load.Path), mparams: &emp, cparams: &ecp, sharesModel: extra.SharesModel}
+		pin.Pin(e)
+		pin.Pin(e.path)
+		pin.Pin(e.mparams)
+		pin.Pin(e.cparams)
+		ex = uintptr(unsafe.Pointer(e))
+	}
+	status := c.FitParams(ld.Path, &mp, &cp, &ts[0], &tbo[0], &m[0], nCtxMin, ex, 1)
 	bindings.SetLogTap(old)
 	out := FitOutcome{Status: int(status), NCtx: cp.NCtx, NGPULayers: mp.NGPULayers}
 	if mp.TensorSplit == uintptr(unsafe.Pointer(&ts[0])) {

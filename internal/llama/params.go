@@ -58,7 +58,7 @@ func (l *Lib) ContextParamsFor(c place.ContextParams) (ContextParams, error) {
 	if c.NUBatch > 0 {
 		p.NUBatch = uint32(c.NUBatch)
 	}
-	p.NOutputsMax = 0
+	p.NOutputsMax = uint32(c.NOutputsMax)
 	p.NOutputsMaxPerSeq = 1
 	p.FlashAttnType = int32(c.FlashAttn.Llama())
 	p.OffloadKQV = !c.NoKVOffload
