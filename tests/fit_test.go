@@ -437,7 +437,11 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 	ours := llama.FitOutcome{Status: map[string]int{"success": 0, "failure": 1, "error": 2}[res.Status.Llama()],
 		NCtx: res.NCtx, NGPULayers: int32(q.NGPULayers.Llama())}
 	if len(q.TensorSplit) > 0 && slices.ContainsFunc(q.TensorSplit, func(v float32) bool { return v != 0 }) && res.Status == place.FitAdjusted {
+		// as the oracle reads llama.cpp's buffer: without trailing zeros
 		ours.TensorSplit = q.TensorSplit
+		for len(ours.TensorSplit) > 0 && ours.TensorSplit[len(ours.TensorSplit)-1] == 0 {
+			ours.TensorSplit = ours.TensorSplit[:len(ours.TensorSplit)-1]
+		}
 	}
 	if res.Status == place.FitAdjusted {
 		for _, o := range q.Overrides {

@@ -73,7 +73,7 @@ type FitOutcome struct {
 	Status      int // 0 success, 1 failure, 2 error
 	NCtx        uint32
 	NGPULayers  int32
-	TensorSplit []float32   // the split it wrote (nil when it wrote none)
+	TensorSplit []float32   // the split it wrote, without trailing zeros (nil when it wrote none)
 	Overrides   [][2]string // pattern, buffer type name
 }
 
