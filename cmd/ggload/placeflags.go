@@ -190,34 +190,13 @@ func (f *placeFlags) addPlacement(s *optionSet) {
 	s.group("llama.cpp's placement and device options")
 	s.add(&option{names: []string{"-dev", "--device"}, value: "<dev1,dev2,..>",
 		help: "comma-separated devices to offload to, in order (none: no offload)\n--list-devices lists them",
-		set: func(v string) error {
-			d := splitList(v)
-			if len(d) == 0 {
-				return fmt.Errorf("no devices named")
-			}
-			if len(d) > 1 && contains(d, "none") {
-				return fmt.Errorf("none cannot be listed with other devices")
-			}
-			f.devices = d
-			return nil
-		}})
+		set:  func(v string) (err error) { f.devices, err = parseDevices(v); return err }})
 	s.add(&option{names: []string{"--list-devices"}, help: "print the devices that can be offloaded to, and exit",
 		on: func(on bool) error { f.listDevices = on; return nil }})
 	f.runtimeFlags.addRPC(s)
 	s.add(&option{names: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, value: "N",
 		help: "most layers to keep in device memory: a number, 'auto' (-1) or 'all' (-2 or less) (default: auto: all, or what -fit chooses)",
-		set: func(v string) error {
-			if v == "auto" || v == "all" {
-				f.ngl, _ = place.ParseLayers(v)
-				return nil
-			}
-			n, err := intIn(v, math.MinInt32, math.MaxInt32)
-			if err != nil {
-				return fmt.Errorf("want a number of layers, auto or all")
-			}
-			f.ngl = place.NLayers(int(n))
-			return nil
-		}})
+		set:  func(v string) (err error) { f.ngl, err = parseNGL(v); return err }})
 	s.add(&option{names: []string{"-sm", "--split-mode"}, value: "{none,layer,row,tensor}",
 		help: "how to spread the model over several devices:\n" +
 			"- none: one device (-mg)\n" +
@@ -263,17 +242,7 @@ func (f *placeFlags) addPlacement(s *optionSet) {
 		}})
 	s.add(&option{names: []string{"-ot", "--override-tensor"}, value: "<tensor name pattern>=<buffer type>,...",
 		help: "put the tensors whose names match a pattern in a buffer type; the first match wins",
-		set: func(v string) error {
-			ovs, err := place.ParseOverrides(v)
-			if err != nil {
-				return err
-			}
-			if len(ovs) == 0 {
-				return fmt.Errorf("no overrides given")
-			}
-			f.overrides = append(f.overrides, ovs...)
-			return nil
-		}})
+		set:  func(v string) error { return appendOverrides(&f.overrides, v) }})
 	s.add(&option{names: []string{"-cmoe", "--cpu-moe"}, help: "keep every Mixture of Experts (MoE) weight on the CPU",
 		on: func(on bool) error {
 			if on {
@@ -363,44 +332,13 @@ func (f *placeFlags) addDraft(s *optionSet) {
 		set:  func(v string) error { d.model = v; return nil }})
 	s.add(&option{names: []string{"--spec-draft-ngl", "-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"}, value: "N",
 		help: "most draft model layers to keep in device memory: a number, 'auto' or 'all' (default: auto)",
-		set: func(v string) error {
-			if v == "auto" || v == "all" {
-				d.ngl, _ = place.ParseLayers(v)
-				return nil
-			}
-			n, err := intIn(v, math.MinInt32, math.MaxInt32)
-			if err != nil {
-				return fmt.Errorf("want a number of layers, auto or all")
-			}
-			d.ngl = place.NLayers(int(n))
-			return nil
-		}})
+		set:  func(v string) (err error) { d.ngl, err = parseNGL(v); return err }})
 	s.add(&option{names: []string{"--spec-draft-device", "-devd", "--device-draft"}, value: "<dev1,dev2,..>",
 		help: "comma-separated devices to offload the draft model to (none: no offload; default: follows -dev)",
-		set: func(v string) error {
-			l := splitList(v)
-			if len(l) == 0 {
-				return fmt.Errorf("no devices named")
-			}
-			if len(l) > 1 && contains(l, "none") {
-				return fmt.Errorf("none cannot be listed with other devices")
-			}
-			d.devices = l
-			return nil
-		}})
+		set:  func(v string) (err error) { d.devices, err = parseDevices(v); return err }})
 	s.add(&option{names: []string{"--spec-draft-override-tensor", "-otd", "--override-tensor-draft"}, value: "<tensor name pattern>=<buffer type>,...",
 		help: "override tensor buffer type for draft model",
-		set: func(v string) error {
-			ovs, err := place.ParseOverrides(v)
-			if err != nil {
-				return err
-			}
-			if len(ovs) == 0 {
-				return fmt.Errorf("no overrides given")
-			}
-			d.overrides = append(d.overrides, ovs...)
-			return nil
-		}})
+		set:  func(v string) error { return appendOverrides(&d.overrides, v) }})
 }
 
 // draftParams are the draft model's parameters as llama.cpp's
@@ -810,4 +748,41 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseNGL reads -ngl's (and -ngld's) value: a number, auto or all.
+func parseNGL(v string) (place.Layers, error) {
+	if v == "auto" || v == "all" {
+		return place.ParseLayers(v)
+	}
+	n, err := intIn(v, math.MinInt32, math.MaxInt32)
+	if err != nil {
+		return place.Layers{}, fmt.Errorf("want a number of layers, auto or all")
+	}
+	return place.NLayers(int(n)), nil
+}
+
+// parseDevices reads -dev's (and -devd's) list.
+func parseDevices(v string) ([]string, error) {
+	d := splitList(v)
+	if len(d) == 0 {
+		return nil, fmt.Errorf("no devices named")
+	}
+	if len(d) > 1 && contains(d, "none") {
+		return nil, fmt.Errorf("none cannot be listed with other devices")
+	}
+	return d, nil
+}
+
+// appendOverrides adds -ot's (and -otd's) patterns to list.
+func appendOverrides(list *[]place.Override, v string) error {
+	ovs, err := place.ParseOverrides(v)
+	if err != nil {
+		return err
+	}
+	if len(ovs) == 0 {
+		return fmt.Errorf("no overrides given")
+	}
+	*list = append(*list, ovs...)
+	return nil
 }

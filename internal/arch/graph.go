@@ -464,21 +464,8 @@ func (s *GraphSession) recurrentContext(c *Cache, ci int) (Val, error) {
 		if !ok || mt.Layer < 0 || mt.Layer >= len(a.cells) {
 			return vVoid, fmt.Errorf("arch: the recurrent state's tensor %s (layer %d of %d)", mt.Name, mt.Layer, len(a.cells))
 		}
-		ne := mt.Ne
-		nd := int32(4)
-		for nd > 1 && ne[nd-1] == 1 {
-			nd--
-		}
-		t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
-		if t == nil {
-			return vVoid, fmt.Errorf("arch: the recurrent state's tensor %s", mt.Name)
-		}
-		s.lib.SetName(t, mt.Name)
-		var bt bindings.Buft
-		if s.at.Cache != nil {
-			bt = s.at.Cache(ci, j)
-		}
-		if err := s.place(t, bt, false); err != nil {
+		t, err := s.cacheTensor(mt, ci, j)
+		if err != nil {
 			return vVoid, err
 		}
 		a.cells[mt.Layer].V = Val{K: KNative, P: t}
@@ -493,6 +480,29 @@ func (s *GraphSession) recurrentContext(c *Cache, ci int) (Val, error) {
 	mc.fields["is_full"] = &Cell{T: ast.TBool, V: vTrue}
 	mc.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
 	return Val{K: KObj, P: mc}, nil
+}
+
+// cacheTensor makes tensor j of cache ci on the session's context and
+// places it on the buffer type the plan gives it.
+func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*bindings.Tensor, error) {
+	ne := mt.Ne
+	nd := int32(4)
+	for nd > 1 && ne[nd-1] == 1 {
+		nd--
+	}
+	t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
+	if t == nil {
+		return nil, fmt.Errorf("arch: the cache tensor %s", mt.Name)
+	}
+	s.lib.SetName(t, mt.Name)
+	var bt bindings.Buft
+	if s.at.Cache != nil {
+		bt = s.at.Cache(ci, j)
+	}
+	if err := s.place(t, bt, false); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // kvCacheContext is one KV cache's context (cache ci of the memory).
@@ -520,21 +530,8 @@ func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
 			ids.vals = append(ids.vals, vInt(int64(len(layers.cells)), ast.TI32))
 			layers.cells = append(layers.cells, Cell{V: Val{K: KObj, P: l}})
 		}
-		ne := mt.Ne
-		nd := int32(4)
-		for nd > 1 && ne[nd-1] == 1 {
-			nd--
-		}
-		t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
-		if t == nil {
-			return vVoid, fmt.Errorf("arch: the KV cache's tensor %s", mt.Name)
-		}
-		s.lib.SetName(t, mt.Name)
-		var bt bindings.Buft
-		if s.at.Cache != nil {
-			bt = s.at.Cache(ci, j)
-		}
-		if err := s.place(t, bt, false); err != nil {
+		t, err := s.cacheTensor(mt, ci, j)
+		if err != nil {
 			return vVoid, err
 		}
 		l.fields[string(mt.Role)] = &Cell{V: Val{K: KNative, P: t}}
