@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
@@ -42,6 +44,14 @@ type RPCOptions struct {
 	// figures still apply where they are lower. It needs the guard (not
 	// Direct).
 	Memory uint64
+	// NativeSets leaves tensor data to ggml's own RPC client, as
+	// llama.cpp sends it: each weight above 10 MiB hashed on the calling
+	// thread and asked of the server's file cache with one round trip
+	// before it is copied into a message and sent. By default the guard
+	// sends what Device.SendRPC is given itself (the same requests,
+	// without the copies, with the hash worked out by the caller and the
+	// cache's questions ahead of the data).
+	NativeSets bool
 }
 
 // ErrRPCUnreachable is wrapped by AddRPCServer's error when an endpoint does
@@ -193,6 +203,7 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 			return nil, err
 		}
 		g.SetMemory(o.Memory)
+		g.SetOwnSets(!o.NativeSets)
 		native = g.Addr()
 		// before any name is read and cached
 		rt.mu.Lock()
@@ -367,4 +378,111 @@ func dirBase(dir string) string {
 		}
 	}
 	return dir
+}
+
+// RPCHashThreshold is the size above which a weight is asked of an RPC
+// server's file cache, by its hash, before it is sent (the pin's
+// HASH_THRESHOLD, 10 MiB).
+const RPCHashThreshold = rpcrelay.HashThreshold
+
+// RPCSet is tensor data for the server behind a guarded RPC device, which
+// the guard sends itself (Device.SendRPC).
+type RPCSet struct {
+	Tensor *Tensor
+	Offset uint64 // into the tensor
+	Size   uint64 // bytes set
+	// Data is what is set (Size bytes); nil asks the server's file cache
+	// only (Probe): Done then says whether it had the bytes.
+	Data []byte
+	// Probe asks the server's file cache for the bytes by their hash
+	// first, as ggml's client does for a weight buffer's tensor above
+	// RPCHashThreshold: a hit sets them without sending them.
+	Probe bool
+	// Cache sends the bytes with the cache flag (the server keeps them
+	// in its file cache) and without a probe: for bytes a probe of Data
+	// nil found missing.
+	Cache bool
+	// Hash returns the bytes' FNV-1a hash (64 bits, hash/fnv's
+	// New64a), waiting for it if need be; it is called once, when the
+	// probe is due, on another goroutine.
+	Hash func() uint64
+	// Done is called once, on another goroutine, when the request is
+	// written to the server's connection (hit: the cache had the bytes)
+	// or has failed; Data may be reused from then on. Requests written
+	// are ahead of every later native call on the device.
+	Done func(hit bool, err error)
+}
+
+// SendsRPC reports whether d takes tensor data through SendRPC: an RPC
+// device behind a guard that sends it (not RPCOptions.Direct or
+// NativeSets).
+func (d *Device) SendsRPC() bool { return d.guard != nil && d.guard.OwnSets() }
+
+// SendRPC queues x on the connection that holds x.Tensor's buffer. The
+// request is checked against the tensor and its buffer first; an error
+// means nothing was queued and Done will not be called. A server that
+// fails meanwhile gets Done an error wrapping ErrRPCFailed, as Device.Err
+// then reports.
+func (d *Device) SendRPC(x RPCSet) (err error) {
+	defer placed(&err, "rpc_set_tensor", at{dev: d})
+	if !d.SendsRPC() {
+		return fmt.Errorf("ggml: %s: tensor data goes through the native client here: %w", d.name, errors.ErrUnsupported)
+	}
+	if x.Tensor == nil {
+		return errors.New("ggml: rpc set: no tensor")
+	}
+	b, err := x.Tensor.hold("rpc set")
+	if err != nil {
+		return err
+	}
+	defer x.Tensor.unhold(b)
+	c := x.Tensor.c
+	if c.Buffer == 0 || c.Data == nil {
+		return fmt.Errorf("ggml: rpc set: tensor %s has no memory", x.Tensor.name)
+	}
+	set := &rpcrelay.Set{Base: uint64(uintptr(d.rt.lib.BufferGetBase(c.Buffer))), Offset: x.Offset, Size: x.Size, Data: x.Data, Probe: x.Probe, Cache: x.Cache, Hash: x.Hash, Done: x.Done}
+	if err := packTensor(&set.Tensor, c); err != nil {
+		return fmt.Errorf("ggml: rpc set: tensor %s: %w", x.Tensor.name, err)
+	}
+	if err := d.guard.Send(set); err != nil {
+		return fmt.Errorf("ggml: tensor %s to %s: %w", x.Tensor.name, d.name, err)
+	}
+	return nil
+}
+
+// packTensor writes c as ggml's RPC client serializes a tensor (rpc_tensor;
+// the buffer handle is the guard's to fill).
+func packTensor(dst *[rpcrelay.TensorSize]byte, c *bindings.Tensor) error {
+	le := binary.LittleEndian
+	le.PutUint64(dst[0:], uint64(uintptr(unsafe.Pointer(c))))
+	le.PutUint32(dst[rpcrelay.TensorType:], uint32(c.Type))
+	for i := range 4 {
+		if c.Ne[i] < 0 || c.Ne[i] > math.MaxUint32 || uint64(c.Nb[i]) > math.MaxUint32 {
+			return fmt.Errorf("shape %v / strides %v do not fit the RPC protocol's 32 bits", c.Ne, c.Nb)
+		}
+		le.PutUint32(dst[rpcrelay.TensorNe+4*i:], uint32(c.Ne[i]))
+		le.PutUint32(dst[rpcrelay.TensorNb+4*i:], uint32(c.Nb[i]))
+	}
+	le.PutUint32(dst[rpcrelay.TensorOp:], uint32(c.Op))
+	for i, p := range c.OpParams {
+		le.PutUint32(dst[rpcrelay.TensorOp+4+4*i:], uint32(p))
+	}
+	at := rpcrelay.TensorOp + 4 + 4*len(c.OpParams)
+	le.PutUint32(dst[at:], uint32(c.Flags))
+	at += 4
+	for _, s := range c.Src {
+		le.PutUint64(dst[at:], uint64(uintptr(unsafe.Pointer(s))))
+		at += 8
+	}
+	le.PutUint64(dst[at:], uint64(uintptr(unsafe.Pointer(c.ViewSrc))))
+	le.PutUint64(dst[at+8:], uint64(c.ViewOffs))
+	le.PutUint64(dst[at+16:], uint64(uintptr(c.Data)))
+	at += 24
+	// the name as snprintf leaves it: NUL-terminated, zeros after
+	name := dst[at : at+bindings.MaxName]
+	clear(name)
+	for i := 0; i < bindings.MaxName-1 && c.Name[i] != 0; i++ {
+		name[i] = c.Name[i]
+	}
+	return nil
 }

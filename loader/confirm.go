@@ -34,13 +34,30 @@ type rpcSample struct {
 // sample keeps the window of tensor t, whose whole bytes data are about to
 // be queued on q.
 func (ln *lane) sample(t task, q *rpcQueue, data []byte) {
-	n := min(sampleSize, int64(len(data)))
-	// a place that differs per tensor and per load
-	at := int64(0)
-	if span := uint64(int64(len(data)) - n); span > 0 {
+	at, n := ln.window(t, int64(len(data)))
+	ln.samples = append(ln.samples, rpcSample{i: t.i, q: q, off: at, want: bytes.Clone(data[at : at+n])})
+}
+
+// sampleFrom keeps the window of tensor t, which a server set from its
+// cache, read from src (the file as it is now).
+func (ln *lane) sampleFrom(t task, q *rpcQueue, src source) error {
+	at, n := ln.window(t, t.w.Size)
+	want := make([]byte, n)
+	if err := src.readAt(want, t.w.Offset+at); err != nil {
+		return err
+	}
+	ln.samples = append(ln.samples, rpcSample{i: t.i, q: q, off: at, want: want})
+	return nil
+}
+
+// window is where tensor t's window lies in its size bytes: a place that
+// differs per tensor and per load.
+func (ln *lane) window(t task, size int64) (at, n int64) {
+	n = min(sampleSize, size)
+	if span := uint64(size - n); span > 0 {
 		at = int64((ln.l.seed ^ uint64(t.i)*0x9e3779b97f4a7c15) % (span + 1))
 	}
-	ln.samples = append(ln.samples, rpcSample{i: t.i, q: q, off: at, want: bytes.Clone(data[at : at+n])})
+	return at, n
 }
 
 // confirm reads back the samples of the tensors the lane sent to RPC

@@ -114,6 +114,9 @@ func (ln *lane) fill(t task, src source) error {
 		if t.pl.Path != PathFromMap {
 			t.pl.Path = PathSync
 		}
+		if dev.SendsRPC() {
+			return ln.rpcDirect(t, src)
+		}
 		return ln.rpcSend(t, src)
 	}
 	if !l.o.CheckTensors {

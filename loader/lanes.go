@@ -59,7 +59,9 @@ type lane struct {
 	bg      []*bgSet // whole tensors being set by native code meanwhile, oldest first
 	setting int64    // and their bytes
 	rpcs    map[*ggml.Device]*rpcQueue
-	samples []rpcSample // windows of the tensors queued to RPC servers
+	samples []rpcSample  // windows of the tensors queued to RPC servers
+	flights []*rpcFlight // tensors the guards are sending, oldest first (rpcdirect.go)
+	cached  map[int]bool // servers' caches asked: placement index → had it
 
 	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
 	took    time.Duration // from its start to its last byte
@@ -213,6 +215,9 @@ func (ln *lane) run() (err error) {
 	if ln.ahead, err = ln.planAhead(); err != nil {
 		return ln.laneError(err)
 	}
+	if err := ln.askCaches(); err != nil {
+		return err
+	}
 	for _, t := range ln.tasks {
 		if err := ln.step(t); err != nil {
 			return l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))
@@ -222,6 +227,9 @@ func (ln *lane) run() (err error) {
 		if err := l.readers.wait(l); err != nil {
 			return ln.laneError(err)
 		}
+	}
+	if err := ln.landAll(); err != nil {
+		return err
 	}
 	return ln.laneError(ln.confirm())
 }
@@ -289,6 +297,9 @@ func mibString(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<
 // them.
 func (ln *lane) finish() error {
 	first := ln.waitSet()
+	if err := ln.landAll(); err != nil && first == nil {
+		first = err
+	}
 	ln.freeBounces()
 	ln.ahead.close()
 	for dev, r := range ln.rings {

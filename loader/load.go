@@ -46,6 +46,12 @@ type Options struct {
 	Sequential bool
 	// Logger receives warnings and debug lines (default slog.Default()).
 	Logger *slog.Logger
+	// HashIndex is the directory of the RPC hash index: the hashes of
+	// the weights that RPC servers' file caches are asked for, kept per
+	// file so that a later load asks before it reads (hashindex.go).
+	// "" is ggload/rpc-hashes in the user cache directory; "off" keeps
+	// none.
+	HashIndex string
 }
 
 // ErrCanceled is wrapped by Load's error when the context or the progress
@@ -120,6 +126,7 @@ type load struct {
 	faults prefaults  // memory faulted in beside it
 	checks validation // the row checks of Options.CheckTensors (data.go)
 	watch  fileWatch  // the checks of the files between tensors (filecheck.go)
+	hashes rpcHashes  // the RPC hash index of each file (rpcdirect.go)
 }
 
 // progress is how far a load has come: the bytes moved, the tensors
@@ -267,6 +274,7 @@ func (l *load) run() error {
 	mdl.Stats.Alloc = time.Since(t0)
 	t0 = time.Now()
 	err := l.loadData()
+	l.hashes.save(l.o.Logger)
 	l.faults.stopDevice()
 	if err != nil {
 		return err // abort stops the rest

@@ -60,6 +60,11 @@ type Stats struct {
 	// counts the tensors.
 	Confirm   time.Duration
 	Confirmed int
+	// RPCCached is the bytes of tensors that RPC servers set from their
+	// file cache, unsent and unread here; RPCHashed is the bytes hashed
+	// to ask the caches for them (the others' hashes came from the hash
+	// index, Options.HashIndex).
+	RPCCached, RPCHashed uint64
 	// Direct is the bytes of the bounce buffers direct reads went
 	// through (Memory.Direct bounds it).
 	Direct uint64

@@ -22,6 +22,7 @@ type NetHost struct {
 	Name     string
 	Endpoint string
 	PID      int
+	Cache    string // the server's file cache (NetOptions.Cache), "" without
 	log      string
 }
 
@@ -73,8 +74,10 @@ func NetHosts(t testing.TB, n int, o NetOptions) []NetHost {
 	if o.Rate != "" {
 		args = append(args, "--rate", o.Rate)
 	}
+	cacheDir := ""
 	if o.Cache {
-		args = append(args, "--cache", t.TempDir())
+		cacheDir = t.TempDir()
+		args = append(args, "--cache", cacheDir)
 	}
 	down := func() {
 		if out, err := exec.Command(script, "down", "--prefix", prefix).CombinedOutput(); err != nil {
@@ -101,7 +104,11 @@ func NetHosts(t testing.TB, n int, o NetOptions) []NetHost {
 			t.Fatalf("rpc-hosts.sh printed %q", line)
 		}
 		pid, _ := strconv.Atoi(f[2])
-		hosts = append(hosts, NetHost{Name: f[0], Endpoint: f[1], PID: pid, log: filepath.Join("/run/ggload-rpc-hosts", prefix, f[0]+".log")})
+		h := NetHost{Name: f[0], Endpoint: f[1], PID: pid, log: filepath.Join("/run/ggload-rpc-hosts", prefix, f[0]+".log")}
+		if cacheDir != "" {
+			h.Cache = filepath.Join(cacheDir, fmt.Sprintf("host%d", len(hosts)+1))
+		}
+		hosts = append(hosts, h)
 	}
 	if len(hosts) != n {
 		t.Fatalf("rpc-hosts.sh made %d hosts, want %d", len(hosts), n)

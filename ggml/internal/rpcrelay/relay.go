@@ -74,11 +74,13 @@ type Guard struct {
 	ioTimeout time.Duration
 	devices   uint32 // the server's device count (0: not known)
 	memCap    uint64 // most memory reported for each device (0: as the server says)
+	ownSets   bool   // Send is taken (tensor data need not go through the client)
 
 	mu       sync.Mutex
-	err      error // first failure of the current session
-	broke    bool  // err is a broken protocol: it stays for good
-	conns    int   // client connections open
+	bases    map[uint64]bufferRef // buffers by base address, of every connection
+	err      error                // first failure of the current session
+	broke    bool                 // err is a broken protocol: it stays for good
+	conns    int                  // client connections open
 	answers  map[string][]byte
 	align    map[uint32]uint64 // per device: alignment and maximum
 	maxSize  map[uint32]uint64 // buffer size and memory, as first
@@ -96,7 +98,7 @@ func New(remote string, ioTimeout time.Duration, devices uint32) (*Guard, error)
 		ioTimeout = 60 * time.Second
 	}
 	g := &Guard{remote: remote, local: ln.Addr().String(), ln: ln, ioTimeout: ioTimeout, devices: devices,
-		answers: map[string][]byte{}, align: map[uint32]uint64{}, maxSize: map[uint32]uint64{}, total: map[uint32]uint64{}}
+		answers: map[string][]byte{}, bases: map[uint64]bufferRef{}, align: map[uint32]uint64{}, maxSize: map[uint32]uint64{}, total: map[uint32]uint64{}}
 	go g.accept()
 	return g, nil
 }
@@ -105,6 +107,13 @@ func New(remote string, ioTimeout time.Duration, devices uint32) (*Guard, error)
 // of the server's devices; 0 reports the server's own figures. Call it
 // before the client's first request.
 func (g *Guard) SetMemory(bytes uint64) { g.memCap = bytes }
+
+// SetOwnSets says whether the guard's own sets (Send) are used for this
+// endpoint; when not, OwnSets tells callers to go through the client.
+func (g *Guard) SetOwnSets(on bool) { g.ownSets = on }
+
+// OwnSets reports whether the guard takes tensor data through Send.
+func (g *Guard) OwnSets() bool { return g.ownSets }
 
 // accept takes the native client's connections for the life of the
 // process. A failure to take one does not end it (the client, connected
@@ -186,13 +195,35 @@ func (g *Guard) Fail(op string, err error) {
 type rpcBuffer struct {
 	dev  uint32
 	size uint64
+	base uint64 // once the client asked for it
+}
+
+// bufferRef is a buffer by its base address: the connection that holds it
+// and its handle there.
+type bufferRef struct {
+	s      *rpcSession
+	handle uint64
+	size   uint64
 }
 
 // rpcSession is what the guard knows of one client connection: the
 // buffer handles the server handed out on it (a server keeps buffers per
-// connection).
+// connection), and the connection to the server, which the relay and the
+// guard's own sets (upload.go) take turns on.
 type rpcSession struct {
-	buffers map[uint64]rpcBuffer
+	buffers map[uint64]rpcBuffer // only the relay's goroutine touches it
+
+	io     sync.Mutex // held for a whole exchange with the server
+	server net.Conn   // nil once the server failed or the session ended
+	sets   *setter    // the guard's own sets, made on first use
+}
+
+// dropServer closes the connection to the server; the caller holds s.io.
+func (s *rpcSession) dropServer() {
+	if s.server != nil {
+		s.server.Close()
+		s.server = nil
+	}
 }
 
 // serve relays one client connection until the client closes it.
@@ -216,20 +247,16 @@ func (g *Guard) serve(client net.Conn) {
 		g.conns--
 		g.mu.Unlock()
 	}()
-	var server net.Conn
+	s := &rpcSession{buffers: map[uint64]rpcBuffer{}}
 	if !failed {
-		var err error
-		server, err = net.DialTimeout("tcp", g.remote, g.ioTimeout)
+		server, err := net.DialTimeout("tcp", g.remote, g.ioTimeout)
 		if err != nil {
 			g.Fail("connect", err)
+		} else {
+			s.server = server
 		}
 	}
-	defer func() {
-		if server != nil {
-			server.Close()
-		}
-	}()
-	s := &rpcSession{buffers: map[uint64]rpcBuffer{}}
+	defer g.endSession(s)
 	hdr := make([]byte, 9)
 	buf := make([]byte, 1<<20)
 	for {
@@ -250,17 +277,20 @@ func (g *Guard) serve(client net.Conn) {
 				return
 			}
 		}
-		if server != nil && g.Err() == nil {
+		s.io.Lock()
+		if s.server != nil && g.Err() == nil {
 			if err := s.checkRequest(cmd, req); err != nil {
 				g.Fail(CmdName(cmd), err)
 			}
 		}
-		if server != nil && g.Err() == nil {
-			consumed, err := g.forward(s, client, server, hdr, req, size, buf)
+		if s.server != nil && g.Err() == nil {
+			consumed, err := g.forward(s, client, s.server, hdr, req, size, buf)
 			if err == nil {
+				s.io.Unlock()
 				continue
 			}
 			if errors.Is(err, errClientGone) {
+				s.io.Unlock()
 				return
 			}
 			// the server failed: the rest of the request is drained and
@@ -269,10 +299,8 @@ func (g *Guard) serve(client net.Conn) {
 				size -= consumed
 			}
 		}
-		if server != nil {
-			server.Close()
-			server = nil
-		}
+		s.dropServer()
+		s.io.Unlock()
 		if req == nil && size > 0 {
 			if _, err := io.CopyN(io.Discard, client, int64(size)); err != nil {
 				return
@@ -282,6 +310,22 @@ func (g *Guard) serve(client net.Conn) {
 			return
 		}
 	}
+}
+
+// endSession forgets a connection the client closed: its buffers (the
+// server frees them) and its server connection, once the guard's own sets
+// on it are done.
+func (g *Guard) endSession(s *rpcSession) {
+	g.mu.Lock()
+	for base, ref := range g.bases {
+		if ref.s == s {
+			delete(g.bases, base)
+		}
+	}
+	g.mu.Unlock()
+	s.io.Lock()
+	s.dropServer()
+	s.io.Unlock()
 }
 
 var (
@@ -338,7 +382,13 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 	}
 	g.sent.Add(9 + size)
 	if cmd == CmdFreeBuffer && len(req) == 8 {
-		delete(s.buffers, binary.LittleEndian.Uint64(req))
+		h := binary.LittleEndian.Uint64(req)
+		if b, ok := s.buffers[h]; ok && b.base != 0 {
+			g.mu.Lock()
+			delete(g.bases, b.base)
+			g.mu.Unlock()
+		}
+		delete(s.buffers, h)
 	}
 	want := ReplySize[cmd]
 	if want == -1 {
@@ -393,6 +443,16 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 		if !bytes.Equal(again, rsp) {
 			g.Fail(CmdName(cmd), g.broken("base address %#x, then %#x for the same buffer", binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(again)))
 			return consumed, errServerFailed
+		}
+		if len(req) == 8 {
+			h := binary.LittleEndian.Uint64(req)
+			if b, ok := s.buffers[h]; ok {
+				b.base = binary.LittleEndian.Uint64(rsp)
+				s.buffers[h] = b
+				g.mu.Lock()
+				g.bases[b.base] = bufferRef{s: s, handle: h, size: b.size}
+				g.mu.Unlock()
+			}
 		}
 	}
 	if rpcRemembered[cmd] {

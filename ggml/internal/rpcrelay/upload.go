@@ -1,0 +1,383 @@
+package rpcrelay
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// The guard's own sets. ggml's RPC client sends a tensor by copying it into
+// a new message and, for a weight above HashThreshold, first hashing the
+// whole of it on the calling thread and waiting one round trip for
+// SET_TENSOR_HASH; through the guard, the bytes are then read and copied
+// twice more. A Set skips all of that: the guard writes the requests the
+// client would (SET_TENSOR_HASH, then SET_TENSOR with its cache flag) on the
+// connection that holds the tensor's buffer, straight from the caller's
+// memory, with the hash the caller worked out (on another core, or known
+// from an earlier load), and with the probes ahead of the data: a reply is
+// awaited only when its data is due, while other tensors' bytes fill the
+// link. The server sees requests byte for byte as the client makes them,
+// so its file cache ends as llama.cpp's would.
+
+// HashThreshold is the size above which the client asks a server's file
+// cache for a weight by its hash before sending it (HASH_THRESHOLD).
+const HashThreshold = 10 << 20
+
+// The fields of a packed rpc_tensor a Set reads.
+const (
+	tensorData = 220
+)
+
+// probesInFlight bounds the SET_TENSOR_HASH requests written ahead of
+// their replies.
+const probesInFlight = 64
+
+// Set is one tensor's bytes for the guard to send to its server.
+type Set struct {
+	// Tensor is the packed rpc_tensor as the client serializes it; the
+	// guard writes the handle of the buffer that holds it.
+	Tensor [TensorSize]byte
+	// Base is the base address of the tensor's buffer, as the server
+	// gave it (ggml_backend_buffer_get_base on the client).
+	Base   uint64
+	Offset uint64 // into the tensor
+	Size   uint64 // bytes set: len(Data), or what a probe asks for
+	// Data is what is set; nil asks the server's cache only (Probe).
+	Data []byte
+	// Probe asks the server's file cache first, by Hash: a hit sets
+	// the bytes without sending them, a miss sends them with the cache
+	// flag (SET_TENSOR_HASH, as the client does for weights above
+	// HashThreshold).
+	Probe bool
+	// Cache sends the bytes with the cache flag, without a probe: the
+	// server's cache missed them already (a probe of Data nil).
+	Cache bool
+	// Hash returns FNV-1a of the bytes, 64 bits (hash/fnv's New64a),
+	// waiting for it if need be; called once, when the probe is due.
+	Hash func() uint64
+	hash uint64
+	// Done is called once, from another goroutine, when the set is
+	// written or has failed; Data may be reused from then on.
+	Done func(hit bool, err error)
+}
+
+// Send queues x on the connection that holds its buffer. It checks x
+// first, as the server would (a request outside the buffer makes an honest
+// server abort): an error here means nothing was queued and Done is not
+// called.
+func (g *Guard) Send(x *Set) error {
+	if x.Done == nil {
+		return errors.New("rpc set: no Done")
+	}
+	if x.Data != nil && uint64(len(x.Data)) != x.Size {
+		return fmt.Errorf("rpc set: %d bytes of data for a set of %d", len(x.Data), x.Size)
+	}
+	if x.Data == nil && !x.Probe {
+		return errors.New("rpc set: no data and no probe")
+	}
+	if x.Probe && x.Hash == nil {
+		return errors.New("rpc set: a probe without a hash")
+	}
+	g.mu.Lock()
+	ref, ok := g.bases[x.Base]
+	g.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("rpc set: no buffer at base %#x on %s", x.Base, g.remote)
+	}
+	nb, ok := TensorNBytes(x.Tensor[:])
+	if !ok {
+		return fmt.Errorf("rpc set: a tensor of unknown type %d or size", binary.LittleEndian.Uint32(x.Tensor[TensorType:]))
+	}
+	data := binary.LittleEndian.Uint64(x.Tensor[tensorData:])
+	end := x.Base + ref.size
+	if data < x.Base || nb > end-data {
+		return fmt.Errorf("rpc set: tensor of %d bytes at %#x outside its buffer [%#x, %#x)", nb, data, x.Base, end)
+	}
+	if x.Offset > nb || x.Size > nb-x.Offset {
+		return fmt.Errorf("rpc set: [%d, +%d) outside the tensor's %d bytes", x.Offset, x.Size, nb)
+	}
+	binary.LittleEndian.PutUint64(x.Tensor[TensorBuffer:], ref.handle)
+	s := ref.s
+	s.io.Lock()
+	if s.sets == nil {
+		s.sets = &setter{g: g, s: s}
+	}
+	u := s.sets
+	s.io.Unlock()
+	u.push(x)
+	return nil
+}
+
+// setter writes the guard's sets on one connection: a goroutine while it
+// has any, which holds the connection meanwhile.
+type setter struct {
+	g *Guard
+	s *rpcSession
+
+	mu      sync.Mutex
+	queue   []*Set
+	running bool
+}
+
+func (u *setter) push(x *Set) {
+	u.mu.Lock()
+	u.queue = append(u.queue, x)
+	if !u.running {
+		u.running = true
+		go u.run()
+	}
+	u.mu.Unlock()
+}
+
+// next takes the oldest queued set; with none it stops the goroutine
+// (stop) or returns nil.
+func (u *setter) next(stop bool) *Set {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.queue) == 0 {
+		if stop {
+			u.running = false
+		}
+		return nil
+	}
+	x := u.queue[0]
+	u.queue[0] = nil
+	u.queue = u.queue[1:]
+	return x
+}
+
+// reply is the server's answer to a probe.
+type reply struct {
+	x   *Set
+	hit bool
+	err error
+}
+
+// run writes sets until none is queued and none awaits a reply.
+func (u *setter) run() {
+	g, s := u.g, u.s
+	s.io.Lock()
+	defer s.io.Unlock()
+	server := s.server
+	var failed error
+	fail := func(op string, err error) {
+		if failed == nil {
+			g.Fail(op, err)
+			failed = g.Err()
+			if failed == nil {
+				failed = fmt.Errorf("%w: %s: %s: %w", ErrFailed, g.remote, op, err)
+			}
+			s.dropServer()
+		}
+	}
+	if server == nil || g.Err() != nil {
+		failed = g.Err()
+		if failed == nil {
+			failed = fmt.Errorf("%w: %s: the connection is closed", ErrFailed, g.remote)
+		}
+	}
+	expect := make(chan *Set, probesInFlight)
+	replies := make(chan reply, probesInFlight)
+	var readers sync.WaitGroup
+	if failed == nil {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			u.readReplies(server, expect, replies)
+		}()
+	}
+	inflight := 0
+	var misses []*Set
+	// dirty are the hashes whose data is not written yet: a probe for
+	// the same bytes waits for it, as it would behind the client's
+	// one-at-a-time sets, so that the cache answers it
+	dirty := map[uint64]int{}
+	var held []*Set
+	handle := func(r reply) {
+		inflight--
+		switch {
+		case r.err != nil:
+			fail("SET_TENSOR_HASH", r.err)
+			r.x.Done(false, failed)
+		case r.hit:
+			r.x.Done(true, nil)
+		case r.x.Data == nil:
+			r.x.Done(false, nil) // a probe only: the caller sends the bytes
+		default:
+			misses = append(misses, r.x)
+		}
+	}
+	for {
+		for drained := false; !drained; {
+			select {
+			case r := <-replies:
+				handle(r)
+			default:
+				drained = true
+			}
+		}
+		if failed != nil {
+			for _, x := range misses {
+				x.Done(false, failed)
+			}
+			misses = nil
+			for _, x := range held {
+				x.Done(false, failed)
+			}
+			held = nil
+		}
+		if len(misses) > 0 {
+			x := misses[0]
+			misses = misses[1:]
+			if err := u.writeSet(server, x, 1); err != nil {
+				fail("SET_TENSOR", err)
+				x.Done(false, failed)
+				continue
+			}
+			if dirty[x.hash]--; dirty[x.hash] <= 0 {
+				delete(dirty, x.hash)
+				// probes for the same bytes go now
+				var keep []*Set
+				for _, h := range held {
+					if h.hash == x.hash {
+						u.mu.Lock()
+						u.queue = append([]*Set{h}, u.queue...)
+						u.mu.Unlock()
+					} else {
+						keep = append(keep, h)
+					}
+				}
+				held = keep
+			}
+			x.Done(false, nil)
+			continue
+		}
+		x := u.next(inflight == 0 && len(held) == 0)
+		if x == nil {
+			if inflight > 0 {
+				handle(<-replies)
+				continue
+			}
+			if len(held) == 0 {
+				break // stopped: a push from now on starts another
+			}
+			// cannot happen (a held probe waits on a miss in flight):
+			// they go now
+			u.mu.Lock()
+			u.queue = append(u.queue, held...)
+			u.mu.Unlock()
+			held = nil
+			continue
+		}
+		if failed != nil {
+			x.Done(false, failed)
+			continue
+		}
+		if !x.Probe {
+			flag := byte(0)
+			if x.Cache {
+				flag = 1
+			}
+			if err := u.writeSet(server, x, flag); err != nil {
+				fail("SET_TENSOR", err)
+				x.Done(false, failed)
+				continue
+			}
+			x.Done(false, nil)
+			continue
+		}
+		if x.hash == 0 {
+			x.hash = x.Hash()
+		}
+		if dirty[x.hash] > 0 {
+			held = append(held, x)
+			continue
+		}
+		if inflight == probesInFlight {
+			handle(<-replies)
+		}
+		if failed != nil {
+			x.Done(false, failed)
+			continue
+		}
+		if err := u.writeProbe(server, x); err != nil {
+			fail("SET_TENSOR_HASH", err)
+			x.Done(false, failed)
+			continue
+		}
+		if x.Data != nil {
+			dirty[x.hash]++
+		}
+		inflight++
+		expect <- x
+	}
+	close(expect)
+	readers.Wait()
+}
+
+// readReplies reads the probes' replies in order; after a failure the
+// rest get the error.
+func (u *setter) readReplies(server net.Conn, expect <-chan *Set, replies chan<- reply) {
+	var bad error
+	var rsp [9]byte
+	for x := range expect {
+		if bad == nil {
+			server.SetReadDeadline(time.Now().Add(u.g.ioTimeout))
+			if _, err := io.ReadFull(server, rsp[:]); err != nil {
+				bad = err
+			} else if n := binary.LittleEndian.Uint64(rsp[:8]); n != 1 {
+				bad = u.g.broken("a reply of %d bytes where the protocol has 1", n)
+			} else if rsp[8] > 1 {
+				bad = u.g.broken("result %d where 0 or 1 is allowed", rsp[8])
+			} else {
+				u.g.received.Add(9)
+			}
+		}
+		replies <- reply{x: x, hit: bad == nil && rsp[8] == 1, err: bad}
+	}
+}
+
+// writeProbe writes x's SET_TENSOR_HASH: the tensor, the offset, the hash.
+func (u *setter) writeProbe(server net.Conn, x *Set) error {
+	var req [9 + TensorSize + 16]byte
+	req[0] = CmdSetTensorHash
+	binary.LittleEndian.PutUint64(req[1:], TensorSize+16)
+	copy(req[9:], x.Tensor[:])
+	binary.LittleEndian.PutUint64(req[9+TensorSize:], x.Offset)
+	binary.LittleEndian.PutUint64(req[9+TensorSize+8:], x.hash)
+	server.SetWriteDeadline(time.Now().Add(u.g.ioTimeout))
+	if _, err := server.Write(req[:]); err != nil {
+		return err
+	}
+	u.g.sent.Add(uint64(len(req)))
+	return nil
+}
+
+// writeSet writes x's SET_TENSOR: the tensor, the cache flag, the offset,
+// then the data, under one write deadline per streamPiece.
+func (u *setter) writeSet(server net.Conn, x *Set, cacheFlag byte) error {
+	var hdr [9 + TensorSize + 9]byte
+	hdr[0] = CmdSetTensor
+	binary.LittleEndian.PutUint64(hdr[1:], TensorSize+9+uint64(len(x.Data)))
+	copy(hdr[9:], x.Tensor[:])
+	hdr[9+TensorSize] = cacheFlag
+	binary.LittleEndian.PutUint64(hdr[9+TensorSize+1:], x.Offset)
+	server.SetWriteDeadline(time.Now().Add(u.g.ioTimeout))
+	first := min(len(x.Data), streamPiece)
+	bufs := net.Buffers{hdr[:], x.Data[:first]}
+	if _, err := bufs.WriteTo(server); err != nil {
+		return err
+	}
+	for pos := first; pos < len(x.Data); pos += streamPiece {
+		server.SetWriteDeadline(time.Now().Add(u.g.ioTimeout))
+		if _, err := server.Write(x.Data[pos:min(len(x.Data), pos+streamPiece)]); err != nil {
+			return err
+		}
+	}
+	u.g.sent.Add(uint64(len(hdr) + len(x.Data)))
+	return nil
+}

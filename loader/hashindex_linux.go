@@ -1,0 +1,5 @@
+package loader
+
+import "syscall"
+
+func statCtime(s *syscall.Stat_t) int64 { return s.Ctim.Sec*1e9 + s.Ctim.Nsec }

@@ -1,0 +1,253 @@
+package loader
+
+import (
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
+)
+
+// Tensors bound for an RPC server behind ggml's guard are sent by the guard
+// itself (ggml.Device.SendRPC), from the lane's bounce buffer: the
+// requests the native client would make, without its copies. For a weight
+// above 10 MiB, which the client would hash and ask of the server's file
+// cache before sending, the hash is worked out on another goroutine while
+// the lane reads the next tensor, or taken from the hash index
+// (hashindex.go) of an earlier load. The lane asks the server's cache for
+// every tensor whose hash it knows before it reads any, all at once (one
+// round trip in all): a hit is a tensor neither read nor sent. At most
+// rpcInFlight tensors of a lane are on their way at once, each in a
+// bounce buffer of its own.
+
+// rpcInFlight is how many of a lane's tensors may be queued to servers at
+// once (the memory of the native queue: one bounce buffer and two
+// messages).
+const rpcInFlight = 3
+
+// rpcFlight is a tensor queued to a server.
+type rpcFlight struct {
+	t      task
+	buf    []byte
+	done   chan rpcDone
+	hashed chan struct{} // closed once hash is set; nil when not hashed here
+	hash   uint64
+	fh     *fileHashes
+	key    hashKey
+}
+
+type rpcDone struct {
+	hit bool
+	err error
+}
+
+// rpcHashes are a load's hash indexes, one per file, opened on first use.
+type rpcHashes struct {
+	mu    sync.Mutex
+	files map[int]*fileHashes
+	tried map[int]bool
+}
+
+// forFile is the index of the load's file i; nil when it has none (no
+// local file, or the index is off).
+func (l *load) hashesFor(i int) *fileHashes {
+	h := &l.hashes
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tried[i] {
+		return h.files[i]
+	}
+	if h.tried == nil {
+		h.tried, h.files = map[int]bool{}, map[int]*fileHashes{}
+	}
+	h.tried[i] = true
+	f := l.model.files[i]
+	dir := hashIndexDir(l.o.HashIndex)
+	if dir == "" || f.f == nil {
+		return nil
+	}
+	h.files[i] = openFileHashes(dir, f.f)
+	return h.files[i]
+}
+
+// save writes what the load added to the indexes; a failure is logged (the
+// index is a cache).
+func (h *rpcHashes) save(log *slog.Logger) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, fh := range h.files {
+		if err := fh.save(); err != nil {
+			log.Warn("the RPC hash index is not saved", "dir", fh.dir, "err", err)
+		}
+	}
+}
+
+// probes reports whether the client would ask the server's cache for t
+// first: a weight buffer's tensor above the hash threshold.
+func probes(t task) bool {
+	return t.w.Size > ggml.RPCHashThreshold && t.pl.Buffer.Buffer.Usage() == ggml.UsageWeights
+}
+
+// rpcKey is t's range in the index of its file.
+func (l *load) rpcKey(t task) hashKey {
+	return hashKey{off: l.model.files[t.w.File].base + t.w.Offset, size: t.w.Size}
+}
+
+// askCaches asks the servers' caches for the lane's tensors whose hashes
+// the index knows, all at once, and keeps the answers.
+func (ln *lane) askCaches() error {
+	l := ln.l
+	type asked struct {
+		t    task
+		done chan rpcDone
+	}
+	var all []asked
+	for _, t := range ln.tasks {
+		b := t.pl.Buffer
+		if b == nil || b.Buffer.IsHost() || !b.Device.SendsRPC() || !probes(t) {
+			continue
+		}
+		fh := l.hashesFor(t.w.File)
+		k := l.rpcKey(t)
+		h, ok := fh.get(k.off, k.size)
+		if !ok {
+			continue
+		}
+		a := asked{t, make(chan rpcDone, 1)}
+		err := b.Device.SendRPC(ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(t.w.Size), Probe: true,
+			Hash: func() uint64 { return h }, Done: func(hit bool, err error) { a.done <- rpcDone{hit, err} }})
+		if err != nil {
+			return l.tensorError("load", t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", t.pl.Plan.Name, b.Device.Name(), err))
+		}
+		all = append(all, a)
+	}
+	var first error
+	for _, a := range all {
+		d := <-a.done
+		if d.err != nil && first == nil {
+			first = l.tensorError("load", a.t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", a.t.pl.Plan.Name, a.t.pl.Buffer.Device.Name(), d.err))
+		}
+		if ln.cached == nil {
+			ln.cached = map[int]bool{}
+		}
+		ln.cached[a.t.i] = d.hit
+	}
+	return first
+}
+
+// rpcDirect sends task t through the guard of its RPC device: from the
+// server's cache when askCaches found it there (only a window is read, for
+// the confirmation), otherwise read whole into a bounce buffer and queued.
+func (ln *lane) rpcDirect(t task, src source) error {
+	l := ln.l
+	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
+	if w.Size == 0 {
+		return nil
+	}
+	q, err := ln.rpcQueueFor(b.Device) // the confirmation's reads
+	if err != nil {
+		return err
+	}
+	hit, asked := ln.cached[t.i]
+	if hit {
+		if err := ln.sampleFrom(t, q, src); err != nil {
+			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
+		}
+		ln.addDone(t.pl.Path, uint64(w.Size))
+		l.model.statsMu.Lock()
+		l.model.Stats.RPCCached += uint64(w.Size)
+		l.model.statsMu.Unlock()
+		return l.progress()
+	}
+	for len(ln.flights) >= rpcInFlight {
+		if err := ln.land(); err != nil {
+			return err
+		}
+	}
+	buf, err := ln.bounceBuf(w.Size, tp.Name)
+	if err != nil {
+		return err
+	}
+	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
+		ln.putBounce(buf)
+		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
+	}
+	if l.o.CheckTensors {
+		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
+	}
+	ln.sample(t, q, buf)
+	fl := &rpcFlight{t: t, buf: buf, done: make(chan rpcDone, 1)}
+	set := ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(len(buf)), Data: buf, Done: func(hit bool, err error) { fl.done <- rpcDone{hit, err} }}
+	switch {
+	case !probes(t):
+	case asked:
+		// the cache missed it: sent for it to keep, as after the
+		// client's own probe
+		set.Cache = true
+	default:
+		fl.fh, fl.key = l.hashesFor(w.File), l.rpcKey(t)
+		set.Probe = true
+		if h, ok := fl.fh.get(fl.key.off, fl.key.size); ok {
+			set.Hash = func() uint64 { return h }
+			break
+		}
+		fl.hashed = make(chan struct{})
+		go func() {
+			h := fnv.New64a()
+			h.Write(buf)
+			fl.hash = h.Sum64()
+			close(fl.hashed)
+		}()
+		set.Hash = func() uint64 { <-fl.hashed; return fl.hash }
+	}
+	if err := b.Device.SendRPC(set); err != nil {
+		if fl.hashed != nil {
+			<-fl.hashed
+		}
+		ln.putBounce(buf)
+		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, b.Device.Name(), err)
+	}
+	ln.flights = append(ln.flights, fl)
+	return deviceErr(b, tp.Name)
+}
+
+// land waits for the lane's oldest tensor on its way to be written to its
+// server, and takes its bounce buffer back.
+func (ln *lane) land() error {
+	l := ln.l
+	fl := ln.flights[0]
+	ln.flights = ln.flights[1:]
+	d := <-fl.done
+	if fl.hashed != nil {
+		<-fl.hashed // the hash read the buffer
+		fl.fh.put(fl.key.off, fl.key.size, fl.hash)
+		l.model.statsMu.Lock()
+		l.model.Stats.RPCHashed += uint64(len(fl.buf))
+		l.model.statsMu.Unlock()
+	}
+	ln.putBounce(fl.buf)
+	if d.hit {
+		l.model.statsMu.Lock()
+		l.model.Stats.RPCCached += uint64(len(fl.buf))
+		l.model.statsMu.Unlock()
+	}
+	if d.err != nil {
+		b := fl.t.pl.Buffer
+		return l.tensorError("load", fl.t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", fl.t.pl.Plan.Name, b.Device.Name(), d.err))
+	}
+	return nil
+}
+
+// landAll waits for every tensor of the lane on its way; the first
+// failure is returned.
+func (ln *lane) landAll() error {
+	var first error
+	for len(ln.flights) > 0 {
+		if err := ln.land(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
