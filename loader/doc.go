@@ -58,6 +58,17 @@
 // pinned protocol has no command that reports what a buffer holds, and
 // SET_TENSOR has no reply).
 //
+// RPC servers get their weights from the guard in front of them, which
+// speaks the protocol itself (requests byte for byte as ggml's client
+// makes them, without its copies). A server with a file cache
+// (ggml-rpc-server -c) is asked for each weight above 10 MiB by its hash
+// first, as llama.cpp does; the hashes are worked out on other cores while
+// the data of other tensors is on the wire, and kept in a hash index in
+// the user cache (Options.HashIndex), so that the next load of the same
+// file asks for all of them at once before it reads anything and reads
+// only what the cache misses. The window a confirmation compares is read
+// from the file as it is then.
+//
 // Memory. Beyond the weights, a load holds staging rings, bounce and
 // direct-read buffers while it runs: MemoryOf bounds them, per part, for a
 // plan and options, and the Memory type says what each mode takes. Bounce

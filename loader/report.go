@@ -63,6 +63,9 @@ func (m *Model) Report(w io.Writer, o ReportOptions) {
 	if s.Confirmed > 0 {
 		fmt.Fprintf(w, "; %d tensors on RPC servers confirmed by read-back in %v", s.Confirmed, round(s.Confirm))
 	}
+	if s.RPCCached > 0 || s.RPCHashed > 0 {
+		fmt.Fprintf(w, "; %.2f MiB set by RPC servers' file caches, %.2f MiB hashed to ask them", float64(s.RPCCached)/(1<<20), float64(s.RPCHashed)/(1<<20))
+	}
 	fmt.Fprintln(w)
 	for _, path := range []Path{PathZeroCopy, PathFromMap, PathRead, PathStaged, PathSync} {
 		if n := s.Moved[path]; n > 0 {

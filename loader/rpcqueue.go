@@ -7,8 +7,10 @@ import (
 	"github.com/ggload/ggload/ggml"
 )
 
-// Tensors bound for an RPC server are queued on the device's backend
-// (ggml_backend_tensor_set_async) rather than set one call at a time. The
+// Tensors bound for an RPC server that the guard does not send itself
+// (rpcdirect.go; RPCOptions.Direct or NativeSets) are queued on the
+// device's backend (ggml_backend_tensor_set_async) rather than set one
+// call at a time. The
 // pinned RPC client copies the tensor into its message (and, above 10 MiB
 // into a weight buffer, hashes it for the server's file cache and asks the
 // server first) in the calling goroutine, then hands the message to its

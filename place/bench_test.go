@@ -16,10 +16,11 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// benchModel writes a 1000-layer model with 100 tensors per layer (100k in
-// all): every layer template of llama.cpp's tensor table, weights and
-// biases, under an architecture the pin does not know (the generic path).
-func benchModel(b *testing.B) string {
+// benchModel writes a model of layers layers with 100 tensors each (100k
+// in all for 1000): every layer template of llama.cpp's tensor table,
+// weights and biases, under an architecture the pin does not know (the
+// generic path).
+func benchModel(b *testing.B, layers int) string {
 	dir, err := os.MkdirTemp("", "place-bench-")
 	if err != nil {
 		b.Fatal(err)
@@ -42,7 +43,7 @@ func benchModel(b *testing.B) string {
 		}
 	}
 	must(w.Set("general.architecture", gguf.String("bench")))
-	must(w.Set("bench.block_count", gguf.Uint32(1000)))
+	must(w.Set("bench.block_count", gguf.Uint32(uint32(layers))))
 	must(w.Set("bench.context_length", gguf.Uint32(4096)))
 	must(w.Set("tokenizer.ggml.model", gguf.String("none")))
 	must(w.Set("bench.embedding_length", gguf.Uint32(64)))
@@ -54,7 +55,7 @@ func benchModel(b *testing.B) string {
 	data := make([]byte, 64*4)
 	must(w.AddTensorBytes("token_embd.weight", ggml.TypeF32, []int64{64, 1}, data))
 	must(w.AddTensorBytes("output.weight", ggml.TypeF32, []int64{64, 1}, data))
-	for il := 0; il < 1000; il++ {
+	for il := 0; il < layers; il++ {
 		n := 0
 		for _, suffix := range []string{"weight", "bias"} {
 			for _, tmpl := range tmpls {
@@ -84,27 +85,32 @@ func benchModel(b *testing.B) string {
 	return path
 }
 
-// Planning 100k tensors on the real devices; the probe cache keeps the
-// number of supports_op calls to a few hundred.
+// Planning 1k, 10k and 100k tensors on the real devices; the probe cache
+// keeps the number of supports_op calls to a few hundred.
 //
-//	go test -run XXX -bench Plan100k ./place
-func BenchmarkPlan100kTensors(b *testing.B) {
+//	go test -run XXX -bench PlanTensors ./place
+func BenchmarkPlanTensors(b *testing.B) {
 	rt := testenv.Runtime(b)
-	path := benchModel(b)
-	m, err := gguf.OpenModel(path)
-	if err != nil {
-		b.Fatal(err)
+	for _, layers := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("%dk", layers/10), func(b *testing.B) {
+			path := benchModel(b, layers)
+			m, err := gguf.OpenModel(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			b.ReportMetric(float64(len(m.Weights)), "tensors")
+			var p *place.Plan
+			for b.Loop() {
+				if p, err = place.New(rt, m, place.Params{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(p.Probes), "probes")
+			b.ReportMetric(float64(p.ProbeQuestions), "questions")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(m.Weights)), "ns/tensor")
+		})
 	}
-	defer m.Close()
-	b.ReportMetric(float64(len(m.Weights)), "tensors")
-	var p *place.Plan
-	for b.Loop() {
-		if p, err = place.New(rt, m, place.Params{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(p.Probes), "probes")
-	b.ReportMetric(float64(p.ProbeQuestions), "questions")
 }
 
 // Planning 1000-layer models of several architectures (the exact path:

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,6 +45,7 @@ type benchFlags struct {
 	save    string
 	rate    float64       // --http: bytes a second
 	cold    bool          // --cold: the model's pages evicted before every process
+	rpcCold []string      // --rpc-cache-dir: servers' file caches emptied before every process
 	latency time.Duration // --http-latency
 }
 
@@ -200,6 +203,16 @@ func (bf *benchFlags) addSource(s *optionSet) {
 		"(posix_fadvise DONTNEED, no root needed), the floors are this machine's cold read (one O_DIRECT pass at the best queue depth), " +
 		"and the modes are none,mmap,dio,auto unless --modes says otherwise",
 		on: func(on bool) error { bf.cold = on; return nil }})
+	s.add(&option{names: []string{"--rpc-cache-dir"}, value: "DIR,...", help: "the file caches of the RPC servers (ggml-rpc-server -c, under LLAMA_CACHE) to empty before every process: loads onto servers whose cache is cold; without it a cache stays warm after the first load",
+		set: func(v string) error {
+			bf.rpcCold = splitList(v)
+			for _, d := range bf.rpcCold {
+				if st, err := os.Stat(d); err != nil || !st.IsDir() {
+					return fmt.Errorf("%s: not a directory", d)
+				}
+			}
+			return nil
+		}})
 	s.add(&option{names: []string{"--http"}, value: "RATE", help: "instead of the load modes, serve the model on loopback over a link of RATE a second (1GiB, 100MiB/s, ...) and time: " +
 		"the plan from the URL against from the file, and a streaming load from the URL onto each target against the link (goal: 90%)",
 		set: func(v string) error {
@@ -410,6 +423,9 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 			} else {
 				warmPageCache(m)
 			}
+			if err := emptyDirs(bf.rpcCold); err != nil {
+				return row, fmt.Errorf("--rpc-cache-dir: %w", err)
+			}
 			mm, err := bf.child(ctx, m.Paths[0], impl, c, false)
 			if err != nil {
 				mm = measurement{child: childResult{Err: err.Error()}}
@@ -454,4 +470,21 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 	// other split modes are held to llama.cpp's time
 	row.Goal = goal(row, bf.sm == "" || bf.sm == "layer" || !c.multi(), bf.cold)
 	return row, nil
+}
+
+// emptyDirs removes every file under each directory, keeping the
+// directories (a server made its cache's at start and writes into them).
+func emptyDirs(dirs []string) error {
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			return os.Remove(p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -182,7 +182,7 @@ func TestBenchSplitTensor(t *testing.T) {
 		t.Fatalf("ggload %+v, llama.cpp %+v", r.Ggload, r.Llama)
 	}
 	// held to llama.cpp's time, not to the goals of whole layers per device
-	if r.Floor <= 0 || !strings.Contains(r.Goal, "time ≤ 1.00× llama.cpp's") || strings.Contains(r.Goal, "slowest device alone") {
+	if r.Floor <= 0 || !strings.Contains(r.Goal, "time ≤ 0.90× llama.cpp's") || strings.Contains(r.Goal, "slowest device alone") {
 		t.Fatalf("floor %v, goal %q", r.Floor, r.Goal)
 	}
 	if _, err := runCLI(t, "bench", "-sm", "none", "m.gguf"); err == nil || !strings.Contains(err.Error(), "want layer, row or tensor") {

@@ -404,7 +404,7 @@ func TestBenchCommand(t *testing.T) {
 	if m := regexp.MustCompile(`\b\w+\.go\b`).FindString(text); m != "" {
 		t.Errorf("the report names a source file (%s):\n%s", m, text)
 	}
-	if !strings.Contains(text, "dio→none: time ≤ 1.00× llama.cpp's") {
+	if !strings.Contains(text, "dio→none: time ≤ 0.90× llama.cpp's") {
 		t.Errorf("no verdict for dio→none:\n%s", text)
 	}
 	for _, bad := range [][]string{
