@@ -104,6 +104,9 @@ func (ln *lane) askCaches() error {
 		done chan rpcDone
 	}
 	var all []asked
+	// the same bytes twice are asked once here: the client asks for the
+	// second copy after it sent the first, and the cache then has it
+	seen := map[uint64]bool{}
 	for _, t := range ln.tasks {
 		b := t.pl.Buffer
 		if b == nil || b.Buffer.IsHost() || !b.Device.SendsRPC() || !probes(t) {
@@ -112,9 +115,10 @@ func (ln *lane) askCaches() error {
 		fh := l.hashesFor(t.w.File)
 		k := l.rpcKey(t)
 		h, ok := fh.get(k.off, k.size)
-		if !ok {
+		if !ok || seen[h] {
 			continue
 		}
+		seen[h] = true
 		a := asked{t, make(chan rpcDone, 1)}
 		err := b.Device.SendRPC(ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(t.w.Size), Probe: true,
 			Hash: func() uint64 { return h }, Done: func(hit bool, err error) { a.done <- rpcDone{hit, err} }})
@@ -137,6 +141,23 @@ func (ln *lane) askCaches() error {
 	return first
 }
 
+// askNow asks t's server's cache for the bytes of hash h and waits for the
+// answer.
+func (ln *lane) askNow(t task, h uint64) (bool, error) {
+	b := t.pl.Buffer
+	done := make(chan rpcDone, 1)
+	err := b.Device.SendRPC(ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(t.w.Size), Probe: true,
+		Hash: func() uint64 { return h }, Done: func(hit bool, err error) { done <- rpcDone{hit, err} }})
+	if err == nil {
+		d := <-done
+		err = d.err
+		if err == nil {
+			return d.hit, nil
+		}
+	}
+	return false, ln.l.tensorError("load", t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", t.pl.Plan.Name, b.Device.Name(), err))
+}
+
 // rpcDirect sends task t through the guard of its RPC device: from the
 // server's cache when askCaches found it there (only a window is read, for
 // the confirmation), otherwise read whole into a bounce buffer and queued.
@@ -151,6 +172,18 @@ func (ln *lane) rpcDirect(t task, src source) error {
 		return err
 	}
 	hit, asked := ln.cached[t.i]
+	if !asked && probes(t) {
+		// a copy of bytes asked for before: asked now, behind the sets
+		// queued so far
+		if fh, k := l.hashesFor(w.File), l.rpcKey(t); fh != nil {
+			if h, ok := fh.get(k.off, k.size); ok {
+				if hit, err = ln.askNow(t, h); err != nil {
+					return err
+				}
+				asked = true
+			}
+		}
+	}
 	if hit {
 		if err := ln.sampleFrom(t, q, src); err != nil {
 			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
