@@ -197,13 +197,41 @@ func (u *setter) run() {
 	// one-at-a-time sets, so that the cache answers it
 	dirty := map[uint64]int{}
 	var held []*Set
+	// settle ends x's claim on its hash once its data is written, or not
+	// needed (a hit), or failed: the probes held for the same bytes go
+	// next
+	settle := func(x *Set) {
+		if !x.Probe || x.Data == nil {
+			return
+		}
+		if dirty[x.hash]--; dirty[x.hash] > 0 {
+			return
+		}
+		delete(dirty, x.hash)
+		var keep, again []*Set
+		for _, h := range held {
+			if h.hash == x.hash {
+				again = append(again, h)
+			} else {
+				keep = append(keep, h)
+			}
+		}
+		held = keep
+		if len(again) > 0 {
+			u.mu.Lock()
+			u.queue = append(again, u.queue...)
+			u.mu.Unlock()
+		}
+	}
 	handle := func(r reply) {
 		inflight--
 		switch {
 		case r.err != nil:
 			fail("SET_TENSOR_HASH", r.err)
+			settle(r.x)
 			r.x.Done(false, failed)
 		case r.hit:
+			settle(r.x)
 			r.x.Done(true, nil)
 		case r.x.Data == nil:
 			r.x.Done(false, nil) // a probe only: the caller sends the bytes
@@ -233,25 +261,12 @@ func (u *setter) run() {
 		if len(misses) > 0 {
 			x := misses[0]
 			misses = misses[1:]
-			if err := u.writeSet(server, x, 1); err != nil {
+			err := u.writeSet(server, x, 1)
+			settle(x)
+			if err != nil {
 				fail("SET_TENSOR", err)
 				x.Done(false, failed)
 				continue
-			}
-			if dirty[x.hash]--; dirty[x.hash] <= 0 {
-				delete(dirty, x.hash)
-				// probes for the same bytes go now
-				var keep []*Set
-				for _, h := range held {
-					if h.hash == x.hash {
-						u.mu.Lock()
-						u.queue = append([]*Set{h}, u.queue...)
-						u.mu.Unlock()
-					} else {
-						keep = append(keep, h)
-					}
-				}
-				held = keep
 			}
 			x.Done(false, nil)
 			continue
@@ -265,8 +280,9 @@ func (u *setter) run() {
 			if len(held) == 0 {
 				break // stopped: a push from now on starts another
 			}
-			// cannot happen (a held probe waits on a miss in flight):
-			// they go now
+			// cannot happen (a held probe waits on a set in flight,
+			// which settles it): they go now
+			clear(dirty)
 			u.mu.Lock()
 			u.queue = append(u.queue, held...)
 			u.mu.Unlock()

@@ -260,3 +260,42 @@ func TestSendChecks(t *testing.T) {
 		}
 	}
 }
+
+// A probe whose bytes the cache already had, while a second copy of them
+// waits behind it: the copy is asked once the first is answered (and hits
+// too), nothing waits for good.
+func TestSetsCopyOfAHit(t *testing.T) {
+	a, b := tcpPair(t)
+	f := &fakeCache{conn: b, cache: map[uint64]bool{hashOfOffset(0): true}, sets: map[uint64]byte{}}
+	go f.serve()
+	g := guardOn(a)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	hits := 0
+	for _, off := range []uint64{0, dup, 2 * dup} {
+		wg.Add(1)
+		if err := g.Send(set(off, true, func(hit bool, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Errorf("set %d: %v", off, err)
+			}
+			if hit {
+				mu.Lock()
+				hits++
+				mu.Unlock()
+			}
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("sets of a cached hash still waiting after 10s")
+	}
+	if hits != 3 {
+		t.Fatalf("%d of 3 copies of cached bytes hit", hits)
+	}
+}
