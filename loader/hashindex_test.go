@@ -12,15 +12,20 @@ import (
 	"time"
 )
 
-// indexFile writes a file of n bytes, each from seed, and opens it.
-func indexFile(t *testing.T, dir, name string, n int, seed byte) *os.File {
-	t.Helper()
+// pattern is n bytes that differ with seed.
+func pattern(n int, seed byte) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = seed + byte(i*31+i>>12)
 	}
+	return b
+}
+
+// indexFile writes a file of n bytes, each from seed, and opens it.
+func indexFile(t *testing.T, dir, name string, n int, seed byte) *os.File {
+	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, pattern(n, seed), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)
@@ -186,16 +191,12 @@ func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 
 // indexFileBytes rewrites path in place with n bytes from seed.
 func indexFileBytes(t *testing.T, path string, n int, seed byte) {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = seed + byte(i*31+i>>12)
-	}
 	w, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, err := w.WriteAt(b, 0); err != nil {
+	if _, err := w.WriteAt(pattern(n, seed), 0); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -43,33 +43,31 @@ type rpcDone struct {
 	err error
 }
 
-// rpcHashes are a load's hash indexes, one per file, opened on first use.
+// rpcHashes are a load's hash indexes, one per file, opened on first use
+// (nil for a file that has none).
 type rpcHashes struct {
 	mu    sync.Mutex
 	files map[int]*fileHashes
-	tried map[int]bool
 }
 
-// forFile is the index of the load's file i; nil when it has none (no
+// hashesFor is the index of the load's file i; nil when it has none (no
 // local file, or the index is off).
 func (l *load) hashesFor(i int) *fileHashes {
 	h := &l.hashes
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.tried[i] {
-		return h.files[i]
+	if fh, ok := h.files[i]; ok {
+		return fh
 	}
-	if h.tried == nil {
-		h.tried, h.files = map[int]bool{}, map[int]*fileHashes{}
+	if h.files == nil {
+		h.files = map[int]*fileHashes{}
 	}
-	h.tried[i] = true
-	f := l.model.files[i]
-	dir := hashIndexDir(l.o.HashIndex)
-	if dir == "" || f.f == nil {
-		return nil
+	var fh *fileHashes
+	if dir, f := hashIndexDir(l.o.HashIndex), l.model.files[i]; dir != "" && f.f != nil {
+		fh = openFileHashes(dir, f.f)
 	}
-	h.files[i] = openFileHashes(dir, f.f)
-	return h.files[i]
+	h.files[i] = fh
+	return fh
 }
 
 // save writes what the load added to the indexes; a failure is logged (the
@@ -95,43 +93,71 @@ func (l *load) rpcKey(t task) hashKey {
 	return hashKey{off: l.model.files[t.w.File].base + t.w.Offset, size: t.w.Size}
 }
 
+// knownHash is t's hash from the index of its file, if it has it.
+func (l *load) knownHash(t task) (uint64, bool) {
+	k := l.rpcKey(t)
+	return l.hashesFor(t.w.File).get(k.off, k.size)
+}
+
+// rpcError names t and its device in an error of sending it.
+func (l *load) rpcError(t task, err error) error {
+	return l.tensorError("load", t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", t.pl.Plan.Name, t.pl.Buffer.Device.Name(), err))
+}
+
+// countRPC adds to the load's RPC figures.
+func (l *load) countRPC(cached, hashed uint64) {
+	l.model.statsMu.Lock()
+	l.model.Stats.RPCCached += cached
+	l.model.Stats.RPCHashed += hashed
+	l.model.statsMu.Unlock()
+}
+
+// ask asks t's server's cache for the bytes of hash h; the answer comes
+// on the channel.
+func (l *load) ask(t task, h uint64) (<-chan rpcDone, error) {
+	done := make(chan rpcDone, 1)
+	err := t.pl.Buffer.Device.SendRPC(ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(t.w.Size), Probe: true,
+		Hash: func() uint64 { return h }, Done: func(hit bool, err error) { done <- rpcDone{hit, err} }})
+	if err != nil {
+		return nil, l.rpcError(t, err)
+	}
+	return done, nil
+}
+
 // askCaches asks the servers' caches for the lane's tensors whose hashes
 // the index knows, all at once, and keeps the answers.
 func (ln *lane) askCaches() error {
 	l := ln.l
 	type asked struct {
 		t    task
-		done chan rpcDone
+		done <-chan rpcDone
 	}
 	var all []asked
 	// the same bytes twice are asked once here: the client asks for the
 	// second copy after it sent the first, and the cache then has it
 	seen := map[uint64]bool{}
+	var first error
 	for _, t := range ln.tasks {
 		b := t.pl.Buffer
 		if b == nil || b.Buffer.IsHost() || !b.Device.SendsRPC() || !probes(t) {
 			continue
 		}
-		fh := l.hashesFor(t.w.File)
-		k := l.rpcKey(t)
-		h, ok := fh.get(k.off, k.size)
+		h, ok := l.knownHash(t)
 		if !ok || seen[h] {
 			continue
 		}
 		seen[h] = true
-		a := asked{t, make(chan rpcDone, 1)}
-		err := b.Device.SendRPC(ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(t.w.Size), Probe: true,
-			Hash: func() uint64 { return h }, Done: func(hit bool, err error) { a.done <- rpcDone{hit, err} }})
+		done, err := l.ask(t, h)
 		if err != nil {
-			return l.tensorError("load", t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", t.pl.Plan.Name, b.Device.Name(), err))
+			first = err
+			break // the answers of those asked are still awaited
 		}
-		all = append(all, a)
+		all = append(all, asked{t, done})
 	}
-	var first error
 	for _, a := range all {
 		d := <-a.done
 		if d.err != nil && first == nil {
-			first = l.tensorError("load", a.t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", a.t.pl.Plan.Name, a.t.pl.Buffer.Device.Name(), d.err))
+			first = l.rpcError(a.t, d.err)
 		}
 		if ln.cached == nil {
 			ln.cached = map[int]bool{}
@@ -139,23 +165,6 @@ func (ln *lane) askCaches() error {
 		ln.cached[a.t.i] = d.hit
 	}
 	return first
-}
-
-// askNow asks t's server's cache for the bytes of hash h and waits for the
-// answer.
-func (ln *lane) askNow(t task, h uint64) (bool, error) {
-	b := t.pl.Buffer
-	done := make(chan rpcDone, 1)
-	err := b.Device.SendRPC(ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(t.w.Size), Probe: true,
-		Hash: func() uint64 { return h }, Done: func(hit bool, err error) { done <- rpcDone{hit, err} }})
-	if err == nil {
-		d := <-done
-		err = d.err
-		if err == nil {
-			return d.hit, nil
-		}
-	}
-	return false, ln.l.tensorError("load", t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", t.pl.Plan.Name, b.Device.Name(), err))
 }
 
 // rpcDirect sends task t through the guard of its RPC device: from the
@@ -171,17 +180,21 @@ func (ln *lane) rpcDirect(t task, src source) error {
 	if err != nil {
 		return err
 	}
+	probe := probes(t)
 	hit, asked := ln.cached[t.i]
-	if !asked && probes(t) {
-		// a copy of bytes asked for before: asked now, behind the sets
-		// queued so far
-		if fh, k := l.hashesFor(w.File), l.rpcKey(t); fh != nil {
-			if h, ok := fh.get(k.off, k.size); ok {
-				if hit, err = ln.askNow(t, h); err != nil {
-					return err
-				}
-				asked = true
+	if !asked && probe {
+		if h, ok := l.knownHash(t); ok {
+			// a copy of bytes asked for before: asked now, behind the
+			// sets queued so far
+			done, err := l.ask(t, h)
+			if err != nil {
+				return err
 			}
+			d := <-done
+			if d.err != nil {
+				return l.rpcError(t, d.err)
+			}
+			hit, asked = d.hit, true
 		}
 	}
 	if hit {
@@ -189,9 +202,7 @@ func (ln *lane) rpcDirect(t task, src source) error {
 			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
 		}
 		ln.addDone(t.pl.Path, uint64(w.Size))
-		l.model.statsMu.Lock()
-		l.model.Stats.RPCCached += uint64(w.Size)
-		l.model.statsMu.Unlock()
+		l.countRPC(uint64(w.Size), 0)
 		return l.progress()
 	}
 	for len(ln.flights) >= rpcInFlight {
@@ -214,18 +225,16 @@ func (ln *lane) rpcDirect(t task, src source) error {
 	fl := &rpcFlight{t: t, buf: buf, done: make(chan rpcDone, 1)}
 	set := ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(len(buf)), Data: buf, Done: func(hit bool, err error) { fl.done <- rpcDone{hit, err} }}
 	switch {
-	case !probes(t):
+	case !probe:
 	case asked:
 		// the cache missed it: sent for it to keep, as after the
 		// client's own probe
 		set.Cache = true
 	default:
+		// a hash the index knows was asked for above: this one is
+		// worked out meanwhile
 		fl.fh, fl.key = l.hashesFor(w.File), l.rpcKey(t)
 		set.Probe = true
-		if h, ok := fl.fh.get(fl.key.off, fl.key.size); ok {
-			set.Hash = func() uint64 { return h }
-			break
-		}
 		fl.hashed = make(chan struct{})
 		go func() {
 			h := fnv.New64a()
@@ -240,7 +249,7 @@ func (ln *lane) rpcDirect(t task, src source) error {
 			<-fl.hashed
 		}
 		ln.putBounce(buf)
-		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, b.Device.Name(), err)
+		return l.rpcError(t, err)
 	}
 	ln.flights = append(ln.flights, fl)
 	return deviceErr(b, tp.Name)
@@ -253,22 +262,19 @@ func (ln *lane) land() error {
 	fl := ln.flights[0]
 	ln.flights = ln.flights[1:]
 	d := <-fl.done
+	var hashed, cached uint64
 	if fl.hashed != nil {
 		<-fl.hashed // the hash read the buffer
 		fl.fh.put(fl.key.off, fl.key.size, fl.hash)
-		l.model.statsMu.Lock()
-		l.model.Stats.RPCHashed += uint64(len(fl.buf))
-		l.model.statsMu.Unlock()
+		hashed = uint64(len(fl.buf))
 	}
-	ln.putBounce(fl.buf)
 	if d.hit {
-		l.model.statsMu.Lock()
-		l.model.Stats.RPCCached += uint64(len(fl.buf))
-		l.model.statsMu.Unlock()
+		cached = uint64(len(fl.buf))
 	}
+	l.countRPC(cached, hashed)
+	ln.putBounce(fl.buf)
 	if d.err != nil {
-		b := fl.t.pl.Buffer
-		return l.tensorError("load", fl.t.pl.Plan, fmt.Errorf("loader: tensor '%s' to %s: %w", fl.t.pl.Plan.Name, b.Device.Name(), d.err))
+		return l.rpcError(fl.t, d.err)
 	}
 	return nil
 }
