@@ -104,15 +104,7 @@ func TestArchitectures(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
 	openLlama(t, rt)
-	src := testenv.SourceTree(t)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	files, err := synth.ArchFiles(filepath.Join(cache, "ggload", "archs", arch.Pin), src, synth.ArchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := archFiles(t, rt, 0)
 	work := t.TempDir()
 	var models []archModel
 	for _, f := range files {
@@ -194,6 +186,33 @@ func TestArchitectures(t *testing.T) {
 			t.Errorf("%s: the synthesizer could not build a model that llama.cpp refuses: %v", f.Name, f.Err)
 		}
 	}
+}
+
+// archFiles are the synthesized models of every architecture, with
+// embedding_length embd (0: the synthesizer's default), their graphs
+// mended by the replay; GGLOAD_ARCHS, a comma-separated list of
+// architectures, keeps only those (to work on them).
+func archFiles(t *testing.T, rt *ggml.Runtime, embd int64) []synth.ArchFile {
+	t.Helper()
+	src := testenv.SourceTree(t)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "ggload", "archs", arch.Pin)
+	if embd > 0 {
+		dir = filepath.Join(dir, fmt.Sprintf("embd%d", embd))
+	}
+	o := synth.ArchOptions{Embd: embd, Graph: testenv.Lib(rt)}
+	only := os.Getenv("GGLOAD_ARCHS")
+	if only != "" {
+		o.Only = func(a string) bool { return slices.Contains(strings.Split(only, ","), a) }
+	}
+	files, err := synth.ArchFiles(dir, src, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // runChildren runs test in a child process (env naming the work

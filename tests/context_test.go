@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/internal/llama"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
@@ -79,22 +78,9 @@ func TestContextMemory(t *testing.T) {
 	rt := testenv.Runtime(t)
 	testenv.Vulkan(t)
 	openLlama(t, rt)
-	src := testenv.SourceTree(t)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
 	var models []archModel
 	for _, embd := range []int64{0, 256} {
-		dir := filepath.Join(cache, "ggload", "archs", arch.Pin)
-		if embd > 0 {
-			dir = filepath.Join(dir, fmt.Sprintf("embd%d", embd))
-		}
-		files, err := synth.ArchFiles(dir, src, synth.ArchOptions{Embd: embd})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
+		for _, f := range archFiles(t, rt, embd) {
 			if f.Types == synth.ConverterTypes {
 				models = append(models, archModel{Arch: f.Arch, Name: f.Name, Path: f.Path, Embd: embd})
 			}

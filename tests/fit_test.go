@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/internal/llama"
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
@@ -121,19 +120,9 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 		}
 		t.Skipf("%v", err)
 	}
-	src := testenv.SourceTree(t)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	files, err := synth.ArchFiles(filepath.Join(cache, "ggload", "archs", arch.Pin), src, synth.ArchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var models []archModel
-	only := os.Getenv("GGLOAD_FIT_ARCHS") // a comma-separated subset, to work on
-	for _, f := range files {
-		if f.Types == synth.ConverterTypes && (only == "" || slices.Contains(strings.Split(only, ","), f.Arch)) {
+	for _, f := range archFiles(t, rt, 0) {
+		if f.Types == synth.ConverterTypes {
 			models = append(models, archModel{Arch: f.Arch, Name: f.Name, Path: f.Path})
 		}
 	}

@@ -211,19 +211,22 @@ func (g *graphState) nbytes(t *bindings.Tensor) uint64 {
 	return n
 }
 
-// viewFits is ggml_new_tensor_impl's check of a view: its data within
-// its source's.
-func (c *gcall) viewFits(a *bindings.Tensor, typ int32, ne [4]int64, nb [4]uintptr, offset uint64) error {
-	v := bindings.Tensor{Type: typ, Ne: ne, Nb: nb}
-	// a view's size is that of a contiguous tensor of its shape
-	l := c.lib()
-	v.Nb[0] = l.TypeSize(typ)
-	v.Nb[1] = v.Nb[0] * uintptr(ne[0]/l.BlckSize(typ))
-	for i := 2; i < 4; i++ {
-		v.Nb[i] = v.Nb[i-1] * uintptr(ne[i-1])
+// viewFits is ggml_new_tensor_impl's check of a view of nd dimensions:
+// the data of a contiguous tensor of its shape, at its offset from the
+// base tensor (a view of a view is checked against the view's source),
+// within the base's bytes. The size is computed in size_t as ggml does:
+// a negative length wraps around to a size that fails the check.
+func (c *gcall) viewFits(a *bindings.Tensor, nd int, ne [4]int64, offset uint64) error {
+	if a.ViewSrc != nil {
+		offset += uint64(a.ViewOffs)
+		a = a.ViewSrc
 	}
-	size := c.g.nbytes(&v)
-	return c.assert(size == 0 || size+offset <= c.g.nbytes(a), "view_src == NULL || data_size == 0 || data_size + view_offs <= ggml_nbytes(view_src)")
+	l := c.lib()
+	size := uint64(l.TypeSize(a.Type)) * uint64(ne[0]) / uint64(l.BlckSize(a.Type))
+	for i := 1; i < nd; i++ {
+		size *= uint64(ne[i])
+	}
+	return c.assert(size == 0 || size+offset <= c.g.nbytes(a) && size+offset >= size, "view_src == NULL || data_size == 0 || data_size + view_offs <= ggml_nbytes(view_src)")
 }
 
 type opFn func(c *gcall) (Val, error)
@@ -601,7 +604,7 @@ func shapeOps(out map[string]builtinFunc) {
 				nb[i] = uintptr(c.i(2 + nd + i - 1))
 			}
 			offset := uintptr(c.i(2 + nd + nd - 1))
-			if err := c.viewFits(a, a.Type, ne, nb, uint64(offset)); err != nil {
+			if err := c.viewFits(a, nd, ne, uint64(offset)); err != nil {
 				return vVoid, err
 			}
 			l := c.lib()

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/loader/gguf"
@@ -57,6 +58,13 @@ type ArchOptions struct {
 	Layers int      // block_count (default 4)
 	Embd   int64    // embedding_length (default 64)
 	Types  KeyTypes // the metadata's types: the converter's (default) or the loader's
+	// Graph, if set, is the native library the model's compute graphs
+	// are built with by the replay, and mended until they build (graph.go);
+	// nil: the model is only checked by llama.cpp's loading code.
+	Graph *bindings.Lib
+	// Only, if set, picks the architectures ArchFiles writes (the others'
+	// files in its directory are left as they are).
+	Only func(arch string) bool
 }
 
 // maxSteps bounds the additions: a model of the pin needs at most a few
@@ -93,7 +101,10 @@ func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, err
 	m.set(a+"attention.head_count", gguf.Uint32(4))
 	m.set(a+"attention.head_count_kv", gguf.Uint32(2))
 	m.set(a+"vocab_size", gguf.Uint32(uint32(toks.Len())))
-	return m, m.solve()
+	if err := m.solve(); err != nil || o.Graph == nil {
+		return m, err
+	}
+	return m, m.solveGraph(o.Graph)
 }
 
 // archVocab names the vocab file of the pin's models/ directory an
@@ -101,6 +112,15 @@ func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, err
 // the others take llama-spm's.
 var archVocab = map[string]string{
 	"phi3": "phi-3", // its vocabulary loader looks up phi-3's special tokens
+}
+
+// VocabName is the vocab file (ggml-vocab-<name>.gguf in the pin's models/
+// directory) an architecture's model takes its tokenizer from.
+func VocabName(arch string) string {
+	if vn := archVocab[arch]; vn != "" {
+		return vn
+	}
+	return "llama-spm"
 }
 
 // ArchFile is one architecture's synthesized model file.
@@ -131,10 +151,11 @@ func ArchFiles(dir, src string, o ArchOptions) ([]ArchFile, error) {
 	keep := map[string]bool{}
 	var out []ArchFile
 	for _, name := range names {
-		vn := archVocab[name]
-		if vn == "" {
-			vn = "llama-spm"
+		if o.Only != nil && !o.Only(name) {
+			keepArch(dir, name, keep)
+			continue
 		}
+		vn := VocabName(name)
 		vf := vocabs[vn]
 		if vf == nil {
 			var err error
@@ -185,6 +206,26 @@ func ArchFiles(dir, src string, o ArchOptions) ([]ArchFile, error) {
 		}
 	}
 	return out, nil
+}
+
+// keepArch keeps the files of architecture name in dir.
+func keepArch(dir, name string, keep map[string]bool) {
+	old, _ := filepath.Glob(filepath.Join(dir, name+"-*.gguf"))
+	for _, f := range old {
+		if strings.HasPrefix(filepath.Base(f), name+"-") && hashedName(filepath.Base(f)[len(name)+1:]) {
+			keep[filepath.Base(f)] = true
+		}
+	}
+}
+
+// hashedName reports whether s is a content hash and the extension.
+func hashedName(s string) bool {
+	h, ok := strings.CutSuffix(s, ".gguf")
+	if !ok || len(h) != 12 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
 }
 
 // contentHash identifies the model's content: its metadata and tensor
