@@ -44,6 +44,7 @@ type ArchModel struct {
 	Types   KeyTypes // how the file writes its metadata's types
 
 	index map[string]int // Tensors by name
+	opts  ArchOptions    // with the defaults set
 }
 
 // ArchTensor is one tensor of an ArchModel.
@@ -90,7 +91,7 @@ func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, err
 	if !ok || !toks.IsArray() {
 		return nil, fmt.Errorf("synth: the vocab file has no tokenizer.ggml.tokens")
 	}
-	m := &ArchModel{Arch: name, Vocab: vocab, Fixes: map[string]bool{}, Types: o.Types}
+	m := &ArchModel{Arch: name, Vocab: vocab, Fixes: map[string]bool{}, Types: o.Types, opts: o}
 	a := name + "."
 	m.set("general.architecture", gguf.String(name))
 	m.set("general.name", gguf.String("ggload-synthetic-"+name))
@@ -380,7 +381,7 @@ func (m *ArchModel) dropUncreated(created map[string]bool) bool {
 func (m *ArchModel) solve() error {
 	tried := map[string]bool{}
 	if seed := archSeeds[m.Arch]; seed != nil {
-		for _, kv := range seed(int(m.uintKey(m.Arch + ".block_count"))) {
+		for _, kv := range seed(m.opts) {
 			m.set(strings.Replace(kv.Key, "%s", m.Arch, 1), kv.Value)
 		}
 	}
@@ -565,17 +566,23 @@ var zeroDimKeys = []gguf.KV{
 
 // archSeeds are keys an architecture needs before its programs can say
 // what else is missing: counts that are optional to read but size
-// required tensors, and hyperparameters whose relations are checked.
-var archSeeds = map[string]func(layers int) []gguf.KV{
+// required tensors, and hyperparameters whose relations are checked, by
+// the loader or by the graph (where the converter writes them for real
+// models). o has its defaults (Layers, Embd) set.
+var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	// n_layer = layers_per_stack * h_cycles * (l_cycles + 1)
-	"hrm_text": func(layers int) []gguf.KV {
-		return []gguf.KV{{Key: "%s.hrm.layers_per_stack", Value: gguf.Uint32(uint32(layers / 4))},
+	"hrm_text": func(o ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.hrm.layers_per_stack", Value: gguf.Uint32(uint32(o.Layers / 4))},
 			{Key: "%s.hrm.h_cycles", Value: gguf.Uint32(2)}, {Key: "%s.hrm.l_cycles", Value: gguf.Uint32(1)}}
 	},
-	"rwkv7":  func(int) []gguf.KV { return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}} },
-	"arwkv7": func(int) []gguf.KV { return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}} },
+	"rwkv7": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}}
+	},
+	"arwkv7": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}}
+	},
 	// the only scoring its loader takes: sqrt-softplus
-	"deepseek4": func(int) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}} },
+	"deepseek4": func(ArchOptions) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}} },
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {
