@@ -33,6 +33,8 @@ func init() {
 		"std::max":                            bMinMax(false),
 		"std::min":                            bMinMax(true),
 		"std::abs":                            bMath(math.Abs),
+		"fabs":                                bMath(math.Abs),
+		"fabsf":                               bMath(math.Abs),
 		"std::sqrt":                           bMath(math.Sqrt),
 		"sqrtf":                               bMath(math.Sqrt),
 		"std::log":                            bMath(math.Log),

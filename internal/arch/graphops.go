@@ -187,6 +187,12 @@ func (g *graphState) contiguousN(t *bindings.Tensor, n int) bool {
 
 func (g *graphState) contiguous(t *bindings.Tensor) bool { return g.contiguousN(t, 0) }
 
+// contiguousRows is ggml_is_contiguous_rows: the elements of a row are
+// adjacent (the rows themselves may lie anywhere).
+func (g *graphState) contiguousRows(t *bindings.Tensor) bool {
+	return t.Ne[0] == g.lib.BlckSize(t.Type) || t.Nb[0] == uintptr(g.lib.TypeSize(t.Type))
+}
+
 // nbytes is ggml_nbytes.
 func (g *graphState) nbytes(t *bindings.Tensor) uint64 {
 	for i := 0; i < 4; i++ {
@@ -261,8 +267,7 @@ func unary(out map[string]builtinFunc, name string, call func(l *bindings.Lib) f
 		}
 		if ggmlUnary[name] {
 			// ggml_unary_impl's
-			ok := a.Ne[0] == c.lib().BlckSize(a.Type) || a.Nb[0] == c.lib().TypeSize(a.Type)
-			if err := c.assert(ok, "ggml_is_contiguous_rows(a)"); err != nil {
+			if err := c.assert(c.g.contiguousRows(a), "ggml_is_contiguous_rows(a)"); err != nil {
 				return vVoid, err
 			}
 		}
@@ -924,6 +929,9 @@ func im2col1D(c *gcall, a, b *bindings.Tensor, s0, p0, d0 int64) error {
 }
 
 // ropeChecks are ggml_rope_impl's asserts.
+// ropeTypeVision is GGML_ROPE_TYPE_VISION.
+const ropeTypeVision = 24
+
 func ropeChecks(c *gcall, a, b, fr *bindings.Tensor, nDims, mode int64) error {
 	if err := c.assert(mode&1 == 0, "(mode & 1) == 0"); err != nil {
 		return err
@@ -996,6 +1004,26 @@ func attentionOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().RopeMulti(ctx, ts[0], ts[1], fr, int32(nDims), &sections[0], int32(mode), int32(c.i(7)), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12), c.f32(13))), nil
 	})
+	// ggml_rope_set_offset(a, n_offs): a rope whose first n_offs
+	// dimensions stay unrotated (an op parameter of the rope itself)
+	op(out, "ggml_rope_set_offset", 2, func(c *gcall) (Val, error) {
+		a, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		l := c.lib()
+		if name := l.OpName(a.Op); name != "ROPE" && name != "ROPE_BACK" {
+			return vVoid, c.assert(false, "a->op == GGML_OP_ROPE || a->op == GGML_OP_ROPE_BACK")
+		}
+		n := c.i(1)
+		if err := c.assert(n >= 0, "n_offs >= 0"); err != nil {
+			return vVoid, err
+		}
+		if err := c.assert(a.OpParams[2] != ropeTypeVision, "mode != GGML_ROPE_TYPE_VISION"); err != nil {
+			return vVoid, err
+		}
+		return tval(l.RopeSetOffset(a, int32(n))), nil
+	})
 	op(out, "ggml_rope", 5, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
@@ -1063,12 +1091,26 @@ func rowOps(out map[string]builtinFunc) {
 			return vVoid, err
 		}
 		a, b, ix := ts[0], ts[1], ts[2]
-		ok := a.Ne[0] == b.Ne[0] && a.Ne[2] == b.Ne[2] && a.Ne[3] == b.Ne[3] && b.Ne[1] == ix.Ne[0] &&
-			b.Ne[2]%ix.Ne[1] == 0 && b.Ne[3]%ix.Ne[2] == 0 && ix.Ne[3] == 1 &&
-			(b.Type == typeF32 || b.Type == typeF16) && (ix.Type == typeI64 || ix.Type == typeI32) &&
-			c.g.contiguousN(a, 1) && c.g.contiguousN(b, 1)
-		if err := c.assert(ok, "a->ne[0] == b->ne[0] && b->ne[1] == c->ne[0] ..."); err != nil {
-			return vVoid, err
+		// ggml_set_rows' asserts, in its order
+		for _, chk := range []struct {
+			ok   bool
+			cond string
+		}{
+			{a.Ne[0] == b.Ne[0], "a->ne[0] == b->ne[0]"},
+			{a.Ne[2] == b.Ne[2], "a->ne[2] == b->ne[2]"},
+			{a.Ne[3] == b.Ne[3], "a->ne[3] == b->ne[3]"},
+			{b.Ne[1] == ix.Ne[0], "b->ne[1] == c->ne[0]"},
+			{ix.Ne[1] != 0 && b.Ne[2]%ix.Ne[1] == 0, "b->ne[2] % c->ne[1] == 0"},
+			{ix.Ne[2] != 0 && b.Ne[3]%ix.Ne[2] == 0, "b->ne[3] % c->ne[2] == 0"},
+			{ix.Ne[3] == 1, "c->ne[3] == 1"},
+			{b.Type == typeF32 || b.Type == typeF16, "b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16"},
+			{ix.Type == typeI64 || ix.Type == typeI32, "c->type == GGML_TYPE_I64 || c->type == GGML_TYPE_I32"},
+			{c.g.contiguousRows(a), "ggml_is_contiguous_rows(a)"},
+			{c.g.contiguousRows(b), "ggml_is_contiguous_rows(b)"},
+		} {
+			if err := c.assert(chk.ok, chk.cond); err != nil {
+				return vVoid, err
+			}
 		}
 		return tval(c.lib().SetRows(ctx, a, b, ix)), nil
 	})
@@ -1131,6 +1173,17 @@ func attributeOps(out map[string]builtinFunc) {
 			return vVoid, err
 		}
 		return vBool(c.lib().PrecSetAcc(t, int32(c.i(1)))), nil
+	})
+	op(out, "ggml_prec_set_src", 3, func(c *gcall) (Val, error) {
+		t, err := c.t(0)
+		if err != nil {
+			return vVoid, err
+		}
+		idx := c.i(2)
+		if err := c.assert(idx >= 0 && idx < bindings.MaxSrc, "idx >= 0 && idx < GGML_MAX_SRC"); err != nil {
+			return vVoid, err
+		}
+		return vBool(c.lib().PrecSetSrc(t, int32(c.i(1)), int32(idx))), nil
 	})
 	op(out, "ggml_mul_mat_set_hint", 2, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
