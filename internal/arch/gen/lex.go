@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -44,9 +45,12 @@ var puncts = []string{
 }
 
 // lex splits C++ source into tokens: comments and preprocessor lines are
-// dropped, adjacent string literals are joined.
+// dropped, and so are the branches of conditionals that llama.cpp's
+// release build leaves out (conditionals); adjacent string literals are
+// joined.
 func lex(src string, firstLine int) ([]token, error) {
 	var out []token
+	var cond conditionals
 	line := firstLine
 	i := 0
 	bol := true // at the beginning of a line (only blanks so far)
@@ -76,6 +80,7 @@ func lex(src string, firstLine int) ([]token, error) {
 			continue
 		case c == '#' && bol:
 			// a preprocessor line (with continuations)
+			start, at := i, line
 			for i < len(src) && src[i] != '\n' {
 				if src[i] == '\\' && i+1 < len(src) && src[i+1] == '\n' {
 					line++
@@ -83,6 +88,21 @@ func lex(src string, firstLine int) ([]token, error) {
 				}
 				i++
 			}
+			if err := cond.directive(src[start:i], at); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !cond.active() {
+			// a token in a branch the release build leaves out
+			bol = false
+			j := i + 1
+			if c == '"' || c == '\'' {
+				if _, n, err := unquote(src[i:], c); err == nil {
+					j = i + n
+				}
+			}
+			i = j
 			continue
 		}
 		bol = false
@@ -194,4 +214,248 @@ func unquote(s string, q byte) (string, int, error) {
 		}
 	}
 	return "", 0, fmt.Errorf("unterminated literal")
+}
+
+// releaseMacros are the macros that llama.cpp's release build on Linux
+// with GCC defines, as far as the conditionals of the files the generator
+// reads test them. As in the C preprocessor, any other identifier in a
+// condition is undefined and evaluates to 0.
+var releaseMacros = map[string]int64{"NDEBUG": 1, "__GNUC__": 12, "__linux__": 1, "__unix__": 1, "__cplusplus": 201703}
+
+// conditionals keeps the state of #if/#ifdef/#ifndef/#elif/#else/#endif,
+// each condition evaluated over releaseMacros.
+type conditionals struct {
+	stack []condFrame
+}
+
+type condFrame struct {
+	outer bool // the enclosing branch is kept
+	on    bool // this branch is kept
+	taken bool // a branch of this conditional was kept
+}
+
+func (c *conditionals) active() bool { return len(c.stack) == 0 || c.stack[len(c.stack)-1].on }
+
+func (c *conditionals) directive(text string, line int) error {
+	body := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "#"))
+	if i := strings.Index(body, "//"); i >= 0 {
+		body = body[:i]
+	}
+	body = strings.ReplaceAll(body, "\\\n", " ")
+	name, arg, _ := strings.Cut(body, " ")
+	name = strings.TrimSpace(name)
+	if j := strings.IndexAny(name, "(!"); j > 0 { // #if(...), #if!...
+		name, arg = name[:j], name[j:]+" "+arg
+	}
+	eval := func(expr string) (bool, error) {
+		v, err := ppEval(expr)
+		if err != nil {
+			return false, fmt.Errorf("line %d: %q: %v", line, strings.TrimSpace(text), err)
+		}
+		return v != 0, nil
+	}
+	switch name {
+	case "if", "ifdef", "ifndef":
+		var on bool
+		var err error
+		switch name {
+		case "if":
+			on, err = eval(arg)
+		case "ifdef":
+			on, err = eval("defined(" + arg + ")")
+		default:
+			on, err = eval("!defined(" + arg + ")")
+		}
+		if err != nil {
+			return err
+		}
+		outer := c.active()
+		c.stack = append(c.stack, condFrame{outer: outer, on: outer && on, taken: on})
+	case "elif", "else":
+		if len(c.stack) == 0 {
+			return fmt.Errorf("line %d: #%s without #if", line, name)
+		}
+		top := &c.stack[len(c.stack)-1]
+		on := !top.taken
+		if name == "elif" && on {
+			v, err := eval(arg)
+			if err != nil {
+				return err
+			}
+			on = v
+		}
+		top.on = top.outer && on
+		top.taken = top.taken || on
+	case "endif":
+		if len(c.stack) == 0 {
+			return fmt.Errorf("line %d: #endif without #if", line)
+		}
+		c.stack = c.stack[:len(c.stack)-1]
+	}
+	return nil
+}
+
+// ppEval evaluates a preprocessor condition: integers, identifiers,
+// defined(X) and defined X, !, unary -, the arithmetic, comparison and
+// logical operators, and parentheses.
+func ppEval(expr string) (int64, error) {
+	toks, err := lex(expr, 1)
+	if err != nil {
+		return 0, err
+	}
+	for len(toks) > 0 && toks[len(toks)-1].k == tEOF {
+		toks = toks[:len(toks)-1]
+	}
+	p := &ppParser{toks: toks}
+	v, err := p.binary(0)
+	if err == nil && p.i < len(p.toks) {
+		err = fmt.Errorf("unexpected %s", p.toks[p.i])
+	}
+	return v, err
+}
+
+type ppParser struct {
+	toks []token
+	i    int
+}
+
+var ppPrec = map[string]int{"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
+	"<": 7, ">": 7, "<=": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
+
+func (p *ppParser) peek() (token, bool) {
+	if p.i < len(p.toks) {
+		return p.toks[p.i], true
+	}
+	return token{}, false
+}
+
+func (p *ppParser) binary(min int) (int64, error) {
+	x, err := p.unary()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		t, ok := p.peek()
+		prec := ppPrec[t.s]
+		if !ok || t.k != tPunct || prec == 0 || prec <= min {
+			return x, nil
+		}
+		p.i++
+		y, err := p.binary(prec)
+		if err != nil {
+			return 0, err
+		}
+		b := func(c bool) int64 {
+			if c {
+				return 1
+			}
+			return 0
+		}
+		switch t.s {
+		case "||":
+			x = b(x != 0 || y != 0)
+		case "&&":
+			x = b(x != 0 && y != 0)
+		case "|":
+			x |= y
+		case "^":
+			x ^= y
+		case "&":
+			x &= y
+		case "==":
+			x = b(x == y)
+		case "!=":
+			x = b(x != y)
+		case "<":
+			x = b(x < y)
+		case ">":
+			x = b(x > y)
+		case "<=":
+			x = b(x <= y)
+		case ">=":
+			x = b(x >= y)
+		case "<<":
+			x <<= uint(y)
+		case ">>":
+			x >>= uint(y)
+		case "+":
+			x += y
+		case "-":
+			x -= y
+		case "*":
+			x *= y
+		case "/", "%":
+			if y == 0 {
+				return 0, fmt.Errorf("division by zero")
+			}
+			if t.s == "/" {
+				x /= y
+			} else {
+				x %= y
+			}
+		}
+	}
+}
+
+func (p *ppParser) unary() (int64, error) {
+	t, ok := p.peek()
+	if !ok {
+		return 0, fmt.Errorf("a condition ends early")
+	}
+	p.i++
+	switch {
+	case t.k == tPunct && t.s == "!":
+		v, err := p.unary()
+		if v == 0 {
+			return 1, err
+		}
+		return 0, err
+	case t.k == tPunct && t.s == "-":
+		v, err := p.unary()
+		return -v, err
+	case t.k == tPunct && t.s == "(":
+		v, err := p.binary(0)
+		if err != nil {
+			return 0, err
+		}
+		if t, ok := p.peek(); !ok || t.s != ")" {
+			return 0, fmt.Errorf("a parenthesis is not closed")
+		}
+		p.i++
+		return v, nil
+	case t.k == tIdent && t.s == "defined":
+		paren := false
+		if t, ok := p.peek(); ok && t.s == "(" {
+			paren = true
+			p.i++
+		}
+		n, ok := p.peek()
+		if !ok || n.k != tIdent {
+			return 0, fmt.Errorf("defined without a name")
+		}
+		p.i++
+		if paren {
+			if t, ok := p.peek(); !ok || t.s != ")" {
+				return 0, fmt.Errorf("defined( is not closed")
+			}
+			p.i++
+		}
+		if _, ok := releaseMacros[n.s]; ok {
+			return 1, nil
+		}
+		return 0, nil
+	case t.k == tIdent:
+		if p.i < len(p.toks) && p.toks[p.i].s == "(" {
+			return 0, fmt.Errorf("the function-like macro %s", t.s)
+		}
+		return releaseMacros[t.s], nil // an undefined identifier is 0
+	case t.k == tNum:
+		n := strings.TrimRight(strings.ToLower(t.s), "ul")
+		v, err := strconv.ParseInt(n, 0, 64)
+		if err != nil {
+			return 0, fmt.Errorf("the number %s", t.s)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("unexpected %s", t)
 }

@@ -117,3 +117,32 @@ func FuzzParse(f *testing.F) {
 		parseText(t, src) // an error is fine; a panic fails
 	})
 }
+
+// The branches of conditionals that the release build leaves out are not
+// read: #if 0, #ifndef NDEBUG, a platform the build is not; a condition
+// the preprocessor could not evaluate is refused.
+func TestConditionals(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"#if 0\nx = 1;\n#else\nx = 2;\n#endif\n", `(expr (set "=" x 2))`},
+		{"#if 1\nx = 1;\n#else\nx = 2;\n#endif\n", `(expr (set "=" x 1))`},
+		{"#ifndef NDEBUG\ncheck();\n#endif\nx = 3;\n", `(expr (set "=" x 3))`},
+		{"#if defined(_WIN32) && !defined(__clang__)\nx = 1;\n#elif defined(__linux__)\nx = 2;\n#else\nx = 3;\n#endif\n", `(expr (set "=" x 2))`},
+		{"#if __cplusplus >= 202000L\nx = 1;\n#else\nx = \"#if\";\n#endif\n", `(expr (set "=" x "#if"))`},
+		{"#if 0\n#if defined(X)\nx = 1;\n#endif\n#endif\ny = 1;\n", `(expr (set "=" y 1))`},
+	}
+	for _, c := range cases {
+		got, err := parseText(t, c.src)
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		if strings.TrimSpace(got) != c.want {
+			t.Errorf("%q:\n got  %s\n want %s", c.src, got, c.want)
+		}
+	}
+	for _, src := range []string{"#if FOO(1)\n#endif\n", "#endif\n", "#else\n", "#if (1\n#endif\n"} {
+		if _, err := lex(src, 1); err == nil {
+			t.Errorf("%q: no error", src)
+		}
+	}
+}
