@@ -583,6 +583,35 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	},
 	// the only scoring its loader takes: sqrt-softplus
 	"deepseek4": func(ArchOptions) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}} },
+	// MLA as the converter writes it (DeepSeek-V3: kv_lora_rank 512,
+	// qk_rope 64, qk_nope 128, v_head 128): one KV head, whose key is the
+	// compressed KV plus the rope part and whose value the compressed KV
+	"deepseek2": mla,
+	"mistral4":  mla,
+	// the converter's key_length is qk_nope + qk_rope, with the head size
+	// of n_embd / n_head for the values (MiniCPM3-4B: 64 + 32, 64)
+	// and as many KV heads as heads
+	"minicpm3": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)},
+			{Key: "%s.attention.key_length", Value: gguf.Uint32(24)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(8)}}
+	},
+	// PLM-1.8B: qk_nope 128 + qk_rope 64, v_head 128, as many KV heads as heads
+	"plm": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)},
+			{Key: "%s.attention.key_length", Value: gguf.Uint32(24)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(16)},
+			{Key: "%s.rope.dimension_count", Value: gguf.Uint32(8)}}
+	},
+	// DeepSeek-OCR's decoder has no MLA and as many KV heads as heads
+	"deepseek2-ocr": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)}}
+	},
+}
+
+func mla(ArchOptions) []gguf.KV {
+	return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(1)}, // MQA
+		{Key: "%s.attention.kv_lora_rank", Value: gguf.Uint32(16)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(16)},
+		{Key: "%s.attention.key_length", Value: gguf.Uint32(32)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(16)},
+		{Key: "%s.attention.key_length_mla", Value: gguf.Uint32(48)}, {Key: "%s.attention.value_length_mla", Value: gguf.Uint32(32)}}
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {
