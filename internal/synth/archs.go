@@ -591,15 +591,17 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	// the converter's key_length is qk_nope + qk_rope, with the head size
 	// of n_embd / n_head for the values (MiniCPM3-4B: 64 + 32, 64)
 	// and as many KV heads as heads
-	"minicpm3": func(ArchOptions) []gguf.KV {
+	"minicpm3": func(o ArchOptions) []gguf.KV {
+		e := uint32(o.Embd)
 		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)},
-			{Key: "%s.attention.key_length", Value: gguf.Uint32(24)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(8)}}
+			{Key: "%s.attention.key_length", Value: gguf.Uint32(3 * e / 8)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(e / 8)}}
 	},
 	// PLM-1.8B: qk_nope 128 + qk_rope 64, v_head 128, as many KV heads as heads
-	"plm": func(ArchOptions) []gguf.KV {
+	"plm": func(o ArchOptions) []gguf.KV {
+		e := uint32(o.Embd)
 		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)},
-			{Key: "%s.attention.key_length", Value: gguf.Uint32(24)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(16)},
-			{Key: "%s.rope.dimension_count", Value: gguf.Uint32(8)}}
+			{Key: "%s.attention.key_length", Value: gguf.Uint32(3 * e / 8)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(e / 4)},
+			{Key: "%s.rope.dimension_count", Value: gguf.Uint32(e / 8)}}
 	},
 	// DeepSeek-OCR's decoder has no MLA and as many KV heads as heads
 	"deepseek2-ocr": func(ArchOptions) []gguf.KV {
@@ -607,11 +609,12 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	},
 }
 
-func mla(ArchOptions) []gguf.KV {
+func mla(o ArchOptions) []gguf.KV {
+	e := uint32(o.Embd)
 	return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(1)}, // MQA
-		{Key: "%s.attention.kv_lora_rank", Value: gguf.Uint32(16)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(16)},
-		{Key: "%s.attention.key_length", Value: gguf.Uint32(32)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(16)},
-		{Key: "%s.attention.key_length_mla", Value: gguf.Uint32(48)}, {Key: "%s.attention.value_length_mla", Value: gguf.Uint32(32)}}
+		{Key: "%s.attention.kv_lora_rank", Value: gguf.Uint32(e / 4)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(e / 4)},
+		{Key: "%s.attention.key_length", Value: gguf.Uint32(e / 2)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(e / 4)},
+		{Key: "%s.attention.key_length_mla", Value: gguf.Uint32(3 * e / 4)}, {Key: "%s.attention.value_length_mla", Value: gguf.Uint32(e / 2)}}
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {
