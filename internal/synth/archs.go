@@ -102,10 +102,25 @@ func NewArchModel(name string, vocab *gguf.File, o ArchOptions) (*ArchModel, err
 	m.set(a+"attention.head_count", gguf.Uint32(4))
 	m.set(a+"attention.head_count_kv", gguf.Uint32(2))
 	m.set(a+"vocab_size", gguf.Uint32(uint32(toks.Len())))
-	if err := m.solve(); err != nil || o.Graph == nil {
+	err := m.solve()
+	if err == nil {
+		err = m.addArchOptionals()
+	}
+	if err != nil || o.Graph == nil {
 		return m, err
 	}
 	return m, m.solveGraph(o.Graph)
+}
+
+// addArchOptionals adds the architecture's archOptionals.
+func (m *ArchModel) addArchOptionals() error {
+	for _, k := range archOptionals[m.Arch] {
+		if !m.addOptional(k) {
+			return fmt.Errorf("synth: %s: the loader asks for no optional %s that the model lacks", m.Arch, k)
+		}
+		m.Log = append(m.Log, "optional "+k+" (the converter writes it)")
+	}
+	return nil
 }
 
 // archVocab names the vocab file of the pin's models/ directory an
@@ -578,9 +593,41 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"rwkv7": func(ArchOptions) []gguf.KV {
 		return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}}
 	},
-	"arwkv7": func(ArchOptions) []gguf.KV {
-		return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)}}
+	// RWKV has no attention heads: the converter writes head_count 0 and
+	// no head_count_kv (conversion/rwkv.py), which then defaults to
+	// head_count (src/llama-model.cpp load_hparams; an explicit 0 reads
+	// the same). The graph takes its heads from n_embd / wkv.head_size,
+	// and with a head_count_kv other than 0 and that count reshapes the
+	// key and value projections (n_embd wide for RWKV6) into
+	// head_count_kv heads (src/models/rwkv6-base.cpp build_rwkv6_time_mix)
+	"rwkv6": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count", Value: gguf.Uint32(0)},
+			{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(0)}}
 	},
+	// Qwen2-based RWKV6 (QRWKV6) shifts one token, not two: the converter
+	// writes token_shift_count 1, and the graph asserts n_embd ==
+	// n_embd_r() = token_shift_count * n_embd (src/models/rwkv6qwen2.cpp,
+	// src/llama-hparams.cpp n_embd_r); its keys and values are grouped
+	// like Qwen2's, head_count_kv of them, dividing n_embd / wkv.head_size
+	"rwkv6qwen2": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count", Value: gguf.Uint32(0)},
+			{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(2)},
+			{Key: "%s.token_shift_count", Value: gguf.Uint32(1)}}
+	},
+	// as rwkv6qwen2: token_shift_count 1 (conversion/rwkv.py ARwkv7Model,
+	// asserted in src/models/arwkv7.cpp), no attention heads
+	"arwkv7": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.gate_lora_rank", Value: gguf.Uint32(16)},
+			{Key: "%s.attention.head_count", Value: gguf.Uint32(0)},
+			{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(0)},
+			{Key: "%s.token_shift_count", Value: gguf.Uint32(1)}}
+	},
+	// T5 has no grouped-query attention: the converter writes num_heads
+	// and key/value_length d_kv, no head_count_kv (conversion/t5.py), and
+	// the graph reshapes q, k and v (n_embd_k_gqa wide) to n_head heads
+	// (src/models/t5.cpp, t5encoder.cpp); d_kv * num_heads = d_model
+	"t5":        t5Seed,
+	"t5encoder": t5Seed,
 	// the only scoring its loader takes: sqrt-softplus
 	"deepseek4": func(ArchOptions) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}} },
 	// MLA as the converter writes it (DeepSeek-V3: kv_lora_rank 512,
@@ -615,6 +662,28 @@ func mla(o ArchOptions) []gguf.KV {
 		{Key: "%s.attention.kv_lora_rank", Value: gguf.Uint32(e / 4)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(e / 4)},
 		{Key: "%s.attention.key_length", Value: gguf.Uint32(e / 2)}, {Key: "%s.attention.value_length", Value: gguf.Uint32(e / 4)},
 		{Key: "%s.attention.key_length_mla", Value: gguf.Uint32(3 * e / 4)}, {Key: "%s.attention.value_length_mla", Value: gguf.Uint32(e / 2)}}
+}
+
+// archOptionals are tensors, by name with the layer number taken out
+// (blk.N.), that the loader takes as optional and the converter writes
+// with the hyperparameters of archSeeds, where their absence aborts no
+// load and no null-weight check but changes the graph, which then
+// disagrees with a tensor the loader did require.
+var archOptionals = map[string][]string{
+	// a gated ARWKV (wkv_has_gate: gate_lora_rank > 0, conversion/rwkv.py)
+	// has the gate's LoRA and six fused lerps (r, w, k, v, a, g); the
+	// loader tries the six first and takes the gate as optional
+	// (src/models/arwkv7.cpp), and without it the graph repeats five
+	// lerps (src/models/rwkv7-base.cpp has_gating)
+	"arwkv7": {"blk.N.time_mix_g1.weight", "blk.N.time_mix_g2.weight"},
+}
+
+func t5Seed(o ArchOptions) []gguf.KV {
+	const heads = 4
+	return []gguf.KV{{Key: "%s.attention.head_count", Value: gguf.Uint32(heads)},
+		{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(heads)},
+		{Key: "%s.attention.key_length", Value: gguf.Uint32(uint32(o.Embd / heads))},
+		{Key: "%s.attention.value_length", Value: gguf.Uint32(uint32(o.Embd / heads))}}
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {
