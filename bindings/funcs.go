@@ -100,6 +100,7 @@ type Funcs struct {
 	Neg             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_neg"`
 	L2Norm          func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_l2_norm"`
 	Repeat          func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_repeat"`
+	GatedLinearAttn func(ctx Context, k, v, q, g, state *Tensor, scale float32) *Tensor                           `c:"ggml_gated_linear_attn"`
 	RWKVWKV7        func(ctx Context, r, w, k, v, a, b, state *Tensor) *Tensor                                    `c:"ggml_rwkv_wkv7"`
 	Conv1DPh        func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_ph"`
 	Conv1DDwPh      func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_dw_ph"`

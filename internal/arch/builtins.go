@@ -42,6 +42,7 @@ func init() {
 		"expf":                                bMath(math.Exp),
 		"powf":                                bPow,
 		"std::pow":                            bPow,
+		"pow":                                 bPow,
 		"std::fill":                           bFill,
 		"std::copy":                           bCopy,
 		"std::begin":                          bBeginEnd(false),

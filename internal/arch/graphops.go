@@ -762,25 +762,32 @@ func layoutOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().Repeat(ctx, a, b)), nil
 	})
-	op(out, "ggml_rwkv_wkv7", 8, func(c *gcall) (Val, error) {
-		ctx, ts, err := c.ctxTensors(7)
+	op(out, "ggml_rwkv_wkv6", 7, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(6)
+		if err == nil {
+			err = linearAttn(c, ts, []string{"k", "v", "r", "tf", "td", "state"}, 0, []int{1, 2, 4})
+		}
 		if err != nil {
 			return vVoid, err
 		}
-		for i, n := range []string{"r", "w", "k", "v", "a", "b", "state"} {
-			if err := c.assert(c.g.contiguous(ts[i]), "ggml_is_contiguous("+n+")"); err != nil {
-				return vVoid, err
-			}
+		return tval(c.lib().RWKVWKV6(ctx, ts[0], ts[1], ts[2], ts[3], ts[4], ts[5])), nil
+	})
+	op(out, "ggml_gated_linear_attn", 7, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(5)
+		if err == nil {
+			err = linearAttn(c, ts, []string{"k", "v", "q", "g", "state"}, 0, []int{1, 2, 3})
 		}
-		k, st := ts[2], ts[6]
-		S, H, nt, ns := k.Ne[0], k.Ne[1], k.Ne[2], st.Ne[1]
-		for i, n := range []string{"w", "k", "v", "a", "b"} {
-			t := ts[[]int{1, 2, 3, 4, 5}[i]]
-			if err := c.assert(t.Ne[0] == S && t.Ne[1] == H && t.Ne[2] == nt, n+"->ne[0] == S && "+n+"->ne[1] == H && "+n+"->ne[2] == n_tokens"); err != nil {
-				return vVoid, err
-			}
+		if err != nil {
+			return vVoid, err
 		}
-		if err := c.assert(nelements(st) == S*S*H*ns, "ggml_nelements(state) == S * S * H * n_seqs"); err != nil {
+		return tval(c.lib().GatedLinearAttn(ctx, ts[0], ts[1], ts[2], ts[3], ts[4], c.f32(6))), nil
+	})
+	op(out, "ggml_rwkv_wkv7", 8, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(7)
+		if err == nil {
+			err = linearAttn(c, ts, []string{"r", "w", "k", "v", "a", "b", "state"}, 2, []int{1, 2, 3, 4, 5})
+		}
+		if err != nil {
 			return vVoid, err
 		}
 		return tval(c.lib().RWKVWKV7(ctx, ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6])), nil
@@ -929,6 +936,27 @@ func im2col1D(c *gcall, a, b *bindings.Tensor, s0, p0, d0 int64) error {
 }
 
 // ropeChecks are ggml_rope_impl's asserts.
+// linearAttn is the checks that ggml's linear attention ops (rwkv_wkv6,
+// gated_linear_attn, rwkv_wkv7) make of their arguments, named names
+// (the state last): every one contiguous; S, H and n_tokens from the one
+// at k, which those at same share; the state S*S*H per sequence.
+func linearAttn(c *gcall, ts []*bindings.Tensor, names []string, k int, same []int) error {
+	for i, n := range names {
+		if err := c.assert(c.g.contiguous(ts[i]), "ggml_is_contiguous("+n+")"); err != nil {
+			return err
+		}
+	}
+	st := ts[len(ts)-1]
+	S, H, nt, ns := ts[k].Ne[0], ts[k].Ne[1], ts[k].Ne[2], st.Ne[1]
+	for _, i := range same {
+		t, n := ts[i], names[i]
+		if err := c.assert(t.Ne[0] == S && t.Ne[1] == H && t.Ne[2] == nt, n+"->ne[0] == S && "+n+"->ne[1] == H && "+n+"->ne[2] == n_tokens"); err != nil {
+			return err
+		}
+	}
+	return c.assert(nelements(st) == S*S*H*ns, "ggml_nelements(state) == S * S * H * n_seqs")
+}
+
 // ropeTypeVision is GGML_ROPE_TYPE_VISION.
 const ropeTypeVision = 24
 
