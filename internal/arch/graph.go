@@ -1,6 +1,7 @@
 package arch
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -386,40 +387,91 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	if !memoryViewsReplayed(mem) {
 		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
+	// each memory's context as its init_full makes it: the contexts of
+	// its caches, each their reserve one, in the members its accessors
+	// read (the accessors are the pin's)
 	switch mem.Class {
 	case "llama_kv_cache":
 		return s.kvCacheContext(mem.Caches[0], 0)
 	case "llama_memory_recurrent":
 		return s.recurrentContext(mem.Caches[0], 0)
-	case "llama_memory_hybrid":
-		// llama_memory_hybrid_context(mem): the attention cache's
-		// context and the recurrent state's, each its reserve one
-		hc := newShared("llama_memory_hybrid_context")
-		attn, err := s.kvCacheContext(mem.Caches[0], 0)
-		if err != nil {
-			return vVoid, err
-		}
-		recr, err := s.recurrentContext(mem.Caches[1], 1)
-		if err != nil {
-			return vVoid, err
-		}
-		hc.fields["ctx_attn"] = &Cell{T: ast.TRef, V: attn}
-		hc.fields["ctx_recr"] = &Cell{T: ast.TRef, V: recr}
-		hc.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
-		return Val{K: KObj, P: hc}, nil
 	}
-	// llama_kv_cache_iswa_context(kv): the base cache's context and
-	// the SWA cache's, each its reserve constructor
-	ic := newShared("llama_kv_cache_iswa_context")
-	for i, name := range []string{"ctx_base", "ctx_swa"} {
-		v, err := s.kvCacheContext(mem.Caches[i], i)
-		if err != nil {
-			return vVoid, err
+	ctx := newShared(mem.Class + "_context")
+	ctx.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	member := func(name string, v Val, err error) error {
+		if err == nil {
+			ctx.fields[name] = &Cell{T: ast.TRef, V: v}
 		}
-		ic.fields[name] = &Cell{T: ast.TRef, V: v}
+		return err
 	}
-	ic.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
-	return Val{K: KObj, P: ic}, nil
+	kv := func(name string, ci int) error {
+		v, err := s.kvCacheContext(mem.Caches[ci], ci)
+		return member(name, v, err)
+	}
+	var err error
+	switch mem.Class {
+	case "llama_kv_cache_iswa":
+		err = errors.Join(kv("ctx_base", 0), kv("ctx_swa", 1))
+	case "llama_kv_cache_dsa":
+		err = errors.Join(kv("ctx_mla", 0), kv("ctx_lid", 1))
+	case "llama_kv_cache_msa":
+		err = errors.Join(kv("ctx_base", 0), kv("ctx_idx", 1))
+		if err == nil {
+			ctx.fields["kv"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: s.msaCache(mem)}}
+		}
+	case "llama_kv_cache_dsa_iswa":
+		// its DSA part is a llama_kv_cache_dsa_context of its own
+		dsa := newShared("llama_kv_cache_dsa_context")
+		dsa.fields["status"] = ctx.fields["status"]
+		for i, name := range []string{"ctx_mla", "ctx_lid"} {
+			v, err := s.kvCacheContext(mem.Caches[i], i)
+			if err != nil {
+				return vVoid, err
+			}
+			dsa.fields[name] = &Cell{T: ast.TRef, V: v}
+		}
+		ctx.fields["ctx_dsa"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: dsa}}
+		err = kv("ctx_swa", 2)
+	case "llama_memory_hybrid", "llama_memory_hybrid_idx":
+		recr, rerr := s.recurrentContext(mem.Caches[1], 1)
+		err = errors.Join(kv("ctx_attn", 0), member("ctx_recr", recr, rerr))
+		if err == nil && mem.Class == "llama_memory_hybrid_idx" {
+			// the indexer's context; null without an indexer
+			ctx.fields["ctx_idx"] = &Cell{T: ast.TRef, V: vNull}
+			if len(mem.Caches) > 2 {
+				err = kv("ctx_idx", 2)
+			}
+		}
+	case "llama_memory_hybrid_iswa":
+		// the attention part is an iSWA context of its own
+		ic := newShared("llama_kv_cache_iswa_context")
+		ic.fields["status"] = ctx.fields["status"]
+		for i, name := range []string{"ctx_base", "ctx_swa"} {
+			v, err := s.kvCacheContext(mem.Caches[i], i)
+			if err != nil {
+				return vVoid, err
+			}
+			ic.fields[name] = &Cell{T: ast.TRef, V: v}
+		}
+		ctx.fields["ctx_attn"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: ic}}
+		recr, rerr := s.recurrentContext(mem.Caches[2], 2)
+		err = member("ctx_recr", recr, rerr)
+	default:
+		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+	}
+	if err != nil {
+		return vVoid, err
+	}
+	return Val{K: KObj, P: ctx}, nil
+}
+
+// msaCache is the llama_kv_cache_msa object an MSA context points to,
+// with what its accessors read: n_pad, n_seq_max and the base cache.
+func (s *GraphSession) msaCache(mem *Memory) *Object {
+	kv := newShared("llama_kv_cache_msa")
+	kv.fields["n_pad"] = &Cell{T: ast.TU32, V: vInt(int64(mem.nPad), ast.TU32)}
+	kv.fields["n_seq_max"] = &Cell{T: ast.TU32, V: vInt(int64(mem.Caches[0].NSeqMax), ast.TU32)}
+	return kv
 }
 
 // memoryViewsReplayed says whether the graph has mem's views: none, a KV
@@ -429,13 +481,20 @@ func memoryViewsReplayed(mem *Memory) bool {
 	if mem == nil || len(mem.Caches) == 0 {
 		return true
 	}
+	n := len(mem.Caches)
 	switch mem.Class {
 	case "llama_kv_cache", "llama_memory_recurrent":
-		return len(mem.Caches) == 1
-	case "llama_kv_cache_iswa":
-		return len(mem.Caches) == 2
+		return n == 1
+	case "llama_kv_cache_iswa", "llama_kv_cache_dsa", "llama_kv_cache_msa":
+		return n == 2
+	case "llama_kv_cache_dsa_iswa":
+		return n == 3
 	case "llama_memory_hybrid":
-		return len(mem.Caches) == 2 && mem.Caches[1].Class == "llama_memory_recurrent"
+		return n == 2 && mem.Caches[1].Class == "llama_memory_recurrent"
+	case "llama_memory_hybrid_idx":
+		return (n == 2 || n == 3) && mem.Caches[1].Class == "llama_memory_recurrent"
+	case "llama_memory_hybrid_iswa":
+		return n == 3 && mem.Caches[2].Class == "llama_memory_recurrent"
 	}
 	return false
 }
@@ -509,7 +568,11 @@ func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*bindings.Tensor
 func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
 	r := s.r
 	kv := newShared("llama_kv_cache")
-	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: r.hparams.obj}}
+	hp := c.hparams
+	if hp == nil {
+		hp = r.hparams.obj
+	}
+	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: hp}}
 	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(c.VTrans)}
 	kv.fields["attn_rot_k"] = &Cell{T: ast.TBool, V: vBool(c.RotK != 0)}
 	kv.fields["attn_rot_v"] = &Cell{T: ast.TBool, V: vBool(c.RotV != 0)}
@@ -567,6 +630,9 @@ func (r *Run) graphMethod(o *Object, name string) (func(f *frame, args []*ast.No
 		return func(*frame, []*ast.Node) (Val, error) { return o.fields["size"].V, nil }, true
 	case o.class == "llama_kv_cache" && name == "get_n_stream":
 		return func(*frame, []*ast.Node) (Val, error) { return o.fields["n_stream"].V, nil }, true
+	case strings.HasPrefix(o.class, "llama_kv_cache") && name == "seq_pos_max":
+		// the reservation's memory is empty: no sequence has a position
+		return func(*frame, []*ast.Node) (Val, error) { return vInt(-1, ast.TI32), nil }, true
 	case strings.HasPrefix(o.class, "llm_graph_input_mem_hybrid") && (name == "get_attn" || name == "get_recr"):
 		// the inputs of a hybrid memory: its attention's and its state's
 		field := map[string]string{"get_attn": "inp_attn", "get_recr": "inp_rs"}[name]

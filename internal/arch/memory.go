@@ -35,6 +35,8 @@ type MemoryParams struct {
 type Memory struct {
 	Class  string // "llama_kv_cache", "llama_kv_cache_iswa", "llama_memory_recurrent", ...
 	Caches []*Cache
+
+	nPad uint32 // the n_pad an MSA cache keeps
 }
 
 // Cache is one cache of a memory module, with the lines llama.cpp prints
@@ -58,6 +60,8 @@ type Cache struct {
 	HeadV   int32
 	VTrans  bool // a KV cache's V is stored transposed (the context had no flash attention when it made the cache)
 	Tensors []MemoryTensor
+
+	hparams *Object // the llama_hparams a KV cache keeps a reference to (an indexer cache's own copy)
 }
 
 // MemoryTensor is one tensor a cache allocates.
@@ -263,7 +267,8 @@ func (r *Run) newKVCache(f *frame, c kvCache) (*Cache, error) {
 		nStream = 1
 	}
 	nLayer := int(h.field("n_layer_all"))
-	out := &Cache{Class: "llama_kv_cache", Pre: append([]string(nil), c.pre...), Cells: c.kvSize, Streams: nStream, NSeqMax: c.nSeqMax, TypeK: c.typeK, TypeV: c.typeV, VTrans: c.vTrans}
+	out := &Cache{Class: "llama_kv_cache", Pre: append([]string(nil), c.pre...), Cells: c.kvSize, Streams: nStream, NSeqMax: c.nSeqMax, TypeK: c.typeK, TypeV: c.typeV, VTrans: c.vTrans,
+		hparams: h.obj}
 	if c.vTrans && h.call("is_n_embd_v_gqa_variable") != 0 {
 		out.Pre = append(out.Pre, fmt.Sprintf("WARN llama_kv_cache: the V embeddings have different sizes across layers and FA is not enabled - padding V cache to %d", h.call("n_embd_v_gqa_max")))
 	}
@@ -494,7 +499,7 @@ func bNewMemory(class string) builtinFunc {
 			if err != nil {
 				return vVoid, err
 			}
-			m.Caches = cs
+			m.Caches, m.nPad = cs, a.u32(8)
 		case "llama_kv_cache_dsa_iswa":
 			cs, err := r.newDSAISWA(f, a, class, model)
 			if err != nil {

@@ -635,6 +635,12 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	// compressed KV plus the rope part and whose value the compressed KV
 	"deepseek2": mla,
 	"mistral4":  mla,
+	// DeepSeek-V3.2's lightning indexer (index_head_dim 128): its cache's
+	// keys are rotated by a Hadamard matrix of 64 or more, which their
+	// size must be a multiple of, and hold the rope part
+	"deepseek32": dsa,
+	"glm-dsa":    dsa,
+	"dots3note":  dsa,
 	// the converter's key_length is qk_nope + qk_rope, with the head size
 	// of n_embd / n_head for the values (MiniCPM3-4B: 64 + 32, 64)
 	// and as many KV heads as heads
@@ -684,6 +690,10 @@ func t5Seed(o ArchOptions) []gguf.KV {
 		{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(heads)},
 		{Key: "%s.attention.key_length", Value: gguf.Uint32(uint32(o.Embd / heads))},
 		{Key: "%s.attention.value_length", Value: gguf.Uint32(uint32(o.Embd / heads))}}
+}
+
+func dsa(o ArchOptions) []gguf.KV {
+	return append(mla(o), gguf.KV{Key: "%s.attention.indexer.key_length", Value: gguf.Uint32(64)})
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {

@@ -448,7 +448,10 @@ const graphRoot = "llama_model::build_graph"
 // graphFiles are the sources the graph programs come from.
 var graphFiles = []string{"src/llama-graph.cpp", "src/llama-graph.h", "src/llama-kv-cache.cpp", "src/llama-kv-cache.h",
 	"src/llama-kv-cache-iswa.cpp", "src/llama-kv-cache-iswa.h", "src/llama-memory-recurrent.cpp", "src/llama-memory-recurrent.h",
-	"src/llama-memory-hybrid.cpp", "src/llama-memory-hybrid.h", "src/llama-adapter.cpp", "src/llama-adapter.h",
+	"src/llama-memory-hybrid.cpp", "src/llama-memory-hybrid.h", "src/llama-memory-hybrid-iswa.cpp", "src/llama-memory-hybrid-iswa.h",
+	"src/llama-memory-hybrid-idx.cpp", "src/llama-memory-hybrid-idx.h", "src/llama-kv-cache-dsa.cpp", "src/llama-kv-cache-dsa.h",
+	"src/llama-kv-cache-dsa-iswa.cpp", "src/llama-kv-cache-dsa-iswa.h", "src/llama-kv-cache-msa.cpp", "src/llama-kv-cache-msa.h",
+	"src/llama-kv-cache-dsv4.cpp", "src/llama-kv-cache-dsv4.h", "src/llama-adapter.cpp", "src/llama-adapter.h",
 	"src/llama-model.cpp", "src/llama-model.h", "src/llama-hparams.cpp", "src/llama-hparams.h", "src/llama-impl.h",
 	"src/llama-batch.cpp", "src/llama-batch.h", "src/llama-context.cpp", "src/llama-cparams.h", "src/llama-kv-cells.h",
 	"src/models/models.h"}
@@ -511,12 +514,13 @@ func (g *generator) graphPrograms() error {
 		push(ix.byQual[r]...)
 	}
 	// the graph's classes' bases: of every class derived from one of
-	// llama.cpp's llm_graph_* classes
+	// llama.cpp's llm_graph_* classes or of its memories' (their
+	// contexts' accessors are the graph's too)
 	g.graphAliases, g.graphTParams, g.graphSpecs = ix.aliases, ix.tparams, map[string]string{}
 	g.graphBases = map[string][]string{}
 	var graphish func(c string, depth int) bool
 	graphish = func(c string, depth int) bool {
-		if strings.HasPrefix(c, "llm_graph_") {
+		if strings.HasPrefix(c, "llm_graph_") || strings.HasPrefix(c, "llama_memory_") || strings.HasPrefix(c, "llama_kv_cache") {
 			return true
 		}
 		for _, b := range ix.bases[c] {
@@ -633,9 +637,6 @@ func (ix *gindex) callees(d *gdef, c callSite) []*gdef {
 			// result with such a method
 			for _, x := range ix.byName[name] {
 				if x.class != "" && (strings.HasPrefix(x.class, "llm_graph_input") || strings.HasPrefix(x.class, "llama_kv_cache") || strings.HasPrefix(x.class, "llama_memory") || strings.HasPrefix(x.class, "llama_adapter") || x.class == "llm_graph_result") {
-					if strings.Contains(x.class, "dsa") || strings.Contains(x.class, "dsv4") || strings.Contains(x.class, "msa") || strings.Contains(x.class, "hybrid") {
-						continue
-					}
 					cands = append(cands, x)
 				}
 			}
@@ -768,6 +769,8 @@ func (g *generator) addGraph(name string, d *gdef, bodyToks []token) error {
 // graphHeaders declare the graph programs' methods, with their default
 // arguments.
 var graphHeaders = []string{"src/llama-graph.h", "src/llama-kv-cache.h", "src/llama-kv-cache-iswa.h", "src/llama-memory-recurrent.h",
+	"src/llama-memory-hybrid.h", "src/llama-memory-hybrid-iswa.h", "src/llama-memory-hybrid-idx.h", "src/llama-kv-cache-dsa.h",
+	"src/llama-kv-cache-dsa-iswa.h", "src/llama-kv-cache-msa.h", "src/llama-kv-cache-dsv4.h",
 	"src/llama-adapter.h", "src/llama-model.h", "src/llama-hparams.h", "src/llama-impl.h", "src/models/models.h"}
 
 // paramSig is a parameter list's types: each parameter's tokens without
