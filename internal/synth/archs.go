@@ -660,6 +660,15 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"deepseek2-ocr": func(ArchOptions) []gguf.KV {
 		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)}}
 	},
+	"qwen3next": func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, false) },
+	"qwen35":    func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
+	"qwen35moe": func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
+	// kimi-linear's converter writes no value_length (the MLA cache holds
+	// no V); kimi-k3's writes kv_lora_rank (its loader sets it anyway);
+	// bailingmoe3's none
+	"kimi-linear": func(o ArchOptions) []gguf.KV { return mlaKDASeeds(o, false) },
+	"kimi-k3":     func(o ArchOptions) []gguf.KV { return mlaKDASeeds(o, true) },
+	"bailingmoe3": func(o ArchOptions) []gguf.KV { return mlaKDASeeds(o, false) },
 }
 
 func mla(o ArchOptions) []gguf.KV {
@@ -694,6 +703,80 @@ func t5Seed(o ArchOptions) []gguf.KV {
 
 func dsa(o ArchOptions) []gguf.KV {
 	return append(mla(o), gguf.KV{Key: "%s.attention.indexer.key_length", Value: gguf.Uint32(64)})
+}
+
+// gatedDeltaNetSeeds are the keys of Qwen3-Next and Qwen3.5's gated delta
+// net layers as their converter (conversion/qwen.py Qwen3NextModel)
+// writes them from linear_key_head_dim, linear_value_head_dim,
+// linear_num_key_heads, linear_num_value_heads: ssm.state_size the key
+// head size, ssm.group_count the key heads, ssm.time_step_rank the value
+// heads, ssm.inner_size value head size * value heads. The loader sizes
+// the value heads with state_size, the graph with inner_size /
+// time_step_rank (src/models/qwen3next.cpp, qwen35.cpp; the conv state's
+// channels are inner_size + 2 * group_count * state_size, and the
+// recurrent state state_size * inner_size, llama-hparams.cpp): the key
+// and value heads have one size, as in the released models (128), and
+// the value heads are a multiple of the key heads (32 of 16 in
+// Qwen3-Next-80B-A3B). Scaled: 4 value heads and 2 key heads of
+// embedding/4. The attention layers' rope covers a quarter of their head
+// (partial_rotary_factor 0.25; the head is embedding/head_count, 4), and
+// Qwen3.5's mrope sections half of the rope, split as the converter's
+// default [11, 11, 10, 0].
+func gatedDeltaNetSeeds(o ArchOptions, mrope bool) []gguf.KV {
+	const kHeads, vHeads = 2, 4
+	ssmHead := uint32(o.Embd / 4)
+	rope := uint32(o.Embd/4) / 4
+	kvs := []gguf.KV{
+		{Key: "%s.ssm.conv_kernel", Value: gguf.Uint32(4)},
+		{Key: "%s.ssm.state_size", Value: gguf.Uint32(ssmHead)},
+		{Key: "%s.ssm.group_count", Value: gguf.Uint32(kHeads)},
+		{Key: "%s.ssm.time_step_rank", Value: gguf.Uint32(vHeads)},
+		{Key: "%s.ssm.inner_size", Value: gguf.Uint32(ssmHead * vHeads)},
+		{Key: "%s.rope.dimension_count", Value: gguf.Uint32(rope)},
+	}
+	if mrope {
+		half := int32(rope / 2)
+		a := (half + 2) / 3
+		kvs = append(kvs, gguf.KV{Key: "%s.rope.dimension_sections", Value: mustArray([]int32{a, a, half - 2*a, 0})})
+	}
+	return kvs
+}
+
+// mlaKDASeeds are the keys of the hybrid KDA (linear) + MLA (full)
+// attention of Kimi-Linear, Kimi-K3 and Bailing-MoE-V3, as their
+// converters (conversion/kimi_linear.py, kimi_k3.py, bailingmoe3.py)
+// write them: MLA served as MQA, so head_count_kv is per layer, 1 on a
+// full attention layer and 0 on a KDA one (the loaders mark those
+// recurrent), key_length kv_lora_rank + qk_rope_head_dim (the cached
+// latent and rope part: the graph's K), key_length_mla qk_nope_head_dim +
+// qk_rope_head_dim, value_length_mla v_head_dim, rope.dimension_count
+// qk_rope_head_dim, which must be under key_length_mla (the graph views
+// q_nope of key_length_mla - rope). Kimi-Linear-48B's proportions
+// (kda and nope heads 128, rope 64, v 128, kv_lora_rank 512) scaled to a
+// head of embedding/4; a full attention layer every fourth and the last.
+func mlaKDASeeds(o ArchOptions, valueLength bool) []gguf.KV {
+	h := uint32(o.Embd / 4)
+	rope, kvLora := h/2, 4*h
+	kv := make([]uint32, o.Layers)
+	for i := range kv {
+		if (i+1)%4 == 0 || i == o.Layers-1 {
+			kv[i] = 1
+		}
+	}
+	kvs := []gguf.KV{
+		{Key: "%s.attention.head_count_kv", Value: mustArray(kv)},
+		{Key: "%s.kda.head_dim", Value: gguf.Uint32(h)},
+		{Key: "%s.ssm.conv_kernel", Value: gguf.Uint32(4)},
+		{Key: "%s.attention.kv_lora_rank", Value: gguf.Uint32(kvLora)},
+		{Key: "%s.rope.dimension_count", Value: gguf.Uint32(rope)},
+		{Key: "%s.attention.key_length", Value: gguf.Uint32(kvLora + rope)},
+		{Key: "%s.attention.key_length_mla", Value: gguf.Uint32(h + rope)},
+		{Key: "%s.attention.value_length_mla", Value: gguf.Uint32(h)},
+	}
+	if valueLength {
+		kvs = append(kvs, gguf.KV{Key: "%s.attention.value_length", Value: gguf.Uint32(kvLora)})
+	}
+	return kvs
 }
 
 func (m *ArchModel) addTensor(n *arch.Need) bool {
