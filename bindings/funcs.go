@@ -82,66 +82,73 @@ type Funcs struct {
 	// the ops llama.cpp's graph builders call (internal/arch replays them
 	// on a no_alloc context: every call is checked in Go first, a failed
 	// GGML_ASSERT would end the process)
-	NewTensor1D     func(ctx Context, typ int32, ne0 int64) *Tensor                                               `c:"ggml_new_tensor_1d"`
-	NewTensor2D     func(ctx Context, typ int32, ne0, ne1 int64) *Tensor                                          `c:"ggml_new_tensor_2d"`
-	NewTensor3D     func(ctx Context, typ int32, ne0, ne1, ne2 int64) *Tensor                                     `c:"ggml_new_tensor_3d"`
-	NewTensor4D     func(ctx Context, typ int32, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_new_tensor_4d"`
-	Reshape4D       func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_reshape_4d"`
-	View3D          func(ctx Context, a *Tensor, ne0, ne1, ne2 int64, nb1, nb2, offset uintptr) *Tensor           `c:"ggml_view_3d"`
-	View4D          func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64, nb1, nb2, nb3, offset uintptr) *Tensor `c:"ggml_view_4d"`
-	Cont2D          func(ctx Context, a *Tensor, ne0, ne1 int64) *Tensor                                          `c:"ggml_cont_2d"`
-	Cont3D          func(ctx Context, a *Tensor, ne0, ne1, ne2 int64) *Tensor                                     `c:"ggml_cont_3d"`
-	Sub             func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_sub"`
-	Round           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_round"`
-	Xielu           func(ctx Context, a *Tensor, alphaN, alphaP, beta, eps float32) *Tensor                       `c:"ggml_xielu"`
-	Set1D           func(ctx Context, a, b *Tensor, offset uintptr) *Tensor                                       `c:"ggml_set_1d"`
-	ScaleInplace    func(ctx Context, a *Tensor, s float32) *Tensor                                               `c:"ggml_scale_inplace"`
-	Exp             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_exp"`
-	Neg             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_neg"`
-	L2Norm          func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_l2_norm"`
-	Repeat          func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_repeat"`
-	GatedLinearAttn func(ctx Context, k, v, q, g, state *Tensor, scale float32) *Tensor                           `c:"ggml_gated_linear_attn"`
-	RWKVWKV7        func(ctx Context, r, w, k, v, a, b, state *Tensor) *Tensor                                    `c:"ggml_rwkv_wkv7"`
-	Conv1DPh        func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_ph"`
-	Conv1DDwPh      func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_dw_ph"`
-	GroupNorm       func(ctx Context, a *Tensor, nGroups int32, eps float32) *Tensor                              `c:"ggml_group_norm"`
-	Mean            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_mean"`
-	ScaleBias       func(ctx Context, a *Tensor, s, b float32) *Tensor                                            `c:"ggml_scale_bias"`
-	Cast            func(ctx Context, a *Tensor, typ int32) *Tensor                                               `c:"ggml_cast"`
-	SetRows         func(ctx Context, a, b, c *Tensor) *Tensor                                                    `c:"ggml_set_rows"`
-	SoftMaxExt      func(ctx Context, a, mask *Tensor, scale, maxBias float32) *Tensor                            `c:"ggml_soft_max_ext"`
-	SoftMaxAddSinks func(a, sinks *Tensor)                                                                        `c:"ggml_soft_max_add_sinks"`
-	FlashAttnExt    func(ctx Context, q, k, v, mask *Tensor, scale, maxBias, logitSoftcap float32) *Tensor        `c:"ggml_flash_attn_ext"`
-	FlashAttnKVMax  func(a *Tensor, nKVMax int32)                                                                 `c:"ggml_flash_attn_ext_set_n_kv_max"`
-	FlashAttnSinks  func(a, sinks *Tensor)                                                                        `c:"ggml_flash_attn_ext_add_sinks"`
-	PrecSetAcc      func(a *Tensor, prec int32) bool                                                              `c:"ggml_prec_set_acc"`
-	PrecSetSrc      func(a *Tensor, prec, idx int32) bool                                                         `c:"ggml_prec_set_src"`
-	MulMatSetHint   func(a *Tensor, hint int32)                                                                   `c:"ggml_mul_mat_set_hint"`
-	Norm            func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_norm"`
-	Clamp           func(ctx Context, a *Tensor, lo, hi float32) *Tensor                                          `c:"ggml_clamp"`
-	Fill            func(ctx Context, a *Tensor, c float32) *Tensor                                               `c:"ggml_fill"`
-	Tanh            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_tanh"`
-	Relu            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_relu"`
-	Gelu            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_gelu"`
-	Sigmoid         func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sigmoid"`
-	Sqr             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sqr"`
-	Sqrt            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sqrt"`
-	SumRows         func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sum_rows"`
-	Softplus        func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_softplus"`
-	Swiglu          func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_swiglu"`
-	Geglu           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_geglu"`
-	Reglu           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_reglu"`
-	SwigluSplit     func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_swiglu_split"`
-	GegluSplit      func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_geglu_split"`
-	RegluSplit      func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_reglu_split"`
-	SwigluOAI       func(ctx Context, a, b *Tensor, alpha, limit float32) *Tensor                                 `c:"ggml_swiglu_oai"`
-	SwigluClamp     func(ctx Context, a, b *Tensor, limit float32) *Tensor                                        `c:"ggml_swiglu_clamp"`
-	Concat          func(ctx Context, a, b *Tensor, dim int32) *Tensor                                            `c:"ggml_concat"`
-	Repeat4D        func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_repeat_4d"`
-	Pad             func(ctx Context, a *Tensor, p0, p1, p2, p3 int32) *Tensor                                    `c:"ggml_pad"`
-	ArgsortTopK     func(ctx Context, a *Tensor, k int32) *Tensor                                                 `c:"ggml_argsort_top_k"`
-	BuildForwardSel func(g Graph, tensors **Tensor, n, idx int32) *Tensor                                         `c:"ggml_build_forward_select"`
-	GraphSize       func(g Graph) int32                                                                           `c:"ggml_graph_size"`
+	NewTensor1D      func(ctx Context, typ int32, ne0 int64) *Tensor                                               `c:"ggml_new_tensor_1d"`
+	NewTensor2D      func(ctx Context, typ int32, ne0, ne1 int64) *Tensor                                          `c:"ggml_new_tensor_2d"`
+	NewTensor3D      func(ctx Context, typ int32, ne0, ne1, ne2 int64) *Tensor                                     `c:"ggml_new_tensor_3d"`
+	NewTensor4D      func(ctx Context, typ int32, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_new_tensor_4d"`
+	Reshape4D        func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_reshape_4d"`
+	View3D           func(ctx Context, a *Tensor, ne0, ne1, ne2 int64, nb1, nb2, offset uintptr) *Tensor           `c:"ggml_view_3d"`
+	View4D           func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64, nb1, nb2, nb3, offset uintptr) *Tensor `c:"ggml_view_4d"`
+	Cont2D           func(ctx Context, a *Tensor, ne0, ne1 int64) *Tensor                                          `c:"ggml_cont_2d"`
+	Cont3D           func(ctx Context, a *Tensor, ne0, ne1, ne2 int64) *Tensor                                     `c:"ggml_cont_3d"`
+	Sub              func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_sub"`
+	Round            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_round"`
+	Xielu            func(ctx Context, a *Tensor, alphaN, alphaP, beta, eps float32) *Tensor                       `c:"ggml_xielu"`
+	Set1D            func(ctx Context, a, b *Tensor, offset uintptr) *Tensor                                       `c:"ggml_set_1d"`
+	ScaleInplace     func(ctx Context, a *Tensor, s float32) *Tensor                                               `c:"ggml_scale_inplace"`
+	Exp              func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_exp"`
+	Neg              func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_neg"`
+	L2Norm           func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_l2_norm"`
+	Repeat           func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_repeat"`
+	GatedLinearAttn  func(ctx Context, k, v, q, g, state *Tensor, scale float32) *Tensor                           `c:"ggml_gated_linear_attn"`
+	TopK             func(ctx Context, a *Tensor, k int32) *Tensor                                                 `c:"ggml_top_k"`
+	GatedDeltaNet    func(ctx Context, q, k, v, g, beta, state *Tensor, K int64) *Tensor                           `c:"ggml_gated_delta_net"`
+	LightningIndexer func(ctx Context, q, k, weights, mask *Tensor) *Tensor                                        `c:"ggml_lightning_indexer"`
+	DSV4HCComb       func(ctx Context, mixes, scale, base *Tensor, eps float32, nIter int32) *Tensor               `c:"ggml_dsv4_hc_comb"`
+	DSV4HCPre        func(ctx Context, x, weights *Tensor) *Tensor                                                 `c:"ggml_dsv4_hc_pre"`
+	DSV4HCPreGated   func(ctx Context, x, gate *Tensor, scale float32) *Tensor                                     `c:"ggml_dsv4_hc_pre_gated"`
+	DSV4HCPost       func(ctx Context, x, residual, post, comb *Tensor) *Tensor                                    `c:"ggml_dsv4_hc_post"`
+	RWKVWKV7         func(ctx Context, r, w, k, v, a, b, state *Tensor) *Tensor                                    `c:"ggml_rwkv_wkv7"`
+	Conv1DPh         func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_ph"`
+	Conv1DDwPh       func(ctx Context, a, b *Tensor, s, d int32) *Tensor                                           `c:"ggml_conv_1d_dw_ph"`
+	GroupNorm        func(ctx Context, a *Tensor, nGroups int32, eps float32) *Tensor                              `c:"ggml_group_norm"`
+	Mean             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_mean"`
+	ScaleBias        func(ctx Context, a *Tensor, s, b float32) *Tensor                                            `c:"ggml_scale_bias"`
+	Cast             func(ctx Context, a *Tensor, typ int32) *Tensor                                               `c:"ggml_cast"`
+	SetRows          func(ctx Context, a, b, c *Tensor) *Tensor                                                    `c:"ggml_set_rows"`
+	SoftMaxExt       func(ctx Context, a, mask *Tensor, scale, maxBias float32) *Tensor                            `c:"ggml_soft_max_ext"`
+	SoftMaxAddSinks  func(a, sinks *Tensor)                                                                        `c:"ggml_soft_max_add_sinks"`
+	FlashAttnExt     func(ctx Context, q, k, v, mask *Tensor, scale, maxBias, logitSoftcap float32) *Tensor        `c:"ggml_flash_attn_ext"`
+	FlashAttnKVMax   func(a *Tensor, nKVMax int32)                                                                 `c:"ggml_flash_attn_ext_set_n_kv_max"`
+	FlashAttnSinks   func(a, sinks *Tensor)                                                                        `c:"ggml_flash_attn_ext_add_sinks"`
+	PrecSetAcc       func(a *Tensor, prec int32) bool                                                              `c:"ggml_prec_set_acc"`
+	PrecSetSrc       func(a *Tensor, prec, idx int32) bool                                                         `c:"ggml_prec_set_src"`
+	MulMatSetHint    func(a *Tensor, hint int32)                                                                   `c:"ggml_mul_mat_set_hint"`
+	Norm             func(ctx Context, a *Tensor, eps float32) *Tensor                                             `c:"ggml_norm"`
+	Clamp            func(ctx Context, a *Tensor, lo, hi float32) *Tensor                                          `c:"ggml_clamp"`
+	Fill             func(ctx Context, a *Tensor, c float32) *Tensor                                               `c:"ggml_fill"`
+	Tanh             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_tanh"`
+	Relu             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_relu"`
+	Gelu             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_gelu"`
+	Sigmoid          func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sigmoid"`
+	Sqr              func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sqr"`
+	Sqrt             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sqrt"`
+	SumRows          func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sum_rows"`
+	Softplus         func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_softplus"`
+	Swiglu           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_swiglu"`
+	Geglu            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_geglu"`
+	Reglu            func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_reglu"`
+	SwigluSplit      func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_swiglu_split"`
+	GegluSplit       func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_geglu_split"`
+	RegluSplit       func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_reglu_split"`
+	SwigluOAI        func(ctx Context, a, b *Tensor, alpha, limit float32) *Tensor                                 `c:"ggml_swiglu_oai"`
+	SwigluClamp      func(ctx Context, a, b *Tensor, limit float32) *Tensor                                        `c:"ggml_swiglu_clamp"`
+	Concat           func(ctx Context, a, b *Tensor, dim int32) *Tensor                                            `c:"ggml_concat"`
+	Repeat4D         func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_repeat_4d"`
+	Pad              func(ctx Context, a *Tensor, p0, p1, p2, p3 int32) *Tensor                                    `c:"ggml_pad"`
+	ArgsortTopK      func(ctx Context, a *Tensor, k int32) *Tensor                                                 `c:"ggml_argsort_top_k"`
+	BuildForwardSel  func(g Graph, tensors **Tensor, n, idx int32) *Tensor                                         `c:"ggml_build_forward_select"`
+	GraphSize        func(g Graph) int32                                                                           `c:"ggml_graph_size"`
 
 	// graphs
 	NewGraph           func(ctx Context) Graph                           `c:"ggml_new_graph"`

@@ -669,7 +669,14 @@ func compileRef(n *ast.Node) refFn {
 		return compileIndexRef(n)
 	case ast.OpUnary:
 		if n.S == "*" {
-			return refOf(n.Kids[0])
+			// *p: the variable p holds the address of, or p itself
+			ref, x := refOf(n.Kids[0]), exprOf(n.Kids[0])
+			return func(f *frame) (*Cell, error) {
+				if v, err := x(f); err == nil && v.K == KAddr {
+					return v.P.(*Cell), nil
+				}
+				return ref(f)
+			}
 		}
 	}
 	op := n.Op
@@ -746,8 +753,43 @@ func compileUnary(n *ast.Node) exprFn {
 			}
 			return c.V, nil
 		}
-	case "*", "&", "+":
-		// pointers and the objects they point to are the same values here
+	case "&":
+		// an object is its own address (pointers and the objects they
+		// point to are the same values here); a variable that holds
+		// anything else has one of its own (its cell), through which the
+		// callee writes (*out = t)
+		x := exprOf(n.Kids[0])
+		switch n.Kids[0].Op {
+		case ast.OpIdent, ast.OpMember, ast.OpIndex:
+		default:
+			return x
+		}
+		ref := refOf(n.Kids[0])
+		return func(f *frame) (Val, error) {
+			v, err := x(f)
+			if err != nil {
+				return vVoid, err
+			}
+			switch v.K {
+			case KObj, KArr, KMap, KFunc:
+				return v, nil
+			}
+			c, err := ref(f)
+			if err != nil {
+				return v, nil // no variable: the value itself
+			}
+			return Val{K: KAddr, P: c}, nil
+		}
+	case "*":
+		x := exprOf(n.Kids[0])
+		return func(f *frame) (Val, error) {
+			v, err := x(f)
+			if err == nil && v.K == KAddr {
+				return v.P.(*Cell).V, nil
+			}
+			return v, err
+		}
+	case "+":
 		return exprOf(n.Kids[0])
 	}
 	x := exprOf(n.Kids[0])

@@ -775,12 +775,15 @@ func argsBind(f *frame, p *Program, args []*ast.Node) bool {
 }
 
 // graphInit is a graph struct's member with a literal default member
-// initializer (const T name = literal;).
+// initializer (const T name = literal;), or a map (std::map<K, V> name;,
+// empty).
 type graphInit struct{ name, typ, val string }
 
 // value is the member's initial value, of its type.
 func (g graphInit) value() (Val, error) {
 	switch g.typ {
+	case "std::map":
+		return Val{K: KMap, P: &cmap{vals: []Val{}}}, nil
 	case "bool":
 		return vBool(g.val == "true"), nil
 	case "float":

@@ -318,6 +318,7 @@ func ggmlBuiltins() map[string]builtinFunc {
 	sizeOps(out)
 	graphBuildOps(out)
 	moeOps(out)
+	fusedOps(out)
 	return out
 }
 
@@ -350,6 +351,17 @@ func moeOps(out map[string]builtinFunc) {
 			return vVoid, err
 		}
 		return tval(c.lib().ArgsortTopK(ctx, a, int32(k))), nil
+	})
+	op(out, "ggml_top_k", 3, func(c *gcall) (Val, error) {
+		ctx, ts, err := c.ctxTensors(1)
+		if err != nil {
+			return vVoid, err
+		}
+		a, k := ts[0], c.i(2)
+		if err := c.assert(a.Ne[0] <= math.MaxInt32 && a.Ne[0] >= k && k >= 0, "a->ne[0] >= k"); err != nil {
+			return vVoid, err
+		}
+		return tval(c.lib().TopK(ctx, a, int32(k))), nil
 	})
 	op(out, "ggml_mul_mat_id", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(3)
@@ -1120,25 +1132,20 @@ func rowOps(out map[string]builtinFunc) {
 		}
 		a, b, ix := ts[0], ts[1], ts[2]
 		// ggml_set_rows' asserts, in its order
-		for _, chk := range []struct {
-			ok   bool
-			cond string
-		}{
-			{a.Ne[0] == b.Ne[0], "a->ne[0] == b->ne[0]"},
-			{a.Ne[2] == b.Ne[2], "a->ne[2] == b->ne[2]"},
-			{a.Ne[3] == b.Ne[3], "a->ne[3] == b->ne[3]"},
-			{b.Ne[1] == ix.Ne[0], "b->ne[1] == c->ne[0]"},
-			{ix.Ne[1] != 0 && b.Ne[2]%ix.Ne[1] == 0, "b->ne[2] % c->ne[1] == 0"},
-			{ix.Ne[2] != 0 && b.Ne[3]%ix.Ne[2] == 0, "b->ne[3] % c->ne[2] == 0"},
-			{ix.Ne[3] == 1, "c->ne[3] == 1"},
-			{b.Type == typeF32 || b.Type == typeF16, "b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16"},
-			{ix.Type == typeI64 || ix.Type == typeI32, "c->type == GGML_TYPE_I64 || c->type == GGML_TYPE_I32"},
-			{c.g.contiguousRows(a), "ggml_is_contiguous_rows(a)"},
-			{c.g.contiguousRows(b), "ggml_is_contiguous_rows(b)"},
-		} {
-			if err := c.assert(chk.ok, chk.cond); err != nil {
-				return vVoid, err
-			}
+		if err := c.asserts(
+			check{a.Ne[0] == b.Ne[0], "a->ne[0] == b->ne[0]"},
+			check{a.Ne[2] == b.Ne[2], "a->ne[2] == b->ne[2]"},
+			check{a.Ne[3] == b.Ne[3], "a->ne[3] == b->ne[3]"},
+			check{b.Ne[1] == ix.Ne[0], "b->ne[1] == c->ne[0]"},
+			check{ix.Ne[1] != 0 && b.Ne[2]%ix.Ne[1] == 0, "b->ne[2] % c->ne[1] == 0"},
+			check{ix.Ne[2] != 0 && b.Ne[3]%ix.Ne[2] == 0, "b->ne[3] % c->ne[2] == 0"},
+			check{ix.Ne[3] == 1, "c->ne[3] == 1"},
+			check{b.Type == typeF32 || b.Type == typeF16, "b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16"},
+			check{ix.Type == typeI64 || ix.Type == typeI32, "c->type == GGML_TYPE_I64 || c->type == GGML_TYPE_I32"},
+			check{c.g.contiguousRows(a), "ggml_is_contiguous_rows(a)"},
+			check{c.g.contiguousRows(b), "ggml_is_contiguous_rows(b)"},
+		); err != nil {
+			return vVoid, err
 		}
 		return tval(c.lib().SetRows(ctx, a, b, ix)), nil
 	})

@@ -308,17 +308,20 @@ func (r *Run) mapMethod(f *frame, m *cmap, name string, args []*ast.Node) (Val, 
 		if len(vs) == 0 {
 			return vVoid, f.errorf("%s arguments", name)
 		}
-		if m.find(vs[0]) < 0 {
-			m.keys = append(m.keys, vs[0])
-			if m.vals != nil {
-				v := vVoid
-				if len(vs) > 1 {
-					v = vs[1]
-				}
-				m.vals = append(m.vals, v)
-			}
+		// the pair of the element's iterator and whether it was inserted
+		i := m.find(vs[0])
+		if i >= 0 {
+			return pairVal(Val{K: KIter, P: m, I: int64(i)}, vFalse), nil
 		}
-		return vVoid, nil
+		m.keys = append(m.keys, vs[0])
+		if m.vals != nil {
+			v := vVoid
+			if len(vs) > 1 {
+				v = vs[1]
+			}
+			m.vals = append(m.vals, v)
+		}
+		return pairVal(Val{K: KIter, P: m, I: int64(len(m.keys) - 1)}, vTrue), nil
 	case "clear":
 		m.keys, m.intsN = m.keys[:0], 0
 		if m.vals != nil {

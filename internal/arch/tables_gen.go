@@ -2828,7 +2828,8 @@ var graphSpecs = map[string]string{
 
 // graphInits: the members of a graph struct with a literal default member initializer.
 var graphInits = map[string][]graphInit{
-	"llama_model_gemma3n::graph": {{"n_layer_sparsity", "int", "10"}, {"f_sparsity_std_mul", "float", "1.6448533535003662"}},
+	"llama_model_gemma3n::graph":  {{"n_layer_sparsity", "int", "10"}, {"f_sparsity_std_mul", "float", "1.6448533535003662"}},
+	"llama_model_qwen4exp::graph": {{"qsa_inps", "std::map", ""}, {"rs_rows", "std::map", ""}},
 }
 
 // classParents: each model class's base class.

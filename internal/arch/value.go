@@ -28,6 +28,7 @@ const (
 	KMap         // P: *cmap, a std::map / unordered_map / set
 	KIter        // P: *Array or *cmap, I: the position
 	KNative      // P: a native ggml tensor, context or graph (graph.go)
+	KAddr        // P: *Cell, the address of a variable that holds no object (a ggml_tensor ** out-parameter)
 )
 
 // enum families of KEnum values
@@ -213,6 +214,8 @@ func (v Val) describe() string {
 		return "map"
 	case KIter:
 		return "iterator"
+	case KAddr:
+		return "address of " + v.P.(*Cell).V.describe()
 	case KNative:
 		if t, ok := v.P.(*bindings.Tensor); ok {
 			n, _ := nativeMember(v, "name")

@@ -663,6 +663,7 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"qwen3next": func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, false) },
 	"qwen35":    func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
 	"qwen35moe": func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
+	"qwen4exp":  func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
 	// kimi-linear's converter writes no value_length (the MLA cache holds
 	// no V); kimi-k3's writes kv_lora_rank (its loader sets it anyway);
 	// bailingmoe3's none

@@ -527,6 +527,9 @@ type classInfo struct {
 // graphInitRe is "const T name = literal;" in a graph struct.
 var graphInitRe = regexp.MustCompile(`(?m)^\s+const (int|int32_t|int64_t|uint32_t|float|bool)\s+([a-z_][a-z0-9_]*)\s*=\s*(-?[0-9][0-9.eE+-]*f?|true|false);`)
 
+// graphMapRe is "std::map<K, V> name;" in a graph struct: an empty map.
+var graphMapRe = regexp.MustCompile(`(?m)^\s+(std::map)<[^;{}]*>\s+([a-z_][a-z0-9_]*)\s*;`)
+
 func (s *source) classes(rel string) (map[string]*classInfo, error) {
 	text, err := s.read(rel)
 	if err != nil {
@@ -555,6 +558,9 @@ func (s *source) classes(rel string) (map[string]*classInfo, error) {
 			}
 			for _, m := range graphInitRe.FindAllStringSubmatch(gb, -1) {
 				ci.graphInits = append(ci.graphInits, [3]string{m[2], m[1], strings.TrimSuffix(m[3], "f")})
+			}
+			for _, m := range graphMapRe.FindAllStringSubmatch(gb, -1) {
+				ci.graphInits = append(ci.graphInits, [3]string{m[2], m[1], ""})
 			}
 		}
 		out[name] = ci
