@@ -102,6 +102,19 @@ type Funcs struct {
 	Repeat           func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_repeat"`
 	GatedLinearAttn  func(ctx Context, k, v, q, g, state *Tensor, scale float32) *Tensor                           `c:"ggml_gated_linear_attn"`
 	TopK             func(ctx Context, a *Tensor, k int32) *Tensor                                                 `c:"ggml_top_k"`
+	Abs              func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_abs"`
+	Sgn              func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_sgn"`
+	AddInplace       func(ctx Context, a, b *Tensor) *Tensor                                                       `c:"ggml_add_inplace"`
+	Cont4D           func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor                                `c:"ggml_cont_4d"`
+	Argmax           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_argmax"`
+	Arange           func(ctx Context, start, stop, step float32) *Tensor                                          `c:"ggml_arange"`
+	Diag             func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_diag"`
+	PadExt           func(ctx Context, a *Tensor, lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3 int32) *Tensor            `c:"ggml_pad_ext"`
+	SetInplace       func(ctx Context, a, b *Tensor, nb1, nb2, nb3, offset uintptr) *Tensor                        `c:"ggml_set_inplace"`
+	Cumsum           func(ctx Context, a *Tensor) *Tensor                                                          `c:"ggml_cumsum"`
+	Tri              func(ctx Context, a *Tensor, typ int32) *Tensor                                               `c:"ggml_tri"`
+	SolveTri         func(ctx Context, a, b *Tensor, left, lower, uni bool) *Tensor                                `c:"ggml_solve_tri"`
+	Pool2D           func(ctx Context, a *Tensor, op, k0, k1, s0, s1 int32, p0, p1 float32) *Tensor                `c:"ggml_pool_2d"`
 	GatedDeltaNet    func(ctx Context, q, k, v, g, beta, state *Tensor, K int64) *Tensor                           `c:"ggml_gated_delta_net"`
 	LightningIndexer func(ctx Context, q, k, weights, mask *Tensor) *Tensor                                        `c:"ggml_lightning_indexer"`
 	DSV4HCComb       func(ctx Context, mixes, scale, base *Tensor, eps float32, nIter int32) *Tensor               `c:"ggml_dsv4_hc_comb"`

@@ -23,7 +23,9 @@ import (
 // own llama_get_memory_breakdown of a context made with the same options
 // on a model loaded as -fit loads it (no_alloc, load mode none), under
 // several configurations. Model and context bytes must be equal per
-// buffer type, and so must the context's resolved sizes.
+// buffer type, and so must the context's resolved sizes; where ggload
+// replays the compute graph, so must the scheduler's lines (the graphs'
+// node and split counts among them).
 //
 //	go test -run TestContextMemory -v ./tests
 
@@ -308,6 +310,24 @@ func compareContext(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c
 	got := memoryLines(plan.Log, func(ln place.LogLine) string { return ln.Text }, func(ln place.LogLine) bool { return ln.Level != "DEBUG" })
 	if !slices.Equal(got, want) {
 		diffs = append(diffs, fmt.Sprintf("memory lines:\n ggload    %q\n llama.cpp %q", got, want))
+	}
+	if known {
+		// and the scheduler's: the fused ops resolved, each graph's
+		// nodes, splits and inputs, the buffer sizes
+		var ours, theirs []string
+		for _, ln := range plan.Log {
+			if ln.Level != "DEBUG" && schedLines(ln.Text) {
+				ours = append(ours, ln.Text)
+			}
+		}
+		for _, ln := range lines {
+			if text := strings.TrimRight(ln.Text, "\n"); ln.Level >= 2 && schedLines(text) {
+				theirs = append(theirs, text)
+			}
+		}
+		if !slices.Equal(ours, theirs) {
+			diffs = append(diffs, fmt.Sprintf("scheduler lines:\n ggload    %q\n llama.cpp %q", ours, theirs))
+		}
 	}
 	if len(diffs) > 0 {
 		return "differ", strings.Join(diffs, "\n")

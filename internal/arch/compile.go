@@ -349,6 +349,9 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 	if ctype == "std::regex" {
 		return compileRegexDecl(name, items, init)
 	}
+	if init != nil && init.Op == ast.OpCall && len(init.Kids) > 1 && init.Kids[0].Op == ast.OpIdent && init.Kids[0].S == "std::vector" {
+		return compileVectorCtor(name, ctype, init.Kids[1:])
+	}
 	if strings.HasPrefix(ctype, "std::unique_ptr<") || strings.HasPrefix(ctype, "std::shared_ptr<") {
 		// a smart pointer: the object it owns, shared (graph.go's objects
 		// are their own pointers)
@@ -404,6 +407,50 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 	}
 }
 
+// compileVectorCtor: std::vector<T> name(n) (n value-initialized
+// elements of T) or name(n, value).
+func compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
+	var xs []exprFn
+	for _, a := range args {
+		xs = append(xs, exprOf(a))
+	}
+	elem, _ := strings.CutPrefix(ctype, "std::vector<")
+	elem = strings.TrimSpace(strings.TrimSuffix(elem, ">"))
+	et := elemType(elem)
+	if strings.HasSuffix(elem, "*") {
+		et = ast.TPtr
+	}
+	return func(f *frame) (ctl, error) {
+		if len(xs) > 2 {
+			return ctlNone, f.errorf("%s(%d arguments)", ctype, len(xs))
+		}
+		n, err := xs[0](f)
+		if err != nil {
+			return ctlNone, err
+		}
+		if n, err = convert(n, ast.TI64); err != nil || n.K != KInt || n.I < 0 || n.I > 1<<24 {
+			return ctlNone, f.errorf("%s(%s)", ctype, n.describe())
+		}
+		v := zeroOf(et)
+		if len(xs) == 2 {
+			if v, err = xs[1](f); err != nil {
+				return ctlNone, err
+			}
+		}
+		a := &Array{elem: et, cells: make([]Cell, n.I)}
+		for i := range a.cells {
+			a.cells[i].T = et
+			if err := a.cells[i].set(v); err != nil {
+				return ctlNone, err
+			}
+		}
+		c := f.sc.cell(ast.TAuto)
+		c.V = Val{K: KArr, P: a}
+		f.sc.define(name, c)
+		return ctlNone, nil
+	}
+}
+
 // compileRegexDecl: a std::regex of one pattern.
 func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 	if init != nil && len(init.Kids) == 1 && init.Kids[0].Op == ast.OpStr {
@@ -434,6 +481,29 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 		f.sc.define(name, c)
 		return ctlNone, nil
 	}
+}
+
+// assignMembers assigns the brace list a to struct o's members in order,
+// value-initializing those it does not reach.
+func assignMembers(f *frame, o *Object, a *Array) error {
+	fields := structFields[o.class]
+	if len(a.cells) > len(fields) {
+		return f.errorf("%d initializers for %s of %d members", len(a.cells), o.class, len(fields))
+	}
+	fresh, err := f.r.newStruct(o.class, fields)
+	if err != nil {
+		return f.errorf("%v", err)
+	}
+	for i, fd := range fields {
+		c := fresh.fields[fd.Name]
+		if i < len(a.cells) {
+			if err := c.set(a.cells[i].V); err != nil {
+				return f.errorf("%s.%s = %s: %v", o.class, fd.Name, a.cells[i].V.describe(), err)
+			}
+		}
+		o.fields[fd.Name] = c
+	}
+	return nil
 }
 
 // compileStructDecl: a struct of the headers, value-initialized, or
@@ -1091,6 +1161,10 @@ func compileAssign(n *ast.Node) exprFn {
 			if v, err = arith(op, c.V, v); err != nil {
 				return vVoid, f.arithError(err)
 			}
+		}
+		if o, ok := c.V.P.(*Object); ok && c.V.K == KObj && v.K == KArr && structFields[o.class] != nil {
+			// a struct assigned a brace list: member by member in order
+			return c.V, assignMembers(f, o, v.P.(*Array))
 		}
 		if err := c.set(v); err != nil {
 			return vVoid, f.errorf("%v", err)

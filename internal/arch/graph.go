@@ -299,7 +299,8 @@ type GraphParams struct {
 	NSeqs     uint32 // of n_seq_max sequences
 	NOutputs  uint32 // min(n_tokens, n_outputs_max) outputs
 	FlashAttn bool   // cparams.flash_attn
-	MaxNodes  int    // llama_context::graph_max_nodes (1024 if zero)
+	MaxNodes  int    // the graph's size; 0: llama_context::graph_max_nodes, for NTensors
+	NTensors  int    // llama_model::n_tensors(): the weights in their contexts
 	Memory    *Memory
 }
 
@@ -311,7 +312,10 @@ func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
 		return nil, err
 	}
 	if p.MaxNodes <= 0 {
-		p.MaxNodes = 1024
+		if p.MaxNodes, err = r.graphMaxNodes(p.NTokens, p.NTensors); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	g, err := s.Build(p.NTokens, p.NSeqs, p.NOutputs, p.MaxNodes)
 	if err != nil {
@@ -729,17 +733,38 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 		if v.K == KObj {
 			cls = v.P.(*Object).class
 		}
-		var by []*Program
-		for _, p := range fit {
-			if c := p.Params.Kids[0].C; c != "" && c == cls {
-				by = append(by, p)
+		// the parameter of the argument's own class, else of its nearest
+		// base (an input derived from another binds as the base)
+		for _, c := range append([]string{cls}, classAncestors(cls)...) {
+			var by []*Program
+			for _, p := range fit {
+				if pc := p.Params.Kids[0].C; pc != "" && pc == c {
+					by = append(by, p)
+				}
 			}
-		}
-		if len(by) == 1 {
-			return by[0], nil
+			if len(by) == 1 {
+				return by[0], nil
+			}
+			if len(by) > 1 {
+				break
+			}
 		}
 	}
 	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+}
+
+// classAncestors are class's bases among the graph's classes, nearest
+// first.
+func classAncestors(class string) []string {
+	var out []string
+	for q := graphBases[class]; len(q) > 0; {
+		b := q[0]
+		q = append(q[1:], graphBases[b]...)
+		if !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // accessorCall reports whether n is obj->get_x(), an accessor without

@@ -277,7 +277,7 @@ func unary(out map[string]builtinFunc, name string, call func(l *bindings.Lib) f
 
 // ggmlUnary are the ops ggml makes with ggml_unary (GGML_OP_UNARY).
 var ggmlUnary = map[string]bool{"ggml_silu": true, "ggml_gelu": true, "ggml_relu": true, "ggml_tanh": true, "ggml_sigmoid": true,
-	"ggml_softplus": true, "ggml_exp": true, "ggml_neg": true, "ggml_round": true}
+	"ggml_softplus": true, "ggml_exp": true, "ggml_neg": true, "ggml_round": true, "ggml_abs": true, "ggml_sgn": true}
 
 // binary registers ggml_NAME(ctx, a, b) with its check.
 func binary(out map[string]builtinFunc, name string, check func(c *gcall, a, b *bindings.Tensor) error, call func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor) {
@@ -319,6 +319,7 @@ func ggmlBuiltins() map[string]builtinFunc {
 	graphBuildOps(out)
 	moeOps(out)
 	fusedOps(out)
+	extraOps(out)
 	return out
 }
 
@@ -426,7 +427,7 @@ func moeOps(out map[string]builtinFunc) {
 		}
 		return tval(c.lib().Repeat4D(ctx, a, ne[0], ne[1], ne[2], ne[3])), nil
 	})
-	for _, n := range []string{"ggml_swiglu", "ggml_geglu"} {
+	for _, n := range []string{"ggml_swiglu", "ggml_geglu", "ggml_reglu"} {
 		op(out, n, 2, func(c *gcall) (Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
@@ -435,8 +436,11 @@ func moeOps(out map[string]builtinFunc) {
 			if err := c.assert(c.g.contiguousN(ts[0], 1), "ggml_is_contiguous_1(a)"); err != nil {
 				return vVoid, err
 			}
-			if n == "ggml_geglu" {
+			switch n {
+			case "ggml_geglu":
 				return tval(c.lib().Geglu(ctx, ts[0])), nil
+			case "ggml_reglu":
+				return tval(c.lib().Reglu(ctx, ts[0])), nil
 			}
 			return tval(c.lib().Swiglu(ctx, ts[0])), nil
 		})
@@ -498,10 +502,15 @@ func elementwiseOps(out map[string]builtinFunc) {
 	unary(out, "ggml_neg", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Neg }))
 	unary(out, "ggml_mean", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Mean }))
 	unary(out, "ggml_softplus", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Softplus }))
+	unary(out, "ggml_abs", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Abs }))
+	unary(out, "ggml_sgn", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.Sgn }))
 	unary(out, "ggml_soft_max", L(func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor) *bindings.Tensor { return l.SoftMax }))
 
 	binary(out, "ggml_add", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
 		return l.Add
+	})
+	binary(out, "ggml_add_inplace", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
+		return l.AddInplace
 	})
 	binary(out, "ggml_mul", repeats, func(l *bindings.Lib) func(bindings.Context, *bindings.Tensor, *bindings.Tensor) *bindings.Tensor {
 		return l.Mul

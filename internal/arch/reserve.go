@@ -295,19 +295,8 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// sched_reserve
 	nSeqs := u("n_seq_max")
 	nTokens := min(u("n_ctx"), u("n_ubatch"))
-	r.nTensors = p.NTensors
-	r.model.fields["loras"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}} // no LoRA adapters
-	gmn, err := r.program("llama_context::graph_max_nodes")
-	if err != nil {
+	if out.MaxNodes, err = r.graphMaxNodes(nTokens, p.NTensors); err != nil {
 		return nil, err
-	}
-	mv, err := r.call(gmn, r.ctx, []Val{vInt(int64(nTokens), ast.TU32)})
-	if err != nil {
-		return nil, r.wrap("graph_max_nodes: ", err)
-	}
-	out.MaxNodes = int(mv.I)
-	if out.MaxNodes <= 0 {
-		return nil, fmt.Errorf("arch: graph_max_nodes is %d", out.MaxNodes)
 	}
 	sched := set.sched(lib, bufts, out.MaxNodes, pp, b("op_offload"))
 	if sched == 0 {
@@ -549,6 +538,26 @@ type fusedNode struct {
 	op int64
 	t  *bindings.Tensor
 	il int
+}
+
+// graphMaxNodes is llama_context::graph_max_nodes for a graph of nTokens
+// tokens of a model of nTensors weights (llama_model::n_tensors), on the
+// context InitContext made.
+func (r *Run) graphMaxNodes(nTokens uint32, nTensors int) (int, error) {
+	r.nTensors = nTensors
+	r.model.fields["loras"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}} // no LoRA adapters
+	gmn, err := r.program("llama_context::graph_max_nodes")
+	if err != nil {
+		return 0, err
+	}
+	mv, err := r.call(gmn, r.ctx, []Val{vInt(int64(nTokens), ast.TU32)})
+	if err != nil {
+		return 0, r.wrap("graph_max_nodes: ", err)
+	}
+	if mv.I <= 0 {
+		return 0, fmt.Errorf("arch: graph_max_nodes is %d", mv.I)
+	}
+	return int(mv.I), nil
 }
 
 // GraphReplayed says whether Reserve can size this model's compute

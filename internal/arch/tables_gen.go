@@ -2528,6 +2528,11 @@ var structFields = map[string][]fieldDef{
 		{Name: "n_embd", CType: "uint32_t", Type: ast.TU32, Enum: false, Len: "", Struct: "", Default: ""},
 		{Name: "n_layer", CType: "uint32_t", Type: ast.TU32, Enum: false, Len: "", Struct: "", Default: ""},
 	},
+	"msa_params": {
+		{Name: "blk", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "topk_blocks", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "local", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+	},
 }
 
 // modelFields: the data members of llama_model and of each model class.
@@ -2558,7 +2563,7 @@ var modelFields = map[string][]fieldDef{
 		{Name: "adapter_token_to_substitute", CType: "std::unordered_map<llama_token, llama_token>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
 	"llama_model_minimax_m3": {
-		{Name: "msa_p", CType: "msa_params", Type: ast.TAuto, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "msa_p", CType: "msa_params", Type: ast.TAuto, Enum: false, Len: "", Struct: "msa_params", Default: ""},
 	},
 	"llama_model_nanbeige": {
 		{Name: "n_loops", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "1"},

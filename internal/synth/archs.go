@@ -641,6 +641,10 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"deepseek32": dsa,
 	"glm-dsa":    dsa,
 	"dots3note":  dsa,
+	// MiniMax-M3's sparse attention: one indexer head per KV head group
+	"minimax-m3": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.indexer.head_count", Value: gguf.Uint32(2)}}
+	},
 	// the converter's key_length is qk_nope + qk_rope, with the head size
 	// of n_embd / n_head for the values (MiniCPM3-4B: 64 + 32, 64)
 	// and as many KV heads as heads

@@ -63,7 +63,8 @@ func (m *ArchModel) checkGraph(lib *bindings.Lib) error {
 	if err != nil {
 		return err
 	}
-	if err := r.CreateTensors(&recordPlacer{created: map[string]bool{}}); err != nil {
+	rec := &recordPlacer{created: map[string]bool{}}
+	if err := r.CreateTensors(rec); err != nil {
 		return err
 	}
 	for _, c := range graphConfigs {
@@ -88,7 +89,7 @@ func (m *ArchModel) checkGraph(lib *bindings.Lib) error {
 		nTok := min(c.nUBatch, cx.NUBatch)
 		nSeq := min(cx.NSeqMax, nTok)
 		g, err := r.BuildGraph(arch.GraphParams{Lib: lib, NTokens: nTok, NSeqs: nSeq, NOutputs: min(c.nOutputs, nTok),
-			FlashAttn: cx.FlashAttn, Memory: mem})
+			FlashAttn: cx.FlashAttn, Memory: mem, NTensors: len(rec.created)})
 		if err != nil {
 			return &GraphError{Arch: m.Arch, Config: c.name, Err: err}
 		}

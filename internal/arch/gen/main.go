@@ -373,6 +373,17 @@ func (g *generator) constants(tb *tables) error {
 		if err != nil {
 			return err
 		}
+		// a member whose type is a struct of models.h (msa_params)
+		for i, f := range fs {
+			if f.Struct != "" || !regexp.MustCompile(`^[a-z_][a-z0-9_]*$`).MatchString(f.CType) {
+				continue
+			}
+			sub, err := s.structFields("src/models/models.h", f.CType)
+			if err != nil || len(sub) == 0 {
+				continue
+			}
+			fs[i].Struct, tb.sub[f.CType] = f.CType, sub
+		}
 		if len(fs) > 0 {
 			tb.modelFields[c] = fs
 		}

@@ -675,6 +675,11 @@ func (p *parser) tryDecl() []*ast.Node {
 			}
 			p.expect(")")
 			d.Kids = []*ast.Node{args}
+			if typ == ast.TObj && strings.HasPrefix(d.C, "std::vector<") {
+				// a vector's constructor, not its elements: vector(n) and
+				// vector(n, value)
+				d.Kids = []*ast.Node{{Op: ast.OpCall, Kids: append([]*ast.Node{{Op: ast.OpIdent, S: "std::vector"}}, args.Kids...)}}
+			}
 		case p.accept("["):
 			// a local C array, "T a[N] = { ... };": (decl a :array N
 			// [list]), its elements value-initialized past the list
