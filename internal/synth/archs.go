@@ -629,7 +629,10 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"t5":        t5Seed,
 	"t5encoder": t5Seed,
 	// the only scoring its loader takes: sqrt-softplus
-	"deepseek4": func(ArchOptions) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}} },
+	// and the hyper-connections of four streams its ops support (hc_mult 4)
+	"deepseek4": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}, {Key: "%s.hyper_connection.count", Value: gguf.Uint32(4)}}
+	},
 	// MLA as the converter writes it (DeepSeek-V3: kv_lora_rank 512,
 	// qk_rope 64, qk_nope 128, v_head 128): one KV head, whose key is the
 	// compressed KV plus the rope part and whose value the compressed KV
