@@ -643,7 +643,25 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	// size must be a multiple of, and hold the rope part
 	"deepseek32": dsa,
 	"glm-dsa":    dsa,
-	"dots3note":  dsa,
+	// and the MLA of dots3note's sliding-window layers, whose rope part is
+	// the full layers' (conversion/dots3.py: kv_lora_rank_swa, key_length_swa
+	// = swa_kv_lora_rank + qk_rope, value_length_swa, key_length_mla_swa =
+	// swa_qk_nope + qk_rope, value_length_mla_swa); the defaults' 48 is
+	// under n_rot at embedding length 256 (attn_k_b's first dimension,
+	// key_length_mla_swa - n_rot, goes negative)
+	"dots3note": func(o ArchOptions) []gguf.KV {
+		e := uint32(o.Embd)
+		return append(dsa(o),
+			gguf.KV{Key: "%s.attention.kv_lora_rank_swa", Value: gguf.Uint32(e / 4)},
+			gguf.KV{Key: "%s.attention.key_length_swa", Value: gguf.Uint32(e / 2)},
+			gguf.KV{Key: "%s.attention.value_length_swa", Value: gguf.Uint32(e / 4)},
+			gguf.KV{Key: "%s.attention.key_length_mla_swa", Value: gguf.Uint32(3 * e / 4)},
+			gguf.KV{Key: "%s.attention.value_length_mla_swa", Value: gguf.Uint32(e / 2)},
+			// three sliding-window layers to a full one, the indexer on the
+			// full ones, as booleans per layer (conversion/dots3.py)
+			gguf.KV{Key: "%s.attention.sliding_window_pattern", Value: mustArray(everyFourth(o.Layers, false))},
+			gguf.KV{Key: "%s.attention.indexer.types", Value: mustArray(everyFourth(o.Layers, true))})
+	},
 	// MiniMax-M3's sparse attention: one indexer head per KV head group
 	"minimax-m3": func(ArchOptions) []gguf.KV {
 		return []gguf.KV{{Key: "%s.attention.indexer.head_count", Value: gguf.Uint32(2)}}
@@ -677,6 +695,73 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"kimi-linear": func(o ArchOptions) []gguf.KV { return mlaKDASeeds(o, false) },
 	"kimi-k3":     func(o ArchOptions) []gguf.KV { return mlaKDASeeds(o, true) },
 	"bailingmoe3": func(o ArchOptions) []gguf.KV { return mlaKDASeeds(o, false) },
+
+	// Mamba: d_inner = 2*d_model (the only expansion factor the loader
+	// takes), dt_rank = ceil(d_model/16) (conversion/mamba.py)
+	"mamba": mambaSeed,
+	// Jamba: d_inner = mamba_expand*d_model, expand 2 (asserted by the
+	// loader), dt_rank = ceil(d_model/16) (conversion/jamba.py)
+	"jamba": func(o ArchOptions) []gguf.KV {
+		return append(mambaSeed(o), gguf.KV{Key: "%s.attention.head_count_kv", Value: hybridKV(o, 2)})
+	},
+	// Granite 4.0 hybrid: d_inner = mamba_expand*hidden_size, expand 2
+	// (asserted by the loader); time_step_rank is the Mamba2 head count
+	// (conversion/granite.py)
+	"granitehybrid": func(o ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.ssm.inner_size", Value: gguf.Uint32(uint32(2 * o.Embd))},
+			{Key: "%s.attention.head_count_kv", Value: hybridKV(o, 2)}}
+	},
+	// OLMoE and dots.llm1 have as many KV heads as heads: their loaders
+	// size attn_k_norm {n_embd} (olmoe) and attn_k/attn_v
+	// {n_embd_head_k*n_head} (dots1), and the graph reshapes K and V to
+	// n_head_kv heads. dots.llm1 routes as DeepSeek-V3 does (sigmoid,
+	// with exp_probs_b): the converter writes it from scoring_func, and
+	// build_moe_ffn aborts without one
+	"olmoe": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)}}
+	},
+	"dots1": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(4)},
+			{Key: "%s.expert_gating_func", Value: gguf.Uint32(2)}}
+	},
+	// the converter always writes a router scoring that build_moe_ffn
+	// knows (it aborts on none): sigmoid for MiniMax-M2 (scoring_func),
+	// softmax or sigmoid for SmallThinker (moe_primary_router_apply_softmax)
+	"minimax-m2":   func(ArchOptions) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(2)}} },
+	"smallthinker": func(ArchOptions) []gguf.KV { return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(1)}} },
+	// AFMoE's graph always takes the interleaved SWA inputs: real models
+	// have a sliding window (3 sliding layers, 1 full)
+	"afmoe": func(ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.sliding_window", Value: gguf.Uint32(32)}}
+	},
+	// MLA (DeepseekV2Model's subclasses), with HY_V4's sigmoid routing
+	// (conversion/hy_v4.py) and hyper-connections of DeepSeek-V4's layout
+	// (src/models/hy-v4.cpp): 4 streams, not the 16 of a default count
+	"hy_v4": func(o ArchOptions) []gguf.KV {
+		return append(mla(o), gguf.KV{Key: "%s.expert_gating_func", Value: gguf.Uint32(2)},
+			gguf.KV{Key: "%s.hyper_connection.count", Value: gguf.Uint32(4)})
+	},
+}
+
+// hybridKV is head_count_kv of a hybrid of Mamba and attention layers:
+// 0 for a Mamba layer, n for an attention layer, one attention layer in
+// four (Jamba: one in 8, conversion/jamba.py; Granite 4.0-H: layer_types)
+func hybridKV(o ArchOptions, n uint32) gguf.Value {
+	kv := make([]uint32, o.Layers)
+	for i := range kv {
+		if i%4 == 2 {
+			kv[i] = n
+		}
+	}
+	return mustArray(kv)
+}
+
+// mambaSeed is Mamba's (v1) SSM geometry for the embedding length.
+func mambaSeed(o ArchOptions) []gguf.KV {
+	return []gguf.KV{
+		{Key: "%s.ssm.inner_size", Value: gguf.Uint32(uint32(2 * o.Embd))},
+		{Key: "%s.ssm.time_step_rank", Value: gguf.Uint32(uint32((o.Embd + 15) / 16))},
+	}
 }
 
 func mla(o ArchOptions) []gguf.KV {
@@ -707,6 +792,16 @@ func t5Seed(o ArchOptions) []gguf.KV {
 		{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(heads)},
 		{Key: "%s.attention.key_length", Value: gguf.Uint32(uint32(o.Embd / heads))},
 		{Key: "%s.attention.value_length", Value: gguf.Uint32(uint32(o.Embd / heads))}}
+}
+
+// everyFourth is a per-layer flag, full on every fourth layer and the
+// last: what full says there, the opposite elsewhere.
+func everyFourth(layers int, full bool) []bool {
+	out := make([]bool, layers)
+	for i := range out {
+		out[i] = ((i+1)%4 == 0 || i == layers-1) == full
+	}
+	return out
 }
 
 func dsa(o ArchOptions) []gguf.KV {
