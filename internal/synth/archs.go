@@ -630,8 +630,16 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"t5encoder": t5Seed,
 	// the only scoring its loader takes: sqrt-softplus
 	// and the hyper-connections of four streams its ops support (hc_mult 4)
+	// and DeepSeek-V4's attention scaled down: one KV head (MQA) of a head
+	// larger than n_embd / n_head, output groups that divide the heads,
+	// an indexer head of 64 (its keys' Hadamard rotation), one hash-routed
+	// layer, four hyper-connection streams
 	"deepseek4": func(ArchOptions) []gguf.KV {
-		return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}, {Key: "%s.hyper_connection.count", Value: gguf.Uint32(4)}}
+		return []gguf.KV{{Key: "%s.expert_gating_func", Value: gguf.Uint32(4)}, {Key: "%s.hyper_connection.count", Value: gguf.Uint32(4)},
+			{Key: "%s.attention.head_count_kv", Value: gguf.Uint32(1)}, {Key: "%s.attention.key_length", Value: gguf.Uint32(64)},
+			{Key: "%s.attention.value_length", Value: gguf.Uint32(64)}, {Key: "%s.rope.dimension_count", Value: gguf.Uint32(16)},
+			{Key: "%s.attention.output_group_count", Value: gguf.Uint32(2)}, {Key: "%s.attention.indexer.key_length", Value: gguf.Uint32(64)},
+			{Key: "%s.hash_layer_count", Value: gguf.Uint32(1)}, {Key: "%s.hyper_connection.sinkhorn_iterations", Value: gguf.Uint32(4)}}
 	},
 	// MLA as the converter writes it (DeepSeek-V3: kv_lora_rank 512,
 	// qk_rope 64, qk_nope 128, v_head 128): one KV head, whose key is the
@@ -893,7 +901,11 @@ func (m *ArchModel) addTensor(n *arch.Need) bool {
 			return false
 		}
 	}
-	t := ArchTensor{Name: n.Tensor, Type: tensorType(n.Op, shape), Shape: shape}
+	typ := tensorType(n.Op, shape)
+	if strings.HasSuffix(n.Tensor, ".ffn_gate_tid2eid.weight") {
+		typ = ggml.TypeI32 // a token's experts, as the converter writes them: indices
+	}
+	t := ArchTensor{Name: n.Tensor, Type: typ, Shape: shape}
 	if m.index == nil {
 		m.index = map[string]int{}
 	}
