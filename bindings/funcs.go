@@ -58,6 +58,7 @@ type Funcs struct {
 	Scale         func(ctx Context, a *Tensor, s float32) *Tensor                                                                                                                        `c:"ggml_scale"`
 	Rope          func(ctx Context, a, b *Tensor, nDims, mode int32) *Tensor                                                                                                             `c:"ggml_rope"`
 	RopeExt       func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext"`
+	RopeExtBack   func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext_back"`
 	RopeMulti     func(ctx Context, a, b, c *Tensor, nDims int32, sections *int32, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor `c:"ggml_rope_multi"`
 	RopeSetOffset func(a *Tensor, nOffs int32) *Tensor                                                                                                                                   `c:"ggml_rope_set_offset"`
 	AddID         func(ctx Context, a, b, ids *Tensor) *Tensor                                                                                                                           `c:"ggml_add_id"`

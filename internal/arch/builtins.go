@@ -43,6 +43,7 @@ func init() {
 		"powf":                                bPow,
 		"std::pow":                            bPow,
 		"pow":                                 bPow,
+		"strcmp":                              bStrcmp,
 		"std::fill":                           bFill,
 		"std::copy":                           bCopy,
 		"std::begin":                          bBeginEnd(false),
@@ -223,6 +224,18 @@ func bMath(fn func(float64) float64) builtinFunc {
 		}
 		return Val{K: KFloat, T: ast.TF64, F: fn(vs[0].float())}, nil
 	}
+}
+
+// bStrcmp is strcmp of two strings: negative, zero or positive.
+func bStrcmp(f *frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return vVoid, err
+	}
+	if len(vs) != 2 || vs[0].K != KStr || vs[1].K != KStr {
+		return vVoid, f.errorf("strcmp of %d arguments", len(vs))
+	}
+	return vInt(int64(strings.Compare(vs[0].S, vs[1].S)), ast.TI32), nil
 }
 
 func bPow(f *frame, args []*ast.Node) (Val, error) {

@@ -378,6 +378,26 @@ func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
 		}
 	}
 	u.fields["output"] = &Cell{V: Val{K: KArr, P: out}}
+	// as ubatch_reserve sizes them: no token is in a sequence yet, the
+	// sequences are the first n_seqs
+	u.fields["n_seq_id"] = &Cell{V: Val{K: KArr, P: newArray(ast.TI32, int(nTokens), false)}}
+	seqID := newArray(ast.TPtr, int(nTokens), false)
+	for i := range seqID.cells {
+		seqID.cells[i].V = vNull
+	}
+	u.fields["seq_id"] = &Cell{V: Val{K: KArr, P: seqID}}
+	unq := newArray(ast.TI32, int(nSeqs), false)
+	idx := newArray(ast.TI32, int(enumConsts["LLAMA_MAX_SEQ"]), false)
+	for i := range idx.cells {
+		v := int64(-1)
+		if i < int(nSeqs) {
+			v = int64(i)
+			unq.cells[i].V = vInt(v, ast.TI32)
+		}
+		idx.cells[i].V = vInt(v, ast.TI32)
+	}
+	u.fields["seq_id_unq"] = &Cell{V: Val{K: KArr, P: unq}}
+	u.fields["seq_idx"] = &Cell{V: Val{K: KArr, P: idx}}
 	return u
 }
 
@@ -446,6 +466,8 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 				err = kv("ctx_idx", 2)
 			}
 		}
+	case "llama_kv_cache_dsv4":
+		return s.dsv4Context(mem)
 	case "llama_memory_hybrid_iswa":
 		// the attention part is an iSWA context of its own
 		ic := newShared("llama_kv_cache_iswa_context")
@@ -493,6 +515,8 @@ func memoryViewsReplayed(mem *Memory) bool {
 		return n == 2
 	case "llama_kv_cache_dsa_iswa":
 		return n == 3
+	case "llama_kv_cache_dsv4":
+		return n == 8
 	case "llama_memory_hybrid":
 		return n == 2 && mem.Caches[1].Class == "llama_memory_recurrent"
 	case "llama_memory_hybrid_idx":
@@ -570,6 +594,31 @@ func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*bindings.Tensor
 
 // kvCacheContext is one KV cache's context (cache ci of the memory).
 func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
+	kv, err := s.kvCache(c, ci)
+	if err != nil {
+		return vVoid, err
+	}
+	kc := newShared("llama_kv_cache_context")
+	kc.fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
+	kc.fields["n_kv"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
+	kc.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
+	kc.fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
+	return Val{K: KObj, P: kc}, nil
+}
+
+// fullSlotInfo is the one slot info of a reserve context: every stream.
+func fullSlotInfo(c *Cache) Val {
+	si := newShared("llama_kv_cache::slot_info")
+	si.fields["s0"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
+	si.fields["s1"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1))-1, ast.TU32)}
+	sinfos := newArray(ast.TAuto, 1, false)
+	sinfos.cells[0].V = Val{K: KObj, P: si}
+	return Val{K: KArr, P: sinfos}
+}
+
+// kvCache is the llama_kv_cache object of cache ci, its tensors made on
+// the session's context.
+func (s *GraphSession) kvCache(c *Cache, ci int) (*Object, error) {
 	r := s.r
 	kv := newShared("llama_kv_cache")
 	hp := c.hparams
@@ -584,13 +633,26 @@ func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
 	kv.fields["n_embd_head_v_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadV), ast.TI32)}
 	kv.fields["size"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
 	kv.fields["n_stream"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1)), ast.TU32)}
+	layers, ids, err := s.cacheLayers(c, ci, "llama_kv_cache::kv_layer", map[byte]string{'k': "k", 'v': "v"})
+	if err != nil {
+		return nil, err
+	}
+	kv.fields["layers"] = &Cell{V: layers}
+	kv.fields["map_layer_ids"] = &Cell{V: ids}
+	return kv, nil
+}
+
+// cacheLayers makes cache ci's tensors on the session's context, layer by
+// layer: an array of objects of class (il, and each tensor in the member
+// its role names) and the map from a layer to its index in the array.
+func (s *GraphSession) cacheLayers(c *Cache, ci int, class string, members map[byte]string) (Val, Val, error) {
 	layers := newArray(ast.TAuto, 0, false)
 	ids := &cmap{vals: []Val{}}
 	byLayer := map[int]*Object{}
 	for j, mt := range c.Tensors {
 		l, ok := byLayer[mt.Layer]
 		if !ok {
-			l = newShared("llama_kv_cache::kv_layer")
+			l = newShared(class)
 			l.fields["il"] = &Cell{V: vInt(int64(mt.Layer), ast.TU32)}
 			byLayer[mt.Layer] = l
 			ids.keys = append(ids.keys, vInt(int64(mt.Layer), ast.TI32))
@@ -599,24 +661,84 @@ func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
 		}
 		t, err := s.cacheTensor(mt, ci, j)
 		if err != nil {
+			return vVoid, vVoid, err
+		}
+		m, ok := members[mt.Role]
+		if !ok {
+			return vVoid, vVoid, fmt.Errorf("arch: graph: the role %q of %s", mt.Role, mt.Name)
+		}
+		l.fields[m] = &Cell{V: Val{K: KNative, P: t}}
+	}
+	return Val{K: KArr, P: layers}, Val{K: KMap, P: ids}, nil
+}
+
+// dsv4Context is llama_kv_cache_dsv4_context(kv), the reserve
+// constructor, over the caches CreateMemory made in its order: the raw
+// iSWA pair, the CSA, HCA and indexer caches, and their three compressor
+// states. Its plans are the reserve plans its accessors build.
+func (s *GraphSession) dsv4Context(mem *Memory) (Val, error) {
+	if len(mem.Caches) != 8 {
+		return vVoid, fmt.Errorf("arch: graph: a DSV4 memory of %d caches", len(mem.Caches))
+	}
+	ctx := newShared("llama_kv_cache_dsv4_context")
+	status := &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	ctx.fields["status"] = status
+	u32 := func(x int64) *Cell { return &Cell{T: ast.TU32, V: vInt(x, ast.TU32)} }
+	empty := func() *Cell { return &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}} }
+	// the raw context reads the SWA cache of the raw pair, whole
+	swa := mem.Caches[1]
+	kvSWA, err := s.kvCache(swa, 1)
+	if err != nil {
+		return vVoid, err
+	}
+	raw := newShared("llama_kv_cache_dsv4_raw_context")
+	raw.fields["kv_swa"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: kvSWA}}
+	raw.fields["n_kv"] = u32(int64(swa.Cells))
+	raw.fields["sinfos_read"] = &Cell{V: fullSlotInfo(swa)}
+	raw.fields["sinfos_write"] = &Cell{V: fullSlotInfo(swa)}
+	raw.fields["i_next"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
+	raw.fields["ubatches"], raw.fields["ubatches_write"] = empty(), empty()
+	raw.fields["status"] = status
+	ctx.fields["ctx_raw"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: raw}}
+	for i, name := range []string{"csa", "hca", "lid"} {
+		c := mem.Caches[2+i]
+		full, err := s.kvCacheContext(c, 2+i)
+		if err != nil {
 			return vVoid, err
 		}
-		l.fields[string(mt.Role)] = &Cell{V: Val{K: KNative, P: t}}
+		ctx.fields["ctx_"+name+"_mem"] = &Cell{T: ast.TPtr, V: full}
+		comp := newShared("llama_kv_cache_dsv4_comp_context")
+		comp.fields["kv"] = &Cell{T: ast.TPtr, V: full.P.(*Object).fields["kv"].V}
+		comp.fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
+		comp.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
+		comp.fields["n_kv"] = u32(int64(c.Cells))
+		comp.fields["ubatches"] = empty()
+		ctx.fields["ctx_"+name] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: comp}}
+		st := mem.Caches[5+i]
+		state := newShared("llama_dsv4_comp_state")
+		state.fields["ratio"] = u32(int64(st.Ratio))
+		state.fields["state_size"] = u32(int64(st.Cells))
+		state.fields["n_embd_state"] = u32(int64(st.Embd))
+		state.fields["n_stream"] = u32(int64(st.Streams))
+		state.fields["n_rs_seq"] = u32(int64(st.NRSSeq))
+		layers, ids, err := s.cacheLayers(st, 5+i, "llama_dsv4_comp_state::layer", map[byte]string{'k': "kv", 'v': "score"})
+		if err != nil {
+			return vVoid, err
+		}
+		state.fields["layers"] = &Cell{V: layers}
+		state.fields["map_layer_ids"] = &Cell{V: ids}
+		ctx.fields[name+"_state"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: state}}
+		ctx.fields["plans_"+name] = empty()
+		plan, err := s.r.newStruct("llama_kv_cache_dsv4_context::comp_plan", structFields["llama_kv_cache_dsv4_context::comp_plan"])
+		if err != nil {
+			return vVoid, err
+		}
+		ctx.fields["reserve_plan_"+name] = &Cell{V: Val{K: KObj, P: plan}}
 	}
-	kv.fields["layers"] = &Cell{V: Val{K: KArr, P: layers}}
-	kv.fields["map_layer_ids"] = &Cell{V: Val{K: KMap, P: ids}}
-
-	kc := newShared("llama_kv_cache_context")
-	kc.fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
-	kc.fields["n_kv"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
-	kc.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
-	si := newShared("llama_kv_cache::slot_info")
-	si.fields["s0"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
-	si.fields["s1"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1))-1, ast.TU32)}
-	sinfos := newArray(ast.TAuto, 1, false)
-	sinfos.cells[0].V = Val{K: KObj, P: si}
-	kc.fields["sinfos"] = &Cell{V: Val{K: KArr, P: sinfos}}
-	return Val{K: KObj, P: kc}, nil
+	ctx.fields["reserve_plans"] = &Cell{T: ast.TBool, V: vTrue}
+	ctx.fields["i_next"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
+	ctx.fields["ubatches"] = empty()
+	return Val{K: KObj, P: ctx}, nil
 }
 
 // graphMethods are the methods of the graph's objects the evaluator
@@ -724,33 +846,57 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 	if len(fit) == 1 {
 		return fit[0], nil
 	}
-	if len(fit) > 1 && len(args) > 0 && (args[0].Op == ast.OpIdent || accessorCall(args[0])) {
-		v, err := f.eval(args[0])
-		if err != nil {
-			return nil, err
-		}
-		cls := ""
-		if v.K == KObj {
-			cls = v.P.(*Object).class
-		}
-		// the parameter of the argument's own class, else of its nearest
-		// base (an input derived from another binds as the base)
-		for _, c := range append([]string{cls}, classAncestors(cls)...) {
-			var by []*Program
-			for _, p := range fit {
-				if pc := p.Params.Kids[0].C; pc != "" && pc == c {
-					by = append(by, p)
+	if len(fit) > 1 {
+		// by the classes of the object arguments that evaluate without
+		// effects: the overload whose parameters are of the arguments'
+		// own classes, else of their nearest bases
+		best, bestScore, tie := (*Program)(nil), -1, false
+		for _, p := range fit {
+			score, ok := 0, true
+			for i, a := range args {
+				if i >= len(p.Params.Kids) || !(a.Op == ast.OpIdent || accessorCall(a)) {
+					continue
+				}
+				pc := p.Params.Kids[i].C
+				if pc == "" || !graphClass(pc) {
+					continue
+				}
+				v, err := f.eval(a)
+				if err != nil || v.K != KObj {
+					continue
+				}
+				cls := v.P.(*Object).class
+				switch d := slices.Index(append([]string{cls}, classAncestors(cls)...), pc); {
+				case d < 0:
+					ok = false
+				default:
+					score += 100 - d // nearer is better
 				}
 			}
-			if len(by) == 1 {
-				return by[0], nil
+			switch {
+			case !ok:
+			case score > bestScore:
+				best, bestScore, tie = p, score, false
+			case score == bestScore:
+				tie = true
 			}
-			if len(by) > 1 {
-				break
-			}
+		}
+		if best != nil && !tie {
+			return best, nil
 		}
 	}
 	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+}
+
+// graphClass reports whether class is one of the graph's own classes
+// (its inputs, memories and their contexts), which overloads tell apart.
+func graphClass(class string) bool {
+	for _, p := range []string{"llm_graph_", "llama_kv_cache", "llama_memory_"} {
+		if strings.HasPrefix(class, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // classAncestors are class's bases among the graph's classes, nearest
@@ -800,15 +946,19 @@ func argsBind(f *frame, p *Program, args []*ast.Node) bool {
 }
 
 // graphInit is a graph struct's member with a literal default member
-// initializer (const T name = literal;), or a map (std::map<K, V> name;,
-// empty).
+// initializer (const T name = literal;), a map (std::map<K, V> name;,
+// empty), or a graph input's member of a struct nested in its class
+// (typ "struct", val the struct, value-initialized).
 type graphInit struct{ name, typ, val string }
 
 // value is the member's initial value, of its type.
-func (g graphInit) value() (Val, error) {
+func (g graphInit) value(r *Run) (Val, error) {
 	switch g.typ {
 	case "std::map":
 		return Val{K: KMap, P: &cmap{vals: []Val{}}}, nil
+	case "struct":
+		o, err := r.newStruct(g.val, structFields[g.val])
+		return Val{K: KObj, P: o}, err
 	case "bool":
 		return vBool(g.val == "true"), nil
 	case "float":
@@ -851,7 +1001,7 @@ func graphNew(class string) builtinFunc {
 		}
 		o := newShared(cls)
 		for _, in := range graphInits[cls] {
-			v, err := in.value()
+			v, err := in.value(f.r)
 			if err != nil {
 				return vVoid, f.errorf("%s::%s = %s: %v", cls, in.name, in.val, err)
 			}
@@ -896,6 +1046,16 @@ func graphBuiltins() map[string]builtinFunc {
 	for c := range graphBases {
 		if strings.HasPrefix(c, "llm_graph_input_") {
 			out["new::"+c] = graphNew(c)
+		}
+	}
+	// and the inputs of no base (a part of another input), by their
+	// constructors
+	for _, n := range ProgramNames() {
+		c, m, ok := strings.Cut(n, "::")
+		if ok && strings.HasPrefix(c, "llm_graph_input_") && (m == c || strings.HasPrefix(m, c+"#")) {
+			if _, done := out["new::"+c]; !done {
+				out["new::"+c] = graphNew(c)
+			}
 		}
 	}
 	for n, b := range ggmlBuiltins() {

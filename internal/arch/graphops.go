@@ -1005,22 +1005,29 @@ func ropeChecks(c *gcall, a, b, fr *bindings.Tensor, nDims, mode int64) error {
 
 // attentionOps registers rope, soft_max_ext and flash attention.
 func attentionOps(out map[string]builtinFunc) {
-	op(out, "ggml_rope_ext", 13, func(c *gcall) (Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return vVoid, err
-		}
-		a, b := ts[0], ts[1]
-		fr, err := c.opt(3)
-		if err != nil {
-			return vVoid, err
-		}
-		nDims, mode := c.i(4), c.i(5)
-		if err := ropeChecks(c, a, b, fr, nDims, mode); err != nil {
-			return vVoid, err
-		}
-		return tval(c.lib().RopeExt(ctx, a, b, fr, int32(nDims), int32(mode), int32(c.i(6)), c.f32(7), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12))), nil
-	})
+	// ggml_rope_ext and ggml_rope_ext_back (the same rope, as ROPE_BACK)
+	for _, name := range []string{"ggml_rope_ext", "ggml_rope_ext_back"} {
+		op(out, name, 13, func(c *gcall) (Val, error) {
+			ctx, ts, err := c.ctxTensors(2)
+			if err != nil {
+				return vVoid, err
+			}
+			a, b := ts[0], ts[1]
+			fr, err := c.opt(3)
+			if err != nil {
+				return vVoid, err
+			}
+			nDims, mode := c.i(4), c.i(5)
+			if err := ropeChecks(c, a, b, fr, nDims, mode); err != nil {
+				return vVoid, err
+			}
+			rope := c.lib().RopeExt
+			if name == "ggml_rope_ext_back" {
+				rope = c.lib().RopeExtBack
+			}
+			return tval(rope(ctx, a, b, fr, int32(nDims), int32(mode), int32(c.i(6)), c.f32(7), c.f32(8), c.f32(9), c.f32(10), c.f32(11), c.f32(12))), nil
+		})
+	}
 	op(out, "ggml_rope_multi", 14, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {

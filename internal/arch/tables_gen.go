@@ -1409,6 +1409,8 @@ var ffnOpTypes = [][2]string{
 
 // enumConsts: the enum constants and #defines the programs use.
 var enumConsts = map[string]int64{
+	"DSV4_CSA_RATIO":                                4,
+	"DSV4_HCA_RATIO":                                128,
 	"GGML_BACKEND_META_MAX_DEVICES":                 16,
 	"GGML_BACKEND_SPLIT_AXIS_0":                     0,
 	"GGML_BACKEND_SPLIT_AXIS_1":                     1,
@@ -2427,6 +2429,10 @@ var hparamsFields = []fieldDef{
 
 // structFields: the members of the structs inside llama_hparams.
 var structFields = map[string][]fieldDef{
+	"dsv4_state_tensors": {
+		{Name: "kv", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "score", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+	},
 	"ggml_backend_meta_split_state": {
 		{Name: "axis", CType: "enum ggml_backend_meta_split_axis", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: ""},
 		{Name: "ne", CType: "int64_t", Type: ast.TI64, Enum: false, Len: "16*GGML_BACKEND_META_MAX_DEVICES", Struct: "", Default: ""},
@@ -2527,6 +2533,35 @@ var structFields = map[string][]fieldDef{
 	"llama_hparams_posnet": {
 		{Name: "n_embd", CType: "uint32_t", Type: ast.TU32, Enum: false, Len: "", Struct: "", Default: ""},
 		{Name: "n_layer", CType: "uint32_t", Type: ast.TU32, Enum: false, Len: "", Struct: "", Default: ""},
+	},
+	"llama_kv_cache_dsv4_context::comp_plan": {
+		{Name: "state_pos", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_persist_src_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_persist_dst_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_restore_src_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_restore_dst_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_snapshot_src_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_snapshot_dst_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_read_idxs", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_write_idxs", CType: "std::vector<int64_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_write_pos", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_visible", CType: "std::vector<int32_t>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_stream", CType: "int64_t", Type: ast.TI64, Enum: false, Len: "", Struct: "", Default: "1"},
+		{Name: "n_kv", CType: "int64_t", Type: ast.TI64, Enum: false, Len: "", Struct: "", Default: "0"},
+	},
+	"llm_graph_input_dsv4::comp_input": {
+		{Name: "state_pos", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_persist_src_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_persist_dst_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_restore_src_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_restore_dst_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_snapshot_src_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_snapshot_dst_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_read_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_write_idxs", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "state_write_pos", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "kq_mask", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "k_rot", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
 	},
 	"msa_params": {
 		{Name: "blk", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
@@ -2835,6 +2870,7 @@ var graphSpecs = map[string]string{
 var graphInits = map[string][]graphInit{
 	"llama_model_gemma3n::graph":  {{"n_layer_sparsity", "int", "10"}, {"f_sparsity_std_mul", "float", "1.6448533535003662"}},
 	"llama_model_qwen4exp::graph": {{"qsa_inps", "std::map", ""}, {"rs_rows", "std::map", ""}},
+	"llm_graph_input_dsv4":        {{"inp_csa", "struct", "llm_graph_input_dsv4::comp_input"}, {"inp_hca", "struct", "llm_graph_input_dsv4::comp_input"}, {"inp_lid", "struct", "llm_graph_input_dsv4::comp_input"}},
 }
 
 // classParents: each model class's base class.

@@ -568,6 +568,43 @@ func (s *source) classes(rel string) (map[string]*classInfo, error) {
 	return out, nil
 }
 
+// nestedStructMembers finds, in the classes of rel named prefix*, the
+// data members whose type is a struct nested in the class: each class's
+// members (name, "struct", Class::Struct), the structs' own members
+// added to structs.
+func (s *source) nestedStructMembers(rel, prefix string, structs map[string][]field) (map[string][][3]string, error) {
+	text, err := s.read(rel)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][][3]string{}
+	classRe := regexp.MustCompile(`(?m)^class (` + regexp.QuoteMeta(prefix) + `[a-z0-9_]+)[^;{]*\{`)
+	for _, loc := range classRe.FindAllStringSubmatchIndex(text, -1) {
+		class := text[loc[2]:loc[3]]
+		body := text[loc[1]:]
+		if e := strings.Index(body, "\n};"); e >= 0 {
+			body = body[:e]
+		}
+		for _, m := range regexp.MustCompile(`(?m)^\s+struct ([a-z_][a-z0-9_]*) \{`).FindAllStringSubmatch(body, -1) {
+			nested := m[1]
+			members := regexp.MustCompile(`(?m)^\s+`+nested+`\s+([a-z_][a-z0-9_]*)\s*;`).FindAllStringSubmatch(body, -1)
+			if len(members) == 0 {
+				continue
+			}
+			qual := class + "::" + nested
+			fs, err := s.cStructFields(rel, nested)
+			if err != nil {
+				return nil, err
+			}
+			structs[qual] = fs
+			for _, mm := range members {
+				out[class] = append(out[class], [3]string{mm[1], "struct", qual})
+			}
+		}
+	}
+	return out, nil
+}
+
 // modelFiles lists src/models/*.cpp.
 func (s *source) modelFiles() ([]string, error) {
 	m, err := filepath.Glob(filepath.Join(s.dir, "src", "models", "*.cpp"))
@@ -589,7 +626,7 @@ func (s *source) staticConsts(rel string, into map[string]int64) error {
 	if err != nil {
 		return err
 	}
-	re := regexp.MustCompile(`static const (?:int|int32_t|uint32_t|size_t) ([A-Z_][A-Z0-9_]*)\s*=\s*([^;]+);`)
+	re := regexp.MustCompile(`static const(?:expr)? (?:int|int32_t|uint32_t|size_t) ([A-Z_][A-Z0-9_]*)\s*=\s*([^;]+);`)
 	for _, m := range re.FindAllStringSubmatch(text, -1) {
 		toks, err := lex(m[2], 1)
 		if err != nil {

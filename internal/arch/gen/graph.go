@@ -13,6 +13,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ type gdef struct {
 	tmpl              bool
 	inClass           bool
 	spec              string // an explicit specialization's argument: Class<true>::f
+	ret               string // the identifier before the name: the return type's last word
 }
 
 type gindex struct {
@@ -283,7 +285,11 @@ func (ix *gindex) scanDef(rel string, toks []token, i, to int, prefix string, tm
 	if x := strings.LastIndex(qual, "::"); x >= 0 {
 		cls, nm = qual[:x], qual[x+2:]
 	}
-	d := &gdef{qual: qual, class: cls, name: nm, file: rel, line: t.line, params: params, body: toks[j+1 : end], inits: inits, tmpl: tmpl, inClass: prefix != "", spec: spec}
+	ret := ""
+	if toks[k].k == tIdent && k < i {
+		ret = toks[k].s
+	}
+	d := &gdef{qual: qual, class: cls, name: nm, file: rel, line: t.line, params: params, body: toks[j+1 : end], inits: inits, tmpl: tmpl, inClass: prefix != "", spec: spec, ret: ret}
 	ix.byQual[qual] = append(ix.byQual[qual], d)
 	ix.byName[nm] = append(ix.byName[nm], d)
 	ix.all = append(ix.all, d)
@@ -636,7 +642,7 @@ func (ix *gindex) callees(d *gdef, c callSite) []*gdef {
 			// every class of the graph's inputs, memories, adapters and
 			// result with such a method
 			for _, x := range ix.byName[name] {
-				if x.class != "" && (strings.HasPrefix(x.class, "llm_graph_input") || strings.HasPrefix(x.class, "llama_kv_cache") || strings.HasPrefix(x.class, "llama_memory") || strings.HasPrefix(x.class, "llama_adapter") || x.class == "llm_graph_result") {
+				if x.class != "" && (strings.HasPrefix(x.class, "llm_graph_input") || strings.HasPrefix(x.class, "llama_kv_cache") || strings.HasPrefix(x.class, "llama_memory") || strings.HasPrefix(x.class, "llama_dsv4") || strings.HasPrefix(x.class, "llama_adapter") || x.class == "llm_graph_result") {
 					cands = append(cands, x)
 				}
 			}
@@ -739,7 +745,23 @@ func isBaseOf(bases []string, name string) bool {
 // its declaration.
 func (g *generator) addGraph(name string, d *gdef, bodyToks []token) error {
 	body := append(append([]token{}, bodyToks...), token{k: tEOF})
-	n, err := parseBody(d.file, body)
+	// a function that returns a struct of its file returns brace lists
+	// as that struct
+	var ret []*ast.Node
+	text, err := g.s.read(d.file)
+	if err != nil {
+		return err
+	}
+	if d.ret != "" && regexp.MustCompile(`(?m)^struct `+regexp.QuoteMeta(d.ret)+` \{`).MatchString(text) {
+		fs, err := g.s.cStructFields(d.file, d.ret)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		for _, f := range fs {
+			ret = append(ret, &ast.Node{Op: ast.OpDecl, S: f.Name, T: f.Type})
+		}
+	}
+	n, err := parseBodyReturning(d.file, body, d.ret, ret)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -112,6 +112,7 @@ type tables struct {
 	sub          map[string][]field // the structs inside it
 	modelFields  map[string][]field
 	classParents map[string]string
+	inputInits   map[string][][3]string // graph inputs' struct members: name, "struct", the struct
 
 	src *source
 }
@@ -328,8 +329,10 @@ func (g *generator) constants(tb *tables) error {
 			return err
 		}
 	}
-	if err := s.staticConsts("src/llama-model-loader.h", consts); err != nil {
-		return err
+	for _, rel := range []string{"src/llama-model-loader.h", "src/llama-kv-cache-dsv4.cpp"} {
+		if err := s.staticConsts(rel, consts); err != nil {
+			return err
+		}
 	}
 	var err error
 	tb.layerStructs, err = s.layerStructs("src/llama-model.h")
@@ -356,10 +359,38 @@ func (g *generator) constants(tb *tables) error {
 		{"ggml/include/ggml-backend.h", "ggml_backend_meta_split_state"},
 		{"include/llama.h", "llama_context_params"},
 		{"src/llama-cparams.h", "llama_cparams"},
+		{"src/llama-kv-cache-dsv4.h", "llama_kv_cache_dsv4_context::comp_plan"},
 	} {
-		if tb.sub[st.name], err = s.cStructFields(st.rel, st.name); err != nil {
+		// a nested struct is found by its own name, kept by its qualified one
+		name := st.name
+		if i := strings.LastIndex(name, "::"); i >= 0 {
+			name = name[i+2:]
+		}
+		if tb.sub[st.name], err = s.cStructFields(st.rel, name); err != nil {
 			return err
 		}
+	}
+	// the structs a model's source defines for its graph
+	// (dsv4_state_tensors), declared and brace-initialized there
+	models, err := s.modelFiles()
+	if err != nil {
+		return err
+	}
+	for _, rel := range models {
+		text, err := s.read(rel)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^struct ([a-z_][a-z0-9_]*) \{`).FindAllStringSubmatch(text, -1) {
+			if tb.sub[m[1]], err = s.cStructFields(rel, m[1]); err != nil {
+				return err
+			}
+		}
+	}
+	// the graph inputs' members of a struct nested in their class
+	// (llm_graph_input_dsv4's comp_input): made with the input
+	if tb.inputInits, err = s.nestedStructMembers("src/llama-graph.h", "llm_graph_input_", tb.sub); err != nil {
+		return err
 	}
 	// the data members of the model and of each model class
 	tb.modelFields = map[string][]field{}
@@ -548,9 +579,18 @@ func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 	writeMap(&t, "graphTParams: the template parameter of a templated graph class (template <bool name> struct graph).", "graphTParams", g.graphTParams)
 	writeMap(&t, "graphSpecs: the programs of explicit specializations (template <> Class<arg>::f), with their argument.", "graphSpecs", g.graphSpecs)
 	t.WriteString("// graphInits: the members of a graph struct with a literal default member initializer.\nvar graphInits = map[string][]graphInit{\n")
-	for _, c := range sortedKeys(tb.classes) {
-		if ins := tb.classes[c].graphInits; len(ins) > 0 {
-			fmt.Fprintf(&t, "\t%q: {", c+"::graph")
+	inits := map[string][][3]string{}
+	for c, ci := range tb.classes {
+		if len(ci.graphInits) > 0 {
+			inits[c+"::graph"] = ci.graphInits
+		}
+	}
+	for c, ins := range tb.inputInits {
+		inits[c] = ins
+	}
+	for _, c := range sortedKeys(inits) {
+		if ins := inits[c]; len(ins) > 0 {
+			fmt.Fprintf(&t, "\t%q: {", c)
 			for i, in := range ins {
 				if i > 0 {
 					t.WriteString(", ")

@@ -73,8 +73,18 @@ func (p *parser) ident() string {
 
 // parseBody parses the tokens of a function body (without its braces).
 func parseBody(file string, toks []token) (n *ast.Node, err error) {
+	return parseBodyReturning(file, toks, "", nil)
+}
+
+// parseBodyReturning parses a function's body that returns struct ret of
+// members (none: any other type): a brace list it returns is the struct.
+func parseBodyReturning(file string, toks []token, ret string, members []*ast.Node) (n *ast.Node, err error) {
 	defer recoverParse(&err)
 	p := &parser{toks: toks, file: file}
+	if members != nil {
+		p.structs = map[string][]*ast.Node{ret: members}
+		p.ret = ret
+	}
 	var kids []*ast.Node
 	for p.peek().k != tEOF {
 		kids = append(kids, p.statement()...)
