@@ -247,7 +247,9 @@ func (m *ArchModel) snapshot() archSnapshot {
 }
 
 func (m *ArchModel) restore(s archSnapshot) {
-	m.Tensors = s.tensors
+	// a copy: the model's changes (dropUncreated filters in place) must
+	// leave the snapshot as it was
+	m.Tensors = append([]ArchTensor(nil), s.tensors...)
 	m.Log = m.Log[:s.log]
 	m.index = map[string]int{}
 	for i, t := range m.Tensors {
