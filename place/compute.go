@@ -41,7 +41,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 	why := ""
 	if ok, w := h.run.GraphReplayed(mem); !ok {
 		why = w
-	} else if p.TensorDevices != nil || p.Params.SplitMode == SplitRow {
+	} else if p.Params.SplitMode == SplitRow {
 		why = fmt.Sprintf("split mode %s's graphs are not replayed yet", p.Params.SplitMode)
 	}
 	if why != "" {

@@ -194,6 +194,20 @@ func (pl *planner) sizeCache(c *arch.Cache) (CachePlan, error) {
 		}
 	}
 	slices.SortFunc(order, func(a, b ggml.BufferType) int { return cmp.Compare(a.NativeName(), b.NativeName()) })
+	if c.Class != "llama_kv_cache" {
+		// a state allocates its buffer even for a no_alloc model, and
+		// reports it: on a meta device, the largest of its devices'
+		// buffers of their slices
+		for _, bt := range order {
+			if d, ok := bt.Device(); ok && d.IsMeta() {
+				n, err := pl.metaCacheSize(c, out.Tensors, bt)
+				if err != nil {
+					return out, err
+				}
+				byBT[bt].Size = n
+			}
+		}
+	}
 	kind := map[string]string{"llama_kv_cache": "KV", "llama_memory_recurrent": "RS"}[c.Class]
 	for _, bt := range order {
 		b := byBT[bt]
@@ -223,6 +237,52 @@ func (pl *planner) sizeCache(c *arch.Cache) (CachePlan, error) {
 			c.Name, c.Ratio, c.Cells, c.Embd, c.Streams, c.NRSSeq, c.Layers, float64(total)/(1<<20)))
 	}
 	return out, nil
+}
+
+// metaCacheSize is what a cache's buffer on meta buffer type bt holds as
+// ggml's meta buffer allocates it: each tensor's slices on each device
+// (the split the model's callback gives a cache tensor), the largest
+// device's buffer.
+func (pl *planner) metaCacheSize(c *arch.Cache, ts []CacheTensor, bt ggml.BufferType) (uint64, error) {
+	if pl.splitter == nil {
+		return 0, fmt.Errorf("place: %s on %s without a tensor split", c.Class, bt.Name())
+	}
+	meta, _ := bt.Device()
+	parts := meta.Parts()
+	sizes := make([]uint64, len(parts))
+	for _, t := range ts {
+		if t.BufferType != bt {
+			continue
+		}
+		st, err := pl.splitter.state(t.Name, t.Type, t.Shape)
+		if err != nil {
+			return 0, err
+		}
+		for j, d := range parts {
+			shape := t.Shape
+			if st.Axis.IsDim() {
+				shape[st.Axis] = st.Share(j)
+			}
+			n, err := pl.tensorAllocSize(d.BufferType(), t.Type, shape)
+			if err != nil {
+				return 0, err
+			}
+			align := max(d.BufferType().Alignment(), 1)
+			sizes[j] += (n + align - 1) / align * align
+		}
+	}
+	var size uint64
+	for j, d := range parts {
+		if sizes[j] == 0 {
+			continue
+		}
+		slack, err := d.BufferType().AllocSlack()
+		if err != nil {
+			return 0, fmt.Errorf("place: %s: %w", d.BufferType().Name(), err)
+		}
+		size = max(size, sizes[j]+slack)
+	}
+	return size, nil
 }
 
 func (m *ContextMemory) offload() bool { return m == nil || m.OffloadKQV }
@@ -299,9 +359,12 @@ func (p *Plan) Breakdown() []BreakdownEntry {
 	for _, c := range p.Contexts {
 		e := entry(c.BufferType, c.Device)
 		for _, b := range c.Buffers {
-			if c.Mapped {
+			switch {
+			case c.Mapped:
 				e.Model += b.Size // the file's pages the buffer wraps
-			} else {
+			case b.Parts != nil:
+				e.Model += b.Measured // a meta device's: what -fit's no_alloc load measures
+			default:
 				e.Model += b.Requested
 			}
 		}

@@ -55,6 +55,11 @@ type BufferPlan struct {
 	// Parts are, for the buffer of a meta device, what it allocates on
 	// each of its devices (Size is then the largest, as ggml reports it).
 	Parts []BufferPart
+	// Measured is, for the buffer of a meta device, what a no_alloc load
+	// reports for it (llama_get_memory_breakdown, as -fit measures): per
+	// tensor, the largest allocation any of its devices' buffer types
+	// would make for the whole tensor, aligned to the largest alignment.
+	Measured uint64
 }
 
 // BufferPart is the share of a meta device's buffer on one of its devices.

@@ -33,6 +33,7 @@ type planner struct {
 	warnedOT  bool
 
 	splitTable map[string]ggml.SplitState // split mode tensor: what the meta device asks
+	splitter   *tensorSplitter            // and asks it of the weights and the cache
 
 	ctxIndex  map[ctxKey]int
 	members   map[member]bool // which weights each context holds
@@ -599,6 +600,7 @@ func (pl *planner) splitTensors() error {
 		t, ok := byName[name]
 		return t, ok
 	})
+	pl.splitter = sp
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
 		if t.Context < 0 || t.Device != meta {

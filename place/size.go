@@ -129,6 +129,25 @@ func (pl *planner) metaBuffer(c *ContextPlan) (BufferPlan, error) {
 		bp.Parts = append(bp.Parts, BufferPart{Device: d, BufferType: b, Size: size + slack, Requested: size})
 		bp.Size, bp.Requested = max(bp.Size, size+slack), max(bp.Requested, size)
 	}
+	// what ggml_backend_alloc_ctx_tensors_from_buft_size says of the meta
+	// buffer type: its alignment and allocation sizes are its devices'
+	// largest, for the tensor as a whole
+	var align uint64 = 1
+	for _, d := range c.Device.Parts() {
+		align = max(align, d.BufferType().Alignment())
+	}
+	for _, ti := range c.Tensors {
+		t := &pl.p.Tensors[ti]
+		var n uint64
+		for _, d := range c.Device.Parts() {
+			m, err := pl.tensorAllocSize(d.BufferType(), t.Type, t.Shape)
+			if err != nil {
+				return BufferPlan{}, err
+			}
+			n = max(n, m)
+		}
+		bp.Measured += (n + align - 1) / align * align
+	}
 	return bp, nil
 }
 

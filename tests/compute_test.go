@@ -46,6 +46,8 @@ func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 		{"vulkan -ngl 2 -np 2 fa off -ub 64", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NParallel: 2, FlashAttn: place.FlashAttnOff, NUBatch: 64}}},
 		{"vulkan -ot ffn=CPU", false, place.Params{Devices: []string{vk}, Overrides: []place.Override{{Pattern: "ffn", BufferType: "CPU"}}}},
 		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},
+		{"rpc + vulkan -sm tensor", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}, SplitMode: place.SplitTensor}},
+		{"vulkan -sm tensor", false, place.Params{Devices: []string{vk}, SplitMode: place.SplitTensor}},
 	}
 	var k int
 	for _, c := range cases {

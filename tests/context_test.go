@@ -63,6 +63,12 @@ var ctxConfigs = []ctxConfig{
 		p.TensorSplit = []float32{1, 1}
 		p.Context.NCtx = 512
 	}},
+	{"sm-tensor", true, false, 0, func(p *place.Params, gpu string) {
+		p.Devices = []string{"RPC0", gpu}
+		p.SplitMode = place.SplitTensor
+		p.TensorSplit = []float32{1, 1}
+		p.Context.NCtx = 512
+	}},
 	{"ot-exps-cpu", false, true, 0, func(p *place.Params, gpu string) {
 		p.Devices = []string{gpu}
 		p.Overrides = []place.Override{{Pattern: "exps", BufferType: "CPU"}}
