@@ -245,6 +245,7 @@ var pinEnv = map[string]string{
 	"-hff": "LLAMA_ARG_HF_FILE", "-hft": "HF_TOKEN", "--spec-draft-hf": "LLAMA_ARG_SPEC_DRAFT_HF_REPO",
 	"--spec-draft-cpu-moe": "LLAMA_ARG_SPEC_DRAFT_CPU_MOE", "--spec-draft-n-cpu-moe": "LLAMA_ARG_SPEC_DRAFT_N_CPU_MOE",
 	"--spec-draft-ngl": "LLAMA_ARG_N_GPU_LAYERS_DRAFT", "--spec-draft-model": "LLAMA_ARG_SPEC_DRAFT_MODEL",
+	"--spec-draft-type-k": "LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_K", "--spec-draft-type-v": "LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_V",
 }
 
 // applyEnv sets the options the environment names, in the order they were

@@ -787,3 +787,68 @@ func TestFitWithDraftModel(t *testing.T) {
 		t.Fatalf("a missing draft: %v", err)
 	}
 }
+
+// The draft model's own options, as llama.cpp spells them: -cmoed and
+// -ncmoed keep its experts on the CPU (all, or the first N layers'),
+// -ctkd and -ctvd set its cache types; the main model keeps its own.
+func TestDraftModelOptions(t *testing.T) {
+	testenv.Vulkan(t)
+	path := writeSynth(t, synth.Spec{Layers: 4, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Experts: 4, ExpertsUsed: 2})
+	type jsonPlan struct {
+		Tensors []struct {
+			Name       string `json:"name"`
+			BufferType string `json:"buffer_type"`
+		} `json:"tensors"`
+		Context struct {
+			TypeK string `json:"type_k"`
+			TypeV string `json:"type_v"`
+		} `json:"context"`
+	}
+	plans := func(args ...string) (main, draft jsonPlan) {
+		t.Helper()
+		out, err := runCLI(t, append([]string{"plan", path, "--json", "-dev", "Vulkan0", "-ngl", "all", "-ngld", "all", "-fit", "off", "-md", path}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Plan  jsonPlan `json:"plan"`
+			Draft jsonPlan `json:"draft"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return rep.Plan, rep.Draft
+	}
+	onCPU := func(p jsonPlan) (n int, first []string) {
+		for _, tn := range p.Tensors {
+			if strings.Contains(tn.Name, "_exps") && strings.HasPrefix(tn.BufferType, "CPU") {
+				n++
+				if strings.HasPrefix(tn.Name, "blk.0.") {
+					first = append(first, tn.Name)
+				}
+			}
+		}
+		return n, first
+	}
+	main, draft := plans("-cmoed")
+	if n, _ := onCPU(main); n != 0 {
+		t.Errorf("-cmoed moved %d of the main model's experts to the CPU", n)
+	}
+	if n, _ := onCPU(draft); n != 4*3 {
+		t.Errorf("-cmoed: %d of the draft's 12 expert tensors on the CPU", n)
+	}
+	_, draft = plans("-ncmoed", "1")
+	if n, first := onCPU(draft); n != 3 || len(first) != 3 {
+		t.Errorf("-ncmoed 1: %d expert tensors on the CPU (%v), want layer 0's 3", n, first)
+	}
+	main, draft = plans("-ctkd", "q8_0", "-ctvd", "q8_0", "-fa", "on")
+	if draft.Context.TypeK != "q8_0" || draft.Context.TypeV != "q8_0" || main.Context.TypeK != "f16" {
+		t.Errorf("-ctkd/-ctvd q8_0: draft K %s V %s, main K %s", draft.Context.TypeK, draft.Context.TypeV, main.Context.TypeK)
+	}
+	if _, err := runCLI(t, "plan", path, "-md", path, "-ctkd", "q3_k"); err == nil || !strings.Contains(err.Error(), "-ctkd") {
+		t.Errorf("-ctkd q3_k: %v", err)
+	}
+	if _, err := runCLI(t, "plan", path, "-md", path, "-ncmoed", "-1"); err == nil || !strings.Contains(err.Error(), "-ncmoed") {
+		t.Errorf("-ncmoed -1: %v", err)
+	}
+}

@@ -60,10 +60,11 @@ type placeFlags struct {
 // draftFlags are the draft model's options (-md, -ngld, -devd, -otd): a
 // second model that -fit counts beside the main one.
 type draftFlags struct {
-	model     string
-	ngl       place.Layers
-	devices   []string
-	overrides []place.Override
+	model        string
+	ngl          place.Layers
+	devices      []string
+	overrides    []place.Override // -otd, -cmoed, -ncmoed, in command-line order
+	typeK, typeV place.CacheType  // -ctkd, -ctvd (f16 unless given)
 }
 
 func defaultPlaceFlags() placeFlags {
@@ -339,12 +340,47 @@ func (f *placeFlags) addDraft(s *optionSet) {
 	s.add(&option{names: []string{"--spec-draft-override-tensor", "-otd", "--override-tensor-draft"}, value: "<tensor name pattern>=<buffer type>,...",
 		help: "override tensor buffer type for draft model",
 		set:  func(v string) error { return appendOverrides(&d.overrides, v) }})
+	s.add(&option{names: []string{"--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"},
+		help: "keep all Mixture of Experts (MoE) weights in the CPU for the draft model",
+		on: func(on bool) error {
+			if on {
+				d.overrides = append(d.overrides, place.Override{Pattern: place.ExpertsPattern, BufferType: "CPU"})
+			}
+			return nil
+		}})
+	s.add(&option{names: []string{"--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"}, value: "N",
+		help: "keep the Mixture of Experts (MoE) weights of the first N layers in the CPU for the draft model",
+		set: func(v string) error {
+			n, err := intIn(v, 0, 65536)
+			if err != nil {
+				return err
+			}
+			d.overrides = append(d.overrides, place.FirstLayersOnCPU(int(n), place.ExpertsPattern)...)
+			return nil
+		}})
+	for _, kv := range []struct {
+		names []string
+		dst   *place.CacheType
+		what  string
+	}{{[]string{"--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"}, &d.typeK, "K"}, {[]string{"--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"}, &d.typeV, "V"}} {
+		s.add(&option{names: kv.names, value: "TYPE",
+			help: "KV cache data type for " + kv.what + " for the draft model\nallowed values: " + strings.Join(place.CacheTypeNames(), ", ") + "\n(default: f16)",
+			set: func(v string) error {
+				t, err := place.ParseCacheType(v)
+				if err != nil {
+					return withHint(err, v, place.CacheTypeNames())
+				}
+				*kv.dst = t
+				return nil
+			}})
+	}
 }
 
 // draftParams are the draft model's parameters as llama.cpp's
 // common_base_params_to_speculative makes them of the main ones: its own
 // devices (when given, else the main ones; one device: split by layer),
-// -ngld and -otd, f16 caches, as many outputs as sequences.
+// -ngld and -otd (with -cmoed and -ncmoed), -ctkd and -ctvd (f16
+// unless given), as many outputs as sequences.
 func (f *placeFlags) draftParams() place.Params {
 	p := f.params()
 	d := f.draft
@@ -356,7 +392,7 @@ func (f *placeFlags) draftParams() place.Params {
 	}
 	p.NGPULayers = d.ngl
 	p.Overrides = d.overrides
-	p.Context.TypeK, p.Context.TypeV = place.CacheF16, place.CacheF16
+	p.Context.TypeK, p.Context.TypeV = d.typeK, d.typeV
 	p.Context.NOutputsMax = max(1, p.Context.NParallel)
 	return p
 }

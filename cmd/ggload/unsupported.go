@@ -8,7 +8,7 @@ const (
 	whyProject  = "a multimodal projector is a file of its own that libmtmd loads beside the model; ggload places one model's weights and loads no projector"
 	whyAdapter  = "adapters and control vectors are applied by a llama.cpp context on top of a loaded model; ggload loads the base model's weights only"
 	whyDownload = "model repositories: ggload loads a local file, a URL given as MODEL (read in place), or -mu's download, and resolves no repository or quantization name"
-	whyDraft    = "ggload's draft model takes -md, -ngld, -devd and -otd; the draft's repository and CPU-MoE options are not taken yet (give -otd's patterns instead)"
+	whyDraft    = "model repositories: ggload's draft model is a local file (-md), and resolves no repository or quantization name"
 	whyPreset   = "llama-server presets: they download a model and set serving options"
 	whyFitPrint = "llama-fit-params' own option: ggload plan prints the estimate, and its --json carries it"
 )
@@ -33,8 +33,6 @@ var unsupportedOptions = []struct {
 	{[]string{"-hf", "-hfr", "--hf-repo"}, "<user>/<model>[:quant]", whyDownload},
 	{[]string{"-hff", "--hf-file"}, "FILE", whyDownload},
 	{[]string{"--spec-draft-hf", "-hfd", "-hfrd", "--hf-repo-draft"}, "<user>/<model>[:quant]", whyDraft},
-	{[]string{"--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"}, "", whyDraft},
-	{[]string{"--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"}, "N", whyDraft},
 	{[]string{"--embd-gemma-default"}, "", whyPreset},
 	{[]string{"--fim-qwen-1.5b-default"}, "", whyPreset},
 	{[]string{"--fim-qwen-3b-default"}, "", whyPreset},
