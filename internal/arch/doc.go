@@ -19,11 +19,16 @@
 // backend or allocation (context.go); Run.SupportsTensorSplit and
 // Run.SplitState replay split mode tensor's llm_arch_supports_sm_tensor
 // and llama_meta_device_get_split_state (splitstate.go). Run.BuildGraph
-// and Run.ReserveCPU (graph.go) replay llama_model::build_graph, the
-// functions it reaches (gen/graph.go finds them: so far llama's), with
-// real ggml ops called through the bindings on a no_alloc context, and
-// llama_context::sched_reserve's reservation on the CPU backend: the
-// graph's nodes and the compute buffer's size. A function
+// (graph.go) replays llama_model::build_graph and every function it
+// reaches for every architecture (gen/graph.go finds them), with real
+// ggml ops called through the bindings on a no_alloc context, each
+// checked first as ggml.c asserts (graphops*.go), over the views of every
+// memory module (KV cache, iSWA, recurrent state, their hybrids, the DSA,
+// MSA and DeepSeek V4 caches); Run.Reserve (reserve.go) replays
+// llama_context::sched_reserve on the plan's backends: the fused ops'
+// resolution, the graphs' nodes and splits, and each backend's compute
+// buffer. The generator reads the sources as the release build's
+// preprocessor leaves them (its conditionals evaluated). A function
 // replayed up to a statement is extracted as its prefix, cut before an
 // anchor the generator names (extractPrefix): when a later pin moves the
 // anchor, the generator fails instead of cutting elsewhere. Errors that are llama.cpp's own (a missing key,
