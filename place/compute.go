@@ -42,7 +42,9 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 	if ok, w := h.run.GraphReplayed(mem); !ok {
 		why = w
 	} else if p.Params.SplitMode == SplitRow {
-		why = fmt.Sprintf("split mode %s's graphs are not replayed yet", p.Params.SplitMode)
+		// (no backend of the pin has a split buffer type, which a plan
+		// of split mode row needs: this is a later pin's)
+		why = "split mode row's graphs, over split buffers, are not replayed"
 	}
 	if why != "" {
 		cm.ComputeWhy = why

@@ -63,22 +63,12 @@ type fusedProbe struct {
 	flag     string
 }
 
-// fusedGroups are resolve_fused_ops' resolutions in its order: the
-// cparams flag that asks for one, the line it logs first, its probes.
-var fusedGroups = []struct {
+// fusedGroup is one of resolve_fused_ops' resolutions (fusedGroups, in
+// tables_gen.go): the cparams flag that asks for it, the line it logs
+// first, its probes.
+type fusedGroup struct {
 	auto, header string
 	probes       []fusedProbe
-}{
-	{"auto_fa", "", []fusedProbe{{"LLM_FUSED_OP_FLASH_ATTN", "Flash Attention", 1, "flash_attn"}}},
-	{"auto_fgdn", "resolving fused Gated Delta Net support:", []fusedProbe{
-		{"LLM_FUSED_OP_GDN_AR", "fused Gated Delta Net (autoregressive)", 1, "fused_gdn_ar"},
-		{"LLM_FUSED_OP_GDN_CH", "fused Gated Delta Net (chunked)", 16, "fused_gdn_ch"}}},
-	{"auto_flid", "resolving fused Lightning Indexer support:", []fusedProbe{
-		{"LLM_FUSED_OP_LIGHTNING_INDEXER", "Lightning Indexer", 1, "fused_lid"}}},
-	{"auto_fhc", "resolving fused DeepSeek V4 HC support:", []fusedProbe{
-		{"LLM_FUSED_OP_DSV4_HC_PRE", "fused DeepSeek V4 HC pre", 1, "fused_dsv4_hc_pre"},
-		{"LLM_FUSED_OP_DSV4_HC_COMB", "fused DeepSeek V4 HC comb", 1, "fused_dsv4_hc_comb"},
-		{"LLM_FUSED_OP_DSV4_HC_POST", "fused DeepSeek V4 HC post", 1, "fused_dsv4_hc_post"}}},
 }
 
 // ggml's device types, and llama.cpp's LLAMA_SPLIT_MODE_LAYER

@@ -2873,6 +2873,27 @@ var graphInits = map[string][]graphInit{
 	"llm_graph_input_dsv4":        {{"inp_csa", "struct", "llm_graph_input_dsv4::comp_input"}, {"inp_hca", "struct", "llm_graph_input_dsv4::comp_input"}, {"inp_lid", "struct", "llm_graph_input_dsv4::comp_input"}},
 }
 
+// fusedGroups: resolve_fused_ops' resolutions in its order: the cparams flag that asks for one,
+// the line it logs first, and its probes (llm_fused_op_probe: the op, its name, the tokens per
+// sequence of the probe graph, and the cparams flag it resolves).
+var fusedGroups = []fusedGroup{
+	{"auto_fa", "", []fusedProbe{
+		{"LLM_FUSED_OP_FLASH_ATTN", "Flash Attention", 1, "flash_attn"},
+	}},
+	{"auto_fgdn", "resolving fused Gated Delta Net support:", []fusedProbe{
+		{"LLM_FUSED_OP_GDN_AR", "fused Gated Delta Net (autoregressive)", 1, "fused_gdn_ar"},
+		{"LLM_FUSED_OP_GDN_CH", "fused Gated Delta Net (chunked)", 16, "fused_gdn_ch"},
+	}},
+	{"auto_flid", "resolving fused Lightning Indexer support:", []fusedProbe{
+		{"LLM_FUSED_OP_LIGHTNING_INDEXER", "Lightning Indexer", 1, "fused_lid"},
+	}},
+	{"auto_fhc", "resolving fused DeepSeek V4 HC support:", []fusedProbe{
+		{"LLM_FUSED_OP_DSV4_HC_PRE", "fused DeepSeek V4 HC pre", 1, "fused_dsv4_hc_pre"},
+		{"LLM_FUSED_OP_DSV4_HC_COMB", "fused DeepSeek V4 HC comb", 1, "fused_dsv4_hc_comb"},
+		{"LLM_FUSED_OP_DSV4_HC_POST", "fused DeepSeek V4 HC post", 1, "fused_dsv4_hc_post"},
+	}},
+}
+
 // classParents: each model class's base class.
 var classParents = map[string]string{
 	"llama_model_afmoe":            "llama_model_base",

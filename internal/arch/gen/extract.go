@@ -605,6 +605,72 @@ func (s *source) nestedStructMembers(rel, prefix string, structs map[string][]fi
 	return out, nil
 }
 
+// fusedGroup is one resolution of llama_context::resolve_fused_ops: the
+// cparams flag that asks for it, the line it logs first ("" for none),
+// its probes.
+type fusedGroup struct {
+	auto, header string
+	probes       []fusedProbe
+}
+
+// fusedProbe is an llm_fused_op_probe constant and the cparams flag a
+// resolution resolves with it.
+type fusedProbe struct {
+	op, name string
+	perSeq   int
+	flag     string
+}
+
+// fusedOps reads resolve_fused_ops (in rel) and the llm_fused_op_probe
+// constants it resolves with: "if (cparams.AUTO) { [LOG(header)]
+// resolve(PROBE, cparams.FLAG); ... }", in order.
+func (s *source) fusedOps(rel string) ([]fusedGroup, error) {
+	text, err := s.read(rel)
+	if err != nil {
+		return nil, err
+	}
+	nocomments := regexp.MustCompile(`/\*.*?\*/`).ReplaceAllString(text, "")
+	probes := map[string]fusedProbe{}
+	for _, m := range regexp.MustCompile(`static const llm_fused_op_probe (\w+)\s*=\s*\{\s*(\w+)\s*,\s*"([^"]*)"\s*,\s*(\d+)\s*,?\s*\}`).FindAllStringSubmatch(nocomments, -1) {
+		n, _ := strconv.Atoi(m[4])
+		probes[m[1]] = fusedProbe{op: m[2], name: m[3], perSeq: n}
+	}
+	start := strings.Index(text, "void llama_context::resolve_fused_ops(")
+	if start < 0 || len(probes) == 0 {
+		return nil, fmt.Errorf("%s: no resolve_fused_ops or no llm_fused_op_probe constants", rel)
+	}
+	body := text[start:]
+	if e := strings.Index(body, "\n}\n"); e >= 0 {
+		body = body[:e]
+	}
+	var out []fusedGroup
+	blockRe := regexp.MustCompile(`(?s)\n    if \(cparams\.(\w+)\) \{(.*?)\n    \}`)
+	headerRe := regexp.MustCompile(`LLAMA_LOG_INFO\("%s: ([^"]*?)\\n", func\);`)
+	resolveRe := regexp.MustCompile(`resolve\((\w+),\s*cparams\.(\w+)\);`)
+	for _, b := range blockRe.FindAllStringSubmatch(body, -1) {
+		g := fusedGroup{auto: b[1]}
+		if h := headerRe.FindStringSubmatch(b[2]); h != nil {
+			g.header = h[1]
+		}
+		for _, r := range resolveRe.FindAllStringSubmatch(b[2], -1) {
+			p, ok := probes[r[1]]
+			if !ok {
+				return nil, fmt.Errorf("%s: resolve_fused_ops resolves with %s, which is no llm_fused_op_probe", rel, r[1])
+			}
+			p.flag = r[2]
+			g.probes = append(g.probes, p)
+		}
+		if len(g.probes) == 0 {
+			return nil, fmt.Errorf("%s: resolve_fused_ops' %s resolves nothing the generator reads", rel, b[1])
+		}
+		out = append(out, g)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: resolve_fused_ops resolves nothing the generator reads", rel)
+	}
+	return out, nil
+}
+
 // modelFiles lists src/models/*.cpp.
 func (s *source) modelFiles() ([]string, error) {
 	m, err := filepath.Glob(filepath.Join(s.dir, "src", "models", "*.cpp"))

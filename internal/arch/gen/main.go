@@ -113,6 +113,7 @@ type tables struct {
 	modelFields  map[string][]field
 	classParents map[string]string
 	inputInits   map[string][][3]string // graph inputs' struct members: name, "struct", the struct
+	fusedGroups  []fusedGroup           // llama_context::resolve_fused_ops' resolutions
 
 	src *source
 }
@@ -389,6 +390,9 @@ func (g *generator) constants(tb *tables) error {
 	}
 	// the graph inputs' members of a struct nested in their class
 	// (llm_graph_input_dsv4's comp_input): made with the input
+	if tb.fusedGroups, err = s.fusedOps("src/llama-context.cpp"); err != nil {
+		return err
+	}
 	if tb.inputInits, err = s.nestedStructMembers("src/llama-graph.h", "llm_graph_input_", tb.sub); err != nil {
 		return err
 	}
@@ -599,6 +603,15 @@ func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 			}
 			t.WriteString("},\n")
 		}
+	}
+	t.WriteString("}\n\n")
+	t.WriteString("// fusedGroups: resolve_fused_ops' resolutions in its order: the cparams flag that asks for one,\n// the line it logs first, and its probes (llm_fused_op_probe: the op, its name, the tokens per\n// sequence of the probe graph, and the cparams flag it resolves).\nvar fusedGroups = []fusedGroup{\n")
+	for _, g := range tb.fusedGroups {
+		fmt.Fprintf(&t, "\t{%q, %q, []fusedProbe{\n", g.auto, g.header)
+		for _, p := range g.probes {
+			fmt.Fprintf(&t, "\t\t{%q, %q, %d, %q},\n", p.op, p.name, p.perSeq, p.flag)
+		}
+		t.WriteString("\t}},\n")
 	}
 	t.WriteString("}\n\n")
 	t.WriteString("// classParents: each model class's base class.\nvar classParents = map[string]string{\n")
