@@ -160,7 +160,10 @@ func backendSetFor(lib *bindings.Lib, devs []bindings.Dev) (*backendSet, error) 
 	}
 	s := &backendSet{lib: lib, devs: devs, scheds: map[schedKey]bindings.Sched{}}
 	for _, d := range devs {
-		if reg := lib.DevBackendReg(d); reg != 0 && lib.RegName(reg) == "RPC" {
+		// an RPC server serves one client at a time, and a meta device
+		// asks its plan's splitter (which goes with the plan): their sets
+		// are made and freed each time
+		if reg := lib.DevBackendReg(d); reg != 0 && lib.RegName(reg) == "RPC" || lib.DevType(d) == bindings.DevTypeMeta {
 			s.transient = true
 		}
 		be := lib.DevInit(d, nil)
