@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,4 +163,146 @@ func computeTheirs(l *llama.Lib, rt *ggml.Runtime, path string, params place.Par
 		}
 	}
 	return out, sl, nil
+}
+
+// The memory breakdown table ggload prints is the one llama.cpp's
+// common_memory_breakdown_print prints (libllama-common's own, called on
+// the same context): the same rows, devices, and per row the same total,
+// self, model, context and compute MiB. Free is llama.cpp's as the device
+// reports it; ggload's is what stays free once the plan's buffers are
+// allocated, which a no_alloc context never does: it is compared as that
+// (free - self, within the MiB each side rounds down), and unaccounted
+// follows from it.
+//
+//	go test -run TestBreakdownTableMatchesLlamaCpp -v ./tests
+func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
+	rt := testenv.Runtime(t)
+	l := openLlama(t, rt)
+	if err := l.HaveCommon(); err != nil {
+		testenv.Missing(t, "llama", "%v", err)
+	}
+	path, err := synth.DemoModel(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vk := testenv.Vulkan(t).Name()
+	cases := []struct {
+		name string
+		rpc  bool
+		p    place.Params
+	}{
+		{"cpu", false, place.Params{Devices: []string{"none"}}},
+		{"vulkan -c 4096", false, place.Params{Devices: []string{vk}, Context: place.ContextParams{NCtx: 4096}}},
+		{"vulkan -ngl 4 -ot ffn_up=CPU", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Overrides: []place.Override{{Pattern: "ffn_up", BufferType: "CPU"}}}},
+		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},
+	}
+	// a row: its name, and its numbers (total, free, self, model, context,
+	// compute, unaccounted for a device; self, model, context, compute
+	// otherwise)
+	rowOf := func(line string) (string, []int64) {
+		cols := strings.Split(strings.TrimPrefix(line, "common_memory_breakdown_print: "), "|")
+		if len(cols) < 3 {
+			return line, nil
+		}
+		var nums []int64
+		for _, f := range strings.FieldsFunc(cols[2], func(r rune) bool { return strings.ContainsRune(" =+()", r) }) {
+			n, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return strings.TrimSpace(cols[1]) + " " + f, nil // the header
+			}
+			nums = append(nums, n)
+		}
+		return strings.TrimSpace(cols[1]), nums
+	}
+	same := func(ours, theirs []string) bool {
+		ok := len(ours) == len(theirs)
+		for i := 0; ok && i < len(ours); i++ {
+			on, onums := rowOf(ours[i])
+			tn, tnums := rowOf(theirs[i])
+			switch {
+			case on != tn || len(onums) != len(tnums):
+				ok = false
+			case len(onums) == 7:
+				// total, self, model, context, compute equal; free once
+				// allocated within the two roundings of llama.cpp's
+				d := tnums[1] - tnums[2] - onums[1]
+				ok = onums[0] == tnums[0] && slices.Equal(onums[2:6], tnums[2:6]) && d >= -1 && d <= 1
+			default:
+				ok = slices.Equal(onums, tnums)
+			}
+		}
+		return ok
+	}
+	var k int
+	var tables [][2][]string
+	for _, c := range cases {
+		if c.rpc {
+			if ok, why := testenv.HaveRPCServer(); !ok {
+				testenv.Missing(t, "rpc", "%s", why)
+			}
+			testenv.RPC(t, 1)
+		}
+		params := c.p
+		params.LoadMode = place.LoadNone
+		m, err := gguf.OpenModel(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := place.New(rt, m, params)
+		if err != nil {
+			m.Close()
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var b strings.Builder
+		plan.WriteBreakdown(&b)
+		m.Close()
+		ours := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+		theirs, err := breakdownTableTheirs(l, rt, path, params)
+		if err != nil {
+			t.Errorf("%s: libllama: %v", c.name, err)
+			continue
+		}
+		for i := range theirs {
+			// libllama in this process reaches an RPC server through
+			// ggload's guard: its description names the server as a
+			// llama.cpp of its own would
+			theirs[i] = rt.RPCName(theirs[i])
+		}
+		ok := same(ours, theirs)
+		tables = append(tables, [2][]string{ours, theirs})
+		t.Logf("%s:\n  ggload    %s\n  llama.cpp %s", c.name, strings.Join(ours, "\n            "), strings.Join(theirs, "\n            "))
+		if !ok {
+			t.Errorf("%s: the tables differ", c.name)
+			continue
+		}
+		k++
+	}
+	t.Logf("%d/%d memory breakdown tables as llama.cpp's", k, len(cases))
+	// a negative control: one configuration's table is not another's
+	if len(tables) >= 3 && same(tables[1][0], tables[2][1]) {
+		t.Errorf("the comparison finds no difference between the tables of %s and %s", cases[1].name, cases[2].name)
+	}
+}
+
+func breakdownTableTheirs(l *llama.Lib, rt *ggml.Runtime, path string, params place.Params) ([]string, error) {
+	ld, err := llama.LoadFor(rt, path, params)
+	if err != nil {
+		return nil, err
+	}
+	ld.NoAlloc = true
+	lm, _, err := l.LoadModel(ld)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Free()
+	cp, err := l.ContextParamsFor(params.Context)
+	if err != nil {
+		return nil, err
+	}
+	ctx, _, err := lm.NewContext(cp)
+	if err != nil {
+		return nil, err
+	}
+	defer ctx.Free()
+	return ctx.BreakdownTable()
 }

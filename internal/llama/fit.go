@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -22,7 +23,58 @@ type commonLib struct {
 	//     uint32_t n_ctx_min, const common_fit_extra_model *, ggml_log_level)
 	FitParams func(path string, mp *ModelParams, cp *ContextParams, ts *float32, tbo *buftOverride,
 		margins *uint64, nCtxMin uint32, extra uintptr, level int32) int32 `c:"_Z17common_fit_paramsPKcP18llama_model_paramsP20llama_context_paramsPfP32llama_model_tensor_buft_overridePmjPK22common_fit_extra_model14ggml_log_level"`
+
+	// void common_memory_breakdown_print(const llama_context *), and the
+	// common log it prints to (at trace level)
+	BreakdownPrint func(ctx uintptr)              `c:"_Z29common_memory_breakdown_printPK13llama_context"`
+	LogMain        func() uintptr                 `c:"_Z15common_log_mainv"`
+	LogSetFile     func(log uintptr, path string) `c:"_Z19common_log_set_fileP10common_logPKc"`
+	LogPause       func(log uintptr)              `c:"_Z16common_log_pauseP10common_log"`
+	LogResume      func(log uintptr)              `c:"_Z17common_log_resumeP10common_log"`
+	LogVerbosity   func(level int32)              `c:"_Z30common_log_set_verbosity_tholdi"`
 }
+
+// BreakdownTable is the table llama.cpp's common_memory_breakdown_print
+// prints of the context (its lines, without the trailing newline), read
+// back from the common log's file.
+func (c *Context) BreakdownTable() ([]string, error) {
+	cl, err := c.l.common()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "ggload-breakdown-*.log")
+	if err != nil {
+		return nil, err
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	breakdownMu.Lock()
+	defer breakdownMu.Unlock()
+	log := cl.LogMain()
+	cl.LogVerbosity(1 << 20) // its lines are LOG_TRC
+	cl.LogSetFile(log, path)
+	cl.BreakdownPrint(c.h)
+	cl.LogPause(log) // the worker writes what is queued, then stops
+	b, err := os.ReadFile(path)
+	cl.LogSetFile(log, "") // (a null path: no file; resumes the worker)
+	cl.LogVerbosity(0)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "common_memory_breakdown_print: |") {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("llama: common_memory_breakdown_print wrote no table")
+	}
+	return out, nil
+}
+
+var breakdownMu sync.Mutex
 
 var (
 	commonOnce sync.Once
