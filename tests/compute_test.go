@@ -129,25 +129,11 @@ func computeOurs(rt *ggml.Runtime, path string, params place.Params) (map[string
 }
 
 func computeTheirs(l *llama.Lib, rt *ggml.Runtime, path string, params place.Params) (map[string]uint64, []string, error) {
-	ld, err := llama.LoadFor(rt, path, params)
+	ctx, lines, free, err := theirContext(l, rt, path, params)
 	if err != nil {
 		return nil, nil, err
 	}
-	ld.NoAlloc = true
-	lm, _, err := l.LoadModel(ld)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer lm.Free()
-	cp, err := l.ContextParamsFor(params.Context)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, lines, err := lm.NewContext(cp)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer ctx.Free()
+	defer free()
 	lib := testenv.Lib(rt)
 	out := map[string]uint64{}
 	for _, e := range ctx.MemoryBreakdown() {
@@ -285,24 +271,35 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 }
 
 func breakdownTableTheirs(l *llama.Lib, rt *ggml.Runtime, path string, params place.Params) ([]string, error) {
-	ld, err := llama.LoadFor(rt, path, params)
+	ctx, _, free, err := theirContext(l, rt, path, params)
 	if err != nil {
 		return nil, err
+	}
+	defer free()
+	return ctx.BreakdownTable()
+}
+
+// theirContext is libllama's context of the model, made as -fit makes it
+// (a no_alloc model), with its log lines; free frees both.
+func theirContext(l *llama.Lib, rt *ggml.Runtime, path string, params place.Params) (*llama.Context, []llama.LogLine, func(), error) {
+	ld, err := llama.LoadFor(rt, path, params)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	ld.NoAlloc = true
 	lm, _, err := l.LoadModel(ld)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	defer lm.Free()
 	cp, err := l.ContextParamsFor(params.Context)
 	if err != nil {
-		return nil, err
+		lm.Free()
+		return nil, nil, nil, err
 	}
-	ctx, _, err := lm.NewContext(cp)
+	ctx, lines, err := lm.NewContext(cp)
 	if err != nil {
-		return nil, err
+		lm.Free()
+		return nil, nil, nil, err
 	}
-	defer ctx.Free()
-	return ctx.BreakdownTable()
+	return ctx, lines, func() { ctx.Free(); lm.Free() }, nil
 }

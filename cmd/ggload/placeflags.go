@@ -358,22 +358,23 @@ func (f *placeFlags) addDraft(s *optionSet) {
 			d.overrides = append(d.overrides, place.FirstLayersOnCPU(int(n), place.ExpertsPattern)...)
 			return nil
 		}})
-	for _, kv := range []struct {
-		names []string
-		dst   *place.CacheType
-		what  string
-	}{{[]string{"--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"}, &d.typeK, "K"}, {[]string{"--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"}, &d.typeV, "V"}} {
-		s.add(&option{names: kv.names, value: "TYPE",
-			help: "KV cache data type for " + kv.what + " for the draft model\nallowed values: " + strings.Join(place.CacheTypeNames(), ", ") + "\n(default: f16)",
-			set: func(v string) error {
-				t, err := place.ParseCacheType(v)
-				if err != nil {
-					return withHint(err, v, place.CacheTypeNames())
-				}
-				*kv.dst = t
-				return nil
-			}})
-	}
+	addCacheType(s, []string{"--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"}, &d.typeK, "K for the draft model")
+	addCacheType(s, []string{"--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"}, &d.typeV, "V for the draft model")
+}
+
+// addCacheType registers a cache type option (-ctk and its kin), which
+// sets dst.
+func addCacheType(s *optionSet, names []string, dst *place.CacheType, what string) {
+	s.add(&option{names: names, value: "TYPE",
+		help: "KV cache data type for " + what + "\nallowed values: " + strings.Join(place.CacheTypeNames(), ", ") + "\n(default: f16)",
+		set: func(v string) error {
+			t, err := place.ParseCacheType(v)
+			if err != nil {
+				return withHint(err, v, place.CacheTypeNames())
+			}
+			*dst = t
+			return nil
+		}})
 }
 
 // draftParams are the draft model's parameters as llama.cpp's
@@ -513,22 +514,8 @@ func (f *placeFlags) addContext(s *optionSet) {
 	s.add(&option{names: []string{"-kvu", "--kv-unified"}, neg: []string{"-no-kvu", "--no-kv-unified"},
 		help: "one KV buffer shared by every sequence (default: disabled)",
 		on:   func(on bool) error { c.KVUnified = on; return nil }})
-	for _, kv := range []struct {
-		names []string
-		dst   *place.CacheType
-		what  string
-	}{{[]string{"-ctk", "--cache-type-k"}, &c.TypeK, "K"}, {[]string{"-ctv", "--cache-type-v"}, &c.TypeV, "V"}} {
-		s.add(&option{names: kv.names, value: "TYPE",
-			help: "KV cache data type for " + kv.what + "\nallowed values: " + strings.Join(place.CacheTypeNames(), ", ") + "\n(default: f16)",
-			set: func(v string) error {
-				t, err := place.ParseCacheType(v)
-				if err != nil {
-					return withHint(err, v, place.CacheTypeNames())
-				}
-				*kv.dst = t
-				return nil
-			}})
-	}
+	addCacheType(s, []string{"-ctk", "--cache-type-k"}, &c.TypeK, "K")
+	addCacheType(s, []string{"-ctv", "--cache-type-v"}, &c.TypeV, "V")
 	s.add(&option{names: []string{"-kvo", "--kv-offload"}, neg: []string{"-nkvo", "--no-kv-offload"},
 		help: "keep the KV cache with each layer on its device (default: enabled)",
 		on:   func(on bool) error { c.NoKVOffload = !on; return nil }})

@@ -486,24 +486,36 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 // assignMembers assigns the brace list a to struct o's members in order,
 // value-initializing those it does not reach.
 func assignMembers(f *frame, o *Object, a *Array) error {
-	fields := structFields[o.class]
-	if len(a.cells) > len(fields) {
-		return f.errorf("%d initializers for %s of %d members", len(a.cells), o.class, len(fields))
+	vals := make([]Val, len(a.cells))
+	for i, c := range a.cells {
+		vals[i] = c.V
 	}
-	fresh, err := f.r.newStruct(o.class, fields)
+	fresh, err := newStructOf(f, o.class, structFields[o.class], vals)
 	if err != nil {
-		return f.errorf("%v", err)
+		return err
 	}
-	for i, fd := range fields {
-		c := fresh.fields[fd.Name]
-		if i < len(a.cells) {
-			if err := c.set(a.cells[i].V); err != nil {
-				return f.errorf("%s.%s = %s: %v", o.class, fd.Name, a.cells[i].V.describe(), err)
-			}
-		}
-		o.fields[fd.Name] = c
+	for name, c := range fresh.fields {
+		o.fields[name] = c
 	}
 	return nil
+}
+
+// newStructOf is a struct of class, its first members set to vals in
+// order, the others value-initialized.
+func newStructOf(f *frame, class string, fields []fieldDef, vals []Val) (*Object, error) {
+	if len(vals) > len(fields) {
+		return nil, f.errorf("%d initializers for %s of %d members", len(vals), class, len(fields))
+	}
+	o, err := f.r.newStruct(class, fields)
+	if err != nil {
+		return nil, f.errorf("%v", err)
+	}
+	for i, v := range vals {
+		if err := o.fields[fields[i].Name].set(v); err != nil {
+			return nil, f.errorf("%s.%s = %s: %v", class, fields[i].Name, v.describe(), err)
+		}
+	}
+	return o, nil
 }
 
 // compileStructDecl: a struct of the headers, value-initialized, or
@@ -521,18 +533,17 @@ func compileStructDecl(name, class string, fields []fieldDef, init *ast.Node) st
 		}
 	}
 	return func(f *frame) (ctl, error) {
-		o, err := f.r.newStruct(class, fields)
-		if err != nil {
-			return ctlNone, f.errorf("%v", err)
-		}
+		vals := make([]Val, len(items))
 		for i, it := range items {
 			v, err := it(f)
 			if err != nil {
 				return ctlNone, err
 			}
-			if err := o.fields[fields[i].Name].set(v); err != nil {
-				return ctlNone, f.errorf("%s.%s = %s: %v", class, fields[i].Name, v.describe(), err)
-			}
+			vals[i] = v
+		}
+		o, err := newStructOf(f, class, fields, vals)
+		if err != nil {
+			return ctlNone, err
 		}
 		c := f.sc.cell(ast.TAuto)
 		c.V = Val{K: KObj, P: o}

@@ -445,17 +445,8 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		}
 	case "llama_kv_cache_dsa_iswa":
 		// its DSA part is a llama_kv_cache_dsa_context of its own
-		dsa := newShared("llama_kv_cache_dsa_context")
-		dsa.fields["status"] = ctx.fields["status"]
-		for i, name := range []string{"ctx_mla", "ctx_lid"} {
-			v, err := s.kvCacheContext(mem.Caches[i], i)
-			if err != nil {
-				return vVoid, err
-			}
-			dsa.fields[name] = &Cell{T: ast.TRef, V: v}
-		}
-		ctx.fields["ctx_dsa"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: dsa}}
-		err = kv("ctx_swa", 2)
+		dsa, derr := s.pairContext("llama_kv_cache_dsa_context", mem, 0, "ctx_mla", "ctx_lid")
+		err = errors.Join(member("ctx_dsa", dsa, derr), kv("ctx_swa", 2))
 	case "llama_memory_hybrid", "llama_memory_hybrid_idx":
 		recr, rerr := s.recurrentContext(mem.Caches[1], 1)
 		err = errors.Join(kv("ctx_attn", 0), member("ctx_recr", recr, rerr))
@@ -470,23 +461,29 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		return s.dsv4Context(mem)
 	case "llama_memory_hybrid_iswa":
 		// the attention part is an iSWA context of its own
-		ic := newShared("llama_kv_cache_iswa_context")
-		ic.fields["status"] = ctx.fields["status"]
-		for i, name := range []string{"ctx_base", "ctx_swa"} {
-			v, err := s.kvCacheContext(mem.Caches[i], i)
-			if err != nil {
-				return vVoid, err
-			}
-			ic.fields[name] = &Cell{T: ast.TRef, V: v}
-		}
-		ctx.fields["ctx_attn"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: ic}}
+		ic, ierr := s.pairContext("llama_kv_cache_iswa_context", mem, 0, "ctx_base", "ctx_swa")
 		recr, rerr := s.recurrentContext(mem.Caches[2], 2)
-		err = member("ctx_recr", recr, rerr)
+		err = errors.Join(member("ctx_attn", ic, ierr), member("ctx_recr", recr, rerr))
 	default:
 		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
 	if err != nil {
 		return vVoid, err
+	}
+	return Val{K: KObj, P: ctx}, nil
+}
+
+// pairContext is a memory context of class over two KV caches, the
+// memory's first and the next: their contexts in members a and b.
+func (s *GraphSession) pairContext(class string, mem *Memory, first int, a, b string) (Val, error) {
+	ctx := newShared(class)
+	ctx.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	for i, name := range []string{a, b} {
+		v, err := s.kvCacheContext(mem.Caches[first+i], first+i)
+		if err != nil {
+			return vVoid, err
+		}
+		ctx.fields[name] = &Cell{T: ast.TRef, V: v}
 	}
 	return Val{K: KObj, P: ctx}, nil
 }

@@ -55,16 +55,8 @@ func (e *GraphError) Unwrap() error { return e.Err }
 // A construct the replay does not support is not the model's fault: it
 // is returned as it is, and nothing is mended for it.
 func (m *ArchModel) checkGraph(lib *bindings.Lib) error {
-	gm, err := m.Model(false)
+	r, rec, err := m.load()
 	if err != nil {
-		return err
-	}
-	r, err := arch.Load(gm, arch.Options{})
-	if err != nil {
-		return err
-	}
-	rec := &recordPlacer{created: map[string]bool{}}
-	if err := r.CreateTensors(rec); err != nil {
 		return err
 	}
 	for _, c := range graphConfigs {
@@ -217,20 +209,26 @@ func (m *ArchModel) eachOptional(fn func(*arch.Need)) error {
 // settle drops what the loader no longer creates and checks that it
 // loads the model.
 func (m *ArchModel) settle() error {
-	gm, err := m.Model(false)
-	if err != nil {
-		return err
-	}
-	r, err := arch.Load(gm, arch.Options{})
-	if err != nil {
-		return err
-	}
-	rec := &recordPlacer{created: map[string]bool{}}
-	err = r.CreateTensors(rec)
-	if err != nil && strings.Contains(err.Error(), "wrong number of tensors") && m.dropUncreated(rec.created) {
+	_, rec, err := m.load()
+	if err != nil && rec != nil && strings.Contains(err.Error(), "wrong number of tensors") && m.dropUncreated(rec.created) {
 		return m.settle()
 	}
 	return err
+}
+
+// load replays llama.cpp's loading of the model: its hyperparameters and
+// tensors (rec: the tensors it created, nil if it stopped before).
+func (m *ArchModel) load() (*arch.Run, *recordPlacer, error) {
+	gm, err := m.Model(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := arch.Load(gm, arch.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &recordPlacer{created: map[string]bool{}}
+	return r, rec, r.CreateTensors(rec)
 }
 
 var layerNumber = regexp.MustCompile(`^blk\.\d+\.`)
