@@ -21,3 +21,20 @@ func MetaSplitterIDs() map[uintptr]bool {
 	})
 	return ids
 }
+
+// SplitSlices is each device's slice of a tensor of type typ and shape ne
+// split as s over n devices, gathered out of the whole src as SetSplit
+// sends them; false where SetSplit would not.
+func SplitSlices(s SplitState, typ Type, ne Shape, n int, src []byte) ([][]byte, bool) {
+	l := s.layout(ne, n, typ.TypeSize(), typ.BlockSize())
+	cs, ok := s.copies(l, ne, typ.BlockSize())
+	if !ok {
+		return nil, false
+	}
+	out := make([][]byte, n)
+	for j := range out {
+		out[j] = make([]byte, l.slices[j].bytes)
+		gather(out[j], src, cs[j])
+	}
+	return out, true
+}

@@ -2,6 +2,7 @@ package ggml_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"strings"
@@ -268,5 +269,74 @@ func TestSplitStateCheck(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// The slices SetSplit sends each server, against the meta buffer's layout
+// worked out element by element: along the split axis the segments follow
+// each other, each repeated, each device's part of one after the other's;
+// a device's slice holds its parts in that order, the other dimensions
+// whole.
+func TestSplitSlices(t *testing.T) {
+	seg := func(r uint32, l ...int64) ggml.SplitSegment { return ggml.SplitSegment{Lengths: l, Repeat: r} }
+	for _, c := range []struct {
+		name string
+		ne   ggml.Shape
+		s    ggml.SplitState
+	}{
+		{"dim0 segments", ggml.Shape{12, 5, 1, 1}, ggml.SplitState{Axis: ggml.SplitAxis0, Segments: []ggml.SplitSegment{seg(2, 2, 2), seg(1, 1, 3)}}},
+		{"dim0 one segment, 3d", ggml.Shape{6, 3, 2, 1}, ggml.SplitState{Axis: ggml.SplitAxis0, Segments: []ggml.SplitSegment{seg(1, 4, 2)}}},
+		{"dim0 a device without", ggml.Shape{6, 3, 1, 1}, ggml.SplitState{Axis: ggml.SplitAxis0, Segments: []ggml.SplitSegment{seg(1, 0, 6)}}},
+		{"dim1 segments", ggml.Shape{4, 9, 1, 1}, ggml.SplitState{Axis: ggml.SplitAxis1, Segments: []ggml.SplitSegment{seg(1, 1, 2), seg(3, 1, 1)}}},
+		{"dim1 one segment, 3d", ggml.Shape{3, 5, 4, 1}, ggml.SplitState{Axis: ggml.SplitAxis1, Segments: []ggml.SplitSegment{seg(1, 2, 3)}}},
+		{"dim2", ggml.Shape{2, 3, 4, 2}, ggml.SplitState{Axis: ggml.SplitAxis2, Segments: []ggml.SplitSegment{seg(1, 1, 3)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ne, a := c.ne, int(c.s.Axis)
+			n := ne[0] * ne[1] * ne[2] * ne[3]
+			src := make([]byte, 4*n)
+			for i := range n {
+				binary.LittleEndian.PutUint32(src[4*i:], uint32(i))
+			}
+			got, ok := ggml.SplitSlices(c.s, ggml.TypeF32, ne, 2, src)
+			if !ok {
+				t.Fatal("not sent whole")
+			}
+			// where each coordinate along the axis goes: device and place
+			type to struct{ j, at int64 }
+			var along []to
+			var filled [2]int64
+			for _, sg := range c.s.Segments {
+				for range sg.Repeat {
+					for j, l := range sg.Lengths {
+						for k := range l {
+							along = append(along, to{int64(j), filled[j] + k})
+						}
+						filled[j] += l
+					}
+				}
+			}
+			want := [2][]byte{make([]byte, 4*n*filled[0]/ne[a]), make([]byte, 4*n*filled[1]/ne[a])}
+			var i [4]int64
+			for i[3] = range ne[3] {
+				for i[2] = range ne[2] {
+					for i[1] = range ne[1] {
+						for i[0] = range ne[0] {
+							dst := along[i[a]]
+							sne, si := ne, i
+							sne[a], si[a] = filled[dst.j], dst.at
+							at := si[0] + sne[0]*(si[1]+sne[1]*(si[2]+sne[2]*si[3]))
+							whole := i[0] + ne[0]*(i[1]+ne[1]*(i[2]+ne[2]*i[3]))
+							binary.LittleEndian.PutUint32(want[dst.j][4*at:], uint32(whole))
+						}
+					}
+				}
+			}
+			for j := range 2 {
+				if !bytes.Equal(got[j], want[j]) {
+					t.Errorf("device %d: slice %v, want %v", j, got[j], want[j])
+				}
+			}
+		})
 	}
 }

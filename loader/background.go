@@ -21,7 +21,10 @@ import (
 // types, whose set is a repack running on a core of this machine: one per
 // core there, since a repack is slower than the copy that feeds it (and
 // tensors are independent: each writes only its own bytes). Tensors for an
-// RPC server are queued on its connection instead (rpcqueue.go).
+// RPC server are queued on its connection instead (rpcqueue.go). A tensor
+// for a meta device over RPC servers that ggml's meta buffer would set a
+// row per request goes to the servers through their guards, a request per
+// server (ggml.Tensor.SetSplit).
 
 // bgMax bounds a lane's bounce memory: the tensors read while sets are
 // under way and the buffers it keeps for the next take at most this many
@@ -72,8 +75,7 @@ func (ln *lane) setWhole(t task, src source) error {
 		}
 	}
 	s := &bgSet{tp: tp, buf: buf, done: make(chan error, 1)}
-	tensor := t.pl.Tensor
-	go func() { s.done <- tensor.Set(s.buf, 0) }()
+	go func() { s.done <- ln.l.setTensor(t, s.buf) }()
 	ln.bg = append(ln.bg, s)
 	ln.setting += int64(len(buf))
 	return nil
@@ -177,4 +179,20 @@ func (ln *lane) freeBounces() {
 		ln.dropBounce(b)
 	}
 	ln.free = nil
+}
+
+// setTensor sets task t whole from buf: through the guards of the RPC
+// servers under a meta device (ggml.Tensor.SetSplit: a request per server,
+// not one per row), or else through ggml.
+func (l *load) setTensor(t task, buf []byte) error {
+	if t.pl.Buffer.Device.IsMeta() {
+		r, err := t.pl.Tensor.SetSplit(buf)
+		if err != nil {
+			return err
+		}
+		if r.Direct {
+			return nil
+		}
+	}
+	return t.pl.Tensor.Set(buf, 0)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/llama"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/loader/gguf"
@@ -60,6 +61,9 @@ type childDevice struct {
 	S       float64 `json:"s"`
 	Staging uint64  `json:"staging"`
 	Bounce  uint64  `json:"bounce"`
+	// RPC: the device sends over the RPC protocol: an RPC server, or a
+	// meta device over RPC servers only.
+	RPC bool `json:"rpc,omitempty"`
 }
 
 // child runs one measurement in a fresh process and returns its wall time
@@ -260,7 +264,7 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 		return res, err
 	}
 	for _, d := range lm.Stats.Devices {
-		res.Devices = append(res.Devices, childDevice{Device: d.Device, Bytes: d.Bytes, S: d.Time.Seconds(), Staging: d.Staging, Bounce: d.Bounce})
+		res.Devices = append(res.Devices, childDevice{Device: d.Device, Bytes: d.Bytes, S: d.Time.Seconds(), Staging: d.Staging, Bounce: d.Bounce, RPC: sendsRPC(p, d.Device)})
 		res.Staging += d.Staging + d.Bounce
 	}
 	res.Staging += lm.Stats.Direct // direct reads' bounce buffers, by design too
@@ -290,4 +294,25 @@ func peakRSS() uint64 {
 		}
 	}
 	return 0
+}
+
+// sendsRPC reports whether the plan's device of that name sends over the
+// RPC protocol: an RPC server, or a meta device over RPC servers only.
+func sendsRPC(p *place.Plan, name string) bool {
+	for _, d := range p.Devices {
+		if d.Name() != name {
+			continue
+		}
+		parts := d.Parts()
+		if !d.IsMeta() {
+			parts = []*ggml.Device{d}
+		}
+		for _, x := range parts {
+			if !x.IsRPC() {
+				return false
+			}
+		}
+		return len(parts) > 0
+	}
+	return false
 }

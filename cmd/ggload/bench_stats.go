@@ -100,15 +100,18 @@ type benchReport struct {
 const perDeviceSlack = 16 << 20
 
 // memLimit is what a load's extra RSS may reach: the staging, 16 MiB per
-// device (at least one), and for an RPC server the messages the native client copies
-// tensors into before it sends them (two queued at most, each as big as
-// ggload's buffer for the biggest tensor, see package loader's RPC queue).
+// device (at least one), and for an RPC server the messages the native
+// client copies tensors into before it sends them (two queued at most,
+// each as big as ggload's buffer for the biggest tensor, see package
+// loader's RPC queue). Under a meta device over RPC servers the native
+// client's message for one tensor and the slices gathered for the next
+// (ggml.Tensor.SetSplit) take as much.
 func memLimit(c childResult) uint64 {
 	// a load that moved nothing through a device (every tensor zero-copy
 	// on the CPU) still has the host's own slack
 	n := c.Staging + uint64(max(len(c.Devices), 1))*perDeviceSlack
 	for _, d := range c.Devices {
-		if isRPCName(d.Device) {
+		if d.RPC || isRPCName(d.Device) {
 			n += 2 * d.Bounce
 		}
 	}

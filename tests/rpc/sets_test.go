@@ -143,3 +143,81 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 		})
 	}
 }
+
+// Split mode tensor over two servers: ggml's meta buffer sets a tensor
+// split along dimension 0 one row at a time (a request per row and
+// server); the guards send each server its slice whole instead
+// (ggml.Tensor.SetSplit). Against the native client (RPCOptions.NativeSets)
+// onto two other servers, twice, with file caches: every weight reads back
+// equal to the file, the caches end holding the same files (the output
+// matrix's halves, above the hash threshold, still go the client's way),
+// and the guards send the same data with a request header per row fewer.
+func TestSplitTensorSetsAsNativeClient(t *testing.T) {
+	if err := ggml.MetaDeviceSupported(); err != nil {
+		t.Skip(err)
+	}
+	rt := testenv.Runtime(t)
+	hosts := testenv.NetHosts(t, 4, testenv.NetOptions{Cache: true})
+	native := register(t, rt, hosts[:2], ggml.RPCOptions{NativeSets: true})
+	own := register(t, rt, hosts[2:], ggml.RPCOptions{})
+	// output.weight (32000 x 1024 q8_0, 34.8 MB) is split along dimension
+	// 1: each server's slice is one request above the threshold
+	m := writeModel(t, rt, synth.Spec{Layers: 2, Embd: 1024, FF: 2816, Heads: 8, Vocab: 32000})
+	// the matrices split along dimension 0 (attention output, feed-forward
+	// down) go a row per request and server through the meta buffer: a
+	// request header (message header, rpc_tensor, cache flag, offset) each
+	var rowRequests uint64
+	const rowRequest = 9 + 296 + 1 + 8
+	for _, w := range m.Weights {
+		if strings.HasSuffix(w.Name, "attn_output.weight") || strings.HasSuffix(w.Name, "ffn_down.weight") {
+			rowRequests += 2 * uint64(w.Shape[1]-1)
+		}
+	}
+	load := func(devs []string) (sent uint64) {
+		t.Helper()
+		params := place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{1, 2}}
+		params.LoadMode = place.LoadNone
+		p, err := place.New(rt, m, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Devices) != 1 || !p.Devices[0].IsMeta() {
+			t.Fatalf("devices %v", p.Devices)
+		}
+		var before uint64
+		for _, name := range devs {
+			d, _ := rt.DeviceByName(name)
+			s, _ := d.RPCTraffic()
+			before += s
+		}
+		lm, err := loader.Load(context.Background(), p, loader.Options{HashIndex: "off"})
+		if err != nil {
+			t.Fatalf("load onto %v: %v", devs, err)
+		}
+		defer lm.Close()
+		if n := verify(t, lm)[p.Devices[0].Name()]; n == 0 {
+			t.Fatalf("no tensor verified on %s", p.Devices[0].Name())
+		}
+		for _, name := range devs {
+			d, _ := rt.DeviceByName(name)
+			s, _ := d.RPCTraffic()
+			sent += s
+		}
+		return sent - before
+	}
+	for round := range 2 {
+		nativeSent := load(native)
+		ownSent := load(own)
+		t.Logf("load %d: native client sent %.2f MiB, guards %.2f MiB (%d row requests fewer)",
+			round+1, float64(nativeSent)/(1<<20), float64(ownSent)/(1<<20), rowRequests)
+		if ownSent+rowRequests*rowRequest*9/10 > nativeSent {
+			t.Errorf("load %d: the guards sent %d bytes, the native client %d: not the %d requests of a row fewer", round+1, ownSent, nativeSent, rowRequests)
+		}
+		for i := range 2 {
+			a, b := cacheFiles(t, hosts[i].Cache), cacheFiles(t, hosts[2+i].Cache)
+			if !slices.Equal(a, b) || len(a) == 0 {
+				t.Errorf("load %d, server %d: the native client's cache %v, the guards' %v", round+1, i, a, b)
+			}
+		}
+	}
+}

@@ -87,6 +87,9 @@ type Guard struct {
 	total    map[uint32]uint64 // answered
 	sent     atomic.Uint64     // bytes forwarded to the server
 	received atomic.Uint64
+
+	watchMu sync.Mutex // one Watch at a time
+	watch   *Watch     // under mu: the tensors the client asks for, while set
 }
 
 func New(remote string, ioTimeout time.Duration, devices uint32) (*Guard, error) {
@@ -283,6 +286,15 @@ func (g *Guard) serve(client net.Conn) {
 				g.Fail(CmdName(cmd), err)
 			}
 		}
+		if cmd == CmdGetTensor && len(req) >= TensorSize {
+			g.mu.Lock()
+			if w := g.watch; w != nil {
+				var t [TensorSize]byte
+				copy(t[:], req)
+				w.got = append(w.got, t)
+			}
+			g.mu.Unlock()
+		}
 		if s.server != nil && g.Err() == nil {
 			consumed, err := g.forward(s, client, s.server, hdr, req, size, buf)
 			if err == nil {
@@ -310,6 +322,38 @@ func (g *Guard) serve(client net.Conn) {
 			return
 		}
 	}
+}
+
+// Watch records the tensors the native client asks the server for
+// (GET_TENSOR requests) while it is on: each as the client serialized it
+// (rpc_tensor, with the server's buffer handle). One Watch is on at a
+// time; Stop ends it.
+type Watch struct {
+	g   *Guard
+	got [][TensorSize]byte
+}
+
+// Watch starts recording (see type Watch); it waits for a Watch under way
+// to stop.
+func (g *Guard) Watch() *Watch {
+	g.watchMu.Lock()
+	w := &Watch{g: g}
+	g.mu.Lock()
+	g.watch = w
+	g.mu.Unlock()
+	return w
+}
+
+// Stop ends the watch and returns what it recorded, in order. The
+// requests of native calls that returned before Stop are all there.
+func (w *Watch) Stop() [][TensorSize]byte {
+	g := w.g
+	g.mu.Lock()
+	g.watch = nil
+	got := w.got
+	g.mu.Unlock()
+	g.watchMu.Unlock()
+	return got
 }
 
 // endSession forgets a connection the client closed: its buffers (the

@@ -29,7 +29,7 @@ const HashThreshold = 10 << 20
 
 // The fields of a packed rpc_tensor a Set reads.
 const (
-	tensorData = 220
+	TensorData = 220
 )
 
 // probesInFlight bounds the SET_TENSOR_HASH requests written ahead of
@@ -42,7 +42,9 @@ type Set struct {
 	// guard writes the handle of the buffer that holds it.
 	Tensor [TensorSize]byte
 	// Base is the base address of the tensor's buffer, as the server
-	// gave it (ggml_backend_buffer_get_base on the client).
+	// gave it (ggml_backend_buffer_get_base on the client); 0 when
+	// Tensor holds the server's handle of its buffer (a tensor as the
+	// client sent it: Watch).
 	Base   uint64
 	Offset uint64 // into the tensor
 	Size   uint64 // bytes set: len(Data), or what a probe asks for
@@ -84,6 +86,16 @@ func (g *Guard) Send(x *Set) error {
 	}
 	g.mu.Lock()
 	ref, ok := g.bases[x.Base]
+	if x.Base == 0 {
+		ok = false
+		h := binary.LittleEndian.Uint64(x.Tensor[TensorBuffer:])
+		for base, r := range g.bases {
+			if r.handle == h {
+				x.Base, ref, ok = base, r, true
+				break
+			}
+		}
+	}
 	g.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("rpc set: no buffer at base %#x on %s", x.Base, g.remote)
@@ -92,7 +104,7 @@ func (g *Guard) Send(x *Set) error {
 	if !ok {
 		return fmt.Errorf("rpc set: a tensor of unknown type %d or size", binary.LittleEndian.Uint32(x.Tensor[TensorType:]))
 	}
-	data := binary.LittleEndian.Uint64(x.Tensor[tensorData:])
+	data := binary.LittleEndian.Uint64(x.Tensor[TensorData:])
 	end := x.Base + ref.size
 	if data < x.Base || nb > end-data {
 		return fmt.Errorf("rpc set: tensor of %d bytes at %#x outside its buffer [%#x, %#x)", nb, data, x.Base, end)

@@ -132,7 +132,7 @@ func set(off uint64, probe bool, done func(bool, error)) *Set {
 		binary.LittleEndian.PutUint32(x.Tensor[TensorNe+4*i:], 1)
 		binary.LittleEndian.PutUint32(x.Tensor[TensorNb+4*i:], 1<<16)
 	}
-	binary.LittleEndian.PutUint64(x.Tensor[tensorData:], 1<<20)
+	binary.LittleEndian.PutUint64(x.Tensor[TensorData:], 1<<20)
 	x.Hash = func() uint64 { return hashOfOffset(off) }
 	return x
 }
@@ -244,7 +244,7 @@ func TestSendChecks(t *testing.T) {
 		"past tensor": func() *Set { x := set(1<<16-8, false, nop); return x }(),
 		"outside": func() *Set {
 			x := set(0, false, nop)
-			binary.LittleEndian.PutUint64(x.Tensor[tensorData:], 2<<20-100)
+			binary.LittleEndian.PutUint64(x.Tensor[TensorData:], 2<<20-100)
 			return x
 		}(),
 		"short data": func() *Set { x := set(0, false, nop); x.Data = x.Data[:3]; return x }(),
