@@ -158,7 +158,8 @@ func computeTheirs(l *llama.Lib, rt *ggml.Runtime, path string, params place.Par
 // reports it; ggload's is what stays free once the plan's buffers are
 // allocated, which a no_alloc context never does: it is compared as that
 // (free - self, within the MiB each side rounds down), and unaccounted
-// follows from it.
+// follows from it. The demo llama on the CPU, Vulkan and an RPC server, and
+// a 907 MB llama with -c 4096 on Vulkan (ggload plan's table).
 //
 //	go test -run TestBreakdownTableMatchesLlamaCpp -v ./tests
 func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
@@ -172,15 +173,19 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	vk := testenv.Vulkan(t).Name()
+	// a llama model of 907 MB (q8_0), written here
+	big := synth.BenchSpec(907e6, ggml.TypeQ8_0)
 	cases := []struct {
 		name string
 		rpc  bool
 		p    place.Params
+		spec *synth.Spec
 	}{
-		{"cpu", false, place.Params{Devices: []string{"none"}}},
-		{"vulkan -c 4096", false, place.Params{Devices: []string{vk}, Context: place.ContextParams{NCtx: 4096}}},
-		{"vulkan -ngl 4 -ot ffn_up=CPU", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Overrides: []place.Override{{Pattern: "ffn_up", BufferType: "CPU"}}}},
-		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},
+		{"cpu", false, place.Params{Devices: []string{"none"}}, nil},
+		{"vulkan -c 4096", false, place.Params{Devices: []string{vk}, Context: place.ContextParams{NCtx: 4096}}, nil},
+		{"vulkan -ngl 4 -ot ffn_up=CPU", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Overrides: []place.Override{{Pattern: "ffn_up", BufferType: "CPU"}}}, nil},
+		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}, nil},
+		{"907 MB llama, vulkan -c 4096", false, place.Params{Devices: []string{vk}, Context: place.ContextParams{NCtx: 4096}}, &big},
 	}
 	// a row: its name, and its numbers (total, free, self, model, context,
 	// compute, unaccounted for a device; self, model, context, compute
@@ -230,6 +235,10 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 		}
 		params := c.p
 		params.LoadMode = place.LoadNone
+		path := path
+		if c.spec != nil {
+			path = testenv.ModelFile(t, rt, *c.spec)
+		}
 		m, err := gguf.OpenModel(path)
 		if err != nil {
 			t.Fatal(err)
