@@ -432,15 +432,22 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 		}
 		return gm, p
 	}
-	gm, p := plan()
-	start := time.Now()
-	lm, err := loader.Load(context.Background(), p, loader.Options{})
-	if err != nil {
-		t.Fatal(err)
+	// the first load pays for the device's warm-up (pipelines, pools):
+	// the shortest of three clean loads is the duration to aim inside
+	var clean time.Duration
+	for i := 0; i < 3; i++ {
+		gm, p := plan()
+		start := time.Now()
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); i == 0 || d < clean {
+			clean = d
+		}
+		lm.Close()
+		gm.Close()
 	}
-	clean := time.Since(start)
-	lm.Close()
-	gm.Close()
 	struck := 0
 	for attempt := 0; attempt < 20 && struck < 3; attempt++ {
 		gm, p := plan()
@@ -468,7 +475,9 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 			}
 			lm.Close()
 			gm.Close()
-			t.Logf("attempt %d: the truncation at %v came after the load (%v)", attempt, delay, time.Duration(end-start.UnixNano()))
+			took := time.Duration(end - start.UnixNano())
+			t.Logf("attempt %d: the truncation at %v came after the load (%v)", attempt, delay, took)
+			clean = min(clean, took) // aim inside the loads as they run now
 			continue
 		}
 		struck++
