@@ -173,7 +173,7 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 		var k, n, exact int
 		var ours, theirs time.Duration
 		changed := map[string]int{}
-		var refused, why []string
+		var refused []string
 		for _, f := range models {
 			r, ok := final[[2]string{c.name, f.Name}]
 			if !ok {
@@ -198,11 +198,6 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 			case "skip":
 			case "both-refuse", "graph-crash":
 				refused = append(refused, f.Name+" ("+r.Detail+")")
-			case "uncounted":
-				// ggload does not replay this architecture's graph yet:
-				// its fit counts no compute buffers, llama.cpp's does
-				n++
-				why = append(why, f.Name)
 			default:
 				n++
 				t.Errorf("%s/%s: %s\n%s", c.name, f.Name, r.Status, r.Detail)
@@ -215,9 +210,6 @@ func TestFitMatchesLlamaCpp(t *testing.T) {
 			t.Errorf("%s: only %d of %d decisions did what the case is for (%s)", c.name, changed[c.does], k, c.does)
 		}
 		t.Logf("%-7s %d refused, or abort llama.cpp on the synthesized model: %s", c.name, len(refused), strings.Join(refused, ", "))
-		if len(why) > 0 {
-			t.Logf("%-7s %d differ where ggload does not count the compute buffers yet: %s", c.name, len(why), strings.Join(why, ", "))
-		}
 	}
 }
 
@@ -448,7 +440,7 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 	}
 	detail := fmt.Sprintf("margins %v\n ggload    %+v\n llama.cpp %+v\n ggload's reasoning:\n   %s", margins, ours, theirs, strings.Join(res.Reasoning, "\n   "))
 	if res.ComputeWhy != "" {
-		return "uncounted", detail
+		detail += "\n ggload counted no compute buffers: " + res.ComputeWhy
 	}
 	return "differ", detail
 }
