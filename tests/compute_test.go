@@ -53,10 +53,7 @@ func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 	var k int
 	for _, c := range cases {
 		if c.rpc {
-			if ok, why := testenv.HaveRPCServer(); !ok {
-				testenv.Missing(t, "rpc", "%s", why)
-			}
-			testenv.RPC(t, 1)
+			testenv.RPC(t, 1) // or skips, naming what to install
 		}
 		params := c.p
 		params.LoadMode = place.LoadNone // as -fit loads: no_alloc
@@ -228,10 +225,7 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 	var tables [][2][]string
 	for _, c := range cases {
 		if c.rpc {
-			if ok, why := testenv.HaveRPCServer(); !ok {
-				testenv.Missing(t, "rpc", "%s", why)
-			}
-			testenv.RPC(t, 1)
+			testenv.RPC(t, 1) // or skips, naming what to install
 		}
 		params := c.p
 		params.LoadMode = place.LoadNone

@@ -302,9 +302,7 @@ func compileCArrayDecl(n *ast.Node) stmtFn {
 				return ctlNone, err
 			}
 		}
-		c := f.sc.cell(ast.TAuto)
-		c.V = Val{K: KArr, P: a}
-		f.sc.define(name, c)
+		f.defineArray(name, a)
 		return ctlNone, nil
 	}
 }
@@ -444,9 +442,7 @@ func compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
 				return ctlNone, err
 			}
 		}
-		c := f.sc.cell(ast.TAuto)
-		c.V = Val{K: KArr, P: a}
-		f.sc.define(name, c)
+		f.defineArray(name, a)
 		return ctlNone, nil
 	}
 }
@@ -1182,4 +1178,11 @@ func compileAssign(n *ast.Node) exprFn {
 		}
 		return c.V, nil
 	}
+}
+
+// defineArray makes a a local variable of the frame's scope, named name.
+func (f *frame) defineArray(name string, a *Array) {
+	c := f.sc.cell(ast.TAuto)
+	c.V = Val{K: KArr, P: a}
+	f.sc.define(name, c)
 }
