@@ -343,8 +343,10 @@ func alignedBytes(n, align int) []byte {
 
 // uploadRate times copies of 256 MiB (64 MiB to an RPC server) into a
 // device buffer, best of three after one that warms the buffer up: from
-// the device's pinned host buffer type with an asynchronous copy, or from
-// plain memory with tensor_set where it has none.
+// the device's pinned host buffer type with an asynchronous copy, from
+// plain memory through the RPC guard's own request where it sends tensor
+// data (as ggload's loads do: the native client's hashing and copy are
+// not the link's), or with tensor_set.
 func uploadRate(d *ggml.Device) (float64, error) {
 	n := uint64(256 << 20)
 	if d.IsRPC() {
@@ -394,6 +396,21 @@ func uploadRate(d *ggml.Device) (float64, error) {
 			src[i] = byte(i)
 		}
 		copyOnce = func() error { return t.Set(src, 0) }
+		if d.SendsRPC() {
+			copyOnce = func() error {
+				done := make(chan error, 1)
+				if err := d.SendRPC(ggml.RPCSet{Tensor: t, Size: n, Data: src, Done: func(_ bool, err error) { done <- err }}); err != nil {
+					return err
+				}
+				if err := <-done; err != nil {
+					return err
+				}
+				// a native call waits behind the request: the server
+				// has the bytes once it answers
+				var b [1]byte
+				return t.Get(b[:], 0)
+			}
+		}
 	}
 	best := 0.0
 	for range 4 { // the first warms up
