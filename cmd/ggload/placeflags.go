@@ -244,31 +244,9 @@ func (f *placeFlags) addPlacement(s *optionSet) {
 	s.add(&option{names: []string{"-ot", "--override-tensor"}, value: "<tensor name pattern>=<buffer type>,...",
 		help: "put the tensors whose names match a pattern in a buffer type; the first match wins",
 		set:  func(v string) error { return appendOverrides(&f.overrides, v) }})
-	s.add(&option{names: []string{"-cmoe", "--cpu-moe"}, help: "keep every Mixture of Experts (MoE) weight on the CPU",
-		on: func(on bool) error {
-			if on {
-				f.overrides = append(f.overrides, place.Override{Pattern: place.ExpertsPattern, BufferType: "CPU"})
-			}
-			return nil
-		}})
-	s.add(&option{names: []string{"-ncmoe", "--n-cpu-moe"}, value: "N", help: "keep the Mixture of Experts (MoE) weights of the first N layers on the CPU",
-		set: func(v string) error {
-			n, err := intIn(v, 0, 65536)
-			if err != nil {
-				return err
-			}
-			f.overrides = append(f.overrides, place.FirstLayersOnCPU(int(n), place.ExpertsPattern)...)
-			return nil
-		}})
-	s.add(&option{names: []string{"-ncffn", "--n-cpu-ffn"}, value: "N", help: "keep the dense FFN weights of the first N layers on the CPU (for MoE experts: -ncmoe)",
-		set: func(v string) error {
-			n, err := intIn(v, 0, 65536)
-			if err != nil {
-				return err
-			}
-			f.overrides = append(f.overrides, place.FirstLayersOnCPU(int(n), place.DenseFFNPattern)...)
-			return nil
-		}})
+	addCPUMoE(s, []string{"-cmoe", "--cpu-moe"}, []string{"-ncmoe", "--n-cpu-moe"}, &f.overrides, "")
+	addFirstLayersOnCPU(s, []string{"-ncffn", "--n-cpu-ffn"}, "keep the dense FFN weights of the first N layers on the CPU (for MoE experts: -ncmoe)",
+		place.DenseFFNPattern, &f.overrides)
 }
 
 // addFit registers llama.cpp's fit options.
@@ -340,26 +318,38 @@ func (f *placeFlags) addDraft(s *optionSet) {
 	s.add(&option{names: []string{"--spec-draft-override-tensor", "-otd", "--override-tensor-draft"}, value: "<tensor name pattern>=<buffer type>,...",
 		help: "override tensor buffer type for draft model",
 		set:  func(v string) error { return appendOverrides(&d.overrides, v) }})
-	s.add(&option{names: []string{"--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"},
-		help: "keep all Mixture of Experts (MoE) weights in the CPU for the draft model",
+	addCPUMoE(s, []string{"--spec-draft-cpu-moe", "-cmoed", "--cpu-moe-draft"}, []string{"--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"},
+		&d.overrides, " for the draft model")
+	addCacheType(s, []string{"--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"}, &d.typeK, "K for the draft model")
+	addCacheType(s, []string{"--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"}, &d.typeV, "V for the draft model")
+}
+
+// addCPUMoE registers the CPU-MoE options of a model (-cmoe and -ncmoe,
+// or the draft's): every expert weight, or those of the first N layers,
+// overridden to the CPU, appended to dst in command-line order.
+func addCPUMoE(s *optionSet, all, first []string, dst *[]place.Override, whose string) {
+	s.add(&option{names: all, help: "keep every Mixture of Experts (MoE) weight on the CPU" + whose,
 		on: func(on bool) error {
 			if on {
-				d.overrides = append(d.overrides, place.Override{Pattern: place.ExpertsPattern, BufferType: "CPU"})
+				*dst = append(*dst, place.Override{Pattern: place.ExpertsPattern, BufferType: "CPU"})
 			}
 			return nil
 		}})
-	s.add(&option{names: []string{"--spec-draft-n-cpu-moe", "--spec-draft-ncmoe", "-ncmoed", "--n-cpu-moe-draft"}, value: "N",
-		help: "keep the Mixture of Experts (MoE) weights of the first N layers in the CPU for the draft model",
+	addFirstLayersOnCPU(s, first, "keep the Mixture of Experts (MoE) weights of the first N layers on the CPU"+whose, place.ExpertsPattern, dst)
+}
+
+// addFirstLayersOnCPU registers an option N that overrides the tensors
+// matching pattern in the first N layers to the CPU (-ncmoe, -ncffn).
+func addFirstLayersOnCPU(s *optionSet, names []string, help, pattern string, dst *[]place.Override) {
+	s.add(&option{names: names, value: "N", help: help,
 		set: func(v string) error {
 			n, err := intIn(v, 0, 65536)
 			if err != nil {
 				return err
 			}
-			d.overrides = append(d.overrides, place.FirstLayersOnCPU(int(n), place.ExpertsPattern)...)
+			*dst = append(*dst, place.FirstLayersOnCPU(int(n), pattern)...)
 			return nil
 		}})
-	addCacheType(s, []string{"--spec-draft-type-k", "-ctkd", "--cache-type-k-draft"}, &d.typeK, "K for the draft model")
-	addCacheType(s, []string{"--spec-draft-type-v", "-ctvd", "--cache-type-v-draft"}, &d.typeV, "V for the draft model")
 }
 
 // addCacheType registers a cache type option (-ctk and its kin), which
