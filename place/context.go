@@ -243,14 +243,12 @@ func (pl *planner) sizeCache(c *arch.Cache) (CachePlan, error) {
 // ggml's meta buffer allocates it: each tensor's slices on each device
 // (the split the model's callback gives a cache tensor), the largest
 // device's buffer.
-func (pl *planner) metaCacheSize(c *arch.Cache, ts []CacheTensor, bt ggml.BufferType) (uint64, error) {
+func (pl *planner) metaCacheSize(c *arch.Cache, tensors []CacheTensor, bt ggml.BufferType) (uint64, error) {
 	if pl.splitter == nil {
 		return 0, fmt.Errorf("place: %s on %s without a tensor split", c.Class, bt.Name())
 	}
-	meta, _ := bt.Device()
-	parts := meta.Parts()
-	sizes := make([]uint64, len(parts))
-	for _, t := range ts {
+	var ts []metaSlices
+	for _, t := range tensors {
 		if t.BufferType != bt {
 			continue
 		}
@@ -258,29 +256,16 @@ func (pl *planner) metaCacheSize(c *arch.Cache, ts []CacheTensor, bt ggml.Buffer
 		if err != nil {
 			return 0, err
 		}
-		for j, d := range parts {
-			shape := t.Shape
-			if st.Axis.IsDim() {
-				shape[st.Axis] = st.Share(j)
-			}
-			n, err := pl.tensorAllocSize(d.BufferType(), t.Type, shape)
-			if err != nil {
-				return 0, err
-			}
-			align := max(d.BufferType().Alignment(), 1)
-			sizes[j] += (n + align - 1) / align * align
-		}
+		ts = append(ts, metaSlices{t.Type, t.Shape, &st})
+	}
+	meta, _ := bt.Device()
+	parts, err := pl.metaParts(meta.Parts(), ts)
+	if err != nil {
+		return 0, err
 	}
 	var size uint64
-	for j, d := range parts {
-		if sizes[j] == 0 {
-			continue
-		}
-		slack, err := d.BufferType().AllocSlack()
-		if err != nil {
-			return 0, fmt.Errorf("place: %s: %w", d.BufferType().Name(), err)
-		}
-		size = max(size, sizes[j]+slack)
+	for _, part := range parts {
+		size = max(size, part.Size)
 	}
 	return size, nil
 }

@@ -103,44 +103,31 @@ func (pl *planner) allocatedSize(c *ContextPlan) (uint64, error) {
 // own size is the largest.
 func (pl *planner) metaBuffer(c *ContextPlan) (BufferPlan, error) {
 	bp := BufferPlan{Name: c.BufferType.Name(), File: -1}
-	for j, d := range c.Device.Parts() {
-		b := d.BufferType()
-		align := max(b.Alignment(), 1)
-		var size uint64
-		for _, ti := range c.Tensors {
-			t := &pl.p.Tensors[ti]
-			shape := t.Shape
-			if t.Split != nil && t.Split.Axis.IsDim() {
-				shape[t.Split.Axis] = t.Split.Share(j)
-			}
-			n, err := pl.tensorAllocSize(b, t.Type, shape)
-			if err != nil {
-				return BufferPlan{}, err
-			}
-			size += (n + align - 1) / align * align
-		}
-		var slack uint64
-		if size > 0 {
-			var err error
-			if slack, err = b.AllocSlack(); err != nil {
-				return BufferPlan{}, fmt.Errorf("place: %s: %w", b.Name(), err)
-			}
-		}
-		bp.Parts = append(bp.Parts, BufferPart{Device: d, BufferType: b, Size: size + slack, Requested: size})
-		bp.Size, bp.Requested = max(bp.Size, size+slack), max(bp.Requested, size)
+	ts := make([]metaSlices, len(c.Tensors))
+	for i, ti := range c.Tensors {
+		t := &pl.p.Tensors[ti]
+		ts[i] = metaSlices{t.Type, t.Shape, t.Split}
+	}
+	parts, err := pl.metaParts(c.Device.Parts(), ts)
+	if err != nil {
+		return BufferPlan{}, err
+	}
+	bp.Parts = parts
+	for _, part := range parts {
+		bp.Size, bp.Requested = max(bp.Size, part.Size), max(bp.Requested, part.Requested)
 	}
 	// what ggml_backend_alloc_ctx_tensors_from_buft_size says of the meta
 	// buffer type: its alignment and allocation sizes are its devices'
 	// largest, for the tensor as a whole
 	var align uint64 = 1
-	for _, d := range c.Device.Parts() {
-		align = max(align, d.BufferType().Alignment())
+	for _, part := range parts {
+		align = max(align, part.BufferType.Alignment())
 	}
 	for _, ti := range c.Tensors {
 		t := &pl.p.Tensors[ti]
 		var n uint64
-		for _, d := range c.Device.Parts() {
-			m, err := pl.tensorAllocSize(d.BufferType(), t.Type, t.Shape)
+		for _, part := range parts {
+			m, err := pl.tensorAllocSize(part.BufferType, t.Type, t.Shape)
 			if err != nil {
 				return BufferPlan{}, err
 			}
@@ -170,4 +157,45 @@ func (pl *planner) tensorAllocSize(b ggml.BufferType, typ ggml.Type, ne ggml.Sha
 	n := b.AllocSize(t)
 	pl.allocSize[key] = n
 	return n, nil
+}
+
+// metaSlices is a tensor a meta device's buffer holds, with its split
+// (nil or no dimension: mirrored, whole on every device).
+type metaSlices struct {
+	typ   ggml.Type
+	shape ggml.Shape
+	split *ggml.SplitState
+}
+
+// metaParts sizes what a meta buffer allocates on each of its devices for
+// the tensors ts, as it does (ggml_backend_alloc_ctx_tensors_from_buft per
+// device): each tensor's slice there, aligned, and the buffer type's
+// slack where anything is allocated.
+func (pl *planner) metaParts(devices []*ggml.Device, ts []metaSlices) ([]BufferPart, error) {
+	var parts []BufferPart
+	for j, d := range devices {
+		b := d.BufferType()
+		align := max(b.Alignment(), 1)
+		var size uint64
+		for _, t := range ts {
+			shape := t.shape
+			if t.split != nil && t.split.Axis.IsDim() {
+				shape[t.split.Axis] = t.split.Share(j)
+			}
+			n, err := pl.tensorAllocSize(b, t.typ, shape)
+			if err != nil {
+				return nil, err
+			}
+			size += (n + align - 1) / align * align
+		}
+		var slack uint64
+		if size > 0 {
+			var err error
+			if slack, err = b.AllocSlack(); err != nil {
+				return nil, fmt.Errorf("place: %s: %w", b.Name(), err)
+			}
+		}
+		parts = append(parts, BufferPart{Device: d, BufferType: b, Size: size + slack, Requested: size})
+	}
+	return parts, nil
 }
