@@ -302,7 +302,7 @@ func compileCArrayDecl(n *ast.Node) stmtFn {
 				return ctlNone, err
 			}
 		}
-		f.defineArray(name, a)
+		f.defineLocal(name, Val{K: KArr, P: a})
 		return ctlNone, nil
 	}
 }
@@ -442,7 +442,7 @@ func compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
 				return ctlNone, err
 			}
 		}
-		f.defineArray(name, a)
+		f.defineLocal(name, Val{K: KArr, P: a})
 		return ctlNone, nil
 	}
 }
@@ -453,9 +453,7 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 		// a literal pattern: one regex, made once (nothing writes to it)
 		if v, err := newRegex(init.Kids[0].S); err == nil {
 			return func(f *frame) (ctl, error) {
-				c := f.sc.cell(ast.TAuto)
-				c.V = v
-				f.sc.define(name, c)
+				f.defineLocal(name, v)
 				return ctlNone, nil
 			}
 		}
@@ -472,9 +470,7 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 		if err != nil || src.K != KStr {
 			return ctlNone, f.errorf("std::regex %s: %v", name, err)
 		}
-		c := f.sc.cell(ast.TAuto)
-		c.V = v
-		f.sc.define(name, c)
+		f.defineLocal(name, v)
 		return ctlNone, nil
 	}
 }
@@ -541,9 +537,7 @@ func compileStructDecl(name, class string, fields []fieldDef, init *ast.Node) st
 		if err != nil {
 			return ctlNone, err
 		}
-		c := f.sc.cell(ast.TAuto)
-		c.V = Val{K: KObj, P: o}
-		f.sc.define(name, c)
+		f.defineLocal(name, Val{K: KObj, P: o})
 		return ctlNone, nil
 	}
 }
@@ -1180,9 +1174,10 @@ func compileAssign(n *ast.Node) exprFn {
 	}
 }
 
-// defineArray makes a a local variable of the frame's scope, named name.
-func (f *frame) defineArray(name string, a *Array) {
+// defineLocal makes v a local variable of the frame's scope, named name
+// (of the type auto gives it).
+func (f *frame) defineLocal(name string, v Val) {
 	c := f.sc.cell(ast.TAuto)
-	c.V = Val{K: KArr, P: a}
+	c.V = v
 	f.sc.define(name, c)
 }
