@@ -261,7 +261,8 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk
 			guards = append(guards, p.guard)
 		}
 	}
-	buf := make([]byte, chunk)
+	buf := splitScratch.get(chunk)
+	defer splitScratch.put(buf)
 	t.rt.lib.TensorGet(t.c, unsafe.Pointer(&buf[0]), 0, uintptr(chunk))
 	le := binary.LittleEndian
 	// each guard's requests for t, a slice once, in the order asked

@@ -111,7 +111,7 @@ func memLimit(c childResult) uint64 {
 	// on the CPU) still has the host's own slack
 	n := c.Staging + uint64(max(len(c.Devices), 1))*perDeviceSlack
 	for _, d := range c.Devices {
-		if d.RPC || isRPCName(d.Device) {
+		if d.RPC {
 			n += 2 * d.Bounce
 		}
 	}
