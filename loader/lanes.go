@@ -61,7 +61,7 @@ type lane struct {
 	rpcs    map[*ggml.Device]*rpcQueue
 	samples []rpcSample  // windows of the tensors queued to RPC servers
 	flights []*rpcFlight // tensors the guards are sending, oldest first (rpcdirect.go)
-	cached  map[int]bool // servers' caches asked: placement index → had it
+	asks    rpcAsks      // tensors whose servers' caches were asked, not yet answered
 
 	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
 	took    time.Duration // from its start to its last byte
@@ -215,13 +215,13 @@ func (ln *lane) run() (err error) {
 	if ln.ahead, err = ln.planAhead(); err != nil {
 		return ln.laneError(err)
 	}
-	if err := ln.askCaches(); err != nil {
-		return err
-	}
 	for _, t := range ln.tasks {
 		if err := ln.step(t); err != nil {
 			return l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))
 		}
+	}
+	if err := ln.settleAsks(true); err != nil {
+		return err
 	}
 	if ln.readers {
 		if err := l.readers.wait(l); err != nil {

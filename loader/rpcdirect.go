@@ -16,11 +16,12 @@ import (
 // above 10 MiB, which the client would hash and ask of the server's file
 // cache before sending, the hash is worked out on another goroutine while
 // the lane reads the next tensor, or taken from the hash index
-// (hashindex.go) of an earlier load. The lane asks the server's cache for
-// every tensor whose hash it knows before it reads any, all at once (one
-// round trip in all): a hit is a tensor neither read nor sent. At most
-// rpcInFlight tensors of a lane are on their way at once, each in a
-// bounce buffer of its own.
+// (hashindex.go) of an earlier load. A tensor whose hash the lane knows is
+// asked of the server's cache where the lane comes to it, and the lane goes
+// on without waiting for the answer (rpcAsks): the server reads its cache
+// while the bytes of the tensors after it are on the wire, and a hit is a
+// tensor neither read nor sent. At most rpcInFlight tensors of a lane are
+// on their way at once, each in a bounce buffer of its own.
 
 // rpcInFlight is how many of a lane's tensors may be queued to servers at
 // once (the memory of the native queue: one bounce buffer and two
@@ -124,87 +125,142 @@ func (l *load) ask(t task, h uint64) (<-chan rpcDone, error) {
 	return done, nil
 }
 
-// askCaches asks the servers' caches for the lane's tensors whose hashes
-// the index knows, all at once, and keeps the answers.
-func (ln *lane) askCaches() error {
-	l := ln.l
-	type asked struct {
-		t    task
-		done <-chan rpcDone
-	}
-	var all []asked
-	// the same bytes twice are asked once here: the client asks for the
-	// second copy after it sent the first, and the cache then has it
-	seen := map[uint64]bool{}
-	var first error
-	for _, t := range ln.tasks {
-		b := t.pl.Buffer
-		if b == nil || b.Buffer.IsHost() || !b.Device.SendsRPC() || !probes(t) {
-			continue
-		}
-		h, ok := l.knownHash(t)
-		if !ok || seen[h] {
-			continue
-		}
-		seen[h] = true
-		done, err := l.ask(t, h)
-		if err != nil {
-			first = err
-			break // the answers of those asked are still awaited
-		}
-		all = append(all, asked{t, done})
-	}
-	for _, a := range all {
-		d := <-a.done
-		if d.err != nil && first == nil {
-			first = l.rpcError(a.t, d.err)
-		}
-		if ln.cached == nil {
-			ln.cached = map[int]bool{}
-		}
-		ln.cached[a.t.i] = d.hit
-	}
-	return first
+// rpcAsks are a lane's questions to its servers' caches: tensors whose
+// hash the index knows, asked for by it as the lane comes to them, without
+// waiting for the answer. The lane goes on with the tensors after them
+// while the server reads its cache (the link is not idle meanwhile), and
+// takes the answers as they come: a hit is a tensor neither read nor
+// sent; a miss is read and sent then, for the cache to keep.
+type rpcAsks struct {
+	pending []rpcAsk // asked, in the order asked
+	// held are tensors whose bytes an earlier tensor of the lane was asked
+	// for, by hash: they are asked once that answer is in (and, on a miss,
+	// those bytes sent), as the client asks for a copy after it sent the
+	// first, so that the cache can answer them
+	held map[uint64][]rpcAsk
+	// answered are the hashes whose first question is answered
+	answered map[uint64]bool
 }
 
-// rpcDirect sends task t through the guard of its RPC device: from the
-// server's cache when askCaches found it there (only a window is read, for
-// the confirmation), otherwise read whole into a bounce buffer and queued.
+// rpcAsk is a tensor asked for (done set) or held.
+type rpcAsk struct {
+	t    task
+	src  source
+	hash uint64
+	done <-chan rpcDone
+}
+
+// askFor asks t's server's cache for the bytes of hash h, or holds t
+// while an earlier question for the same bytes is unanswered.
+func (ln *lane) askFor(a rpcAsk) error {
+	as := &ln.asks
+	if !as.answered[a.hash] {
+		if q, ok := as.held[a.hash]; ok {
+			as.held[a.hash] = append(q, a)
+			return nil
+		}
+		if as.held == nil {
+			as.held = map[uint64][]rpcAsk{}
+		}
+		as.held[a.hash] = nil
+	}
+	done, err := ln.l.ask(a.t, a.hash)
+	if err != nil {
+		return err
+	}
+	a.done = done
+	as.pending = append(as.pending, a)
+	return nil
+}
+
+// settleAsks takes the answers to the lane's questions in order: those in
+// already, or (wait) all of them, the questions they lead to included.
+func (ln *lane) settleAsks(wait bool) error {
+	l, as := ln.l, &ln.asks
+	for len(as.pending) > 0 {
+		a := as.pending[0]
+		var d rpcDone
+		if wait {
+			d = <-a.done
+		} else {
+			select {
+			case d = <-a.done:
+			default:
+				return nil
+			}
+		}
+		as.pending = as.pending[1:]
+		if d.err != nil {
+			return l.rpcError(a.t, d.err)
+		}
+		if d.hit {
+			if err := ln.fromCache(a.t, a.src); err != nil {
+				return err
+			}
+		} else if err := ln.sendDirect(a.t, a.src, true); err != nil {
+			return err
+		}
+		if as.answered[a.hash] {
+			continue
+		}
+		if as.answered == nil {
+			as.answered = map[uint64]bool{}
+		}
+		as.answered[a.hash] = true
+		held := as.held[a.hash]
+		delete(as.held, a.hash)
+		for _, h := range held {
+			if err := ln.askFor(h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fromCache counts t, which its server set from its cache: only a window
+// is read, for the confirmation.
+func (ln *lane) fromCache(t task, src source) error {
+	q, err := ln.rpcQueueFor(t.pl.Buffer.Device)
+	if err != nil {
+		return err
+	}
+	if err := ln.sampleFrom(t, q, src); err != nil {
+		return fmt.Errorf("loader: tensor '%s': %w", t.pl.Plan.Name, namingFile(err, src.file(), t.w))
+	}
+	ln.addDone(t.pl.Path, uint64(t.w.Size))
+	ln.l.countRPC(uint64(t.w.Size), 0)
+	return ln.l.progress()
+}
+
+// rpcDirect sends task t through the guard of its RPC device: a weight
+// whose hash the index knows is asked of the server's cache (rpcAsks),
+// any other is read whole into a bounce buffer and queued.
 func (ln *lane) rpcDirect(t task, src source) error {
-	l := ln.l
-	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
-	if w.Size == 0 {
+	if t.w.Size == 0 {
 		return nil
 	}
+	if err := ln.settleAsks(false); err != nil {
+		return err
+	}
+	if probes(t) {
+		if h, ok := ln.l.knownHash(t); ok {
+			return ln.askFor(rpcAsk{t: t, src: src, hash: h})
+		}
+	}
+	return ln.sendDirect(t, src, false)
+}
+
+// sendDirect reads t whole into a bounce buffer and queues it to its
+// server; asked: its server's cache was asked for it and missed.
+func (ln *lane) sendDirect(t task, src source, asked bool) error {
+	l := ln.l
+	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
 	q, err := ln.rpcQueueFor(b.Device) // the confirmation's reads
 	if err != nil {
 		return err
 	}
 	probe := probes(t)
-	hit, asked := ln.cached[t.i]
-	if !asked && probe {
-		if h, ok := l.knownHash(t); ok {
-			// a copy of bytes asked for before: asked now, behind the
-			// sets queued so far
-			done, err := l.ask(t, h)
-			if err != nil {
-				return err
-			}
-			d := <-done
-			if d.err != nil {
-				return l.rpcError(t, d.err)
-			}
-			hit, asked = d.hit, true
-		}
-	}
-	if hit {
-		if err := ln.sampleFrom(t, q, src); err != nil {
-			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
-		}
-		ln.addDone(t.pl.Path, uint64(w.Size))
-		l.countRPC(uint64(w.Size), 0)
-		return l.progress()
-	}
 	for len(ln.flights) >= rpcInFlight {
 		if err := ln.land(); err != nil {
 			return err
@@ -231,8 +287,8 @@ func (ln *lane) rpcDirect(t task, src source) error {
 		// client's own probe
 		set.Cache = true
 	default:
-		// a hash the index knows was asked for above: this one is
-		// worked out meanwhile
+		// a hash the index does not know: worked out meanwhile, for
+		// the guard to ask the cache with before it sends the bytes
 		fl.fh, fl.key = l.hashesFor(w.File), l.rpcKey(t)
 		set.Probe = true
 		fl.hashed = make(chan struct{})

@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"context"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,14 +51,32 @@ func cacheBytes(t *testing.T, dir string) uint64 {
 	return n
 }
 
+// emptyCaches removes the files of the hosts' caches (the servers keep
+// running, their cache directories stay).
+func emptyCaches(t *testing.T, hosts []testenv.NetHost) {
+	t.Helper()
+	for _, h := range hosts {
+		if h.Cache == "" {
+			continue
+		}
+		for _, f := range cacheFiles(t, h.Cache) {
+			if err := os.Remove(filepath.Join(h.Cache, f[:strings.LastIndexByte(f, ':')])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // The guard's own sets against ggml's client (RPCOptions.NativeSets, as
 // llama.cpp sends): onto servers with and without a file cache, the same
-// model loaded three times (the first with no hash index, the second with
-// the index the first left, the third without an index), each load sends
-// exactly as many bytes as the native client does, the servers' caches end
-// holding the same files, and every weight reads back equal to the file.
-// The second load hashes nothing; on a server with a cache, it reads and
-// sends no tensor above the hash threshold.
+// model loaded four times (the first with no hash index, the second with
+// the index the first left, the third with that index onto caches emptied
+// meanwhile, the fourth without an index), each load sends exactly as many
+// bytes as the native client does, the servers' caches end holding the
+// same files, and every weight reads back equal to the file. The second
+// and third loads hash nothing; on a server with a cache, the second reads
+// and sends no tensor above the hash threshold, and the third sends each
+// distinct one once (its copies, asked for after it, come from the cache).
 func TestGuardSetsAsNativeClient(t *testing.T) {
 	rt := testenv.Runtime(t)
 	withCache := testenv.NetHosts(t, 2, testenv.NetOptions{Cache: true})
@@ -83,7 +102,10 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 			native := register(t, rt, c.hosts[:1], ggml.RPCOptions{NativeSets: true})[0]
 			own := register(t, rt, c.hosts[1:], ggml.RPCOptions{})[0]
 			index := t.TempDir()
-			for round, dir := range []string{index, index, "off"} {
+			for round, dir := range []string{index, index, index, "off"} {
+				if round == 2 {
+					emptyCaches(t, c.hosts)
+				}
 				load := func(dev string) (uint64, loader.Stats) {
 					d, _ := rt.DeviceByName(dev)
 					if d.SendsRPC() == (dev == native) {
@@ -116,12 +138,12 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 					t.Errorf("load %d: the guard sent %d bytes, the native client %d", round+1, ownSent, nativeSent)
 				}
 				wantHashed, wantCached := big, uint64(0)
-				if round == 1 {
+				if round == 1 || round == 2 {
 					wantHashed = 0
 				}
 				if c.hosts[0].Cache != "" {
 					wantCached = big
-					if round == 0 {
+					if round == 0 || round == 2 {
 						// a copy of bytes sent before: the cache has it
 						// (it holds each distinct tensor once)
 						wantCached -= cacheBytes(t, c.hosts[1].Cache)
