@@ -164,7 +164,9 @@ func wrapTimeout(err error, timeout time.Duration) error {
 // with o.Timeout when ctx has no deadline), registers it with ggml behind
 // a guard (see RPCOptions) and returns its devices. Registrations are the
 // process's: an endpoint registered before, by any Runtime, is not checked
-// again, and its devices are returned.
+// again, and its devices are returned, unless o asks for another guard
+// than it has (Direct, Memory or NativeSets differ): that is an error,
+// since ggml cannot forget a registration.
 func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptions) (_ []*Device, err error) {
 	defer placed(&err, "rpc_add_server", at{endpoint: endpoint})
 	if err := rt.begin(); err != nil {
@@ -178,6 +180,9 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 	reg, ok := rt.rpc[endpoint]
 	rt.mu.Unlock()
 	if ok {
+		if was := reg.opts; was.Direct != o.Direct || was.Memory != o.Memory || was.NativeSets != o.NativeSets {
+			return nil, fmt.Errorf("ggml: rpc %s: registered before with other options (%s), now asked with %s: a process registers an endpoint once", endpoint, was.guardString(), o.guardString())
+		}
 		return rt.wrapDevices(reg.devs), nil
 	}
 
@@ -225,7 +230,7 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 		}
 		return nil, fmt.Errorf("%w: %s: the RPC backend refused it", ErrRPCUnreachable, endpoint)
 	}
-	reg = &rpcReg{guard: g}
+	reg = &rpcReg{guard: g, opts: o}
 	for i := uintptr(0); i < lib.RegDevCount(h); i++ {
 		reg.devs = append(reg.devs, lib.RegDevGet(h, i))
 	}
@@ -245,6 +250,21 @@ func (rt *Runtime) AddRPCServer(ctx context.Context, endpoint string, o RPCOptio
 		d.fixed() // what never changes, read while there is room to connect
 	}
 	return devs, nil
+}
+
+// guardString names the options that shape an endpoint's guard.
+func (o RPCOptions) guardString() string {
+	if o.Direct {
+		return "direct"
+	}
+	s := "guarded"
+	if o.Memory != 0 {
+		s += fmt.Sprintf(", a memory budget of %d bytes", o.Memory)
+	}
+	if o.NativeSets {
+		s += ", native sets"
+	}
+	return s
 }
 
 // rpcConnDescriptors is how many descriptors one connection of the native

@@ -55,6 +55,7 @@ type process struct {
 type rpcReg struct {
 	devs  []bindings.Dev
 	guard *rpcrelay.Guard // nil when registered direct
+	opts  RPCOptions      // as registered
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -120,15 +121,26 @@ func NetHosts(t testing.TB, n int, o NetOptions) []NetHost {
 // that no interface of this namespace has an address in: hosts a killed
 // test left behind would otherwise take the new hosts' traffic.
 func freeSubnet(first int) string {
+	subnetsMu.Lock()
+	defer subnetsMu.Unlock()
 	out, _ := exec.Command("ip", "-o", "-4", "addr", "show").Output()
 	for k := range 100 {
 		s := fmt.Sprintf("10.%d", 100+(first-100+k)%100)
-		if !strings.Contains(string(out), " "+s+".") {
+		if !strings.Contains(string(out), " "+s+".") && !subnetsUsed[s] {
+			subnetsUsed[s] = true
 			return s
 		}
 	}
 	return fmt.Sprintf("10.%d", first)
 }
+
+// subnetsUsed are the subnets this process's hosts had: never given again,
+// since an endpoint registered with ggml stays registered (with the options
+// it had) after its host is gone.
+var (
+	subnetsMu   sync.Mutex
+	subnetsUsed = map[string]bool{}
+)
 
 // RepoRoot is the repository's root directory.
 func RepoRoot() string {

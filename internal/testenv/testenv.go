@@ -243,15 +243,30 @@ func KillAll() {
 	}
 }
 
-// FreePort returns a TCP port that was free on loopback a moment ago.
+// FreePort returns a TCP port that was free on loopback a moment ago, and
+// that it never returned before in this process (an endpoint registered
+// with ggml stays registered after its server is gone).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 type syncBuffer struct {
 	mu sync.Mutex

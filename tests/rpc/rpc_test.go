@@ -382,3 +382,26 @@ func TestMemoryBudget(t *testing.T) {
 		t.Fatalf("no budget: %d total", total)
 	}
 }
+
+// An endpoint is registered once per process (ggml cannot forget it): the
+// same options again give the same devices; other ones (a budget, native
+// sets, a direct connection) are refused with both sets named, not
+// silently replaced by the first.
+func TestRegisteredOnce(t *testing.T) {
+	rt := testenv.Runtime(t)
+	s := testenv.StartRPCServer(t)
+	first, err := rt.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := rt.AddRPCServer(context.Background(), s.Endpoint, ggml.RPCOptions{IOTimeout: time.Minute})
+	if err != nil || len(again) != len(first) || again[0].Name() != first[0].Name() {
+		t.Fatalf("the same options again: %v, %v (first %v)", again, err, first)
+	}
+	for _, o := range []ggml.RPCOptions{{NativeSets: true}, {Memory: 1 << 28}, {Direct: true}} {
+		_, err := rt.AddRPCServer(context.Background(), s.Endpoint, o)
+		if err == nil || !strings.Contains(err.Error(), "registered before with other options (guarded)") || !strings.Contains(err.Error(), s.Endpoint) {
+			t.Errorf("%+v after a plain registration: %v", o, err)
+		}
+	}
+}
