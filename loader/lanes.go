@@ -220,6 +220,9 @@ func (ln *lane) run() (err error) {
 			return l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))
 		}
 	}
+	if err := ln.releaseAsks(true); err != nil {
+		return err
+	}
 	if err := ln.settleAsks(true); err != nil {
 		return err
 	}

@@ -132,6 +132,16 @@ func (l *load) ask(t task, h uint64) (<-chan rpcDone, error) {
 // takes the answers as they come: a hit is a tensor neither read nor
 // sent; a miss is read and sent then, for the cache to keep.
 type rpcAsks struct {
+	// due are tensors to ask for, not asked yet. The questions are spread
+	// over the lane's other sets, one per every bytes queued (the first at
+	// once): the server then reads its cache between the sets that the
+	// link brings meanwhile, rather than all questions at once while the
+	// link idles (a lane staged biggest first comes to all of them first).
+	due     []rpcAsk
+	planned bool
+	every   uint64   // bytes of sets between two questions
+	queued  uint64   // bytes of sets queued so far
+	asked   int      // questions released
 	pending []rpcAsk // asked, in the order asked
 	// held are tensors whose bytes an earlier tensor of the lane was asked
 	// for, by hash: they are asked once that answer is in (and, on a miss,
@@ -233,22 +243,65 @@ func (ln *lane) fromCache(t task, src source) error {
 	return ln.l.progress()
 }
 
+// planAsks spreads the lane's questions over its other sets: one per
+// every bytes of them.
+func (ln *lane) planAsks() {
+	as := &ln.asks
+	as.planned = true
+	n, rest := uint64(0), uint64(0)
+	for _, t := range ln.tasks {
+		if t.w == nil || t.pl.Buffer == nil || !t.pl.Buffer.Device.SendsRPC() {
+			continue
+		}
+		if _, ok := ln.l.knownHash(t); ok && probes(t) {
+			n++
+		} else {
+			rest += uint64(t.w.Size)
+		}
+	}
+	if n > 0 {
+		as.every = rest / n
+	}
+}
+
+// releaseAsks asks for the due tensors whose turn has come (all: every
+// one).
+func (ln *lane) releaseAsks(all bool) error {
+	as := &ln.asks
+	for len(as.due) > 0 && (all || as.asked == 0 || as.queued >= uint64(as.asked)*as.every) {
+		a := as.due[0]
+		as.due = as.due[1:]
+		as.asked++
+		if err := ln.askFor(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rpcDirect sends task t through the guard of its RPC device: a weight
-// whose hash the index knows is asked of the server's cache (rpcAsks),
-// any other is read whole into a bounce buffer and queued.
+// whose hash the index knows is asked of the server's cache in its turn
+// (rpcAsks), any other is read whole into a bounce buffer and queued.
 func (ln *lane) rpcDirect(t task, src source) error {
 	if t.w.Size == 0 {
 		return nil
+	}
+	if !ln.asks.planned {
+		ln.planAsks()
 	}
 	if err := ln.settleAsks(false); err != nil {
 		return err
 	}
 	if probes(t) {
 		if h, ok := ln.l.knownHash(t); ok {
-			return ln.askFor(rpcAsk{t: t, src: src, hash: h})
+			ln.asks.due = append(ln.asks.due, rpcAsk{t: t, src: src, hash: h})
+			return ln.releaseAsks(false)
 		}
 	}
-	return ln.sendDirect(t, src, false)
+	if err := ln.sendDirect(t, src, false); err != nil {
+		return err
+	}
+	return ln.releaseAsks(false)
 }
 
 // sendDirect reads t whole into a bounce buffer and queues it to its
@@ -308,6 +361,7 @@ func (ln *lane) sendDirect(t task, src source, asked bool) error {
 		return l.rpcError(t, err)
 	}
 	ln.flights = append(ln.flights, fl)
+	ln.asks.queued += uint64(len(buf))
 	return deviceErr(b, tp.Name)
 }
 
