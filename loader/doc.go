@@ -65,9 +65,10 @@
 // first, as llama.cpp does; the hashes are worked out on other cores while
 // the data of other tensors is on the wire, and kept in a hash index in
 // the user cache (Options.HashIndex), so that the next load of the same
-// file asks for all of them at once before it reads anything and reads
-// only what the cache misses. The window a confirmation compares is read
-// from the file as it is then.
+// file asks for them without hashing, spread among the other tensors'
+// sets and without waiting for the answers (the server reads its cache
+// while the link carries the rest), and reads only what the cache misses.
+// The window a confirmation compares is read from the file as it is then.
 //
 // Memory. Beyond the weights, a load holds staging rings, bounce and
 // direct-read buffers while it runs: MemoryOf bounds them, per part, for a
