@@ -61,7 +61,7 @@ type lane struct {
 	rpcs    map[*ggml.Device]*rpcQueue
 	samples []rpcSample  // windows of the tensors queued to RPC servers
 	flights []*rpcFlight // tensors the guards are sending, oldest first (rpcdirect.go)
-	asks    rpcAsks      // tensors whose servers' caches were asked, not yet answered
+	asks    rpcAsks      // its questions to its servers' caches (rpcdirect.go)
 
 	bytes   atomic.Uint64 // bytes the lane moved (the reader pool's included)
 	took    time.Duration // from its start to its last byte
@@ -215,6 +215,7 @@ func (ln *lane) run() (err error) {
 	if ln.ahead, err = ln.planAhead(); err != nil {
 		return ln.laneError(err)
 	}
+	ln.planAsks()
 	for _, t := range ln.tasks {
 		if err := ln.step(t); err != nil {
 			return l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))

@@ -137,8 +137,10 @@ type rpcAsks struct {
 	// once): the server then reads its cache between the sets that the
 	// link brings meanwhile, rather than all questions at once while the
 	// link idles (a lane staged biggest first comes to all of them first).
-	due     []rpcAsk
-	planned bool
+	due []rpcAsk
+	// known are the lane's tensors to ask for: placement index → the hash
+	// the index knows
+	known   map[int]uint64
 	every   uint64   // bytes of sets between two questions
 	queued  uint64   // bytes of sets queued so far
 	asked   int      // questions released
@@ -243,24 +245,32 @@ func (ln *lane) fromCache(t task, src source) error {
 	return ln.l.progress()
 }
 
-// planAsks spreads the lane's questions over its other sets: one per
-// every bytes of them.
+// planAsks finds the lane's tensors to ask its server's cache for (those
+// the client would probe whose hash the index knows) and spreads their
+// questions over its other sets: one per every bytes of them.
 func (ln *lane) planAsks() {
 	as := &ln.asks
-	as.planned = true
-	n, rest := uint64(0), uint64(0)
+	var rest uint64
 	for _, t := range ln.tasks {
-		if t.w == nil || t.pl.Buffer == nil || !t.pl.Buffer.Device.SendsRPC() {
+		if t.w == nil || t.pl.Buffer == nil || t.pl.Buffer.Buffer.IsHost() || !t.pl.Buffer.Device.SendsRPC() {
 			continue
 		}
-		if _, ok := ln.l.knownHash(t); ok && probes(t) {
-			n++
+		var h uint64
+		ok := false
+		if probes(t) { // the index is opened only for such tensors
+			h, ok = ln.l.knownHash(t)
+		}
+		if ok {
+			if as.known == nil {
+				as.known = map[int]uint64{}
+			}
+			as.known[t.i] = h
 		} else {
 			rest += uint64(t.w.Size)
 		}
 	}
-	if n > 0 {
-		as.every = rest / n
+	if len(as.known) > 0 {
+		as.every = rest / uint64(len(as.known))
 	}
 }
 
@@ -286,17 +296,12 @@ func (ln *lane) rpcDirect(t task, src source) error {
 	if t.w.Size == 0 {
 		return nil
 	}
-	if !ln.asks.planned {
-		ln.planAsks()
-	}
 	if err := ln.settleAsks(false); err != nil {
 		return err
 	}
-	if probes(t) {
-		if h, ok := ln.l.knownHash(t); ok {
-			ln.asks.due = append(ln.asks.due, rpcAsk{t: t, src: src, hash: h})
-			return ln.releaseAsks(false)
-		}
+	if h, ok := ln.asks.known[t.i]; ok {
+		ln.asks.due = append(ln.asks.due, rpcAsk{t: t, src: src, hash: h})
+		return ln.releaseAsks(false)
 	}
 	if err := ln.sendDirect(t, src, false); err != nil {
 		return err
