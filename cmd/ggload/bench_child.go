@@ -38,6 +38,11 @@ const implSequential = "ggload-sequential"
 // childResult is what a child prints.
 type childResult struct {
 	LoadS float64 `json:"load_s"`
+	// KernelS is the CPU time the kernel spent for the process during
+	// the load call (all threads; Linux only, absent elsewhere): where a
+	// run is slow because fresh pages were slow to come (a hypervisor
+	// backing guest memory late), this says so.
+	KernelS *float64 `json:"kernel_s,omitempty"`
 	// HostResident is what the load keeps in this process's memory by
 	// design: host buffers, and device buffers of a device whose memory is
 	// host memory (a software device such as lavapipe).
@@ -245,9 +250,9 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 		if err != nil {
 			return res, err
 		}
-		start := time.Now()
+		stop := res.timeLoad()
 		lm, _, err := lib.LoadModel(ld)
-		res.LoadS = time.Since(start).Seconds()
+		stop()
 		if err != nil {
 			return res, err
 		}
@@ -257,9 +262,9 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	if a.idle {
 		return res, nil
 	}
-	start := time.Now()
+	stop := res.timeLoad()
 	lm, err := loader.Load(ctx, p, loader.Options{Readers: a.readers, Sequential: a.impl == implSequential})
-	res.LoadS = time.Since(start).Seconds()
+	stop()
 	if err != nil {
 		return res, err
 	}
@@ -269,6 +274,20 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	}
 	res.Staging += lm.Stats.Direct // direct reads' bounce buffers, by design too
 	return res, lm.Close()
+}
+
+// timeLoad starts timing the load call; the function it returns ends it,
+// setting LoadS and KernelS.
+func (res *childResult) timeLoad() func() {
+	k0, kok := kernelTime()
+	start := time.Now()
+	return func() {
+		res.LoadS = time.Since(start).Seconds()
+		if k1, ok := kernelTime(); ok && kok {
+			k := (k1 - k0).Seconds()
+			res.KernelS = &k
+		}
+	}
 }
 
 // hostResident sums what a load keeps in this process's memory: the

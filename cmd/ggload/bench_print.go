@@ -33,6 +33,7 @@ func printBench(w io.Writer, rep benchReport) {
 	tw.Flush()
 	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (the fastest the case can be here: what its reads and uploads cost alone); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
 	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging and bounce memory ggload holds by design (direct reads' included) + 16 MiB per device (+ the RPC client's two queued messages per server, each the biggest tensor)\n", float64(rep.BaselineRSS)/(1<<20))
+	printKernel(w, rep)
 	for _, r := range rep.Rows {
 		if len(r.Devices) > 1 || r.Solo != nil {
 			fmt.Fprintf(w, "%s→%s, per device (at once", r.Mode, r.Target)
@@ -65,6 +66,32 @@ func printBench(w io.Writer, rep benchReport) {
 		if r.Llama != nil && r.Llama.Err != "" {
 			fmt.Fprintf(w, "%s→%s: llama.cpp: %s\n", r.Mode, r.Target, r.Llama.Err)
 		}
+	}
+}
+
+// printKernel prints the kernel's share of each case's load calls, where
+// it was measured: a run much slower than the others with much more kernel
+// time waited on fresh pages or on the disk, not on the loader.
+func printKernel(w io.Writer, rep benchReport) {
+	var lines []string
+	for _, r := range rep.Rows {
+		var parts []string
+		if k := r.Ggload.Kernel; k != nil {
+			parts = append(parts, "ggload "+statString(*k))
+		}
+		if r.Llama != nil && r.Llama.Kernel != nil {
+			parts = append(parts, "llama.cpp "+statString(*r.Llama.Kernel))
+		}
+		if len(parts) > 0 {
+			lines = append(lines, fmt.Sprintf("  %s→%s: %s", r.Mode, r.Target, strings.Join(parts, ", ")))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "kernel time in the load calls, s (the CPU time the kernel spent for the process, all threads: page faults, fresh pages zeroed, reads and copies in system calls):")
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
 	}
 }
 

@@ -33,8 +33,11 @@ func statOf(xs []float64) stat {
 }
 
 type implResult struct {
-	Wall     stat    `json:"wall"`   // whole-process time, s
-	Load     stat    `json:"load"`   // the load call alone, s
+	Wall stat `json:"wall"` // whole-process time, s
+	Load stat `json:"load"` // the load call alone, s
+	// Kernel is the kernel's CPU time for the process during the load
+	// call, s (nil where not measured).
+	Kernel   *stat   `json:"kernel,omitempty"`
 	WallS    float64 `json:"wall_s"` // Wall's median
 	BestS    float64 `json:"best_s"` // and minimum
 	LoadS    float64 `json:"load_s"` // Load's median
@@ -140,13 +143,20 @@ func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
 		}
 		return res
 	}
-	var wall, load []float64
+	var wall, load, kernel []float64
 	for _, m := range ok {
 		wall, load = append(wall, m.WallS), append(load, m.LoadS)
+		if k := m.child.KernelS; k != nil {
+			kernel = append(kernel, *k)
+		}
 		res.PeakRSS = max(res.PeakRSS, m.PeakRSS)
 	}
 	res.Runs = len(ok)
 	res.Wall, res.Load = statOf(wall), statOf(load)
+	if len(kernel) == len(ok) {
+		k := statOf(kernel)
+		res.Kernel = &k
+	}
 	res.WallS, res.BestS, res.LoadS = res.Wall.Median, res.Wall.Min, res.Load.Median
 	res.GBps = float64(size) / res.WallS / 1e9
 	// what stays resident by design is the same in every run

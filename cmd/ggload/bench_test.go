@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -126,6 +127,9 @@ func TestBenchSeveralDevices(t *testing.T) {
 	if g.Err != "" || g.Runs != 2 || g.Load.Min > g.Load.Median || g.Load.Median > g.Load.Max || g.Load.Min <= 0 {
 		t.Fatalf("ggload %+v", g)
 	}
+	if k := g.Kernel; runtime.GOOS == "linux" && (k == nil || k.Min < 0 || k.Min > k.Median || k.Median > k.Max || k.Max > g.Load.Max*float64(runtime.NumCPU())+0.05) {
+		t.Fatalf("kernel time %+v of loads %+v", k, g.Load)
+	}
 	if r.Floor <= 0 || r.OfFloor <= 0 || r.Sequential == nil || r.Sequential.Err != "" {
 		t.Fatalf("floor %v, of floor %v, sequential %+v", r.Floor, r.OfFloor, r.Sequential)
 	}
@@ -149,7 +153,11 @@ func TestBenchSeveralDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"RPC0: uploads", "per device (at once; alone", "×floor"} {
+	wants := []string{"RPC0: uploads", "per device (at once; alone", "×floor"}
+	if runtime.GOOS == "linux" {
+		wants = append(wants, "kernel time in the load calls", "none→RPC0+Vulkan0: ggload ")
+	}
+	for _, want := range wants {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
