@@ -47,6 +47,7 @@ type benchFlags struct {
 	cold    bool          // --cold: the model's pages evicted before every process
 	rpcCold []string      // --rpc-cache-dir: servers' file caches emptied before every process
 	latency time.Duration // --http-latency
+	asIs    bool          // --no-back-memory
 }
 
 // benchCase is one (load mode, target) pair.
@@ -213,6 +214,9 @@ func (bf *benchFlags) addSource(s *optionSet) {
 			}
 			return nil
 		}})
+	s.add(&option{names: []string{"--no-back-memory"}, help: "on a virtual machine whose balloon reports free memory to its host, do not fault in and free, before every process, the memory it will take " +
+		"(by default the bench does, so that each process finds fresh pages as fast as this machine makes them, not as slow as after the host took them back: a process that starts after a pause)",
+		on: func(on bool) error { bf.asIs = on; return nil }})
 	s.add(&option{names: []string{"--http"}, value: "RATE", help: "instead of the load modes, serve the model on loopback over a link of RATE a second (1GiB, 100MiB/s, ...) and time: " +
 		"the plan from the URL against from the file, and a streaming load from the URL onto each target against the link (goal: 90%)",
 		set: func(v string) error {
@@ -290,7 +294,7 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 	for _, f := range m.Files {
 		size += f.Size
 	}
-	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs, Cold: bf.cold}
+	rep := benchReport{Model: path, Bytes: size, Runs: bf.runs, Cold: bf.cold, FreePageReporting: freePageReporting()}
 	targets, err := bf.benchTargets(rt)
 	if err != nil {
 		return rep, err
@@ -313,6 +317,7 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 			cases = append(cases, benchCase{mode, t})
 		}
 	}
+	bf.backMemory(&rep)
 	if err := bf.measureFloors(rt, m, cases, &rep); err != nil {
 		return rep, err
 	}
@@ -325,13 +330,31 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 	}
 	rep.BaselineRSS = base.PeakRSS
 	for _, c := range cases {
-		row, err := bf.measureCase(ctx, m, c, size, base.PeakRSS, rep.Floors)
+		row, err := bf.measureCase(ctx, m, c, &rep, base.PeakRSS)
 		if err != nil {
 			return rep, err
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
+}
+
+// backMemory, on a machine with free page reporting (freePageReporting),
+// faults in and frees what the next process will take: twice the model
+// (its weights, and its pages in the page cache or a server's copy) and
+// 512 MiB, within the memory no one uses less 1 GiB. --no-back-memory
+// leaves the memory as it is.
+func (bf *benchFlags) backMemory(rep *benchReport) {
+	if !rep.FreePageReporting || bf.asIs {
+		return
+	}
+	want := 2*uint64(rep.Bytes) + 512<<20
+	if free := memFree(); free > 1<<30 {
+		want = min(want, free-1<<30)
+	} else {
+		return
+	}
+	rep.BackedMemory = max(rep.BackedMemory, backMemory(want))
 }
 
 // saveAndJSON writes the report to --save's file, and prints it as JSON
@@ -398,7 +421,8 @@ func (bf *benchFlags) benchTargets(rt *ggml.Runtime) ([]string, error) {
 
 // measureCase runs a case's processes, ggload and llama.cpp in turn (and,
 // for several devices, ggload one device after another), and sums them up.
-func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCase, size int64, baseRSS uint64, floors map[string]benchFloor) (benchRow, error) {
+func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCase, rep *benchReport, baseRSS uint64) (benchRow, error) {
+	size, floors := rep.Bytes, rep.Floors
 	row := benchRow{benchCase: c}
 	impls := []string{"ggload"}
 	if c.multi() {
@@ -413,6 +437,7 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 			if err := ctx.Err(); err != nil {
 				return row, err
 			}
+			bf.backMemory(rep)
 			if bf.cold {
 				if err := evictPageCache(m.Paths); err != nil {
 					return row, fmt.Errorf("--cold: %w", err)

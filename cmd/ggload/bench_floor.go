@@ -65,6 +65,7 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 	r := &rep.Rates
 	size := rep.Bytes
 	var err error
+	bf.backMemory(rep) // the fresh pages below as fast as the loads'
 	if r.ReadFresh, err = readRate(m.Paths, size, true, false); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
@@ -473,6 +474,13 @@ func printFloors(w io.Writer, rep benchReport) {
 		fmt.Fprintf(w, "  cold (--cold: the file's pages evicted before every process): the disk gives %.2f GB/s (one O_DIRECT pass, %d reads in flight), which bounds every floor\n", r.Cold, r.ColdDepth)
 		if r.ColdNote != "" {
 			fmt.Fprintln(w, "  "+r.ColdNote)
+		}
+	}
+	if rep.FreePageReporting {
+		if rep.BackedMemory > 0 {
+			fmt.Fprintf(w, "  memory: this virtual machine's balloon reports free memory to its host, which takes it back; before every process %.1f GiB were faulted in and freed, so that each finds fresh pages as fast as the machine makes them (--no-back-memory: as they come)\n", float64(rep.BackedMemory)/(1<<30))
+		} else {
+			fmt.Fprintln(w, "  memory: this virtual machine's balloon reports free memory to its host, which takes it back: a process that starts after a pause waits for its fresh pages, and times vary with it")
 		}
 	}
 	var names []string

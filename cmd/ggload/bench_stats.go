@@ -96,6 +96,11 @@ type benchReport struct {
 	Rows        []benchRow            `json:"rows"`
 	HTTP        *benchHTTP            `json:"http,omitempty"`
 	Cold        bool                  `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
+	// FreePageReporting: this is a virtual machine whose balloon reports
+	// free memory to its host; BackedMemory is the most the bench faulted
+	// in and freed before a process (0: none, --no-back-memory).
+	FreePageReporting bool   `json:"free_page_reporting,omitempty"`
+	BackedMemory      uint64 `json:"backed_memory,omitempty"`
 }
 
 // perDeviceSlack is the resident memory a device's pipeline may add beyond

@@ -2,6 +2,9 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -119,4 +122,70 @@ func residentFraction(paths []string) float64 {
 		return 0
 	}
 	return float64(in) / float64(all)
+}
+
+// freePageReporting reports whether this machine is a virtual machine
+// whose balloon device reports free memory to its host
+// (VIRTIO_BALLOON_F_REPORTING): the host then takes back what the guest
+// freed, a couple of seconds after, and the next fault on such a page waits
+// for the host to back it again. A process that starts after a pause then
+// finds its fresh pages tens of times slower than one that starts right
+// after another freed its memory.
+func freePageReporting() bool { return freePageReportingAt("/sys/bus/virtio/devices") }
+
+// freePageReportingAt looks for such a balloon among the virtio devices
+// listed in dir (sysfs).
+func freePageReportingAt(dir string) bool {
+	devs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, d := range devs {
+		id, err := os.ReadFile(filepath.Join(d, "device"))
+		if err != nil || strings.TrimSpace(string(id)) != "0x0005" { // a balloon
+			continue
+		}
+		// one character per feature bit, bit 0 first
+		f, err := os.ReadFile(filepath.Join(d, "features"))
+		if err == nil && len(f) > 5 && f[5] == '1' {
+			return true
+		}
+	}
+	return false
+}
+
+// memFree is the memory no one uses, not even the page cache (MemFree of
+// /proc/meminfo), 0 when it cannot be told.
+func memFree() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemFree:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// backMemory faults in n bytes of fresh memory (huge pages advised) and
+// frees them: on a machine with free page reporting, the next process
+// finds them backed by the host (see freePageReporting). It returns what
+// it faulted in.
+func backMemory(n uint64) uint64 {
+	page := uint64(os.Getpagesize())
+	n &^= page - 1
+	if n == 0 {
+		return 0
+	}
+	b, err := freshPages(int(n))
+	if err != nil {
+		return 0
+	}
+	defer releasePages(b)
+	if unix.Madvise(b, unix.MADV_POPULATE_WRITE) != nil {
+		for i := uint64(0); i < n; i += page {
+			b[i] = 0
+		}
+	}
+	return n
 }

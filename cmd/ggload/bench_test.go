@@ -262,6 +262,11 @@ func TestBenchColdAndScale(t *testing.T) {
 	if !rep.Cold || strings.Join(modes, ",") != "none,mmap,dio,auto" || rep.Rates.Cold <= 0 || rep.Rates.ColdDepth < 1 {
 		t.Fatalf("cold report: modes %v, %+v", modes, rep.Rates)
 	}
+	// on a virtual machine whose host takes freed memory back, every
+	// process is preceded by the memory it will take, faulted in
+	if rep.FreePageReporting != freePageReporting() || rep.FreePageReporting != (rep.BackedMemory >= uint64(2*rep.Bytes)) {
+		t.Errorf("free page reporting %v (here %v), %d bytes backed for a model of %d", rep.FreePageReporting, freePageReporting(), rep.BackedMemory, rep.Bytes)
+	}
 
 	out, err = runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--json")
 	if err != nil {
@@ -281,9 +286,12 @@ func TestBenchColdAndScale(t *testing.T) {
 	if sc.Mode != "none" || sc.SPerGiB[0] <= 0 || sc.SPerGiB[1] <= 0 || sc.Growth <= 0 {
 		t.Fatalf("scale row %+v", sc)
 	}
-	text, err := runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama")
+	text, err := runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--no-back-memory")
 	if err != nil || !strings.Contains(text, "growth") || !strings.Contains(text, "s/GiB") {
 		t.Fatalf("%v\n%s", err, text)
+	}
+	if freePageReporting() && (!strings.Contains(text, "times vary with it") || strings.Contains(text, "were faulted in and freed")) {
+		t.Errorf("--no-back-memory on a machine with free page reporting:\n%s", text)
 	}
 	for _, bad := range [][]string{
 		{"bench", "m.gguf", "--size", "8MiB,32MiB"},
