@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/place"
 )
@@ -181,4 +182,77 @@ func TestZeroCopyPagesMappedIn(t *testing.T) {
 	if rss, _ := smapsOf(t, rs); rss < want {
 		t.Fatalf("%d of the %d bytes under the zero-copy buffers are mapped in", rss, want)
 	}
+}
+
+// The host buffer type of a software device (lavapipe's Vulkan_Host) is
+// plain memory in this process, as its device buffers are: it gets huge
+// pages and is faulted in ahead of the readers (a fault per 4 KiB page
+// cost the host's share of a load five times its reading on a virtual
+// machine).
+func TestSoftwareHostBufferAdvised(t *testing.T) {
+	rt := testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	if !softwareDevice(vk) {
+		t.Skipf("%s (%s) is not a software device", vk.Name(), vk.Description())
+	}
+	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if !strings.Contains(string(thp), "[madvise]") {
+		t.Skipf("transparent huge pages are %q, not madvise: advice cannot be told from the default", strings.TrimSpace(string(thp)))
+	}
+	// token_embd stays on the host, in Vulkan_Host
+	spec := synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, Vocab: 32768, Weights: ggml.TypeQ8_0}
+	gm := testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
+	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadNone, Devices: []string{vk.Name()}, NGPULayers: place.NLayers(99), NoExtraBufts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := Load(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	found := false
+	for _, b := range lm.buffers {
+		if !b.BufferType.IsHost() || b.Device.Type() == ggml.DeviceCPU || b.Buffer.Base() == nil {
+			continue
+		}
+		found = true
+		base := uintptr(b.Buffer.Base())
+		if !thpEligible(t, base) || !thpEligible(t, base+uintptr(b.Buffer.Size())-1) {
+			t.Errorf("the %s buffer (%d bytes at %#x) lies in memory without huge pages advised", b.BufferType.Name(), b.Buffer.Size(), base)
+		}
+	}
+	if !found {
+		t.Fatalf("no host buffer of %s in the load: %v", vk.Name(), lm.buffers)
+	}
+}
+
+// thpEligible reports whether the mapping of this process holding addr may
+// get transparent huge pages (smaps' THPeligible).
+func thpEligible(t *testing.T, addr uintptr) bool {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 0 {
+			continue
+		}
+		if se := strings.SplitN(fs[0], "-", 2); len(se) == 2 && !strings.HasSuffix(fs[0], ":") {
+			s, err1 := strconv.ParseUint(se[0], 16, 64)
+			e, err2 := strconv.ParseUint(se[1], 16, 64)
+			in = err1 == nil && err2 == nil && uintptr(s) <= addr && addr < uintptr(e)
+			continue
+		}
+		if in && fs[0] == "THPeligible:" && len(fs) > 1 {
+			return fs[1] == "1"
+		}
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return false
 }

@@ -19,8 +19,9 @@
 // load frees what it made. Options.Sequential loads one device after
 // another instead. Fresh destination memory is prepared off the critical
 // path: the CPU's weight buffers, and a software device's buffers that live
-// in this process (lavapipe), get transparent huge pages and are faulted in
-// by a goroutine ahead of the writes (on Linux).
+// in this process (lavapipe's, its host buffer type's included), get
+// transparent huge pages and are faulted in by a goroutine ahead of the
+// writes (on Linux).
 //
 // During a load no native call reads the mapped file. Bytes copied out of
 // the mapping are copied by Go, with faults turned into errors

@@ -519,7 +519,10 @@ func (l *load) allocate() error {
 		}
 		need := gc.AllocSize(c.BufferType)
 		var before anonRanges
-		devMem := !c.BufferType.IsHost() && c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC()
+		// memory a software device maps into this process: its own
+		// buffers, and its host buffer type's (plain memory, where a GPU
+		// driver's is pinned)
+		devMem := c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC() && (!c.BufferType.IsHost() || softwareDevice(c.Device))
 		if devMem {
 			before = anonMemory()
 		}
