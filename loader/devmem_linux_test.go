@@ -6,10 +6,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/synth"
@@ -255,4 +259,65 @@ func thpEligible(t *testing.T, addr uintptr) bool {
 	}
 	t.Fatalf("no mapping holds %#x", addr)
 	return false
+}
+
+// A software device's staging ring is plain memory of this process too:
+// its slots get huge pages and are faulted in ahead of the reads into
+// them, and closing the ring stops the faulting before it frees them.
+func TestSoftwareStagingRingFaultedIn(t *testing.T) {
+	testenv.Runtime(t)
+	vk := testenv.Vulkan(t)
+	if !softwareDevice(vk) {
+		t.Skipf("%s (%s) is not a software device", vk.Name(), vk.Description())
+	}
+	const size = 8 << 20
+	l := &load{o: Options{StagingSlots: 2, StagingSize: size, Logger: slog.New(slog.DiscardHandler)}, model: &Model{}}
+	ln := &lane{l: l}
+	r, err := ln.ring(&LoadedBuffer{BufferType: vk.BufferType(), Device: vk})
+	if err != nil || r == nil {
+		t.Fatalf("no staging ring for %s: %v", vk.Name(), err)
+	}
+	defer r.close()
+	if r.faults == nil {
+		t.Fatal("the ring's slots are not faulted in")
+	}
+	r.faults.finish()
+	var rs anonRanges
+	for _, b := range r.slots {
+		base := uintptr(b.Base())
+		if thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); strings.Contains(string(thp), "[madvise]") && !thpEligible(t, base) {
+			t.Errorf("slot at %#x: no huge pages advised", base)
+		}
+		rs = append(rs, [2]uintptr{(base + 4095) &^ 4095, (base + size) &^ 4095})
+	}
+	var want uint64
+	for _, x := range rs {
+		want += uint64(x[1] - x[0])
+	}
+	if rss := residentIn(t, rs); rss < want {
+		t.Fatalf("%d of the slots' %d bytes are resident after faulting in", rss, want)
+	}
+	if err := r.close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.faults != nil || r.slots != nil {
+		t.Fatal("close left the faulting or the slots")
+	}
+}
+
+// residentIn is the resident memory of the pages of rs (mincore).
+func residentIn(t *testing.T, rs anonRanges) uint64 {
+	t.Helper()
+	var n uint64
+	for _, r := range rs {
+		pages := (r[1] - r[0]) / 4096
+		vec := make([]byte, pages)
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, r[0], r[1]-r[0], uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			t.Fatalf("mincore: %v", errno)
+		}
+		for _, v := range vec {
+			n += uint64(v&1) * 4096
+		}
+	}
+	return n
 }

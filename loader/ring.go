@@ -23,6 +23,7 @@ type stagingRing struct {
 	slotCount int
 	next      int
 	cycles    int
+	faults    *prefaulter // a software device's slots, faulted in ahead
 }
 
 // ring returns the staging ring for the device of buffer b, or nil when the
@@ -74,17 +75,31 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 		r.close()
 		return nil, fmt.Errorf("loader: staging ring for %s: %w", dev.Name(), err)
 	}
+	// a software device's pinned memory is plain memory of this process
+	// (lavapipe): huge pages, faulted in ahead of the first round of
+	// reads, as its weight buffers are
+	soft := softwareDevice(dev)
+	var fresh anonRanges
 	for range slots {
 		buf, err := host.Alloc(size)
 		if err != nil {
 			return fail(err)
 		}
 		r.slots = append(r.slots, buf)
+		if base := uintptr(buf.Base()); soft && base != 0 {
+			adviseHugePages(buf.Base(), buf.Size())
+			if start, end := (base+4095)&^4095, (base+uintptr(buf.Size()))&^4095; end > start {
+				fresh = append(fresh, [2]uintptr{start, end})
+			}
+		}
 		ev, err := dev.NewEvent()
 		if err != nil {
 			return fail(err)
 		}
 		r.events = append(r.events, ev)
+	}
+	if len(fresh) > 0 {
+		r.faults = prefault(fresh)
 	}
 	be, err := dev.NewBackend()
 	if err != nil {
@@ -177,6 +192,10 @@ func (r *stagingRing) close() error {
 		ev.Free()
 	}
 	r.events = nil
+	if r.faults != nil {
+		r.faults.wait() // before the memory it faults in is freed
+		r.faults = nil
+	}
 	for _, b := range r.slots {
 		b.Free()
 	}
