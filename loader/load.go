@@ -519,10 +519,7 @@ func (l *load) allocate() error {
 		}
 		need := gc.AllocSize(c.BufferType)
 		var before anonRanges
-		// memory a software device maps into this process: its own
-		// buffers, and its host buffer type's (plain memory, where a GPU
-		// driver's is pinned)
-		devMem := c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC() && (!c.BufferType.IsHost() || softwareDevice(c.Device))
+		devMem := !c.BufferType.IsHost() && c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC()
 		if devMem {
 			before = anonMemory()
 		}
@@ -565,11 +562,12 @@ func (l *load) allocate() error {
 		lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}
 		mdl.buffers = append(mdl.buffers, lb)
 		l.bufs.allocated[ci] = lb
-		if c.Device.Type() == ggml.DeviceCPU && buf.Base() != nil {
+		if (c.Device.Type() == ggml.DeviceCPU || (c.BufferType.IsHost() && softwareDevice(c.Device))) && buf.Base() != nil {
 			// the CPU's own allocations (its extra buffer types' too,
-			// CPU_REPACK) are plain memory (a GPU's host buffer type is
-			// pinned by its driver: left alone): huge pages, faulted in
-			// ahead of the readers and repacks
+			// CPU_REPACK) and a software device's host buffer type
+			// (lavapipe's Vulkan_Host) are plain memory (a GPU's host
+			// buffer type is pinned by its driver: left alone): huge
+			// pages, faulted in ahead of the readers and repacks
 			adviseHugePages(buf.Base(), buf.Size())
 			b := uintptr(buf.Base())
 			if start, end := (b+4095)&^4095, (b+uintptr(buf.Size()))&^4095; end > start {

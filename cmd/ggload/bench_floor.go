@@ -106,10 +106,10 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 		}
 		// every byte comes from the disk first: no read is faster than
 		// that, and a mapping populates at that rate
-		r.ReadFresh, r.ReadWarm = min(r.ReadFresh, r.Cold), min(r.ReadWarm, r.Cold)
-		if r.ReadDirect == 0 || r.ReadDirect > r.Cold {
-			r.ReadDirect = r.Cold
-		}
+		// direct reads are reads from the disk: their floor is the cold
+		// read's, the best of its queue depths (a pass of the floor's own
+		// readers above may have been slower)
+		r.ReadFresh, r.ReadWarm, r.ReadDirect = min(r.ReadFresh, r.Cold), min(r.ReadWarm, r.Cold), r.Cold
 		r.MapS = max(r.MapS, float64(size)/r.Cold/1e9)
 	}
 	rep.Floors = map[string]benchFloor{}
