@@ -49,16 +49,15 @@ func TestMemorySince(t *testing.T) {
 	}
 }
 
-// smapsOf sums what /proc/self/smaps says of the mappings inside rs: the
-// resident bytes, and the bytes of the mappings that may get huge pages.
-func smapsOf(t *testing.T, rs anonRanges) (rss, eligible uint64) {
+// eachSmaps calls fn with every field of /proc/self/smaps ("Rss:", "10
+// kB") and the bounds of the mapping it describes.
+func eachSmaps(t *testing.T, fn func(start, end uintptr, key, value string)) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Skip("no /proc/self/smaps")
 	}
-	in := false
-	var size uint64
+	var start, end uintptr
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -68,29 +67,36 @@ func smapsOf(t *testing.T, rs anonRanges) (rss, eligible uint64) {
 		if se := strings.SplitN(f[0], "-", 2); len(se) == 2 && !strings.HasSuffix(f[0], ":") {
 			s, err1 := strconv.ParseUint(se[0], 16, 64)
 			e, err2 := strconv.ParseUint(se[1], 16, 64)
-			in, size = false, e-s
-			if err1 == nil && err2 == nil {
-				for _, r := range rs {
-					if uintptr(s) >= r[0] && uintptr(e) <= r[1] {
-						in = true
-					}
-				}
+			start, end = uintptr(s), uintptr(e)
+			if err1 != nil || err2 != nil {
+				start, end = 0, 0
 			}
 			continue
 		}
-		if !in || len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "Rss:":
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			rss += kb << 10
-		case "THPeligible:":
-			if f[1] == "1" {
-				eligible += size
-			}
+		if len(f) >= 2 && end > start {
+			fn(start, end, f[0], f[1])
 		}
 	}
+}
+
+// smapsOf sums what /proc/self/smaps says of the mappings inside rs: the
+// resident bytes, and the bytes of the mappings that may get huge pages.
+func smapsOf(t *testing.T, rs anonRanges) (rss, eligible uint64) {
+	t.Helper()
+	eachSmaps(t, func(s, e uintptr, key, value string) {
+		in := false
+		for _, r := range rs {
+			in = in || (s >= r[0] && e <= r[1])
+		}
+		switch {
+		case !in:
+		case key == "Rss:":
+			kb, _ := strconv.ParseUint(value, 10, 64)
+			rss += kb << 10
+		case key == "THPeligible:" && value == "1":
+			eligible += uint64(e - s)
+		}
+	})
 	return rss, eligible
 }
 
@@ -236,30 +242,16 @@ func TestSoftwareHostBufferAdvised(t *testing.T) {
 // get transparent huge pages (smaps' THPeligible).
 func thpEligible(t *testing.T, addr uintptr) bool {
 	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skip(err)
+	found, eligible := false, false
+	eachSmaps(t, func(s, e uintptr, key, value string) {
+		if s <= addr && addr < e && key == "THPeligible:" {
+			found, eligible = true, value == "1"
+		}
+	})
+	if !found {
+		t.Fatalf("no mapping holds %#x", addr)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) == 0 {
-			continue
-		}
-		if se := strings.SplitN(fs[0], "-", 2); len(se) == 2 && !strings.HasSuffix(fs[0], ":") {
-			s, err1 := strconv.ParseUint(se[0], 16, 64)
-			e, err2 := strconv.ParseUint(se[1], 16, 64)
-			in = err1 == nil && err2 == nil && uintptr(s) <= addr && addr < uintptr(e)
-			continue
-		}
-		if in && fs[0] == "THPeligible:" && len(fs) > 1 {
-			return fs[1] == "1"
-		}
-	}
-	t.Fatalf("no mapping holds %#x", addr)
-	return false
+	return eligible
 }
 
 // A software device's staging ring is plain memory of this process too:

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
@@ -568,10 +569,8 @@ func (l *load) allocate() error {
 			// (lavapipe's Vulkan_Host) are plain memory (a GPU's host
 			// buffer type is pinned by its driver: left alone): huge
 			// pages, faulted in ahead of the readers and repacks
-			adviseHugePages(buf.Base(), buf.Size())
-			b := uintptr(buf.Base())
-			if start, end := (b+4095)&^4095, (b+uintptr(buf.Size()))&^4095; end > start {
-				l.faults.device = append(l.faults.device, prefault(anonRanges{{start, end}}))
+			if rs := plainMemory(buf.Base(), buf.Size()); rs != nil {
+				l.faults.device = append(l.faults.device, prefault(rs))
 			}
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
@@ -584,6 +583,19 @@ func (l *load) allocate() error {
 		if pl := &mdl.placements[i]; pl.Tensor != nil {
 			pl.Buffer = l.bufs.allocated[pl.Plan.Context]
 		}
+	}
+	return nil
+}
+
+// plainMemory advises huge pages over the whole pages of [p, p+n), memory
+// of this process that no driver pins (the CPU's buffers, a software
+// device's host memory), and returns them, to be faulted in ahead of the
+// writes.
+func plainMemory(p unsafe.Pointer, n uint64) anonRanges {
+	adviseHugePages(p, n)
+	b := uintptr(p)
+	if start, end := (b+4095)&^4095, (b+uintptr(n))&^4095; end > start {
+		return anonRanges{{start, end}}
 	}
 	return nil
 }

@@ -86,11 +86,8 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 			return fail(err)
 		}
 		r.slots = append(r.slots, buf)
-		if base := uintptr(buf.Base()); soft && base != 0 {
-			adviseHugePages(buf.Base(), buf.Size())
-			if start, end := (base+4095)&^4095, (base+uintptr(buf.Size()))&^4095; end > start {
-				fresh = append(fresh, [2]uintptr{start, end})
-			}
+		if soft && buf.Base() != nil {
+			fresh = append(fresh, plainMemory(buf.Base(), buf.Size())...)
 		}
 		ev, err := dev.NewEvent()
 		if err != nil {

@@ -47,7 +47,7 @@ type benchFlags struct {
 	cold    bool          // --cold: the model's pages evicted before every process
 	rpcCold []string      // --rpc-cache-dir: servers' file caches emptied before every process
 	latency time.Duration // --http-latency
-	asIs    bool          // --no-back-memory
+	noBack  bool          // --no-back-memory
 }
 
 // benchCase is one (load mode, target) pair.
@@ -216,7 +216,7 @@ func (bf *benchFlags) addSource(s *optionSet) {
 		}})
 	s.add(&option{names: []string{"--no-back-memory"}, help: "on a virtual machine whose balloon reports free memory to its host, do not fault in and free, before every process, the memory it will take " +
 		"(by default the bench does, so that each process finds fresh pages as fast as this machine makes them, not as slow as after the host took them back: a process that starts after a pause)",
-		on: func(on bool) error { bf.asIs = on; return nil }})
+		on: func(on bool) error { bf.noBack = on; return nil }})
 	s.add(&option{names: []string{"--http"}, value: "RATE", help: "instead of the load modes, serve the model on loopback over a link of RATE a second (1GiB, 100MiB/s, ...) and time: " +
 		"the plan from the URL against from the file, and a streaming load from the URL onto each target against the link (goal: 90%)",
 		set: func(v string) error {
@@ -317,7 +317,6 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 			cases = append(cases, benchCase{mode, t})
 		}
 	}
-	bf.backMemory(&rep)
 	if err := bf.measureFloors(rt, m, cases, &rep); err != nil {
 		return rep, err
 	}
@@ -345,7 +344,7 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 // 512 MiB, within the memory no one uses less 1 GiB. --no-back-memory
 // leaves the memory as it is.
 func (bf *benchFlags) backMemory(rep *benchReport) {
-	if !rep.FreePageReporting || bf.asIs {
+	if !rep.FreePageReporting || bf.noBack {
 		return
 	}
 	want := 2*uint64(rep.Bytes) + 512<<20

@@ -301,13 +301,21 @@ func hostResident(p *place.Plan) uint64 {
 
 // peakRSS is this process's high-water resident set (VmHWM), 0 where
 // /proc is missing.
-func peakRSS() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
+func peakRSS() uint64 { return procBytes("/proc/self/status", "VmHWM:") }
+
+// memFree is the memory no one uses, not even the page cache (MemFree), 0
+// where /proc is missing.
+func memFree() uint64 { return procBytes("/proc/meminfo", "MemFree:") }
+
+// procBytes reads the field key ("VmHWM:") of a /proc file that gives
+// sizes in kB, in bytes; 0 where the file or the field is missing.
+func procBytes(path, key string) uint64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, key); ok {
 			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10
 		}

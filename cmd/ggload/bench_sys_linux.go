@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -149,22 +148,6 @@ func freePageReportingAt(dir string) bool {
 		}
 	}
 	return false
-}
-
-// memFree is the memory no one uses, not even the page cache (MemFree of
-// /proc/meminfo), 0 when it cannot be told.
-func memFree() uint64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemFree:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // backMemory faults in n bytes of fresh memory (huge pages advised) and

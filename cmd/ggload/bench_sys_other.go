@@ -30,8 +30,5 @@ func residentFraction(paths []string) float64 { return -1 }
 // freePageReporting: told on Linux only.
 func freePageReporting() bool { return false }
 
-// memFree: told on Linux only.
-func memFree() uint64 { return 0 }
-
 // backMemory: done on Linux only.
 func backMemory(n uint64) uint64 { return 0 }
