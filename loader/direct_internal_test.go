@@ -2,6 +2,7 @@ package loader
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,4 +64,74 @@ func alignedBuffer(n, align int64) []byte {
 	raw := make([]byte, n+align)
 	skip := (align - int64(uintptr(unsafe.Pointer(&raw[0])))&(align-1)) & (align - 1)
 	return raw[skip : skip+n]
+}
+
+// With direct I/O, the whole blocks of a read go straight into the
+// destination where its memory lines up with them; only the partial blocks
+// at either end, or all of a read into memory that does not line up, are
+// copied out of a bounce buffer. The bytes are right either way.
+func TestDirectReadsStraightIntoLinedUpMemory(t *testing.T) {
+	if oDirect == 0 {
+		t.Skip("no O_DIRECT on this system")
+	}
+	path := filepath.Join(t.TempDir(), "f.bin")
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	f, err := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := f.alignment()
+	if a < 2 {
+		t.Skipf("the filesystem refused O_DIRECT at open (%s)", log.String())
+	}
+	size := int64(len(data))
+	for _, c := range []struct {
+		name   string
+		off, n int64
+		lined  bool
+		copied int64
+	}{
+		{"whole blocks, lined up", 4 * a, 64 * a, true, 0},
+		{"partial blocks at both ends, lined up", 4*a + 100, 64 * a, true, a},
+		{"partial blocks at both ends, not lined up", 4*a + 100, 64 * a, false, 64 * a},
+		{"inside one block", 4*a + 100, a / 2, true, a / 2},
+		{"to the file's end, lined up", size - 3*a - 7, 3*a + 7, true, 7},
+	} {
+		if !c.lined && f.memAlign < 2 {
+			continue // any memory lines up
+		}
+		// dst's first whole block starts on an aligned address (+1 when
+		// it must not line up)
+		shift := c.off & (a - 1)
+		if !c.lined {
+			shift++
+		}
+		dst := alignedBuffer(c.n+a+1, a)[shift : shift+c.n]
+		before := f.copied.Load()
+		if err := f.readAt(dst, c.off); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(dst, data[c.off:c.off+c.n]) {
+			t.Fatalf("%s: wrong bytes", c.name)
+		}
+		if got := f.copied.Load() - before; got != c.copied {
+			t.Errorf("%s: %d bytes copied out of bounce buffers, want %d", c.name, got, c.copied)
+		}
+	}
+	if f.alignment() != a {
+		t.Fatalf("the file fell back to buffered reads: %s", log.String())
+	}
+	// a read past the end of the file (it shrank) is an error that says so
+	dst := alignedBuffer(4*a, a)
+	if err := f.readAt(dst, size-2*a); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("a read past the end: %v, want ErrTruncated", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -27,12 +28,17 @@ type modelFile struct {
 	bounceMu     sync.Mutex
 	bounces      []*dioBounce // bounce buffers of direct reads, free for the next
 	bouncesFreed bool
-	bounceMade   int64 // and the bytes of all it made
+	bounceMade   int64        // and the bytes of all it made
+	copied       atomic.Int64 // bytes copied out of them
 
 	mu     sync.RWMutex // read-held by each direct read, so that fallBack's close waits for them
 	direct *os.File     // direct reads, nil when not in use
-	align  int64        // direct I/O alignment (1 without direct I/O)
-	log    *slog.Logger
+	// direct I/O alignment (1 without direct I/O): of the file offsets and
+	// lengths read, and of the memory read into (its bounce buffers'
+	// and the ring's slots' too: never smaller than memAlign)
+	align    int64
+	memAlign int64 // of the memory a direct read may go straight into
+	log      *slog.Logger
 }
 
 // alignment is the direct I/O alignment, 1 without direct I/O.
@@ -151,15 +157,49 @@ func (f *modelFile) readFull(dst []byte, off int64) error {
 	return err
 }
 
-// readAt reads exactly len(dst) bytes at off into any memory: directly when
-// buffered, through an aligned bounce buffer with direct I/O.
+// readAt reads exactly len(dst) bytes at off into any memory. Buffered,
+// the read goes straight into dst. With direct I/O, the whole blocks of the
+// range go straight into dst too where its memory lines up with them (at
+// that block's first byte, dst meets the memory alignment): only the
+// partial blocks at either end, or all of it where dst does not line up,
+// pass through an aligned bounce buffer.
 func (f *modelFile) readAt(dst []byte, off int64) error {
 	f.mu.RLock()
-	direct, align := f.direct, f.align
+	direct, align, memAlign := f.direct, f.align, f.memAlign
 	f.mu.RUnlock()
 	if direct == nil {
 		return f.readFull(dst, off)
 	}
+	end := off + int64(len(dst))
+	first, last := (off+align-1)&^(align-1), end&^(align-1)
+	if last <= first || uintptr(unsafe.Pointer(&dst[first-off]))&uintptr(memAlign-1) != 0 {
+		return f.readBounced(dst, off, align)
+	}
+	got, err := f.readDirect(dst[first-off:last-off], first)
+	if err != nil {
+		if directRefused(err) {
+			f.fallBack(err)
+			return f.readAt(dst, off)
+		}
+		return err
+	}
+	if got < int(last-first) {
+		return f.truncated(first+int64(got), false)
+	}
+	if first > off {
+		if err := f.readBounced(dst[:first-off], off, align); err != nil {
+			return err
+		}
+	}
+	if end > last {
+		return f.readBounced(dst[last-off:], last, align)
+	}
+	return nil
+}
+
+// readBounced reads len(dst) bytes at off through a bounce buffer: aligned
+// direct reads of the blocks that hold them, each copied out.
+func (f *modelFile) readBounced(dst []byte, off, align int64) error {
 	start := off &^ (align - 1)
 	end := (off + int64(len(dst)) + align - 1) &^ (align - 1)
 	bounce, err := f.getBounce(align)
@@ -182,6 +222,7 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 		lo, hi := max(pos, off), min(pos+int64(got), off+int64(len(dst)))
 		if hi > lo {
 			copy(dst[lo-off:hi-off], buf[lo-pos:hi-pos])
+			f.copied.Add(hi - lo)
 		}
 		if int64(got) < n {
 			if pos+int64(got) < off+int64(len(dst)) {

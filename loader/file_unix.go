@@ -60,13 +60,15 @@ func openModelFile(src gguf.Source, direct bool, log *slog.Logger) (*modelFile, 
 			log.Warn("cannot find the direct I/O alignment; falling back to buffered I/O", "file", name)
 			return mf, nil
 		}
-		if mf.base%int64(st.Blksize) != 0 {
+		off, mem := directAlign(fd, "", int64(st.Blksize))
+		align := max(off, mem)
+		if mf.base%align != 0 {
 			unix.Close(fd)
-			log.Warn(fmt.Sprintf("the GGUF starts at byte %d of %s, not aligned to its %d-byte blocks; reading through the page cache", mf.base, name, st.Blksize))
+			log.Warn(fmt.Sprintf("the GGUF starts at byte %d of %s, not aligned to its %d-byte direct I/O blocks; reading through the page cache", mf.base, name, align))
 			return mf, nil
 		}
 		mf.direct = os.NewFile(uintptr(fd), name)
-		mf.align = int64(st.Blksize)
+		mf.align, mf.memAlign = align, mem
 	}
 	return mf, nil
 }

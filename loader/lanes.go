@@ -134,6 +134,7 @@ func (l *load) loadData() error {
 	err = readers.wait(l)
 	for _, f := range mdl.files {
 		mdl.Stats.Direct += f.bounceBytes()
+		mdl.Stats.DirectCopied += uint64(f.copied.Load())
 	}
 	return err
 }

@@ -198,12 +198,13 @@ func checkAddressSpace(m Memory) error {
 
 func mib(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
 
-// directAlignment is the direct I/O alignment of the file at path (its
-// block size), 1 where it is not known.
+// directAlignment is the direct I/O alignment of the file at path, as a
+// load opening it takes it (openModelFile), 1 where it is not known.
 func directAlignment(path string) uint64 {
 	st, err := os.Stat(path)
 	if err != nil {
 		return 1
 	}
-	return blockSize(st)
+	off, mem := directAlign(-1, path, int64(blockSize(st)))
+	return uint64(max(off, mem))
 }

@@ -66,8 +66,10 @@ type Stats struct {
 	// index, Options.HashIndex).
 	RPCCached, RPCHashed uint64
 	// Direct is the bytes of the bounce buffers direct reads went
-	// through (Memory.Direct bounds it).
-	Direct uint64
+	// through (Memory.Direct bounds it); DirectCopied is the bytes they
+	// copied out (the other bytes read directly went straight into the
+	// memory they were read for: the tensors' or the staging slots').
+	Direct, DirectCopied uint64
 	// Devices are the upload pipelines that ran at once, one per device
 	// (host memory shares one), in the order they were dealt tensors.
 	Devices []DeviceStats

@@ -60,6 +60,9 @@ func (m *Model) Report(w io.Writer, o ReportOptions) {
 	if s.StagingSlots > 0 {
 		fmt.Fprintf(w, ", staging %d x %.2f MiB", s.StagingSlots, float64(s.StagingSize)/(1<<20))
 	}
+	if s.Direct > 0 {
+		fmt.Fprintf(w, "; direct reads copied %.2f MiB out of bounce buffers", float64(s.DirectCopied)/(1<<20))
+	}
 	if s.Confirmed > 0 {
 		fmt.Fprintf(w, "; %d tensors on RPC servers confirmed by read-back in %v", s.Confirmed, round(s.Confirm))
 	}
