@@ -235,8 +235,10 @@ func (f *modelFile) readBounced(dst []byte, off, align int64) error {
 	return nil
 }
 
-// directChunk is the most one direct read moves through a bounce buffer.
-const directChunk = 16 << 20
+// directChunk is the most one direct read moves through a bounce buffer:
+// a reader's chunk (8 MiB) with the partial blocks at either end, for
+// alignments up to 32 KiB, in one read.
+const directChunk = 8<<20 + 64<<10
 
 // dioBounce is a bounce buffer of direct reads: buf, aligned, inside the
 // mapping raw.

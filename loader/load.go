@@ -31,8 +31,9 @@ type Options struct {
 	// at once); returning false cancels.
 	Progress func(done, total uint64) bool
 	// Readers is how many goroutines read into host buffers at once
-	// (0: one per core, at most 4, or 8 for files that are not local,
-	// whose reads wait on the network; 1: sequential).
+	// (0: one per core, at most 4; at least 8 with direct I/O, and 8 for
+	// files that are not local, whose reads wait on the disk or the
+	// network, not a core; 1: sequential).
 	Readers int
 	// ChunkSize is the size of one parallel read, and the most bytes a
 	// tensor moves between two progress reports (0: 8 MiB).
@@ -660,6 +661,23 @@ func (l *load) ctxIsHost(ci int) bool {
 // a core, and more in flight keep the link busy.
 const remoteReaders = 8
 
+// directReaders is the least number of readers a load takes by default
+// when it reads its files with direct I/O: a direct read waits on the disk
+// and copies nothing on a core, and more reads in flight hide the faults
+// of the fresh memory they go into (onto the CPU, 0.19-0.22 s against
+// 0.22-0.30 s with 2 readers, for a cold 1 GiB file on two cores).
+const directReaders = 8
+
+// hostReaders is the default number of readers of local files: as many as
+// the cores, up to 4, and at least directReaders with direct I/O.
+func hostReaders(direct bool) int {
+	n := min(runtime.NumCPU(), 4)
+	if direct {
+		n = max(n, directReaders)
+	}
+	return n
+}
+
 func (l *load) readerCount() int {
 	if l.o.Readers > 0 {
 		return l.o.Readers
@@ -669,5 +687,9 @@ func (l *load) readerCount() int {
 			return remoteReaders
 		}
 	}
-	return min(runtime.NumCPU(), 4)
+	direct := false
+	for _, f := range l.model.files {
+		direct = direct || f.alignment() > 1
+	}
+	return hostReaders(direct)
 }

@@ -144,7 +144,7 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 	if direct && align > 1 {
 		readers := uint64(o.Readers)
 		if readers == 0 {
-			readers = uint64(min(runtime.NumCPU(), 4))
+			readers = uint64(hostReaders(true))
 		}
 		m.Direct = (readers + uint64(len(lanes))) * (directChunk + align)
 	}
