@@ -17,26 +17,7 @@ import (
 // switches the file to buffered reads with a warning; the data is still
 // right.
 func TestDirectIOFallsBackWhenRefused(t *testing.T) {
-	if oDirect == 0 {
-		t.Skip("no O_DIRECT on this system")
-	}
-	path := filepath.Join(t.TempDir(), "f.bin")
-	data := make([]byte, 1<<16)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	f, err := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if f.alignment() < 512 {
-		t.Skipf("the filesystem refused O_DIRECT at open (%s)", log.String())
-	}
+	f, path, data, log := directFile(t, 1<<16)
 	// an aligned read through O_DIRECT works
 	buf := alignedBuffer(8192, f.alignment())
 	if err := f.readChunk(buf, 4096); err != nil || !bytes.Equal(buf, data[4096:4096+8192]) {
@@ -51,12 +32,40 @@ func TestDirectIOFallsBackWhenRefused(t *testing.T) {
 		t.Fatalf("no fallback: alignment %d, log %q", f.alignment(), log.String())
 	}
 	// unaligned reads of any size go through the bounce buffer when direct
-	g, _ := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(&log, nil)))
+	g, _ := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(log, nil)))
 	defer g.Close()
 	out := make([]byte, 1000)
 	if err := g.readAt(out, 12345); err != nil || !bytes.Equal(out, data[12345:13345]) {
 		t.Fatalf("bounce read: %v", err)
 	}
+}
+
+// directFile writes n bytes of a pattern to a file and opens it for direct
+// reads (closed at the test's end), its warnings logged to log; it skips
+// where the system or the filesystem refuses O_DIRECT.
+func directFile(t *testing.T, n int) (f *modelFile, path string, data []byte, log *bytes.Buffer) {
+	t.Helper()
+	if oDirect == 0 {
+		t.Skip("no O_DIRECT on this system")
+	}
+	path = filepath.Join(t.TempDir(), "f.bin")
+	data = make([]byte, n)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log = new(bytes.Buffer)
+	f, err := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(n)}, true, slog.New(slog.NewTextHandler(log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if f.alignment() < 2 {
+		t.Skipf("the filesystem refused O_DIRECT at open (%s)", log.String())
+	}
+	return f, path, data, log
 }
 
 // alignedBuffer returns n bytes whose start is aligned to align.
@@ -71,27 +80,8 @@ func alignedBuffer(n, align int64) []byte {
 // at either end, or all of a read into memory that does not line up, are
 // copied out of a bounce buffer. The bytes are right either way.
 func TestDirectReadsStraightIntoLinedUpMemory(t *testing.T) {
-	if oDirect == 0 {
-		t.Skip("no O_DIRECT on this system")
-	}
-	path := filepath.Join(t.TempDir(), "f.bin")
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(i*7 + i>>9)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	f, err := openModelFile(gguf.Source{Name: path, Path: path, Size: int64(len(data))}, true, slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _, data, log := directFile(t, 1<<20)
 	a := f.alignment()
-	if a < 2 {
-		t.Skipf("the filesystem refused O_DIRECT at open (%s)", log.String())
-	}
 	size := int64(len(data))
 	for _, c := range []struct {
 		name   string

@@ -60,8 +60,7 @@ func openModelFile(src gguf.Source, direct bool, log *slog.Logger) (*modelFile, 
 			log.Warn("cannot find the direct I/O alignment; falling back to buffered I/O", "file", name)
 			return mf, nil
 		}
-		off, mem := directAlign(fd, "", int64(st.Blksize))
-		align := max(off, mem)
+		align, mem := directAlign(fd, "", int64(st.Blksize))
 		if mf.base%align != 0 {
 			unix.Close(fd)
 			log.Warn(fmt.Sprintf("the GGUF starts at byte %d of %s, not aligned to its %d-byte direct I/O blocks; reading through the page cache", mf.base, name, align))

@@ -205,6 +205,6 @@ func directAlignment(path string) uint64 {
 	if err != nil {
 		return 1
 	}
-	off, mem := directAlign(-1, path, int64(blockSize(st)))
-	return uint64(max(off, mem))
+	align, _ := directAlign(-1, path, int64(blockSize(st)))
+	return uint64(align)
 }

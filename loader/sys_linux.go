@@ -31,10 +31,13 @@ func adviseHugePages(p unsafe.Pointer, n uint64) {
 
 // directAlign is what direct reads of a file need, as statx reports it
 // (STATX_DIOALIGN, and STATX_DIO_READ_ALIGN where reads may be finer than
-// writes): the alignment of file offsets and lengths, and of the memory
-// read into. Where the system does not say, both are blk, the file's block
-// size. The file is path, or the open descriptor fd when path is empty.
-func directAlign(fd int, path string, blk int64) (off, mem int64) {
+// writes): align, the alignment of the file offsets and lengths read and
+// of the buffers read into (the larger of statx's two, so that one
+// aligned buffer serves any aligned read), and mem, the alignment of the
+// memory a read may go straight into. Where the system does not say, both
+// are blk, the file's block size. The file is path, or the open
+// descriptor fd when path is empty.
+func directAlign(fd int, path string, blk int64) (align, mem int64) {
 	flags := unix.AT_EMPTY_PATH
 	if path != "" {
 		fd, flags = unix.AT_FDCWD, 0
@@ -44,11 +47,12 @@ func directAlign(fd int, path string, blk int64) (off, mem int64) {
 		sx.Mask&unix.STATX_DIOALIGN == 0 || !powerOfTwo(sx.Dio_offset_align) || !powerOfTwo(sx.Dio_mem_align) {
 		return blk, blk
 	}
-	off = int64(sx.Dio_offset_align)
+	off := int64(sx.Dio_offset_align)
 	if sx.Mask&unix.STATX_DIO_READ_ALIGN != 0 && powerOfTwo(sx.Dio_read_offset_align) {
 		off = min(off, int64(sx.Dio_read_offset_align))
 	}
-	return off, int64(sx.Dio_mem_align)
+	mem = int64(sx.Dio_mem_align)
+	return max(off, mem), mem
 }
 
 func powerOfTwo(n uint32) bool { return n > 0 && n&(n-1) == 0 }

@@ -13,6 +13,6 @@ func adviseSequential(fd int) error { return nil }
 
 func adviseHugePages(p unsafe.Pointer, n uint64) {}
 
-// directAlign is what direct reads need: the block size (no O_DIRECT here). The file is path, or the open descriptor fd when path
-// is empty.
-func directAlign(fd int, path string, blk int64) (off, mem int64) { return blk, blk }
+// directAlign is what direct reads need: the block size (no O_DIRECT
+// here). The file is path, or the open descriptor fd when path is empty.
+func directAlign(fd int, path string, blk int64) (align, mem int64) { return blk, blk }
