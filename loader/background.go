@@ -13,9 +13,9 @@ import (
 // buffer types that transform what they are given, devices without
 // asynchronous uploads) cost a copy that native code reading the
 // mapping itself did not. So the native set of such a tensor runs on
-// another goroutine while the lane reads (or copies out of the mapping) the
-// next one into another buffer. The lane waits for its sets before any
-// other native call of its own.
+// another goroutine while the lane reads the next one into another
+// buffer. The lane waits for its sets before any other native call of its
+// own.
 //
 // How many sets may be under way: one, except for the CPU's own buffer
 // types, whose set is a repack running on a core of this machine: one per

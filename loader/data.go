@@ -53,15 +53,16 @@ func (l *load) zeroCopy(t task) error {
 }
 
 // loadOne moves one tensor's bytes by the path its placement calls for.
+// With mmap too, a tensor that does not stay in the mapping is read from
+// the file (through the page cache, as llama.cpp's copy out of the mapping
+// reads it) rather than copied out of the mapping: the same bytes, without
+// a page fault per few pages or a readahead window per fault (128 KiB on
+// most disks), and without the mapping's pages in the process's resident
+// set.
 func (ln *lane) loadOne(t task) error {
 	l := ln.l
-	p, mdl := l.p, l.model
-	tp, w := t.pl.Plan, t.w
-	if p.UseMmap || tp.Lazy {
-		// not zero copy: copied out of the mapping
-		t.pl.Path = PathFromMap
-		return ln.fill(t, mapSource{mdl.mappings[w.File], mdl.files[w.File]})
-	}
+	mdl := l.model
+	w := t.w
 	f := mdl.files[w.File]
 	if !l.laneReads(t) {
 		t.pl.Path = PathRead
@@ -75,45 +76,30 @@ func (ln *lane) loadOne(t task) error {
 }
 
 // laneReads reports whether a tensor's lane reads it from its file itself:
-// not out of the mapping, and not into host memory (the reader pool's).
+// not into host memory (the reader pool's).
 func (l *load) laneReads(t task) bool {
-	return !l.p.UseMmap && !t.pl.Plan.Lazy && (t.pl.Buffer == nil || !t.pl.Buffer.Buffer.IsHost())
+	return t.pl.Buffer == nil || !t.pl.Buffer.Buffer.IsHost()
 }
 
-// fill moves a tensor that is not zero copy from src into its buffer. Into
-// host memory the bytes go straight (copied by Go); to a device through the
-// pinned staging ring where the device can upload asynchronously; otherwise
-// to an RPC server whole through its connection's queue (rpcqueue.go: its
+// fill moves a tensor that is not zero copy, bound for a device buffer,
+// from src into its buffer (the reader pool reads into host memory):
+// through the pinned staging ring where the device can upload
+// asynchronously; otherwise to an RPC server whole through its connection's queue (rpcqueue.go: its
 // file cache recognises tensors by the hash of the whole); otherwise
 // through a bounce buffer and tensor_set: in pieces of whole rows, or whole
 // where the buffer type transforms what it is given (CPU_REPACK and other
-// extra or split buffer types). Paths other than
-// from-mapping are set here. The bytes count as done piece by piece, with
-// a progress report after each: a large tensor moves the progress inside.
+// extra or split buffer types). The path is set here. The bytes count as
+// done piece by piece, with a progress report after each: a large tensor
+// moves the progress inside.
 func (ln *lane) fill(t task, src source) error {
 	l := ln.l
 	tp, w, b := t.pl.Plan, t.w, t.pl.Buffer
 	if b == nil {
 		return fmt.Errorf("loader: tensor '%s' has no buffer", tp.Name)
 	}
-	if data := loadData(t.pl.Tensor); b.Buffer.IsHost() && data != nil {
-		if w.Size == 0 {
-			return nil
-		}
-		dst := unsafe.Slice((*byte)(data), w.Size)
-		if err := ln.readReporting(t.pl.Path, src, dst, w.Offset); err != nil {
-			return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
-		}
-		if l.o.CheckTensors {
-			l.validateAsync(tp.Name, tp.Type, data, uint64(w.Size))
-		}
-		return nil
-	}
 	dev := b.Device
 	if dev.IsRPC() {
-		if t.pl.Path != PathFromMap {
-			t.pl.Path = PathSync
-		}
+		t.pl.Path = PathSync
 		if dev.SendsRPC() {
 			return ln.rpcDirect(t, src)
 		}
@@ -125,18 +111,14 @@ func (ln *lane) fill(t task, src source) error {
 			return err
 		}
 		if ring != nil {
-			if t.pl.Path != PathFromMap {
-				t.pl.Path = PathStaged
-			}
+			t.pl.Path = PathStaged
 			if err := ring.upload(ln, t, src, w.Offset, w.Size); err != nil {
 				return err
 			}
 			return deviceErr(b, tp.Name)
 		}
 	}
-	if t.pl.Path != PathFromMap {
-		t.pl.Path = PathSync
-	}
+	t.pl.Path = PathSync
 	if err := ln.setFrom(t, src, setsWhole(b)); err != nil {
 		return fmt.Errorf("loader: tensor '%s' to %s: %w", tp.Name, dev.Name(), err)
 	}

@@ -6,11 +6,18 @@
 //
 // The paths, as in llama.cpp's load_all_data:
 //   - mmap: a tensor inside a buffer made from the mapping costs nothing
-//     (zero copy); other tensors are copied out of the mapping;
-//   - no mmap, host buffer: the file is read straight into the tensor;
-//   - no mmap, device buffer: through a ring of pinned staging buffers with
+//     (zero copy);
+//   - host buffer: the file is read straight into the tensor;
+//   - device buffer: through a ring of pinned staging buffers with
 //     asynchronous uploads and events, or, when the device cannot, one
 //     synchronous copy per chunk.
+//
+// With mmap, llama.cpp copies the tensors that cannot stay in the mapping
+// out of it; ggload reads them from the file as it does without mmap. The
+// bytes are the same, from the same page cache, but no page of the mapping
+// is faulted in for them: a fault reads at most the disk's readahead
+// window (128 KiB on most disks), and the pages would count in the
+// process's resident set.
 //
 // Every device loads at once: each has its own pipeline (its
 // staging ring and stream, its bounce buffers, its RPC connection) on a
@@ -23,19 +30,20 @@
 // transparent huge pages and are faulted in by a goroutine ahead of the
 // writes (on Linux).
 //
-// During a load no native call reads the mapped file. Bytes copied out of
-// the mapping are copied by Go, with faults turned into errors
-// (debug.SetPanicOnFault), into memory the process owns: the tensor's own
-// host memory, the pinned staging ring for devices that upload
-// asynchronously, or a bounce buffer for everything else, the buffer types
-// that repack what they are given (CPU_REPACK and the CPU's other extra
-// buffer types, split buffers and the meta device's buffers of split mode
-// tensor; set whole, as they require) and RPC servers included. Only then
-// does native code see them. Row validation (CheckTensors) of zero-copy
-// tensors runs on such copies too, and Verify reads host memory in Go. So a file truncated while it loads gives an
-// error naming the file and the tensor, never a SIGBUS in native code; and
-// a file that changed during the load (shrank, grew, was written to) fails
-// the load, since the weights read may mix old and new bytes.
+// During a load no native call reads the mapped file. Go reads the file
+// into memory the process owns: the tensor's own host memory, the pinned
+// staging ring for devices that upload asynchronously, or a bounce buffer
+// for everything else, the buffer types that repack what they are given
+// (CPU_REPACK and the CPU's other extra buffer types, split buffers and the
+// meta device's buffers of split mode tensor; set whole, as they require)
+// and RPC servers included. Only then does native code see them. Row
+// validation (CheckTensors) of zero-copy tensors runs on copies Go makes
+// out of the mapping, with faults turned into errors
+// (debug.SetPanicOnFault), and Verify reads host memory in Go. So a file
+// truncated while it loads gives an error naming the file and the tensor,
+// never a SIGBUS in native code; and a file that changed during the load
+// (shrank, grew, was written to) fails the load, since the weights read may
+// mix old and new bytes.
 //
 // The exception is zero copy itself: zero-copy and lazy tensors stay in the
 // file's mapping, and the backends read it when computing. Truncating a

@@ -23,12 +23,11 @@ type Path string
 
 // Paths.
 const (
-	PathZeroCopy Path = "zero-copy"    // the tensor points into the mapping
-	PathFromMap  Path = "from-mapping" // copied out of the mapping by Go, then set (through staging or a bounce buffer)
-	PathRead     Path = "read"         // read from the file into a host buffer
-	PathStaged   Path = "staged"       // read into pinned staging buffers, uploaded asynchronously
-	PathSync     Path = "sync-upload"  // read into memory, uploaded synchronously
-	PathShared   Path = "shared"       // a duplicate that reuses its context's tensor
+	PathZeroCopy Path = "zero-copy"   // the tensor points into the mapping
+	PathRead     Path = "read"        // read from the file into a host buffer
+	PathStaged   Path = "staged"      // read into pinned staging buffers, uploaded asynchronously
+	PathSync     Path = "sync-upload" // read into memory, uploaded synchronously
+	PathShared   Path = "shared"      // a duplicate that reuses its context's tensor
 	PathUnused   Path = "unused"
 	PathLazy     Path = "lazy" // left in the mapping, read on demand
 )

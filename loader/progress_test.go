@@ -12,8 +12,8 @@ import (
 )
 
 // Progress moves inside a large tensor on every path that copies bytes
-// (reads into host buffers, copies out of the mapping, staged and
-// synchronous uploads, whole-tensor sets for repacking): a tensor of many
+// (reads into host buffers, staged and synchronous uploads, whole-tensor
+// sets for repacking; with mmap as without): a tensor of many
 // pieces gives many distinct reports, never one per tensor alone. (With
 // parallel readers the reports sample what the readers have done; one
 // reader makes the count exact.)
@@ -34,16 +34,16 @@ func TestProgressMovesInsideTensors(t *testing.T) {
 	cases := []tcase{
 		{"read/CPU", false, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"none"} },
 			loader.Options{Readers: 1}, loader.PathRead},
-		{"from-mapping/CPU_REPACK", false, true, func(p *place.Params) {
+		{"mmap/CPU_REPACK", false, true, func(p *place.Params) {
 			p.LoadMode = place.LoadMmap
 			p.Devices = []string{"none"}
 			p.NoExtraBufts = false
 		},
-			loader.Options{}, loader.PathFromMap},
+			loader.Options{}, loader.PathSync},
 		{"staged/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} },
 			loader.Options{StagingSize: piece}, loader.PathStaged},
-		{"from-mapping/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"Vulkan0"} },
-			loader.Options{StagingSize: piece}, loader.PathFromMap},
+		{"mmap/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"Vulkan0"} },
+			loader.Options{StagingSize: piece}, loader.PathStaged},
 		{"sync-upload/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} },
 			loader.Options{CheckTensors: true}, loader.PathSync},
 	}

@@ -70,7 +70,7 @@ func (m *Model) Report(w io.Writer, o ReportOptions) {
 		fmt.Fprintf(w, "; %.2f MiB set by RPC servers' file caches, %.2f MiB hashed to ask them", float64(s.RPCCached)/(1<<20), float64(s.RPCHashed)/(1<<20))
 	}
 	fmt.Fprintln(w)
-	for _, path := range []Path{PathZeroCopy, PathFromMap, PathRead, PathStaged, PathSync} {
+	for _, path := range []Path{PathZeroCopy, PathRead, PathStaged, PathSync} {
 		if n := s.Moved[path]; n > 0 {
 			fmt.Fprintf(w, "ggload:   %-13s %10.2f MiB\n", path, float64(n)/(1<<20))
 		}

@@ -10,9 +10,8 @@ import (
 )
 
 // stagingRing uploads file data to a device through a ring of pinned host
-// buffers: read into a slot (or copy into it out of the mapping), queue an
-// asynchronous copy, record the slot's event; wait on an event only before
-// its slot is used again.
+// buffers: read into a slot, queue an asynchronous copy, record the slot's
+// event; wait on an event only before its slot is used again.
 type stagingRing struct {
 	dev       *ggml.Device
 	backend   *ggml.Backend
@@ -112,8 +111,8 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 }
 
 // upload copies n bytes at off of src into tensor t: each piece is read
-// (or copied out of the mapping) into a pinned slot, then queued, and
-// counted as done with a progress report.
+// into a pinned slot, then queued, and counted as done with a progress
+// report.
 func (r *stagingRing) upload(ln *lane, t task, src source, off, n int64) error {
 	l := ln.l
 	name := t.pl.Plan.Name

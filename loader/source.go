@@ -28,17 +28,14 @@ type source interface {
 
 func (f *modelFile) file() string { return f.path }
 
-// mapSource copies from the mapping of a file.
+// mapSource copies from the mapping of a file: the row checks of tensors
+// left in it.
 type mapSource struct {
 	mp *mapping
 	f  *modelFile
 }
 
-func (s mapSource) alignment() int64 { return 1 }
-
 func (s mapSource) file() string { return s.f.path }
-
-func (s mapSource) readChunk(dst []byte, pos int64) error { return s.readAt(dst, pos) }
 
 func (s mapSource) readAt(dst []byte, off int64) error {
 	end := off + int64(len(dst))
