@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -50,14 +51,16 @@ func TestMemorySince(t *testing.T) {
 }
 
 // eachSmaps calls fn with every field of /proc/self/smaps ("Rss:", "10
-// kB") and the bounds of the mapping it describes.
-func eachSmaps(t *testing.T, fn func(start, end uintptr, key, value string)) {
+// kB"), the bounds of the mapping it describes and the mapping's path (""
+// for anonymous memory).
+func eachSmaps(t *testing.T, fn func(start, end uintptr, path, key, value string)) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Skip("no /proc/self/smaps")
 	}
 	var start, end uintptr
+	path := ""
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -67,14 +70,17 @@ func eachSmaps(t *testing.T, fn func(start, end uintptr, key, value string)) {
 		if se := strings.SplitN(f[0], "-", 2); len(se) == 2 && !strings.HasSuffix(f[0], ":") {
 			s, err1 := strconv.ParseUint(se[0], 16, 64)
 			e, err2 := strconv.ParseUint(se[1], 16, 64)
-			start, end = uintptr(s), uintptr(e)
+			start, end, path = uintptr(s), uintptr(e), ""
 			if err1 != nil || err2 != nil {
 				start, end = 0, 0
+			}
+			if len(f) >= 6 {
+				path = f[5]
 			}
 			continue
 		}
 		if len(f) >= 2 && end > start {
-			fn(start, end, f[0], f[1])
+			fn(start, end, path, f[0], f[1])
 		}
 	}
 }
@@ -83,7 +89,7 @@ func eachSmaps(t *testing.T, fn func(start, end uintptr, key, value string)) {
 // resident bytes, and the bytes of the mappings that may get huge pages.
 func smapsOf(t *testing.T, rs anonRanges) (rss, eligible uint64) {
 	t.Helper()
-	eachSmaps(t, func(s, e uintptr, key, value string) {
+	eachSmaps(t, func(s, e uintptr, _, key, value string) {
 		in := false
 		for _, r := range rs {
 			in = in || (s >= r[0] && e <= r[1])
@@ -243,7 +249,7 @@ func TestSoftwareHostBufferAdvised(t *testing.T) {
 func thpEligible(t *testing.T, addr uintptr) bool {
 	t.Helper()
 	found, eligible := false, false
-	eachSmaps(t, func(s, e uintptr, key, value string) {
+	eachSmaps(t, func(s, e uintptr, _, key, value string) {
 		if s <= addr && addr < e && key == "THPeligible:" {
 			found, eligible = true, value == "1"
 		}
@@ -313,4 +319,79 @@ func residentIn(t *testing.T, rs anonRanges) uint64 {
 		}
 	}
 	return n
+}
+
+// An mmap load onto a device reads the tensors that leave the mapping from
+// the file: while it runs, the only pages of the file mapped into the
+// process are those under the zero-copy buffers (and those a fault maps
+// around them), though the device's tensors, many times more bytes, pass
+// through the same page cache. Copied out of the mapping, they were
+// faulted in there too.
+func TestMmapReadsWhatLeavesTheMapping(t *testing.T) {
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 8, Embd: 512, FF: 2048, Heads: 4, Vocab: 2048, Weights: ggml.TypeQ8_0, Embeddings: ggml.TypeQ8_0})
+	gm := testenv.OpenModel(t, path)
+	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadMmap, Devices: []string{"Vulkan0"}, NoExtraBufts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a fault maps a few pages around it, or the page cache's whole folio
+	// (up to a 2 MiB huge page)
+	const huge = 2 << 20
+	var spans, allowed, device uint64
+	for _, c := range p.Contexts {
+		for _, b := range c.Buffers {
+			if c.Mapped {
+				spans += uint64(b.Last - b.First)
+				allowed += uint64((b.Last+huge-1)&^(huge-1) - b.First&^(huge-1))
+			}
+		}
+		if !c.Mapped && !c.BufferType.IsHost() {
+			device += c.Size
+		}
+	}
+	if allowed == 0 || device < 8*allowed {
+		t.Fatalf("the plan maps %d bytes and puts %d on the device: want a few mapped, many more on the device", allowed, device)
+	}
+	// the resident pages of the file's mappings
+	mappedIn := func() uint64 {
+		var rss uint64
+		eachSmaps(t, func(_, _ uintptr, p, key, value string) {
+			if p == path && key == "Rss:" {
+				kb, _ := strconv.ParseUint(value, 10, 64)
+				rss += kb << 10
+			}
+		})
+		return rss
+	}
+	var mu sync.Mutex
+	peak, calls := uint64(0), 0
+	old := beforeTensor
+	beforeTensor = func(int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		peak, calls = max(peak, mappedIn()), calls+1
+	}
+	lm, err := Load(context.Background(), p, Options{})
+	beforeTensor = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	if lm.Stats.Moved[PathStaged] != device || calls == 0 {
+		t.Fatalf("%d of the device's %d bytes staged (%d tensors seen)", lm.Stats.Moved[PathStaged], device, calls)
+	}
+	if peak > allowed {
+		t.Fatalf("%d bytes of the file were mapped in during the load, where the zero-copy buffers span %d", peak, allowed)
+	}
+	// MemoryOf counts what the load maps in: the zero-copy buffers' ranges
+	// (the whole files where mmap populates all of them itself)
+	want := spans
+	if !populateLater() {
+		want = uint64(gm.Files[0].Size)
+	}
+	if m := MemoryOf(p, Options{}); m.MappedIn != want || m.Mapped != uint64(gm.Files[0].Size) {
+		t.Errorf("MemoryOf: %d bytes mapped in of %d mapped, want %d of %d", m.MappedIn, m.Mapped, want, gm.Files[0].Size)
+	}
 }

@@ -34,8 +34,13 @@ import (
 // unmapped when the load ends; a mapping the system refuses is an error
 // wrapping ggml.ErrOutOfMemory.
 type Memory struct {
-	Weights  uint64 // allocated weight buffers in this process: host buffer types, the CPU's, software devices' (lavapipe)
-	Mapped   uint64 // the model's files, mapped whole with mmap
+	Weights uint64 // allocated weight buffers in this process: host buffer types, the CPU's, software devices' (lavapipe)
+	Mapped  uint64 // the model's files, mapped whole with mmap (address space)
+	// MappedIn is the part of Mapped whose pages the load maps in (resident
+	// memory, shared with the page cache): the file ranges of the buffers
+	// made over the mapping, or the whole files where mmap populates every
+	// page (MAP_POPULATE, on kernels without MADV_POPULATE_READ).
+	MappedIn uint64
 	Staging  uint64 // pinned staging rings
 	Bounce   uint64 // bounce buffers, at most, every device together
 	Direct   uint64 // direct-read bounce buffers, at most
@@ -65,6 +70,17 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 	if mapped {
 		for _, f := range p.Model.Files {
 			m.Mapped += uint64(f.Size)
+		}
+		m.MappedIn = m.Mapped
+		if !mapsWhole(p) {
+			m.MappedIn = 0
+			for _, c := range p.Contexts {
+				for _, b := range c.Buffers {
+					if c.Mapped {
+						m.MappedIn += uint64(b.Last - b.First)
+					}
+				}
+			}
 		}
 	}
 	direct := p.LoadMode == place.LoadDirectIO
@@ -207,4 +223,20 @@ func directAlignment(path string) uint64 {
 	}
 	align, _ := directAlign(-1, path, int64(blockSize(st)))
 	return uint64(align)
+}
+
+// mapsWhole reports whether a load of p maps in every page of its files:
+// mmap with MAP_POPULATE (mapFile), where the kernel cannot populate part
+// of a mapping later (populateLater) and no tensor is lazy. Off Linux the
+// answer bounds what a mapping's readahead may map in.
+func mapsWhole(p *place.Plan) bool {
+	if !p.UseMmap || populateLater() {
+		return false
+	}
+	for _, t := range p.Tensors {
+		if t.Lazy {
+			return false
+		}
+	}
+	return true
 }

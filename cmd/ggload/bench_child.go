@@ -292,11 +292,11 @@ func (res *childResult) timeLoad() func() {
 
 // hostResident sums what a load keeps in this process's memory: the
 // allocated buffers there (host buffer types, the CPU's, a software
-// device's) and, with mmap, the mapped files (their pages count in the
-// process's RSS while mapped).
+// device's) and the pages of the mapped files that the load maps in (they
+// count in the process's RSS while mapped).
 func hostResident(p *place.Plan) uint64 {
 	m := loader.MemoryOf(p, loader.Options{})
-	return m.Weights + m.Mapped
+	return m.Weights + m.MappedIn
 }
 
 // peakRSS is this process's high-water resident set (VmHWM), 0 where
