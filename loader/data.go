@@ -61,9 +61,7 @@ func (l *load) zeroCopy(t task) error {
 // set.
 func (ln *lane) loadOne(t task) error {
 	l := ln.l
-	mdl := l.model
-	w := t.w
-	f := mdl.files[w.File]
+	f := l.model.files[t.w.File]
 	if !l.laneReads(t) {
 		t.pl.Path = PathRead
 		ln.readers = true
@@ -84,8 +82,9 @@ func (l *load) laneReads(t task) bool {
 // fill moves a tensor that is not zero copy, bound for a device buffer,
 // from src into its buffer (the reader pool reads into host memory):
 // through the pinned staging ring where the device can upload
-// asynchronously; otherwise to an RPC server whole through its connection's queue (rpcqueue.go: its
-// file cache recognises tensors by the hash of the whole); otherwise
+// asynchronously; otherwise to an RPC server whole through its
+// connection's queue (rpcqueue.go: its file cache recognises tensors by
+// the hash of the whole); otherwise
 // through a bounce buffer and tensor_set: in pieces of whole rows, or whole
 // where the buffer type transforms what it is given (CPU_REPACK and other
 // extra or split buffer types). The path is set here. The bytes count as

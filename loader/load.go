@@ -396,14 +396,7 @@ func (l *load) openFiles() error {
 
 // mapFiles maps the files when the plan uses mmap or reads some tensor lazily.
 func (l *load) mapFiles() error {
-	var lazy [][][2]int64 = make([][][2]int64, len(l.gm.Files))
-	anyLazy := false
-	for _, t := range l.p.Tensors {
-		if t.Lazy {
-			lazy[t.Weight.File] = append(lazy[t.Weight.File], [2]int64{t.Weight.Offset, t.Weight.Offset + t.Bytes})
-			anyLazy = true
-		}
-	}
+	lazy, anyLazy := lazyRanges(l.p)
 	l.model.mappings = make([]*mapping, len(l.gm.Files))
 	l.bufs.used = make([][2]int64, len(l.gm.Files))
 	if !l.p.UseMmap && !anyLazy {

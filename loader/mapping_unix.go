@@ -58,7 +58,7 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		log.Warn("posix_fadvise(POSIX_FADV_SEQUENTIAL) failed", "file", f.Name(), "err", err)
 	}
 	flags := unix.MAP_SHARED
-	if prefetch && len(lazy) == 0 && !populateLater() {
+	if populatesAll(prefetch, lazy) {
 		flags |= mapPopulate
 	}
 	// MmapPtr, not Mmap: pieces of the mapping are unmapped one by one

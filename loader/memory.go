@@ -38,7 +38,7 @@ type Memory struct {
 	Mapped  uint64 // the model's files, mapped whole with mmap (address space)
 	// MappedIn is the part of Mapped whose pages the load maps in (resident
 	// memory, shared with the page cache): the file ranges of the buffers
-	// made over the mapping, or the whole files where mmap populates every
+	// made over the mapping, or a whole file where mmap populates every
 	// page (MAP_POPULATE, on kernels without MADV_POPULATE_READ).
 	MappedIn uint64
 	Staging  uint64 // pinned staging rings
@@ -71,12 +71,20 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 		for _, f := range p.Model.Files {
 			m.Mapped += uint64(f.Size)
 		}
-		m.MappedIn = m.Mapped
-		if !mapsWhole(p) {
-			m.MappedIn = 0
+		// a file mapped in whole, or its buffers' ranges (a NUMA
+		// machine, which prefetches nothing, is bounded by the former)
+		lazy, _ := lazyRanges(p)
+		for i, f := range p.Model.Files {
+			if populatesAll(p.UseMmap, lazy[i]) {
+				m.MappedIn += uint64(f.Size)
+				continue
+			}
 			for _, c := range p.Contexts {
+				if !c.Mapped {
+					continue
+				}
 				for _, b := range c.Buffers {
-					if c.Mapped {
+					if b.File == i {
 						m.MappedIn += uint64(b.Last - b.First)
 					}
 				}
@@ -223,20 +231,4 @@ func directAlignment(path string) uint64 {
 	}
 	align, _ := directAlign(-1, path, int64(blockSize(st)))
 	return uint64(align)
-}
-
-// mapsWhole reports whether a load of p maps in every page of its files:
-// mmap with MAP_POPULATE (mapFile), where the kernel cannot populate part
-// of a mapping later (populateLater) and no tensor is lazy. Off Linux the
-// answer bounds what a mapping's readahead may map in.
-func mapsWhole(p *place.Plan) bool {
-	if !p.UseMmap || populateLater() {
-		return false
-	}
-	for _, t := range p.Tensors {
-		if t.Lazy {
-			return false
-		}
-	}
-	return true
 }
