@@ -101,6 +101,18 @@ func adviseNewMemory(before anonRanges) anonRanges {
 	return out
 }
 
+// release drops the pages of the ranges (MADV_DONTNEED), memory of this
+// process that is about to be freed: glibc hands the pages of a freed
+// chunk back only from the free lists and from the top of the main arena
+// (malloc_trim), so a buffer freed at the top of another thread's arena
+// would stay resident until that arena grows again. The ranges must be
+// whole pages of one buffer, still held: what they held reads as zeros.
+func (rs anonRanges) release() {
+	for _, r := range rs {
+		unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED)
+	}
+}
+
 // bytes is the memory the ranges span.
 func (rs anonRanges) bytes() uint64 {
 	var n uint64

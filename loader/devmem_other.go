@@ -13,6 +13,8 @@ func adviseNewMemory(before anonRanges) anonRanges { return nil }
 
 func (rs anonRanges) bytes() uint64 { return 0 }
 
+func (rs anonRanges) release() {}
+
 type prefaulter struct{}
 
 func prefault(rs anonRanges) *prefaulter { return &prefaulter{} }

@@ -98,7 +98,11 @@
 // Runtime.Close hand that memory back at once (ggml.ReleaseFreedMemory,
 // malloc_trim), so that the resident size returns after Close with no
 // setting; a program that frees native memory by other ways can call it
-// too. MALLOC_ARENA_MAX=2 (fewer arenas) and MALLOC_TRIM_THRESHOLD_ (give
+// too. malloc_trim leaves the pages at the top of every arena but the
+// first thread's, where a freed buffer merges, so the loader also drops
+// the pages of the memory it knows to be plain memory of the process (the
+// CPU's weight buffers, a software device's staging slots) just before it
+// frees them. MALLOC_ARENA_MAX=2 (fewer arenas) and MALLOC_TRIM_THRESHOLD_ (give
 // back sooner) bound what glibc keeps between calls.
 //
 // Faults are errors: a file that shrank, a mapping that cannot be read, an

@@ -565,6 +565,7 @@ func (l *load) allocate() error {
 			// pages, faulted in ahead of the readers and repacks
 			if rs := plainMemory(buf.Base(), buf.Size()); rs != nil {
 				l.faults.device = append(l.faults.device, prefault(rs))
+				lb.plain = rs
 			}
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {

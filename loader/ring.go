@@ -23,6 +23,7 @@ type stagingRing struct {
 	next      int
 	cycles    int
 	faults    *prefaulter // a software device's slots, faulted in ahead
+	plain     anonRanges  // and their pages, dropped before they are freed
 }
 
 // ring returns the staging ring for the device of buffer b, or nil when the
@@ -96,6 +97,7 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 	}
 	if len(fresh) > 0 {
 		r.faults = prefault(fresh)
+		r.plain = fresh
 	}
 	be, err := dev.NewBackend()
 	if err != nil {
@@ -192,6 +194,8 @@ func (r *stagingRing) close() error {
 		r.faults.wait() // before the memory it faults in is freed
 		r.faults = nil
 	}
+	r.plain.release()
+	r.plain = nil
 	for _, b := range r.slots {
 		b.Free()
 	}
