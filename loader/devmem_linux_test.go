@@ -342,24 +342,19 @@ func fromArenas(t *testing.T, rt *ggml.Runtime) {
 // which it is locked.
 func offMainThread(fn func()) {
 	done := make(chan struct{})
-	run := func() {
+	var run func()
+	run = func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			go run() // while this goroutine holds the first thread
+			<-done
+			return
+		}
 		fn()
 		close(done)
 	}
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if unix.Gettid() != unix.Getpid() {
-			fn()
-			close(done)
-			return
-		}
-		// this goroutine holds the first thread, so no other runs there
-		go run()
-		<-done
-	}()
+	go run()
 	<-done
 }
 

@@ -60,6 +60,24 @@ const (
 	stagingSize = 1 << 20  // a staging slot without direct I/O
 )
 
+// staging is the shape of a staging ring: Options.StagingSlots slots of
+// StagingSize bytes, or by default 4 of 1 MiB, or of a direct read
+// (directIOBufferSize) and two blocks where the files are read with
+// direct I/O of alignment align (> 1).
+func (o Options) staging(align uint64) (slots int, size uint64) {
+	slots, size = o.StagingSlots, o.StagingSize
+	if slots <= 0 {
+		slots = 4
+	}
+	if size == 0 {
+		size = stagingSize
+		if align > 1 {
+			size = directIOBufferSize + 2*align
+		}
+	}
+	return slots, size
+}
+
 // MemoryOf bounds what Load(p, o) takes from this process's memory.
 func MemoryOf(p *place.Plan, o Options) Memory {
 	var m Memory
@@ -98,17 +116,8 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 			align = max(align, directAlignment(path))
 		}
 	}
-	slots := uint64(o.StagingSlots)
-	if slots == 0 {
-		slots = 4
-	}
-	slot := o.StagingSize
-	if slot == 0 {
-		slot = stagingSize
-		if align > 1 {
-			slot = directIOBufferSize + 2*align
-		}
-	}
+	n, slot := o.staging(align)
+	slots := uint64(n)
 	type laneUse struct {
 		sum, largest uint64 // bytes of its tensors set whole, and the largest
 		piece        uint64 // its largest piece of a set in pieces

@@ -55,21 +55,11 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 		ln.rings[dev] = nil
 		return nil, nil
 	}
-	slots := l.o.StagingSlots
-	if slots <= 0 {
-		slots = 4
+	align := uint64(1)
+	for _, f := range l.model.files {
+		align = max(align, uint64(f.alignment()))
 	}
-	size := l.o.StagingSize
-	if size == 0 {
-		align := int64(1)
-		for _, f := range l.model.files {
-			align = max(align, f.alignment())
-		}
-		size = 1 << 20
-		if align > 1 {
-			size = directIOBufferSize + 2*uint64(align)
-		}
-	}
+	slots, size := l.o.staging(align)
 	r := &stagingRing{dev: dev, size: size, slotCount: slots, recorded: make([]bool, slots)}
 	fail := func(err error) (*stagingRing, error) {
 		r.close()
