@@ -185,8 +185,9 @@ type Buffer struct {
 	rt *Runtime
 	h  bindings.Buffer
 
-	mu    sync.RWMutex // write-held by Free
-	freed bool
+	mu     sync.RWMutex // write-held by Free
+	freed  bool
+	before []func() // run by Free just before the native free
 }
 
 // newBuffer wraps a buffer made while rt.begin holds the runtime open.
@@ -362,6 +363,20 @@ func (b *Buffer) Contains(p unsafe.Pointer, n uint64) bool {
 	return a >= base && uint64(a-base)+n <= uint64(b.rt.lib.BufferGetSize(b.h))
 }
 
+// BeforeFree has fn run once, by whichever Free frees the buffer (its
+// own, or the runtime's Close), just before the native free: while the
+// memory is still the buffer's, with no read or write of its tensors in
+// progress. It fails with ErrClosed once the buffer is freed.
+func (b *Buffer) BeforeFree(fn func()) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed {
+		return fmt.Errorf("%w: buffer freed", ErrClosed)
+	}
+	b.before = append(b.before, fn)
+	return nil
+}
+
 // Free releases the buffer once it is not in use; later calls do nothing.
 func (b *Buffer) Free() {
 	if b == nil {
@@ -373,6 +388,10 @@ func (b *Buffer) Free() {
 		return
 	}
 	b.freed = true
+	for _, fn := range b.before {
+		fn()
+	}
+	b.before = nil
 	liveBuffers.Add(-1)
 	handles.remove(b.h, true)
 	b.rt.lib.BufferFree(b.h)

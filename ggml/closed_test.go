@@ -270,3 +270,40 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// BeforeFree's functions run once, just before the native free, whether
+// the buffer's Free or its runtime's Close frees it, while its memory is
+// still readable; once freed, BeforeFree is refused.
+func TestBeforeFree(t *testing.T) {
+	for _, by := range []string{"buffer", "runtime"} {
+		t.Run(by, func(t *testing.T) {
+			rt := ownRuntime(t, ggml.Options{})
+			b, err := rt.CPUBufferType().Alloc(4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Clear(7); err != nil {
+				t.Fatal(err)
+			}
+			base := (*[4096]byte)(b.Base())
+			var seen []byte
+			for range 2 {
+				if err := b.BeforeFree(func() { seen = append(seen, base[4095]) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if by == "buffer" {
+				b.Free()
+			} else {
+				rt.Close()
+			}
+			b.Free()
+			if !bytes.Equal(seen, []byte{7, 7}) {
+				t.Errorf("BeforeFree's functions saw %v, want [7 7]: each once, before the free", seen)
+			}
+			if err := b.BeforeFree(func() {}); !errors.Is(err, ggml.ErrClosed) {
+				t.Errorf("BeforeFree on a freed buffer: %v", err)
+			}
+		})
+	}
+}

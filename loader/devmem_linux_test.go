@@ -378,11 +378,15 @@ func TestClosedStagingRingLeavesNoPages(t *testing.T) {
 		t.Fatalf("no staging ring for %s: %v", vk.Name(), err)
 	}
 	r.faults.finish()
-	if len(r.plain) != 4 {
-		r.close()
-		t.Fatalf("the ring's plain memory is %v, not its 4 slots", r.plain)
+	var rs anonRanges
+	for _, b := range r.slots {
+		rs = append(rs, wholePages(b.Base(), b.Size())...)
 	}
-	freedLeavesNoPages(t, "the staging slots", r.plain, r.close)
+	if len(rs) != 4 {
+		r.close()
+		t.Fatalf("the ring's memory is %v, not its 4 slots", rs)
+	}
+	freedLeavesNoPages(t, "the staging slots", rs, r.close)
 }
 
 // freedLeavesNoPages checks that the pages of rs, faulted in, are gone
@@ -403,9 +407,21 @@ func freedLeavesNoPages(t *testing.T, what string, rs anonRanges, free func() er
 }
 
 // Model.Close drops the pages of the CPU's weight buffers before it frees
-// them, for the same reason.
+// them, for the same reason, and so does the runtime's Close where it
+// frees them first (the model's Close then touches nothing).
 func TestClosedModelLeavesNoPages(t *testing.T) {
-	rt := testenv.Runtime(t)
+	for _, by := range []string{"model", "runtime"} {
+		t.Run(by, func(t *testing.T) { closedModelLeavesNoPages(t, by) })
+	}
+}
+
+func closedModelLeavesNoPages(t *testing.T, by string) {
+	testenv.Runtime(t) // the shared one sets the environment up
+	rt, err := ggml.Open(context.Background(), ggml.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
 	fromArenas(t, rt)
 	spec := synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, Vocab: 4096, Weights: ggml.TypeQ8_0}
 	gm := testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
@@ -422,9 +438,16 @@ func TestClosedModelLeavesNoPages(t *testing.T) {
 	}
 	var rs anonRanges
 	for _, b := range lm.buffers {
-		rs = append(rs, b.plain...)
+		rs = append(rs, wholePages(b.Buffer.Base(), b.Buffer.Size())...)
 	}
-	freedLeavesNoPages(t, "the CPU's weight buffers", rs, lm.Close)
+	if by == "model" {
+		freedLeavesNoPages(t, "the CPU's weight buffers", rs, lm.Close)
+		return
+	}
+	freedLeavesNoPages(t, "the CPU's weight buffers", rs, func() error { rt.Close(); return nil })
+	if err := lm.Close(); err != nil { // touching none of the freed memory
+		t.Errorf("the model's Close after the runtime's: %v", err)
+	}
 }
 
 // An mmap load onto a device reads the tensors that leave the mapping from

@@ -101,8 +101,8 @@
 // too. malloc_trim leaves the pages at the top of every arena but the
 // first thread's, where a freed buffer merges, so the loader also drops
 // the pages of the memory it knows to be plain memory of the process (the
-// CPU's weight buffers, a software device's staging slots) just before it
-// frees them. MALLOC_ARENA_MAX=2 (fewer arenas) and
+// CPU's weight buffers, a software device's staging slots) just before
+// they are freed, by whichever Close frees them. MALLOC_ARENA_MAX=2 (fewer arenas) and
 // MALLOC_TRIM_THRESHOLD_ (give back sooner) bound what glibc keeps
 // between calls.
 //

@@ -565,7 +565,9 @@ func (l *load) allocate() error {
 			// pages, faulted in ahead of the readers and repacks
 			if rs := plainMemory(buf.Base(), buf.Size()); rs != nil {
 				l.faults.device = append(l.faults.device, prefault(rs))
-				lb.plain = rs
+				// the pages go before the memory does, whoever frees it
+				// (the model's Close, or the runtime's first)
+				buf.BeforeFree(rs.release)
 			}
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
@@ -588,6 +590,11 @@ func (l *load) allocate() error {
 // writes.
 func plainMemory(p unsafe.Pointer, n uint64) anonRanges {
 	adviseHugePages(p, n)
+	return wholePages(p, n)
+}
+
+// wholePages are the whole pages of [p, p+n).
+func wholePages(p unsafe.Pointer, n uint64) anonRanges {
 	b := uintptr(p)
 	if start, end := (b+4095)&^4095, (b+uintptr(n))&^4095; end > start {
 		return anonRanges{{start, end}}

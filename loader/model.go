@@ -43,7 +43,6 @@ type LoadedBuffer struct {
 	First      int64
 	Last       int64
 	context    int
-	plain      anonRanges // its whole pages, where it is plain memory of this process
 }
 
 // Stats are the load's timings and volumes.
@@ -192,8 +191,6 @@ func (m *Model) free() error {
 	}
 	m.contexts = nil
 	for _, b := range m.buffers {
-		b.plain.release()
-		b.plain = nil
 		b.Buffer.Free() // the list stays for reports
 	}
 	var first error

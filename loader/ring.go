@@ -23,7 +23,6 @@ type stagingRing struct {
 	next      int
 	cycles    int
 	faults    *prefaulter // a software device's slots, faulted in ahead
-	plain     anonRanges  // and their pages, dropped before they are freed
 }
 
 // ring returns the staging ring for the device of buffer b, or nil when the
@@ -77,7 +76,10 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 		}
 		r.slots = append(r.slots, buf)
 		if soft && buf.Base() != nil {
-			fresh = append(fresh, plainMemory(buf.Base(), buf.Size())...)
+			rs := plainMemory(buf.Base(), buf.Size())
+			fresh = append(fresh, rs...)
+			// its pages go before it does, whoever frees it
+			buf.BeforeFree(rs.release)
 		}
 		ev, err := dev.NewEvent()
 		if err != nil {
@@ -87,7 +89,6 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 	}
 	if len(fresh) > 0 {
 		r.faults = prefault(fresh)
-		r.plain = fresh
 	}
 	be, err := dev.NewBackend()
 	if err != nil {
@@ -184,8 +185,6 @@ func (r *stagingRing) close() error {
 		r.faults.wait() // before the memory it faults in is freed
 		r.faults = nil
 	}
-	r.plain.release()
-	r.plain = nil
 	for _, b := range r.slots {
 		b.Free()
 	}
