@@ -572,6 +572,7 @@ func (l *load) allocate() error {
 		}
 		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
 			lk := newMemLock(buf.Base(), uintptr(buf.Size()), "the "+c.BufferType.Name()+" weight buffer", l.warn)
+			buf.BeforeFree(lk.release) // unlocked before it is freed, whoever frees it
 			lk.growTo(uintptr(buf.Size()))
 			mdl.locks = append(mdl.locks, lk)
 		}

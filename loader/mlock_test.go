@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
@@ -139,5 +140,33 @@ func mlockChild(t *testing.T, kase string) {
 				t.Fatalf("%s: %d bytes still locked after Close", what, now-base)
 			}
 		}
+	}
+	if kase != "capable" {
+		return
+	}
+	// a runtime closed before the model frees the weight buffers unlocked
+	// (memory locked and freed would stay locked in the allocator's
+	// heap), and the model's Close then unlocks nothing of what was freed
+	own, err := ggml.Open(context.Background(), ggml.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := place.New(own, gm, place.Params{LoadMode: place.LoadMlock, Devices: []string{"none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := loader.Load(context.Background(), p, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vmLocked(t) == base {
+		t.Fatal("mlock locked nothing")
+	}
+	own.Close()
+	if now := vmLocked(t); now != base {
+		t.Errorf("%d bytes still locked after the runtime's Close", now-base)
+	}
+	if err := lm.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
