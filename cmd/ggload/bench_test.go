@@ -262,12 +262,36 @@ func TestBenchColdAndScale(t *testing.T) {
 	if !rep.Cold || strings.Join(modes, ",") != "none,mmap,dio,auto" || rep.Rates.Cold <= 0 || rep.Rates.ColdDepth < 1 {
 		t.Fatalf("cold report: modes %v, %+v", modes, rep.Rates)
 	}
+	// a direct read's floor is the disk's, into fresh memory too
+	if r := rep.Rates; r.ReadDirect != r.Cold || r.ReadDirectFresh != r.Cold {
+		t.Errorf("cold direct rates %+v: both must be the cold pass's", r)
+	}
 	// on a virtual machine whose host takes freed memory back, every
 	// process is preceded by the memory it will take, faulted in
 	if rep.FreePageReporting != freePageReporting() || rep.FreePageReporting != (rep.BackedMemory >= uint64(2*rep.Bytes)) {
 		t.Errorf("free page reporting %v (here %v), %d bytes backed for a model of %d", rep.FreePageReporting, freePageReporting(), rep.BackedMemory, rep.Bytes)
 	}
 
+	// warm, direct reads onto the CPU fill fresh memory: their floor is
+	// the file read with O_DIRECT into memory never touched, and the
+	// disk gave at least as much into reused memory
+	out, err = runCLI(t, "bench", "--size", "8MiB", "--runs", "1", "--modes", "dio", "--targets", "none", "--no-llama", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = benchReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r := rep.Rates; r.DirectNote == "" && (r.ReadDirectFresh <= 0 || r.ReadDirect < r.ReadDirectFresh) {
+		t.Errorf("direct rates %+v", r)
+	} else if f := rep.Floors["dio/none"]; r.DirectNote == "" {
+		// the CPU's bytes at the fresh rate: the tensors, a little less
+		// than the file
+		if n := f.S * r.ReadDirectFresh * 1e9; n < 0.9*float64(rep.Bytes) || n > 1.001*float64(rep.Bytes) {
+			t.Errorf("dio/none floor %+v at %.2f GB/s covers %.0f bytes of a %d-byte model", f, r.ReadDirectFresh, n, rep.Bytes)
+		}
+	}
 	out, err = runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--json")
 	if err != nil {
 		t.Fatal(err)
