@@ -53,6 +53,10 @@ type childResult struct {
 	Staging uint64 `json:"staging"`
 	// Devices are ggload's upload pipelines, one per device.
 	Devices []childDevice `json:"devices,omitempty"`
+	// DirectCopied is the bytes direct reads copied out of bounce
+	// buffers (loader.Stats.DirectCopied): where the memory read into
+	// did not line up with the disk's direct-I/O blocks.
+	DirectCopied uint64 `json:"direct_copied,omitempty"`
 	// PeakRSS is the process's VmHWM at exit (the parent's rusage would
 	// count the parent's own pages: the child starts as a copy of it).
 	PeakRSS uint64 `json:"peak_rss"`
@@ -273,6 +277,7 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 		res.Staging += d.Staging + d.Bounce
 	}
 	res.Staging += lm.Stats.Direct // direct reads' bounce buffers, by design too
+	res.DirectCopied = lm.Stats.DirectCopied
 	return res, lm.Close()
 }
 

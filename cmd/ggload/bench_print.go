@@ -34,6 +34,7 @@ func printBench(w io.Writer, rep benchReport) {
 	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (the fastest the case can be here: what its reads and uploads cost alone); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
 	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging and bounce memory ggload holds by design (direct reads' included) + 16 MiB per device (+ the RPC client's two queued messages per server, each the biggest tensor)\n", float64(rep.BaselineRSS)/(1<<20))
 	printKernel(w, rep)
+	printBounced(w, rep)
 	for _, r := range rep.Rows {
 		if len(r.Devices) > 1 || r.Solo != nil {
 			fmt.Fprintf(w, "%s→%s, per device (at once", r.Mode, r.Target)
@@ -65,6 +66,20 @@ func printBench(w io.Writer, rep benchReport) {
 		}
 		if r.Llama != nil && r.Llama.Err != "" {
 			fmt.Fprintf(w, "%s→%s: llama.cpp: %s\n", r.Mode, r.Target, r.Llama.Err)
+		}
+	}
+}
+
+// printBounced says which cases' direct reads went through bounce
+// buffers: a read goes straight into place only where the memory it fills
+// lines up with the disk's direct-I/O blocks as the file does (on a disk
+// that needs 512-byte aligned memory, a CPU buffer lines up with 1 file
+// in 16), and is copied once more otherwise.
+func printBounced(w io.Writer, rep benchReport) {
+	for _, r := range rep.Rows {
+		if n := r.Ggload.DirectCopied; n > 0 {
+			fmt.Fprintf(w, "%s→%s: direct reads copied %.2f MiB of the %.2f GiB model out of bounce buffers (where the memory read into does not line up with the disk's direct-I/O blocks as the file does)\n",
+				r.Mode, r.Target, float64(n)/(1<<20), float64(rep.Bytes)/(1<<30))
 		}
 	}
 }

@@ -44,8 +44,11 @@ type implResult struct {
 	GBps     float64 `json:"gb_per_s"`
 	PeakRSS  uint64  `json:"peak_rss"`
 	ExtraRSS int64   `json:"extra_rss"` // peak minus the idle process minus what stays resident by design
-	Runs     int     `json:"runs"`      // that succeeded
-	Err      string  `json:"error,omitempty"`
+	// DirectCopied is the most bytes a run's direct reads copied out of
+	// bounce buffers (ggload only).
+	DirectCopied uint64 `json:"direct_copied,omitempty"`
+	Runs         int    `json:"runs"` // that succeeded
+	Err          string `json:"error,omitempty"`
 }
 
 // deviceResult is one device's upload pipeline over a case's runs.
@@ -155,6 +158,7 @@ func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
 			kernel = append(kernel, *k)
 		}
 		res.PeakRSS = max(res.PeakRSS, m.PeakRSS)
+		res.DirectCopied = max(res.DirectCopied, m.child.DirectCopied)
 	}
 	res.Runs = len(ok)
 	res.Wall, res.Load = statOf(wall), statOf(load)

@@ -292,6 +292,17 @@ func TestBenchColdAndScale(t *testing.T) {
 			t.Errorf("dio/none floor %+v at %.2f GB/s covers %.0f bytes of a %d-byte model", f, r.ReadDirectFresh, n, rep.Bytes)
 		}
 	}
+	// what direct reads copied out of bounce buffers is counted, and is
+	// said where there was any
+	if len(rep.Rows) != 1 || rep.Rows[0].Ggload.DirectCopied > uint64(rep.Bytes) {
+		t.Fatalf("dio rows %+v: at most the model's %d bytes copied", rep.Rows, rep.Bytes)
+	}
+	var said bytes.Buffer
+	rep.Rows[0].Ggload.DirectCopied = 3 << 20
+	printBounced(&said, rep)
+	if !strings.Contains(said.String(), "dio→none: direct reads copied 3.00 MiB") {
+		t.Errorf("the bounced bytes said as %q", said.String())
+	}
 	out, err = runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--json")
 	if err != nil {
 		t.Fatal(err)
