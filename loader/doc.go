@@ -102,9 +102,9 @@
 // first thread's, where a freed buffer merges, so the loader also drops
 // the pages of the memory it knows to be plain memory of the process (the
 // CPU's weight buffers, a software device's staging slots) just before
-// they are freed, by whichever Close frees them. MALLOC_ARENA_MAX=2 (fewer arenas) and
-// MALLOC_TRIM_THRESHOLD_ (give back sooner) bound what glibc keeps
-// between calls.
+// they are freed, by whichever Close frees them. MALLOC_ARENA_MAX=2
+// (fewer arenas) and MALLOC_TRIM_THRESHOLD_ (give back sooner) bound what
+// glibc keeps between calls.
 //
 // Faults are errors: a file that shrank, a mapping that cannot be read, an
 // allocation a device refuses, an RPC server that fails or answers garbage,

@@ -100,9 +100,10 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 		if r.ReadDirect, err = readRate(m.Paths, size, false, true); err != nil {
 			r.ReadDirect, r.DirectNote = r.ReadWarm, fmt.Sprintf("no direct I/O here (%v): page-cache reads instead", err)
 			r.ReadDirectFresh = r.ReadFresh
-		} else if r.ReadDirectFresh, err = readRate(m.Paths, size, true, true); err != nil {
-			return fmt.Errorf("floor: %w", err)
-		} else {
+		} else if !bf.cold { // cold, the disk's pass below is the floor
+			if r.ReadDirectFresh, err = readRate(m.Paths, size, true, true); err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
 			// the disk gave at least that into reused memory too (a
 			// virtual disk has slow moments: a pass may meet one)
 			r.ReadDirect = max(r.ReadDirect, r.ReadDirectFresh)
@@ -121,10 +122,8 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 		// read's, the best of its queue depths (a pass of the floor's own
 		// readers above may have been slower)
 		r.ReadFresh, r.ReadWarm, r.ReadDirect = min(r.ReadFresh, r.Cold), min(r.ReadWarm, r.Cold), r.Cold
-		if r.ReadDirectFresh > 0 {
-			// the floor of a direct read stays the disk's (the one
-			// O_DIRECT pass), into fresh memory too
-			r.ReadDirectFresh = r.Cold
+		if need["dio"] || need["direct-io"] {
+			r.ReadDirectFresh = r.Cold // into fresh memory too
 		}
 		r.MapS = max(r.MapS, float64(size)/r.Cold/1e9)
 	}
