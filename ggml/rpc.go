@@ -406,7 +406,7 @@ func dirBase(dir string) string {
 const RPCHashThreshold = rpcrelay.HashThreshold
 
 // RPCSet is tensor data for the server behind a guarded RPC device, which
-// the guard sends itself (Device.SendRPC).
+// the guard sends itself (Device.SendRPC), or (Get) reads back from it.
 type RPCSet struct {
 	Tensor *Tensor
 	Offset uint64 // into the tensor
@@ -422,6 +422,12 @@ type RPCSet struct {
 	// in its file cache) and without a probe: for bytes a probe of Data
 	// nil found missing.
 	Cache bool
+	// Get reads the Size bytes at Offset back into Data instead, once
+	// every request queued before it is written; Done is called when
+	// they are in (and Data must be kept until then). Reads queued one
+	// after another go out ahead of their replies: one round trip for
+	// all of them, where ggml's client waits one per read.
+	Get bool
 	// Hash returns the bytes' FNV-1a hash (64 bits, hash/fnv's
 	// New64a), waiting for it if need be; it is called once, when the
 	// probe is due, on another goroutine.
@@ -460,7 +466,7 @@ func (d *Device) SendRPC(x RPCSet) (err error) {
 	if c.Buffer == 0 || c.Data == nil {
 		return fmt.Errorf("ggml: rpc set: tensor %s has no memory", x.Tensor.name)
 	}
-	set := &rpcrelay.Set{Base: uint64(uintptr(d.rt.lib.BufferGetBase(c.Buffer))), Offset: x.Offset, Size: x.Size, Data: x.Data, Probe: x.Probe, Cache: x.Cache, Hash: x.Hash, Done: x.Done}
+	set := &rpcrelay.Set{Base: uint64(uintptr(d.rt.lib.BufferGetBase(c.Buffer))), Offset: x.Offset, Size: x.Size, Data: x.Data, Probe: x.Probe, Cache: x.Cache, Get: x.Get, Hash: x.Hash, Done: x.Done}
 	if err := packTensor(&set.Tensor, c); err != nil {
 		return fmt.Errorf("ggml: rpc set: tensor %s: %w", x.Tensor.name, err)
 	}

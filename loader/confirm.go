@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -18,7 +19,9 @@ import (
 // claimed a cache hit it did not have would leave the load looking done.
 // So a window of every tensor sent to a server is read back (one
 // GET_TENSOR each) and compared with the bytes that were sent; the
-// window's place is drawn per load.
+// window's place is drawn per load. Through the guard the reads go out
+// together, behind the lane's sets and ahead of their replies: one round
+// trip for the lane, where ggml's client waits one per read.
 
 // sampleSize is the length of the window read back per tensor.
 const sampleSize = 64
@@ -79,19 +82,49 @@ func (ln *lane) confirm() error {
 	pin.Pin(&got[0])
 	defer pin.Unpin()
 	at := func(k int) []byte { return got[k*sampleSize : k*sampleSize+len(ln.samples[k].want)] }
-	var first error
+	var (
+		first  error
+		native = map[*rpcQueue]bool{}
+		guard  sync.WaitGroup // the reads the guard makes itself
+		errs   = make([]error, len(ln.samples))
+	)
 	for k, s := range ln.samples {
 		pl := &l.model.placements[s.i]
-		if err := s.q.backend.GetTensorAsync(pl.Tensor, unsafe.Pointer(&at(k)[0]), uint64(s.off), uint64(len(s.want))); err != nil {
+		dst := at(k)
+		var err error
+		if d := pl.Buffer.Device; d.SendsRPC() {
+			// all written at once, behind the sets, ahead of their
+			// replies: one round trip, not one per tensor
+			guard.Add(1)
+			err = d.SendRPC(ggml.RPCSet{Tensor: pl.Tensor, Offset: uint64(s.off), Size: uint64(len(dst)), Data: dst, Get: true,
+				Done: func(_ bool, err error) { errs[k] = err; guard.Done() }})
+			if err != nil {
+				guard.Done()
+			}
+		} else {
+			native[s.q] = true
+			err = s.q.backend.GetTensorAsync(pl.Tensor, unsafe.Pointer(&dst[0]), uint64(s.off), uint64(len(dst)))
+		}
+		if err != nil {
 			first = l.tensorError("confirm", pl.Plan, fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err))
 			break
 		}
 	}
 	// wait for what was queued even after a failure: the reads write
 	// into got
+	guard.Wait()
 	for dev, q := range ln.rpcs {
+		if !native[q] {
+			continue
+		}
 		if err := q.backend.Synchronize(); err != nil && first == nil {
 			first = deviceError("confirm", dev.Name(), "", fmt.Errorf("loader: confirming tensors: %w", err))
+		}
+	}
+	for k, err := range errs {
+		if err != nil && first == nil {
+			pl := &l.model.placements[ln.samples[k].i]
+			first = l.tensorError("confirm", pl.Plan, fmt.Errorf("loader: confirming tensor '%s': %w", pl.Plan.Name, err))
 		}
 	}
 	if first != nil {

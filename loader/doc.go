@@ -65,7 +65,9 @@
 // Weights sent to an RPC server are confirmed before the load succeeds: a
 // sample of every tensor is read back and compared with what was sent (the
 // pinned protocol has no command that reports what a buffer holds, and
-// SET_TENSOR has no reply).
+// SET_TENSOR has no reply). The reads of a device go out at once, ahead
+// of their replies, so that confirming costs one round trip, not one per
+// tensor.
 //
 // RPC servers get their weights from the guard in front of them, which
 // speaks the protocol itself (requests byte for byte as ggml's client

@@ -58,6 +58,11 @@ type Set struct {
 	// Cache sends the bytes with the cache flag, without a probe: the
 	// server's cache missed them already (a probe of Data nil).
 	Cache bool
+	// Get reads the Size bytes at Offset back into Data (GET_TENSOR)
+	// instead of setting them, once every set queued before it is
+	// written; Done is called when they are in. Reads queued one after
+	// another are written ahead of their replies.
+	Get bool
 	// Hash returns FNV-1a of the bytes, 64 bits (hash/fnv's New64a),
 	// waiting for it if need be; called once, when the probe is due.
 	Hash func() uint64
@@ -80,6 +85,9 @@ func (g *Guard) Send(x *Set) error {
 	}
 	if x.Data == nil && !x.Probe {
 		return errors.New("rpc set: no data and no probe")
+	}
+	if x.Get && (x.Data == nil || x.Probe || x.Cache) {
+		return errors.New("rpc set: a read needs its memory and takes no probe or cache flag")
 	}
 	if x.Probe && x.Hash == nil {
 		return errors.New("rpc set: a probe without a hash")
@@ -203,6 +211,9 @@ func (u *setter) run() {
 		}()
 	}
 	inflight := 0
+	// probing are the probes in flight whose bytes go after a miss: a
+	// read waits for them, as the sets before it are written first
+	probing := 0
 	var misses []*Set
 	// dirty are the hashes whose data is not written yet: a probe for
 	// the same bytes waits for it, as it would behind the client's
@@ -237,7 +248,15 @@ func (u *setter) run() {
 	}
 	handle := func(r reply) {
 		inflight--
+		if r.x.Probe && r.x.Data != nil {
+			probing--
+		}
 		switch {
+		case r.x.Get:
+			if r.err != nil {
+				fail("GET_TENSOR", r.err)
+			}
+			r.x.Done(false, failed)
 		case r.err != nil:
 			fail("SET_TENSOR_HASH", r.err)
 			settle(r.x)
@@ -305,6 +324,32 @@ func (u *setter) run() {
 			x.Done(false, failed)
 			continue
 		}
+		if x.Get {
+			if probing > 0 {
+				// an earlier probe may still miss and send its
+				// bytes: the read goes after them
+				u.mu.Lock()
+				u.queue = append([]*Set{x}, u.queue...)
+				u.mu.Unlock()
+				handle(<-replies)
+				continue
+			}
+			if inflight == probesInFlight {
+				handle(<-replies)
+			}
+			if failed != nil {
+				x.Done(false, failed)
+				continue
+			}
+			if err := u.writeGet(server, x); err != nil {
+				fail("GET_TENSOR", err)
+				x.Done(false, failed)
+				continue
+			}
+			inflight++
+			expect <- x
+			continue
+		}
 		if !x.Probe {
 			flag := byte(0)
 			if x.Cache {
@@ -339,6 +384,7 @@ func (u *setter) run() {
 		}
 		if x.Data != nil {
 			dirty[x.hash]++
+			probing++
 		}
 		inflight++
 		expect <- x
@@ -347,13 +393,15 @@ func (u *setter) run() {
 	readers.Wait()
 }
 
-// readReplies reads the probes' replies in order; after a failure the
-// rest get the error.
+// readReplies reads the replies to the probes and reads in order; after a
+// failure the rest get the error.
 func (u *setter) readReplies(server net.Conn, expect <-chan *Set, replies chan<- reply) {
 	var bad error
 	var rsp [9]byte
 	for x := range expect {
-		if bad == nil {
+		if bad == nil && x.Get {
+			bad = u.readGet(server, x)
+		} else if bad == nil {
 			server.SetReadDeadline(time.Now().Add(u.g.ioTimeout))
 			if _, err := io.ReadFull(server, rsp[:]); err != nil {
 				bad = err
@@ -367,6 +415,43 @@ func (u *setter) readReplies(server net.Conn, expect <-chan *Set, replies chan<-
 		}
 		replies <- reply{x: x, hit: bad == nil && rsp[8] == 1, err: bad}
 	}
+}
+
+// readGet reads the reply to x's GET_TENSOR into x.Data: its size, which
+// must be what was asked, then the bytes.
+func (u *setter) readGet(server net.Conn, x *Set) error {
+	var rh [8]byte
+	server.SetReadDeadline(time.Now().Add(u.g.ioTimeout))
+	if _, err := io.ReadFull(server, rh[:]); err != nil {
+		return err
+	}
+	if n := binary.LittleEndian.Uint64(rh[:]); n != x.Size {
+		return u.g.broken("a reply of %d bytes to a request for %d", n, x.Size)
+	}
+	for pos := 0; pos < len(x.Data); pos += streamPiece {
+		server.SetReadDeadline(time.Now().Add(u.g.ioTimeout))
+		if _, err := io.ReadFull(server, x.Data[pos:min(len(x.Data), pos+streamPiece)]); err != nil {
+			return err
+		}
+	}
+	u.g.received.Add(8 + x.Size)
+	return nil
+}
+
+// writeGet writes x's GET_TENSOR: the tensor, the offset, the size.
+func (u *setter) writeGet(server net.Conn, x *Set) error {
+	var req [9 + TensorSize + 16]byte
+	req[0] = CmdGetTensor
+	binary.LittleEndian.PutUint64(req[1:], TensorSize+16)
+	copy(req[9:], x.Tensor[:])
+	binary.LittleEndian.PutUint64(req[9+TensorSize:], x.Offset)
+	binary.LittleEndian.PutUint64(req[9+TensorSize+8:], x.Size)
+	server.SetWriteDeadline(time.Now().Add(u.g.ioTimeout))
+	if _, err := server.Write(req[:]); err != nil {
+		return err
+	}
+	u.g.sent.Add(uint64(len(req)))
+	return nil
 }
 
 // writeProbe writes x's SET_TENSOR_HASH: the tensor, the offset, the hash.

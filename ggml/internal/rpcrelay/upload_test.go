@@ -21,8 +21,10 @@ type fakeCache struct {
 	sets     map[uint64]byte // offset → cache flag of the SET_TENSOR
 	probes   int
 	maxAhead int
-	breakAt  int  // close the connection at this request (0: never)
-	garbage  bool // answer probes with a reply of the wrong size
+	breakAt  int               // close the connection at this request (0: never)
+	garbage  bool              // answer probes and reads with a reply of the wrong size
+	data     map[uint64][]byte // offset → the bytes of the last SET_TENSOR there
+	gets     int
 }
 
 func (f *fakeCache) serve() {
@@ -72,10 +74,24 @@ func (f *fakeCache) serve() {
 			pending = append(pending, rsp...)
 			f.probes++
 			f.maxAhead = max(f.maxAhead, len(pending)/9)
+		case CmdGetTensor:
+			off := binary.LittleEndian.Uint64(body[TensorSize:])
+			size := binary.LittleEndian.Uint64(body[TensorSize+8:])
+			if f.garbage {
+				size++
+			}
+			rsp := binary.LittleEndian.AppendUint64(nil, size)
+			got := make([]byte, size)
+			copy(got, f.data[off])
+			pending = append(pending, append(rsp, got...)...)
+			f.gets++
 		case CmdSetTensor:
 			flag := body[TensorSize]
 			off := binary.LittleEndian.Uint64(body[TensorSize+1:])
 			f.sets[off] = flag
+			if f.data != nil {
+				f.data[off] = body[TensorSize+9:]
+			}
 			if flag == 1 {
 				f.cache[hashOfOffset(off)] = true
 			}
@@ -168,6 +184,20 @@ func TestSetsPipelineProbes(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// a set's Done comes once it is written: a read behind them all is
+	// answered once the server has taken them
+	wg.Add(1)
+	last := set(0, false, func(_ bool, err error) {
+		defer wg.Done()
+		if err != nil {
+			t.Errorf("the read behind the sets: %v", err)
+		}
+	})
+	last.Get = true
+	if err := g.Send(last); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for off := range uint64(n) {
@@ -234,6 +264,121 @@ func TestSetsFail(t *testing.T) {
 	}
 }
 
+// Reads queued behind sets, some of them probes that miss: every read
+// gets the bytes its set wrote (it goes after them, even where their probe
+// was answered after the read was queued), the reads are written ahead of
+// their replies, and every Done is called once.
+func TestGetsReadBehindSets(t *testing.T) {
+	a, b := tcpPair(t)
+	f := &fakeCache{conn: b, cache: map[uint64]bool{}, sets: map[uint64]byte{}, data: map[uint64][]byte{}}
+	go f.serve()
+	g := guardOn(a)
+	const n = 60
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	calls := map[*Set]int{}
+	done := func(x **Set) func(bool, error) {
+		return func(_ bool, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Errorf("offset %d: %v", (*x).Offset, err)
+			}
+			mu.Lock()
+			calls[*x]++
+			mu.Unlock()
+		}
+	}
+	offsets := make([]uint64, n)
+	for i := range offsets {
+		offsets[i] = uint64(i) * 16 // distinct bytes: no hits
+	}
+	for _, off := range offsets {
+		var x *Set
+		x = set(off, off%32 == 0, done(&x))
+		x.Hash = func() uint64 { return 1000 + off } // no hits: every set writes
+		for i := range x.Data {
+			x.Data[i] = byte(off/16) ^ byte(i)
+		}
+		wg.Add(1)
+		if err := g.Send(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gets := make([]*Set, n)
+	for i, off := range offsets {
+		x := set(off, false, nil)
+		x.Get, x.Done, x.Hash = true, done(&gets[i]), nil
+		gets[i] = x
+		wg.Add(1)
+		if err := g.Send(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	for i, x := range gets {
+		if calls[x] != 1 {
+			t.Fatalf("read %d: Done called %d times", i, calls[x])
+		}
+		for k, c := range x.Data {
+			if want := byte(x.Offset/16) ^ byte(k); c != want {
+				t.Fatalf("read at %d: byte %d is %d, its set wrote %d", x.Offset, k, c, want)
+			}
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gets != n || f.maxAhead < 2 {
+		t.Fatalf("%d reads served, at most %d replies ahead", f.gets, f.maxAhead)
+	}
+}
+
+// Reads from a server that closes the connection or answers with a reply
+// of the wrong size: each gets an error wrapping ErrFailed, once.
+func TestGetsFail(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		breakAt int
+		garbage bool
+	}{{"closed", 4, false}, {"garbage", 0, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := tcpPair(t)
+			f := &fakeCache{conn: b, cache: map[uint64]bool{}, sets: map[uint64]byte{}, data: map[uint64][]byte{0: make([]byte, 32)}, breakAt: c.breakAt, garbage: c.garbage}
+			go f.serve()
+			g := guardOn(a)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			failed := 0
+			for range 10 {
+				x := set(0, false, func(_ bool, err error) {
+					defer wg.Done()
+					if err != nil {
+						if !errors.Is(err, ErrFailed) {
+							t.Errorf("read: %v does not wrap ErrFailed", err)
+						}
+						mu.Lock()
+						failed++
+						mu.Unlock()
+					}
+				})
+				x.Get = true
+				wg.Add(1)
+				if err := g.Send(x); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wg.Wait()
+			answered := 0 // the reads before the request that breaks
+			if c.breakAt > 0 {
+				answered = c.breakAt - 1
+			}
+			if failed < 10-answered || g.Err() == nil {
+				t.Fatalf("%d of 10 reads failed, guard error %v", failed, g.Err())
+			}
+			t.Logf("%d of 10 failed: %v", failed, g.Err())
+		})
+	}
+}
+
 // Send checks a set as the server would before anything is queued.
 func TestSendChecks(t *testing.T) {
 	a, _ := tcpPair(t)
@@ -253,7 +398,10 @@ func TestSendChecks(t *testing.T) {
 			binary.LittleEndian.PutUint32(x.Tensor[TensorType:], 999)
 			return x
 		}(),
-		"probe no hash": func() *Set { x := set(0, true, nop); x.Hash = nil; return x }(),
+		"probe no hash":  func() *Set { x := set(0, true, nop); x.Hash = nil; return x }(),
+		"read no memory": func() *Set { x := set(0, false, nop); x.Get, x.Data = true, nil; return x }(),
+		"read probe":     func() *Set { x := set(0, true, nop); x.Get = true; return x }(),
+		"read cache":     func() *Set { x := set(0, false, nop); x.Get, x.Cache = true, true; return x }(),
 	} {
 		if err := g.Send(x); err == nil {
 			t.Errorf("%s: accepted", name)
