@@ -270,6 +270,26 @@ func (u *setter) run() {
 			misses = append(misses, r.x)
 		}
 	}
+	// ask writes x's request of command op, whose reply the reader
+	// takes, once fewer than probesInFlight are unanswered; false: it
+	// failed (Done is called)
+	ask := func(x *Set, op string, write func(net.Conn, *Set) error) bool {
+		if inflight == probesInFlight {
+			handle(<-replies)
+		}
+		if failed != nil {
+			x.Done(false, failed)
+			return false
+		}
+		if err := write(server, x); err != nil {
+			fail(op, err)
+			x.Done(false, failed)
+			return false
+		}
+		inflight++
+		expect <- x
+		return true
+	}
 	for {
 		for drained := false; !drained; {
 			select {
@@ -334,20 +354,7 @@ func (u *setter) run() {
 				handle(<-replies)
 				continue
 			}
-			if inflight == probesInFlight {
-				handle(<-replies)
-			}
-			if failed != nil {
-				x.Done(false, failed)
-				continue
-			}
-			if err := u.writeGet(server, x); err != nil {
-				fail("GET_TENSOR", err)
-				x.Done(false, failed)
-				continue
-			}
-			inflight++
-			expect <- x
+			ask(x, "GET_TENSOR", u.writeGet)
 			continue
 		}
 		if !x.Probe {
@@ -370,24 +377,10 @@ func (u *setter) run() {
 			held = append(held, x)
 			continue
 		}
-		if inflight == probesInFlight {
-			handle(<-replies)
-		}
-		if failed != nil {
-			x.Done(false, failed)
-			continue
-		}
-		if err := u.writeProbe(server, x); err != nil {
-			fail("SET_TENSOR_HASH", err)
-			x.Done(false, failed)
-			continue
-		}
-		if x.Data != nil {
+		if ask(x, "SET_TENSOR_HASH", u.writeProbe) && x.Data != nil {
 			dirty[x.hash]++
 			probing++
 		}
-		inflight++
-		expect <- x
 	}
 	close(expect)
 	readers.Wait()
@@ -440,28 +433,23 @@ func (u *setter) readGet(server net.Conn, x *Set) error {
 
 // writeGet writes x's GET_TENSOR: the tensor, the offset, the size.
 func (u *setter) writeGet(server net.Conn, x *Set) error {
-	var req [9 + TensorSize + 16]byte
-	req[0] = CmdGetTensor
-	binary.LittleEndian.PutUint64(req[1:], TensorSize+16)
-	copy(req[9:], x.Tensor[:])
-	binary.LittleEndian.PutUint64(req[9+TensorSize:], x.Offset)
-	binary.LittleEndian.PutUint64(req[9+TensorSize+8:], x.Size)
-	server.SetWriteDeadline(time.Now().Add(u.g.ioTimeout))
-	if _, err := server.Write(req[:]); err != nil {
-		return err
-	}
-	u.g.sent.Add(uint64(len(req)))
-	return nil
+	return u.writeTensorReq(server, CmdGetTensor, x, x.Size)
 }
 
 // writeProbe writes x's SET_TENSOR_HASH: the tensor, the offset, the hash.
 func (u *setter) writeProbe(server net.Conn, x *Set) error {
+	return u.writeTensorReq(server, CmdSetTensorHash, x, x.hash)
+}
+
+// writeTensorReq writes a request of command cmd that holds x's tensor,
+// its offset and one more u64 (GET_TENSOR's size, SET_TENSOR_HASH's hash).
+func (u *setter) writeTensorReq(server net.Conn, cmd byte, x *Set, last uint64) error {
 	var req [9 + TensorSize + 16]byte
-	req[0] = CmdSetTensorHash
+	req[0] = cmd
 	binary.LittleEndian.PutUint64(req[1:], TensorSize+16)
 	copy(req[9:], x.Tensor[:])
 	binary.LittleEndian.PutUint64(req[9+TensorSize:], x.Offset)
-	binary.LittleEndian.PutUint64(req[9+TensorSize+8:], x.hash)
+	binary.LittleEndian.PutUint64(req[9+TensorSize+8:], last)
 	server.SetWriteDeadline(time.Now().Add(u.g.ioTimeout))
 	if _, err := server.Write(req[:]); err != nil {
 		return err

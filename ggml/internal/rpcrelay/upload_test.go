@@ -222,159 +222,53 @@ func TestSetsPipelineProbes(t *testing.T) {
 	t.Logf("%d probes, up to %d ahead of their replies", f.probes, f.maxAhead)
 }
 
-// A server that closes the connection, or answers a probe with a reply of
-// the wrong size: every set gets an error wrapping ErrFailed, once, and
-// the guard records the failure.
+// A server that closes the connection, or answers with a reply of the
+// wrong size, to probes and to reads: every request gets an error wrapping
+// ErrFailed, once, but those answered before it broke, and the guard
+// records the failure.
 func TestSetsFail(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		breakAt int
 		garbage bool
-	}{{"closed", 7, false}, {"garbage", 0, true}} {
+		get     bool
+	}{{"closed", 7, false, false}, {"garbage", 0, true, false}, {"read/closed", 4, false, true}, {"read/garbage", 0, true, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := tcpPair(t)
-			f := &fakeCache{conn: b, cache: map[uint64]bool{}, sets: map[uint64]byte{}, breakAt: c.breakAt, garbage: c.garbage}
+			f := &fakeCache{conn: b, cache: map[uint64]bool{}, sets: map[uint64]byte{}, data: map[uint64][]byte{}, breakAt: c.breakAt, garbage: c.garbage}
 			go f.serve()
 			g := guardOn(a)
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			failed := 0
-			for off := range uint64(30) {
-				wg.Add(1)
-				if err := g.Send(set(off, true, func(hit bool, err error) {
+			const n = 30
+			for off := range uint64(n) {
+				x := set(off, !c.get, func(hit bool, err error) {
 					defer wg.Done()
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
 						if !errors.Is(err, ErrFailed) {
-							t.Errorf("set %d: %v does not wrap ErrFailed", off, err)
+							t.Errorf("request %d: %v does not wrap ErrFailed", off, err)
 						}
 						failed++
-					}
-				})); err != nil {
-					t.Fatal(err)
-				}
-			}
-			wg.Wait()
-			if failed == 0 || g.Err() == nil {
-				t.Fatalf("%d sets failed, guard error %v", failed, g.Err())
-			}
-			t.Logf("%d of 30 failed: %v", failed, g.Err())
-		})
-	}
-}
-
-// Reads queued behind sets, some of them probes that miss: every read
-// gets the bytes its set wrote (it goes after them, even where their probe
-// was answered after the read was queued), the reads are written ahead of
-// their replies, and every Done is called once.
-func TestGetsReadBehindSets(t *testing.T) {
-	a, b := tcpPair(t)
-	f := &fakeCache{conn: b, cache: map[uint64]bool{}, sets: map[uint64]byte{}, data: map[uint64][]byte{}}
-	go f.serve()
-	g := guardOn(a)
-	const n = 60
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	calls := map[*Set]int{}
-	done := func(x **Set) func(bool, error) {
-		return func(_ bool, err error) {
-			defer wg.Done()
-			if err != nil {
-				t.Errorf("offset %d: %v", (*x).Offset, err)
-			}
-			mu.Lock()
-			calls[*x]++
-			mu.Unlock()
-		}
-	}
-	offsets := make([]uint64, n)
-	for i := range offsets {
-		offsets[i] = uint64(i) * 16 // distinct bytes: no hits
-	}
-	for _, off := range offsets {
-		var x *Set
-		x = set(off, off%32 == 0, done(&x))
-		x.Hash = func() uint64 { return 1000 + off } // no hits: every set writes
-		for i := range x.Data {
-			x.Data[i] = byte(off/16) ^ byte(i)
-		}
-		wg.Add(1)
-		if err := g.Send(x); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gets := make([]*Set, n)
-	for i, off := range offsets {
-		x := set(off, false, nil)
-		x.Get, x.Done, x.Hash = true, done(&gets[i]), nil
-		gets[i] = x
-		wg.Add(1)
-		if err := g.Send(x); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wg.Wait()
-	for i, x := range gets {
-		if calls[x] != 1 {
-			t.Fatalf("read %d: Done called %d times", i, calls[x])
-		}
-		for k, c := range x.Data {
-			if want := byte(x.Offset/16) ^ byte(k); c != want {
-				t.Fatalf("read at %d: byte %d is %d, its set wrote %d", x.Offset, k, c, want)
-			}
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.gets != n || f.maxAhead < 2 {
-		t.Fatalf("%d reads served, at most %d replies ahead", f.gets, f.maxAhead)
-	}
-}
-
-// Reads from a server that closes the connection or answers with a reply
-// of the wrong size: each gets an error wrapping ErrFailed, once.
-func TestGetsFail(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		breakAt int
-		garbage bool
-	}{{"closed", 4, false}, {"garbage", 0, true}} {
-		t.Run(c.name, func(t *testing.T) {
-			a, b := tcpPair(t)
-			f := &fakeCache{conn: b, cache: map[uint64]bool{}, sets: map[uint64]byte{}, data: map[uint64][]byte{0: make([]byte, 32)}, breakAt: c.breakAt, garbage: c.garbage}
-			go f.serve()
-			g := guardOn(a)
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			failed := 0
-			for range 10 {
-				x := set(0, false, func(_ bool, err error) {
-					defer wg.Done()
-					if err != nil {
-						if !errors.Is(err, ErrFailed) {
-							t.Errorf("read: %v does not wrap ErrFailed", err)
-						}
-						mu.Lock()
-						failed++
-						mu.Unlock()
 					}
 				})
-				x.Get = true
+				x.Get = c.get
 				wg.Add(1)
 				if err := g.Send(x); err != nil {
 					t.Fatal(err)
 				}
 			}
 			wg.Wait()
-			answered := 0 // the reads before the request that breaks
+			answered := 0 // at most: the requests before the one that breaks
 			if c.breakAt > 0 {
 				answered = c.breakAt - 1
 			}
-			if failed < 10-answered || g.Err() == nil {
-				t.Fatalf("%d of 10 reads failed, guard error %v", failed, g.Err())
+			if failed < n-answered || g.Err() == nil {
+				t.Fatalf("%d of %d failed, guard error %v", failed, n, g.Err())
 			}
-			t.Logf("%d of 10 failed: %v", failed, g.Err())
+			t.Logf("%d of %d failed: %v", failed, n, g.Err())
 		})
 	}
 }
