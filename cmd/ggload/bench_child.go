@@ -57,6 +57,9 @@ type childResult struct {
 	// buffers (loader.Stats.DirectCopied): where the memory read into
 	// did not line up with the disk's direct-I/O blocks.
 	DirectCopied uint64 `json:"direct_copied,omitempty"`
+	// RPCCached is the bytes RPC servers set from their file caches
+	// (loader.Stats.RPCCached): the load was a reload.
+	RPCCached uint64 `json:"rpc_cached,omitempty"`
 	// PeakRSS is the process's VmHWM at exit (the parent's rusage would
 	// count the parent's own pages: the child starts as a copy of it).
 	PeakRSS uint64 `json:"peak_rss"`
@@ -278,6 +281,7 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	}
 	res.Staging += lm.Stats.Direct // direct reads' bounce buffers, by design too
 	res.DirectCopied = lm.Stats.DirectCopied
+	res.RPCCached = lm.Stats.RPCCached
 	return res, lm.Close()
 }
 

@@ -47,8 +47,11 @@ type implResult struct {
 	// DirectCopied is the most bytes a run's direct reads copied out of
 	// bounce buffers (ggload only).
 	DirectCopied uint64 `json:"direct_copied,omitempty"`
-	Runs         int    `json:"runs"` // that succeeded
-	Err          string `json:"error,omitempty"`
+	// RPCCached is the fewest bytes a run's RPC servers set from their
+	// file caches (ggload only): more than 0, every run was a reload.
+	RPCCached uint64 `json:"rpc_cached,omitempty"`
+	Runs      int    `json:"runs"` // that succeeded
+	Err       string `json:"error,omitempty"`
 }
 
 // deviceResult is one device's upload pipeline over a case's runs.
@@ -152,6 +155,7 @@ func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
 		return res
 	}
 	var wall, load, kernel []float64
+	res.RPCCached = ok[0].child.RPCCached
 	for _, m := range ok {
 		wall, load = append(wall, m.WallS), append(load, m.LoadS)
 		if k := m.child.KernelS; k != nil {
@@ -159,6 +163,7 @@ func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
 		}
 		res.PeakRSS = max(res.PeakRSS, m.PeakRSS)
 		res.DirectCopied = max(res.DirectCopied, m.child.DirectCopied)
+		res.RPCCached = min(res.RPCCached, m.child.RPCCached)
 	}
 	res.Runs = len(ok)
 	res.Wall, res.Load = statOf(wall), statOf(load)
