@@ -1,6 +1,10 @@
 package ggml
 
-import "github.com/ggload/ggload/bindings"
+import (
+	"bytes"
+
+	"github.com/ggload/ggload/bindings"
+)
 
 // Lib is the raw native table, for this package's tests.
 func (rt *Runtime) Lib() *bindings.Lib { return rt.lib }
@@ -33,8 +37,11 @@ func SplitSlices(s SplitState, typ Type, ne Shape, n int, src []byte) ([][]byte,
 	}
 	out := make([][]byte, n)
 	for j := range out {
-		out[j] = make([]byte, l.slices[j].bytes)
-		gather(out[j], src, cs[j])
+		data, kept := sliceOf(src, cs[j], l.slices[j].bytes)
+		out[j] = bytes.Clone(data)
+		if kept {
+			splitScratch.put(data)
+		}
 	}
 	return out, true
 }

@@ -63,7 +63,8 @@ func TestMetaDeviceRefuses(t *testing.T) {
 
 // A meta device over two RPC servers holds each tensor as the splitter
 // says: sliced tensors take less room on each device than mirrored ones,
-// and every tensor reads back whole as it was set.
+// and every tensor reads back whole as it was set, by ggml's client or by
+// the guards (SetSplit).
 func TestMetaDeviceSplits(t *testing.T) {
 	rt, devs := metaParts(t)
 	asked := map[string]int{}
@@ -133,6 +134,29 @@ func TestMetaDeviceSplits(t *testing.T) {
 		}
 		if !bytes.Equal(got, data) {
 			t.Errorf("%s reads back different bytes", x.Name())
+		}
+	}
+	// the guards send the sliced tensors themselves, a request per
+	// server: whole planes (w) and strided rows (s); the mirrored m is
+	// left to ggml's client
+	for i, x := range ts {
+		data := randomBytes(int(x.NBytes()), uint64(i+10))
+		r, err := x.SetSplit(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := x.Name() != "m"; r.Direct != want || (r.Direct && r.Sent != x.NBytes()) {
+			t.Errorf("%s: sent by the guards %v (%d bytes), want %v", x.Name(), r.Direct, r.Sent, want)
+		}
+		if !r.Direct {
+			continue
+		}
+		got, err := x.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("%s set by the guards reads back different bytes", x.Name())
 		}
 	}
 	if err := meta.Err(); err != nil {

@@ -3,8 +3,10 @@ package ggml
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
@@ -20,13 +22,21 @@ import (
 // asked exactly what the client would ask them (nothing, where every row
 // is under the hash threshold).
 //
+// A tensor split in whole planes (along dimension 1 of a matrix: each
+// server's slice is one run of the whole) is one request per server
+// either way, but ggml's client sends them one server after another, each
+// copied into a message, a slice above the hash threshold hashed on the
+// calling thread first. Through the guards the servers get their slices at
+// once, straight from the caller's memory, hashed on other cores; a slice
+// above the threshold is asked of the server's cache first, as the client
+// asks it.
+//
 // Where a slice lies on its server is not exported by ggml (the meta
 // buffer allocates each device's slices in a context of its own). It is
 // learnt per tensor from the requests ggml's client makes when it reads
-// one row of the tensor (the guards watch them): one small read per
-// server, where the set it replaces is a request per row. Tensors set in
-// one request per server anyway (split along dimension 1 or 2 in whole
-// planes, or mirrored) keep the client's way.
+// one row of the tensor, or clears a tensor split in whole planes (the
+// guards watch them): one small request per server. Mirrored tensors keep
+// the client's way.
 
 // metaWatchMu serializes the reads that learn slices: a watch is on every
 // guard of the meta device while one runs.
@@ -34,6 +44,10 @@ var metaWatchMu sync.Mutex
 
 // metaLearnMax bounds the bytes one read that learns slices may take.
 const metaLearnMax = 4 << 20
+
+// metaLearnWait bounds the wait for the guards to read the clears that
+// learn slices (a server that is gone leaves the tensor to ggml's client).
+const metaLearnWait = 5 * time.Second
 
 // SplitSet is what SetSplit did.
 type SplitSet struct {
@@ -90,10 +104,9 @@ type metaCopy struct {
 // (Device.SendsRPC), from src (t's size), through the guards: each
 // server gets its slice, laid out as ggml's meta buffer lays it out, in
 // one request. It returns with Direct false, having sent nothing, where
-// the meta buffer would set the tensor in one request per server anyway,
-// or where it cannot go this way (another device, a mirrored or partial
-// tensor, a slice that would be asked of a server's file cache row by
-// row); Set is the way then.
+// it cannot go this way (another device, a mirrored or partial tensor, a
+// slice that would be asked of a server's file cache row by row); Set is
+// the way then.
 func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 	defer placed(&err, "tensor_set", at{t: t, size: uint64(len(src))})
 	b, err := t.hold("set")
@@ -128,22 +141,23 @@ func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 	if !ok {
 		return r, nil
 	}
+	weights := lib.BufferGetUsage(c.Buffer) == int32(UsageWeights)
 	rows := false
 	for _, cs := range copies {
 		for _, cp := range cs {
 			// the client asks the cache for each request above the
 			// threshold: a row that big goes its way
-			if cp.size > RPCHashThreshold && lib.BufferGetUsage(c.Buffer) == int32(UsageWeights) {
+			if cp.rows > 1 && cp.size > RPCHashThreshold && weights {
 				return r, nil
 			}
 			rows = rows || cp.rows > 1
 		}
 	}
 	chunk := l.nb[int(st.Axis)+1]
-	if !rows || chunk > metaLearnMax {
+	if rows && chunk > metaLearnMax {
 		return r, nil
 	}
-	descs, err := t.learnSlices(parts, st, l, chunk)
+	descs, err := t.learnSlices(parts, st, l, chunk, !rows)
 	if err != nil || descs == nil {
 		return r, err
 	}
@@ -166,12 +180,31 @@ func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 		if sl.bytes == 0 {
 			continue
 		}
-		data := splitScratch.get(sl.bytes)
-		gather(data, src, cs)
+		data, kept := sliceOf(src, cs, sl.bytes)
+		release := func() {
+			if kept {
+				splitScratch.put(data)
+			}
+		}
 		set := &rpcrelay.Set{Tensor: descs[j], Size: uint64(sl.bytes), Data: data,
-			Done: func(_ bool, err error) { splitScratch.put(data); done <- result{j, err} }}
+			Done: func(_ bool, err error) { release(); done <- result{j, err} }}
+		if !rows && sl.bytes > RPCHashThreshold && weights {
+			// one request above the threshold, as the client makes it:
+			// its cache is asked first, by the slice's hash, worked out
+			// here meanwhile
+			hash := make(chan uint64, 1)
+			go func() {
+				h := fnv.New64a()
+				h.Write(data)
+				hash <- h.Sum64()
+			}()
+			set.Probe, set.Hash = true, func() uint64 { return <-hash }
+		}
 		if e := parts[j].guard.Send(set); e != nil {
-			splitScratch.put(data)
+			if set.Probe {
+				set.Hash() // the hash read data
+			}
+			release()
 			wait()
 			return SplitSet{}, fmt.Errorf("ggml: tensor %s to %s: %w", t.name, parts[j].name, e)
 		}
@@ -235,6 +268,19 @@ func (s SplitState) copies(l metaLayout, ne Shape, blck int64) (out [][]metaCopy
 	return out, true
 }
 
+// sliceOf is a device's slice of n bytes, made by copies cs from the whole
+// tensor src: a run of src itself where the slice is one (src must then be
+// kept until it is sent), or else gathered into a scratch buffer (kept: to
+// be put back).
+func sliceOf(src []byte, cs []metaCopy, n int64) (data []byte, kept bool) {
+	if len(cs) == 1 && cs[0].rows == 1 && cs[0].dst == 0 && cs[0].size == n {
+		return src[cs[0].src : cs[0].src+n], false
+	}
+	data = splitScratch.get(n)
+	gather(data, src, cs)
+	return data, true
+}
+
 // gather copies a device's rows out of the whole tensor src into its
 // slice dst.
 func gather(dst, src []byte, cs []metaCopy) {
@@ -246,11 +292,16 @@ func gather(dst, src []byte, cs []metaCopy) {
 	}
 }
 
-// learnSlices reads t's first chunk bytes through ggml's meta buffer with
-// a watch on every guard, and takes from the requests each device's slice
-// as ggml's client names it to its server (nil for a device with none);
-// nil where the requests do not tell them plainly.
-func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk int64) ([][rpcrelay.TensorSize]byte, error) {
+// learnSlices makes ggml's meta buffer name each device's slice of t to its
+// server, with a watch on every guard, and takes the slices from the
+// requests as ggml's client names them (nil for a device with none); nil
+// where the requests do not tell them plainly. A tensor whose slices are
+// strided in the whole (rows) reads its first chunk bytes back; one whose
+// slices are whole runs of it (planes) is cleared instead: a request of a
+// few hundred bytes per server, where a read would bring the whole tensor
+// back (the meta buffer reads and clears such a tensor only whole); the
+// set that follows overwrites what the server cleared.
+func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk int64, planes bool) ([][rpcrelay.TensorSize]byte, error) {
 	metaWatchMu.Lock()
 	defer metaWatchMu.Unlock()
 	var guards []*rpcrelay.Guard
@@ -261,9 +312,23 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk
 			guards = append(guards, p.guard)
 		}
 	}
-	buf := splitScratch.get(chunk)
-	defer splitScratch.put(buf)
-	t.rt.lib.TensorGet(t.c, unsafe.Pointer(&buf[0]), 0, uintptr(chunk))
+	if planes {
+		t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(t.NBytes()))
+		// a clear has no reply: the guards may not have read it yet
+		want := map[*rpcrelay.Guard]int{}
+		for j, sl := range l.slices {
+			if sl.bytes > 0 {
+				want[parts[j].guard]++
+			}
+		}
+		for g, n := range want {
+			watches[g].Wait(n, metaLearnWait)
+		}
+	} else {
+		buf := splitScratch.get(chunk)
+		defer splitScratch.put(buf)
+		t.rt.lib.TensorGet(t.c, unsafe.Pointer(&buf[0]), 0, uintptr(chunk))
+	}
 	le := binary.LittleEndian
 	// each guard's requests for t, a slice once, in the order asked
 	asked := map[*rpcrelay.Guard][][rpcrelay.TensorSize]byte{}

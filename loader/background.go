@@ -22,9 +22,10 @@ import (
 // core there, since a repack is slower than the copy that feeds it (and
 // tensors are independent: each writes only its own bytes). Tensors for an
 // RPC server are queued on its connection instead (rpcqueue.go). A tensor
-// for a meta device over RPC servers that ggml's meta buffer would set a
-// row per request goes to the servers through their guards, a request per
-// server (ggml.Tensor.SetSplit).
+// sliced over the RPC servers of a meta device goes to them through their
+// guards, a request per server and all servers at once, where ggml's meta
+// buffer would make a request per row, or one server after another
+// (ggml.Tensor.SetSplit).
 
 // bgMax bounds a lane's bounce memory: the tensors read while sets are
 // under way and the buffers it keeps for the next take at most this many

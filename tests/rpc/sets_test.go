@@ -168,12 +168,14 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 
 // Split mode tensor over two servers: ggml's meta buffer sets a tensor
 // split along dimension 0 one row at a time (a request per row and
-// server); the guards send each server its slice whole instead
+// server), and one split along dimension 1 a server after the other; the
+// guards send each server its slice whole, to both at once, instead
 // (ggml.Tensor.SetSplit). Against the native client (RPCOptions.NativeSets)
 // onto two other servers, twice, with file caches: every weight reads back
 // equal to the file, the caches end holding the same files (the output
-// matrix's halves, above the hash threshold, still go the client's way),
-// and the guards send the same data with a request header per row fewer.
+// matrix's halves, above the hash threshold, are asked of them first by
+// their hash, as the client asks), and the guards send the same data with
+// a request header per row fewer.
 func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	if err := ggml.MetaDeviceSupported(); err != nil {
 		t.Skip(err)

@@ -286,12 +286,16 @@ func (g *Guard) serve(client net.Conn) {
 				g.Fail(CmdName(cmd), err)
 			}
 		}
-		if cmd == CmdGetTensor && len(req) >= TensorSize {
+		if (cmd == CmdGetTensor || cmd == CmdMemsetTensor) && len(req) >= TensorSize {
 			g.mu.Lock()
 			if w := g.watch; w != nil {
 				var t [TensorSize]byte
 				copy(t[:], req)
 				w.got = append(w.got, t)
+				select {
+				case w.more <- struct{}{}:
+				default:
+				}
 			}
 			g.mu.Unlock()
 		}
@@ -324,28 +328,52 @@ func (g *Guard) serve(client net.Conn) {
 	}
 }
 
-// Watch records the tensors the native client asks the server for
-// (GET_TENSOR requests) while it is on: each as the client serialized it
-// (rpc_tensor, with the server's buffer handle). One Watch is on at a
-// time; Stop ends it.
+// Watch records the tensors the native client reads or clears on the
+// server (GET_TENSOR and MEMSET_TENSOR requests) while it is on: each as
+// the client serialized it (rpc_tensor, with the server's buffer handle).
+// One Watch is on at a time; Stop ends it.
 type Watch struct {
-	g   *Guard
-	got [][TensorSize]byte
+	g    *Guard
+	got  [][TensorSize]byte
+	more chan struct{} // a request was recorded
 }
 
 // Watch starts recording (see type Watch); it waits for a Watch under way
 // to stop.
 func (g *Guard) Watch() *Watch {
 	g.watchMu.Lock()
-	w := &Watch{g: g}
+	w := &Watch{g: g, more: make(chan struct{}, 1)}
 	g.mu.Lock()
 	g.watch = w
 	g.mu.Unlock()
 	return w
 }
 
+// Wait waits until the watch has recorded n requests, or for timeout. A
+// request without a reply (MEMSET_TENSOR) may reach the guard after the
+// native call that made it returned.
+func (w *Watch) Wait(n int, timeout time.Duration) {
+	g := w.g
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		g.mu.Lock()
+		have := len(w.got)
+		g.mu.Unlock()
+		if have >= n {
+			return
+		}
+		select {
+		case <-w.more:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
 // Stop ends the watch and returns what it recorded, in order. The
-// requests of native calls that returned before Stop are all there.
+// requests of native calls that returned before Stop are all there, but
+// for those without a reply (see Wait).
 func (w *Watch) Stop() [][TensorSize]byte {
 	g := w.g
 	g.mu.Lock()
