@@ -315,6 +315,7 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk
 	if planes {
 		t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(t.NBytes()))
 		// a clear has no reply: the guards may not have read it yet
+		// (once they have, the sets below go after it)
 		want := map[*rpcrelay.Guard]int{}
 		for j, sl := range l.slices {
 			if sl.bytes > 0 {

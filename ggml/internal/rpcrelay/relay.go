@@ -351,7 +351,9 @@ func (g *Guard) Watch() *Watch {
 
 // Wait waits until the watch has recorded n requests, or for timeout. A
 // request without a reply (MEMSET_TENSOR) may reach the guard after the
-// native call that made it returned.
+// native call that made it returned. A request is recorded while the guard
+// holds its connection, which it lets go only once the request is
+// forwarded: a set sent after Wait returns reaches the server after it.
 func (w *Watch) Wait(n int, timeout time.Duration) {
 	g := w.g
 	deadline := time.NewTimer(timeout)
