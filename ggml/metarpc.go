@@ -54,7 +54,10 @@ type SplitSet struct {
 	// Direct is true when the guards sent the tensor; false (and nothing
 	// sent) when it cannot go that way, and Set is the way.
 	Direct bool
-	Sent   uint64 // bytes of tensor data sent
+	Sent   uint64 // bytes of tensor data set through the guards
+	// Cached is the part of Sent that servers' file caches set (asked
+	// by hash, not sent); Hashed the bytes hashed to ask them.
+	Cached, Hashed uint64
 }
 
 // splitScratch keeps the slices gathered for servers once sent, for the
@@ -164,14 +167,19 @@ func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 
 	type result struct {
 		j   int
+		hit bool
 		err error
 	}
 	done := make(chan result, len(parts))
 	sent := 0
 	wait := func() {
 		for range sent {
-			if x := <-done; x.err != nil && err == nil {
+			x := <-done
+			if x.err != nil && err == nil {
 				err = fmt.Errorf("ggml: tensor %s to %s: %w", t.name, parts[x.j].name, x.err)
+			}
+			if x.hit {
+				r.Cached += uint64(l.slices[x.j].bytes)
 			}
 		}
 	}
@@ -187,7 +195,7 @@ func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 			}
 		}
 		set := &rpcrelay.Set{Tensor: descs[j], Size: uint64(sl.bytes), Data: data,
-			Done: func(_ bool, err error) { release(); done <- result{j, err} }}
+			Done: func(hit bool, err error) { release(); done <- result{j, hit, err} }}
 		if !rows && sl.bytes > RPCHashThreshold && weights {
 			// one request above the threshold, as the client makes it:
 			// its cache is asked first, by the slice's hash, worked out
@@ -199,6 +207,7 @@ func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 				hash <- h.Sum64()
 			}()
 			set.Probe, set.Hash = true, func() uint64 { return <-hash }
+			r.Hashed += uint64(sl.bytes)
 		}
 		if e := parts[j].guard.Send(set); e != nil {
 			if set.Probe {

@@ -192,6 +192,7 @@ func (l *load) setTensor(t task, buf []byte) error {
 			return err
 		}
 		if r.Direct {
+			l.countRPC(r.Cached, r.Hashed)
 			return nil
 		}
 	}

@@ -197,7 +197,7 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 			rowRequests += 2 * uint64(w.Shape[1]-1)
 		}
 	}
-	load := func(devs []string) (sent uint64) {
+	load := func(devs []string) (sent uint64, st loader.Stats) {
 		t.Helper()
 		params := place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{1, 2}}
 		params.LoadMode = place.LoadNone
@@ -227,11 +227,22 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 			s, _ := d.RPCTraffic()
 			sent += s
 		}
-		return sent - before
+		return sent - before, lm.Stats
 	}
+	var hashed uint64 // by the guards' first load: the slices they asked the caches for
 	for round := range 2 {
-		nativeSent := load(native)
-		ownSent := load(own)
+		nativeSent, _ := load(native)
+		ownSent, st := load(own)
+		// the output matrix's halves: hashed to ask the caches, which
+		// miss them the first time and set them the second
+		if round == 0 {
+			hashed = st.RPCHashed
+			if hashed < 2*ggml.RPCHashThreshold || st.RPCCached != 0 {
+				t.Errorf("first load: %d bytes hashed, %d set by the caches", st.RPCHashed, st.RPCCached)
+			}
+		} else if st.RPCCached != hashed {
+			t.Errorf("second load: %d bytes set by the caches, %d asked for the first time", st.RPCCached, hashed)
+		}
 		t.Logf("load %d: native client sent %.2f MiB, guards %.2f MiB (%d row requests fewer)",
 			round+1, float64(nativeSent)/(1<<20), float64(ownSent)/(1<<20), rowRequests)
 		if ownSent+rowRequests*rowRequest*9/10 > nativeSent {
