@@ -3,7 +3,6 @@ package ggml
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -201,11 +200,7 @@ func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
 			// its cache is asked first, by the slice's hash, worked out
 			// here meanwhile
 			hash := make(chan uint64, 1)
-			go func() {
-				h := fnv.New64a()
-				h.Write(data)
-				hash <- h.Sum64()
-			}()
+			go func() { hash <- RPCHash(data) }()
 			set.Probe, set.Hash = true, func() uint64 { return <-hash }
 			r.Hashed += uint64(sl.bytes)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"net"
@@ -405,6 +406,14 @@ func dirBase(dir string) string {
 // HASH_THRESHOLD, 10 MiB).
 const RPCHashThreshold = rpcrelay.HashThreshold
 
+// RPCHash is the hash by which an RPC server's file cache knows bytes, as
+// ggml's client works it out: FNV-1a, 64 bits.
+func RPCHash(data []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(data)
+	return h.Sum64()
+}
+
 // RPCSet is tensor data for the server behind a guarded RPC device, which
 // the guard sends itself (Device.SendRPC), or (Get) reads back from it.
 type RPCSet struct {
@@ -428,9 +437,8 @@ type RPCSet struct {
 	// after another go out ahead of their replies: one round trip for
 	// all of them, where ggml's client waits one per read.
 	Get bool
-	// Hash returns the bytes' FNV-1a hash (64 bits, hash/fnv's
-	// New64a), waiting for it if need be; it is called once, when the
-	// probe is due, on another goroutine.
+	// Hash returns the bytes' RPCHash, waiting for it if need be; it is
+	// called once, when the probe is due, on another goroutine.
 	Hash func() uint64
 	// Done is called once, on another goroutine, when the request is
 	// written to the server's connection (hit: the cache had the bytes)

@@ -2,7 +2,6 @@ package loader
 
 import (
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"sync"
 	"unsafe"
@@ -351,9 +350,7 @@ func (ln *lane) sendDirect(t task, src source, asked bool) error {
 		set.Probe = true
 		fl.hashed = make(chan struct{})
 		go func() {
-			h := fnv.New64a()
-			h.Write(buf)
-			fl.hash = h.Sum64()
+			fl.hash = ggml.RPCHash(buf)
 			close(fl.hashed)
 		}()
 		set.Hash = func() uint64 { <-fl.hashed; return fl.hash }
