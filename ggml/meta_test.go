@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,26 @@ func TestMetaDeviceSplits(t *testing.T) {
 		}
 		if !bytes.Equal(got, data) {
 			t.Errorf("%s reads back different bytes", x.Name())
+		}
+	}
+	// each server's slice: w's are runs of the whole (its first 4 rows,
+	// then the other 12), s's are gathered; none is asked of a cache (not
+	// weights, and small); m is mirrored
+	wantSlices := map[string][]ggml.SplitSlice{
+		"w": {{Device: devs[0], Size: 4 * 8 * 4, Off: 0}, {Device: devs[1], Size: 12 * 8 * 4, Off: 4 * 8 * 4}},
+		"s": {{Device: devs[0], Size: 3 * 2 * 4, Off: -1}, {Device: devs[1], Size: 5 * 2 * 4, Off: -1}},
+	}
+	for _, x := range ts {
+		sp, err := x.SplitFor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := wantSlices[x.Name()]; (sp == nil) != (want == nil) || sp != nil && !slices.Equal(sp.Slices(), want) {
+			var got []ggml.SplitSlice
+			if sp != nil {
+				got = sp.Slices()
+			}
+			t.Errorf("%s: slices %+v, want %+v", x.Name(), got, want)
 		}
 	}
 	// the guards send the sliced tensors themselves, a request per

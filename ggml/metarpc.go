@@ -28,7 +28,9 @@ import (
 // calling thread first. Through the guards the servers get their slices at
 // once, straight from the caller's memory, hashed on other cores; a slice
 // above the threshold is asked of the server's cache first, as the client
-// asks it.
+// asks it. A caller that knows such a slice's hash from an earlier load
+// asks with it before it has the tensor's bytes (Split.Ask): where the
+// caches set every slice, the tensor need not be read.
 //
 // Where a slice lies on its server is not exported by ggml (the meta
 // buffer allocates each device's slices in a context of its own). It is
@@ -48,7 +50,7 @@ const metaLearnMax = 4 << 20
 // learn slices (a server that is gone leaves the tensor to ggml's client).
 const metaLearnWait = 5 * time.Second
 
-// SplitSet is what SetSplit did.
+// SplitSet is what a split set did.
 type SplitSet struct {
 	// Direct is true when the guards sent the tensor; false (and nothing
 	// sent) when it cannot go that way, and Set is the way.
@@ -57,6 +59,28 @@ type SplitSet struct {
 	// Cached is the part of Sent that servers' file caches set (asked
 	// by hash, not sent); Hashed the bytes hashed to ask them.
 	Cached, Hashed uint64
+	// Hashes are the hashes worked out to ask the caches, a slice's each.
+	Hashes []SliceHash
+}
+
+// SliceHash is the hash by which a server's file cache knows a slice: the
+// Size bytes at Off in the whole tensor.
+type SliceHash struct {
+	Off, Size int64
+	Hash      uint64
+}
+
+// SplitSlice is one server's slice of a tensor set through the guards.
+type SplitSlice struct {
+	Device *Device
+	Size   int64
+	// Off is where the slice lies in the whole tensor when it is one run
+	// of it (Size bytes); -1 when it is gathered out of the whole.
+	Off int64
+	// Probes is true when the slice is asked of its server's file cache
+	// by its hash before it is sent (one request above the hash threshold
+	// into a weight buffer), as ggml's client asks.
+	Probes bool
 }
 
 // splitScratch keeps the slices gathered for servers once sent, for the
@@ -108,117 +132,285 @@ type metaCopy struct {
 // one request. It returns with Direct false, having sent nothing, where
 // it cannot go this way (another device, a mirrored or partial tensor, a
 // slice that would be asked of a server's file cache row by row); Set is
-// the way then.
-func (t *Tensor) SetSplit(src []byte) (r SplitSet, err error) {
+// the way then. (SplitFor then Set, in one.)
+func (t *Tensor) SetSplit(src []byte) (SplitSet, error) {
+	s, err := t.SplitFor()
+	if s == nil || err != nil {
+		return SplitSet{}, err
+	}
+	return s.Set(src)
+}
+
+// A Split sets one tensor of a meta device over RPC servers through their
+// guards: Ask asks the servers' file caches for the slices whose hashes a
+// caller knows (from an earlier load), without the tensor's bytes; Set
+// sends the rest of it. Its methods are for one goroutine.
+type Split struct {
+	t       *Tensor
+	parts   []*Device
+	st      SplitState
+	l       metaLayout
+	copies  [][]metaCopy
+	slices  []SplitSlice
+	rows    bool // some slice is gathered row by row out of the whole
+	chunk   int64
+	learnt  bool
+	descs   [][rpcrelay.TensorSize]byte // nil when not learnt plainly
+	hit     []bool                      // set by its server's cache (Ask)
+	missed  []bool                      // asked, and its cache missed it
+	cached  uint64
+	settled bool // every slice set
+}
+
+// SplitFor is how t, a tensor in a buffer of a meta device whose devices
+// are all RPC servers behind guards that send tensor data
+// (Device.SendsRPC), is set through the guards: nil (and no error) where
+// it cannot go that way (another device, a mirrored or partial tensor, a
+// slice that would be asked of a server's file cache row by row). It
+// makes no request; Ask and Set do.
+func (t *Tensor) SplitFor() (*Split, error) {
+	b, err := t.hold("set")
+	if err != nil {
+		return nil, err
+	}
+	defer t.unhold(b)
+	c, lib := t.c, t.rt.lib
+	if c.Buffer == 0 || c.Data == nil || c.ViewSrc != nil || !t.isContiguous() || t.NBytes() == 0 {
+		return nil, nil
+	}
+	d := t.rt.device(lib.BuftGetDevice(lib.BufferGetType(c.Buffer)))
+	parts := d.Parts()
+	ms := d.split.Value()
+	if !d.IsMeta() || ms == nil || len(parts) == 0 {
+		return nil, nil
+	}
+	for _, p := range parts {
+		if !p.SendsRPC() {
+			return nil, nil
+		}
+	}
+	st, ok := ms.fn(t.name)
+	if !ok || !st.Axis.IsDim() || st.Check(t.typ, t.ne, len(parts)) != nil {
+		return nil, nil
+	}
+	l := st.layout(t.ne, len(parts), t.typ.TypeSize(), t.typ.BlockSize())
+	copies, ok := st.copies(l, t.ne, t.typ.BlockSize())
+	if !ok {
+		return nil, nil
+	}
+	weights := lib.BufferGetUsage(c.Buffer) == int32(UsageWeights)
+	s := &Split{t: t, parts: parts, st: st, l: l, copies: copies}
+	for _, cs := range copies {
+		for _, cp := range cs {
+			// the client asks the cache for each request above the
+			// threshold: a row that big goes its way
+			if cp.rows > 1 && cp.size > RPCHashThreshold && weights {
+				return nil, nil
+			}
+			s.rows = s.rows || cp.rows > 1
+		}
+	}
+	s.chunk = l.nb[int(st.Axis)+1]
+	if s.rows && s.chunk > metaLearnMax {
+		return nil, nil
+	}
+	s.slices = make([]SplitSlice, len(parts))
+	for j, cs := range copies {
+		n := l.slices[j].bytes
+		sl := SplitSlice{Device: parts[j], Size: n, Off: -1}
+		if len(cs) == 1 && cs[0].rows == 1 && cs[0].dst == 0 && cs[0].size == n {
+			sl.Off = cs[0].src
+		}
+		// one request above the threshold, as the client makes it: its
+		// cache is asked first
+		sl.Probes = !s.rows && n > RPCHashThreshold && weights
+		s.slices[j] = sl
+	}
+	s.hit, s.missed = make([]bool, len(parts)), make([]bool, len(parts))
+	return s, nil
+}
+
+// Slices are the servers' slices, one per device of the meta device
+// (Size 0 for one that holds none of the tensor).
+func (s *Split) Slices() []SplitSlice { return s.slices }
+
+// Done reports whether the servers' caches set every slice (Ask): there is
+// nothing left for Set to send.
+func (s *Split) Done() bool { return s.settled }
+
+// learn learns where the slices lie on their servers, once; false where
+// the requests do not tell it plainly (Set is the way then).
+func (s *Split) learn() (bool, error) {
+	if !s.learnt {
+		d, err := s.t.learnSlices(s.parts, s.st, s.l, s.chunk, !s.rows)
+		if err != nil {
+			return false, err
+		}
+		s.descs, s.learnt = d, true
+	}
+	return s.descs != nil, nil
+}
+
+// splitResult is the answer to a slice's request.
+type splitResult struct {
+	j   int
+	hit bool
+	err error
+}
+
+// Ask asks the servers' file caches for the slices that probe whose
+// hashes hash knows (hash is called with each slice's index), and waits
+// for the answers: a slice a cache set is not sent by Set, one it missed
+// is sent with the cache flag, as after the client's own probe. It
+// returns the bytes the caches set (nothing where the tensor cannot go
+// through the guards: Set then reports Direct false).
+func (s *Split) Ask(hash func(j int) (uint64, bool)) (cached uint64, err error) {
+	t := s.t
+	defer placed(&err, "tensor_set", at{t: t, size: t.NBytes()})
+	b, err := t.hold("set")
+	if err != nil {
+		return 0, err
+	}
+	defer t.unhold(b)
+	type ask struct {
+		j int
+		h uint64
+	}
+	var asks []ask
+	for j, sl := range s.slices {
+		if sl.Probes && !s.hit[j] && !s.missed[j] {
+			if h, ok := hash(j); ok {
+				asks = append(asks, ask{j, h})
+			}
+		}
+	}
+	if len(asks) == 0 {
+		return 0, nil
+	}
+	if ok, err := s.learn(); !ok || err != nil {
+		return 0, err
+	}
+	done := make(chan splitResult, len(asks))
+	sent := 0
+	for _, a := range asks {
+		set := &rpcrelay.Set{Tensor: s.descs[a.j], Size: uint64(s.slices[a.j].Size), Probe: true,
+			Hash: func() uint64 { return a.h }, Done: func(hit bool, err error) { done <- splitResult{a.j, hit, err} }}
+		if err = s.parts[a.j].guard.Send(set); err != nil {
+			err = fmt.Errorf("ggml: tensor %s to %s: %w", t.name, s.parts[a.j].name, err)
+			break
+		}
+		sent++
+	}
+	for range sent {
+		x := <-done
+		switch {
+		case x.err != nil:
+			if err == nil {
+				err = fmt.Errorf("ggml: tensor %s to %s: %w", t.name, s.parts[x.j].name, x.err)
+			}
+		case x.hit:
+			s.hit[x.j] = true
+			cached += uint64(s.slices[x.j].Size)
+		default:
+			s.missed[x.j] = true
+		}
+	}
+	s.cached += cached
+	if err != nil {
+		return 0, err
+	}
+	s.settled = true
+	for j, sl := range s.slices {
+		if sl.Size > 0 && !s.hit[j] {
+			s.settled = false
+		}
+	}
+	return cached, nil
+}
+
+// Set sends the slices the servers' caches did not set (Ask) from src,
+// the whole tensor: each server its slice, laid out as ggml's meta buffer
+// lays it out, in one request, to all servers at once. A slice that
+// probes and was not asked for is asked of its cache first by its hash,
+// worked out here on another goroutine (r.Hashes). r.Direct is false,
+// and nothing sent, where the tensor cannot go through the guards after
+// all (Tensor.Set is the way then).
+func (s *Split) Set(src []byte) (r SplitSet, err error) {
+	t := s.t
 	defer placed(&err, "tensor_set", at{t: t, size: uint64(len(src))})
 	b, err := t.hold("set")
 	if err != nil {
 		return r, err
 	}
 	defer t.unhold(b)
-	if uint64(len(src)) != t.NBytes() || len(src) == 0 {
+	if uint64(len(src)) != t.NBytes() {
 		return r, fmt.Errorf("ggml: set of tensor %s: %d bytes for its %d", t.name, len(src), t.NBytes())
 	}
-	c, lib := t.c, t.rt.lib
-	if c.Buffer == 0 || c.Data == nil || c.ViewSrc != nil || !t.isContiguous() {
-		return r, nil
-	}
-	d := t.rt.device(lib.BuftGetDevice(lib.BufferGetType(c.Buffer)))
-	parts := d.Parts()
-	ms := d.split.Value()
-	if !d.IsMeta() || ms == nil || len(parts) == 0 {
-		return r, nil
-	}
-	for _, p := range parts {
-		if !p.SendsRPC() {
-			return r, nil
-		}
-	}
-	st, ok := ms.fn(t.name)
-	if !ok || !st.Axis.IsDim() || st.Check(t.typ, t.ne, len(parts)) != nil {
-		return r, nil
-	}
-	l := st.layout(t.ne, len(parts), t.typ.TypeSize(), t.typ.BlockSize())
-	copies, ok := st.copies(l, t.ne, t.typ.BlockSize())
-	if !ok {
-		return r, nil
-	}
-	weights := lib.BufferGetUsage(c.Buffer) == int32(UsageWeights)
-	rows := false
-	for _, cs := range copies {
-		for _, cp := range cs {
-			// the client asks the cache for each request above the
-			// threshold: a row that big goes its way
-			if cp.rows > 1 && cp.size > RPCHashThreshold && weights {
-				return r, nil
-			}
-			rows = rows || cp.rows > 1
-		}
-	}
-	chunk := l.nb[int(st.Axis)+1]
-	if rows && chunk > metaLearnMax {
-		return r, nil
-	}
-	descs, err := t.learnSlices(parts, st, l, chunk, !rows)
-	if err != nil || descs == nil {
+	if ok, err := s.learn(); !ok || err != nil {
 		return r, err
 	}
-
-	type result struct {
-		j   int
-		hit bool
-		err error
-	}
-	done := make(chan result, len(parts))
+	done := make(chan splitResult, len(s.parts))
 	sent := 0
+	r.Hashes = make([]SliceHash, 0, len(s.parts)) // (not grown: Hash writes into it)
 	wait := func() {
 		for range sent {
 			x := <-done
 			if x.err != nil && err == nil {
-				err = fmt.Errorf("ggml: tensor %s to %s: %w", t.name, parts[x.j].name, x.err)
+				err = fmt.Errorf("ggml: tensor %s to %s: %w", t.name, s.parts[x.j].name, x.err)
 			}
 			if x.hit {
-				r.Cached += uint64(l.slices[x.j].bytes)
+				r.Cached += uint64(s.slices[x.j].Size)
 			}
 		}
 	}
-	for j, cs := range copies {
-		sl := l.slices[j]
-		if sl.bytes == 0 {
+	for j, cs := range s.copies {
+		sl := s.slices[j]
+		if sl.Size == 0 || s.hit[j] {
 			continue
 		}
-		data, kept := sliceOf(src, cs, sl.bytes)
+		data, kept := sliceOf(src, cs, sl.Size)
 		release := func() {
 			if kept {
 				splitScratch.put(data)
 			}
 		}
-		set := &rpcrelay.Set{Tensor: descs[j], Size: uint64(sl.bytes), Data: data,
-			Done: func(hit bool, err error) { release(); done <- result{j, hit, err} }}
-		if !rows && sl.bytes > RPCHashThreshold && weights {
-			// one request above the threshold, as the client makes it:
-			// its cache is asked first, by the slice's hash, worked out
-			// here meanwhile
+		set := &rpcrelay.Set{Tensor: s.descs[j], Size: uint64(sl.Size), Data: data,
+			Done: func(hit bool, err error) { release(); done <- splitResult{j, hit, err} }}
+		switch {
+		case !sl.Probes:
+		case s.missed[j]:
+			set.Cache = true
+		default:
 			hash := make(chan uint64, 1)
 			go func() { hash <- RPCHash(data) }()
-			set.Probe, set.Hash = true, func() uint64 { return <-hash }
-			r.Hashed += uint64(sl.bytes)
+			r.Hashes = append(r.Hashes, SliceHash{Off: sl.Off, Size: sl.Size})
+			h := &r.Hashes[len(r.Hashes)-1].Hash
+			// (called before Done: read once the answers are in)
+			set.Probe, set.Hash = true, func() uint64 { *h = <-hash; return *h }
+			r.Hashed += uint64(sl.Size)
 		}
-		if e := parts[j].guard.Send(set); e != nil {
+		if e := s.parts[j].guard.Send(set); e != nil {
 			if set.Probe {
 				set.Hash() // the hash read data
 			}
 			release()
 			wait()
-			return SplitSet{}, fmt.Errorf("ggml: tensor %s to %s: %w", t.name, parts[j].name, e)
+			return SplitSet{}, fmt.Errorf("ggml: tensor %s to %s: %w", t.name, s.parts[j].name, e)
 		}
 		sent++
-		r.Sent += uint64(sl.bytes)
+		r.Sent += uint64(sl.Size)
 	}
 	if wait(); err != nil {
 		return SplitSet{}, err
 	}
 	r.Direct = true
+	r.Cached += s.cached
+	for j, sl := range s.slices {
+		if s.hit[j] {
+			r.Sent += uint64(sl.Size)
+		}
+	}
+	s.settled = true
 	return r, nil
 }
 

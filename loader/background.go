@@ -53,6 +53,14 @@ func maxSets(b *LoadedBuffer) int {
 func (ln *lane) setWhole(t task, src source) error {
 	l := ln.l
 	tp, w := t.pl.Plan, t.w
+	var sp *ggml.Split
+	if t.pl.Buffer.Device.IsMeta() {
+		var done bool
+		var err error
+		if sp, done, err = ln.askSplit(t); err != nil || done {
+			return err
+		}
+	}
 	for len(ln.bg) > 0 && ln.setting+w.Size > bgMax {
 		if err := ln.waitOldest(); err != nil {
 			return err
@@ -76,7 +84,7 @@ func (ln *lane) setWhole(t task, src source) error {
 		}
 	}
 	s := &bgSet{tp: tp, buf: buf, done: make(chan error, 1)}
-	go func() { s.done <- ln.l.setTensor(t, s.buf) }()
+	go func() { s.done <- ln.l.setTensor(t, sp, s.buf) }()
 	ln.bg = append(ln.bg, s)
 	ln.setting += int64(len(buf))
 	return nil
@@ -183,18 +191,72 @@ func (ln *lane) freeBounces() {
 }
 
 // setTensor sets task t whole from buf: through the guards of the RPC
-// servers under a meta device (ggml.Tensor.SetSplit: a request per server,
-// not one per row), or else through ggml.
-func (l *load) setTensor(t task, buf []byte) error {
-	if t.pl.Buffer.Device.IsMeta() {
-		r, err := t.pl.Tensor.SetSplit(buf)
+// servers under a meta device (sp, ggml.Split: a request per server, not
+// one per row), or else through ggml.
+func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) error {
+	if sp != nil {
+		r, err := sp.Set(buf)
 		if err != nil {
 			return err
 		}
 		if r.Direct {
 			l.countRPC(r.Cached, r.Hashed)
+			fh, at := l.hashesFor(t.w.File), l.rpcKey(t).off
+			for _, h := range r.Hashes {
+				if h.Off >= 0 {
+					fh.put(at+h.Off, h.Size, h.Hash)
+				}
+			}
 			return nil
 		}
 	}
 	return t.pl.Tensor.Set(buf, 0)
+}
+
+// askSplit finds how t, a tensor of a meta device, goes through the guards
+// of its RPC servers (sp; nil when through ggml), and asks the servers'
+// file caches for the slices whose hashes the hash index knows, before t
+// is read: done when they set all of it, and there is nothing to read.
+func (ln *lane) askSplit(t task) (sp *ggml.Split, done bool, err error) {
+	l := ln.l
+	sp, err = t.pl.Tensor.SplitFor()
+	if sp == nil || err != nil {
+		return nil, false, err
+	}
+	probes := false
+	for _, sl := range sp.Slices() {
+		probes = probes || sl.Probes && sl.Off >= 0
+	}
+	if !probes { // the index is opened only for such tensors
+		return sp, false, nil
+	}
+	fh, at := l.hashesFor(t.w.File), l.rpcKey(t).off
+	known := func(j int) (uint64, bool) {
+		sl := sp.Slices()[j]
+		if sl.Off < 0 {
+			return 0, false
+		}
+		return fh.get(at+sl.Off, sl.Size)
+	}
+	asks := false
+	for j, sl := range sp.Slices() {
+		if _, ok := known(j); ok && sl.Probes {
+			asks = true
+		}
+	}
+	if !asks {
+		return sp, false, nil
+	}
+	// asking learns the slices through ggml's client: no set may be
+	// under way
+	if err := ln.waitSet(); err != nil {
+		return nil, false, err
+	}
+	cached, err := sp.Ask(known)
+	if err != nil || !sp.Done() {
+		return sp, false, err // (what the caches set is counted with the rest)
+	}
+	l.countRPC(cached, 0)
+	ln.addDone(t.pl.Path, uint64(t.w.Size))
+	return sp, true, l.progress()
 }

@@ -80,6 +80,10 @@
 // sets and without waiting for the answers (the server reads its cache
 // while the link carries the rest), and reads only what the cache misses.
 // The window a confirmation compares is read from the file as it is then.
+// Under -sm tensor the guards send each server its slice of a tensor; a
+// slice above 10 MiB is asked for by its hash in the same way, from the
+// index where it knows the slice's bytes, before the tensor is read: a
+// tensor whose slices the caches all set is not read at all.
 //
 // Memory. Beyond the weights, a load holds staging rings, bounce and
 // direct-read buffers while it runs: MemoryOf bounds them, per part, for a

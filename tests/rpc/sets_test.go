@@ -171,11 +171,13 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 // server), and one split along dimension 1 a server after the other; the
 // guards send each server its slice whole, to both at once, instead
 // (ggml.Tensor.SetSplit). Against the native client (RPCOptions.NativeSets)
-// onto two other servers, twice, with file caches: every weight reads back
-// equal to the file, the caches end holding the same files (the output
-// matrix's halves, above the hash threshold, are asked of them first by
-// their hash, as the client asks), and the guards send the same data with
-// a request header per row fewer.
+// onto two other servers with file caches, three times (the guards' loads
+// with a hash index; the third onto emptied caches): every weight reads
+// back equal to the file, the caches end holding the same files (the
+// output matrix's halves, above the hash threshold, are asked of them
+// first by their hash, as the client asks), and the guards send the same
+// data with a request header per row fewer. The second load hashes
+// nothing, and does not read the halves the caches set.
 func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	if err := ggml.MetaDeviceSupported(); err != nil {
 		t.Skip(err)
@@ -186,7 +188,17 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	own := register(t, rt, hosts[2:], ggml.RPCOptions{})
 	// output.weight (32000 x 1024 q8_0, 34.8 MB) is split along dimension
 	// 1: each server's slice is one request above the threshold
-	m := writeModel(t, rt, synth.Spec{Layers: 2, Embd: 1024, FF: 2816, Heads: 8, Vocab: 32000})
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 1024, FF: 2816, Heads: 8, Vocab: 32000})
+	m := testenv.OpenModel(t, path)
+	out, ok := m.Weight("output.weight")
+	if !ok || out.Size <= 2*ggml.RPCHashThreshold {
+		t.Fatalf("output.weight %v", out)
+	}
+	// its bytes beyond what the kernel may read ahead of a reader of the
+	// tensor before it
+	inOff := out.Offset + readahead(path) + 1<<20
+	inSize := out.Offset + out.Size - 1<<20 - inOff
+	index := t.TempDir()
 	// the matrices split along dimension 0 (attention output, feed-forward
 	// down) go a row per request and server through the meta buffer: a
 	// request header (message header, rpc_tensor, cache flag, offset) each
@@ -197,7 +209,10 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 			rowRequests += 2 * uint64(w.Shape[1]-1)
 		}
 	}
-	load := func(devs []string) (sent uint64, st loader.Stats) {
+	// load loads onto devs, with the hash index dir; cold, the model's
+	// pages are dropped from the page cache first, and read is how much
+	// of output.weight's the load brought back
+	load := func(devs []string, dir string, cold bool) (sent uint64, st loader.Stats, read int64) {
 		t.Helper()
 		params := place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{1, 2}}
 		params.LoadMode = place.LoadNone
@@ -214,11 +229,18 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 			s, _ := d.RPCTraffic()
 			before += s
 		}
-		lm, err := loader.Load(context.Background(), p, loader.Options{HashIndex: "off"})
+		if cold {
+			evict(t, path)
+		}
+		lm, err := loader.Load(context.Background(), p, loader.Options{HashIndex: dir})
 		if err != nil {
 			t.Fatalf("load onto %v: %v", devs, err)
 		}
 		defer lm.Close()
+		read = -1
+		if cold {
+			read = resident(t, path, inOff, inSize)
+		}
 		if n := verify(t, lm)[p.Devices[0].Name()]; n == 0 {
 			t.Fatalf("no tensor verified on %s", p.Devices[0].Name())
 		}
@@ -227,21 +249,38 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 			s, _ := d.RPCTraffic()
 			sent += s
 		}
-		return sent - before, lm.Stats
+		return sent - before, lm.Stats, read
 	}
 	var hashed uint64 // by the guards' first load: the slices they asked the caches for
-	for round := range 2 {
-		nativeSent, _ := load(native)
-		ownSent, st := load(own)
+	for round := range 3 {
+		if round == 2 {
+			emptyCaches(t, hosts)
+		}
+		nativeSent, _, _ := load(native, "off", false)
+		ownSent, st, read := load(own, index, round == 1)
 		// the output matrix's halves: hashed to ask the caches, which
-		// miss them the first time and set them the second
-		if round == 0 {
+		// miss them the first time; the second time the hash index
+		// knows them, and the caches set them before they are read; the
+		// third, the caches emptied, they are asked by the index's
+		// hashes, miss, and are sent for the caches to keep
+		switch round {
+		case 0:
 			hashed = st.RPCHashed
 			if hashed < 2*ggml.RPCHashThreshold || st.RPCCached != 0 {
 				t.Errorf("first load: %d bytes hashed, %d set by the caches", st.RPCHashed, st.RPCCached)
 			}
-		} else if st.RPCCached != hashed {
-			t.Errorf("second load: %d bytes set by the caches, %d asked for the first time", st.RPCCached, hashed)
+		case 2:
+			if st.RPCCached != 0 || st.RPCHashed != 0 {
+				t.Errorf("third load: %d bytes set by the emptied caches, %d hashed", st.RPCCached, st.RPCHashed)
+			}
+		default:
+			if st.RPCCached != hashed || st.RPCHashed != 0 {
+				t.Errorf("second load: %d bytes set by the caches, %d hashed; %d asked for the first time", st.RPCCached, st.RPCHashed, hashed)
+			}
+			t.Logf("second load, cold: %d of output.weight's last %d bytes read", read, inSize)
+			if inSize >= 4<<20 && read > inSize/4 {
+				t.Errorf("second load: %d of output.weight's %d bytes read, which the caches set", read, inSize)
+			}
 		}
 		t.Logf("load %d: native client sent %.2f MiB, guards %.2f MiB (%d row requests fewer)",
 			round+1, float64(nativeSent)/(1<<20), float64(ownSent)/(1<<20), rowRequests)
