@@ -77,6 +77,11 @@ func TestMetaDeviceSplits(t *testing.T) {
 		case "s": // [8, 2] f32: columns in two segments, 2+2 and 1+3
 			return ggml.SplitState{Axis: ggml.SplitAxis0, Segments: []ggml.SplitSegment{
 				{Lengths: []int64{2, 2}, Repeat: 1}, {Lengths: []int64{1, 3}, Repeat: 1}}}, true
+		case "q": // [8, 6] f32: rows in two segments, 1+2 and 2+1 (as a fused QKV)
+			return ggml.SplitState{Axis: ggml.SplitAxis1, Segments: []ggml.SplitSegment{
+				{Lengths: []int64{1, 2}, Repeat: 1}, {Lengths: []int64{2, 1}, Repeat: 1}}}, true
+		case "p": // [8, 4, 2] f32: rows 1 and 3 of each of 2 planes
+			return ggml.SplitState{Axis: ggml.SplitAxis1, Segments: []ggml.SplitSegment{{Lengths: []int64{1, 3}, Repeat: 1}}}, true
 		}
 		return ggml.SplitState{}, false // mirrored
 	}
@@ -91,14 +96,15 @@ func TestMetaDeviceSplits(t *testing.T) {
 	if meta.Caps().BufferFromHostPtr || meta.Caps().Events {
 		t.Fatalf("meta device caps %+v", meta.Caps())
 	}
-	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: 3, NoAlloc: true})
+	names := []string{"w", "s", "m", "q", "p"}
+	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: len(names), NoAlloc: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctx.Free()
-	shapes := map[string][]int64{"w": {8, 16}, "s": {8, 2}, "m": {8, 2}}
+	shapes := map[string][]int64{"w": {8, 16}, "s": {8, 2}, "m": {8, 2}, "q": {8, 6}, "p": {8, 4, 2}}
 	var ts []*ggml.Tensor
-	for _, name := range []string{"w", "s", "m"} {
+	for _, name := range names {
 		x, err := ctx.NewTensor(ggml.TypeF32, shapes[name]...)
 		if err != nil {
 			t.Fatal(err)
@@ -113,15 +119,16 @@ func TestMetaDeviceSplits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer buf.Free()
-	for _, name := range []string{"w", "s", "m"} {
+	for _, name := range names {
 		if asked[name] == 0 {
 			t.Errorf("the meta buffer never asked how to split %s", name)
 		}
 	}
 	// the largest share: RPC1 holds 12 of w's 16 rows, 5 of s's 8
-	// columns and all of m; mirrored everything would be 512+64+64
+	// columns, all of m, 3 of q's 6 rows and 6 of p's 8; mirrored
+	// everything would be 512+64+64+192+256
 	pad := func(n uint64) uint64 { a := devs[1].BufferType().Alignment(); return (n + a - 1) / a * a }
-	if want := pad(12*8*4) + pad(5*2*4) + pad(8*2*4); buf.Size() != want {
+	if want := pad(12*8*4) + pad(5*2*4) + pad(8*2*4) + pad(3*8*4) + pad(6*8*4); buf.Size() != want {
 		t.Errorf("meta buffer of %d bytes, want %d (RPC1's slices)", buf.Size(), want)
 	}
 	for i, x := range ts {
@@ -138,11 +145,13 @@ func TestMetaDeviceSplits(t *testing.T) {
 		}
 	}
 	// each server's slice: w's are runs of the whole (its first 4 rows,
-	// then the other 12), s's are gathered; none is asked of a cache (not
-	// weights, and small); m is mirrored
+	// then the other 12), the others' are gathered; none is asked of a
+	// cache (not weights, and small); m is mirrored
 	wantSlices := map[string][]ggml.SplitSlice{
 		"w": {{Device: devs[0], Size: 4 * 8 * 4, Off: 0}, {Device: devs[1], Size: 12 * 8 * 4, Off: 4 * 8 * 4}},
 		"s": {{Device: devs[0], Size: 3 * 2 * 4, Off: -1}, {Device: devs[1], Size: 5 * 2 * 4, Off: -1}},
+		"q": {{Device: devs[0], Size: 3 * 8 * 4, Off: -1}, {Device: devs[1], Size: 3 * 8 * 4, Off: -1}},
+		"p": {{Device: devs[0], Size: 2 * 8 * 4, Off: -1}, {Device: devs[1], Size: 6 * 8 * 4, Off: -1}},
 	}
 	for _, x := range ts {
 		sp, err := x.SplitFor()
@@ -158,8 +167,8 @@ func TestMetaDeviceSplits(t *testing.T) {
 		}
 	}
 	// the guards send the sliced tensors themselves, a request per
-	// server: whole planes (w) and strided rows (s); the mirrored m is
-	// left to ggml's client
+	// server: whole planes (w), strided rows (s), planes in segments (q),
+	// rows of several planes (p); the mirrored m is left to ggml's client
 	for i, x := range ts {
 		data := randomBytes(int(x.NBytes()), uint64(i+10))
 		r, err := x.SetSplit(data)

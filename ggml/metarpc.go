@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
 )
@@ -34,17 +33,14 @@ import (
 //
 // Where a slice lies on its server is not exported by ggml (the meta
 // buffer allocates each device's slices in a context of its own). It is
-// learnt per tensor from the requests ggml's client makes when it reads
-// one row of the tensor, or clears a tensor split in whole planes (the
-// guards watch them): one small request per server. Mirrored tensors keep
+// learnt per tensor from the requests ggml's client makes when it clears
+// the tensor's first row or plane (the guards watch them): a small
+// request per server and segment, with no reply. Mirrored tensors keep
 // the client's way.
 
-// metaWatchMu serializes the reads that learn slices: a watch is on every
+// metaWatchMu serializes the clears that learn slices: a watch is on every
 // guard of the meta device while one runs.
 var metaWatchMu sync.Mutex
-
-// metaLearnMax bounds the bytes one read that learns slices may take.
-const metaLearnMax = 4 << 20
 
 // metaLearnWait bounds the wait for the guards to read the clears that
 // learn slices (a server that is gone leaves the tensor to ggml's client).
@@ -211,9 +207,6 @@ func (t *Tensor) SplitFor() (*Split, error) {
 		}
 	}
 	s.chunk = l.nb[int(st.Axis)+1]
-	if s.rows && s.chunk > metaLearnMax {
-		return nil, nil
-	}
 	s.slices = make([]SplitSlice, len(parts))
 	for j, cs := range copies {
 		n := l.slices[j].bytes
@@ -242,7 +235,7 @@ func (s *Split) Done() bool { return s.settled }
 // the requests do not tell it plainly (Set is the way then).
 func (s *Split) learn() (bool, error) {
 	if !s.learnt {
-		d, err := s.t.learnSlices(s.parts, s.st, s.l, s.chunk, !s.rows)
+		d, err := s.t.learnSlices(s.parts, s.st, s.l, s.copies, s.chunk)
 		if err != nil {
 			return false, err
 		}
@@ -491,40 +484,36 @@ func gather(dst, src []byte, cs []metaCopy) {
 // learnSlices makes ggml's meta buffer name each device's slice of t to its
 // server, with a watch on every guard, and takes the slices from the
 // requests as ggml's client names them (nil for a device with none); nil
-// where the requests do not tell them plainly. A tensor whose slices are
-// strided in the whole (rows) reads its first chunk bytes back; one whose
-// slices are whole runs of it (planes) is cleared instead: a request of a
-// few hundred bytes per server, where a read would bring the whole tensor
-// back (the meta buffer reads and clears such a tensor only whole); the
-// set that follows overwrites what the server cleared.
-func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk int64, planes bool) ([][rpcrelay.TensorSize]byte, error) {
+// where the requests do not tell them plainly. It clears t's first chunk
+// bytes (one step along the split's next dimension): the meta buffer
+// clears each device's share of it, one request per copy (copies), without
+// a reply, so that nothing waits for the link to drain; the set that
+// follows overwrites what the servers cleared. It waits until the guards
+// have read every one of those requests: a clear forwarded after the set
+// would undo part of it.
+func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copies [][]metaCopy, chunk int64) ([][rpcrelay.TensorSize]byte, error) {
+	if len(st.Segments) != 1 || st.Segments[0].Repeat != 1 {
+		// the meta buffer clears segments along the first two
+		// dimensions only (it asserts it)
+		if st.Axis != SplitAxis0 && st.Axis != SplitAxis1 {
+			return nil, nil
+		}
+	}
 	metaWatchMu.Lock()
 	defer metaWatchMu.Unlock()
 	var guards []*rpcrelay.Guard
 	watches := map[*rpcrelay.Guard]*rpcrelay.Watch{}
-	for _, p := range parts {
+	want := map[*rpcrelay.Guard]int{}
+	for j, p := range parts {
 		if watches[p.guard] == nil {
 			watches[p.guard] = p.guard.Watch()
 			guards = append(guards, p.guard)
 		}
+		want[p.guard] += len(copies[j])
 	}
-	if planes {
-		t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(t.NBytes()))
-		// a clear has no reply: the guards may not have read it yet
-		// (once they have, the sets below go after it)
-		want := map[*rpcrelay.Guard]int{}
-		for j, sl := range l.slices {
-			if sl.bytes > 0 {
-				want[parts[j].guard]++
-			}
-		}
-		for g, n := range want {
-			watches[g].Wait(n, metaLearnWait)
-		}
-	} else {
-		buf := splitScratch.get(chunk)
-		defer splitScratch.put(buf)
-		t.rt.lib.TensorGet(t.c, unsafe.Pointer(&buf[0]), 0, uintptr(chunk))
+	t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(chunk))
+	for g, n := range want {
+		watches[g].Wait(n, metaLearnWait)
 	}
 	le := binary.LittleEndian
 	// each guard's requests for t, a slice once, in the order asked
@@ -546,7 +535,7 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, chunk
 			return nil, err
 		}
 	}
-	// the devices the meta buffer reads, in its order
+	// the devices the meta buffer clears, in its order
 	var order []int
 	for _, sg := range st.Segments {
 		for range sg.Repeat {
