@@ -172,12 +172,13 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 // guards send each server its slice whole, to both at once, instead
 // (ggml.Tensor.SetSplit). Against the native client (RPCOptions.NativeSets)
 // onto two other servers with file caches, three times (the guards' loads
-// with a hash index; the third onto emptied caches): every weight reads
-// back equal to the file, the caches end holding the same files (the
-// output matrix's halves, above the hash threshold, are asked of them
-// first by their hash, as the client asks), and the guards send the same
-// data with a request header per row fewer. The second load hashes
-// nothing, and does not read the halves the caches set.
+// with a hash index; the third after the second server of each pair
+// emptied its cache): every weight reads back equal to the file, the
+// caches end holding the same files (the output matrix's halves, above
+// the hash threshold, are asked of them first by their hash, as the
+// client asks), and the guards send the same data with a request header
+// per row fewer. The second load hashes nothing, and does not read the
+// halves the caches set.
 func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	if err := ggml.MetaDeviceSupported(); err != nil {
 		t.Skip(err)
@@ -254,15 +255,17 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	var hashed uint64 // by the guards' first load: the slices they asked the caches for
 	for round := range 3 {
 		if round == 2 {
-			emptyCaches(t, hosts)
+			// the second server of each pair forgets its slices
+			emptyCaches(t, []testenv.NetHost{hosts[1], hosts[3]})
 		}
 		nativeSent, _, _ := load(native, "off", false)
 		ownSent, st, read := load(own, index, round == 1)
 		// the output matrix's halves: hashed to ask the caches, which
 		// miss them the first time; the second time the hash index
 		// knows them, and the caches set them before they are read; the
-		// third, the caches emptied, they are asked by the index's
-		// hashes, miss, and are sent for the caches to keep
+		// third, one cache emptied, both are asked by the index's
+		// hashes, one is set by its cache, the other misses and is
+		// sent for the cache to keep
 		switch round {
 		case 0:
 			hashed = st.RPCHashed
@@ -270,8 +273,9 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 				t.Errorf("first load: %d bytes hashed, %d set by the caches", st.RPCHashed, st.RPCCached)
 			}
 		case 2:
-			if st.RPCCached != 0 || st.RPCHashed != 0 {
-				t.Errorf("third load: %d bytes set by the emptied caches, %d hashed", st.RPCCached, st.RPCHashed)
+			kept := cacheBytes(t, hosts[2].Cache) // the first server's slice
+			if st.RPCCached != kept || st.RPCHashed != 0 || kept == 0 || kept >= hashed {
+				t.Errorf("third load: %d bytes set by the caches (the kept one holds %d), %d hashed", st.RPCCached, kept, st.RPCHashed)
 			}
 		default:
 			if st.RPCCached != hashed || st.RPCHashed != 0 {
