@@ -201,10 +201,12 @@ func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) error {
 		}
 		if r.Direct {
 			l.countRPC(r.Cached, r.Hashed)
-			fh, at := l.hashesFor(t.w.File), l.rpcKey(t).off
-			for _, h := range r.Hashes {
-				if h.Off >= 0 {
-					fh.put(at+h.Off, h.Size, h.Hash)
+			if len(r.Hashes) > 0 { // (the index is opened only then)
+				fh, at := l.hashesFor(t.w.File), l.rpcKey(t).off
+				for _, h := range r.Hashes {
+					if h.Off >= 0 {
+						fh.put(at+h.Off, h.Size, h.Hash)
+					}
 				}
 			}
 			return nil
