@@ -579,3 +579,62 @@ func sameName(req []byte, name string) bool {
 	}
 	return string(req[at:at+len(name)]) == name
 }
+
+// SplitWindow is a window of a server's slice read back from it
+// (Split.ReadBack): Got holds what the server has for the bytes at At in
+// the whole tensor.
+type SplitWindow struct {
+	Device *Device
+	At     int64
+	Got    []byte
+}
+
+// ReadBack reads back from each server a window of at most n bytes of its
+// slice, queued behind what the split sent it or asked of its cache, at a
+// place drawn from seed within one run of the whole tensor. It returns
+// once the reads are queued; wait waits for the windows. The split must
+// have been set through the guards (Set with Direct, or Done after Ask).
+func (s *Split) ReadBack(seed uint64, n int64) (wait func() ([]SplitWindow, error), err error) {
+	t := s.t
+	if !s.settled || s.descs == nil || n <= 0 {
+		return nil, fmt.Errorf("ggml: read back of tensor %s: not set through the guards", t.name)
+	}
+	b, err := t.hold("get")
+	if err != nil {
+		return nil, err
+	}
+	defer t.unhold(b)
+	next := func() uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return seed >> 11 }
+	done := make(chan splitResult, len(s.parts))
+	var ws []SplitWindow
+	collect := func() ([]SplitWindow, error) {
+		var first error
+		for range ws {
+			if x := <-done; x.err != nil && first == nil {
+				first = fmt.Errorf("ggml: reading back tensor %s from %s: %w", t.name, s.parts[x.j].name, x.err)
+			}
+		}
+		if first != nil {
+			return nil, first
+		}
+		return ws, nil
+	}
+	for j, cs := range s.copies {
+		if len(cs) == 0 {
+			continue
+		}
+		cp := cs[next()%uint64(len(cs))]
+		row := int64(next() % uint64(cp.rows))
+		m := min(n, cp.size)
+		off := int64(next() % uint64(cp.size-m+1))
+		w := SplitWindow{Device: s.parts[j], At: cp.src + row*cp.sstep + off, Got: make([]byte, m)}
+		set := &rpcrelay.Set{Tensor: s.descs[j], Offset: uint64(cp.dst + row*cp.dstep + off), Size: uint64(m), Data: w.Got, Get: true,
+			Done: func(_ bool, err error) { done <- splitResult{j: j, err: err} }}
+		if err := s.parts[j].guard.Send(set); err != nil {
+			collect()
+			return nil, fmt.Errorf("ggml: reading back tensor %s from %s: %w", t.name, s.parts[j].name, err)
+		}
+		ws = append(ws, w)
+	}
+	return collect, nil
+}

@@ -35,9 +35,14 @@ const bgMax = 256 << 20
 
 // bgSet is a whole tensor being set by native code.
 type bgSet struct {
+	t    task
 	tp   *place.TensorPlan
 	buf  []byte
 	done chan error
+	// sp is how a meta device's tensor goes through its servers' guards;
+	// direct is set (before done) when it went that way
+	sp     *ggml.Split
+	direct bool
 }
 
 // maxSets is how many sets into buffer b may be under way at once.
@@ -83,8 +88,12 @@ func (ln *lane) setWhole(t task, src source) error {
 			return err
 		}
 	}
-	s := &bgSet{tp: tp, buf: buf, done: make(chan error, 1)}
-	go func() { s.done <- ln.l.setTensor(t, sp, s.buf) }()
+	s := &bgSet{t: t, tp: tp, buf: buf, done: make(chan error, 1), sp: sp}
+	go func() {
+		var err error
+		s.direct, err = ln.l.setTensor(t, sp, s.buf)
+		s.done <- err
+	}()
 	ln.bg = append(ln.bg, s)
 	ln.setting += int64(len(buf))
 	return nil
@@ -100,6 +109,9 @@ func (ln *lane) waitOldest() error {
 	if err != nil {
 		// (the lane has gone on to another tensor: this one is named)
 		return ln.l.tensorError("load", s.tp, fmt.Errorf("loader: tensor '%s': %w", s.tp.Name, err))
+	}
+	if s.direct {
+		ln.splits = append(ln.splits, splitSet{s.t, s.sp})
 	}
 	return nil
 }
@@ -193,11 +205,11 @@ func (ln *lane) freeBounces() {
 // setTensor sets task t whole from buf: through the guards of the RPC
 // servers under a meta device (sp, ggml.Split: a request per server, not
 // one per row), or else through ggml.
-func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) error {
+func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) (direct bool, err error) {
 	if sp != nil {
 		r, err := sp.Set(buf)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if r.Direct {
 			l.countRPC(r.Cached, r.Hashed)
@@ -209,10 +221,10 @@ func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) error {
 					}
 				}
 			}
-			return nil
+			return true, nil
 		}
 	}
-	return t.pl.Tensor.Set(buf, 0)
+	return false, t.pl.Tensor.Set(buf, 0)
 }
 
 // askSplit finds how t, a tensor of a meta device, goes through the guards
@@ -259,6 +271,7 @@ func (ln *lane) askSplit(t task) (sp *ggml.Split, done bool, err error) {
 		return sp, false, err // (what the caches set is counted with the rest)
 	}
 	l.countRPC(cached, 0)
+	ln.splits = append(ln.splits, splitSet{t, sp})
 	ln.addDone(t.pl.Path, uint64(t.w.Size))
 	return sp, true, l.progress()
 }

@@ -140,10 +140,82 @@ func (ln *lane) confirm() error {
 			return l.tensorError("confirm", pl.Plan, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes at [%d, +%d) than were sent", pl.Plan.Name, d.Name(), ggml.ErrRPCFailed, d.Endpoint(), s.off, len(s.want)))
 		}
 	}
-	took := time.Since(start)
+	l.countConfirmed(len(ln.samples), time.Since(start))
+	return nil
+}
+
+// splitSet is a tensor of a meta device that the guards of its RPC
+// servers set (or asked of their caches): each server's slice.
+type splitSet struct {
+	t  task
+	sp *ggml.Split
+}
+
+// confirmSplits reads back a window of every slice the lane's meta device
+// tensors put on their servers, through the guards (each behind its
+// slice's set, all queued before any is waited for), and compares it with
+// the file's bytes as they are now: a server that dropped a set, or whose
+// cache answered for bytes it did not set, fails the load, as for a
+// server's own tensors (confirm).
+func (ln *lane) confirmSplits() error {
+	l := ln.l
+	if err := l.progress(); err != nil {
+		return err // stopped or canceled
+	}
+	start := time.Now()
+	fail := func(s splitSet, err error) error {
+		return l.tensorError("confirm", s.t.pl.Plan, fmt.Errorf("loader: confirming tensor '%s': %w", s.t.pl.Plan.Name, err))
+	}
+	var first error
+	waits := make([]func() ([]ggml.SplitWindow, error), len(ln.splits))
+	for k, s := range ln.splits {
+		w, err := s.sp.ReadBack(l.seed^uint64(s.t.i)*0x9e3779b97f4a7c15, sampleSize)
+		if err != nil {
+			first = fail(s, err)
+			break
+		}
+		waits[k] = w
+	}
+	// every read queued is waited for, even after a failure: they write
+	// into their windows
+	for k, wait := range waits {
+		if wait == nil {
+			continue
+		}
+		s := ln.splits[k]
+		ws, err := wait()
+		if first != nil {
+			continue
+		}
+		if err != nil {
+			first = fail(s, err)
+			continue
+		}
+		f := l.model.files[s.t.w.File]
+		for _, w := range ws {
+			want := make([]byte, len(w.Got))
+			if err := f.readAt(want, s.t.w.Offset+w.At); err != nil {
+				first = fail(s, namingFile(err, f.path, s.t.w))
+				break
+			}
+			if !bytes.Equal(w.Got, want) {
+				first = l.tensorError("confirm", s.t.pl.Plan, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes for [%d, +%d) of the tensor than the file", s.t.pl.Plan.Name, w.Device.Name(), ggml.ErrRPCFailed, w.Device.Endpoint(), w.At, len(want)))
+				break
+			}
+		}
+	}
+	if first != nil {
+		return first
+	}
+	l.countConfirmed(len(ln.splits), time.Since(start))
+	return nil
+}
+
+// countConfirmed adds n tensors a lane confirmed in took to the load's
+// figures (Stats.Confirm is the longest lane's).
+func (l *load) countConfirmed(n int, took time.Duration) {
 	l.model.statsMu.Lock()
-	l.model.Stats.Confirmed += len(ln.samples)
+	l.model.Stats.Confirmed += n
 	l.model.Stats.Confirm = max(l.model.Stats.Confirm, took)
 	l.model.statsMu.Unlock()
-	return nil
 }

@@ -67,7 +67,8 @@
 // pinned protocol has no command that reports what a buffer holds, and
 // SET_TENSOR has no reply). The reads of a device go out at once, ahead
 // of their replies, so that confirming costs one round trip, not one per
-// tensor.
+// tensor. Under -sm tensor a window of every server's slice is read back
+// the same way.
 //
 // RPC servers get their weights from the guard in front of them, which
 // speaks the protocol itself (requests byte for byte as ggml's client

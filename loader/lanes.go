@@ -60,6 +60,7 @@ type lane struct {
 	setting int64    // and their bytes
 	rpcs    map[*ggml.Device]*rpcQueue
 	samples []rpcSample  // windows of the tensors queued to RPC servers
+	splits  []splitSet   // tensors the guards of a meta device's servers set (confirmSplits)
 	flights []*rpcFlight // tensors the guards are sending, oldest first (rpcdirect.go)
 	asks    rpcAsks      // its questions to its servers' caches (rpcdirect.go)
 
@@ -235,6 +236,14 @@ func (ln *lane) run() (err error) {
 	}
 	if err := ln.landAll(); err != nil {
 		return err
+	}
+	if len(ln.splits) > 0 {
+		if err := ln.waitSet(); err != nil {
+			return err
+		}
+		if err := ln.confirmSplits(); err != nil {
+			return err
+		}
 	}
 	return ln.laneError(ln.confirm())
 }

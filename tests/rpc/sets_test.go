@@ -260,6 +260,10 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 		}
 		nativeSent, _, _ := load(native, "off", false)
 		ownSent, st, read := load(own, index, round == 1)
+		// a window of each slice read back from its server
+		if st.Confirmed == 0 {
+			t.Errorf("load %d: no tensor confirmed", round+1)
+		}
 		// the output matrix's halves: hashed to ask the caches, which
 		// miss them the first time; the second time the hash index
 		// knows them, and the caches set them before they are read; the
