@@ -37,7 +37,8 @@ const bgMax = 256 << 20
 type bgSet struct {
 	t    task
 	tp   *place.TensorPlan
-	buf  []byte
+	mem  []byte // the bounce buffer
+	buf  []byte // the tensor in it
 	done chan error
 	// sp is how a meta device's tensor goes through its servers' guards;
 	// direct is set (before done) when it went that way
@@ -71,12 +72,16 @@ func (ln *lane) setWhole(t task, src source) error {
 			return err
 		}
 	}
-	buf, err := ln.bounceBuf(w.Size, tp.Name)
+	// the tensor starts where direct reads of its whole blocks go
+	// straight into the buffer
+	skew := lineUp(src, w.Offset)
+	mem, err := ln.bounceBuf(skew+w.Size, tp.Name)
 	if err != nil {
 		return err
 	}
+	buf := mem[skew:]
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
-		ln.putBounce(buf)
+		ln.putBounce(mem)
 		return namingFile(err, src.file(), w)
 	}
 	if l.o.CheckTensors {
@@ -84,18 +89,18 @@ func (ln *lane) setWhole(t task, src source) error {
 	}
 	for len(ln.bg) >= maxSets(t.pl.Buffer) {
 		if err := ln.waitOldest(); err != nil {
-			ln.putBounce(buf)
+			ln.putBounce(mem)
 			return err
 		}
 	}
-	s := &bgSet{t: t, tp: tp, buf: buf, done: make(chan error, 1), sp: sp}
+	s := &bgSet{t: t, tp: tp, mem: mem, buf: buf, done: make(chan error, 1), sp: sp}
 	go func() {
 		var err error
 		s.direct, err = ln.l.setTensor(t, sp, s.buf)
 		s.done <- err
 	}()
 	ln.bg = append(ln.bg, s)
-	ln.setting += int64(len(buf))
+	ln.setting += int64(len(mem))
 	return nil
 }
 
@@ -104,8 +109,8 @@ func (ln *lane) waitOldest() error {
 	s := ln.bg[0]
 	err := <-s.done
 	ln.bg = ln.bg[1:]
-	ln.setting -= int64(len(s.buf))
-	ln.putBounce(s.buf)
+	ln.setting -= int64(len(s.mem))
+	ln.putBounce(s.mem)
 	if err != nil {
 		// (the lane has gone on to another tensor: this one is named)
 		return ln.l.tensorError("load", s.tp, fmt.Errorf("loader: tensor '%s': %w", s.tp.Name, err))

@@ -197,6 +197,23 @@ func (f *modelFile) readAt(dst []byte, off int64) error {
 	return nil
 }
 
+// lineUp is where, in page-aligned memory, a read of off from src should
+// start so that the whole direct-I/O blocks it covers go straight into it
+// (readAt): off's place in the memory alignment; 0 where src does not read
+// directly.
+func lineUp(src source, off int64) int64 {
+	f, ok := src.(*modelFile)
+	if !ok {
+		return 0
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.direct == nil {
+		return 0
+	}
+	return off & (f.memAlign - 1)
+}
+
 // readBounced reads len(dst) bytes at off through a bounce buffer: aligned
 // direct reads of the blocks that hold them, each copied out.
 func (f *modelFile) readBounced(dst []byte, off, align int64) error {
