@@ -148,8 +148,6 @@ type Split struct {
 	l       metaLayout
 	copies  [][]metaCopy
 	slices  []SplitSlice
-	rows    bool // some slice is gathered row by row out of the whole
-	chunk   int64
 	learnt  bool
 	descs   [][rpcrelay.TensorSize]byte // nil when not learnt plainly
 	hit     []bool                      // set by its server's cache (Ask)
@@ -196,6 +194,7 @@ func (t *Tensor) SplitFor() (*Split, error) {
 	}
 	weights := lib.BufferGetUsage(c.Buffer) == int32(UsageWeights)
 	s := &Split{t: t, parts: parts, st: st, l: l, copies: copies}
+	rows := false // some slice is gathered row by row out of the whole
 	for _, cs := range copies {
 		for _, cp := range cs {
 			// the client asks the cache for each request above the
@@ -203,21 +202,15 @@ func (t *Tensor) SplitFor() (*Split, error) {
 			if cp.rows > 1 && cp.size > RPCHashThreshold && weights {
 				return nil, nil
 			}
-			s.rows = s.rows || cp.rows > 1
+			rows = rows || cp.rows > 1
 		}
 	}
-	s.chunk = l.nb[int(st.Axis)+1]
 	s.slices = make([]SplitSlice, len(parts))
 	for j, cs := range copies {
 		n := l.slices[j].bytes
-		sl := SplitSlice{Device: parts[j], Size: n, Off: -1}
-		if len(cs) == 1 && cs[0].rows == 1 && cs[0].dst == 0 && cs[0].size == n {
-			sl.Off = cs[0].src
-		}
 		// one request above the threshold, as the client makes it: its
 		// cache is asked first
-		sl.Probes = !s.rows && n > RPCHashThreshold && weights
-		s.slices[j] = sl
+		s.slices[j] = SplitSlice{Device: parts[j], Size: n, Off: runOf(cs, n), Probes: !rows && n > RPCHashThreshold && weights}
 	}
 	s.hit, s.missed = make([]bool, len(parts)), make([]bool, len(parts))
 	return s, nil
@@ -235,7 +228,7 @@ func (s *Split) Done() bool { return s.settled }
 // the requests do not tell it plainly (Set is the way then).
 func (s *Split) learn() (bool, error) {
 	if !s.learnt {
-		d, err := s.t.learnSlices(s.parts, s.st, s.l, s.copies, s.chunk)
+		d, err := s.t.learnSlices(s.parts, s.st, s.l, s.copies)
 		if err != nil {
 			return false, err
 		}
@@ -462,12 +455,21 @@ func (s SplitState) copies(l metaLayout, ne Shape, blck int64) (out [][]metaCopy
 // kept until it is sent), or else gathered into a scratch buffer (kept: to
 // be put back).
 func sliceOf(src []byte, cs []metaCopy, n int64) (data []byte, kept bool) {
-	if len(cs) == 1 && cs[0].rows == 1 && cs[0].dst == 0 && cs[0].size == n {
-		return src[cs[0].src : cs[0].src+n], false
+	if at := runOf(cs, n); at >= 0 {
+		return src[at : at+n], false
 	}
 	data = splitScratch.get(n)
 	gather(data, src, cs)
 	return data, true
+}
+
+// runOf is where a slice of n bytes made by copies cs lies in the whole
+// tensor when it is one run of it; -1 when it is gathered.
+func runOf(cs []metaCopy, n int64) int64 {
+	if len(cs) == 1 && cs[0].rows == 1 && cs[0].dst == 0 && cs[0].size == n {
+		return cs[0].src
+	}
+	return -1
 }
 
 // gather copies a device's rows out of the whole tensor src into its
@@ -491,7 +493,7 @@ func gather(dst, src []byte, cs []metaCopy) {
 // follows overwrites what the servers cleared. It waits until the guards
 // have read every one of those requests: a clear forwarded after the set
 // would undo part of it.
-func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copies [][]metaCopy, chunk int64) ([][rpcrelay.TensorSize]byte, error) {
+func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copies [][]metaCopy) ([][rpcrelay.TensorSize]byte, error) {
 	if len(st.Segments) != 1 || st.Segments[0].Repeat != 1 {
 		// the meta buffer clears segments along the first two
 		// dimensions only (it asserts it)
@@ -511,7 +513,7 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copie
 		}
 		want[p.guard] += len(copies[j])
 	}
-	t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(chunk))
+	t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(l.nb[int(st.Axis)+1]))
 	for g, n := range want {
 		watches[g].Wait(n, metaLearnWait)
 	}
@@ -580,23 +582,43 @@ func sameName(req []byte, name string) bool {
 	return string(req[at:at+len(name)]) == name
 }
 
-// SplitWindow is a window of a server's slice read back from it
-// (Split.ReadBack): Got holds what the server has for the bytes at At in
-// the whole tensor.
+// SplitWindow is a window of a server's slice (Split.Windows): the N
+// bytes at At in the whole tensor; Got holds what the server has for them
+// once read back (Split.ReadBack).
 type SplitWindow struct {
 	Device *Device
-	At     int64
+	At, N  int64
 	Got    []byte
+	j      int   // the slice's device
+	in     int64 // where the window lies in the slice
 }
 
-// ReadBack reads back from each server a window of at most n bytes of its
-// slice, queued behind what the split sent it or asked of its cache, at a
-// place drawn from seed within one run of the whole tensor. It returns
-// once the reads are queued; wait waits for the windows. The split must
-// have been set through the guards (Set with Direct, or Done after Ask).
-func (s *Split) ReadBack(seed uint64, n int64) (wait func() ([]SplitWindow, error), err error) {
+// Windows draws from seed a window of at most n bytes of each server's
+// slice, within one run of the whole tensor.
+func (s *Split) Windows(seed uint64, n int64) []SplitWindow {
+	next := func() uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return seed >> 11 }
+	var ws []SplitWindow
+	for j, cs := range s.copies {
+		if len(cs) == 0 || n <= 0 {
+			continue
+		}
+		cp := cs[next()%uint64(len(cs))]
+		row := int64(next() % uint64(cp.rows))
+		m := min(n, cp.size)
+		off := int64(next() % uint64(cp.size-m+1))
+		ws = append(ws, SplitWindow{Device: s.parts[j], At: cp.src + row*cp.sstep + off, N: m, j: j, in: cp.dst + row*cp.dstep + off})
+	}
+	return ws
+}
+
+// ReadBack reads windows ws (Windows) back from their servers into their
+// Got, queued behind what the split sent them or asked of their caches.
+// It returns once the reads are queued; wait waits for them. The split
+// must have been set through the guards (Set with Direct, or Done after
+// Ask).
+func (s *Split) ReadBack(ws []SplitWindow) (wait func() error, err error) {
 	t := s.t
-	if !s.settled || s.descs == nil || n <= 0 {
+	if !s.settled || s.descs == nil {
 		return nil, fmt.Errorf("ggml: read back of tensor %s: not set through the guards", t.name)
 	}
 	b, err := t.hold("get")
@@ -604,37 +626,27 @@ func (s *Split) ReadBack(seed uint64, n int64) (wait func() ([]SplitWindow, erro
 		return nil, err
 	}
 	defer t.unhold(b)
-	next := func() uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return seed >> 11 }
-	done := make(chan splitResult, len(s.parts))
-	var ws []SplitWindow
-	collect := func() ([]SplitWindow, error) {
+	done := make(chan splitResult, len(ws))
+	sent := 0
+	wait = func() error {
 		var first error
-		for range ws {
+		for range sent {
 			if x := <-done; x.err != nil && first == nil {
 				first = fmt.Errorf("ggml: reading back tensor %s from %s: %w", t.name, s.parts[x.j].name, x.err)
 			}
 		}
-		if first != nil {
-			return nil, first
-		}
-		return ws, nil
+		return first
 	}
-	for j, cs := range s.copies {
-		if len(cs) == 0 {
-			continue
+	for k := range ws {
+		w := &ws[k]
+		w.Got = make([]byte, w.N)
+		set := &rpcrelay.Set{Tensor: s.descs[w.j], Offset: uint64(w.in), Size: uint64(w.N), Data: w.Got, Get: true,
+			Done: func(_ bool, err error) { done <- splitResult{j: w.j, err: err} }}
+		if err := s.parts[w.j].guard.Send(set); err != nil {
+			wait()
+			return nil, fmt.Errorf("ggml: reading back tensor %s from %s: %w", t.name, s.parts[w.j].name, err)
 		}
-		cp := cs[next()%uint64(len(cs))]
-		row := int64(next() % uint64(cp.rows))
-		m := min(n, cp.size)
-		off := int64(next() % uint64(cp.size-m+1))
-		w := SplitWindow{Device: s.parts[j], At: cp.src + row*cp.sstep + off, Got: make([]byte, m)}
-		set := &rpcrelay.Set{Tensor: s.descs[j], Offset: uint64(cp.dst + row*cp.dstep + off), Size: uint64(m), Data: w.Got, Get: true,
-			Done: func(_ bool, err error) { done <- splitResult{j: j, err: err} }}
-		if err := s.parts[j].guard.Send(set); err != nil {
-			collect()
-			return nil, fmt.Errorf("ggml: reading back tensor %s from %s: %w", t.name, s.parts[j].name, err)
-		}
-		ws = append(ws, w)
+		sent++
 	}
-	return collect, nil
+	return wait, nil
 }

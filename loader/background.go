@@ -1,11 +1,13 @@
 package loader
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 
@@ -35,15 +37,13 @@ const bgMax = 256 << 20
 
 // bgSet is a whole tensor being set by native code.
 type bgSet struct {
-	t    task
 	tp   *place.TensorPlan
 	mem  []byte // the bounce buffer
 	buf  []byte // the tensor in it
 	done chan error
-	// sp is how a meta device's tensor goes through its servers' guards;
-	// direct is set (before done) when it went that way
-	sp     *ggml.Split
-	direct bool
+	// conf is set (before done) when the tensor went through the guards
+	// of a meta device's servers: what confirms it
+	conf *splitSet
 }
 
 // maxSets is how many sets into buffer b may be under way at once.
@@ -72,14 +72,10 @@ func (ln *lane) setWhole(t task, src source) error {
 			return err
 		}
 	}
-	// the tensor starts where direct reads of its whole blocks go
-	// straight into the buffer
-	skew := lineUp(src, w.Offset)
-	mem, err := ln.bounceBuf(skew+w.Size, tp.Name)
+	mem, buf, err := ln.bounceFor(src, w, tp.Name)
 	if err != nil {
 		return err
 	}
-	buf := mem[skew:]
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
 		ln.putBounce(mem)
 		return namingFile(err, src.file(), w)
@@ -93,10 +89,10 @@ func (ln *lane) setWhole(t task, src source) error {
 			return err
 		}
 	}
-	s := &bgSet{t: t, tp: tp, mem: mem, buf: buf, done: make(chan error, 1), sp: sp}
+	s := &bgSet{tp: tp, mem: mem, buf: buf, done: make(chan error, 1)}
 	go func() {
 		var err error
-		s.direct, err = ln.l.setTensor(t, sp, s.buf)
+		s.conf, err = ln.l.setTensor(t, sp, s.buf)
 		s.done <- err
 	}()
 	ln.bg = append(ln.bg, s)
@@ -115,8 +111,8 @@ func (ln *lane) waitOldest() error {
 		// (the lane has gone on to another tensor: this one is named)
 		return ln.l.tensorError("load", s.tp, fmt.Errorf("loader: tensor '%s': %w", s.tp.Name, err))
 	}
-	if s.direct {
-		ln.splits = append(ln.splits, splitSet{s.t, s.sp})
+	if s.conf != nil {
+		ln.splits = append(ln.splits, *s.conf)
 	}
 	return nil
 }
@@ -180,6 +176,17 @@ func (ln *lane) bounceBuf(n int64, tensor string) ([]byte, error) {
 	return b, nil
 }
 
+// bounceFor returns a bounce buffer (mem: to be given back) for reading
+// weight w whole from src into buf, which starts in it where direct reads
+// of w's whole blocks go straight into it (lineUp).
+func (ln *lane) bounceFor(src source, w *gguf.Weight, tensor string) (mem, buf []byte, err error) {
+	skew := lineUp(src, w.Offset)
+	if mem, err = ln.bounceBuf(skew+w.Size, tensor); err != nil {
+		return nil, nil, err
+	}
+	return mem, mem[skew:], nil
+}
+
 // putBounce gives a buffer back (as many are kept as sets may be under
 // way, and one more).
 func (ln *lane) putBounce(b []byte) {
@@ -209,12 +216,12 @@ func (ln *lane) freeBounces() {
 
 // setTensor sets task t whole from buf: through the guards of the RPC
 // servers under a meta device (sp, ggml.Split: a request per server, not
-// one per row), or else through ggml.
-func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) (direct bool, err error) {
+// one per row; conf then confirms it), or else through ggml.
+func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) (conf *splitSet, err error) {
 	if sp != nil {
 		r, err := sp.Set(buf)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if r.Direct {
 			l.countRPC(r.Cached, r.Hashed)
@@ -226,10 +233,14 @@ func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) (direct bool, err e
 					}
 				}
 			}
-			return true, nil
+			conf := l.splitWindows(t, sp)
+			for _, w := range conf.ws {
+				conf.want = append(conf.want, bytes.Clone(buf[w.At:w.At+w.N]))
+			}
+			return conf, nil
 		}
 	}
-	return false, t.pl.Tensor.Set(buf, 0)
+	return nil, t.pl.Tensor.Set(buf, 0)
 }
 
 // askSplit finds how t, a tensor of a meta device, goes through the guards
@@ -242,26 +253,19 @@ func (ln *lane) askSplit(t task) (sp *ggml.Split, done bool, err error) {
 	if sp == nil || err != nil {
 		return nil, false, err
 	}
-	probes := false
-	for _, sl := range sp.Slices() {
-		probes = probes || sl.Probes && sl.Off >= 0
-	}
-	if !probes { // the index is opened only for such tensors
-		return sp, false, nil
-	}
-	fh, at := l.hashesFor(t.w.File), l.rpcKey(t).off
+	at := l.rpcKey(t).off
 	known := func(j int) (uint64, bool) {
 		sl := sp.Slices()[j]
-		if sl.Off < 0 {
+		if !sl.Probes || sl.Off < 0 {
 			return 0, false
 		}
-		return fh.get(at+sl.Off, sl.Size)
+		// (the index is opened only for such slices)
+		return l.hashesFor(t.w.File).get(at+sl.Off, sl.Size)
 	}
 	asks := false
-	for j, sl := range sp.Slices() {
-		if _, ok := known(j); ok && sl.Probes {
-			asks = true
-		}
+	for j := range sp.Slices() {
+		_, ok := known(j)
+		asks = asks || ok
 	}
 	if !asks {
 		return sp, false, nil
@@ -276,7 +280,18 @@ func (ln *lane) askSplit(t task) (sp *ggml.Split, done bool, err error) {
 		return sp, false, err // (what the caches set is counted with the rest)
 	}
 	l.countRPC(cached, 0)
-	ln.splits = append(ln.splits, splitSet{t, sp})
+	// the windows to confirm, from the file as it is now: nothing else
+	// of the tensor is read
+	conf := l.splitWindows(t, sp)
+	f := l.model.files[t.w.File]
+	for _, w := range conf.ws {
+		want := make([]byte, w.N)
+		if err := f.readAt(want, t.w.Offset+w.At); err != nil {
+			return nil, false, namingFile(err, f.path, t.w)
+		}
+		conf.want = append(conf.want, want)
+	}
+	ln.splits = append(ln.splits, *conf)
 	ln.addDone(t.pl.Path, uint64(t.w.Size))
 	return sp, true, l.progress()
 }

@@ -145,18 +145,27 @@ func (ln *lane) confirm() error {
 }
 
 // splitSet is a tensor of a meta device that the guards of its RPC
-// servers set (or asked of their caches): each server's slice.
+// servers set (or asked of their caches), and the window of each slice
+// that confirms it: where it lies (ws) and the bytes it must hold (want).
 type splitSet struct {
-	t  task
-	sp *ggml.Split
+	t    task
+	sp   *ggml.Split
+	ws   []ggml.SplitWindow
+	want [][]byte
 }
 
-// confirmSplits reads back a window of every slice the lane's meta device
-// tensors put on their servers, through the guards (each behind its
-// slice's set, all queued before any is waited for), and compares it with
-// the file's bytes as they are now: a server that dropped a set, or whose
-// cache answered for bytes it did not set, fails the load, as for a
-// server's own tensors (confirm).
+// splitWindows draws the windows that will confirm t, a tensor of a meta
+// device the guards set: places that differ per tensor and per load.
+func (l *load) splitWindows(t task, sp *ggml.Split) *splitSet {
+	return &splitSet{t: t, sp: sp, ws: sp.Windows(l.seed^uint64(t.i)*0x9e3779b97f4a7c15, sampleSize)}
+}
+
+// confirmSplits reads back the windows of every slice the lane's meta
+// device tensors put on their servers, through the guards (each behind its
+// slice's set, all queued before any is waited for), and compares them
+// with what was sent, or with the file where the servers' caches set the
+// tensor: a server that dropped a set, or whose cache answered for bytes
+// it did not set, fails the load, as for a server's own tensors (confirm).
 func (ln *lane) confirmSplits() error {
 	l := ln.l
 	if err := l.progress(); err != nil {
@@ -167,9 +176,9 @@ func (ln *lane) confirmSplits() error {
 		return l.tensorError("confirm", s.t.pl.Plan, fmt.Errorf("loader: confirming tensor '%s': %w", s.t.pl.Plan.Name, err))
 	}
 	var first error
-	waits := make([]func() ([]ggml.SplitWindow, error), len(ln.splits))
+	waits := make([]func() error, len(ln.splits))
 	for k, s := range ln.splits {
-		w, err := s.sp.ReadBack(l.seed^uint64(s.t.i)*0x9e3779b97f4a7c15, sampleSize)
+		w, err := s.sp.ReadBack(s.ws)
 		if err != nil {
 			first = fail(s, err)
 			break
@@ -183,23 +192,15 @@ func (ln *lane) confirmSplits() error {
 			continue
 		}
 		s := ln.splits[k]
-		ws, err := wait()
+		if err := wait(); err != nil && first == nil {
+			first = fail(s, err)
+		}
 		if first != nil {
 			continue
 		}
-		if err != nil {
-			first = fail(s, err)
-			continue
-		}
-		f := l.model.files[s.t.w.File]
-		for _, w := range ws {
-			want := make([]byte, len(w.Got))
-			if err := f.readAt(want, s.t.w.Offset+w.At); err != nil {
-				first = fail(s, namingFile(err, f.path, s.t.w))
-				break
-			}
-			if !bytes.Equal(w.Got, want) {
-				first = l.tensorError("confirm", s.t.pl.Plan, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes for [%d, +%d) of the tensor than the file", s.t.pl.Plan.Name, w.Device.Name(), ggml.ErrRPCFailed, w.Device.Endpoint(), w.At, len(want)))
+		for i, w := range s.ws {
+			if !bytes.Equal(w.Got, s.want[i]) {
+				first = l.tensorError("confirm", s.t.pl.Plan, fmt.Errorf("loader: tensor '%s' on %s: %w: %s holds other bytes for [%d, +%d) of the tensor than were sent", s.t.pl.Plan.Name, w.Device.Name(), ggml.ErrRPCFailed, w.Device.Endpoint(), w.At, w.N))
 				break
 			}
 		}

@@ -169,7 +169,7 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 		m.Bounce += max(min(u.sum+u.piece, bgMax), u.largest, u.piece)
 		if direct && u.sum > 0 {
 			// a tensor set whole starts where its direct reads line up
-			// (setWhole): up to a block more in each buffer the lane
+			// (bounceFor): up to a block more in each buffer the lane
 			// holds (those under way and those it keeps)
 			m.Bounce += uint64(2*runtime.NumCPU()+2) * align
 		}

@@ -30,7 +30,8 @@ const rpcInFlight = 3
 // rpcFlight is a tensor queued to a server.
 type rpcFlight struct {
 	t      task
-	buf    []byte
+	mem    []byte // the bounce buffer
+	buf    []byte // the tensor in it
 	done   chan rpcDone
 	hashed chan struct{} // closed once hash is set; nil when not hashed here
 	hash   uint64
@@ -323,19 +324,19 @@ func (ln *lane) sendDirect(t task, src source, asked bool) error {
 			return err
 		}
 	}
-	buf, err := ln.bounceBuf(w.Size, tp.Name)
+	mem, buf, err := ln.bounceFor(src, w, tp.Name)
 	if err != nil {
 		return err
 	}
 	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
-		ln.putBounce(buf)
+		ln.putBounce(mem)
 		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
 	}
 	if l.o.CheckTensors {
 		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
 	}
 	ln.sample(t, q, buf)
-	fl := &rpcFlight{t: t, buf: buf, done: make(chan rpcDone, 1)}
+	fl := &rpcFlight{t: t, mem: mem, buf: buf, done: make(chan rpcDone, 1)}
 	set := ggml.RPCSet{Tensor: t.pl.Tensor, Size: uint64(len(buf)), Data: buf, Done: func(hit bool, err error) { fl.done <- rpcDone{hit, err} }}
 	switch {
 	case !probe:
@@ -359,7 +360,7 @@ func (ln *lane) sendDirect(t task, src source, asked bool) error {
 		if fl.hashed != nil {
 			<-fl.hashed
 		}
-		ln.putBounce(buf)
+		ln.putBounce(mem)
 		return l.rpcError(t, err)
 	}
 	ln.flights = append(ln.flights, fl)
@@ -384,7 +385,7 @@ func (ln *lane) land() error {
 		cached = uint64(len(fl.buf))
 	}
 	l.countRPC(cached, hashed)
-	ln.putBounce(fl.buf)
+	ln.putBounce(fl.mem)
 	if d.err != nil {
 		return l.rpcError(fl.t, d.err)
 	}
