@@ -35,8 +35,9 @@ import (
 // buffer allocates each device's slices in a context of its own). It is
 // learnt per tensor from the requests ggml's client makes when it clears
 // the tensor's first row or plane (the guards watch them): a small
-// request per server and segment, with no reply. Mirrored tensors keep
-// the client's way.
+// request per server and segment, with no reply, which the guards keep
+// from the servers, since the set overwrites every byte of it. Mirrored
+// tensors keep the client's way.
 
 // metaWatchMu serializes the clears that learn slices: a watch is on every
 // guard of the meta device while one runs.
@@ -490,8 +491,9 @@ func gather(dst, src []byte, cs []metaCopy) {
 // bytes (one step along the split's next dimension): the meta buffer
 // clears each device's share of it, one request per copy (copies), without
 // a reply, so that nothing waits for the link to drain; the set that
-// follows overwrites what the servers cleared. It waits until the guards
-// have read every one of those requests: a clear forwarded after the set
+// follows overwrites every byte cleared, so the guards keep the clears
+// back from the servers (Watch.Withhold). It waits until the guards have
+// read every one of those requests: were one forwarded after the set, it
 // would undo part of it.
 func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copies [][]metaCopy) ([][rpcrelay.TensorSize]byte, error) {
 	if len(st.Segments) != 1 || st.Segments[0].Repeat != 1 {
@@ -513,6 +515,9 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copie
 		}
 		want[p.guard] += len(copies[j])
 	}
+	for g, n := range want {
+		watches[g].Withhold(t.name, uint32(t.typ), n)
+	}
 	t.rt.lib.TensorMemset(t.c, 0, 0, uintptr(l.nb[int(st.Axis)+1]))
 	for g, n := range want {
 		watches[g].Wait(n, metaLearnWait)
@@ -523,7 +528,7 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copie
 	for _, g := range guards {
 		var ids []uint64
 		for _, req := range watches[g].Stop() {
-			if !sameName(req[:], t.name) || le.Uint32(req[rpcrelay.TensorType:]) != uint32(t.typ) {
+			if !rpcrelay.TensorNamed(req[:], t.name) || le.Uint32(req[rpcrelay.TensorType:]) != uint32(t.typ) {
 				continue
 			}
 			if id := le.Uint64(req[0:]); !slices.Contains(ids, id) {
@@ -571,15 +576,6 @@ func (t *Tensor) learnSlices(parts []*Device, st SplitState, l metaLayout, copie
 		}
 	}
 	return descs, nil
-}
-
-// sameName reports whether a packed rpc_tensor is named name.
-func sameName(req []byte, name string) bool {
-	at := rpcrelay.TensorData + 8
-	if len(name) >= len(req)-at || req[at+len(name)] != 0 {
-		return false
-	}
-	return string(req[at:at+len(name)]) == name
 }
 
 // SplitWindow is a window of a server's slice (Split.Windows): the N

@@ -26,6 +26,7 @@ type dropRelay struct {
 	over     uint64
 	armed    atomic.Bool
 	dropped  atomic.Bool
+	clears   atomic.Int64 // MEMSET_TENSOR requests passed on
 }
 
 func startDropRelay(t testing.TB, target string, over uint64) *dropRelay {
@@ -62,6 +63,9 @@ func (r *dropRelay) serve(c net.Conn) {
 			return
 		}
 		n := binary.LittleEndian.Uint64(hdr[1:])
+		if hdr[0] == 17 {
+			r.clears.Add(1)
+		}
 		if hdr[0] == 6 && n > r.over && r.armed.Load() && r.dropped.CompareAndSwap(false, true) {
 			if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
 				return
@@ -109,6 +113,14 @@ func TestSplitTensorConfirms(t *testing.T) {
 	}
 	if lm.Stats.Confirmed == 0 {
 		t.Errorf("no tensor confirmed")
+	}
+	// the clears that learn where slices lie are kept from the servers:
+	// every byte of them is set after
+	if n := relay.clears.Load(); n != 0 {
+		t.Errorf("%d clears reached the server", n)
+	}
+	if _, err := lm.Verify(); err != nil {
+		t.Errorf("verify: %v", err)
 	}
 	lm.Close()
 

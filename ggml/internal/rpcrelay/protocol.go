@@ -73,13 +73,29 @@ var ReplySize = [CmdCount]int{
 // The layout of a packed rpc_tensor (296 bytes) and of the requests that
 // hold one.
 const (
-	TensorSize   = 296
-	TensorType   = 8
-	TensorBuffer = 12
-	TensorNe     = 20
-	TensorNb     = 36
-	TensorOp     = 52
+	TensorSize    = 296
+	TensorType    = 8
+	TensorBuffer  = 12
+	TensorNe      = 20
+	TensorNb      = 36
+	TensorOp      = 52
+	TensorName    = 228 // NUL-terminated, in TensorNameMax bytes
+	TensorNameMax = 64  // GGML_MAX_NAME
+
+	// MEMSET_TENSOR's request: a tensor, the offset and size cleared,
+	// then the byte value
+	MemsetValue = TensorSize + 16
 )
+
+// TensorNamed reports whether the packed rpc_tensor at the start of req
+// is named name.
+func TensorNamed(req []byte, name string) bool {
+	end := TensorName + len(name)
+	if len(name) >= TensorNameMax || end >= len(req) || req[end] != 0 {
+		return false
+	}
+	return string(req[TensorName:end]) == name
+}
 
 // The ops of enum ggml_op (the pin's numbers) whose allocation a backend
 // may make larger than the tensor: ggml_op_alloc_size_may_expand.

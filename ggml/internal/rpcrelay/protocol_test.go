@@ -87,10 +87,13 @@ func TestProtocolOfThePin(t *testing.T) {
 	if sizes["rpc_tensor"] != rpcrelay.TensorSize {
 		t.Errorf("rpc_tensor is %d bytes in the pin, %d in the relay", sizes["rpc_tensor"], rpcrelay.TensorSize)
 	}
-	for field, want := range map[string]int{"type": rpcrelay.TensorType, "buffer": rpcrelay.TensorBuffer, "ne": rpcrelay.TensorNe, "nb": rpcrelay.TensorNb, "op": rpcrelay.TensorOp} {
+	for field, want := range map[string]int{"type": rpcrelay.TensorType, "buffer": rpcrelay.TensorBuffer, "ne": rpcrelay.TensorNe, "nb": rpcrelay.TensorNb, "op": rpcrelay.TensorOp, "data": rpcrelay.TensorData, "name": rpcrelay.TensorName} {
 		if got, ok := offsets["rpc_tensor."+field]; !ok || got != want {
 			t.Errorf("rpc_tensor.%s is at %d in the pin (%v), %d in the relay", field, got, ok, want)
 		}
+	}
+	if got, ok := offsets["rpc_msg_memset_tensor_req.value"]; !ok || got != rpcrelay.MemsetValue {
+		t.Errorf("rpc_msg_memset_tensor_req.value is at %d in the pin (%v), %d in the relay", got, ok, rpcrelay.MemsetValue)
 	}
 	for name, v := range goCmds {
 		rsp := "rpc_msg_" + strings.ToLower(strings.TrimPrefix(name, "RPC_CMD_")) + "_rsp"

@@ -280,24 +280,20 @@ func (g *Guard) serve(client net.Conn) {
 				return
 			}
 		}
+		if cmd == CmdMemsetTensor && g.watched(req, true) {
+			// a clear without a reply that the set after it overwrites
+			// (Watch.Withhold): the server is spared it, and it need
+			// not wait for the connection, since nothing is sent
+			continue
+		}
 		s.io.Lock()
 		if s.server != nil && g.Err() == nil {
 			if err := s.checkRequest(cmd, req); err != nil {
 				g.Fail(CmdName(cmd), err)
 			}
 		}
-		if (cmd == CmdGetTensor || cmd == CmdMemsetTensor) && len(req) >= TensorSize {
-			g.mu.Lock()
-			if w := g.watch; w != nil {
-				var t [TensorSize]byte
-				copy(t[:], req)
-				w.got = append(w.got, t)
-				select {
-				case w.more <- struct{}{}:
-				default:
-				}
-			}
-			g.mu.Unlock()
+		if cmd == CmdGetTensor || cmd == CmdMemsetTensor {
+			g.watched(req, false)
 		}
 		if s.server != nil && g.Err() == nil {
 			consumed, err := g.forward(s, client, s.server, hdr, req, size, buf)
@@ -336,6 +332,30 @@ type Watch struct {
 	g    *Guard
 	got  [][TensorSize]byte
 	more chan struct{} // a request was recorded
+
+	// clears kept from the server (Withhold), under g.mu
+	name string
+	typ  uint32
+	hold int
+}
+
+// Withhold makes the watch keep back from the server the next n clears to
+// zero (MEMSET_TENSOR) of a tensor named name of type typ, still recording
+// them. It is for a caller that clears a tensor only to see how ggml's
+// client names it, and sets every byte it clears before the tensor is
+// used: a clear has no reply, so the client cannot tell, and the server
+// is spared writing bytes that are about to be overwritten.
+func (w *Watch) Withhold(name string, typ uint32, n int) {
+	w.g.mu.Lock()
+	w.name, w.typ, w.hold = name, typ, n
+	w.g.mu.Unlock()
+}
+
+// withholds reports whether a MEMSET_TENSOR request is one of the clears
+// to keep back (Withhold).
+func (w *Watch) withholds(req []byte) bool {
+	return w.hold > 0 && len(req) == MemsetValue+1 && req[MemsetValue] == 0 &&
+		binary.LittleEndian.Uint32(req[TensorType:]) == w.typ && TensorNamed(req, w.name)
 }
 
 // Watch starts recording (see type Watch); it waits for a Watch under way
@@ -384,6 +404,35 @@ func (w *Watch) Stop() [][TensorSize]byte {
 	g.mu.Unlock()
 	g.watchMu.Unlock()
 	return got
+}
+
+// watched records a GET_TENSOR or MEMSET_TENSOR request req on the watch
+// that is on, if any; withheld only a clear it keeps back (Withhold), and
+// then it reports whether it did.
+func (g *Guard) watched(req []byte, withheld bool) bool {
+	if len(req) < TensorSize {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := g.watch
+	if w == nil {
+		return false
+	}
+	if withheld {
+		if !w.withholds(req) {
+			return false
+		}
+		w.hold--
+	}
+	var t [TensorSize]byte
+	copy(t[:], req)
+	w.got = append(w.got, t)
+	select {
+	case w.more <- struct{}{}:
+	default:
+	}
+	return withheld
 }
 
 // endSession forgets a connection the client closed: its buffers (the

@@ -244,15 +244,7 @@ func rpcFuzzOne(t *testing.T, replies []byte) error {
 		c.(*net.TCPConn).CloseWrite()
 		<-drained
 	}()
-	g, err := New(ln.Addr().String(), 2*time.Second, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.ln.Close()
-	c, err := net.Dial("tcp", g.local)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, c := clientThrough(t, ln.Addr().String())
 	// what the server said, reply by reply, as an honest parse
 	var said [][]byte
 	for rest := replies; len(rest) >= 8; {
