@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -31,7 +33,9 @@ import (
 //
 // A case's floor is the larger of its reading and its slowest device's
 // upload of that device's share: reads and uploads overlap, and the
-// devices upload at once.
+// devices upload at once (so a device's rate there is measured while the
+// case's other devices upload too: they may share a link, a bus or the
+// cores that drive them).
 
 // benchRates are the machine's rates, in GB/s (0: not measured).
 type benchRates struct {
@@ -45,6 +49,9 @@ type benchRates struct {
 	DirectNote      string             `json:"direct_note,omitempty"`
 	MapS            float64            `json:"map_s,omitempty"` // the whole file, s
 	Upload          map[string]float64 `json:"upload_gb_per_s,omitempty"`
+	// UploadAtOnce is, per target spread over several devices, each
+	// device's upload rate while the others upload too (uploadRates)
+	UploadAtOnce map[string]map[string]float64 `json:"upload_at_once_gb_per_s,omitempty"`
 	// Cold (--cold) is one pass over the file from the disk: O_DIRECT at
 	// the best of the queue depths tried (ColdDepth reads in flight), or,
 	// where direct I/O is refused, buffered reads after an eviction.
@@ -79,12 +86,17 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 	need := map[string]bool{}
 	for _, c := range cases {
 		need[c.Mode] = true
+		var devs []*ggml.Device
 		for _, d := range c.devices() {
-			if d != "none" && r.Upload[d] == 0 {
-				dev, err := rt.DeviceByName(d)
-				if err != nil {
-					return err
-				}
+			if d == "none" {
+				continue
+			}
+			dev, err := rt.DeviceByName(d)
+			if err != nil {
+				return err
+			}
+			devs = append(devs, dev)
+			if r.Upload[d] == 0 {
 				gbps, err := uploadRate(dev)
 				if err != nil {
 					return fmt.Errorf("upload floor of %s: %w", d, err)
@@ -93,6 +105,19 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 					r.Upload = map[string]float64{}
 				}
 				r.Upload[d] = gbps
+			}
+		}
+		if len(devs) > 1 && r.UploadAtOnce[c.Target] == nil {
+			gbps, err := uploadRates(devs)
+			if err != nil {
+				return fmt.Errorf("upload floor of %s: %w", c.Target, err)
+			}
+			if r.UploadAtOnce == nil {
+				r.UploadAtOnce = map[string]map[string]float64{}
+			}
+			r.UploadAtOnce[c.Target] = map[string]float64{}
+			for i, d := range devs {
+				r.UploadAtOnce[c.Target][d.Name()] = gbps[i]
 			}
 		}
 	}
@@ -215,8 +240,12 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 		how = "reading into fresh host memory and staging"
 	}
 	f := benchFloor{S: read, How: how}
+	rate := r.Upload
+	if once := r.UploadAtOnce[c.Target]; once != nil {
+		rate = once // the devices upload at once
+	}
 	for d, n := range dev {
-		if up := at(n, r.Upload[d]); up > f.S {
+		if up := at(n, rate[d]); up > f.S {
 			f = benchFloor{S: up, How: fmt.Sprintf("uploading %s's %.0f MiB", d, float64(n)/(1<<20))}
 		}
 	}
@@ -368,82 +397,138 @@ func alignedBytes(n, align int) []byte {
 // data (as ggload's loads do: the native client's hashing and copy are
 // not the link's), or with tensor_set.
 func uploadRate(d *ggml.Device) (float64, error) {
-	n := uint64(256 << 20)
+	r, err := uploadRates([]*ggml.Device{d})
+	if err != nil {
+		return 0, err
+	}
+	return r[0], nil
+}
+
+// uploadRates times the copies of uploadRate into every device of devs at
+// once, as a load spread over them uploads: each device's rate is its
+// copy over the time it took while the others ran, best of three.
+func uploadRates(devs []*ggml.Device) ([]float64, error) {
+	ups := make([]*uploader, len(devs))
+	defer func() {
+		for _, u := range ups {
+			if u != nil {
+				u.free()
+			}
+		}
+	}()
+	for i, d := range devs {
+		u, err := newUploader(d)
+		if err != nil {
+			return nil, err
+		}
+		ups[i] = u
+	}
+	best := make([]float64, len(devs))
+	for range 4 { // the first warms up
+		errs := make([]error, len(devs))
+		var wg sync.WaitGroup
+		for i, u := range ups {
+			wg.Go(func() {
+				start := time.Now()
+				if errs[i] = u.copyOnce(); errs[i] == nil {
+					errs[i] = devs[i].Err()
+				}
+				best[i] = max(best[i], float64(u.n)/time.Since(start).Seconds()/1e9)
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	return best, nil
+}
+
+// uploader is one device's copy of uploadRate, ready to time.
+type uploader struct {
+	n        uint64
+	copyOnce func() error
+	frees    []func()
+}
+
+func (u *uploader) free() {
+	for i := len(u.frees) - 1; i >= 0; i-- {
+		u.frees[i]()
+	}
+}
+
+// newUploader makes d's buffer and source for uploadRate's copy.
+func newUploader(d *ggml.Device) (_ *uploader, err error) {
+	u := &uploader{n: 256 << 20}
+	defer func() {
+		if err != nil {
+			u.free()
+		}
+	}()
 	if d.IsRPC() {
-		n = 64 << 20
+		u.n = 64 << 20
 	}
-	if m := d.BufferType().MaxSize(); m > 0 && m < n {
-		n = m &^ 4095
+	if m := d.BufferType().MaxSize(); m > 0 && m < u.n {
+		u.n = m &^ 4095
 	}
+	n := u.n
 	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer ctx.Free()
+	u.frees = append(u.frees, ctx.Free)
 	t, err := ctx.NewTensor(ggml.TypeI8, int64(n))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	buf, err := ctx.AllocTensors(d.BufferType())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer buf.Free()
-	var copyOnce func() error
+	u.frees = append(u.frees, func() { buf.Free() })
 	if host, ok := d.HostBufferType(); ok && d.Caps().Async {
 		pinned, err := host.Alloc(n)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		defer pinned.Free()
+		u.frees = append(u.frees, func() { pinned.Free() })
 		if err := pinned.Clear(1); err != nil {
-			return 0, err
+			return nil, err
 		}
 		be, err := d.NewBackend()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		defer be.Free()
-		copyOnce = func() error {
+		u.frees = append(u.frees, func() { be.Free() })
+		u.copyOnce = func() error {
 			if err := be.SetTensorAsync(t, pinned.Base(), 0, n); err != nil {
 				return err
 			}
 			return be.Synchronize()
 		}
-	} else {
-		src := make([]byte, n)
-		for i := range src {
-			src[i] = byte(i)
-		}
-		copyOnce = func() error { return t.Set(src, 0) }
-		if d.SendsRPC() {
-			copyOnce = func() error {
-				done := make(chan error, 1)
-				if err := d.SendRPC(ggml.RPCSet{Tensor: t, Size: n, Data: src, Done: func(_ bool, err error) { done <- err }}); err != nil {
-					return err
-				}
-				if err := <-done; err != nil {
-					return err
-				}
-				// a native call waits behind the request: the server
-				// has the bytes once it answers
-				var b [1]byte
-				return t.Get(b[:], 0)
+		return u, nil
+	}
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	u.copyOnce = func() error { return t.Set(src, 0) }
+	if d.SendsRPC() {
+		u.copyOnce = func() error {
+			done := make(chan error, 1)
+			if err := d.SendRPC(ggml.RPCSet{Tensor: t, Size: n, Data: src, Done: func(_ bool, err error) { done <- err }}); err != nil {
+				return err
 			}
+			if err := <-done; err != nil {
+				return err
+			}
+			// a native call waits behind the request: the server
+			// has the bytes once it answers
+			var b [1]byte
+			return t.Get(b[:], 0)
 		}
 	}
-	best := 0.0
-	for range 4 { // the first warms up
-		start := time.Now()
-		if err := copyOnce(); err != nil {
-			return 0, err
-		}
-		if err := d.Err(); err != nil {
-			return 0, err
-		}
-		best = max(best, float64(n)/time.Since(start).Seconds()/1e9)
-	}
-	return best, nil
+	return u, nil
 }
 
 // memcpyBandwidth measures one thread's copy bandwidth into warm pages and
@@ -512,5 +597,20 @@ func printFloors(w io.Writer, rep benchReport) {
 	slices.Sort(names)
 	for _, d := range names {
 		fmt.Fprintf(w, "  %s: uploads %.2f GB/s\n", d, r.Upload[d])
+	}
+	names = names[:0]
+	for tg := range r.UploadAtOnce {
+		names = append(names, tg)
+	}
+	slices.Sort(names)
+	for _, tg := range names {
+		once := r.UploadAtOnce[tg]
+		var parts []string
+		for _, d := range strings.Split(tg, "+") {
+			if v, ok := once[d]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.2f GB/s", d, v))
+			}
+		}
+		fmt.Fprintf(w, "  %s, uploading at once: %s\n", tg, strings.Join(parts, ", "))
 	}
 }

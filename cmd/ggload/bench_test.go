@@ -123,6 +123,10 @@ func TestBenchSeveralDevices(t *testing.T) {
 	if len(rep.Rows) != 1 || rep.Rates.ReadFresh <= 0 || rep.Rates.Upload["RPC0"] <= 0 || rep.Rates.Upload["Vulkan0"] <= 0 {
 		t.Fatalf("%+v", rep)
 	}
+	// the floor takes the devices' rates as they upload at once
+	if once := rep.Rates.UploadAtOnce["RPC0+Vulkan0"]; len(once) != 2 || once["RPC0"] <= 0 || once["Vulkan0"] <= 0 {
+		t.Fatalf("rates at once %+v", rep.Rates.UploadAtOnce)
+	}
 	r := rep.Rows[0]
 	g := r.Ggload
 	if g.Err != "" || g.Runs != 2 || g.Load.Min > g.Load.Median || g.Load.Median > g.Load.Max || g.Load.Min <= 0 {
@@ -154,7 +158,7 @@ func TestBenchSeveralDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wants := []string{"RPC0: uploads", "per device (at once; alone", "×floor"}
+	wants := []string{"RPC0: uploads", "RPC0+Vulkan0, uploading at once: RPC0 ", "per device (at once; alone", "×floor"}
 	if runtime.GOOS == "linux" {
 		wants = append(wants, "kernel time in the load calls", "none→RPC0+Vulkan0: ggload ")
 	}
