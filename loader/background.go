@@ -286,7 +286,7 @@ func (ln *lane) askSplit(t task) (sp *ggml.Split, done bool, err error) {
 	f := l.model.files[t.w.File]
 	for _, w := range conf.ws {
 		want := make([]byte, w.N)
-		if err := f.readAt(want, t.w.Offset+w.At); err != nil {
+		if err := f.readWindow(want, t.w.Offset+w.At); err != nil {
 			return nil, false, namingFile(err, f.path, t.w)
 		}
 		conf.want = append(conf.want, want)

@@ -31,6 +31,11 @@ type modelFile struct {
 	bounceMade   int64        // and the bytes of all it made
 	copied       atomic.Int64 // bytes copied out of them
 
+	// random reads a local file's few scattered bytes without readahead
+	// (readWindow), opened on first use; nil where it cannot be
+	randomOnce sync.Once
+	random     *os.File
+
 	mu     sync.RWMutex // read-held by each direct read, so that fallBack's close waits for them
 	direct *os.File     // direct reads, nil when not in use
 	// direct I/O alignment (1 without direct I/O): of the file offsets and
@@ -141,13 +146,15 @@ func (f *modelFile) truncated(at int64, mapped bool) *truncatedError {
 // readFull reads len(dst) bytes at off; running into the end of the file is
 // an error that names it and its size (the file shrank).
 func (f *modelFile) readFull(dst []byte, off int64) error {
-	var n int
-	var err error
 	if f.f == nil {
-		n, err = f.ra.ReadAt(dst, off)
-	} else {
-		n, err = f.f.ReadAt(dst, f.base+off)
+		return f.readFullFrom(f.ra, dst, off, 0)
 	}
+	return f.readFullFrom(f.f, dst, off, f.base)
+}
+
+// readFullFrom is readFull through r, where the GGUF lies at base.
+func (f *modelFile) readFullFrom(r io.ReaderAt, dst []byte, off, base int64) error {
+	n, err := r.ReadAt(dst, base+off)
 	if n == len(dst) {
 		return nil
 	}
@@ -314,6 +321,27 @@ func (f *modelFile) freeBounces() {
 	f.bounces, f.bouncesFreed = nil, true
 }
 
+// readWindow reads the len(dst) bytes at off, a few of a tensor the load
+// does not otherwise read (a window that confirms it), through a
+// descriptor with no readahead (openRandom): the kernel reads the
+// window's pages, not a readahead window of the tensor around them.
+// Where there is no such descriptor, it is readFull.
+func (f *modelFile) readWindow(dst []byte, off int64) error {
+	if f.f == nil {
+		return f.readFull(dst, off)
+	}
+	f.randomOnce.Do(func() {
+		var err error
+		if f.random, err = openRandom(f.f); err != nil {
+			f.random = nil
+		}
+	})
+	if f.random == nil {
+		return f.readFull(dst, off)
+	}
+	return f.readFullFrom(f.random, dst, off, f.base)
+}
+
 func (f *modelFile) Close() error {
 	f.freeBounces()
 	f.mu.Lock()
@@ -321,6 +349,10 @@ func (f *modelFile) Close() error {
 	if f.direct != nil {
 		f.direct.Close()
 		f.direct = nil
+	}
+	if f.random != nil {
+		f.random.Close()
+		f.random = nil
 	}
 	if f.f == nil {
 		return nil

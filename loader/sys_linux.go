@@ -3,6 +3,8 @@
 package loader
 
 import (
+	"fmt"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +17,22 @@ const (
 
 // adviseSequential is posix_fadvise(POSIX_FADV_SEQUENTIAL).
 func adviseSequential(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_SEQUENTIAL) }
+
+// openRandom opens the file f is open on again, a descriptor of its own
+// (a new open file description, whatever became of f's path) advised
+// random (POSIX_FADV_RANDOM): its reads bring in their own pages only,
+// with no readahead around them.
+func openRandom(f *os.File) (*os.File, error) {
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Fadvise(fd, 0, 0, unix.FADV_RANDOM); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
 
 // adviseHugePages asks for transparent huge pages over the page-aligned
 // part of [p, p+n): a fresh buffer filled by the load then takes one fault

@@ -2,7 +2,11 @@
 
 package loader
 
-import "unsafe"
+import (
+	"errors"
+	"os"
+	"unsafe"
+)
 
 const (
 	mapPopulate = 0
@@ -10,6 +14,10 @@ const (
 )
 
 func adviseSequential(fd int) error { return nil }
+
+// openRandom is not done here: readWindow reads through the load's
+// descriptor.
+func openRandom(f *os.File) (*os.File, error) { return nil, errors.ErrUnsupported }
 
 func adviseHugePages(p unsafe.Pointer, n uint64) {}
 
