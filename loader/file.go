@@ -327,13 +327,9 @@ func (f *modelFile) freeBounces() {
 // window's pages, not a readahead window of the tensor around them.
 // Where there is no such descriptor, it is readFull.
 func (f *modelFile) readWindow(dst []byte, off int64) error {
-	if f.f == nil {
-		return f.readFull(dst, off)
-	}
 	f.randomOnce.Do(func() {
-		var err error
-		if f.random, err = openRandom(f.f); err != nil {
-			f.random = nil
+		if f.f != nil {
+			f.random, _ = openRandom(f.f) // nil on an error
 		}
 	})
 	if f.random == nil {

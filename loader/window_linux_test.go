@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 )
 
@@ -36,8 +36,8 @@ func TestReadWindowReadsNoMore(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		dropPages(t, path)
-		if n := pagesIn(t, path, size); n != 0 {
+		testenv.Evict(t, path)
+		if n := testenv.Resident(t, path, 0, size); n != 0 {
 			t.Skipf("%s keeps %d bytes of a file in memory after they are dropped (tmpfs?): set TMPDIR to a disk's filesystem", path, n)
 		}
 		// the bytes before the window, read by another descriptor that
@@ -56,7 +56,7 @@ func TestReadWindowReadsNoMore(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := pagesIn(t, path, size)
+		before := testenv.Resident(t, path, 0, size)
 		got := make([]byte, 64)
 		if window {
 			err = f.readWindow(got, at)
@@ -69,7 +69,7 @@ func TestReadWindowReadsNoMore(t *testing.T) {
 		if !bytes.Equal(got, data[at:at+64]) {
 			t.Fatalf("the window read other bytes than the file's")
 		}
-		return pagesIn(t, path, size) - before
+		return testenv.Resident(t, path, 0, size) - before
 	}
 	page := int64(os.Getpagesize())
 	if n := read(false); n < 16*page {
@@ -80,46 +80,4 @@ func TestReadWindowReadsNoMore(t *testing.T) {
 	if n := read(true); n > 2*page {
 		t.Errorf("the window brought %d bytes of the file into the page cache, want its page", n)
 	}
-}
-
-// dropPages drops a file's pages from the page cache.
-func dropPages(t *testing.T, path string) {
-	t.Helper()
-	g, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if err := g.Sync(); err != nil { // dirty pages stay
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(g.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// pagesIn is how many bytes of the first size of a file are in the page
-// cache.
-func pagesIn(t *testing.T, path string, size int64) int64 {
-	t.Helper()
-	g, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	m, err := unix.Mmap(int(g.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	page := int64(os.Getpagesize())
-	vec := make([]byte, (size+page-1)/page)
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatal(e)
-	}
-	var n int64
-	for _, v := range vec {
-		n += int64(v&1) * page
-	}
-	return n
 }

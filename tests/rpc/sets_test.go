@@ -197,7 +197,7 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	}
 	// its bytes beyond what the kernel may read ahead of a reader of the
 	// tensor before it
-	inOff := out.Offset + readahead(path) + 1<<20
+	inOff := out.Offset + testenv.Readahead(path) + 1<<20
 	inSize := out.Offset + out.Size - 1<<20 - inOff
 	index := t.TempDir()
 	// the matrices split along dimension 0 (attention output, feed-forward
@@ -231,7 +231,7 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 			before += s
 		}
 		if cold {
-			evict(t, path)
+			testenv.Evict(t, path)
 		}
 		lm, err := loader.Load(context.Background(), p, loader.Options{HashIndex: dir})
 		if err != nil {
@@ -240,7 +240,7 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 		defer lm.Close()
 		read = -1
 		if cold {
-			read = resident(t, path, inOff, inSize)
+			read = testenv.Resident(t, path, inOff, inSize)
 		}
 		if n := verify(t, lm)[p.Devices[0].Name()]; n == 0 {
 			t.Fatalf("no tensor verified on %s", p.Devices[0].Name())

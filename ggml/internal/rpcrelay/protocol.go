@@ -79,6 +79,7 @@ const (
 	TensorNe      = 20
 	TensorNb      = 36
 	TensorOp      = 52
+	TensorData    = 220
 	TensorName    = 228 // NUL-terminated, in TensorNameMax bytes
 	TensorNameMax = 64  // GGML_MAX_NAME
 

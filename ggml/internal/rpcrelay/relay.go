@@ -280,7 +280,7 @@ func (g *Guard) serve(client net.Conn) {
 				return
 			}
 		}
-		if cmd == CmdMemsetTensor && g.watched(req, true) {
+		if cmd == CmdMemsetTensor && g.withhold(req) {
 			// a clear without a reply that the set after it overwrites
 			// (Watch.Withhold): the server is spared it, and it need
 			// not wait for the connection, since nothing is sent
@@ -293,7 +293,7 @@ func (g *Guard) serve(client net.Conn) {
 			}
 		}
 		if cmd == CmdGetTensor || cmd == CmdMemsetTensor {
-			g.watched(req, false)
+			g.watched(req)
 		}
 		if s.server != nil && g.Err() == nil {
 			consumed, err := g.forward(s, client, s.server, hdr, req, size, buf)
@@ -406,25 +406,32 @@ func (w *Watch) Stop() [][TensorSize]byte {
 	return got
 }
 
-// watched records a GET_TENSOR or MEMSET_TENSOR request req on the watch
-// that is on, if any; withheld only a clear it keeps back (Withhold), and
-// then it reports whether it did.
-func (g *Guard) watched(req []byte, withheld bool) bool {
-	if len(req) < TensorSize {
-		return false
-	}
+// withhold reports whether MEMSET_TENSOR request req is one of the clears
+// the watch that is on keeps back (Withhold), recording it if so.
+func (g *Guard) withhold(req []byte) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	w := g.watch
-	if w == nil {
+	if w == nil || !w.withholds(req) {
 		return false
 	}
-	if withheld {
-		if !w.withholds(req) {
-			return false
-		}
-		w.hold--
+	w.hold--
+	w.add(req)
+	return true
+}
+
+// watched records a GET_TENSOR or MEMSET_TENSOR request req on the watch
+// that is on, if any.
+func (g *Guard) watched(req []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w := g.watch; w != nil && len(req) >= TensorSize {
+		w.add(req)
 	}
+}
+
+// add records req; the caller holds g.mu.
+func (w *Watch) add(req []byte) {
 	var t [TensorSize]byte
 	copy(t[:], req)
 	w.got = append(w.got, t)
@@ -432,7 +439,6 @@ func (g *Guard) watched(req []byte, withheld bool) bool {
 	case w.more <- struct{}{}:
 	default:
 	}
-	return withheld
 }
 
 // endSession forgets a connection the client closed: its buffers (the

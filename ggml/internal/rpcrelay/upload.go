@@ -27,11 +27,6 @@ import (
 // cache for a weight by its hash before sending it (HASH_THRESHOLD).
 const HashThreshold = 10 << 20
 
-// The fields of a packed rpc_tensor a Set reads.
-const (
-	TensorData = 220
-)
-
 // probesInFlight bounds the SET_TENSOR_HASH requests written ahead of
 // their replies.
 const probesInFlight = 64

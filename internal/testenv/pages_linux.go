@@ -1,4 +1,4 @@
-package rpc_test
+package testenv
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// evict drops a file's pages from the page cache, so that what a load
-// reads of it afterwards shows (resident).
-func evict(t *testing.T, path string) {
+// Evict drops a file's pages from the page cache, so that what a load
+// reads of it afterwards shows (Resident).
+func Evict(t testing.TB, path string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -28,9 +28,9 @@ func evict(t *testing.T, path string) {
 	}
 }
 
-// resident is how many bytes of the n at off in a file are in the page
+// Resident is how many bytes of the n at off in a file are in the page
 // cache (-1: not known here).
-func resident(t *testing.T, path string, off, n int64) int64 {
+func Resident(t testing.TB, path string, off, n int64) int64 {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -57,10 +57,10 @@ func resident(t *testing.T, path string, off, n int64) int64 {
 	return in
 }
 
-// readahead is the most the kernel reads ahead of a sequential reader of
+// Readahead is the most the kernel reads ahead of a sequential reader of
 // the file: twice its disk's window (the loaders advise sequential
 // reads), 16 MiB where sysfs does not tell.
-func readahead(path string) int64 {
+func Readahead(path string) int64 {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err == nil {
 		dev := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
