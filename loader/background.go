@@ -49,10 +49,22 @@ type bgSet struct {
 // maxSets is how many sets into buffer b may be under way at once.
 func maxSets(b *LoadedBuffer) int {
 	if b.Device.Type() == ggml.DeviceCPU {
-		return max(runtime.NumCPU(), 1)
+		return cpuSets()
 	}
 	return 1
 }
+
+// cpuSets is how many sets into the CPU may be under way at once: one a
+// core.
+func cpuSets() int { return max(runtime.NumCPU(), 1) }
+
+// keptBounces is how many bounce buffers a lane keeps for the tensors
+// after: as many as sets may be under way, and one more.
+func keptBounces() int { return cpuSets() + 1 }
+
+// laneBounces is the most bounce buffers a lane holds at once: those of
+// the sets under way, those it keeps, and the one it fills.
+func laneBounces() int { return cpuSets() + keptBounces() + 1 }
 
 // setWhole reads task t whole from src into a bounce buffer, counting it
 // done as it is read, and starts its set once there is room for it.
@@ -164,7 +176,7 @@ func (ln *lane) bounceBuf(n int64, tensor string) ([]byte, error) {
 	}
 	// too small: let them go before making a bigger one, as far as the
 	// lane's bound asks
-	for len(ln.free) > 0 && (int64(ln.bounce)+n > bgMax || len(ln.free) > runtime.NumCPU()) {
+	for len(ln.free) > 0 && (int64(ln.bounce)+n > bgMax || len(ln.free) >= keptBounces()) {
 		ln.dropBounce(ln.free[0])
 		ln.free = ln.free[1:]
 	}
@@ -187,13 +199,12 @@ func (ln *lane) bounceFor(src source, w *gguf.Weight, tensor string) (mem, buf [
 	return mem, mem[skew:], nil
 }
 
-// putBounce gives a buffer back (as many are kept as sets may be under
-// way, and one more).
+// putBounce gives a buffer back (keptBounces are kept).
 func (ln *lane) putBounce(b []byte) {
 	if b == nil {
 		return
 	}
-	if len(ln.free) < runtime.NumCPU()+1 && ln.bounce <= bgMax {
+	if len(ln.free) < keptBounces() && ln.bounce <= bgMax {
 		ln.free = append(ln.free, b)
 		return
 	}

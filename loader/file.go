@@ -322,20 +322,28 @@ func (f *modelFile) freeBounces() {
 }
 
 // readWindow reads the len(dst) bytes at off, a few of a tensor the load
-// does not otherwise read (a window that confirms it), through a
-// descriptor with no readahead (openRandom): the kernel reads the
-// window's pages, not a readahead window of the tensor around them.
-// Where there is no such descriptor, it is readFull.
+// does not otherwise read (a window that confirms it), through scattered:
+// the kernel reads the window's pages, not a readahead window of the
+// tensor around them.
 func (f *modelFile) readWindow(dst []byte, off int64) error {
-	f.randomOnce.Do(func() {
-		if f.f != nil {
-			f.random, _ = openRandom(f.f) // nil on an error
-		}
-	})
-	if f.random == nil {
+	if f.f == nil {
 		return f.readFull(dst, off)
 	}
-	return f.readFullFrom(f.random, dst, off, f.base)
+	return f.readFullFrom(f.scattered(), dst, off, f.base)
+}
+
+// scattered reads a local file's few scattered bytes: through a descriptor
+// with no readahead (openRandom), opened on first use, or where there is
+// none, through the load's own. It reads the whole file, not from the
+// GGUF's start.
+func (f *modelFile) scattered() *os.File {
+	f.randomOnce.Do(func() {
+		f.random, _ = openRandom(f.f) // nil on an error
+	})
+	if f.random == nil {
+		return f.f
+	}
+	return f.random
 }
 
 func (f *modelFile) Close() error {

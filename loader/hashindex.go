@@ -96,11 +96,12 @@ func hashIndexDir(dir string) string {
 	return dir
 }
 
-// openFileHashes takes the identity of f (at most a few hundred KiB read)
-// and the index kept for it in dir, if that is f's; nil when f's identity
+// openFileHashes takes the identity of f, its samples read through
+// samples (a descriptor of f with no readahead: 196 KiB read in all), and
+// the index kept for it in dir, if that is f's; nil when f's identity
 // cannot be taken.
-func openFileHashes(dir string, f *os.File) *fileHashes {
-	id, err := identify(f)
+func openFileHashes(dir string, f *os.File, samples io.ReaderAt) *fileHashes {
+	id, err := identify(f, samples)
 	if err != nil {
 		return nil
 	}
@@ -113,8 +114,8 @@ func openFileHashes(dir string, f *os.File) *fileHashes {
 	return fh
 }
 
-// identify takes f's identity.
-func identify(f *os.File) (fileIdentity, error) {
+// identify takes f's identity, its samples read through samples.
+func identify(f *os.File, samples io.ReaderAt) (fileIdentity, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return fileIdentity{}, err
@@ -123,7 +124,7 @@ func identify(f *os.File) (fileIdentity, error) {
 	if !ok {
 		return fileIdentity{}, errors.ErrUnsupported
 	}
-	id.Sample, err = sampleFile(f, id.Size)
+	id.Sample, err = sampleFile(samples, id.Size)
 	return id, err
 }
 

@@ -39,7 +39,7 @@ func indexFile(t *testing.T, dir, name string, n int, seed byte) *os.File {
 // reopen takes f's index afresh, as the next load would.
 func reopen(t *testing.T, dir string, f *os.File) *fileHashes {
 	t.Helper()
-	fh := openFileHashes(dir, f)
+	fh := openFileHashes(dir, f, f)
 	if fh == nil {
 		t.Fatalf("%s: no identity", f.Name())
 	}
@@ -164,7 +164,7 @@ func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 	t.Run("rewritten in place", func(t *testing.T) {
 		dir, data := t.TempDir(), t.TempDir()
 		f := indexFile(t, data, "m", 1<<20, 1)
-		before, err := identify(f)
+		before, err := identify(f, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 		if trusted(t, dir, f) {
 			t.Fatal("the index of a file rewritten in place is trusted")
 		}
-		after, _ := identify(f)
+		after, _ := identify(f, f)
 		if after.Mtime != before.Mtime || after.Size != before.Size {
 			t.Fatalf("the rewrite changed the size or time: %+v, %+v", before, after)
 		}
@@ -231,7 +231,7 @@ func TestHashIndexConcurrentSaves(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fh := openFileHashes(dir, f)
+			fh := openFileHashes(dir, f, f)
 			for k := range 100 {
 				fh.put(int64(i*1000+k), 4096, uint64(i*1000+k))
 			}

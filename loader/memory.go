@@ -170,8 +170,8 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 		if direct && u.sum > 0 {
 			// a tensor set whole starts where its direct reads line up
 			// (bounceFor): up to a block more in each buffer the lane
-			// holds (those under way and those it keeps)
-			m.Bounce += uint64(2*runtime.NumCPU()+2) * align
+			// holds
+			m.Bounce += uint64(laneBounces()) * align
 		}
 		if u.ring {
 			m.Staging += slots * slot

@@ -65,7 +65,7 @@ func (l *load) hashesFor(i int) *fileHashes {
 	}
 	var fh *fileHashes
 	if dir, f := hashIndexDir(l.o.HashIndex), l.model.files[i]; dir != "" && f.f != nil {
-		fh = openFileHashes(dir, f.f)
+		fh = openFileHashes(dir, f.f, f.scattered())
 	}
 	h.files[i] = fh
 	return fh
