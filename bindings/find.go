@@ -29,6 +29,14 @@ type FindOptions struct {
 	// Variant picks native/lib/<platform>-<Variant> ("vulkan", "cuda", "src",
 	// or "none" for the plain set). Empty means GGLOAD_VARIANT, then automatic.
 	Variant string
+	// Backends, for Open, names the backend modules to load (ModuleNames:
+	// "cpu", "rpc", "vulkan", "cuda", ...; the CPU's is always loaded).
+	// Nil loads every module of the set, as llama.cpp's tools do. A
+	// program that uses the CPU alone is spared the start of a GPU
+	// backend (0.1 s and more: the Vulkan loader and its drivers, CUDA's
+	// initialisation). Modules load once per process: the first Open
+	// decides.
+	Backends []string
 }
 
 // ErrNotFound is wrapped by Find's error when no native set was found.

@@ -25,6 +25,9 @@ type Lib struct {
 	Commit  string // ggml_commit()
 
 	base, core uintptr
+	// modules are the backend modules loaded, where Open was asked for
+	// some (FindOptions.Backends); nil: every module of the set
+	modules []string
 
 	procMu sync.Mutex
 	procs  map[procKey]any
@@ -47,14 +50,22 @@ var (
 
 // Open finds and opens the native set (see Find), checks it against the pin,
 // routes ggml's log to log/slog, and loads every backend module in its
-// directory. Later calls return the same Lib; asking for a different
-// directory after one was opened is an error.
+// directory, or those opts.Backends names. Later calls return the same
+// Lib; asking for a different directory after one was opened is an
+// error, as is asking for a module the first call left out.
 func Open(opts FindOptions) (*Lib, error) {
+	want, err := checkBackends(opts.Backends)
+	if err != nil {
+		return nil, err
+	}
 	openMu.Lock()
 	defer openMu.Unlock()
 	if opened != nil || openErr != nil {
 		if openErr != nil {
 			return nil, openErr
+		}
+		if err := opened.covers(want); err != nil {
+			return nil, err
 		}
 		if opts.Dir != "" {
 			if abs, _ := filepath.Abs(opts.Dir); abs != opened.Loc.Dir {
@@ -67,7 +78,7 @@ func Open(opts FindOptions) (*Lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	lib, err := open(loc)
+	lib, err := open(loc, want)
 	if err != nil {
 		// a half-opened native set cannot be unloaded safely; remember why
 		openErr = err
@@ -77,7 +88,7 @@ func Open(opts FindOptions) (*Lib, error) {
 	return lib, nil
 }
 
-func open(loc Location) (*Lib, error) {
+func open(loc Location, modules []string) (*Lib, error) {
 	pin := native.Load()
 	if err := checkAdded(loc, pin); err != nil {
 		return nil, err
@@ -108,7 +119,7 @@ func open(loc Location) (*Lib, error) {
 	lib.Version = lib.Funcs.Version()
 	lib.Commit = lib.Funcs.Commit()
 	installLog(lib)
-	lib.LoadAllFromPath(loc.Dir)
+	lib.modules = lib.loadModules(loc.Dir, modules)
 	if err := checkSingleBase(); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,14 @@ type Options struct {
 	LibDir string
 	// Variant picks native/lib/<platform>-<Variant> (see bindings.FindOptions).
 	Variant string
+	// Backends names the backend modules to load ("cpu", "rpc", "vulkan",
+	// "cuda", ...: bindings.ModuleNames); nil loads every module of the
+	// set, as llama.cpp's tools do. A program that puts weights on the CPU
+	// alone skips a GPU backend's start with []string{"cpu"}; RPC's module
+	// is added where RPC names servers. The first
+	// Open of a process decides: a later one that asks for a module left
+	// out fails (see bindings.FindOptions).
+	Backends []string
 	// RPC lists ggml-rpc-server endpoints ("host:port") to register.
 	RPC []string
 	// RPCTimeout bounds the check of each endpoint when the context of
@@ -91,7 +100,11 @@ type freer interface{ Free() }
 func Open(ctx context.Context, opts Options) (_ *Runtime, err error) {
 	defer placed(&err, "open", at{})
 	addLogger(opts.Logger) // before the libraries load, which logs
-	lib, err := bindings.Open(bindings.FindOptions{Dir: opts.LibDir, Variant: opts.Variant})
+	backends := opts.Backends
+	if backends != nil && len(opts.RPC) > 0 && !slices.Contains(backends, "rpc") {
+		backends = append(slices.Clip(backends), "rpc")
+	}
+	lib, err := bindings.Open(bindings.FindOptions{Dir: opts.LibDir, Variant: opts.Variant, Backends: backends})
 	if err != nil {
 		removeLogger(opts.Logger)
 		return nil, err

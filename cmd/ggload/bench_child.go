@@ -63,7 +63,11 @@ type childResult struct {
 	// PeakRSS is the process's VmHWM at exit (the parent's rusage would
 	// count the parent's own pages: the child starts as a copy of it).
 	PeakRSS uint64 `json:"peak_rss"`
-	Err     string `json:"error,omitempty"`
+	// Backends are the backends the process registered, in ggml's order:
+	// llama.cpp's tools load every module of the set; ggload's process
+	// onto the CPU alone loads the CPU's and RPC's (placeFlags.backends)
+	Backends []string `json:"backends,omitempty"`
+	Err      string   `json:"error,omitempty"`
 }
 
 // childDevice is one device's upload pipeline in a child's load.
@@ -220,9 +224,17 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 
 func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	var res childResult
+	if a.impl != "llama" && a.target == "none" && !a.idle {
+		// as the CLI does with -dev none; the idle process (the RSS
+		// baseline of every target) loads every module
+		a.rf.backends = a.rf.cpuBackends()
+	}
 	rt, err := a.rf.open(ctx)
 	if err != nil {
 		return res, err
+	}
+	for _, b := range rt.Backends() {
+		res.Backends = append(res.Backends, b.Name())
 	}
 	mode, err := place.ParseLoadMode(a.mode)
 	if err != nil {

@@ -35,6 +35,7 @@ func printBench(w io.Writer, rep benchReport) {
 	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB) − what the load keeps in host memory by design; limit: the staging and bounce memory ggload holds by design (direct reads' included) + 16 MiB per device (+ the RPC client's two queued messages per server, each the biggest tensor)\n", float64(rep.BaselineRSS)/(1<<20))
 	printKernel(w, rep)
 	printBounced(w, rep)
+	printBackends(w, rep)
 	for _, r := range rep.Rows {
 		if len(r.Devices) > 1 || r.Solo != nil {
 			fmt.Fprintf(w, "%s→%s, per device (at once", r.Mode, r.Target)
@@ -66,6 +67,17 @@ func printBench(w io.Writer, rep benchReport) {
 		}
 		if r.Llama != nil && r.Llama.Err != "" {
 			fmt.Fprintf(w, "%s→%s: llama.cpp: %s\n", r.Mode, r.Target, r.Llama.Err)
+		}
+	}
+}
+
+// printBackends says where ggload's process registered fewer backends
+// than llama.cpp's: its start is part of the whole-process time.
+func printBackends(w io.Writer, rep benchReport) {
+	for _, r := range rep.Rows {
+		if l := r.Llama; l != nil && l.Err == "" && r.Ggload.Err == "" && len(r.Ggload.Backends) < len(l.Backends) {
+			fmt.Fprintf(w, "%s→%s: ggload's process registers the backends %s alone (no weight goes elsewhere), llama.cpp's every one of the set, %s, as its tools load them whatever -dev says\n",
+				r.Mode, r.Target, strings.Join(r.Ggload.Backends, ", "), strings.Join(l.Backends, ", "))
 		}
 	}
 }

@@ -51,7 +51,11 @@ type implResult struct {
 	// file caches (ggload only): more than 0, every run was a reload.
 	RPCCached uint64 `json:"rpc_cached,omitempty"`
 	Runs      int    `json:"runs"` // that succeeded
-	Err       string `json:"error,omitempty"`
+	// Backends are the backends a run's process registered: ggload's
+	// onto the CPU alone loads no GPU's module, llama.cpp's tools load
+	// every one whatever -dev says
+	Backends []string `json:"backends,omitempty"`
+	Err      string   `json:"error,omitempty"`
 }
 
 // deviceResult is one device's upload pipeline over a case's runs.
@@ -166,6 +170,7 @@ func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
 		res.RPCCached = min(res.RPCCached, m.child.RPCCached)
 	}
 	res.Runs = len(ok)
+	res.Backends = ok[0].child.Backends
 	res.Wall, res.Load = statOf(wall), statOf(load)
 	if len(kernel) == len(ok) {
 		k := statOf(kernel)

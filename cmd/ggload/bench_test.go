@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -317,6 +318,12 @@ func TestBenchColdAndScale(t *testing.T) {
 		if r.Mode == "dio" && !strings.Contains(r.Goal, "the cold floor") {
 			t.Errorf("dio: verdict %q", r.Goal)
 		}
+		// onto the CPU, ggload's process registers no GPU's backend;
+		// llama.cpp's every one
+		all := moduleBackends(rt)
+		if r.Llama != nil && !slices.Equal(r.Llama.Backends, all) || slices.Contains(r.Ggload.Backends, "Vulkan") || !slices.Contains(r.Ggload.Backends, "CPU") {
+			t.Errorf("%s: backends registered: ggload %v, llama.cpp %v; want the CPU's without a GPU's, and every one: %v", r.Mode, r.Ggload.Backends, r.Llama.Backends, all)
+		}
 	}
 	if !rep.Cold || strings.Join(modes, ",") != "none,mmap,dio,auto" || rep.Rates.Cold <= 0 || rep.Rates.ColdDepth < 1 {
 		t.Fatalf("cold report: modes %v, %+v", modes, rep.Rates)
@@ -396,4 +403,16 @@ func TestBenchColdAndScale(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
+}
+
+// moduleBackends are the backends the modules of rt's set registered (the
+// servers that earlier tests added are not a fresh process's).
+func moduleBackends(rt *ggml.Runtime) []string {
+	var out []string
+	for _, b := range rt.Backends() {
+		if !strings.Contains(b.Name(), "[") {
+			out = append(out, b.Name())
+		}
+	}
+	return out
 }

@@ -54,6 +54,7 @@ func order(name string) int {
 
 func main() {
 	ctx, sig := interruptible()
+	ownProcess = true
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, sig.Load(), os.Stderr))
 }

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 	// `ggload bench` re-executes its own binary for each measurement: here
 	// that binary is the test binary
 	if len(os.Args) > 1 && os.Args[1] == benchChildCmd {
+		ownProcess = true
 		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			os.Exit(1)
 		}

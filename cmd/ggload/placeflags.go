@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -575,6 +576,7 @@ func (f *placeFlags) fitOptions() place.FitOptions {
 
 // open opens the runtime and sets NUMA up as --numa asks.
 func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
+	f.runtimeFlags.backends = f.backends()
 	rt, err := f.runtimeFlags.open(ctx)
 	if err != nil {
 		return nil, err
@@ -583,6 +585,51 @@ func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
 		return nil, fmt.Errorf("--numa: the CPU backend in %s has no NUMA set-up", rt.Location().Dir)
 	}
 	return rt, nil
+}
+
+// backends are the backend modules the command needs: the CPU's and
+// RPC's alone where no weight can go elsewhere: -dev none, no override
+// naming another buffer type than the CPU's (llama.cpp looks -ot's names
+// up over every device, used or not), and no draft model with devices of
+// its own. Otherwise nil: every module, as llama.cpp's tools load them
+// whatever -dev says. RPC's module (cheap: it has no device until a
+// server is added) keeps llama.cpp's lines about offloading exact: they
+// are printed whenever an RPC or a GPU backend is registered, used or not
+// (llama_supports_gpu_offload); a set without it that holds a GPU's module
+// loads every module for them.
+func (f *placeFlags) backends() []string {
+	none := func(d []string) bool { return len(d) == 1 && strings.EqualFold(d[0], "none") }
+	if !none(f.devices) || f.listDevices {
+		return nil
+	}
+	for _, o := range slices.Concat(f.overrides, f.draft.overrides) {
+		if !strings.EqualFold(o.BufferType, "CPU") {
+			return nil
+		}
+	}
+	if f.draft.model != "" && len(f.draft.devices) > 0 && !none(f.draft.devices) {
+		return nil
+	}
+	return f.runtimeFlags.cpuBackends()
+}
+
+// cpuBackends are the modules of a process that puts weights on the CPU
+// alone (placeFlags.backends): the CPU's and RPC's, or nil.
+func (r *runtimeFlags) cpuBackends() []string {
+	loc, err := bindings.Find(bindings.FindOptions{Dir: r.libDir, Variant: r.variant})
+	if err != nil {
+		return nil // Open says why
+	}
+	if mods := loc.Modules(); !slices.Contains(mods, "rpc") && slices.ContainsFunc(mods, mayHoldGPUs) {
+		return nil
+	}
+	return []string{"cpu", "rpc"}
+}
+
+// mayHoldGPUs reports whether a backend module may register a GPU: any
+// but the CPU's, RPC's and the CPU's accelerators.
+func mayHoldGPUs(module string) bool {
+	return !slices.Contains([]string{"cpu", "rpc", "blas", "zendnn"}, module)
 }
 
 // modelPath is MODEL or -m, one of them: a path or a URL. With -mu, it is
@@ -689,7 +736,16 @@ type runtimeFlags struct {
 	rpc       string
 	rpcDirect bool
 	rpcIO     time.Duration
+	// backends are the backend modules to load (ggml.Options.Backends);
+	// nil: every module of the set
+	backends []string
 }
+
+// ownProcess is set where this process runs one command and ends (main,
+// and the bench's children): a command then loads only the backend
+// modules it needs (placeFlags.backends). A caller of run within a longer
+// process (the tests) loads every module, which later commands may need.
+var ownProcess bool
 
 func defaultRuntimeFlags() runtimeFlags { return runtimeFlags{rpcIO: time.Minute} }
 
@@ -749,7 +805,11 @@ func (r *runtimeFlags) addRPC(s *optionSet) {
 }
 
 func (r *runtimeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
-	return ggml.Open(ctx, ggml.Options{Logger: slog.Default(), LibDir: r.libDir, Variant: r.variant, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
+	var backends []string
+	if ownProcess {
+		backends = r.backends
+	}
+	return ggml.Open(ctx, ggml.Options{Logger: slog.Default(), LibDir: r.libDir, Variant: r.variant, Backends: backends, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
 }
 
 // splitList splits a comma list, dropping empty items.

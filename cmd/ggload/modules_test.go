@@ -1,0 +1,123 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/place"
+)
+
+// A process of its own that puts weights on the CPU alone (-dev none, or
+// the bench's CPU target) loads the CPU's and RPC's backend modules, not
+// the GPUs'; llama.cpp's tools, and the bench's baseline process, load
+// every module.
+func TestCPUOnlyProcessLoadsCPUAndRPC(t *testing.T) {
+	rt := testenv.Runtime(t)
+	all := moduleBackends(rt)
+	if !slices.Contains(all, "RPC") || len(all) < 3 {
+		t.Skipf("the set at %s registers %v: no GPU module to leave out beside RPC's", rt.Location().Dir, all)
+	}
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Tied: true})
+	child := func(args ...string) []string {
+		t.Helper()
+		out, err := exec.Command(os.Args[0], append(append([]string{benchChildCmd, "--impl", "ggload", "--mode", "none", "--target"}, args...), path)...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		var res childResult
+		if err := json.Unmarshal(out, &res); err != nil || res.Err != "" {
+			t.Fatalf("%v: %v %s\n%s", args, err, res.Err, out)
+		}
+		return res.Backends
+	}
+	if got := child("none"); !slices.Equal(got, []string{"RPC", "CPU"}) {
+		t.Errorf("onto the CPU the process registered %v, want RPC, CPU (every one: %v)", got, all)
+	}
+	if got := child("none", "--idle"); !slices.Equal(got, all) {
+		t.Errorf("the baseline process registered %v, want every backend: %v", got, all)
+	}
+	for _, d := range rt.Devices() {
+		if d.Type() == ggml.DeviceGPU {
+			if got := child(d.Name()); !slices.Equal(got, all) {
+				t.Errorf("onto %s the process registered %v, want every backend: %v", d.Name(), got, all)
+			}
+			break
+		}
+	}
+}
+
+// The lines of a -dev none process, which loads the CPU's and RPC's
+// modules alone, are those of a process that loaded every module, as
+// llama.cpp's does: among them the offload counts llama.cpp prints
+// whenever an RPC or GPU backend is registered.
+func TestCPUOnlyProcessPrintsAsEveryModule(t *testing.T) {
+	rt := testenv.Runtime(t)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256, Tied: true})
+	times := regexp.MustCompile(`[0-9.]+ ?(ns|µs|ms|s)\b|[0-9.]+ [GM]B/s`)
+	for _, cmd := range [][]string{{"plan", "-dev", "none"}, {"load", "-dev", "none", "-lm", "none"}} {
+		args := append(slices.Clone(cmd), path)
+		own, err := ggloadProcess(nil, args...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, own)
+		}
+		in, err := runCLI(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(in, "offloaded 3/3 layers to GPU") {
+			t.Errorf("%v: no offload counts where every module is loaded:\n%s", args, in)
+		}
+		if a, b := times.ReplaceAllString(string(own), "T"), times.ReplaceAllString(in, "T"); a != b {
+			t.Errorf("%v: the process's lines differ from those with every module:\n%s\n---\n%s", args, a, b)
+		}
+	}
+}
+
+// Which modules a command needs.
+func TestCommandBackends(t *testing.T) {
+	testenv.Runtime(t)
+	for _, c := range []struct {
+		name string
+		set  func(f *placeFlags)
+		cpu  bool
+	}{
+		{"default devices", func(f *placeFlags) {}, false},
+		{"-dev Vulkan0", func(f *placeFlags) { f.devices = []string{"Vulkan0"} }, false},
+		{"-dev none", func(f *placeFlags) { f.devices = []string{"none"} }, true},
+		{"-dev none -ot x=CPU", func(f *placeFlags) {
+			f.devices = []string{"none"}
+			f.overrides = []place.Override{{Pattern: "x", BufferType: "CPU"}}
+		}, true},
+		{"-dev none -ot x=Vulkan0", func(f *placeFlags) {
+			f.devices = []string{"none"}
+			f.overrides = []place.Override{{Pattern: "x", BufferType: "Vulkan0"}}
+		}, false},
+		{"-dev none -md d -devd Vulkan0", func(f *placeFlags) {
+			f.devices, f.draft.model, f.draft.devices = []string{"none"}, "d.gguf", []string{"Vulkan0"}
+		}, false},
+		{"-dev none -md d -devd none", func(f *placeFlags) {
+			f.devices, f.draft.model, f.draft.devices = []string{"none"}, "d.gguf", []string{"none"}
+		}, true},
+		{"-dev none -md d -otd x=Vulkan0", func(f *placeFlags) {
+			f.devices, f.draft.model = []string{"none"}, "d.gguf"
+			f.draft.overrides = []place.Override{{Pattern: "x", BufferType: "Vulkan0"}}
+		}, false},
+	} {
+		f := defaultPlaceFlags()
+		c.set(&f)
+		got := f.backends()
+		if want := c.cpu && f.runtimeFlags.cpuBackends() != nil; (got != nil) != want || got != nil && !slices.Equal(got, []string{"cpu", "rpc"}) {
+			t.Errorf("%s: modules %v, want the CPU's and RPC's alone: %v", c.name, got, want)
+		}
+	}
+}
