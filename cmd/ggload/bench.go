@@ -323,13 +323,20 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 	if !bf.asJSON {
 		printFloors(stdout, rep)
 	}
-	base, err := bf.child(ctx, path, "ggload", benchCase{"none", "none"}, true)
+	base, err := bf.child(ctx, path, "ggload", benchCase{"none", "none"}, true, "--all-backends")
 	if err != nil {
 		return rep, fmt.Errorf("idle process: %w", err)
 	}
 	rep.BaselineRSS = base.PeakRSS
+	// ggload's process onto the CPU loads fewer backend modules: its own
+	// baseline
+	baseCPU, err := bf.child(ctx, path, "ggload", benchCase{"none", "none"}, true)
+	if err != nil {
+		return rep, fmt.Errorf("idle process: %w", err)
+	}
+	rep.BaselineCPURSS = baseCPU.PeakRSS
 	for _, c := range cases {
-		row, err := bf.measureCase(ctx, m, c, &rep, base.PeakRSS)
+		row, err := bf.measureCase(ctx, m, c, &rep)
 		if err != nil {
 			return rep, err
 		}
@@ -420,7 +427,11 @@ func (bf *benchFlags) benchTargets(rt *ggml.Runtime) ([]string, error) {
 
 // measureCase runs a case's processes, ggload and llama.cpp in turn (and,
 // for several devices, ggload one device after another), and sums them up.
-func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCase, rep *benchReport, baseRSS uint64) (benchRow, error) {
+func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCase, rep *benchReport) (benchRow, error) {
+	baseRSS, ownRSS := rep.BaselineRSS, rep.BaselineRSS
+	if c.Target == "none" {
+		ownRSS = rep.BaselineCPURSS
+	}
 	size, floors := rep.Bytes, rep.Floors
 	row := benchRow{benchCase: c}
 	impls := []string{"ggload"}
@@ -457,7 +468,7 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 			ms[i] = append(ms[i], mm)
 		}
 	}
-	row.Ggload = summarize(ms[0], size, baseRSS)
+	row.Ggload = summarize(ms[0], size, ownRSS)
 	if ok := okOnly(ms[0]); len(ok) > 0 {
 		row.Devices = deviceSummary(ok)
 		row.Staging = ok[0].child.Staging
@@ -465,7 +476,7 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 	}
 	k := 1
 	if c.multi() {
-		seq := summarize(ms[k], size, baseRSS)
+		seq := summarize(ms[k], size, ownRSS)
 		row.Sequential = &seq
 		if ok := okOnly(ms[k]); len(ok) > 0 {
 			row.Solo = deviceSummary(ok)

@@ -84,7 +84,7 @@ type childDevice struct {
 
 // child runs one measurement in a fresh process and returns its wall time
 // and peak RSS. idle: everything but the load (the baseline).
-func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase, idle bool) (measurement, error) {
+func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase, idle bool, extra ...string) (measurement, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return measurement{}, err
@@ -110,7 +110,7 @@ func (bf *benchFlags) child(ctx context.Context, path, impl string, c benchCase,
 	if bf.noExtra {
 		args = append(args, "--no-extra-bufts")
 	}
-	args = append(args, path)
+	args = append(append(args, extra...), path)
 	cmd := exec.CommandContext(ctx, exe, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -148,6 +148,7 @@ type childArgs struct {
 	ts      []float32
 	sm      place.SplitMode
 	idle    bool
+	all     bool // every backend module, whatever the target
 	noExtra bool
 	readers int
 	path    string
@@ -200,6 +201,7 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}})
 	s.add(&option{names: []string{"--idle"}, on: func(on bool) error { a.idle = on; return nil }})
+	s.add(&option{names: []string{"--all-backends"}, on: func(on bool) error { a.all = on; return nil }})
 	s.add(&option{names: []string{"--no-extra-bufts"}, on: func(on bool) error { a.noExtra = on; return nil }})
 	s.add(&option{names: []string{"--readers"}, value: "N", set: func(v string) error {
 		n, err := intIn(v, 0, maxReaders)
@@ -224,9 +226,9 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 
 func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	var res childResult
-	if a.impl != "llama" && a.target == "none" && !a.idle {
-		// as the CLI does with -dev none; the idle process (the RSS
-		// baseline of every target) loads every module
+	if a.impl != "llama" && a.target == "none" && !a.all {
+		// as the CLI does with -dev none (llama.cpp's process, and the
+		// baseline of the other targets, load every module)
 		a.rf.backends = a.rf.cpuBackends()
 	}
 	rt, err := a.rf.open(ctx)

@@ -103,9 +103,13 @@ type benchReport struct {
 	Rates       benchRates            `json:"rates"`
 	Floors      map[string]benchFloor `json:"floors"` // by mode/target
 	BaselineRSS uint64                `json:"baseline_rss"`
-	Rows        []benchRow            `json:"rows"`
-	HTTP        *benchHTTP            `json:"http,omitempty"`
-	Cold        bool                  `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
+	// BaselineCPURSS is the idle process with the backend modules of
+	// ggload's process onto the CPU alone (the CPU's and RPC's): its
+	// baseline there
+	BaselineCPURSS uint64     `json:"baseline_cpu_rss"`
+	Rows           []benchRow `json:"rows"`
+	HTTP           *benchHTTP `json:"http,omitempty"`
+	Cold           bool       `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
 	// FreePageReporting: this is a virtual machine whose balloon reports
 	// free memory to its host; BackedMemory is the most the bench faulted
 	// in and freed before a process (0: none, --no-back-memory).

@@ -18,9 +18,9 @@ import (
 )
 
 // A process of its own that puts weights on the CPU alone (-dev none, or
-// the bench's CPU target) loads the CPU's and RPC's backend modules, not
-// the GPUs'; llama.cpp's tools, and the bench's baseline process, load
-// every module.
+// the bench's CPU target, and its idle process) loads the CPU's and RPC's
+// backend modules, not the GPUs'; llama.cpp's tools, and the bench's
+// baseline process of the other targets, load every module.
 func TestCPUOnlyProcessLoadsCPUAndRPC(t *testing.T) {
 	rt := testenv.Runtime(t)
 	all := moduleBackends(rt)
@@ -43,8 +43,11 @@ func TestCPUOnlyProcessLoadsCPUAndRPC(t *testing.T) {
 	if got := child("none"); !slices.Equal(got, []string{"RPC", "CPU"}) {
 		t.Errorf("onto the CPU the process registered %v, want RPC, CPU (every one: %v)", got, all)
 	}
-	if got := child("none", "--idle"); !slices.Equal(got, all) {
-		t.Errorf("the baseline process registered %v, want every backend: %v", got, all)
+	if got := child("none", "--idle"); !slices.Equal(got, []string{"RPC", "CPU"}) {
+		t.Errorf("the idle process onto the CPU registered %v, want RPC, CPU", got)
+	}
+	if got := child("none", "--idle", "--all-backends"); !slices.Equal(got, all) {
+		t.Errorf("the baseline process of the other targets registered %v, want every backend: %v", got, all)
 	}
 	for _, d := range rt.Devices() {
 		if d.Type() == ggml.DeviceGPU {
