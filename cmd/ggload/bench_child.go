@@ -65,7 +65,8 @@ type childResult struct {
 	PeakRSS uint64 `json:"peak_rss"`
 	// Backends are the backends the process registered, in ggml's order:
 	// llama.cpp's tools load every module of the set; ggload's process
-	// onto the CPU alone loads the CPU's and RPC's (placeFlags.backends)
+	// onto the CPU and RPC servers alone loads the CPU's and RPC's
+	// (placeFlags.backends)
 	Backends []string `json:"backends,omitempty"`
 	Err      string   `json:"error,omitempty"`
 }
@@ -226,9 +227,10 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 
 func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	var res childResult
-	if a.impl != "llama" && a.target == "none" && !a.all {
-		// as the CLI does with -dev none (llama.cpp's process, and the
-		// baseline of the other targets, load every module)
+	if a.impl != "llama" && cpuOrRPC(strings.Split(a.target, "+")) && !a.all {
+		// as the CLI does with -dev none or RPC servers alone
+		// (llama.cpp's process, and the baseline of the other targets,
+		// load every module)
 		a.rf.backends = a.rf.cpuBackends()
 	}
 	rt, err := a.rf.open(ctx)

@@ -32,7 +32,7 @@ func printBench(w io.Writer, rep benchReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "times in s, median [min–max] of the runs; ×floor: the median load over this machine's floor for the case (the fastest the case can be here: what its reads and uploads cost alone); ratio: ggload's median whole-process time over llama.cpp's (best: the fastest runs'; load ratio: the load calls')\n")
-	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB; %.0f MiB with the CPU's and RPC's backend modules alone, ggload's onto the CPU) − what the load keeps in host memory by design; limit: the staging and bounce memory ggload holds by design (direct reads' included) + 16 MiB per device (+ the RPC client's two queued messages per server, each the biggest tensor)\n", float64(rep.BaselineRSS)/(1<<20), float64(rep.BaselineCPURSS)/(1<<20))
+	fmt.Fprintf(w, "extra: peak RSS − the idle process (%.0f MiB; %.0f MiB with the CPU's and RPC's backend modules alone, ggload's onto the CPU and RPC servers) − what the load keeps in host memory by design; limit: the staging and bounce memory ggload holds by design (direct reads' included) + 16 MiB per device (+ the RPC client's two queued messages per server, each the biggest tensor)\n", float64(rep.BaselineRSS)/(1<<20), float64(rep.BaselineCPURSS)/(1<<20))
 	printKernel(w, rep)
 	printBounced(w, rep)
 	printBackends(w, rep)
@@ -76,7 +76,7 @@ func printBench(w io.Writer, rep benchReport) {
 func printBackends(w io.Writer, rep benchReport) {
 	for _, r := range rep.Rows {
 		if l := r.Llama; l != nil && l.Err == "" && r.Ggload.Err == "" && len(r.Ggload.Backends) < len(l.Backends) {
-			fmt.Fprintf(w, "%s→%s: ggload's process registers the backends %s alone (no weight goes elsewhere), llama.cpp's every one of the set, %s, as its tools load them whatever -dev says\n",
+			fmt.Fprintf(w, "%s→%s: ggload's process registers the backends %s alone (no weight goes past the CPU and RPC servers), llama.cpp's every one of the set, %s, as its tools load them whatever -dev says\n",
 				r.Mode, r.Target, strings.Join(r.Ggload.Backends, ", "), strings.Join(l.Backends, ", "))
 		}
 	}

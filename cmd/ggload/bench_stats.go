@@ -52,8 +52,8 @@ type implResult struct {
 	RPCCached uint64 `json:"rpc_cached,omitempty"`
 	Runs      int    `json:"runs"` // that succeeded
 	// Backends are the backends a run's process registered: ggload's
-	// onto the CPU alone loads no GPU's module, llama.cpp's tools load
-	// every one whatever -dev says
+	// onto the CPU and RPC servers alone loads no GPU's module,
+	// llama.cpp's tools load every one whatever -dev says
 	Backends []string `json:"backends,omitempty"`
 	Err      string   `json:"error,omitempty"`
 }
@@ -104,8 +104,8 @@ type benchReport struct {
 	Floors      map[string]benchFloor `json:"floors"` // by mode/target
 	BaselineRSS uint64                `json:"baseline_rss"`
 	// BaselineCPURSS is the idle process with the backend modules of
-	// ggload's process onto the CPU alone (the CPU's and RPC's): its
-	// baseline there
+	// ggload's process onto the CPU and RPC servers alone (the CPU's and
+	// RPC's): its baseline there
 	BaselineCPURSS uint64     `json:"baseline_cpu_rss"`
 	Rows           []benchRow `json:"rows"`
 	HTTP           *benchHTTP `json:"http,omitempty"`

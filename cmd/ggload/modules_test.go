@@ -17,10 +17,11 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// A process of its own that puts weights on the CPU alone (-dev none, or
-// the bench's CPU target, and its idle process) loads the CPU's and RPC's
-// backend modules, not the GPUs'; llama.cpp's tools, and the bench's
-// baseline process of the other targets, load every module.
+// A process of its own that puts weights on the CPU and RPC servers alone
+// (-dev none or RPC devices; the bench's CPU and RPC targets, and its idle
+// process) loads the CPU's and RPC's backend modules, not the GPUs';
+// llama.cpp's tools, and the bench's baseline process of the other
+// targets, load every module.
 func TestCPUOnlyProcessLoadsCPUAndRPC(t *testing.T) {
 	rt := testenv.Runtime(t)
 	all := moduleBackends(rt)
@@ -48,6 +49,11 @@ func TestCPUOnlyProcessLoadsCPUAndRPC(t *testing.T) {
 	}
 	if got := child("none", "--idle", "--all-backends"); !slices.Equal(got, all) {
 		t.Errorf("the baseline process of the other targets registered %v, want every backend: %v", got, all)
+	}
+	srv := testenv.StartRPCServer(t)
+	defer srv.Kill()
+	if got := child("RPC0", "--rpc", srv.Endpoint, "-ngl", "99"); !slices.Equal(got, []string{"RPC", "CPU", "RPC[" + srv.Endpoint + "]"}) {
+		t.Errorf("onto an RPC server the process registered %v, want RPC, CPU and the server", got)
 	}
 	for _, d := range rt.Devices() {
 		if d.Type() == ggml.DeviceGPU {
@@ -111,6 +117,15 @@ func TestCommandBackends(t *testing.T) {
 		{"-dev none -md d -devd none", func(f *placeFlags) {
 			f.devices, f.draft.model, f.draft.devices = []string{"none"}, "d.gguf", []string{"none"}
 		}, true},
+		{"-dev RPC0,RPC1", func(f *placeFlags) { f.devices = []string{"RPC0", "RPC1"} }, true},
+		{"-dev RPC0,Vulkan0", func(f *placeFlags) { f.devices = []string{"RPC0", "Vulkan0"} }, false},
+		{"-dev none -ot x=RPC0[h:1]", func(f *placeFlags) {
+			f.devices = []string{"none"}
+			f.overrides = []place.Override{{Pattern: "x", BufferType: "RPC0[h:1]"}}
+		}, true},
+		{"-dev RPC0 -md d -devd Vulkan0", func(f *placeFlags) {
+			f.devices, f.draft.model, f.draft.devices = []string{"RPC0"}, "d.gguf", []string{"Vulkan0"}
+		}, false},
 		{"-dev none -md d -otd x=Vulkan0", func(f *placeFlags) {
 			f.devices, f.draft.model = []string{"none"}, "d.gguf"
 			f.draft.overrides = []place.Override{{Pattern: "x", BufferType: "Vulkan0"}}

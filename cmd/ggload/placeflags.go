@@ -588,33 +588,48 @@ func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
 }
 
 // backends are the backend modules the command needs: the CPU's and
-// RPC's alone where no weight can go elsewhere: -dev none, no override
-// naming another buffer type than the CPU's (llama.cpp looks -ot's names
-// up over every device, used or not), and no draft model with devices of
-// its own. Otherwise nil: every module, as llama.cpp's tools load them
-// whatever -dev says. RPC's module (cheap: it has no device until a
-// server is added) keeps llama.cpp's lines about offloading exact: they
-// are printed whenever an RPC or a GPU backend is registered, used or not
-// (llama_supports_gpu_offload); a set without it that holds a GPU's module
-// loads every module for them.
+// RPC's alone where no weight can go elsewhere: -dev none or RPC servers
+// only, no override naming another buffer type than the CPU's or a
+// server's (llama.cpp looks -ot's names up over every device, used or
+// not), and no draft model with other devices of its own. Otherwise nil:
+// every module, as llama.cpp's tools load them whatever -dev says. RPC's
+// module (cheap: it has no device until a server is added) keeps
+// llama.cpp's lines about offloading exact: they are printed whenever an
+// RPC or a GPU backend is registered, used or not
+// (llama_supports_gpu_offload); a set without it that holds a GPU's
+// module loads every module for them.
 func (f *placeFlags) backends() []string {
-	none := func(d []string) bool { return len(d) == 1 && strings.EqualFold(d[0], "none") }
-	if !none(f.devices) || f.listDevices {
+	if !cpuOrRPC(f.devices) || f.listDevices {
 		return nil
 	}
 	for _, o := range slices.Concat(f.overrides, f.draft.overrides) {
-		if !strings.EqualFold(o.BufferType, "CPU") {
+		if !strings.EqualFold(o.BufferType, "CPU") && !strings.HasPrefix(o.BufferType, "RPC") {
 			return nil
 		}
 	}
-	if f.draft.model != "" && len(f.draft.devices) > 0 && !none(f.draft.devices) {
+	if f.draft.model != "" && len(f.draft.devices) > 0 && !cpuOrRPC(f.draft.devices) {
 		return nil
 	}
 	return f.runtimeFlags.cpuBackends()
 }
 
+// cpuOrRPC reports whether a device list (-dev's) names no device but the
+// CPU and RPC servers: none, or RPC devices alone.
+func cpuOrRPC(devices []string) bool {
+	if len(devices) == 1 && strings.EqualFold(devices[0], "none") {
+		return true
+	}
+	for _, d := range devices {
+		if !strings.HasPrefix(d, "RPC") {
+			return false
+		}
+	}
+	return len(devices) > 0
+}
+
 // cpuBackends are the modules of a process that puts weights on the CPU
-// alone (placeFlags.backends): the CPU's and RPC's, or nil.
+// and RPC servers alone (placeFlags.backends): the CPU's and RPC's, or
+// nil.
 func (r *runtimeFlags) cpuBackends() []string {
 	loc, err := bindings.Find(bindings.FindOptions{Dir: r.libDir, Variant: r.variant})
 	if err != nil {
