@@ -429,7 +429,7 @@ func (bf *benchFlags) benchTargets(rt *ggml.Runtime) ([]string, error) {
 // for several devices, ggload one device after another), and sums them up.
 func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCase, rep *benchReport) (benchRow, error) {
 	baseRSS, ownRSS := rep.BaselineRSS, rep.BaselineRSS
-	if cpuOrRPC(strings.Split(c.Target, "+")) {
+	if targetCPUOrRPC(c.Target) {
 		ownRSS = rep.BaselineCPURSS
 	}
 	size, floors := rep.Bytes, rep.Floors

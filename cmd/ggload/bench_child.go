@@ -227,13 +227,14 @@ func runBenchChild(ctx context.Context, args []string, stdout io.Writer) error {
 
 func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	var res childResult
-	if a.impl != "llama" && cpuOrRPC(strings.Split(a.target, "+")) && !a.all {
+	var backends []string
+	if a.impl != "llama" && targetCPUOrRPC(a.target) && !a.all {
 		// as the CLI does with -dev none or RPC servers alone
 		// (llama.cpp's process, and the baseline of the other targets,
 		// load every module)
-		a.rf.backends = a.rf.cpuBackends()
+		backends = a.rf.cpuBackends()
 	}
-	rt, err := a.rf.open(ctx)
+	rt, err := a.rf.openWith(ctx, backends)
 	if err != nil {
 		return res, err
 	}

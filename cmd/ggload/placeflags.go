@@ -576,8 +576,7 @@ func (f *placeFlags) fitOptions() place.FitOptions {
 
 // open opens the runtime and sets NUMA up as --numa asks.
 func (f *placeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
-	f.runtimeFlags.backends = f.backends()
-	rt, err := f.runtimeFlags.open(ctx)
+	rt, err := f.runtimeFlags.openWith(ctx, f.backends())
 	if err != nil {
 		return nil, err
 	}
@@ -612,6 +611,9 @@ func (f *placeFlags) backends() []string {
 	}
 	return f.runtimeFlags.cpuBackends()
 }
+
+// targetCPUOrRPC is cpuOrRPC of a bench target (devices joined by +).
+func targetCPUOrRPC(target string) bool { return cpuOrRPC(strings.Split(target, "+")) }
 
 // cpuOrRPC reports whether a device list (-dev's) names no device but the
 // CPU and RPC servers: none, or RPC devices alone.
@@ -751,9 +753,6 @@ type runtimeFlags struct {
 	rpc       string
 	rpcDirect bool
 	rpcIO     time.Duration
-	// backends are the backend modules to load (ggml.Options.Backends);
-	// nil: every module of the set
-	backends []string
 }
 
 // ownProcess is set where this process runs one command and ends (main,
@@ -819,10 +818,17 @@ func (r *runtimeFlags) addRPC(s *optionSet) {
 		}})
 }
 
+// open opens the runtime with every backend module of the set.
 func (r *runtimeFlags) open(ctx context.Context) (*ggml.Runtime, error) {
-	var backends []string
-	if ownProcess {
-		backends = r.backends
+	return r.openWith(ctx, nil)
+}
+
+// openWith opens the runtime with the backend modules a command needs
+// (ggml.Options.Backends; nil: every one), in a process of its own: run
+// inside a longer process loads every module.
+func (r *runtimeFlags) openWith(ctx context.Context, backends []string) (*ggml.Runtime, error) {
+	if !ownProcess {
+		backends = nil
 	}
 	return ggml.Open(ctx, ggml.Options{Logger: slog.Default(), LibDir: r.libDir, Variant: r.variant, Backends: backends, RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
 }
