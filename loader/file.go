@@ -32,7 +32,7 @@ type modelFile struct {
 	copied       atomic.Int64 // bytes copied out of them
 
 	// random reads a local file's few scattered bytes without readahead
-	// (readWindow), opened on first use; nil where it cannot be
+	// (scattered), opened on first use; nil where it cannot be
 	randomOnce sync.Once
 	random     *os.File
 
