@@ -299,6 +299,27 @@ func (d *Device) NewBackend() (_ *Backend, err error) {
 	return b, nil
 }
 
+// KeepConnected keeps ggml's RPC client connected to the server of RPC
+// device d until release is called; for a device of another backend it
+// does nothing. The client holds a connection to a server only while a
+// buffer or a backend of that server is alive, and otherwise connects
+// anew (a thread, a TCP connection, a handshake, and through the guard a
+// second connection) for every call: planning makes a dozen such calls.
+// The pin's ggml-rpc-server serves one connection at a time, so a held
+// connection keeps the server's other clients waiting: hold it for an
+// operation, not for a program's life. Calling release again does
+// nothing.
+func (d *Device) KeepConnected() (release func(), err error) {
+	if !d.IsRPC() {
+		return func() {}, nil
+	}
+	b, err := d.NewBackend()
+	if err != nil {
+		return func() {}, err
+	}
+	return b.Free, nil
+}
+
 // NewEvent creates an event on the device (needs Caps.Events).
 func (d *Device) NewEvent() (_ *Event, err error) {
 	defer placed(&err, "event_new", at{dev: d})

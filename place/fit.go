@@ -416,6 +416,11 @@ func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 		}
 		f.extra = &extraModel{x: x, h: eh, pr: newProber(ctx, rt, eh, x.Params.noProbeCache)}
 	}
+	kept := []Params{params}
+	if o.Extra != nil {
+		kept = append(kept, o.Extra.Params)
+	}
+	defer KeepConnected(rt, kept...)()
 	chosen, ferr := f.run(o)
 	if ferr != nil {
 		var fail *fitFailure

@@ -179,6 +179,7 @@ func NewContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Par
 	if err != nil {
 		return nil, err
 	}
+	defer KeepConnected(rt, params)()
 	pr := newProber(ctx, rt, h, params.noProbeCache)
 	return plan(rt, m, h, params, pr)
 }

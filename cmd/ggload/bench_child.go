@@ -252,11 +252,19 @@ func benchOnce(ctx context.Context, a childArgs) (childResult, error) {
 	params.TensorSplit = a.ts
 	params.SplitMode = a.sm
 	params.NoExtraBufts = a.noExtra
+	// the weights alone, as llama.cpp's child loads them (no context is
+	// made, and what a load keeps is the weights' buffers)
+	params.Context.Skip = true
 	m, err := gguf.OpenModel(a.path)
 	if err != nil {
 		return res, err
 	}
 	defer m.Close()
+	if a.impl != "llama" {
+		// ggload's plan and load make one connection to each RPC server
+		// (llama.cpp's load, in this process too, connects as it does)
+		defer place.KeepConnected(rt, params)()
+	}
 	p, err := place.New(rt, m, params)
 	if err != nil {
 		return res, err

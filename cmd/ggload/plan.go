@@ -30,10 +30,12 @@ type planned struct {
 	fit        *place.FitResult // nil with -fit off
 	draftModel *gguf.Model
 	draft      *place.Plan
+	release    func() // the RPC servers' connections, held from plan to load
 }
 
-// Close closes the models.
+// Close closes the models and lets the RPC servers' connections go.
 func (pd *planned) Close() {
+	pd.release()
 	pd.m.Close()
 	if pd.draftModel != nil {
 		pd.draftModel.Close()
@@ -56,11 +58,15 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	if err != nil {
 		return nil, err
 	}
-	out := &planned{rt: rt, m: m}
+	held := []place.Params{params}
+	if pf.draft.model != "" {
+		held = append(held, pf.draftParams())
+	}
+	out := &planned{rt: rt, m: m, release: place.KeepConnected(rt, held...)}
 	o := pf.fitOptions()
 	if pf.draft.model != "" {
 		if out.draftModel, err = openModel(ctx, pf.draft.model, pf.httpOptions()); err != nil {
-			m.Close()
+			out.Close()
 			return nil, fmt.Errorf("-md: %w", err)
 		}
 		o.Extra = &place.FitExtra{Model: out.draftModel, Params: pf.draftParams()}

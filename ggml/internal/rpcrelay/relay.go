@@ -261,7 +261,7 @@ func (g *Guard) serve(client net.Conn) {
 	}
 	defer g.endSession(s)
 	hdr := make([]byte, 9)
-	buf := make([]byte, 1<<20)
+	var buf []byte // for tensor data, made when some comes: most connections carry none
 	for {
 		if _, err := io.ReadFull(client, hdr); err != nil {
 			return // the client is done
@@ -296,6 +296,9 @@ func (g *Guard) serve(client net.Conn) {
 			g.watched(req)
 		}
 		if s.server != nil && g.Err() == nil {
+			if buf == nil && (req == nil || ReplySize[cmd] == -2) {
+				buf = make([]byte, 1<<20)
+			}
 			consumed, err := g.forward(s, client, s.server, hdr, req, size, buf)
 			if err == nil {
 				s.io.Unlock()
