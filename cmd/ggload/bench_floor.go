@@ -420,12 +420,14 @@ func alignedBytes(n, align int) []byte {
 	return raw[skip : skip+n]
 }
 
-// uploadRate times copies of 256 MiB (64 MiB to an RPC server) into a
-// device buffer, best of three after one that warms the buffer up: from
+// uploadRate times copies of 256 MiB into a device buffer (an RPC
+// server's too: a link shaped by a token bucket passes its burst at once
+// after every pause, which a shorter copy would count as the link's rate),
+// best of three after one that warms the buffer up: from
 // the device's pinned host buffer type with an asynchronous copy, from
-// plain memory through the RPC guard's own request where it sends tensor
-// data (as ggload's loads do: the native client's hashing and copy are
-// not the link's), or with tensor_set.
+// plain memory through the RPC guard's own requests where it sends tensor
+// data (as ggload's loads do, rpcFloorPiece each: the native client's
+// hashing and copy are not the link's), or with tensor_set.
 func uploadRate(d *ggml.Device) (float64, error) {
 	r, err := uploadRates([]*ggml.Device{d})
 	if err != nil {
@@ -474,6 +476,13 @@ func uploadRates(devs []*ggml.Device) ([]float64, error) {
 	return best, nil
 }
 
+// rpcFloorPiece is the size of the requests uploadRate sends an RPC server:
+// the size of a layer's tensors (a load sends each tensor as one request),
+// and small enough for the pin's server to take each into memory it
+// reuses (glibc's malloc keeps a freed block of up to 32 MiB in its heap;
+// a bigger one is mapped anew, and zeroed, for every request).
+const rpcFloorPiece = 4 << 20
+
 // uploader is one device's copy of uploadRate, ready to time.
 type uploader struct {
 	n        uint64
@@ -495,9 +504,6 @@ func newUploader(d *ggml.Device) (_ *uploader, err error) {
 			u.free()
 		}
 	}()
-	if d.IsRPC() {
-		u.n = 64 << 20
-	}
 	if m := d.BufferType().MaxSize(); m > 0 && m < u.n {
 		u.n = m &^ 4095
 	}
@@ -545,12 +551,25 @@ func newUploader(d *ggml.Device) (_ *uploader, err error) {
 	u.copyOnce = func() error { return t.Set(src, 0) }
 	if d.SendsRPC() {
 		u.copyOnce = func() error {
-			done := make(chan error, 1)
-			if err := d.SendRPC(ggml.RPCSet{Tensor: t, Size: n, Data: src, Done: func(_ bool, err error) { done <- err }}); err != nil {
-				return err
+			// in sets of rpcFloorPiece, as a load sends tensors: one
+			// message of the whole would have the server take it into
+			// fresh memory, which a load's smaller ones do not
+			pieces := int((n + rpcFloorPiece - 1) / rpcFloorPiece)
+			done := make(chan error, pieces)
+			for off := uint64(0); off < n; off += rpcFloorPiece {
+				size := min(rpcFloorPiece, n-off)
+				if err := d.SendRPC(ggml.RPCSet{Tensor: t, Offset: off, Size: size, Data: src[off : off+size], Done: func(_ bool, err error) { done <- err }}); err != nil {
+					return err
+				}
 			}
-			if err := <-done; err != nil {
-				return err
+			var first error
+			for range pieces {
+				if err := <-done; err != nil && first == nil {
+					first = err
+				}
+			}
+			if first != nil {
+				return first
 			}
 			// a native call waits behind the request: the server
 			// has the bytes once it answers
