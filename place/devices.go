@@ -155,38 +155,27 @@ func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error
 	return out, log, nil
 }
 
-// KeepConnected keeps ggml's RPC client connected to the RPC servers a
-// plan of each of params uses (its devices, and the devices whose buffer
-// types its -ot names) until release is called
+// KeepConnected keeps ggml's RPC client connected to the RPC servers
+// among the devices of each of params until release is called
 // (ggml.Device.KeepConnected): planning, and a load after it, then make
 // one connection to each server, not one per call that asks it. NewContext
 // and FitContext hold them while they plan; a caller that plans and then
-// loads holds them across both. Params that name no device rt has hold
-// nothing for that name: planning reports it. Calling release again does
-// nothing.
+// loads holds them across both. (A server whose buffer type only -ot
+// names is asked little while planning: it is not held.) Params that name
+// no device rt has hold nothing: planning reports it. Calling release
+// again does nothing.
 func KeepConnected(rt *ggml.Runtime, params ...Params) (release func()) {
 	var held []func()
 	seen := map[*ggml.Device]bool{}
-	hold := func(d *ggml.Device) {
-		if seen[d] || !d.IsRPC() {
-			return
-		}
-		seen[d] = true
-		if r, err := d.KeepConnected(); err == nil {
-			held = append(held, r)
-		}
-	}
 	for _, p := range params {
-		if devs, _, err := resolveDevices(rt, p); err == nil {
-			for _, d := range devs {
-				hold(d)
+		devs, _, _ := resolveDevices(rt, p)
+		for _, d := range devs {
+			if seen[d] || !d.IsRPC() {
+				continue
 			}
-		}
-		for _, o := range p.Overrides {
-			for _, d := range rt.Devices() {
-				if d.IsRPC() && strings.EqualFold(d.BufferType().Name(), o.BufferType) {
-					hold(d)
-				}
+			seen[d] = true
+			if r, err := d.KeepConnected(); err == nil {
+				held = append(held, r)
 			}
 		}
 	}

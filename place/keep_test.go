@@ -1,6 +1,7 @@
 package place_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
@@ -49,6 +50,16 @@ func TestPlanConnectsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("-fit", 1)
+	// no device, but the layers on a server's buffer type by -ot: the
+	// plan asks the server little, and connects once (nothing is held)
+	ot := place.Params{Devices: []string{"none"}, Overrides: []place.Override{{Pattern: `blk\.`, BufferType: devs[0].BufferType().Name()}}}
+	if p, err = place.New(rt, m, ot); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(p.Tensors, func(tp place.TensorPlan) bool { return tp.BufferType == devs[0].BufferType() }) {
+		t.Fatalf("-ot put no tensor in %s", devs[0].BufferType().Name())
+	}
+	step("a plan with -ot naming the server's buffer type", 1)
 	release := place.KeepConnected(rt, params)
 	if p, err = place.New(rt, m, params); err != nil {
 		t.Fatal(err)

@@ -219,6 +219,17 @@ type rpcSession struct {
 	io     sync.Mutex // held for a whole exchange with the server
 	server net.Conn   // nil once the server failed or the session ended
 	sets   *setter    // the guard's own sets, made on first use
+
+	relayBuf []byte // tensor data relayed a piece at a time (relayBuffer); the relay's goroutine's alone
+}
+
+// relayBuffer is the piece of memory the connection relays tensor data
+// through, made when some first comes: most connections carry none.
+func (s *rpcSession) relayBuffer() []byte {
+	if s.relayBuf == nil {
+		s.relayBuf = make([]byte, 1<<20)
+	}
+	return s.relayBuf
 }
 
 // dropServer closes the connection to the server; the caller holds s.io.
@@ -261,7 +272,6 @@ func (g *Guard) serve(client net.Conn) {
 	}
 	defer g.endSession(s)
 	hdr := make([]byte, 9)
-	var buf []byte // for tensor data, made when some comes: most connections carry none
 	for {
 		if _, err := io.ReadFull(client, hdr); err != nil {
 			return // the client is done
@@ -296,10 +306,7 @@ func (g *Guard) serve(client net.Conn) {
 			g.watched(req)
 		}
 		if s.server != nil && g.Err() == nil {
-			if buf == nil && (req == nil || ReplySize[cmd] == -2) {
-				buf = make([]byte, 1<<20)
-			}
-			consumed, err := g.forward(s, client, s.server, hdr, req, size, buf)
+			consumed, err := g.forward(s, client, s.server, hdr, req, size)
 			if err == nil {
 				s.io.Unlock()
 				continue
@@ -473,7 +480,7 @@ const streamPiece = 4 << 20
 // has been checked. On a server failure or a reply that breaks the
 // protocol the guard is marked failed and forward says how many bytes of
 // a streamed request it had taken from the client.
-func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte, size uint64, buf []byte) (consumed uint64, err error) {
+func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte, size uint64) (consumed uint64, err error) {
 	cmd := hdr[0]
 	if cmd == CmdHello && len(req) == ConnCapsSize {
 		// no transport upgrade (RDMA): the guard relays plain TCP only
@@ -496,6 +503,7 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 		// from the client, which the guard must drain exactly to keep
 		// answering it.)
 		var deadline uint64
+		buf := s.relayBuffer()
 		for consumed < size {
 			n := min(uint64(len(buf)), size-consumed)
 			if _, err := io.ReadFull(client, buf[:n]); err != nil {
@@ -539,7 +547,7 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 			g.Fail(CmdName(cmd), g.broken("a reply of %d bytes to a request for %d", n, rpcTail(req)))
 			return consumed, errServerFailed
 		}
-		return consumed, g.relay(client, server, cmd, rh, n, buf)
+		return consumed, g.relay(client, server, cmd, rh, n, s.relayBuffer())
 	}
 	if n != uint64(want) {
 		g.Fail(CmdName(cmd), g.broken("a reply of %d bytes where the protocol has %d", n, want))
