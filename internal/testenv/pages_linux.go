@@ -57,9 +57,11 @@ func Resident(t testing.TB, path string, off, n int64) int64 {
 	return in
 }
 
-// Readahead is the most the kernel reads ahead of a sequential reader of
-// the file: twice its disk's window (the loaders advise sequential
-// reads), 16 MiB where sysfs does not tell.
+// Readahead is the most the kernel may read ahead of a sequential reader
+// of a file at path (or of a file in the directory at path): two of its
+// windows, the one the reader is in and the one it starts on entering it
+// (asynchronous readahead), each twice its disk's read_ahead_kb, as the
+// loaders advise sequential reads; 32 MiB where sysfs does not tell.
 func Readahead(path string) int64 {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err == nil {
@@ -67,10 +69,10 @@ func Readahead(path string) int64 {
 		for _, p := range []string{dev + "/queue/read_ahead_kb", dev + "/../queue/read_ahead_kb"} {
 			if b, err := os.ReadFile(p); err == nil {
 				if kb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-					return 2 * kb << 10
+					return 4 * kb << 10
 				}
 			}
 		}
 	}
-	return 16 << 20
+	return 32 << 20
 }
