@@ -344,3 +344,51 @@ func TestIterators(t *testing.T) {
 		t.Errorf("weights %v", names)
 	}
 }
+
+// An array whose elements end the file reads back, however few bytes they
+// are: none for an empty array (a reader asked for no bytes at the file's
+// end may say EOF), and none for an empty last string; the writer copies
+// each.
+func TestArrayEndsFile(t *testing.T) {
+	cases := []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"empty u8 array", header(0, 1).str("k").u32(9).u32(0).u64(0).Bytes(), "[]"},
+		{"empty string array", header(0, 1).str("k").u32(9).u32(8).u64(0).Bytes(), "[]"},
+		{"empty last string", header(0, 1).str("k").u32(9).u32(8).u64(2).str("a").str("").Bytes(), `["a", ""]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := parse(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, ok := f.Lookup("k")
+			if !ok {
+				t.Fatal("no key k")
+			}
+			if got := v.Format(-1); got != c.want {
+				t.Errorf("k reads %s, want %s", got, c.want)
+			}
+			if v.ElemType() == gguf.TypeString {
+				ss, err := v.Strings()
+				if err != nil || uint64(len(ss)) != v.Len() {
+					t.Fatalf("strings %q, %v", ss, err)
+				}
+				for i := range v.Len() {
+					if s, err := v.StringAt(i); err != nil || s != ss[i] {
+						t.Errorf("string %d: %q, %v; want %q", i, s, err, ss[i])
+					}
+				}
+			} else if b, err := v.ArrayBytes(); err != nil || len(b) != 0 {
+				t.Errorf("bytes %v, %v", b, err)
+			}
+			w := gguf.NewWriter()
+			if err := w.Set("k", v); err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+		})
+	}
+}

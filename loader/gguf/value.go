@@ -322,7 +322,17 @@ func (v Value) raw() ([]byte, error) {
 	if a.raw != nil || a.src == nil {
 		return a.raw, nil
 	}
+	return a.read()
+}
+
+// read reads the array's encoded bytes from its file. An empty array reads
+// nothing: it may start where the file ends, and a reader asked for no
+// bytes there may say EOF.
+func (a *arrayData) read() ([]byte, error) {
 	b := make([]byte, a.size)
+	if a.size == 0 {
+		return b, nil
+	}
 	if _, err := a.src.r.ReadAt(b, a.off); err != nil {
 		return nil, fmt.Errorf("gguf: read array at byte %#x: %w", a.off, err)
 	}
@@ -426,9 +436,9 @@ func (v Value) Strings() ([]string, error) {
 	if err := a.index(); err != nil {
 		return nil, err
 	}
-	body := make([]byte, a.size)
-	if _, err := a.src.r.ReadAt(body, a.off); err != nil {
-		return nil, fmt.Errorf("gguf: read array at byte %#x: %w", a.off, err)
+	body, err := a.read()
+	if err != nil {
+		return nil, err
 	}
 	// one allocation for all the string bytes
 	all := string(body)
@@ -463,6 +473,9 @@ func (v Value) StringAt(i uint64) (string, error) {
 	end := a.off + int64(a.size)
 	if i+1 < a.n {
 		end = a.offs[i+1]
+	}
+	if end == start {
+		return "", nil // (an empty last string may end the file: nothing to read)
 	}
 	b := make([]byte, end-start)
 	if _, err := a.src.r.ReadAt(b, start); err != nil {
