@@ -1,0 +1,5 @@
+//go:build !race
+
+package loader_test
+
+const raceDetector = false
