@@ -134,13 +134,13 @@ type prefaulter struct {
 
 // prefault starts faulting the ranges in, in address order, 8 MiB at a
 // time.
-func prefault(rs anonRanges) *prefaulter { return populate(unix.MADV_POPULATE_WRITE, rs) }
+func prefault(rs anonRanges) *prefaulter { return populate(unix.MADV_POPULATE_WRITE, nil, rs) }
 
 // populate starts madvise(advice) over each list of ranges on a goroutine
-// of its own, in address order, 8 MiB at a time; a goroutine ends at the
-// first refusal (an older kernel, memory gone, a file that shrank: the
-// advice fails, it raises no signal).
-func populate(advice int, lists ...anonRanges) *prefaulter {
+// of its own, in address order, 8 MiB at a time (each after before, when
+// not nil); a goroutine ends at the first refusal (an older kernel, memory
+// gone, a file that shrank: the advice fails, it raises no signal).
+func populate(advice int, before func(a, n uintptr), lists ...anonRanges) *prefaulter {
 	pf := &prefaulter{done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for _, rs := range lists {
@@ -152,6 +152,9 @@ func populate(advice int, lists ...anonRanges) *prefaulter {
 						return
 					}
 					n := min(uintptr(step), r[1]-a)
+					if before != nil {
+						before(a, n)
+					}
 					if _, _, errno := unix.Syscall(unix.SYS_MADVISE, a, n, uintptr(advice)); errno != 0 {
 						return
 					}
@@ -190,8 +193,13 @@ var populateLater = sync.OnceValue(func() bool {
 })
 
 // populateMapped starts mapping in the pages of [p, p+n) of a file's
-// mapping, in parts at once, one per core (at most 4).
-func populateMapped(p unsafe.Pointer, n uint64) *prefaulter {
+// mapping, in parts at once, one per core (at most 4). Where fd is a
+// descriptor of the file (not -1), on which p is at offset off, each part's
+// pages are read into the page cache through it first, as they are
+// (POSIX_FADV_WILLNEED on a descriptor advised random): a mapping's faults
+// would read the file ahead of the pages they map, and past the range's
+// end, where the load may leave tensors unread (modelFile.leaves).
+func populateMapped(p unsafe.Pointer, n uint64, fd int, off int64) *prefaulter {
 	page := uintptr(unix.Getpagesize())
 	start := uintptr(p) &^ (page - 1)
 	end := (uintptr(p) + uintptr(n) + page - 1) &^ (page - 1)
@@ -201,5 +209,18 @@ func populateMapped(p unsafe.Pointer, n uint64) *prefaulter {
 	for a := start; a < end; a += size {
 		rs = append(rs, anonRanges{{a, min(a+size, end)}})
 	}
-	return populate(unix.MADV_POPULATE_READ, rs...)
+	var before func(a, n uintptr)
+	if fd >= 0 {
+		before = func(a, n uintptr) {
+			// in pieces that the kernel reads whole (a readahead of
+			// fadvise reads at most a readahead window or the disk's
+			// largest request, never under 128 KiB)
+			const piece = 128 << 10
+			at := off + int64(a) - int64(uintptr(p))
+			for k := int64(0); k < int64(n); k += piece {
+				unix.Fadvise(fd, at+k, min(piece, int64(n)-k), unix.FADV_WILLNEED)
+			}
+		}
+	}
+	return populate(unix.MADV_POPULATE_READ, before, rs...)
 }

@@ -25,4 +25,6 @@ func (pf *prefaulter) finish() {}
 
 func populateLater() bool { return false }
 
-func populateMapped(p unsafe.Pointer, n uint64) *prefaulter { return &prefaulter{} }
+func populateMapped(p unsafe.Pointer, n uint64, fd int, off int64) *prefaulter {
+	return &prefaulter{}
+}

@@ -35,6 +35,12 @@ type modelFile struct {
 	// (scattered), opened on first use; nil where it cannot be
 	randomOnce sync.Once
 	random     *os.File
+	// leaves is set, before the load reads any tensor, when the load will
+	// not read some tensors of the file (RPC servers' caches set them):
+	// buffered reads then go through random too, so that the kernel does
+	// not read the bytes after a tensor read ahead of the reader when
+	// they are a tensor left unread
+	leaves bool
 
 	mu     sync.RWMutex // read-held by each direct read, so that fallBack's close waits for them
 	direct *os.File     // direct reads, nil when not in use
@@ -71,7 +77,17 @@ func (f *modelFile) readAtBase(dst []byte, off int64) (int, error) {
 	if f.f == nil {
 		return f.ra.ReadAt(dst, off)
 	}
-	return f.f.ReadAt(dst, f.base+off)
+	return f.buffered().ReadAt(dst, f.base+off)
+}
+
+// buffered is the descriptor of a local file's buffered reads of tensors:
+// the load's own, or where the load leaves tensors unread, the one
+// without readahead (scattered).
+func (f *modelFile) buffered() *os.File {
+	if f.leaves {
+		return f.scattered()
+	}
+	return f.f
 }
 
 // local reports a local file (mapped, read directly, checked).
@@ -149,7 +165,7 @@ func (f *modelFile) readFull(dst []byte, off int64) error {
 	if f.f == nil {
 		return f.readFullFrom(f.ra, dst, off, 0)
 	}
-	return f.readFullFrom(f.f, dst, off, f.base)
+	return f.readFullFrom(f.buffered(), dst, off, f.base)
 }
 
 // readFullFrom is readFull through r, where the GGUF lies at base.

@@ -171,6 +171,22 @@ func (fh *fileHashes) get(off, size int64) (uint64, bool) {
 	return v, ok
 }
 
+// within reports whether the index knows the hash of a range inside
+// [off, off+size): a slice of a tensor split over servers.
+func (fh *fileHashes) within(off, size int64) bool {
+	if fh == nil {
+		return false
+	}
+	fh.mu.Lock()
+	defer fh.mu.Unlock()
+	for k := range fh.known {
+		if k.off >= off && k.size <= off+size-k.off {
+			return true
+		}
+	}
+	return false
+}
+
 // put records the hash of a range.
 func (fh *fileHashes) put(off, size int64, v uint64) {
 	if fh == nil {

@@ -76,6 +76,31 @@ func TestHashIndexKeepsHashes(t *testing.T) {
 	}
 }
 
+// within finds the entries that lie inside a range (a tensor's slices),
+// none that only overlap it.
+func TestHashIndexWithin(t *testing.T) {
+	var none *fileHashes
+	if none.within(0, 1<<30) {
+		t.Fatal("no index knows a range")
+	}
+	fh := reopen(t, t.TempDir(), indexFile(t, t.TempDir(), "model.gguf", 1<<20, 1))
+	if fh.within(0, 1<<20) {
+		t.Fatal("an empty index knows a range")
+	}
+	fh.put(4096, 8192, 1) // [4096, 12288)
+	for _, c := range []struct {
+		off, size int64
+		want      bool
+	}{
+		{4096, 8192, true}, {0, 12288, true}, {4096, 1 << 20, true},
+		{0, 12287, false}, {4097, 8192, false}, {8192, 8192, false}, {12288, 4096, false}, {0, 4096, false},
+	} {
+		if got := fh.within(c.off, c.size); got != c.want {
+			t.Errorf("within(%d, %d) = %v, want %v", c.off, c.size, got, c.want)
+		}
+	}
+}
+
 // saved makes f's index with one entry and returns its path.
 func saved(t *testing.T, dir string, f *os.File) string {
 	t.Helper()

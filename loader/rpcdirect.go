@@ -3,10 +3,12 @@ package loader
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/place"
 )
 
 // Tensors bound for an RPC server behind ggml's guard are sent by the guard
@@ -87,6 +89,44 @@ func (h *rpcHashes) save(log *slog.Logger) {
 // first: a weight buffer's tensor above the hash threshold.
 func probes(t task) bool {
 	return t.w.Size > ggml.RPCHashThreshold && t.pl.Buffer.Buffer.Usage() == ggml.UsageWeights
+}
+
+// markLeft marks the files whose tensors the load may leave unread
+// (modelFile.leaves), before it maps or reads any of them: weights the RPC
+// servers' caches may set. Read through a descriptor with readahead, or
+// faulted into a mapping, the tensors before such a weight would bring its
+// bytes in, up to two readahead windows of them (16–32 MiB on most
+// disks), for nothing.
+func (l *load) markLeft() {
+	for i := range l.p.Tensors {
+		tp := &l.p.Tensors[i]
+		if tp.Weight == nil || tp.Device == nil || tp.Shared {
+			continue
+		}
+		if f := l.model.files[tp.Weight.File]; f.local() && !f.leaves && l.mayLeave(tp) {
+			f.leaves = true
+		}
+	}
+}
+
+// mayLeave reports whether the load may leave tp unread: a weight above
+// the hash threshold bound for RPC servers through their guards whose hash
+// the index knows, or a slice's, for a tensor split over servers.
+func (l *load) mayLeave(tp *place.TensorPlan) bool {
+	w, d := tp.Weight, tp.Device
+	if w.Size <= ggml.RPCHashThreshold || tp.BufferType.IsHost() {
+		return false
+	}
+	at := l.model.files[w.File].base + w.Offset
+	if d.SendsRPC() {
+		_, ok := l.hashesFor(w.File).get(at, w.Size)
+		return ok
+	}
+	parts := d.Parts()
+	if !d.IsMeta() || len(parts) == 0 || slices.ContainsFunc(parts, func(p *ggml.Device) bool { return !p.SendsRPC() }) {
+		return false
+	}
+	return l.hashesFor(w.File).within(at, w.Size)
 }
 
 // rpcKey is t's range in the index of its file.

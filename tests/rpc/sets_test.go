@@ -14,6 +14,7 @@ import (
 	"github.com/ggload/ggload/internal/synth"
 	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 
@@ -308,5 +309,84 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 				t.Errorf("load %d, server %d: the native client's cache %v, the guards' %v", round+1, i, a, b)
 			}
 		}
+	}
+}
+
+// A reload from a file out of the page cache onto a server whose file
+// cache holds the weights above the hash threshold: the load reads the
+// other tensors, and of the weights the cache sets, nothing but the pages
+// of their confirmation windows and of the hash index's identity samples.
+// Per layer the attention matrices (4.25 MiB each), which it reads, come
+// before the feed-forward ones (12 MiB each) in the file, which it leaves:
+// read with readahead, the first would bring in megabytes of the second
+// (in either buffered load mode).
+func TestCachedReloadLeavesCachedUnread(t *testing.T) {
+	rt := testenv.Runtime(t)
+	hosts := testenv.NetHosts(t, 1, testenv.NetOptions{Cache: true})
+	dev := register(t, rt, hosts, ggml.RPCOptions{})[0]
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 2048, FF: 5632, Heads: 16, Vocab: 32000, Tied: true})
+	if testenv.Resident(t, path, 0, 1) < 0 {
+		t.Skip("the page cache is not asked on this system")
+	}
+	m := testenv.OpenModel(t, path)
+	index := t.TempDir()
+	// the weights the cache sets: those above the threshold but the token
+	// embeddings, which the load reads for the CPU too (the output
+	// matrix, tied, is a copy of them on the server)
+	var left []*gguf.Weight
+	var leftBytes uint64
+	for i := range m.Weights {
+		w := &m.Weights[i]
+		if w.Size > ggml.RPCHashThreshold && w.Name != "token_embd.weight" {
+			left = append(left, w)
+			leftBytes += uint64(w.Size)
+		}
+	}
+	if len(left) < 6 {
+		t.Fatalf("%d weights above the threshold", len(left))
+	}
+	// load loads in mode; then measures, before every weight is read
+	// back and compared with the file
+	load := func(mode place.LoadMode, then func(loader.Stats)) {
+		t.Helper()
+		params := place.Params{Devices: []string{dev}}
+		params.LoadMode = mode
+		p, err := place.New(rt, m, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lm, err := loader.Load(context.Background(), p, loader.Options{HashIndex: index})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lm.Close()
+		then(lm.Stats)
+		if n := verify(t, lm)[dev]; n == 0 {
+			t.Fatalf("no tensor verified on %s", dev)
+		}
+	}
+	// the server's cache and the hash index learn the weights
+	load(place.LoadNone, func(loader.Stats) {})
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+		t.Run(mode.String(), func(t *testing.T) {
+			testenv.Evict(t, path)
+			load(mode, func(st loader.Stats) {
+				if st.RPCCached < leftBytes || st.RPCHashed != 0 {
+					t.Fatalf("%d bytes set by the cache (want %d at least), %d hashed", st.RPCCached, leftBytes, st.RPCHashed)
+				}
+				var read int64
+				for _, w := range left {
+					read += testenv.Resident(t, path, w.Offset, w.Size)
+				}
+				// a window of 64 bytes per weight (two pages at most),
+				// and the identity's samples (the first 64 KiB, the last
+				// 4 KiB, 32 pages)
+				allowed := int64(len(left))*8<<10 + (64+4+32*4)<<10
+				t.Logf("%d of the %d weights' %d bytes that the cache set came into the page cache (%d allowed)", read, len(left), leftBytes, allowed)
+				if read > allowed {
+					t.Errorf("%d bytes of the weights the cache set were read from the file, %d allowed", read, allowed)
+				}
+			})
+		})
 	}
 }
