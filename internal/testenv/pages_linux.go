@@ -1,10 +1,7 @@
 package testenv
 
 import (
-	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -55,24 +52,4 @@ func Resident(t testing.TB, path string, off, n int64) int64 {
 		}
 	}
 	return in
-}
-
-// Readahead is the most the kernel may read ahead of a sequential reader
-// of a file at path (or of a file in the directory at path): two of its
-// windows, the one the reader is in and the one it starts on entering it
-// (asynchronous readahead), each twice its disk's read_ahead_kb, as the
-// loaders advise sequential reads; 32 MiB where sysfs does not tell.
-func Readahead(path string) int64 {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err == nil {
-		dev := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
-		for _, p := range []string{dev + "/queue/read_ahead_kb", dev + "/../queue/read_ahead_kb"} {
-			if b, err := os.ReadFile(p); err == nil {
-				if kb, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-					return 4 * kb << 10
-				}
-			}
-		}
-	}
-	return 32 << 20
 }

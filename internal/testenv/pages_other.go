@@ -9,6 +9,3 @@ func Evict(t testing.TB, path string) {}
 
 // Resident is -1: the page cache is not asked here.
 func Resident(t testing.TB, path string, off, n int64) int64 { return -1 }
-
-// Readahead is 0: the page cache is not asked here.
-func Readahead(path string) int64 { return 0 }
