@@ -174,16 +174,11 @@ func (t *Tensor) SplitFor() (*Split, error) {
 		return nil, nil
 	}
 	d := t.rt.device(lib.BuftGetDevice(lib.BufferGetType(c.Buffer)))
-	parts := d.Parts()
 	ms := d.split.Value()
-	if !d.IsMeta() || ms == nil || len(parts) == 0 {
+	if !d.SplitsRPC() || ms == nil {
 		return nil, nil
 	}
-	for _, p := range parts {
-		if !p.SendsRPC() {
-			return nil, nil
-		}
-	}
+	parts := d.Parts()
 	st, ok := ms.fn(t.name)
 	if !ok || !st.Axis.IsDim() || st.Check(t.typ, t.ne, len(parts)) != nil {
 		return nil, nil

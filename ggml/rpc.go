@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -451,6 +452,14 @@ type RPCSet struct {
 // device behind a guard that sends it (not RPCOptions.Direct or
 // NativeSets).
 func (d *Device) SendsRPC() bool { return d.guard != nil && d.guard.OwnSets() }
+
+// SplitsRPC reports whether d is a meta device over RPC devices that all
+// take tensor data through SendRPC: its tensors split along a dimension go
+// to them through their guards (Tensor.SplitFor).
+func (d *Device) SplitsRPC() bool {
+	parts := d.Parts()
+	return d.IsMeta() && len(parts) > 0 && !slices.ContainsFunc(parts, func(p *Device) bool { return !p.SendsRPC() })
+}
 
 // SendRPC queues x on the connection that holds x.Tensor's buffer. The
 // request is checked against the tensor and its buffer first; an error

@@ -90,6 +90,19 @@ func (f *modelFile) buffered() *os.File {
 	return f.f
 }
 
+// preread is the descriptor through which the pages of the file's
+// mapping are read before they are faulted in (populateMapped): the one
+// without readahead where the load leaves tensors unread; -1 otherwise.
+func (f *modelFile) preread() int {
+	if !f.leaves {
+		return -1
+	}
+	if r := f.scattered(); r != f.f {
+		return int(r.Fd())
+	}
+	return -1
+}
+
 // local reports a local file (mapped, read directly, checked).
 func (f *modelFile) local() bool { return f.f != nil }
 

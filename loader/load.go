@@ -502,13 +502,8 @@ func (l *load) allocate() error {
 				if p.UseMmap && !c.Lazy && populateLater() && !l.rt.IsNUMA() {
 					// what mmap's MAP_POPULATE did, for this buffer's
 					// pages only, while the load moves the rest
-					fd, off := -1, int64(0)
-					if f := mdl.files[bp.File]; f.leaves {
-						if r := f.scattered(); r != f.f {
-							fd, off = int(r.Fd()), f.base+bp.First
-						}
-					}
-					l.faults.mapped = append(l.faults.mapped, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First), fd, off))
+					f := mdl.files[bp.File]
+					l.faults.mapped = append(l.faults.mapped, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First), f.preread(), f.base+bp.First))
 				}
 				lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
 				mdl.buffers = append(mdl.buffers, lb)

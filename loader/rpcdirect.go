@@ -3,11 +3,11 @@ package loader
 import (
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 
@@ -117,21 +117,23 @@ func (l *load) mayLeave(tp *place.TensorPlan) bool {
 	if w.Size <= ggml.RPCHashThreshold || tp.BufferType.IsHost() {
 		return false
 	}
-	at := l.model.files[w.File].base + w.Offset
-	if d.SendsRPC() {
-		_, ok := l.hashesFor(w.File).get(at, w.Size)
+	k := l.weightKey(w)
+	switch {
+	case d.SendsRPC():
+		_, ok := l.hashesFor(w.File).get(k.off, k.size)
 		return ok
+	case d.SplitsRPC():
+		return l.hashesFor(w.File).within(k.off, k.size)
 	}
-	parts := d.Parts()
-	if !d.IsMeta() || len(parts) == 0 || slices.ContainsFunc(parts, func(p *ggml.Device) bool { return !p.SendsRPC() }) {
-		return false
-	}
-	return l.hashesFor(w.File).within(at, w.Size)
+	return false
 }
 
 // rpcKey is t's range in the index of its file.
-func (l *load) rpcKey(t task) hashKey {
-	return hashKey{off: l.model.files[t.w.File].base + t.w.Offset, size: t.w.Size}
+func (l *load) rpcKey(t task) hashKey { return l.weightKey(t.w) }
+
+// weightKey is w's range in the index of its file.
+func (l *load) weightKey(w *gguf.Weight) hashKey {
+	return hashKey{off: l.model.files[w.File].base + w.Offset, size: w.Size}
 }
 
 // knownHash is t's hash from the index of its file, if it has it.
