@@ -229,9 +229,9 @@ case $MODEL_SIZE in
 *MiB) MODEL_MIB=${MODEL_SIZE%MiB} ;;
 *) broken "GGLOAD_BENCH_SIZE=$MODEL_SIZE: want NGiB or NMiB" ;;
 esac
-# the cached model: ggload bench writes it as bench-llama-<layers>x<width>-q8_0.gguf
+# the cached model: ggload bench writes it as bench-llama-<layers>x<width>-q8_0-v2.gguf
 bench_model() {
-	find "$XDG_CACHE_HOME/ggload" -maxdepth 1 -name 'bench-llama-*-q8_0.gguf' -size +$((MODEL_MIB - 1))M 2>/dev/null | head -1
+	find "$XDG_CACHE_HOME/ggload" -maxdepth 1 -name 'bench-llama-*-q8_0-v2.gguf' -size +$((MODEL_MIB - 1))M 2>/dev/null | head -1
 }
 model_ready() { [ -n "$(bench_model)" ]; }
 BUILD_KEY=""

@@ -30,7 +30,9 @@ func benchModel(rt *ggml.Runtime, size, typ string, w io.Writer) (string, error)
 		return "", err
 	}
 	dir = filepath.Join(dir, "ggload")
-	path := filepath.Join(dir, fmt.Sprintf("bench-llama-%dx%d-%s.gguf", spec.Layers, spec.Embd, t))
+	// v2: every tensor's bytes its own (synth.Spec.Distinct); a file of
+	// the first version, whose layers repeated each other, is not used
+	path := filepath.Join(dir, fmt.Sprintf("bench-llama-%dx%d-%s-v2.gguf", spec.Layers, spec.Embd, t))
 	if f, err := gguf.Open(path); err == nil {
 		f.Close()
 		return path, nil

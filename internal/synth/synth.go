@@ -5,6 +5,7 @@
 package synth
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -33,6 +34,12 @@ type Spec struct {
 	PerLayer    int64     // gemma4: per-layer embedding width (lazy-capable per_layer_token_embd)
 	Seed        uint64
 	Splits      int // write as this many split files (0/1: one file)
+	// Distinct gives every tensor bytes of its own: its first row is
+	// made from its index, the rest repeats a few rows as usual. Without
+	// it, tensors of one shape and type may be byte for byte alike, as
+	// no real model's are: an RPC server's file cache would then hold a
+	// weight before any load had sent it.
+	Distinct bool
 }
 
 func (s *Spec) defaults() {
@@ -176,7 +183,7 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 	set("tokenizer.ggml.model", gguf.String("none"))
 	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	cache := map[string][]byte{}
-	for _, t := range s.Tensors() {
+	for i, t := range s.Tensors() {
 		var sh ggml.Shape = ggml.Shape{1, 1, 1, 1}
 		copy(sh[:], t.shape)
 		size, err := t.typ.Bytes(sh)
@@ -211,17 +218,57 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 			}
 			cache[key] = rows
 		}
-		if err := w.AddTensor(t.name, t.typ, t.shape, tiled(rows, row, size)); err != nil {
+		var first []byte
+		if s.Distinct {
+			if first, err = ownRow(rt, t.typ, sh[0], i); err != nil {
+				return nil, fmt.Errorf("synth: %s: %w", t.name, err)
+			}
+		}
+		if err := w.AddTensor(t.name, t.typ, t.shape, tiled(first, rows, row, size)); err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
 }
 
-// tiled writes size bytes by repeating rows (whole rows of rowSize).
-func tiled(rows []byte, rowSize, total int64) func(io.Writer) error {
+// ownRow is one row of n values of type typ made from i alone: the first
+// row of the i-th tensor of a Distinct model.
+func ownRow(rt *ggml.Runtime, typ ggml.Type, n int64, i int) ([]byte, error) {
+	src := make([]float32, n)
+	for j := range src {
+		src[j] = float32(math.Cos(float64(j)*0.11+float64(i)*1.618)) * 0.25
+	}
+	switch typ {
+	case ggml.TypeF32:
+		b := make([]byte, 4*len(src))
+		for j, x := range src {
+			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
+		}
+		return b, nil
+	case ggml.TypeQ8_K, ggml.TypeQ8_1:
+		// no quantizer (activation formats): a block scale of its own
+		row, err := typ.RowSize(n)
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, row)
+		binary.LittleEndian.PutUint16(b, uint16(0x3c00+i%1024)) // f16 in [1, 2)
+		return b, nil
+	}
+	return rt.Quantize(typ, src, n, nil)
+}
+
+// tiled writes size bytes: first (a whole row, or nothing), then rows
+// repeated (whole rows of rowSize).
+func tiled(first, rows []byte, rowSize, total int64) func(io.Writer) error {
 	return func(out io.Writer) error {
 		size := total
+		if n := min(int64(len(first)), size); n > 0 {
+			if _, err := out.Write(first[:n]); err != nil {
+				return err
+			}
+			size -= n
+		}
 		// write in chunks of whole rows of about 1 MiB
 		chunkRows := max(int64(1<<20)/rowSize, 1)
 		chunk := make([]byte, 0, chunkRows*rowSize)
