@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -320,6 +321,9 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 	if err := bf.measureFloors(rt, m, cases, &rep); err != nil {
 		return rep, err
 	}
+	if err := bf.warmRPCCaches(ctx, path, cases, &rep); err != nil {
+		return rep, err
+	}
 	if !bf.asJSON {
 		printFloors(stdout, rep)
 	}
@@ -343,6 +347,31 @@ func (bf *benchFlags) benchOne(ctx context.Context, rt *ggml.Runtime, path strin
 		rep.Rows = append(rep.Rows, row)
 	}
 	return rep, nil
+}
+
+// warmRPCCaches runs one untimed ggload load onto each target with an RPC
+// server, unless --rpc-cache-dir empties the servers' caches before every
+// process: a server started with its file cache (-c) keeps the weights
+// above the hash threshold from that load on, and ggload's hash index has
+// their hashes, so that every timed run of both loaders is alike, a
+// reload (without it, the first row's first run alone would fill them).
+// A server without a cache takes the load and keeps nothing. A failed
+// warm-up is left for the timed runs to report.
+func (bf *benchFlags) warmRPCCaches(ctx context.Context, path string, cases []benchCase, rep *benchReport) error {
+	if len(bf.rpcCold) > 0 {
+		return nil
+	}
+	for _, c := range cases {
+		if !slices.ContainsFunc(c.devices(), isRPCName) || slices.Contains(rep.WarmedRPC, c.Target) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bf.child(ctx, path, "ggload", c, false)
+		rep.WarmedRPC = append(rep.WarmedRPC, c.Target)
+	}
+	return nil
 }
 
 // backMemory, on a machine with free page reporting (freePageReporting),
@@ -493,7 +522,7 @@ func (bf *benchFlags) measureCase(ctx context.Context, m *gguf.Model, c benchCas
 		}
 	}
 	if f, ok := floors[c.Mode+"/"+c.Target]; ok && f.S > 0 {
-		row.Floor = f.S
+		row.Floor, row.TouchFloor = f.S, f.Touch
 		if row.Ggload.Err == "" {
 			row.OfFloor = row.Ggload.LoadS / f.S
 		}

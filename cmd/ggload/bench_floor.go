@@ -52,6 +52,9 @@ type benchRates struct {
 	// UploadAtOnce is, per target spread over several devices, each
 	// device's upload rate while the others upload too (uploadRates)
 	UploadAtOnce map[string]map[string]float64 `json:"upload_at_once_gb_per_s,omitempty"`
+	// ServerTouch is, per RPC server, how fast it first touches the pages
+	// of a buffer it has just allocated (serverTouchRate)
+	ServerTouch map[string]float64 `json:"server_touch_gb_per_s,omitempty"`
 	// Cold (--cold) is one pass over the file from the disk: O_DIRECT at
 	// the best of the queue depths tried (ColdDepth reads in flight), or,
 	// where direct I/O is refused, buffered reads after an eviction.
@@ -68,6 +71,11 @@ type benchRates struct {
 type benchFloor struct {
 	S   float64 `json:"s"`
 	How string  `json:"how"` // what bounds it
+	// Touch is the part of the floor no RPC server's cache can take
+	// away: the slowest server's first touch of its new buffers' pages
+	// (every weight bound for it is written into them, sent or set from
+	// its file cache).
+	Touch float64 `json:"touch_s,omitempty"`
 }
 
 // floorReaders is how many goroutines read for the floors (the loader's
@@ -109,6 +117,16 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 					r.Upload = map[string]float64{}
 				}
 				r.Upload[d] = gbps
+				if dev.IsRPC() {
+					touch, err := serverTouchRate(dev)
+					if err != nil {
+						return fmt.Errorf("floor of %s's server: %w", d, err)
+					}
+					if r.ServerTouch == nil {
+						r.ServerTouch = map[string]float64{}
+					}
+					r.ServerTouch[d] = touch
+				}
 			}
 		}
 		if len(devs) > 1 && r.UploadAtOnce[c.Target] == nil {
@@ -256,7 +274,69 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 			f = benchFloor{S: up, How: fmt.Sprintf("uploading %s's %.0f MiB", d, float64(n)/(1<<20))}
 		}
 	}
+	// an RPC server writes every byte into pages it touches for the
+	// first time, on one thread, whatever the link
+	touchHow := ""
+	for d, n := range dev {
+		if t := at(n, r.ServerTouch[d]); t > f.Touch {
+			f.Touch, touchHow = t, fmt.Sprintf("%s's server touching the %.0f MiB of its new buffers", d, float64(n)/(1<<20))
+		}
+	}
+	if f.Touch > f.S {
+		f.S, f.How = f.Touch, touchHow
+	}
 	return f, nil
+}
+
+// serverTouchRate is how fast d's RPC server first touches the pages of a
+// buffer it has just allocated: BUFFER_CLEAR of a new buffer of 256 MiB,
+// best of three buffers. A load writes every weight bound for d into new
+// buffers, so none goes faster than its bytes at this rate, whatever the
+// link (a server host that hands out fresh pages slowly, 4 KiB at a time
+// without huge pages, bounds it here).
+func serverTouchRate(d *ggml.Device) (float64, error) {
+	n := uint64(256 << 20)
+	if m := d.BufferType().MaxSize(); m > 0 && m < n {
+		n = m &^ 4095
+	}
+	best := 0.0
+	for range 3 {
+		s, err := touchOnce(d, n)
+		if err != nil {
+			return 0, err
+		}
+		best = max(best, float64(n)/s/1e9)
+	}
+	return best, nil
+}
+
+// touchOnce times the clearing of a new buffer of n bytes on d, s.
+func touchOnce(d *ggml.Device, n uint64) (float64, error) {
+	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		return 0, err
+	}
+	defer ctx.Free()
+	t, err := ctx.NewTensor(ggml.TypeI8, int64(n))
+	if err != nil {
+		return 0, err
+	}
+	buf, err := ctx.AllocTensors(d.BufferType())
+	if err != nil {
+		return 0, err
+	}
+	defer buf.Free()
+	start := time.Now()
+	if err := buf.Clear(0); err != nil {
+		return 0, err
+	}
+	// the clear is queued: a native call waits behind it
+	var b [1]byte
+	if err := t.Get(b[:], 0); err != nil {
+		return 0, err
+	}
+	s := time.Since(start).Seconds()
+	return s, d.Err()
 }
 
 // coldDepths are the queue depths the cold floor tries.
@@ -643,13 +723,20 @@ func printFloors(w io.Writer, rep benchReport) {
 			fmt.Fprintln(w, "  memory: this virtual machine's balloon reports free memory to its host, which takes it back: a process that starts after a pause waits for its fresh pages, and times vary with it")
 		}
 	}
+	if len(rep.WarmedRPC) > 0 {
+		fmt.Fprintf(w, "  RPC servers: one untimed load onto %s went first, so that servers with a file cache (-c) hold the big weights in every timed run (--rpc-cache-dir: none does)\n", strings.Join(rep.WarmedRPC, ", "))
+	}
 	var names []string
 	for d := range r.Upload {
 		names = append(names, d)
 	}
 	slices.Sort(names)
 	for _, d := range names {
-		fmt.Fprintf(w, "  %s: uploads %.2f GB/s\n", d, r.Upload[d])
+		fmt.Fprintf(w, "  %s: uploads %.2f GB/s", d, r.Upload[d])
+		if t := r.ServerTouch[d]; t > 0 {
+			fmt.Fprintf(w, "; its server touches a new buffer's pages at %.2f GB/s", t)
+		}
+		fmt.Fprintln(w)
 	}
 	names = names[:0]
 	for tg := range r.UploadAtOnce {

@@ -194,7 +194,11 @@ func goal(r benchRow, layerSplit, cold bool) string {
 			want = coldRatioGoal
 		}
 		if r.Llama != nil && r.Ratio > 0 {
-			parts = append(parts, fmt.Sprintf("time ≤ %.2f× llama.cpp's: median %s (%.2f×), best %s (%.2f×)", want, yesNo(r.Ratio <= want), r.Ratio, yesNo(r.Best <= want), r.Best))
+			v := fmt.Sprintf("time ≤ %.2f× llama.cpp's: median %s (%.2f×), best %s (%.2f×)", want, yesNo(r.Ratio <= want), r.Ratio, yesNo(r.Best <= want), r.Best)
+			if at := atFloor(r); r.Ratio > want && at > want {
+				v += fmt.Sprintf(", out of reach here: with its load at the floor (%.3f s), ggload's process would take %.2f× llama.cpp's", r.Floor, at)
+			}
+			parts = append(parts, v)
 		}
 	}
 	switch {
@@ -224,8 +228,12 @@ func goal(r benchRow, layerSplit, cold bool) string {
 		// the servers' caches set weights in every run: a reload, whose
 		// load calls are held to the cached reload's goal (the whole
 		// process also counts the start-up both loaders share)
-		parts = append(parts, fmt.Sprintf("cached reload (the servers' file caches set %s MiB): load ≤ %.2f× llama.cpp's: %s (%.2f×; whole process %.2f×)",
-			mibs(int64(n)), cachedReloadGoal, yesNo(r.LoadRatio <= cachedReloadGoal), r.LoadRatio, r.Ratio))
+		v := fmt.Sprintf("cached reload (the servers' file caches set %s MiB): load ≤ %.2f× llama.cpp's: %s (%.2f×; whole process %.2f×)",
+			mibs(int64(n)), cachedReloadGoal, yesNo(r.LoadRatio <= cachedReloadGoal), r.LoadRatio, r.Ratio)
+		if at := r.TouchFloor / r.Llama.LoadS; r.LoadRatio > cachedReloadGoal && at > cachedReloadGoal {
+			v += fmt.Sprintf(", out of reach here: the servers' first touch of their new buffers' pages alone takes %.3f s, %.2f× llama.cpp's load", r.TouchFloor, at)
+		}
+		parts = append(parts, v)
 	}
 	if cold && (r.Mode == "dio" || r.Mode == "direct-io") && r.Ggload.Err == "" && r.OfFloor > 0 {
 		parts = append(parts, fmt.Sprintf("load ≤ %.2f× the cold floor: %s (%.2f×)", coldDioGoal, yesNo(r.OfFloor <= coldDioGoal), r.OfFloor))
@@ -237,6 +245,19 @@ func goal(r benchRow, layerSplit, cold bool) string {
 		return "no goal to judge: " + why(r)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// atFloor is the least ggload's median whole-process time could be of
+// llama.cpp's: ggload's process with its load call taking the case's
+// floor instead, the rest (start-up, plan, teardown) as measured. Above a
+// ratio goal, no load can meet that goal on this machine: llama.cpp's own
+// load is too near the floor. 0 where the case has no floor.
+func atFloor(r benchRow) float64 {
+	if r.Floor <= 0 || r.Llama == nil || r.Llama.WallS <= 0 || r.Ggload.WallS <= 0 {
+		return 0
+	}
+	rest := max(r.Ggload.WallS-r.Ggload.LoadS, 0)
+	return (rest + r.Floor) / r.Llama.WallS
 }
 
 // why says what a case without a verdict lacks.

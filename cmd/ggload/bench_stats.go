@@ -83,6 +83,7 @@ type benchRow struct {
 	// bench_floor.go); OfFloor the median load call over it.
 	Floor        float64 `json:"floor_s,omitempty"`
 	OfFloor      float64 `json:"of_floor,omitempty"`
+	TouchFloor   float64 `json:"touch_floor_s,omitempty"` // benchFloor.Touch
 	LlamaOfFloor float64 `json:"llama_of_floor,omitempty"`
 	// Staging is the memory ggload's pipelines hold by design (rings,
 	// bounce buffers); MemLimit what the extra RSS may reach (memLimit).
@@ -115,6 +116,9 @@ type benchReport struct {
 	// in and freed before a process (0: none, --no-back-memory).
 	FreePageReporting bool   `json:"free_page_reporting,omitempty"`
 	BackedMemory      uint64 `json:"backed_memory,omitempty"`
+	// WarmedRPC are the targets with RPC servers that one untimed load
+	// went to before the timed runs (warmRPCCaches).
+	WarmedRPC []string `json:"warmed_rpc,omitempty"`
 }
 
 // perDeviceSlack is the resident memory a device's pipeline may add beyond

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -97,6 +98,45 @@ func TestBenchStat(t *testing.T) {
 		if got := statOf(c.xs); got != c.want {
 			t.Errorf("statOf(%v) = %+v, want %+v", c.xs, got, c.want)
 		}
+	}
+}
+
+// A missed time goal says when no load could have met it here: with
+// ggload's load at the case's floor and the rest of its process as
+// measured, its process would still be above the goal (a 1 Gbit/s link
+// that llama.cpp fills to within 8%); a miss with room below is left bare.
+func TestGoalOutOfReach(t *testing.T) {
+	row := func(gWall, gLoad, lWall, floor float64) benchRow {
+		r := benchRow{benchCase: benchCase{Mode: "none", Target: "RPC0"}, Floor: floor}
+		r.Ggload = implResult{WallS: gWall, BestS: gWall, LoadS: gLoad}
+		r.Llama = &implResult{WallS: lWall, BestS: lWall, LoadS: lWall - 0.15}
+		r.Ratio, r.Best = gWall/lWall, gWall/lWall
+		return r
+	}
+	near := goal(row(8.894, 8.830, 9.617, 8.804), true, false)
+	if want := "median missed (0.92×), best missed (0.92×), out of reach here: with its load at the floor (8.804 s), ggload's process would take 0.92× llama.cpp's"; !strings.Contains(near, want) {
+		t.Errorf("near the floor: %q, want it to hold %q", near, want)
+	}
+	for _, r := range []benchRow{
+		row(11.2, 11.1, 12.3, 8.8),     // missed, with room below
+		row(8.894, 8.830, 10.3, 8.804), // met
+		row(8.894, 8.830, 9.617, 0),    // no floor
+	} {
+		if v := goal(r, true, false); strings.Contains(v, "out of reach") {
+			t.Errorf("ggload %.3f s (load %.3f), llama.cpp %.3f s, floor %.3f: %q", r.Ggload.WallS, r.Ggload.LoadS, r.Llama.WallS, r.Floor, v)
+		}
+	}
+	// a cached reload onto a server that takes 3.4 s to touch its new
+	// buffers' pages cannot come within 0.2× of llama.cpp's 5.58 s
+	cached := row(3.565, 3.495, 5.765, 3.4)
+	cached.Llama.LoadS, cached.LoadRatio, cached.TouchFloor = 5.578, 3.495/5.578, 3.4
+	cached.Ggload.RPCCached = 698 << 20
+	if v, want := goal(cached, true, false), "missed (0.63×; whole process 0.62×), out of reach here: the servers' first touch of their new buffers' pages alone takes 3.400 s, 0.61× llama.cpp's load"; !strings.Contains(v, want) {
+		t.Errorf("cached, bound by the server: %q, want it to hold %q", v, want)
+	}
+	cached.TouchFloor = 0.5 // the server's pages come fast: the miss is the loader's
+	if v := goal(cached, true, false); !strings.Contains(v, "missed (0.63×") || strings.Contains(v, "out of reach") {
+		t.Errorf("cached, with room below: %q", v)
 	}
 }
 
@@ -205,11 +245,14 @@ func TestBenchSplitTensor(t *testing.T) {
 	}
 }
 
-// A bench onto an RPC server whose file cache holds the weights (a second
-// bench after one that filled it) says how much the cache set and holds
-// the load calls to the cached reload's goal, 0.2× llama.cpp's. It runs in
-// a process of its own: there the server is the only one registered, so
-// it is RPC0 for the bench as for its children.
+// A bench onto an RPC server with its file cache, empty at first: the
+// untimed load that goes first fills the cache, so that the one timed run
+// is a reload; the bench says how much the cache set and holds the load
+// calls to the cached reload's goal, 0.2× llama.cpp's. With
+// --rpc-cache-dir emptying the cache before every process, nothing goes
+// first and the cache sets nothing. It runs in a process of its own: there
+// the server is the only one registered, so it is RPC0 for the bench as
+// for its children.
 func TestBenchCachedReload(t *testing.T) {
 	if !testenv.IsChild() {
 		for _, l := range strings.Split(testenv.InChild(t, nil), "\n") {
@@ -224,25 +267,40 @@ func TestBenchCachedReload(t *testing.T) {
 		testenv.Missing(t, "llama", "no libllama in %s (scripts/fetch-native.sh linux-x64)", rt.Location().Dir)
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Setenv("LLAMA_CACHE", t.TempDir()) // the server's file cache
+	cache := t.TempDir()
+	t.Setenv("LLAMA_CACHE", cache) // the server's file cache
 	srv := testenv.StartRPCServer(t, "-c")
 	defer srv.Kill()
 	// 2048 wide: the feed-forward matrices (12 MB) and the output (69 MB)
 	// are over the client's hash threshold, and kept by the cache
 	args := []string{"bench", "--size", "256MiB", "--runs", "1", "--modes", "mmap", "--targets", "RPC0", "--rpc", srv.Endpoint, "--json"}
-	var rep benchReport
-	for range 2 {
-		out, err := runCLI(t, args...)
+	bench := func(extra ...string) benchReport {
+		out, err := runCLI(t, append(args, extra...)...)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, srv.Output())
 		}
-		rep = benchReport{}
+		var rep benchReport
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
+		if len(rep.Rows) != 1 || rep.Rows[0].Ggload.Err != "" {
+			t.Fatalf("%+v", rep)
+		}
+		return rep
 	}
-	if len(rep.Rows) != 1 {
-		t.Fatalf("%+v", rep)
+	// the server's cache directory (LLAMA_CACHE/rpc) is made as it starts
+	cold := bench("--rpc-cache-dir", filepath.Join(cache, "rpc"))
+	if n := cold.Rows[0].Ggload.RPCCached; n != 0 || len(cold.WarmedRPC) != 0 || strings.Contains(cold.Rows[0].Goal, "cached reload") {
+		t.Fatalf("--rpc-cache-dir: the cache set %d bytes; warmed %v; verdict %q", n, cold.WarmedRPC, cold.Rows[0].Goal)
+	}
+	rep := bench()
+	if !slices.Equal(rep.WarmedRPC, []string{"RPC0"}) {
+		t.Fatalf("warmed %v, want RPC0", rep.WarmedRPC)
+	}
+	// the floor counts the server's first touch of its new buffers,
+	// which its cache does not save
+	if f := rep.Rows[0]; rep.Rates.ServerTouch["RPC0"] <= 0 || f.TouchFloor <= 0 || f.Floor < f.TouchFloor {
+		t.Fatalf("the server touches fresh pages at %v GB/s; floor %v s, of which touching %v s", rep.Rates.ServerTouch, f.Floor, f.TouchFloor)
 	}
 	r := rep.Rows[0]
 	if r.Ggload.Err != "" || r.Llama == nil || r.Llama.Err != "" || r.LoadRatio <= 0 {
