@@ -270,73 +270,51 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 		rate = once // the devices upload at once
 	}
 	for d, n := range dev {
+		mib := float64(n) / (1 << 20)
 		if up := at(n, rate[d]); up > f.S {
-			f = benchFloor{S: up, How: fmt.Sprintf("uploading %s's %.0f MiB", d, float64(n)/(1<<20))}
+			f.S, f.How = up, fmt.Sprintf("uploading %s's %.0f MiB", d, mib)
 		}
-	}
-	// an RPC server writes every byte into pages it touches for the
-	// first time, on one thread, whatever the link
-	touchHow := ""
-	for d, n := range dev {
+		// an RPC server writes every byte into pages it touches for
+		// the first time, on one thread, whatever the link
 		if t := at(n, r.ServerTouch[d]); t > f.Touch {
-			f.Touch, touchHow = t, fmt.Sprintf("%s's server touching the %.0f MiB of its new buffers", d, float64(n)/(1<<20))
+			f.Touch = t
+			if t > f.S {
+				f.S, f.How = t, fmt.Sprintf("%s's server touching the %.0f MiB of its new buffers", d, mib)
+			}
 		}
-	}
-	if f.Touch > f.S {
-		f.S, f.How = f.Touch, touchHow
 	}
 	return f, nil
 }
 
 // serverTouchRate is how fast d's RPC server first touches the pages of a
-// buffer it has just allocated: BUFFER_CLEAR of a new buffer of 256 MiB,
-// best of three buffers. A load writes every weight bound for d into new
-// buffers, so none goes faster than its bytes at this rate, whatever the
-// link (a server host that hands out fresh pages slowly, 4 KiB at a time
-// without huge pages, bounds it here).
+// buffer it has just allocated: BUFFER_CLEAR of a new floorBuffer, best of
+// three buffers. A load writes every weight bound for d into new buffers,
+// so none goes faster than its bytes at this rate, whatever the link (a
+// server host that hands out fresh pages slowly, 4 KiB at a time without
+// huge pages, bounds it here).
 func serverTouchRate(d *ggml.Device) (float64, error) {
-	n := uint64(256 << 20)
-	if m := d.BufferType().MaxSize(); m > 0 && m < n {
-		n = m &^ 4095
-	}
 	best := 0.0
 	for range 3 {
-		s, err := touchOnce(d, n)
+		t, buf, free, err := floorBuffer(d)
+		if err != nil {
+			return 0, err
+		}
+		n := t.NBytes()
+		start := time.Now()
+		if err = buf.Clear(0); err == nil {
+			err = waitBehind(t) // the clear is queued
+		}
+		s := time.Since(start).Seconds()
+		free()
+		if err == nil {
+			err = d.Err()
+		}
 		if err != nil {
 			return 0, err
 		}
 		best = max(best, float64(n)/s/1e9)
 	}
 	return best, nil
-}
-
-// touchOnce times the clearing of a new buffer of n bytes on d, s.
-func touchOnce(d *ggml.Device, n uint64) (float64, error) {
-	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
-	if err != nil {
-		return 0, err
-	}
-	defer ctx.Free()
-	t, err := ctx.NewTensor(ggml.TypeI8, int64(n))
-	if err != nil {
-		return 0, err
-	}
-	buf, err := ctx.AllocTensors(d.BufferType())
-	if err != nil {
-		return 0, err
-	}
-	defer buf.Free()
-	start := time.Now()
-	if err := buf.Clear(0); err != nil {
-		return 0, err
-	}
-	// the clear is queued: a native call waits behind it
-	var b [1]byte
-	if err := t.Get(b[:], 0); err != nil {
-		return 0, err
-	}
-	s := time.Since(start).Seconds()
-	return s, d.Err()
 }
 
 // coldDepths are the queue depths the cold floor tries.
@@ -578,30 +556,19 @@ func (u *uploader) free() {
 
 // newUploader makes d's buffer and source for uploadRate's copy.
 func newUploader(d *ggml.Device) (_ *uploader, err error) {
-	u := &uploader{n: 256 << 20}
+	u := &uploader{}
 	defer func() {
 		if err != nil {
 			u.free()
 		}
 	}()
-	if m := d.BufferType().MaxSize(); m > 0 && m < u.n {
-		u.n = m &^ 4095
+	t, _, free, err := floorBuffer(d)
+	if err != nil {
+		return nil, err
 	}
+	u.frees = append(u.frees, free)
+	u.n = t.NBytes()
 	n := u.n
-	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
-	if err != nil {
-		return nil, err
-	}
-	u.frees = append(u.frees, ctx.Free)
-	t, err := ctx.NewTensor(ggml.TypeI8, int64(n))
-	if err != nil {
-		return nil, err
-	}
-	buf, err := ctx.AllocTensors(d.BufferType())
-	if err != nil {
-		return nil, err
-	}
-	u.frees = append(u.frees, func() { buf.Free() })
 	if host, ok := d.HostBufferType(); ok && d.Caps().Async {
 		pinned, err := host.Alloc(n)
 		if err != nil {
@@ -651,13 +618,41 @@ func newUploader(d *ggml.Device) (_ *uploader, err error) {
 			if first != nil {
 				return first
 			}
-			// a native call waits behind the request: the server
-			// has the bytes once it answers
-			var b [1]byte
-			return t.Get(b[:], 0)
+			// the server has the bytes once it answers a request
+			// queued behind them
+			return waitBehind(t)
 		}
 	}
 	return u, nil
+}
+
+// floorBuffer makes a new buffer on d holding one byte tensor of 256 MiB
+// (less where d's buffers are smaller), for the floors to fill; free frees
+// both.
+func floorBuffer(d *ggml.Device) (t *ggml.Tensor, buf *ggml.Buffer, free func(), err error) {
+	n := uint64(256 << 20)
+	if m := d.BufferType().MaxSize(); m > 0 && m < n {
+		n = m &^ 4095
+	}
+	ctx, err := d.Runtime().NewContext(ggml.ContextParams{Tensors: 1, NoAlloc: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if t, err = ctx.NewTensor(ggml.TypeI8, int64(n)); err == nil {
+		buf, err = ctx.AllocTensors(d.BufferType())
+	}
+	if err != nil {
+		ctx.Free()
+		return nil, nil, nil, err
+	}
+	return t, buf, func() { buf.Free(); ctx.Free() }, nil
+}
+
+// waitBehind returns once what was queued for t's device before it is
+// done: a native read of one byte waits behind it.
+func waitBehind(t *ggml.Tensor) error {
+	var b [1]byte
+	return t.Get(b[:], 0)
 }
 
 // memcpyBandwidth measures one thread's copy bandwidth into warm pages and

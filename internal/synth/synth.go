@@ -203,17 +203,7 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 			for i := range src {
 				src[i] = float32(math.Sin(float64(i)*0.37+float64(r.IntN(1000)))) * 0.5
 			}
-			if t.typ == ggml.TypeF32 {
-				rows = make([]byte, 4*len(src))
-				for i, x := range src {
-					b := math.Float32bits(x)
-					rows[4*i], rows[4*i+1], rows[4*i+2], rows[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
-				}
-			} else if t.typ == ggml.TypeQ8_K || t.typ == ggml.TypeQ8_1 {
-				// ggml has no quantizer for these (they are activation
-				// formats); zero blocks are valid data
-				rows = make([]byte, int64(n)*row)
-			} else if rows, err = rt.Quantize(t.typ, src, sh[0], nil); err != nil {
+			if rows, err = encodeRows(rt, t.typ, src, sh[0]); err != nil {
 				return nil, fmt.Errorf("synth: %s: %w", t.name, err)
 			}
 			cache[key] = rows
@@ -231,13 +221,10 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 	return w, nil
 }
 
-// ownRow is one row of n values of type typ made from i alone: the first
-// row of the i-th tensor of a Distinct model.
-func ownRow(rt *ggml.Runtime, typ ggml.Type, n int64, i int) ([]byte, error) {
-	src := make([]float32, n)
-	for j := range src {
-		src[j] = float32(math.Cos(float64(j)*0.11+float64(i)*1.618)) * 0.25
-	}
+// encodeRows stores src, rows of width values, as type typ: F32 as it is,
+// zero blocks for the activation formats ggml has no quantizer for
+// (Q8_K, Q8_1: zeros are valid data), quantized otherwise.
+func encodeRows(rt *ggml.Runtime, typ ggml.Type, src []float32, width int64) ([]byte, error) {
 	switch typ {
 	case ggml.TypeF32:
 		b := make([]byte, 4*len(src))
@@ -246,16 +233,29 @@ func ownRow(rt *ggml.Runtime, typ ggml.Type, n int64, i int) ([]byte, error) {
 		}
 		return b, nil
 	case ggml.TypeQ8_K, ggml.TypeQ8_1:
-		// no quantizer (activation formats): a block scale of its own
-		row, err := typ.RowSize(n)
+		row, err := typ.RowSize(width)
 		if err != nil {
 			return nil, err
 		}
-		b := make([]byte, row)
-		binary.LittleEndian.PutUint16(b, uint16(0x3c00+i%1024)) // f16 in [1, 2)
-		return b, nil
+		return make([]byte, int64(len(src))/width*row), nil
 	}
-	return rt.Quantize(typ, src, n, nil)
+	return rt.Quantize(typ, src, width, nil)
+}
+
+// ownRow is one row of n values of type typ made from i alone: the first
+// row of the i-th tensor of a Distinct model.
+func ownRow(rt *ggml.Runtime, typ ggml.Type, n int64, i int) ([]byte, error) {
+	src := make([]float32, n)
+	for j := range src {
+		src[j] = float32(math.Cos(float64(j)*0.11+float64(i)*1.618)) * 0.25
+	}
+	b, err := encodeRows(rt, typ, src, n)
+	if err == nil && (typ == ggml.TypeQ8_K || typ == ggml.TypeQ8_1) {
+		// zero blocks all alike: the first quants (int8, after the
+		// block's 4-byte scale in both formats) say i
+		binary.LittleEndian.PutUint16(b[4:], uint16(i))
+	}
+	return b, err
 }
 
 // tiled writes size bytes: first (a whole row, or nothing), then rows
