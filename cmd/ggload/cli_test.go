@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -729,11 +730,52 @@ func TestContextOptions(t *testing.T) {
 	// refused by llama.cpp's own checks, with its words: the weights are
 	// planned, the context is not
 	out, err = runCLI(t, "plan", path, "-dev", "none", "-ctv", "q8_0", "-fa", "off")
-	if err != nil {
-		t.Fatal(err)
+	var refused *refusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "quantized V cache requires flash_attn to be enabled") {
+		t.Fatalf("a context llama.cpp refuses ends with %v", err)
 	}
 	if !strings.Contains(out, "no context: ") || !strings.Contains(out, "quantized V cache requires flash_attn to be enabled") || strings.Contains(out, "memory breakdown") {
 		t.Errorf("a context llama.cpp refuses:\n%s", out)
+	}
+}
+
+// A plan or load whose context llama.cpp would refuse exits 1 with
+// llama.cpp's reason (as its tools do when llama_init_from_model fails);
+// the report, and --json's document, still carry what was worked out.
+func TestRefusedContextExits1(t *testing.T) {
+	testenv.Runtime(t)
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 256})
+	for _, args := range [][]string{
+		{"plan", path, "-dev", "none", "-np", "100000"},
+		{"plan", path, "-dev", "none", "-np", "100000", "--json"},
+		{"load", path, "-dev", "none", "-np", "100000"},
+		{"load", path, "-dev", "none", "-np", "100000", "--json"},
+		{"plan", path, "-dev", "none", "-c", "-1", "--json"},
+	} {
+		out, err := runCLI(t, args...)
+		var refused *refusedError
+		if !errors.As(err, &refused) {
+			t.Errorf("%v: ends with %v, want llama.cpp's refusal", args, err)
+			continue
+		}
+		if code := exitCode(err, nil, io.Discard); code != 1 {
+			t.Errorf("%v: exit status %d", args, code)
+		}
+		if slices.Contains(args, "-np") && !strings.Contains(err.Error(), "n_seq_max must be <= 256") {
+			t.Errorf("%v: %v does not give llama.cpp's reason", args, err)
+		}
+		if slices.Contains(args, "--json") {
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || doc["fit"] == nil {
+				t.Errorf("%v: the JSON document is gone (%v):\n%s", args, err, out)
+			}
+		} else if args[0] == "plan" && !strings.Contains(out, "no context: ") || !strings.Contains(out, "model buffer size") {
+			t.Errorf("%v: the report is gone:\n%s", args, out)
+		}
+	}
+	// a context llama.cpp makes ends well
+	if _, err := runCLI(t, "plan", path, "-dev", "none", "-np", "4"); err != nil {
+		t.Fatal(err)
 	}
 }
 

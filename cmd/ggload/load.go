@@ -155,7 +155,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		if err := enc.Encode(struct {
 			Load            *loader.Model    `json:"load"`
 			Plan            place.Totals     `json:"totals"`
 			Fit             fitReport        `json:"fit"`
@@ -164,7 +164,10 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 			MemoryBreakdown json.RawMessage  `json:"memory_breakdown"`
 			Verified        *loader.Verified `json:"verified,omitempty"`
 			Notes           []string         `json:"notes,omitempty"`
-		}{lm, pd.plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, s.notes})
+		}{lm, pd.plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, s.notes}); err != nil {
+			return err
+		}
+		return pd.refused()
 	}
 	lm.Report(stdout, loader.ReportOptions{Tensors: lf.tensors})
 	if pd.plan.Context != nil {
@@ -182,7 +185,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout)
 		drawMemory(stdout, rows, 80)
 	}
-	return nil
+	return pd.refused()
 }
 
 // progressBar draws a one-line bar, at most every 50 ms, by bytes.

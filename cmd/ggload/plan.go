@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/loader/gguf"
@@ -96,6 +97,36 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	}
 	return out, nil
 }
+
+// refused is the error a command ends with when llama.cpp would refuse
+// the context it planned (of the model or of the draft model): the weights'
+// plan and its report stand, and ggload exits 1 with llama.cpp's reason,
+// as llama.cpp's tools do when llama_init_from_model fails.
+func (pd *planned) refused() error {
+	if err := pd.plan.ContextErr; err != nil {
+		return &refusedError{err: err}
+	}
+	if pd.draft != nil && pd.draft.ContextErr != nil {
+		return &refusedError{draft: true, err: pd.draft.ContextErr}
+	}
+	return nil
+}
+
+// refusedError is a context llama.cpp would not make, with its reason.
+type refusedError struct {
+	draft bool // the draft model's (-md)
+	err   error
+}
+
+func (e *refusedError) Error() string {
+	what := "no context"
+	if e.draft {
+		what = "-md: no context for the draft model"
+	}
+	return what + ": " + strings.TrimPrefix(e.err.Error(), "place: ")
+}
+
+func (e *refusedError) Unwrap() error { return e.err }
 
 // fitReport is -fit's outcome for people and programs: status, n_ctx,
 // n_gpu_layers, tensor_split and overrides are what llama.cpp's
@@ -194,13 +225,16 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		if err := enc.Encode(struct {
 			Plan   *place.Plan `json:"plan"`
 			Draft  *place.Plan `json:"draft,omitempty"`
 			Fit    fitReport   `json:"fit"`
 			Memory []memRow    `json:"memory"`
 			Notes  []string    `json:"notes,omitempty"`
-		}{pd.plan, pd.draft, fit, rows, s.notes})
+		}{pd.plan, pd.draft, fit, rows, s.notes}); err != nil {
+			return err
+		}
+		return pd.refused()
 	}
 	for _, n := range s.notes {
 		fmt.Fprintln(stdout, n)
@@ -216,7 +250,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout)
 		drawMemory(stdout, rows, 80)
 	}
-	return nil
+	return pd.refused()
 }
 
 // parseModel parses a command's arguments and names its model ("" when
