@@ -94,7 +94,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if lf.verbose {
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		slog.SetDefault(slog.New(slog.NewTextHandler(safe(os.Stderr), &slog.HandlerOptions{Level: slog.LevelDebug})))
 	}
 	pd, err := planModel(ctx, &pf, path)
 	if err != nil {

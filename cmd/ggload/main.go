@@ -56,7 +56,7 @@ func main() {
 	ctx, sig := interruptible()
 	ownProcess = true
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	os.Exit(exitCode(err, sig.Load(), os.Stderr))
+	os.Exit(exitCode(err, sig.Load(), safe(os.Stderr)))
 }
 
 // signalGrace is how long the work under way has, after SIGINT or
@@ -116,6 +116,7 @@ func exitCode(err error, sig any, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	stdout, stderr = safe(stdout), safe(stderr)
 	level := slog.LevelWarn
 	if os.Getenv("GGLOAD_DEBUG") != "" {
 		level = slog.LevelDebug

@@ -193,7 +193,7 @@ func printFit(w io.Writer, r fitReport) {
 
 // isTerminalWriter reports whether w is a terminal.
 func isTerminalWriter(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := unwrapped(w).(*os.File)
 	return ok && isTerminal(f)
 }
 
