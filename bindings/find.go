@@ -62,9 +62,9 @@ func Platform() string {
 //  2. native/lib/<platform>[-variant] under the working directory, the
 //     executable's directory or any of their parents (a checkout of
 //     ggload, where scripts/fetch-native.sh puts them);
-//  3. <user cache>/ggload/lib/<pin>/<platform>[-variant], where
-//     scripts/fetch-native.sh also installs them (<user cache> is
-//     os.UserCacheDir: see CacheDir);
+//  3. <user cache>/ggload/lib/<pin>/<platform>[-variant], where Install
+//     (ggload fetch) and scripts/fetch-native.sh install them (<user
+//     cache> is os.UserCacheDir: see CacheDir);
 //  4. the executable's own directory.
 //
 // The variants tried, in order: opts.Variant or GGLOAD_VARIANT when set;
@@ -126,9 +126,9 @@ func Find(opts FindOptions) (Location, error) {
 			}
 		}
 	}
-	if cache, err := CacheDir(); err == nil {
+	if cache, err := cacheLibDir(); err == nil {
 		for _, name := range names {
-			if loc, ok := try(filepath.Join(cache, "lib", native.Load().LlamaCppTag, name), "user cache"); ok {
+			if loc, ok := try(filepath.Join(cache, name), "user cache"); ok {
 				return loc, nil
 			}
 		}
@@ -138,7 +138,7 @@ func Find(opts FindOptions) (Location, error) {
 			return loc, nil
 		}
 	}
-	return Location{}, fmt.Errorf("%w; searched:\n  %s\nfetch them with: scripts/fetch-native.sh %s (Vulkan: linux-x64-vulkan; RPC: scripts/build-native.sh linux-x64 cpu,rpc --into <set>), or set GGLOAD_LIB_DIR to a llama.cpp build's library directory",
+	return Location{}, fmt.Errorf("%w; searched:\n  %s\nfetch them with: ggload fetch, or scripts/fetch-native.sh %s (Vulkan: linux-x64-vulkan; RPC: scripts/build-native.sh linux-x64 cpu,rpc --into <set>), or set GGLOAD_LIB_DIR to a llama.cpp build's library directory",
 		ErrNotFound, strings.Join(tried, "\n  "), platform)
 }
 
@@ -146,8 +146,8 @@ func Find(opts FindOptions) (Location, error) {
 // looked for (the user cache's directory included, as this system names it).
 func SearchOrder() []string {
 	cache := "the user cache"
-	if d, err := CacheDir(); err == nil {
-		cache = filepath.Join(d, "lib", native.Load().LlamaCppTag) + "/<set>"
+	if d, err := cacheLibDir(); err == nil {
+		cache = d + "/<set>"
 	}
 	return []string{
 		"GGLOAD_LIB_DIR (alone, when set)",
@@ -168,6 +168,17 @@ func CacheDir() (string, error) {
 		return "", err
 	}
 	return filepath.Join(d, "ggload"), nil
+}
+
+// cacheLibDir is where the user cache holds the pinned sets, one
+// directory each: <CacheDir>/lib/<llama.cpp tag>. Find looks there, and
+// Install and the scripts install there.
+func cacheLibDir() (string, error) {
+	d, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "lib", native.Load().LlamaCppTag), nil
 }
 
 // autoVariants orders the sets to try: CUDA where an NVIDIA driver is
