@@ -44,7 +44,7 @@ func register(c command) {
 }
 
 func order(name string) int {
-	for i, n := range []string{"devices", "inspect", "plan", "load", "bench"} {
+	for i, n := range []string{"devices", "inspect", "plan", "load", "bench", "fetch"} {
 		if n == name {
 			return i
 		}
