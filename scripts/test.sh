@@ -46,7 +46,7 @@ runs+=("$out/tests.jsonl")
 race_pkgs=$(go list ./native/... ./loader/... ./ggml/... ./tests/rpc/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	echo "race detector:"
-	CGO_ENABLED=1 go test -json -count=1 -race $race_pkgs 2>&1 | "$out/testsum" -record "$out/race.jsonl"
+	CGO_ENABLED=1 go test -json -count=1 -timeout 30m -race $race_pkgs 2>&1 | "$out/testsum" -record "$out/race.jsonl"
 	[ "${PIPESTATUS[0]}" = 0 ] || status=1
 	runs+=("$out/race.jsonl")
 fi
