@@ -6,8 +6,10 @@
 // carries the byte offset of the fault and wraps a sentinel for errors.Is.
 // Sizes read from a file are never trusted: every allocation is bounded by
 // what the rest of the file can hold, every sum is overflow-checked, and no
-// input makes it panic. Large arrays (tokenizer vocabularies) are decoded
-// only when asked for.
+// input makes it panic. A count or a length reserves memory only as the
+// entries or bytes it counts are read, never what it claims: a sparse file
+// or a reader whose size is not its bytes claims what it likes. Large
+// arrays (tokenizer vocabularies) are decoded only when asked for.
 //
 // A model may be split over several files; OpenModel and OpenSplits merge
 // them into one weights index (name → file, absolute offset, size) ordered by

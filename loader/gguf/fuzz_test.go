@@ -93,3 +93,30 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzClaimedSize reads sources that claim 2^62 bytes and hold the fuzz
+// data: past it they say EOF, or fail. Whatever the header counts and
+// lengths, the reader returns a file or an error, never panics, and
+// allocates no more than a bound of the bytes that are there, reading
+// the arrays and tensors of a file it returns included.
+func FuzzClaimedSize(f *testing.F) {
+	for _, c := range claimCases() {
+		f.Add(c.data, false)
+		f.Add(c.data, true)
+	}
+	good := sampleBytes(f, 0)
+	f.Add(good, false)
+	f.Add(good[:len(good)/2], true)
+	f.Fuzz(func(t *testing.T, data []byte, fail bool) {
+		var err error
+		alloc := allocated(func() {
+			var g *gguf.File
+			if g, err = gguf.NewReader(claimingReader{data: data, fail: fail}, 1<<62); err == nil {
+				readAll(g)
+			}
+		})
+		if bound := uint64(16<<20 + 64*len(data)); alloc > bound {
+			t.Fatalf("allocated %d bytes for %d bytes of data, more than %d (%v)", alloc, len(data), bound, err)
+		}
+	})
+}

@@ -99,8 +99,9 @@ func NewReader(r io.ReaderAt, size int64) (*File, error) {
 }
 
 type parser struct {
-	sc *scanner
-	f  *File
+	sc      *scanner
+	f       *File
+	nt, nkv uint64 // the counts of the header
 }
 
 // fail turns a scanner error at off into a FormatError.
@@ -156,8 +157,10 @@ func (p *parser) parse() error {
 		return formatErr(off, ErrTooLarge, "key-value count %s cannot fit in the %d bytes that follow", pow2(nkv), sc.remain())
 	}
 
-	f.KV = make([]KV, 0, nkv)
-	f.keys = make(map[string]int, nkv)
+	// the counts bound nothing yet: room grows with the entries read
+	p.nt, p.nkv = nt, nkv
+	f.KV = make([]KV, 0, reserve(nkv))
+	f.keys = make(map[string]int, reserve(nkv))
 	for i := uint64(0); i < nkv; i++ {
 		if err := p.kv(i); err != nil {
 			return err
@@ -176,8 +179,8 @@ func (p *parser) parse() error {
 		f.Alignment = a
 	}
 
-	f.Tensors = make([]TensorInfo, 0, nt)
-	f.names = make(map[string]int, nt)
+	f.Tensors = make([]TensorInfo, 0, reserve(nt))
+	f.names = make(map[string]int, reserve(nt))
 	for i := uint64(0); i < nt; i++ {
 		if err := p.tensor(i); err != nil {
 			return err
@@ -247,9 +250,9 @@ func (p *parser) str(what string, i uint64) (string, error) {
 				return string(b), nil
 			}
 		} else {
-			var b []byte
-			if b, err = p.sc.bytes(n); err == nil {
-				return string(b), nil
+			var s string
+			if s, err = p.sc.text(n); err == nil {
+				return s, nil
 			}
 		}
 	}
@@ -318,7 +321,7 @@ func (p *parser) kv(i uint64) error {
 		}
 	}
 	f.keys[key] = len(f.KV)
-	f.KV = append(f.KV, KV{Key: key, Value: val, Off: off})
+	f.KV = appendCounted(f.KV, KV{Key: key, Value: val, Off: off}, p.nkv)
 	return nil
 }
 
@@ -374,7 +377,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 			// normalise to 0/1 as ggml does, so values compare equal
 			raw, err := (Value{valid: true, typ: elem, array: true, arr: a}).raw()
 			if err != nil {
-				return Value{}, err
+				return Value{}, p.fail(start, err, "array "+key)
 			}
 			for i, b := range raw {
 				if b != 0 {
@@ -473,7 +476,7 @@ func (p *parser) tensor(i uint64) error {
 		return p.fail(ooff, err, "the offset of "+name)
 	}
 	f.names[name] = len(f.Tensors)
-	f.Tensors = append(f.Tensors, t)
+	f.Tensors = appendCounted(f.Tensors, t, p.nt)
 	return nil
 }
 

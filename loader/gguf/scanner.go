@@ -3,7 +3,10 @@ package gguf
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 )
 
 // scanner reads a file sequentially through a window buffer over an
@@ -130,23 +133,106 @@ func (s *scanner) u64() (uint64, error) {
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// bytes reads n bytes into a new slice; n is checked against the remaining
-// file before anything is allocated.
-func (s *scanner) bytes(n uint64) ([]byte, error) {
+// text reads a string of n bytes. n is checked against the file's size,
+// but memory is taken as the bytes arrive (gather): a length that a source
+// claims and does not hold (a reader past its real bytes) costs no more
+// than what is there.
+func (s *scanner) text(n uint64) (string, error) {
 	if n > s.remain() {
-		return nil, ErrTruncated
+		return "", ErrTruncated
 	}
-	out := make([]byte, n)
-	for done := 0; done < len(out); {
-		chunk := len(out) - done
-		if chunk > scanWindow {
-			chunk = scanWindow
+	ps, err := gather(n, scanWindow, func(dst []byte) error {
+		for len(dst) > 0 {
+			b, err := s.next(min(len(dst), scanWindow))
+			if err != nil {
+				return err
+			}
+			dst = dst[copy(dst, b):]
 		}
-		b, err := s.next(chunk)
-		if err != nil {
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return joinString(ps, n), nil
+}
+
+// readClaimed reads n bytes at off of r, a length that a file claims, as
+// they arrive (gather). Fewer bytes than n is ErrTruncated.
+func readClaimed(r io.ReaderAt, off int64, n uint64) ([][]byte, error) {
+	var done int64
+	return gather(n, firstPiece, func(dst []byte) error {
+		got, err := r.ReadAt(dst, off+done)
+		done += int64(got)
+		if got < len(dst) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return fmt.Errorf("%w: %d of %d bytes there", ErrTruncated, done, n)
+			}
+			return err
+		}
+		return nil
+	})
+}
+
+// firstPiece is the first read of readClaimed.
+const firstPiece = 1 << 20
+
+// gather reads n bytes that a file claims through read, which fills each
+// piece it is given with the next bytes. The pieces double in size from
+// first, each made once the one before is full: what is held is at most
+// twice the bytes that arrived, whatever n claims, and joining them is the
+// one copy made.
+func gather(n uint64, first int, read func(dst []byte) error) ([][]byte, error) {
+	var ps [][]byte
+	for done := uint64(0); done < n; {
+		p := make([]byte, min(n-done, max(done, uint64(first))))
+		if err := read(p); err != nil {
 			return nil, err
 		}
-		done += copy(out[done:], b)
+		ps = append(ps, p)
+		done += uint64(len(p))
 	}
-	return out, nil
+	return ps, nil
+}
+
+// joinBytes is the n bytes of pieces ps as one slice.
+func joinBytes(ps [][]byte, n uint64) []byte {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	out := make([]byte, 0, n)
+	for _, p := range ps {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// joinString is the n bytes of pieces ps as a string.
+func joinString(ps [][]byte, n uint64) string {
+	var b strings.Builder
+	b.Grow(int(n))
+	for _, p := range ps {
+		b.Write(p)
+	}
+	return b.String()
+}
+
+// firstReserve is the most entries (pairs, tensor infos, string offsets)
+// that a count read from a file reserves before they are read: a header
+// may claim far more than its source holds (a sparse file reads as
+// terabytes of zeros, a reader may claim any size), so a slice or map
+// starts at most this big and grows with the entries that arrive.
+const firstReserve = 4096
+
+// reserve is the room to make for n entries counted by a file.
+func reserve(n uint64) int { return int(min(n, firstReserve)) }
+
+// appendCounted appends e to s, made by reserve for n entries: when s is
+// full its room doubles, up to n, so that growing costs one copy of what
+// was read (append alone grows large slices by a quarter at a time).
+func appendCounted[T any](s []T, e T, n uint64) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, int(max(min(n, 2*uint64(cap(s))), uint64(len(s))+1))-len(s))
+	}
+	return append(s, e)
 }

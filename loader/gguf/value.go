@@ -325,18 +325,36 @@ func (v Value) raw() ([]byte, error) {
 	return a.read()
 }
 
-// read reads the array's encoded bytes from its file. An empty array reads
-// nothing: it may start where the file ends, and a reader asked for no
-// bytes there may say EOF.
+// read reads the array's encoded bytes from its file.
 func (a *arrayData) read() ([]byte, error) {
-	b := make([]byte, a.size)
+	ps, err := a.pieces()
+	if err != nil {
+		return nil, err
+	}
+	return joinBytes(ps, a.size), nil
+}
+
+// pieces reads the array's encoded bytes from its file, as they arrive
+// (readClaimed). An empty array reads nothing: it may start where the
+// file ends, and a reader asked for no bytes there may say EOF.
+func (a *arrayData) pieces() ([][]byte, error) {
 	if a.size == 0 {
-		return b, nil
+		return [][]byte{{}}, nil
 	}
-	if _, err := a.src.r.ReadAt(b, a.off); err != nil {
-		return nil, fmt.Errorf("gguf: read array at byte %#x: %w", a.off, err)
+	ps, err := readClaimed(a.src.r, a.off, a.size)
+	if err != nil {
+		return nil, a.src.readErr("array", a.off, err)
 	}
-	return b, nil
+	return ps, nil
+}
+
+// readErr is an error reading what at off after the parse: it names the
+// file.
+func (f *File) readErr(what string, off int64, err error) error {
+	if f.Path != "" {
+		return fmt.Errorf("gguf: %s: read %s at byte %#x: %w", f.Path, what, off, err)
+	}
+	return fmt.Errorf("gguf: read %s at byte %#x: %w", what, off, err)
 }
 
 // ArrayBytes returns the encoded elements of a fixed-size array.
@@ -436,12 +454,12 @@ func (v Value) Strings() ([]string, error) {
 	if err := a.index(); err != nil {
 		return nil, err
 	}
-	body, err := a.read()
+	ps, err := a.pieces()
 	if err != nil {
 		return nil, err
 	}
 	// one allocation for all the string bytes
-	all := string(body)
+	all := joinString(ps, a.size)
 	out := make([]string, a.n)
 	for i := range out {
 		start := a.offs[i] - a.off + 8
@@ -477,29 +495,32 @@ func (v Value) StringAt(i uint64) (string, error) {
 	if end == start {
 		return "", nil // (an empty last string may end the file: nothing to read)
 	}
-	b := make([]byte, end-start)
-	if _, err := a.src.r.ReadAt(b, start); err != nil {
-		return "", err
+	ps, err := readClaimed(a.src.r, start, uint64(end-start))
+	if err != nil {
+		return "", a.src.readErr(fmt.Sprintf("string %d of an array", i), start, err)
 	}
-	return string(b), nil
+	return joinString(ps, uint64(end-start)), nil
 }
 
 // index records the offset of every string of a file-backed string array.
 func (a *arrayData) index() error {
 	a.once.Do(func() {
 		sc := newScanner(a.src.r, a.src.size, a.off)
-		a.offs = make([]int64, a.n)
-		for i := range a.offs {
-			a.offs[i] = sc.off
+		// (n bounds nothing yet: the offsets grow with the lengths read)
+		offs := make([]int64, 0, reserve(a.n))
+		for range a.n {
+			at := sc.off
 			n, err := sc.u64()
 			if err == nil {
 				err = sc.skip(n)
 			}
 			if err != nil {
-				a.offErr = err
+				a.offErr = a.src.readErr("a string array", at, err)
 				return
 			}
+			offs = appendCounted(offs, at, a.n)
 		}
+		a.offs = offs
 	})
 	return a.offErr
 }
