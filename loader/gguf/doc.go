@@ -11,6 +11,10 @@
 // or a reader whose size is not its bytes claims what it likes. Large
 // arrays (tokenizer vocabularies) are decoded only when asked for.
 //
+// Keys, names and strings of a file are text of any bytes. The errors that
+// quote them escape them and cut them short; Printable does the same for a
+// program that shows them on a terminal.
+//
 // A model may be split over several files; OpenModel and OpenSplits merge
 // them into one weights index (name → file, absolute offset, size) ordered by
 // layer number, then name, as llama.cpp orders its loads.

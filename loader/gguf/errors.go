@@ -3,6 +3,8 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/ggload/ggload/internal/osfile"
 )
@@ -68,3 +70,38 @@ func pow2(n uint64) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// quoteMax is the most bytes of a key, a name or a string of a file that
+// an error quotes.
+const quoteMax = 96
+
+// quote is text of a file as an error quotes it: Go-quoted (control
+// characters and invalid UTF-8 escaped, so that it cannot act on a
+// terminal) and cut after quoteMax bytes, its length then said: a key of
+// 1 GiB makes an error of a few hundred bytes.
+func quote(s string) string {
+	head := clip(s, quoteMax)
+	if len(head) == len(s) {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(head) + cutMark(len(s))
+}
+
+// clip is the longest prefix of s of at most n bytes that does not end
+// inside a UTF-8 sequence.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	if !utf8.RuneStart(s[i]) {
+		i = n // not UTF-8 there: cut at n
+	}
+	return s[:i]
+}
+
+// cutMark follows text cut short: its whole length.
+func cutMark(n int) string { return fmt.Sprintf("…(%d bytes)", n) }

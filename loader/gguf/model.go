@@ -242,7 +242,7 @@ func (m *Model) index() error {
 			if _, dup := m.byName[t.Name]; dup {
 				prev := m.Weights[m.byName[t.Name]]
 				return &FormatError{Path: m.Paths[fi], Off: t.InfoOff, Err: ErrDuplicateName,
-					Msg: fmt.Sprintf("invalid model: tensor %q is in %s and %s", t.Name, m.Paths[prev.File], m.Paths[fi])}
+					Msg: fmt.Sprintf("invalid model: tensor %s is in %s and %s", quote(t.Name), m.Paths[prev.File], m.Paths[fi])}
 			}
 			m.byName[t.Name] = len(m.Weights)
 			m.Weights = append(m.Weights, Weight{

@@ -119,7 +119,7 @@ func (p *parser) parse() error {
 		return p.fail(0, err, "the magic")
 	}
 	if string(magic) != Magic {
-		return formatErr(0, ErrMagic, "invalid magic %q, expected %q", printable(magic), Magic)
+		return formatErr(0, ErrMagic, "invalid magic %s, expected %q", quote(string(magic)), Magic)
 	}
 	off := sc.off
 	v, err := sc.u32()
@@ -201,17 +201,17 @@ func (p *parser) parse() error {
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
 		if t.Offset != end {
-			return formatErr(t.InfoOff, ErrTensorOffset, "tensor %q has offset %d, expected %d", t.Name, t.Offset, end)
+			return formatErr(t.InfoOff, ErrTensorOffset, "tensor %s has offset %d, expected %d", quote(t.Name), t.Offset, end)
 		}
 		padded := padTo(uint64(t.Size), f.Alignment)
 		if padded < uint64(t.Size) || end+padded < end {
-			return formatErr(t.InfoOff, ErrTooLarge, "tensor %q: data section size overflows", t.Name)
+			return formatErr(t.InfoOff, ErrTooLarge, "tensor %s: data section size overflows", quote(t.Name))
 		}
 		end += padded
 		// llama.cpp's check: the tensor's bytes lie inside the file
 		abs := uint64(f.DataOffset) + t.Offset
 		if abs < t.Offset || abs+uint64(t.Size) < abs || abs+uint64(t.Size) > uint64(f.size) {
-			return formatErr(t.InfoOff, ErrOutOfBounds, "tensor %q data [%d, +%d) is not within the file (%d bytes); the model is corrupted or incomplete", t.Name, abs, t.Size, f.size)
+			return formatErr(t.InfoOff, ErrOutOfBounds, "tensor %s data [%d, +%d) is not within the file (%d bytes); the model is corrupted or incomplete", quote(t.Name), abs, t.Size, f.size)
 		}
 	}
 	f.DataSize = end
@@ -224,18 +224,6 @@ func padTo(x, align uint64) uint64 {
 		return math.MaxUint64
 	}
 	return r &^ (align - 1)
-}
-
-func printable(b []byte) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c >= 0x20 && c < 0x7f {
-			sb.WriteByte(c)
-		} else {
-			sb.WriteByte('?')
-		}
-	}
-	return sb.String()
 }
 
 // str reads a length-prefixed string, bounded by GGUF's limit and the file.
@@ -278,12 +266,12 @@ func (p *parser) kv(i uint64) error {
 		return formatErr(off, ErrKey, "key %d is empty", i)
 	}
 	if j, dup := f.keys[key]; dup {
-		return formatErr(off, ErrDuplicateKey, "duplicate key %q (pairs %d and %d)", key, j, i)
+		return formatErr(off, ErrDuplicateKey, "duplicate key %s (pairs %d and %d)", quote(key), j, i)
 	}
 	toff := sc.off
 	t32, err := sc.u32()
 	if err != nil {
-		return p.fail(toff, err, "the type of key "+key)
+		return p.fail(toff, err, "the type of key "+quote(key))
 	}
 	typ := ValueType(t32)
 	var val Value
@@ -291,12 +279,12 @@ func (p *parser) kv(i uint64) error {
 		eoff := sc.off
 		et, err := sc.u32()
 		if err != nil {
-			return p.fail(eoff, err, "the element type of key "+key)
+			return p.fail(eoff, err, "the element type of key "+quote(key))
 		}
 		noff := sc.off
 		n, err := sc.u64()
 		if err != nil {
-			return p.fail(noff, err, "the length of array "+key)
+			return p.fail(noff, err, "the length of array "+quote(key))
 		}
 		elem := ValueType(et)
 		if elem >= typeCount || elem == TypeArray {
@@ -304,17 +292,17 @@ func (p *parser) kv(i uint64) error {
 			if elem == TypeArray {
 				what = "nested arrays are not supported; element type"
 			}
-			return formatErr(eoff, ErrValueType, "key %q: %s %d", key, what, et)
+			return formatErr(eoff, ErrValueType, "key %s: %s %d", quote(key), what, et)
 		}
 		if n > MaxArrayElements {
-			return formatErr(noff, ErrTooLarge, "array %q has %s elements, more than the maximum %s", key, pow2(n), pow2(MaxArrayElements))
+			return formatErr(noff, ErrTooLarge, "array %s has %s elements, more than the maximum %s", quote(key), pow2(n), pow2(MaxArrayElements))
 		}
 		if val, err = p.array(key, elem, n, noff); err != nil {
 			return err
 		}
 	} else {
 		if typ >= typeCount {
-			return formatErr(toff, ErrValueType, "key %q has invalid value type %d", key, t32)
+			return formatErr(toff, ErrValueType, "key %s has invalid value type %d", quote(key), t32)
 		}
 		if val, err = p.scalar(key, typ); err != nil {
 			return err
@@ -349,11 +337,11 @@ func (p *parser) scalar(key string, typ ValueType) (Value, error) {
 	case 8:
 		v.bits, err = sc.u64()
 	default: // string
-		v.str, err = p.str("the value of "+key+", string", 0)
+		v.str, err = p.str("the value of "+quote(key)+", string", 0)
 		return v, err
 	}
 	if err != nil {
-		return Value{}, p.fail(off, err, "the value of "+key)
+		return Value{}, p.fail(off, err, "the value of "+quote(key))
 	}
 	return v, nil
 }
@@ -367,17 +355,17 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 	if sz := elem.Size(); sz > 0 {
 		hi, total := bits.Mul64(n, uint64(sz))
 		if hi != 0 || total > sc.remain() {
-			return Value{}, formatErr(noff, ErrTooLarge, "array %q of %s %s elements exceeds the %d bytes that follow", key, pow2(n), elem, sc.remain())
+			return Value{}, formatErr(noff, ErrTooLarge, "array %s of %s %s elements exceeds the %d bytes that follow", quote(key), pow2(n), elem, sc.remain())
 		}
 		a.size = total
 		if err := sc.skip(total); err != nil {
-			return Value{}, p.fail(start, err, "array "+key)
+			return Value{}, p.fail(start, err, "array "+quote(key))
 		}
 		if elem == TypeBool {
 			// normalise to 0/1 as ggml does, so values compare equal
 			raw, err := (Value{valid: true, typ: elem, array: true, arr: a}).raw()
 			if err != nil {
-				return Value{}, p.fail(start, err, "array "+key)
+				return Value{}, p.fail(start, err, "array "+quote(key))
 			}
 			for i, b := range raw {
 				if b != 0 {
@@ -390,19 +378,19 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 	}
 	// strings: each has an 8-byte length, so n is bounded by the bytes left
 	if hi, lo := bits.Mul64(n, 8); hi != 0 || lo > sc.remain() {
-		return Value{}, formatErr(noff, ErrTooLarge, "string array %q of %s elements exceeds the %d bytes that follow", key, pow2(n), sc.remain())
+		return Value{}, formatErr(noff, ErrTooLarge, "string array %s of %s elements exceeds the %d bytes that follow", quote(key), pow2(n), sc.remain())
 	}
 	for i := uint64(0); i < n; i++ {
 		off := sc.off
 		l, err := sc.u64()
 		if err != nil {
-			return Value{}, p.fail(off, err, fmt.Sprintf("element %d of %s", i, key))
+			return Value{}, p.fail(off, err, fmt.Sprintf("element %d of %s", i, quote(key)))
 		}
 		if l > MaxStringLength || l > sc.remain() {
-			return Value{}, formatErr(off, ErrTooLarge, "element %d of %q has length %s, more than the %d bytes that follow", i, key, pow2(l), sc.remain())
+			return Value{}, formatErr(off, ErrTooLarge, "element %d of %s has length %s, more than the %d bytes that follow", i, quote(key), pow2(l), sc.remain())
 		}
 		if err := sc.skip(l); err != nil {
-			return Value{}, p.fail(off, err, key)
+			return Value{}, p.fail(off, err, quote(key))
 		}
 	}
 	a.size = uint64(sc.off - start)
@@ -420,28 +408,28 @@ func (p *parser) tensor(i uint64) error {
 		return formatErr(off, ErrTensorName, "tensor %d name is %d bytes, the limit is %d", i, len(name), MaxTensorName)
 	}
 	if strings.IndexByte(name, 0) >= 0 {
-		return formatErr(off, ErrTensorName, "tensor %d name %q holds a NUL byte", i, name)
+		return formatErr(off, ErrTensorName, "tensor %d name %s holds a NUL byte", i, quote(name))
 	}
 	if j, dup := f.names[name]; dup {
-		return formatErr(off, ErrDuplicateName, "duplicate tensor name %q (tensors %d and %d)", name, j, i)
+		return formatErr(off, ErrDuplicateName, "duplicate tensor name %s (tensors %d and %d)", quote(name), j, i)
 	}
 	doff := sc.off
 	nd, err := sc.u32()
 	if err != nil {
-		return p.fail(doff, err, "the dimensions of "+name)
+		return p.fail(doff, err, "the dimensions of "+quote(name))
 	}
 	if nd > MaxDims {
-		return formatErr(doff, ErrShape, "tensor %q has %d dimensions, at most %d", name, nd, MaxDims)
+		return formatErr(doff, ErrShape, "tensor %s has %d dimensions, at most %d", quote(name), nd, MaxDims)
 	}
 	t := TensorInfo{Name: name, NDims: int(nd), Shape: gtype.Shape{1, 1, 1, 1}, InfoOff: off}
 	for d := uint32(0); d < nd; d++ {
 		eoff := sc.off
 		x, err := sc.u64()
 		if err != nil {
-			return p.fail(eoff, err, "the shape of "+name)
+			return p.fail(eoff, err, "the shape of "+quote(name))
 		}
 		if int64(x) < 0 {
-			return formatErr(eoff, ErrShape, "tensor %q dimension %d is negative (%d)", name, d, int64(x))
+			return formatErr(eoff, ErrShape, "tensor %s dimension %d is negative (%d)", quote(name), d, int64(x))
 		}
 		t.Shape[d] = int64(x)
 	}
@@ -449,31 +437,31 @@ func (p *parser) tensor(i uint64) error {
 	// gguf.cpp's representability check, including its boundary
 	if ne[0] > 0 && ne[1] > 0 && ne[2] > 0 && ne[3] > 0 &&
 		(math.MaxInt64/ne[1] <= ne[0] || math.MaxInt64/ne[2] <= ne[0]*ne[1] || math.MaxInt64/ne[3] <= ne[0]*ne[1]*ne[2]) {
-		return formatErr(doff, ErrShape, "tensor %q shape %v has too many elements", name, ne)
+		return formatErr(doff, ErrShape, "tensor %s shape %v has too many elements", quote(name), ne)
 	}
 	toff := sc.off
 	ty, err := sc.u32()
 	if err != nil {
-		return p.fail(toff, err, "the type of "+name)
+		return p.fail(toff, err, "the type of "+quote(name))
 	}
 	t.Type = gtype.Type(int32(ty))
 	if int32(ty) < 0 || t.Type >= gtype.TypeCount {
-		return formatErr(toff, ErrTensorType, "tensor %q has invalid type %d, must be in [0, %d)", name, int32(ty), int32(gtype.TypeCount))
+		return formatErr(toff, ErrTensorType, "tensor %s has invalid type %d, must be in [0, %d)", quote(name), int32(ty), int32(gtype.TypeCount))
 	}
 	if !t.Type.Valid() {
-		return formatErr(toff, ErrTensorType, "tensor %q has type %d (%s), which this ggml no longer supports", name, int32(ty), t.Type)
+		return formatErr(toff, ErrTensorType, "tensor %s has type %d (%s), which this ggml no longer supports", quote(name), int32(ty), t.Type)
 	}
 	if ne[0]%t.Type.BlockSize() != 0 {
-		return formatErr(toff, ErrShape, "tensor %q of type %s has %d elements per row, not a multiple of the block size %d", name, t.Type, ne[0], t.Type.BlockSize())
+		return formatErr(toff, ErrShape, "tensor %s of type %s has %d elements per row, not a multiple of the block size %d", quote(name), t.Type, ne[0], t.Type.BlockSize())
 	}
 	size, err := t.Type.Bytes(ne)
 	if err != nil {
-		return formatErr(toff, ErrTooLarge, "tensor %q: %v", name, err)
+		return formatErr(toff, ErrTooLarge, "tensor %s: %v", quote(name), err)
 	}
 	t.Size = size
 	ooff := sc.off
 	if t.Offset, err = sc.u64(); err != nil {
-		return p.fail(ooff, err, "the offset of "+name)
+		return p.fail(ooff, err, "the offset of "+quote(name))
 	}
 	f.names[name] = len(f.Tensors)
 	f.Tensors = appendCounted(f.Tensors, t, p.nt)
