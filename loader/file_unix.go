@@ -21,7 +21,7 @@ import (
 func openModelFile(src gguf.Source, direct bool, log *slog.Logger) (*modelFile, error) {
 	name := src.Name
 	if !src.Local() {
-		return &modelFile{path: name, ra: src.Reader, size: src.Size, align: 1, log: log}, nil
+		return &modelFile{path: name, ra: guardReader(src.Reader, name, log), size: src.Size, align: 1, log: log}, nil
 	}
 	var f *os.File
 	if src.Path != "" {

@@ -19,7 +19,7 @@ import (
 // ReadFile whatever the mode).
 func openModelFile(src gguf.Source, direct bool, log *slog.Logger) (*modelFile, error) {
 	if !src.Local() {
-		return &modelFile{path: src.Name, ra: src.Reader, size: src.Size, align: 1, log: log}, nil
+		return &modelFile{path: src.Name, ra: guardReader(src.Reader, src.Name, log), size: src.Size, align: 1, log: log}, nil
 	}
 	var f *os.File
 	if src.Path != "" {

@@ -28,7 +28,8 @@ type Options struct {
 	CheckTensors bool
 	// Progress is called with the bytes done and the total, never
 	// decreasing, from one loading goroutine at a time (the devices load
-	// at once); returning false cancels.
+	// at once); returning false cancels, and a panic fails the load with
+	// an error wrapping ErrPanicked.
 	Progress func(done, total uint64) bool
 	// Readers is how many goroutines read into host buffers at once
 	// (0: one per core, at most 4; at least 8 with direct I/O, and 8 for
@@ -144,13 +145,21 @@ type progress struct {
 	reported uint64
 }
 
-// report hands the bytes done to f; false from f cancels.
-func (pr *progress) report(f func(done, total uint64) bool) error {
+// report hands the bytes done to f; false from f cancels, and a panic in
+// f is an error (logged to log).
+func (pr *progress) report(log *slog.Logger, f func(done, total uint64) bool) error {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	d := max(pr.done.Load(), pr.reported)
 	pr.reported = d
-	if f != nil && !f(d, pr.total) {
+	if f == nil {
+		return nil
+	}
+	ok, err := callProgress(log, f, d, pr.total)
+	switch {
+	case err != nil:
+		return fmt.Errorf("loader: at %d of %d bytes: %w", d, pr.total, err)
+	case !ok:
 		return fmt.Errorf("%w by the progress callback at %d of %d bytes", ErrCanceled, d, pr.total)
 	}
 	return nil
@@ -248,7 +257,7 @@ func (l *load) progress() error {
 	if err := l.canceled(); err != nil {
 		return err
 	}
-	return l.prog.report(l.o.Progress)
+	return l.prog.report(l.o.Logger, l.o.Progress)
 }
 
 func (l *load) run() error {

@@ -49,7 +49,8 @@ func (m *Model) Verify() (Verified, error) {
 			want = make([]byte, w.Size)
 		}
 		want = want[:w.Size]
-		if _, err := gm.Files[w.File].ReaderAt().ReadAt(want, w.Offset); err != nil {
+		r := guardReader(gm.Files[w.File].ReaderAt(), gm.Files[w.File].Source().Name, nil)
+		if _, err := r.ReadAt(want, w.Offset); err != nil {
 			return v, fail(fmt.Errorf("loader: verify %s: %s: %w", pl.Plan.Name, gm.Paths[w.File], err))
 		}
 		if !bytes.Equal(got, want) {
