@@ -76,7 +76,7 @@ func (pl *planner) unused(w *gguf.Weight, info TensorInfo, il int) {
 // rope tensor without a layer number is used by every layer.
 func (pl *planner) createGeneric() error {
 	p := pl.p
-	p.warn(fmt.Sprintf("place: llama.cpp %s does not know architecture '%s': its tensors are placed by their names (the generic path)", arch.Pin, pl.h.arch))
+	p.warn(fmt.Sprintf("place: llama.cpp %s does not know architecture '%s': its tensors are placed by their names (the generic path)", arch.Pin, pl.h.shown))
 	type item struct {
 		w     *gguf.Weight
 		info  TensorInfo

@@ -14,7 +14,8 @@ import (
 // placement asks of them: the layer count, the sliding-window layers, and
 // the sizes llama.cpp's supports_op probes build their ops with.
 type hparams struct {
-	arch        string
+	arch        string    // general.architecture, as the file has it
+	shown       string    // arch as messages print it: escaped and cut
 	run         *arch.Run // the replay; CreateTensors is nil-safe only for exact runs
 	exact       bool      // the architecture's own tensor creation is known
 	nLayerAll   int
@@ -82,7 +83,7 @@ func readHparams(m *gguf.Model, params Params) (*hparams, error) {
 		return nil, refused(m, err)
 	}
 	hp := run.Hparams()
-	h := &hparams{arch: run.Arch, run: run, exact: run.Exact(), log: log}
+	h := &hparams{arch: run.Arch, shown: gguf.Printable(run.Arch, 64), run: run, exact: run.Exact(), log: log}
 	field := func(name string) int64 {
 		v, _ := hp.Field(name)
 		return v
@@ -97,7 +98,7 @@ func readHparams(m *gguf.Model, params Params) (*hparams, error) {
 	h.nLayerAll = int(field("n_layer_all"))
 	h.nLayerNextn = int(field("n_layer_nextn"))
 	if h.nLayerAll <= 0 || h.nLayerAll > 1<<16 {
-		return nil, refused(m, fmt.Errorf("%s.block_count = %d, must be in [1, 65536]", h.arch, h.nLayerAll))
+		return nil, refused(m, fmt.Errorf("%s.block_count = %d, must be in [1, 65536]", h.shown, h.nLayerAll))
 	}
 	h.nEmbd = field("n_embd")
 	h.nCtxTrain = field("n_ctx_train")

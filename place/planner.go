@@ -85,7 +85,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 	}
 	p.Log = append(p.Log, h.log...)
 	if h.exact {
-		p.info(fmt.Sprintf("place: architecture '%s': llama.cpp %s's own tensor creation, replayed", h.arch, arch.Pin))
+		p.info(fmt.Sprintf("place: architecture '%s': llama.cpp %s's own tensor creation, replayed", h.shown, arch.Pin))
 	}
 	if h.nLayerAll > arch.LayerLimit() {
 		p.warn(fmt.Sprintf("place: %d layers: llama.cpp %s loads at most %d (LLAMA_MAX_LAYERS) and would abort on this model", h.nLayerAll, arch.Pin, arch.LayerLimit()))
@@ -144,7 +144,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 			return nil, err
 		}
 	case !h.exact:
-		p.info(fmt.Sprintf("place: no context planned: the memory a context of '%s' needs is its own code, which llama.cpp %s does not have", h.arch, arch.Pin))
+		p.info(fmt.Sprintf("place: no context planned: the memory a context of '%s' needs is its own code, which llama.cpp %s does not have", h.shown, arch.Pin))
 	default:
 		// a context llama.cpp would refuse leaves the weights' plan as it
 		// is, and says why
@@ -544,7 +544,7 @@ func (pl *planner) metaDevice(devs []*ggml.Device) ([]*ggml.Device, error) {
 	p := pl.p
 	if ok, err := pl.h.run.SupportsTensorSplit(); err != nil || !ok {
 		if err == nil {
-			err = &arch.Throw{Msg: fmt.Sprintf("LLAMA_SPLIT_MODE_TENSOR not implemented for architecture '%s'", pl.h.arch)}
+			err = &arch.Throw{Msg: fmt.Sprintf("LLAMA_SPLIT_MODE_TENSOR not implemented for architecture '%s'", pl.h.shown)}
 		}
 		return nil, refused(pl.m, err)
 	}

@@ -170,7 +170,7 @@ func (p *prober) buildExperts(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*g
 		n = 1
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.arch)
+		return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.shown)
 	}
 	a, err := f32(ctx, ne[0], n, 512)
 	if err != nil {

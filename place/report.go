@@ -9,6 +9,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/loader/gguf"
 )
 
 // ReportOptions choose what Report prints.
@@ -160,8 +161,9 @@ func (p *Plan) Report(w io.Writer, o ReportOptions) {
 // and loaded, the devices and the layers on each.
 func (p *Plan) writeSummary(w io.Writer) {
 	m := p.Model
-	fmt.Fprintf(w, "model        %s (%s, %d layers, %s, %s)\n", m.Paths[0], p.Arch, p.NLayer, m.FileTypeName(), m.SizeString())
-	fmt.Fprintf(w, "placement    %s\n", DescribePlacement(p.Arch, p.Exact))
+	arch := gguf.Printable(p.Arch, 64)
+	fmt.Fprintf(w, "model        %s (%s, %d layers, %s, %s)\n", m.Paths[0], arch, p.NLayer, m.FileTypeName(), m.SizeString())
+	fmt.Fprintf(w, "placement    %s\n", DescribePlacement(arch, p.Exact))
 	fmt.Fprintf(w, "load mode    %s, lazy %s, split %s, %s mapped ranges\n", p.loadModeChoice(), p.Lazy, p.Params.SplitMode, p.Params.MapRanges)
 	if len(p.Devices) == 0 {
 		fmt.Fprintln(w, "devices      none: everything stays on the CPU")

@@ -155,7 +155,7 @@ func jsonValue(v gguf.Value, full bool) (any, error) {
 func describeModel(m *gguf.Model, full bool) (inspectReport, error) {
 	a := m.Architecture()
 	exact := place.KnownArchitecture(a)
-	rep := inspectReport{Architecture: a, Exact: exact, Placement: place.Placement(exact), PlacedBy: place.DescribePlacement(a, exact),
+	rep := inspectReport{Architecture: a, Exact: exact, Placement: place.Placement(exact), PlacedBy: place.DescribePlacement(gguf.Printable(a, 64), exact),
 		Elements: m.NElements, Bytes: m.NBytes, BPW: m.BPW(), FileType: m.FileTypeName()}
 	if a == "" || a == "clip" {
 		rep.Placement = "none"
@@ -191,7 +191,7 @@ func printInspect(w io.Writer, rep inspectReport, m *gguf.Model, full bool) {
 			f.Path, split, f.Version, mibOrGib(uint64(f.Size)), f.Alignment, f.DataOffset, f.KVCount, f.Tensors)
 	}
 	if rep.Architecture != "" {
-		fmt.Fprintf(w, "architecture %s\n", rep.Architecture)
+		fmt.Fprintf(w, "architecture %s\n", gguf.Printable(rep.Architecture, 64))
 	}
 	fmt.Fprintf(w, "placement    %s\n", rep.PlacedBy)
 	fmt.Fprintf(w, "file type    %s\n", rep.FileType)
@@ -212,7 +212,7 @@ func printInspect(w io.Writer, rep inspectReport, m *gguf.Model, full bool) {
 		if kv.Value.IsArray() && !full {
 			val = "" // type and length say it; --full prints the elements
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", kv.Key, kv.Value.TypeName(), strings.ReplaceAll(val, "\n", `\n`))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", gguf.Printable(kv.Key, 256), kv.Value.TypeName(), strings.ReplaceAll(val, "\n", `\n`))
 	}
 	tw.Flush()
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/testenv"
 	"github.com/ggload/ggload/loader/gguf"
 )
 
@@ -54,7 +55,7 @@ func TestHostileNamesEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad := terminalActive(out); len(bad) > 0 || !strings.Contains(out, `llama\u001b]52;c;aGVsbG8=\u0007`) {
+	if bad := terminalActive(out); len(bad) > 0 || !strings.Contains(out, `architecture llama\x1b]52;c;aGVsbG8=\a`) {
 		t.Errorf("inspect prints %v raw:\n%s", bad, out)
 	}
 	js, err := runCLI(t, "inspect", "--json", path)
@@ -88,5 +89,51 @@ func TestSafeWriterRunes(t *testing.T) {
 	}
 	if got, want := b.String(), `é\u009bA\u202eB\xff`+"\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// A name of a mebibyte prints as its first bytes and its length: inspect
+// and plan stay short, and the JSON keeps the name whole.
+func TestHugeNamesBounded(t *testing.T) {
+	huge := strings.Repeat("\x1b]x", 1<<18) // 768 KiB
+	w := gguf.NewWriter()
+	for _, kv := range []struct{ k, v string }{
+		{gguf.KeyArchitecture, huge},
+		{"general.name", "tiny"},
+		{"key." + huge, "value"},
+	} {
+		if err := w.Set(kv.k, gguf.String(kv.v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.AddTensorBytes("token_embd.weight", ggml.TypeF32, []int64{4, 2}, make([]byte, 32)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "huge.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "inspect", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > 8<<10 || !strings.Contains(out, "(786432 bytes)") {
+		t.Errorf("inspect prints %d bytes:\n%.2000s", len(out), out)
+	}
+	js, err := runCLI(t, "inspect", "--json", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || rep.Architecture != huge || rep.KV[2].Key != "key."+huge {
+		t.Errorf("inspect --json does not keep the names whole (%v)", err)
+	}
+	testenv.Runtime(t)
+	out, err = runCLI(t, "plan", path, "-dev", "none")
+	if err != nil {
+		out += err.Error()
+	}
+	if len(out) > 32<<10 || strings.Contains(out, strings.Repeat("]x", 64)) {
+		t.Errorf("plan prints %d bytes:\n%.2000s", len(out), out)
 	}
 }

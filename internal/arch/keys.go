@@ -261,11 +261,11 @@ func (r *Run) find(key string, required bool, missing *Throw) (gguf.Value, bool,
 // elements of type t, of n elements (0: any).
 func notFound(msg, key string, t ast.Type, array bool, n int) *Throw {
 	want, _ := gkvType(t)
-	return &Throw{Msg: msg + key, Need: &Need{Key: key, Type: want, Array: array, Len: n}}
+	return &Throw{Msg: msg + gguf.Printable(key, 256), Need: &Need{Key: key, Type: want, Array: array, Len: n}}
 }
 
 func wrongType(key string, got, want gguf.ValueType) *Throw {
-	return &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", key, ggufTypeNames[got], ggufTypeNames[want]),
+	return &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", gguf.Printable(key, 256), ggufTypeNames[got], ggufTypeNames[want]),
 		Need: &Need{Key: key, Type: want}}
 }
 

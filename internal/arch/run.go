@@ -177,7 +177,7 @@ func Load(m *gguf.Model, opts Options) (*Run, error) {
 	}
 	e, ok := archTable[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: '%s'", ErrUnknownArch, name)
+		return nil, fmt.Errorf("%w: '%s'", ErrUnknownArch, gguf.Printable(name, 64))
 	}
 	return load(m, name, e, opts)
 }
