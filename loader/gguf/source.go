@@ -41,6 +41,10 @@ type Source struct {
 	// Closer, when set, is closed with the File (a reader the source owns,
 	// such as an HTTP reader's connections).
 	Closer io.Closer
+	// Sequential says that the Reader's bytes come as one stream (a server
+	// that ignores range requests): read them once, in file order, with
+	// one reader. A read behind the stream may be refused.
+	Sequential bool
 }
 
 // PathSource is the local file at path.
