@@ -51,8 +51,8 @@ func (ln *lane) planAhead() (*ahead, error) {
 			continue // mapped, or read by the reader pool
 		}
 		f := l.model.files[w.File]
-		if f.local() {
-			continue
+		if f.local() || l.gm.Files[w.File].Source().Sequential {
+			continue // (a stream is read in order, by one read at a time)
 		}
 		if n := len(spans); n > 0 && spans[n-1].f == f && w.Offset >= spans[n-1].end && w.Offset-spans[n-1].end <= aheadGap {
 			spans[n-1].end = w.Offset + w.Size

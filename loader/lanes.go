@@ -169,8 +169,12 @@ func (l *load) deal(tasks []task) []*lane {
 
 // runLanes runs the lanes at once (one after another when the load is
 // sequential) and waits for all of them: the first error stops the others
-// and is returned.
+// and is returned. A model with a sequential source is loaded in file
+// order instead (sequential.go).
 func (l *load) runLanes(lanes []*lane) error {
+	if l.sequential() {
+		return l.runInFileOrder(lanes)
+	}
 	var (
 		mu    sync.Mutex
 		first error
@@ -206,7 +210,6 @@ func (l *load) runLanes(lanes []*lane) error {
 // run moves the lane's tensors, then waits for its last uploads and frees
 // its pipeline, on every path.
 func (ln *lane) run() (err error) {
-	l := ln.l
 	start := time.Now()
 	defer func() {
 		if ferr := ln.finish(); err == nil {
@@ -214,15 +217,39 @@ func (ln *lane) run() (err error) {
 		}
 		ln.took = time.Since(start)
 	}()
+	if err := ln.begin(); err != nil {
+		return err
+	}
+	for _, t := range ln.tasks {
+		if err := ln.move(t); err != nil {
+			return err
+		}
+	}
+	return ln.end()
+}
+
+// begin makes the lane's pipeline before its first tensor: its reads
+// ahead, its questions to RPC servers' caches.
+func (ln *lane) begin() (err error) {
 	if ln.ahead, err = ln.planAhead(); err != nil {
 		return ln.laneError(err)
 	}
 	ln.planAsks()
-	for _, t := range ln.tasks {
-		if err := ln.step(t); err != nil {
-			return l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))
-		}
+	return nil
+}
+
+// move moves one tensor, its error naming it.
+func (ln *lane) move(t task) error {
+	if err := ln.step(t); err != nil {
+		return ln.l.tensorError("load", t.pl.Plan, ln.canceledAt(err, t))
 	}
+	return nil
+}
+
+// end waits for what the lane still has under way once its tensors are
+// moved, and confirms what it sent to RPC servers.
+func (ln *lane) end() error {
+	l := ln.l
 	if err := ln.releaseAsks(true); err != nil {
 		return err
 	}

@@ -34,7 +34,8 @@ type Options struct {
 	// Readers is how many goroutines read into host buffers at once
 	// (0: one per core, at most 4; at least 8 with direct I/O, and 8 for
 	// files that are not local, whose reads wait on the disk or the
-	// network, not a core; 1: sequential).
+	// network, not a core; 1: sequential). A model with a sequential
+	// source is read by one (sequential.go).
 	Readers int
 	// ChunkSize is the size of one parallel read, and the most bytes a
 	// tensor moves between two progress reports (0: 8 MiB).
@@ -692,6 +693,9 @@ func hostReaders(direct bool) int {
 }
 
 func (l *load) readerCount() int {
+	if l.sequential() {
+		return 1
+	}
 	if l.o.Readers > 0 {
 		return l.o.Readers
 	}
