@@ -1,69 +1,160 @@
-// Package httpsrc reads GGUF models over HTTP and HTTPS with range
-// requests: the header first (a window of it, grown as the parse needs),
-// then exactly the bytes of the tensors a load reads, several at once when
-// the loader's readers ask at once. A plan needs the header alone, so
-// "where does this model go, and does it fit" is answered before a weight
-// byte is fetched; a load streams the weights to the devices with no local
-// copy. Download fetches a model into the cache instead, resumably, as
+// Package httpsrc reads GGUF models over HTTP and HTTPS: the header first
+// (a window of it, grown as the parse needs), then exactly the bytes of
+// the tensors a load reads, by range requests, several at once when the
+// loader's readers ask at once. A plan needs the header alone, so "where
+// does this model go, and does it fit" is answered before a weight byte is
+// fetched; a load streams the weights to the devices with no local copy.
+// Download fetches a model into the cache instead, resumably, as
 // llama.cpp's -mu does.
 //
+// The header window is Options.HeaderWindow long at first and doubles
+// whenever the parse reads past it, so that it fetches at most twice the
+// bytes the parse reads (or the first window); each growth is kept as it
+// came, never copied again. It keeps at most 64 MiB: past that the parse
+// reads through a slide of 16 MiB that moves on with it, so a header that
+// claims a huge string costs that string's transfer and no copy of it.
+// Once the header is parsed (Freeze) the window keeps only what the parse
+// read.
+//
+// A split model's parts are found by their names (-0000k-of-0000N.gguf):
+// OpenModel opens the first, reads its split.count, and only then the
+// others, four at a time; the first failure cancels the rest. A name whose
+// count is not split.count is refused; a first part that says it is not
+// split is loaded alone, as llama.cpp loads it.
+//
 // Every answer is checked: a range request must get 206 with the range it
-// asked for and the size and ETag of the first answer (a server that
-// ignores ranges, lies about them or whose file changed is an error); a
-// body that stops short, stalls past the timeout or is reset is asked for
-// again from where it stopped, with a growing pause, on transient failures
-// (network errors, 429 and 5xx) only. Errors name the URL and the byte
-// range; the loader adds the tensor.
+// asked for and the size and ETag of the first answer (a server that lies
+// about ranges or whose file changed is an error); a body that stops
+// short, stalls, falls below the rate floor or is reset is asked for again
+// from where it stopped, with a growing pause, on transient failures
+// (network errors, 408, 429 and 5xx) only.
+//
+// Deadlines. An answer's headers must come within HeaderTimeout (default:
+// Timeout); a server that sends none in time is not asked again, so one
+// that never answers fails a request after that long, not that times the
+// retries. A body must bring a piece within Timeout (30s; else it is
+// stalled) and at least MinRate bytes a second over each RateWindow
+// (4 KiB/s over 30s; else it is too slow, and the error gives the rate
+// measured and the floor). A stalled or slow body is a transient failure,
+// asked for again from where it stopped: a server that trickles fails
+// after RateWindow times the tries. Downloads keep the same deadlines.
+//
+// Servers that ignore ranges (Python's http.server among them) answer the
+// first request with the whole file: 200 and its length. The reader then
+// reads that body as one stream, in file order: the header from its
+// start, the stream closed once the header is parsed (Freeze; a plan or
+// inspect fetches the header's window and no more), then a load's reads
+// from a new stream, skipping what lies between them: one pass of the
+// file. A read behind the stream's position is refused with an error
+// wrapping ErrNoRanges, since it would fetch the file again from its
+// start: a second load of the same opened model, or a Verify, is refused
+// (download the file first, with -mu). A stream that breaks is asked for
+// again from the start, dropping the bytes before where it broke, on the
+// retries of a transient failure. The reader's source says so
+// (gguf.Source.Sequential), and the loader reads such a source once, in
+// file order, with one reader.
+//
+// Credentials. The bearer token (Options.Token, else $HF_TOKEN) is sent
+// only to the exact origin of the URL a request was made for: its scheme,
+// host and port, a default port written or not. A redirect to another
+// host or port does not get it, nor one from https to http or from http
+// to https; a hop that comes back to that origin gets it again. This holds
+// whatever client makes the requests (a caller's Client is copied, never
+// changed). A password in the URL (user:pw@host) goes to the server as the
+// URL says, but is never printed: errors, Reader.URL, the Name of the
+// sources OpenModel gives and Progress see the URL redacted (user:xxxxx@,
+// as Redact writes it). The token is never printed.
+//
+// Errors name the URL and the byte range; the loader adds the tensor. A
+// panic of Options.Progress ends the read with an error naming the URL,
+// as does one of a caller's client while OpenModel opens a part.
 package httpsrc
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // Options tune the requests. The zero value works.
 type Options struct {
 	// Client makes the requests; zero: a client of its own, which follows
-	// up to 10 redirects.
+	// up to 10 redirects. A caller's client is used through a copy that
+	// adds the token (its Transport wrapped); the caller's is not changed.
 	Client *http.Client
-	// Token is sent as a bearer token; zero: $HF_TOKEN, as llama.cpp
-	// reads it.
+	// Token is sent as a bearer token to the URL's own origin; zero:
+	// $HF_TOKEN, as llama.cpp reads it.
 	Token string
-	// Timeout bounds the wait for an answer and for each piece of its body
-	// (default 30s): a server silent for longer is a transient failure.
+	// HeaderTimeout bounds the wait for an answer's headers (zero:
+	// Timeout). It is not retried.
+	HeaderTimeout time.Duration
+	// Timeout bounds the wait for each piece of a body (default 30s): a
+	// body silent for longer is stalled, a transient failure.
 	Timeout time.Duration
+	// MinRate is the floor, in bytes a second, of a body's progress over
+	// each RateWindow (defaults: 4 KiB/s over 30s; a negative MinRate: no
+	// floor). A body below it is ended, a transient failure. The floor is
+	// per request, and a load has 8 under way per device it fills (a
+	// trickle of a byte a second is 4,096 times below it), so the default
+	// asks tens of KiB/s of a link, which any link that carries a model
+	// gives.
+	MinRate    int64
+	RateWindow time.Duration
 	// Retries is how many times a transient failure is retried (default
 	// 4; negative: none), after a pause that starts at Backoff (default
 	// 200ms) and doubles.
 	Retries int
 	Backoff time.Duration
-	// HeaderWindow is the first request's length (default 1 MiB); a
-	// header that runs past it is fetched in one more request eight times
-	// as long, and so on.
+	// HeaderWindow is the first request's length (default 1 MiB); the
+	// window doubles when the header's parse reads past it.
 	HeaderWindow int64
 	// Progress, when set, is told of every piece of a body received: the
-	// bytes of url received so far (by a download: the bytes of the file
-	// it has, a resumed part included) and the file's size (-1 while
-	// unknown). It is called from the goroutines that read.
+	// URL (redacted), the bytes of it received so far (by a download: the
+	// bytes of the file it has, a resumed part included) and the file's
+	// size (-1 while unknown). It is called from the goroutines that read.
 	Progress func(url string, done, size int64)
+	// Waiting, when set, is told that a download waits for another
+	// download of the same file to let it go: the file's URL and its
+	// local path.
+	Waiting func(url, path string)
+	// Logger receives what OpenModel does that the caller may not expect
+	// (a part named split that says it is not); default slog.Default().
+	Logger *slog.Logger
 }
 
 func (o Options) timeout() time.Duration {
 	if o.Timeout > 0 {
 		return o.Timeout
+	}
+	return 30 * time.Second
+}
+
+func (o Options) headerTimeout() time.Duration {
+	if o.HeaderTimeout > 0 {
+		return o.HeaderTimeout
+	}
+	return o.timeout()
+}
+
+// minRate is the floor of a body's rate in bytes a second, 0 for none.
+func (o Options) minRate() int64 {
+	switch {
+	case o.MinRate < 0:
+		return 0
+	case o.MinRate == 0:
+		return 4 << 10
+	}
+	return o.MinRate
+}
+
+func (o Options) rateWindow() time.Duration {
+	if o.RateWindow > 0 {
+		return o.RateWindow
 	}
 	return 30 * time.Second
 }
@@ -92,30 +183,15 @@ func (o Options) token() string {
 	return os.Getenv("HF_TOKEN")
 }
 
-// userAgent names ggload to the server.
-const userAgent = "ggload"
-
-// errRedirects ends a redirect loop.
-var errRedirects = errors.New("too many redirects")
-
-// client is the client to use, and whether it is one of the package's
-// own (whose idle connections Close lets go).
-func (o Options) client() (*http.Client, bool) {
-	if o.Client != nil {
-		return o.Client, false
+func (o Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 32 // the loader's readers ask at once
-	return &http.Client{Transport: t, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) >= 10 {
-			return fmt.Errorf("%w (%d, the last to %s)", errRedirects, len(via), req.URL.Redacted())
-		}
-		return nil
-	}}, true
+	return slog.Default()
 }
 
-// Error is a request that failed: the URL, the byte range [Off, End) and
-// the HTTP status (0 when there was no answer).
+// Error is a request that failed: the URL (redacted), the byte range
+// [Off, End) and the HTTP status (0 when there was no answer).
 type Error struct {
 	URL      string
 	Off, End int64
@@ -124,7 +200,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := fmt.Sprintf("httpsrc: %s: bytes [%d, %d)", e.URL, e.Off, e.End)
+	s := fmt.Sprintf("httpsrc: %s: bytes [%d, %d)", Redact(e.URL), e.Off, e.End)
 	if e.Status != 0 {
 		s += fmt.Sprintf(": %d %s", e.Status, http.StatusText(e.Status))
 	}
@@ -137,7 +213,9 @@ func (e *Error) Unwrap() error { return e.Err }
 var (
 	// ErrURL: not an http or https URL.
 	ErrURL = errors.New("not an http(s) URL")
-	// ErrNoRanges: the server answered a range request with the whole body.
+	// ErrNoRanges: the server ignores range requests, and a read cannot be
+	// served from the one stream of its body (a read behind it, a server
+	// that answered ranges before, a body of unknown length).
 	ErrNoRanges = errors.New("the server ignores range requests")
 	// ErrChanged: the file changed on the server between two requests.
 	ErrChanged = errors.New("the file changed on the server")
@@ -150,15 +228,20 @@ var (
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("httpsrc: %q: %w: %v", raw, ErrURL, err)
+		// (url's own errors quote the URL: the reason alone)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("httpsrc: %q: %w: %v", Redact(raw), ErrURL, err)
 	}
 	switch {
 	case u.Scheme == "":
-		return nil, fmt.Errorf("httpsrc: %q: %w: no scheme (write http:// or https://)", raw, ErrURL)
+		return nil, fmt.Errorf("httpsrc: %q: %w: no scheme (write http:// or https://)", u.Redacted(), ErrURL)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("httpsrc: %q: %w: scheme %q is not supported", raw, ErrURL, u.Scheme)
+		return nil, fmt.Errorf("httpsrc: %q: %w: scheme %q is not supported", u.Redacted(), ErrURL, u.Scheme)
 	case u.Host == "":
-		return nil, fmt.Errorf("httpsrc: %q: %w: no host", raw, ErrURL)
+		return nil, fmt.Errorf("httpsrc: %q: %w: no host", u.Redacted(), ErrURL)
 	}
 	return u, nil
 }
@@ -167,437 +250,32 @@ func CheckURL(raw string) (*url.URL, error) {
 // command line takes for a path or a URL.
 func IsURL(s string) bool { return strings.Contains(s, "://") }
 
-// Reader reads one file over HTTP by ranges: an io.ReaderAt of Size bytes,
-// safe for concurrent use.
-type Reader struct {
-	url    string
-	o      Options
-	client *http.Client
-	own    bool // client is the reader's: Close lets its connections go
-	ctx    context.Context
-	cancel context.CancelFunc // Close's end of the reads in flight
-	size   int64
-	etag   string
-
-	mu     sync.Mutex
-	head   []byte // the file's first bytes, kept
-	frozen bool   // the header is parsed: head no longer grows
-
-	requests atomic.Int64
-	received atomic.Int64
-	closed   atomic.Bool // Close was called: no new requests; finished ones keep no connection
-}
-
-// Open makes the first request, for the header window, and learns the
-// file's size and ETag from its answer. ctx bounds every request the
-// reader makes.
-func Open(ctx context.Context, rawURL string, o Options) (*Reader, error) {
-	if _, err := CheckURL(rawURL); err != nil {
-		return nil, err
-	}
-	client, own := o.client()
-	ctx, cancel := context.WithCancel(ctx)
-	r := &Reader{url: rawURL, o: o, client: client, own: own, ctx: ctx, cancel: cancel, size: -1}
-	n := o.HeaderWindow
-	if n <= 0 {
-		n = 1 << 20
-	}
-	buf := make([]byte, n)
-	got, err := r.get(buf, 0, true)
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	r.head = buf[:got]
-	return r, nil
-}
-
-// Size is the file's size, from the server's Content-Range.
-func (r *Reader) Size() int64 { return r.size }
-
-// URL is the file's URL.
-func (r *Reader) URL() string { return r.url }
-
-// Requests is how many requests the reader made; Received how many body
-// bytes it got.
-func (r *Reader) Requests() int64 { return r.requests.Load() }
-func (r *Reader) Received() int64 { return r.received.Load() }
-
-// Freeze stops growing the header window: reads past it go to the server
-// as they come (tensor data).
-func (r *Reader) Freeze() {
-	r.mu.Lock()
-	r.frozen = true
-	r.mu.Unlock()
-}
-
-// Close ends the reads still in flight (a load that stopped early does not
-// wait for its read-ahead) and lets the client's idle connections go; no
-// read starts after Close.
-func (r *Reader) Close() error {
-	r.closed.Store(true)
-	r.cancel()
-	r.dropIdle()
-	return nil
-}
-
-// dropIdle closes the idle connections of the reader's own client.
-func (r *Reader) dropIdle() {
-	if r.own {
-		r.client.CloseIdleConnections()
-	}
-}
-
-// headerMax bounds the header window.
-const headerMax = 256 << 20
-
-// ReadAt reads len(p) bytes at off: from the header window when they lie
-// in it (growing it while the header is parsed), else with range requests.
-func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, fmt.Errorf("httpsrc: %s: negative offset %d", r.url, off)
-	}
-	if off >= r.size {
-		return 0, io.EOF
-	}
-	var short error
-	if off+int64(len(p)) > r.size {
-		p, short = p[:r.size-off], io.EOF
-	}
-	end := off + int64(len(p))
-	r.mu.Lock()
-	if have := int64(len(r.head)); end > have && !r.frozen && off <= have && have < headerMax {
-		// the parse reads on: one request for the next, longer window
-		grow := min(max(end, 8*have), r.size, headerMax) - have
-		more := make([]byte, grow)
-		got, err := r.get(more, have, false)
-		if err != nil {
-			r.mu.Unlock()
-			return 0, err
+// Redact is rawURL as it may be printed: a password in it replaced by
+// "xxxxx", as url.URL.Redacted writes it (user:xxxxx@host), also where
+// rawURL does not parse. Everything else is kept as it is.
+func Redact(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		if _, has := u.User.Password(); !has {
+			return rawURL // as given, not as url would write it again
 		}
-		r.head = append(r.head, more[:got]...)
+		return u.Redacted()
 	}
-	if end <= int64(len(r.head)) {
-		n := copy(p, r.head[off:end])
-		r.mu.Unlock()
-		return n, short
+	// unparsed: the authority is what lies between "//" and the path
+	i := strings.Index(rawURL, "//")
+	if i < 0 {
+		return rawURL
 	}
-	r.mu.Unlock()
-	got, err := r.get(p, off, false)
-	if err == nil {
-		err = short
+	auth := rawURL[i+2:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
 	}
-	return got, err
-}
-
-// get fills p from off, asking again from where a transient failure
-// stopped it. The first request (of Open) learns the size and may come
-// back short at the end of a small file.
-func (r *Reader) get(p []byte, off int64, first bool) (int, error) {
-	got, pause := 0, r.o.backoff()
-	for attempt := 0; ; attempt++ {
-		if r.closed.Load() {
-			return got, &Error{URL: r.url, Off: off, End: off + int64(len(p)), Err: errClosed}
-		}
-		n, status, err := r.once(p[got:], off+int64(got), first)
-		if r.closed.Load() {
-			r.dropIdle() // the connection this request put back
-		}
-		got += n
-		if err == nil && (got == len(p) || first && off+int64(got) == r.size) {
-			return got, nil
-		}
-		if err == nil {
-			err = fmt.Errorf("%w: the body ended after %d of %d bytes", errBroke, n, len(p)-got+n)
-		}
-		e := &Error{URL: r.url, Off: off, End: off + int64(len(p)), Status: status, Err: err}
-		if !transient(status, err) || attempt >= r.o.retries() {
-			return got, e
-		}
-		select {
-		case <-r.ctx.Done():
-			e.Err = fmt.Errorf("%w (after: %v)", r.ctx.Err(), err)
-			return got, e
-		case <-time.After(pause):
-		}
-		pause *= 2
-		if first && got > 0 {
-			first = false // the size is known now
-		}
+	at := strings.LastIndex(auth, "@")
+	if at < 0 {
+		return rawURL
 	}
-}
-
-// transient tells a failure worth another try: no answer, a broken or
-// stalled body, 408, 429, 5xx.
-func transient(status int, err error) bool {
-	switch {
-	case errors.Is(err, ErrNoRanges), errors.Is(err, ErrChanged), errors.Is(err, ErrBadAnswer), errors.Is(err, errRedirects),
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && status == 0 && !errors.Is(err, errStalled):
-		return false
-	case status == 0, errors.Is(err, errBroke), errors.Is(err, errStalled):
-		return true
-	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500:
-		return true
+	user, _, has := strings.Cut(auth[:at], ":")
+	if !has {
+		return rawURL
 	}
-	return false
-}
-
-var (
-	errClosed  = errors.New("the reader is closed")
-	errStalled = errors.New("stalled")
-	errBroke   = errors.New("the body broke off")
-)
-
-// request is one GET under a stall watch: once no answer, or no piece of
-// its body, has come within the timeout, the request is cancelled with
-// errStalled as the cause.
-type request struct {
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	watch   *time.Timer
-	timeout time.Duration
-}
-
-// get sends a GET of rawURL with the package's headers (User-Agent, the
-// bearer token) and those header adds. On success the caller reads the
-// body, calls alive after each piece and done at the end.
-func (o Options) get(ctx context.Context, client *http.Client, rawURL string, header func(http.Header)) (*http.Response, *request, error) {
-	q := &request{timeout: o.timeout()}
-	q.ctx, q.cancel = context.WithCancelCause(ctx)
-	req, err := http.NewRequestWithContext(q.ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		q.cancel(nil)
-		return nil, nil, err
-	}
-	setHeaders(req, o)
-	header(req.Header)
-	q.watch = time.AfterFunc(q.timeout, func() { q.cancel(fmt.Errorf("%w: nothing for %v", errStalled, q.timeout)) })
-	resp, err := client.Do(req)
-	if err != nil {
-		err = q.cause(err)
-		q.done()
-		return nil, nil, err
-	}
-	return resp, q, nil
-}
-
-// alive restarts the stall watch: a piece of the body came.
-func (q *request) alive() { q.watch.Reset(q.timeout) }
-
-// done ends the watch and the request's context.
-func (q *request) done() {
-	q.watch.Stop()
-	q.cancel(nil)
-}
-
-// cause is the stall in place of the error a stalled request returns.
-func (q *request) cause(err error) error {
-	if c := context.Cause(q.ctx); errors.Is(c, errStalled) {
-		return c
-	}
-	return err
-}
-
-// setHeaders adds the headers every request of the package carries.
-func setHeaders(req *http.Request, o Options) {
-	req.Header.Set("User-Agent", userAgent)
-	if tok := o.token(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-}
-
-// refused is the error of an answer the package cannot use: access
-// refused, or any other status it does not take.
-func refused(status int) error {
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		return errors.New("access refused (set HF_TOKEN, or --hf-token, to a token that may read it)")
-	}
-	return errors.New("the request failed")
-}
-
-var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)
-
-// once makes one range request for p at off and reads its body into p.
-func (r *Reader) once(p []byte, off int64, first bool) (int, int, error) {
-	if len(p) == 0 {
-		return 0, 0, nil
-	}
-	last := off + int64(len(p)) - 1
-	if r.size >= 0 && last >= r.size {
-		last = r.size - 1
-	}
-	r.requests.Add(1)
-	resp, q, err := r.o.get(r.ctx, r.client, r.url, func(h http.Header) {
-		h.Set("Range", fmt.Sprintf("bytes=%d-%d", off, last))
-		if r.etag != "" && !strings.HasPrefix(r.etag, "W/") {
-			// (a weak ETag never matches If-Match: it is only compared)
-			h.Set("If-Match", r.etag)
-		}
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer q.done()
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusPartialContent:
-	case http.StatusOK:
-		return 0, resp.StatusCode, fmt.Errorf("%w: it answered 200 with the whole body (%s) to a range request; download the file first (ggload -mu URL)", ErrNoRanges, lengthOf(resp))
-	case http.StatusPreconditionFailed:
-		return 0, resp.StatusCode, fmt.Errorf("%w: its ETag is no longer %s", ErrChanged, r.etag)
-	case http.StatusRequestedRangeNotSatisfiable:
-		size := "a size it did not give"
-		if cr := resp.Header.Get("Content-Range"); cr != "" {
-			size = cr
-		}
-		return 0, resp.StatusCode, fmt.Errorf("%w: the server says the range is past the file's end (%s)", ErrBadAnswer, size)
-	default:
-		return 0, resp.StatusCode, refused(resp.StatusCode)
-	}
-	m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range"))
-	if m == nil {
-		return 0, resp.StatusCode, fmt.Errorf("%w: Content-Range %q", ErrBadAnswer, resp.Header.Get("Content-Range"))
-	}
-	a, _ := strconv.ParseInt(m[1], 10, 64)
-	b, _ := strconv.ParseInt(m[2], 10, 64)
-	total := int64(-1)
-	if m[3] != "*" {
-		total, _ = strconv.ParseInt(m[3], 10, 64)
-	}
-	etag := resp.Header.Get("ETag")
-	if first && r.size < 0 {
-		if total < 0 {
-			return 0, resp.StatusCode, fmt.Errorf("%w: Content-Range %q gives no size", ErrBadAnswer, m[0])
-		}
-		r.size, r.etag = total, etag
-		if last >= total {
-			last = total - 1
-		}
-	}
-	switch {
-	case total != r.size:
-		return 0, resp.StatusCode, fmt.Errorf("%w: the file is %d bytes now, %d before", ErrChanged, total, r.size)
-	case r.etag != "" && etag != "" && etag != r.etag:
-		return 0, resp.StatusCode, fmt.Errorf("%w: ETag %s, %s before", ErrChanged, etag, r.etag)
-	case a != off || b != last:
-		return 0, resp.StatusCode, fmt.Errorf("%w: Content-Range %q for bytes=%d-%d", ErrBadAnswer, m[0], off, last)
-	case resp.ContentLength >= 0 && resp.ContentLength != b-a+1:
-		return 0, resp.StatusCode, fmt.Errorf("%w: Content-Length %d for a range of %d bytes", ErrBadAnswer, resp.ContentLength, b-a+1)
-	}
-	want := int(b - a + 1)
-	n := 0
-	for n < want {
-		k, err := resp.Body.Read(p[n:want])
-		if k > 0 {
-			n += k
-			r.received.Add(int64(k))
-			q.alive()
-			if r.o.Progress != nil {
-				r.o.Progress(r.url, r.received.Load(), r.size)
-			}
-		}
-		if err != nil {
-			if n == want && errors.Is(err, io.EOF) {
-				break
-			}
-			if err = q.cause(err); errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return n, resp.StatusCode, fmt.Errorf("%w after %d of %d bytes: %w", errBroke, n, want, err)
-		}
-	}
-	return n, resp.StatusCode, nil
-}
-
-func lengthOf(resp *http.Response) string {
-	if resp.ContentLength >= 0 {
-		return fmt.Sprintf("%d bytes", resp.ContentLength)
-	}
-	return "of unknown length"
-}
-
-// splitURL matches a split's file name (llama.cpp's get_gguf_split_info).
-var splitURL = regexp.MustCompile(`(?i)^(.+)-([0-9]{5})-of-([0-9]{5})\.gguf$`)
-
-// Parts are the URLs of every split of the model at rawURL: itself alone
-// unless its path ends in -0000k-of-0000N.gguf (as llama.cpp finds them).
-func Parts(rawURL string) ([]string, error) {
-	u, err := CheckURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	m := splitURL.FindStringSubmatch(u.Path)
-	if m == nil {
-		return []string{rawURL}, nil
-	}
-	n, _ := strconv.Atoi(m[3])
-	if n <= 1 {
-		return []string{rawURL}, nil
-	}
-	parts := make([]string, n)
-	for i := range parts {
-		v := *u
-		v.Path = fmt.Sprintf("%s-%05d-of-%05d.gguf", m[1], i+1, n)
-		v.RawPath = ""
-		parts[i] = v.String()
-	}
-	return parts, nil
-}
-
-// OpenModel opens the model at rawURL (every split, when its name says it
-// is split) for planning and loading: only the headers are fetched. Close
-// the model to let the connections go.
-func OpenModel(ctx context.Context, rawURL string, o Options) (*gguf.Model, error) {
-	parts, err := Parts(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	// one client for every part, whose connections the last Close lets go
-	client, own := o.client()
-	o.Client = client
-	ok := false
-	defer func() {
-		if !ok && own {
-			client.CloseIdleConnections()
-		}
-	}()
-	readers := make([]*Reader, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		wg.Go(func() {
-			readers[i], errs[i] = Open(ctx, p, o)
-			if readers[i] != nil {
-				readers[i].own = own
-			}
-		})
-	}
-	wg.Wait()
-	srcs := make([]gguf.Source, len(parts))
-	for i, r := range readers {
-		if errs[i] != nil {
-			for _, r := range readers {
-				if r != nil {
-					r.Close()
-				}
-			}
-			return nil, errs[i]
-		}
-		srcs[i] = gguf.Source{Name: r.url, Reader: r, Size: r.size, Closer: r}
-	}
-	m, err := gguf.OpenModelSources(srcs...)
-	if err != nil {
-		for _, r := range readers {
-			r.Close()
-		}
-		if errors.Is(err, gguf.ErrOutOfBounds) || errors.Is(err, gguf.ErrTruncated) {
-			return nil, fmt.Errorf("httpsrc: the server's size of %s (%d bytes, from its Content-Range) is less than the GGUF's header implies: %w", readers[0].url, readers[0].size, err)
-		}
-		return nil, err
-	}
-	for _, r := range readers {
-		r.Freeze()
-	}
-	ok = true
-	return m, nil
+	return rawURL[:i+2] + user + ":xxxxx" + rawURL[i+2+at:]
 }
