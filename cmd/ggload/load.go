@@ -47,7 +47,7 @@ func loadOptions(pf *placeFlags, lf *loadFlags) *optionSet {
 	pf.add(s)
 	s.add(&option{names: []string{"--json"}, help: "print JSON: every tensor and buffer, timings, -fit's decisions, the memory per device", on: func(on bool) error { lf.asJSON = on; return nil }})
 	s.add(&option{names: []string{"--tensors"}, help: "list every tensor with its buffer and how its bytes arrived", on: func(on bool) error { lf.tensors = on; return nil }})
-	s.add(&option{names: []string{"--verify"}, help: "after loading, read every tensor back from its device and compare it with the file", on: func(on bool) error { lf.verify = on; return nil }})
+	s.add(&option{names: []string{"--verify"}, help: "after loading, read every tensor back from its device and compare it with the file (with -mu, first check the downloaded file against the sha256 kept at its download)", on: func(on bool) error { lf.verify = on; return nil }})
 	s.add(&option{names: []string{"-v", "--verbose", "--log-verbose"}, help: "log the loader's debug lines", on: func(on bool) error { lf.verbose = on; return nil }})
 	s.add(&option{names: []string{"--readers"}, value: "N", help: fmt.Sprintf("parallel file readers, 0 to %d (0: chosen for this machine, 1: sequential) (default: 0)", maxReaders),
 		set: func(v string) error {
@@ -101,6 +101,11 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer pd.Close()
+	if lf.verify && pf.modelURL != "" {
+		if err := verifyDownload(ctx, pd.m, os.Stderr); err != nil {
+			return err
+		}
+	}
 	fit := pd.fitReport(&pf)
 	rows := memRows(pd.plan, pf.fitOptions())
 	if !lf.asJSON {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -703,8 +704,12 @@ func openModel(ctx context.Context, path string, o httpsrc.Options) (*gguf.Model
 
 // fetchModel downloads -mu's model (to path, or into the cache when it is
 // empty), with a bar by bytes on a terminal, and returns its local path.
+// A download that waits for another of the same file says so.
 func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writer) (string, error) {
 	o := f.httpOptions()
+	o.Waiting = func(url, local string) {
+		fmt.Fprintf(safe(stderr), "ggload: waiting for another download of %s (%s)\n", local, url)
+	}
 	var bar *progressBar
 	if isTerminalWriter(stderr) {
 		bar = newProgressBar(stderr)
@@ -722,6 +727,22 @@ func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writ
 		bar.finish()
 	}
 	return local, err
+}
+
+// verifyDownload checks -mu's files against the sha256 kept beside each
+// at its download (load --verify); a file with none kept (another tool
+// downloaded it) is said so, and not refused.
+func verifyDownload(ctx context.Context, m *gguf.Model, stderr io.Writer) error {
+	for _, p := range m.Paths {
+		err := httpsrc.VerifyDownload(ctx, p)
+		switch {
+		case errors.Is(err, httpsrc.ErrNoDigest):
+			fmt.Fprintf(safe(stderr), "ggload: %s: no sha256 kept beside it (another tool downloaded it): not checked\n", p)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
 }
 
 // listDevicesText prints the devices as llama.cpp's --list-devices does.
