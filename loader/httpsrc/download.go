@@ -443,7 +443,7 @@ func (d *download) fetch(ctx context.Context) error {
 // permanent tells an answer that another run would meet again; a
 // failure with no answer, or ended by ctx, is not one.
 func permanent(e *Error) bool {
-	return e.Status != 0 && !transient(e.Status, e.Err) && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded)
+	return e.Status != 0 && !transient(e.Status, e.Err) && !errors.Is(e, errSlow) && !errors.Is(e, context.Canceled) && !errors.Is(e, context.DeadlineExceeded)
 }
 
 // discard removes the partial file and its ETag: what they hold would
@@ -621,8 +621,8 @@ func (d *download) receive(resp *http.Response, q *request) error {
 				left -= int64(k)
 			}
 			q.alive()
-			if d.o.Progress != nil {
-				d.o.Progress(Redact(d.url), d.have, d.size)
+			if err := d.o.progress(Redact(d.url), d.have, d.size); err != nil {
+				return err
 			}
 		}
 		if rerr == io.EOF {

@@ -912,6 +912,26 @@ func TestDownloadDeadlines(t *testing.T) {
 			}
 			return false
 		}, "no answer"},
+		// a body below the rate floor ends at once, not after every retry,
+		// and keeps what came for the next run
+		{"body trickles", false, httpsrc.Options{MinRate: 64 << 10, RateWindow: 200 * time.Millisecond}, func(n int, w http.ResponseWriter, r *http.Request) bool {
+			if n == 1 {
+				w.Header().Set("ETag", `"v1"`)
+				w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+				w.Write(data[:half])
+				for i := half; i < len(data); i++ {
+					http.NewResponseController(w).Flush()
+					select {
+					case <-r.Context().Done():
+						return true
+					case <-time.After(20 * time.Millisecond):
+					}
+					w.Write(data[i : i+1])
+				}
+				return true
+			}
+			return false
+		}, "below the floor"},
 	} {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			cache := t.TempDir()
@@ -936,11 +956,31 @@ func TestDownloadDeadlines(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkFile(t, filepath.Join(cache, "model.gguf"), data)
-			if log := s.requests(); log[len(log)-1] != fmt.Sprintf(`GET bytes=%d- "v1"`, half) {
+			if log := s.requests(); c.name == "body trickles" && len(log) != 2 {
+				t.Errorf("the slow body was asked for again: %v", log)
+			} else if log[len(log)-1][:len("GET bytes=")] != "GET bytes=" || !strings.HasSuffix(log[len(log)-1], `- "v1"`) {
 				t.Errorf("not resumed: %v", log)
 			}
 		})
 	}
+}
+
+// A panic of the caller's progress function ends the download with an
+// error naming the URL, and keeps what came.
+func TestDownloadProgressPanics(t *testing.T) {
+	data := modelBytes(t, 1)
+	cache := t.TempDir()
+	t.Setenv("LLAMA_CACHE", cache)
+	srv := serve(t, &dlServer{data: data, etag: `"v1"`})
+	url := srv.URL + "/model.gguf"
+	_, err := httpsrc.Download(context.Background(), url, "", httpsrc.Options{Progress: func(string, int64, int64) { panic("bar broke") }})
+	if err == nil || !strings.Contains(err.Error(), "panicked: bar broke") || !strings.Contains(err.Error(), url) {
+		t.Fatalf("a panicking Progress: %v", err)
+	}
+	if _, err := httpsrc.Download(context.Background(), url, "", httpsrc.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, filepath.Join(cache, "model.gguf"), data)
 }
 
 // What an interrupted download leaves is resumed, never taken for a

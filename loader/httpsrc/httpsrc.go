@@ -25,9 +25,9 @@
 // Every answer is checked: a range request must get 206 with the range it
 // asked for and the size and ETag of the first answer (a server that lies
 // about ranges or whose file changed is an error); a body that stops
-// short, stalls, falls below the rate floor or is reset is asked for again
-// from where it stopped, with a growing pause, on transient failures
-// (network errors, 408, 429 and 5xx) only.
+// short, stalls or is reset is asked for again from where it stopped, with
+// a growing pause, on transient failures (network errors, 408, 429 and
+// 5xx) only.
 //
 // Deadlines. An answer's headers must come within HeaderTimeout (default:
 // Timeout); a server that sends none in time is not asked again, so one
@@ -35,9 +35,10 @@
 // retries. A body must bring a piece within Timeout (30s; else it is
 // stalled) and at least MinRate bytes a second over each RateWindow
 // (4 KiB/s over 30s; else it is too slow, and the error gives the rate
-// measured and the floor). A stalled or slow body is a transient failure,
-// asked for again from where it stopped: a server that trickles fails
-// after RateWindow times the tries. Downloads keep the same deadlines.
+// measured and the floor). A stalled body is a transient failure, asked
+// for again from where it stopped; a slow one is not: a server that
+// trickles fails after one RateWindow. Downloads keep the same deadlines,
+// and keep what a slow body brought for the next run to resume.
 //
 // Servers that ignore ranges (Python's http.server among them) answer the
 // first request with the whole file: 200 and its length. The reader then
@@ -211,8 +212,10 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Sentinels wrapped by the errors of this package.
 var (
-	// ErrURL: not an http or https URL.
-	ErrURL = errors.New("not an http(s) URL")
+	// ErrURL: not an http or https URL with a host, or one whose file
+	// name cannot name a file of the cache (empty, "." or "..", or one
+	// holding a separator once decoded).
+	ErrURL = errors.New("bad URL")
 	// ErrNoRanges: the server ignores range requests, and a read cannot be
 	// served from the one stream of its body (a read behind it, a server
 	// that answered ranges before, a body of unknown length).

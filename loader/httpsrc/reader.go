@@ -348,17 +348,8 @@ func (r *Reader) get(p []byte, off int64, first bool) (int, error) {
 
 // report tells Options.Progress of the bytes received; a panic of it is
 // the read's error.
-func (r *Reader) report() (err error) {
-	if r.o.Progress == nil {
-		return nil
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("Options.Progress %w: %v", errPanic, v)
-		}
-	}()
-	r.o.Progress(r.name, r.received.Load(), r.size)
-	return nil
+func (r *Reader) report() error {
+	return r.o.progress(r.name, r.received.Load(), r.size)
 }
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+|\*)$`)

@@ -109,14 +109,15 @@ func origin(u *url.URL) (scheme, host, port string) {
 }
 
 // transient tells a failure worth another try: no answer (other than a
-// header timeout), a broken, stalled or slow body, 408, 429, 5xx.
+// header timeout), a broken or stalled body, 408, 429, 5xx. A body below
+// the rate floor is not: a server that trickles would trickle again.
 func transient(status int, err error) bool {
 	switch {
 	case errors.Is(err, ErrNoRanges), errors.Is(err, ErrChanged), errors.Is(err, ErrBadAnswer), errors.Is(err, errRedirects),
-		errors.Is(err, errNoAnswer), errors.Is(err, errPanic),
+		errors.Is(err, errNoAnswer), errors.Is(err, errPanic), errors.Is(err, errSlow),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && status == 0 && !errors.Is(err, errStalled):
 		return false
-	case status == 0, errors.Is(err, errBroke), errors.Is(err, errStalled), errors.Is(err, errSlow):
+	case status == 0, errors.Is(err, errBroke), errors.Is(err, errStalled):
 		return true
 	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500:
 		return true
@@ -324,4 +325,19 @@ func refused(status int) error {
 		return errors.New("access refused (set HF_TOKEN, or --hf-token, to a token that may read it)")
 	}
 	return errors.New("the request failed")
+}
+
+// progress tells Options.Progress of done bytes of size at the URL as
+// printed (redacted); a panic of the caller's function is the error.
+func (o Options) progress(url string, done, size int64) (err error) {
+	if o.Progress == nil {
+		return nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("Options.Progress %w: %v", errPanic, v)
+		}
+	}()
+	o.Progress(url, done, size)
+	return nil
 }
