@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/bindings"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // The backend modules and their order are those ggml's

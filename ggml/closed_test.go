@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // ownRuntime opens a Runtime of the test's own, closed when it ends.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // matmulCase builds w (rows×cols f32, in a buffer of bt) and the graph

@@ -3,7 +3,7 @@ package ggml_test
 import (
 	"testing"
 
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 func metaParts(t *testing.T) (*ggml.Runtime, []*ggml.Device) {

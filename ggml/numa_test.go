@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // --numa's set-up reaches the CPU backend, which then counts the machine's

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // The pure-Go traits table must agree with the native library for every

@@ -7,14 +7,14 @@ import (
 	"log"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/loader"
-	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 
 // Open the native libraries, plan with llama.cpp's defaults, load, and
 // read weights back. testdata/tiny-llama.gguf is a two-layer llama model
-// (q4_0 matrices, q8_0 embeddings) made by internal/synth.
+// (q4_0 matrices, q8_0 embeddings) made by lab/synth.
 func Example() {
 	ctx := context.Background()
 	rt, err := ggml.Open(ctx, ggml.Options{})

@@ -9,8 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/ggload/ggload/internal/osfile"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,7 +25,7 @@ func openModelFile(src gguf.Source, direct bool, log *slog.Logger) (*modelFile, 
 	var f *os.File
 	if src.Path != "" {
 		var err error
-		if f, _, err = osfile.Open(src.Path); err != nil {
+		if f, err = src.OpenFile(); err != nil {
 			return nil, err
 		}
 	} else {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 // Every device loads at once. The tensors that are not zero copy are dealt

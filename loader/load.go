@@ -17,7 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/place"
 )
 

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/loader"
-	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 

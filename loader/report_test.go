@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 // source is where a tensor's bytes come from while it is loaded: the file

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ggload/ggload/internal/testenv"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // A window read to confirm a tensor the load does not otherwise read

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // ErrUnknownTensor is wrapped by New's error for a tensor name that

@@ -3,8 +3,8 @@ package place_test
 import (
 	"testing"
 
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/place"
 )
 

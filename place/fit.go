@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 // Fit is llama.cpp's -fit (common_fit_params in the pin's common/fit.cpp):

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // hparams are the model's hyperparameters as the pinned llama.cpp reads

@@ -5,9 +5,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/place"
 )
 

@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/place"
 )
 

@@ -5,7 +5,7 @@ import (
 	"iter"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 // Reason says why a tensor got its buffer type.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/place"
 	"github.com/google/go-cmp/cmp"
 )

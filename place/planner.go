@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // bufEntry is one (device, buffer type) of a buffer type list.

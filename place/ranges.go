@@ -1,8 +1,8 @@
 package place
 
 import (
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/ranges"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // mappedRanges are the file ranges a mapped context's buffers wrap.

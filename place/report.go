@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // ReportOptions choose what Report prints.

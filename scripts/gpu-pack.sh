@@ -40,7 +40,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$stage/src"
 
-# the packages whose tests reach a device (loader/gguf and native are pure Go)
+# the packages whose tests reach a device (gguf and native are pure Go)
 pkgs=(./bindings ./ggml ./place ./loader ./tests ./examples/attention ./cmd/ggload)
 step "building ggload and ${#pkgs[@]} test binaries (static, stripped)"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64

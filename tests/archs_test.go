@@ -17,12 +17,12 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/llama"
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/llama"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/loader"
-	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 

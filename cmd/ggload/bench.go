@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/place"
 )
 

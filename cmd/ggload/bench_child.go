@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/llama"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/llama"
 	"github.com/ggload/ggload/loader"
-	"github.com/ggload/ggload/loader/gguf"
 	"github.com/ggload/ggload/place"
 )
 

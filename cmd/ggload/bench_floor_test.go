@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // The floor of uploads to an RPC server sends its 256 MiB as a load sends

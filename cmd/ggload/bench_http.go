@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/gguf/httpsrc"
 	"github.com/ggload/ggload/loader"
-	"github.com/ggload/ggload/loader/gguf"
-	"github.com/ggload/ggload/loader/httpsrc"
 	"github.com/ggload/ggload/place"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/synth"
 )
 
 // benchModel returns a generated llama model of about size bytes in the

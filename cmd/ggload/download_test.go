@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/loader/httpsrc"
+	"github.com/ggload/ggload/gguf/httpsrc"
+	"github.com/ggload/ggload/lab/synth"
 )
 
 // load -mu --verify checks the cached file against the sha256 kept at its

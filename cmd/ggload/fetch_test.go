@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/bindings"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/native"
 )
 

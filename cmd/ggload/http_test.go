@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // servedModel serves the file at path over HTTPS on loopback, with ranges

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ggload/ggload/loader/gguf"
-	"github.com/ggload/ggload/loader/httpsrc"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/gguf/httpsrc"
 	"github.com/ggload/ggload/place"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // ggloadProcess runs this binary as ggload with args, through wrapper.

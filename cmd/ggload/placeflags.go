@@ -15,8 +15,8 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
-	"github.com/ggload/ggload/loader/httpsrc"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/gguf/httpsrc"
 	"github.com/ggload/ggload/place"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/place"
 )
 

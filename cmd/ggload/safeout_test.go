@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/testenv"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // hostile is text a file or a server may carry: an OSC 52 sequence (it

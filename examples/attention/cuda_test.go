@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // The example on CUDA0: layer 0's projections computed by the CUDA

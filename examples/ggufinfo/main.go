@@ -1,5 +1,5 @@
 // Command ggufinfo prints what a GGUF file holds: its architecture, its
-// metadata and its tensors. It uses loader/gguf alone, so it builds as a
+// metadata and its tensors. It uses gguf alone, so it builds as a
 // static pure-Go program (CGO_ENABLED=0) that needs no native library.
 //
 //	go run ./examples/ggufinfo model.gguf
@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 func main() {

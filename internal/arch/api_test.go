@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/lab/synth"
 )
 
 // The package's lookups answer from the pin's tables.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/synth"
+	"github.com/ggload/ggload/lab/synth"
 )
 
 type countPlacer struct{ n, skipped int }

@@ -3,7 +3,7 @@ package arch
 import (
 	"strings"
 
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 // ConverterKey is how the pinned llama.cpp's converter (convert_hf_to_gguf.py,

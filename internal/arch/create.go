@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/ggload/ggload/ggml/gtype"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch/ast"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // tnVal is LLM_TN_IMPL: a tensor kind, a suffix and up to two numbers.

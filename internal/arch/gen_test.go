@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // The committed programs and tables are what the generator makes of the

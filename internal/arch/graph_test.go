@@ -6,8 +6,8 @@ import (
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 type nopPlacer struct{}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 func runOps(t *testing.T, body string) (int64, error) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch/ast"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // The metadata reads of llama_model_loader (get_key, get_key_or_arr,

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/synth"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/lab/synth"
 )
 
 // archModel synthesizes a model of architecture a (converter types).

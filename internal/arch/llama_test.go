@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/loader/gguf"
+	"github.com/ggload/ggload/gguf"
 )
 
 type recorder struct{ got []Creation }

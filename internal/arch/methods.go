@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch/ast"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // methodOf returns obj.name as a callable, if the receiver has it.

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch/ast"
-	"github.com/ggload/ggload/loader/gguf"
 )
 
 // Tensor is a tensor as the programs see it: a created weight, or a file

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
-	"github.com/ggload/ggload/internal/testenv"
+	"github.com/ggload/ggload/lab/testenv"
 )
 
 // The protocol as the relay speaks it is the pin's: every command's

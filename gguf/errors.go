@@ -1,0 +1,107 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/ggload/ggload/gguf/internal/osfile"
+)
+
+// Sentinels wrapped by the errors of this package.
+var (
+	ErrMagic          = errors.New("not a GGUF file")
+	ErrVersion        = errors.New("unsupported GGUF version")
+	ErrTruncated      = errors.New("file is truncated")
+	ErrTooLarge       = errors.New("size exceeds what the file can hold")
+	ErrKey            = errors.New("bad key")
+	ErrDuplicateKey   = errors.New("duplicate key")
+	ErrValueType      = errors.New("bad value type")
+	ErrAlignment      = errors.New("bad alignment")
+	ErrTensorName     = errors.New("bad tensor name")
+	ErrDuplicateName  = errors.New("duplicate tensor name")
+	ErrShape          = errors.New("bad tensor shape")
+	ErrTensorType     = errors.New("bad tensor type")
+	ErrTensorOffset   = errors.New("bad tensor offset")
+	ErrOutOfBounds    = errors.New("tensor data is not within the file bounds")
+	ErrSplit          = errors.New("bad split")
+	ErrMissingSplit   = errors.New("missing split")
+	ErrNotFirstSplit  = errors.New("not the first split")
+	ErrTypeMismatch   = errors.New("value has another type")
+	ErrNotFound       = errors.New("not found")
+	ErrTensorMismatch = errors.New("tensor count mismatch")
+	// ErrNotRegular: the path names a FIFO, a socket, a device or a
+	// directory. Open refuses it before anything can block on it (a FIFO's
+	// open waits for a writer).
+	ErrNotRegular = osfile.ErrNotRegular
+)
+
+// FormatError reports a fault in a GGUF file at a byte offset.
+type FormatError struct {
+	Path string // file name, when known
+	Off  int64  // byte offset of the faulty field
+	Msg  string
+	Err  error // the sentinel
+}
+
+func (e *FormatError) Error() string {
+	s := "gguf: "
+	if e.Path != "" {
+		s += e.Path + ": "
+	}
+	return s + fmt.Sprintf("%s at byte %#x", e.Msg, e.Off)
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+func formatErr(off int64, sentinel error, format string, args ...any) *FormatError {
+	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// pow2 formats n as 2^k when it is a power of two above 2^20, else decimal.
+func pow2(n uint64) string {
+	if n > 1<<20 && n&(n-1) == 0 {
+		k := 0
+		for m := n; m > 1; m >>= 1 {
+			k++
+		}
+		return fmt.Sprintf("2^%d", k)
+	}
+	return fmt.Sprint(n)
+}
+
+// quoteMax is the most bytes of a key, a name or a string of a file that
+// an error quotes.
+const quoteMax = 96
+
+// quote is text of a file as an error quotes it: Go-quoted (control
+// characters and invalid UTF-8 escaped, so that it cannot act on a
+// terminal) and cut after quoteMax bytes, its length then said: a key of
+// 1 GiB makes an error of a few hundred bytes.
+func quote(s string) string {
+	head := clip(s, quoteMax)
+	if len(head) == len(s) {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(head) + cutMark(len(s))
+}
+
+// clip is the longest prefix of s of at most n bytes that does not end
+// inside a UTF-8 sequence.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	if !utf8.RuneStart(s[i]) {
+		i = n // not UTF-8 there: cut at n
+	}
+	return s[:i]
+}
+
+// cutMark follows text cut short: its whole length.
+func cutMark(n int) string { return fmt.Sprintf("…(%d bytes)", n) }
