@@ -48,6 +48,15 @@ var (
 	openErr error
 )
 
+// Current is the native set this process opened (nil before the first
+// Open that succeeded): for harnesses that drive the same libraries, such
+// as a libllama in the same process.
+func Current() *Lib {
+	openMu.Lock()
+	defer openMu.Unlock()
+	return opened
+}
+
 // Open finds and opens the native set (see Find), checks it against the pin,
 // routes ggml's log to log/slog, and loads every backend module in its
 // directory, or those opts.Backends names. Later calls return the same

@@ -15,7 +15,6 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/hooks"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -215,7 +214,7 @@ func TestCPUSupportsQuantizedMulMat(t *testing.T) {
 	if !probe(t, cpu, cpu.BufferType(), w, op) {
 		t.Fatal("CPU does not support a q4_K MUL_MAT")
 	}
-	if hooks.TensorC(w).Buffer != 0 {
+	if w.C().Buffer != 0 {
 		t.Fatal("probe buffer left attached")
 	}
 }

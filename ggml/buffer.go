@@ -8,6 +8,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
+	"github.com/ggload/ggload/ggml/ops"
 )
 
 // BufferType is a kind of memory a device offers (ggml_backend_buffer_type_t).
@@ -19,7 +20,7 @@ type BufferType struct {
 }
 
 // Handle is the native handle; equal handles are the same buffer type.
-func (b BufferType) Handle() bindings.Buft { return b.h }
+func (b BufferType) Handle() ops.Buft { return ops.Buft(b.h) }
 
 // IsZero reports whether b is the zero value.
 func (b BufferType) IsZero() bool { return b.h == 0 }
@@ -243,10 +244,14 @@ func (s *handleSet) live(h bindings.Buffer) bool {
 	return ok
 }
 
-// liveBuffers counts buffers made through this package and not yet freed
-// (internal/hooks.LiveBuffers: tests prove that failed or cancelled loads
-// leak none).
+// liveBuffers counts buffers made through this package and not yet freed.
 var liveBuffers atomic.Int64
+
+// LiveBuffers is how many buffers made through this package, in the whole
+// process, are not freed yet: a program (and ggload's tests) can check
+// that a load that failed or was cancelled, and every model closed, left
+// none behind.
+func LiveBuffers() int64 { return liveBuffers.Load() }
 
 // hold keeps the buffer from being freed until release; it fails once the
 // buffer is freed.
@@ -262,12 +267,12 @@ func (b *Buffer) hold() error {
 func (b *Buffer) release() { b.mu.RUnlock() }
 
 // Handle is the native handle (0 once freed).
-func (b *Buffer) Handle() bindings.Buffer {
+func (b *Buffer) Handle() ops.Buffer {
 	if b.hold() != nil {
 		return 0
 	}
 	defer b.release()
-	return b.h
+	return ops.Buffer(b.h)
 }
 
 // Name is the buffer's name ("CPU", "CPU_Mapped", "Vulkan0", ...; "" once

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
+	"github.com/ggload/ggload/ggml/ops"
 )
 
 // DeviceType is enum ggml_backend_dev_type.
@@ -103,7 +104,7 @@ func (d *Device) Caps() Caps { return d.fixed().caps }
 func (d *Device) DeviceID() string { return d.fixed().id }
 
 // Handle returns the native handle (for tests and the conformance harness).
-func (d *Device) Handle() bindings.Dev { return d.h }
+func (d *Device) Handle() ops.Dev { return ops.Dev(d.h) }
 
 // Runtime is the runtime the device belongs to.
 func (d *Device) Runtime() *Runtime { return d.rt }

@@ -12,9 +12,6 @@ func (rt *Runtime) Lib() *bindings.Lib { return rt.lib }
 // C is the native struct, for this package's tests.
 func (t *Tensor) C() *bindings.Tensor { return t.c }
 
-// LiveBuffers counts the buffers not freed, for this package's tests.
-func LiveBuffers() int64 { return liveBuffers.Load() }
-
 // MetaSplitterIDs lists the user-data words of meta devices whose
 // splitter is still registered.
 func MetaSplitterIDs() map[uintptr]bool {

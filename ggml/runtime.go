@@ -14,6 +14,7 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml/internal/rpcrelay"
+	"github.com/ggload/ggload/ggml/ops"
 )
 
 // Options choose the native set, the remote devices and where ggml's
@@ -50,6 +51,7 @@ type Options struct {
 // changes about buffer types and devices.
 type process struct {
 	lib *bindings.Lib
+	ops *ops.Lib // the graph API over lib
 
 	mu          sync.Mutex
 	rpc         map[string]*rpcReg // by endpoint
@@ -111,7 +113,7 @@ func Open(ctx context.Context, opts Options) (_ *Runtime, err error) {
 	}
 	procMu.Lock()
 	if procOne == nil {
-		procOne = &process{lib: lib, rpc: map[string]*rpcReg{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}, bufts: map[bindings.Buft]*buftInfo{}}
+		procOne = &process{lib: lib, ops: ops.New(lib), rpc: map[string]*rpcReg{}, mappedNames: map[bindings.Dev]string{}, slack: map[bindings.Buft]uint64{}, bufts: map[bindings.Buft]*buftInfo{}}
 	}
 	rt := &Runtime{process: procOne, logger: opts.Logger, devices: map[bindings.Dev]*Device{}, live: map[freer]struct{}{}}
 	procMu.Unlock()
@@ -390,3 +392,9 @@ func (rt *Runtime) writeOnly(b BufferType) bool {
 // WriteOnly reports whether buffers of this type cannot be read back: the
 // CPU's extra buffer types (CPU_REPACK and the like) store data repacked.
 func (b BufferType) WriteOnly() bool { return b.h != 0 && b.rt.writeOnly(b) }
+
+// Ops is the native set's graph API (package ops), for code that builds
+// graphs by the thousand, as ggload's replay of llama.cpp's graph code
+// does. Its handles are the caller's to free; the Runtime's Close does not
+// reach them.
+func (rt *Runtime) Ops() *ops.Lib { return rt.ops }

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/ops"
 )
 
 // Tensor is a tensor in a context (struct ggml_tensor). Its type, shape,
@@ -164,6 +165,17 @@ func (t *Tensor) Buffer() *Buffer {
 }
 
 // Src returns the i-th source of an op tensor, or nil. The source is
+// Native is the tensor's ggml_tensor for package ops, nil once its
+// context is freed: for graphs built over tensors this package owns, such
+// as a loaded model's weights. The caller keeps the tensor's context (and
+// its buffer) alive while a graph uses it.
+func (t *Tensor) Native() *ops.Tensor {
+	if t.ctx.Freed() {
+		return nil
+	}
+	return (*ops.Tensor)(t.c)
+}
+
 // handled as part of t's context: it must not outlive its own.
 func (t *Tensor) Src(i int) *Tensor {
 	if i < 0 || i >= bindings.MaxSrc || t.ctx.hold() != nil {

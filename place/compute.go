@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/hooks"
 )
 
 // ComputePlan is what llama_context's scheduler reserves for the
@@ -51,11 +50,11 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 		p.info("place: compute buffers not counted: " + why)
 		return nil
 	}
-	lib := hooks.Lib(pl.rt)
+	lib := pl.rt.Ops()
 	// the buffer types the scheduler may report, by handle
-	bts := map[bindings.Buft]ggml.BufferType{pl.cpuBuf.Handle(): pl.cpuBuf}
-	devs := map[bindings.Dev]*ggml.Device{pl.cpu.Handle(): pl.cpu}
-	handles := make([]bindings.Dev, 0, len(p.Devices))
+	bts := map[ops.Buft]ggml.BufferType{pl.cpuBuf.Handle(): pl.cpuBuf}
+	devs := map[ops.Dev]*ggml.Device{pl.cpu.Handle(): pl.cpu}
+	handles := make([]ops.Dev, 0, len(p.Devices))
 	for _, d := range p.Devices {
 		handles = append(handles, d.Handle())
 		devs[d.Handle()] = d
@@ -71,7 +70,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 		}
 	}
 	var mismatch error
-	weight := func(t *arch.Tensor) bindings.Buft {
+	weight := func(t *arch.Tensor) ops.Buft {
 		if t.Index < 0 || t.Index >= len(p.Tensors) || p.Tensors[t.Index].Name != t.Name {
 			if mismatch == nil {
 				mismatch = fmt.Errorf("place: compute: the graph's weight %s is not the plan's tensor %d", t.Name, t.Index)
@@ -80,9 +79,9 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 		}
 		return p.Tensors[t.Index].BufferType.Handle()
 	}
-	cache := func(ci, j int) bindings.Buft { return cm.Caches[ci].Tensors[j].BufferType.Handle() }
+	cache := func(ci, j int) ops.Buft { return cm.Caches[ci].Tensors[j].BufferType.Handle() }
 	res, err := h.run.Reserve(arch.ReserveParams{Lib: lib, Memory: mem, At: arch.Placement{Weight: weight, Cache: cache},
-		Devices: handles, LayerDevice: func(il int) bindings.Dev {
+		Devices: handles, LayerDevice: func(il int) ops.Dev {
 			if il >= 0 && il < len(p.LayerDevices) && p.LayerDevices[il] != nil {
 				return p.LayerDevices[il].Handle()
 			}

@@ -36,8 +36,8 @@ type TensorInfo struct {
 	Op    ggml.Op
 }
 
-// ops maps the ggml ops of llama.cpp's tensor info table to ggml's.
-var ops = map[string]ggml.Op{
+// infoOps maps the ggml ops of llama.cpp's tensor info table to ggml's.
+var infoOps = map[string]ggml.Op{
 	"NONE": ggml.OpNone, "ADD": ggml.OpAdd, "ADD_ID": ggml.OpAddID, "MUL": ggml.OpMul, "DIV": ggml.OpDiv,
 	"MUL_MAT": ggml.OpMulMat, "MUL_MAT_ID": ggml.OpMulMatID, "SCALE": ggml.OpScale, "GET_ROWS": ggml.OpGetRows,
 	"ROPE": ggml.OpRope, "IM2COL": ggml.OpIm2Col, "SSM_CONV": ggml.OpSSMConv, "SSM_SCAN": ggml.OpSSMScan,
@@ -45,7 +45,7 @@ var ops = map[string]ggml.Op{
 }
 
 func tensorInfo(i arch.Info) (TensorInfo, bool) {
-	op, ok := ops[i.Op]
+	op, ok := infoOps[i.Op]
 	return TensorInfo{Kind: i.Kind, Layer: LayerClass(i.Class), Op: op}, ok
 }
 

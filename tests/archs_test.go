@@ -217,7 +217,7 @@ func archFiles(t *testing.T, rt *ggml.Runtime, embd int64) []synth.ArchFile {
 	if embd > 0 {
 		dir = filepath.Join(dir, fmt.Sprintf("embd%d", embd))
 	}
-	o := synth.ArchOptions{Embd: embd, Graph: testenv.Lib(rt)}
+	o := synth.ArchOptions{Embd: embd, Graph: rt.Ops()}
 	only := os.Getenv("GGLOAD_ARCHS")
 	if only != "" {
 		o.Only = func(a string) bool { return slices.Contains(strings.Split(only, ","), a) }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/ops"
 )
 
 // IsEvalError reports whether err is a construct the evaluator does not
@@ -18,21 +18,20 @@ func IsEvalError(err error) bool {
 // RunOps runs a program body with "ctx" a no_alloc ggml context of a
 // graph being built, "gf" its graph and "t" a 4×6 f32 tensor in it; the
 // result is the body's integer.
-func RunOps(t *testing.T, lib *bindings.Lib, body string) (int64, error) {
+func RunOps(t *testing.T, lib *ops.Lib, body string) (int64, error) {
 	t.Helper()
 	r, err := Load(memModel(t, llamaWriter(t, false)), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*bindings.Tensor{}}
+	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*ops.Tensor{}}
 	const n = 256
-	g := &graphState{GraphSession: s, size: n, inGraph: map[*bindings.Tensor]bool{}}
-	g.ctx = lib.Init(bindings.InitParams{MemSize: lib.TensorOverhead()*n + lib.GraphOverheadCustom(n, false), NoAlloc: true})
-	if g.ctx == 0 {
+	g := &graphState{GraphSession: s}
+	g.ctx = lib.NewContext(lib.TensorOverhead()*n + lib.GraphOverheadCustom(n, false))
+	if g.ctx == nil {
 		t.Fatal("ggml_init failed")
 	}
-	g.ctxSize, g.overhead = lib.GetMemSize(g.ctx), lib.TensorOverhead()
-	g.gf = lib.NewGraphCustom(g.ctx, n, false)
+	g.gf = lib.NewGraph(g.ctx, n)
 	defer g.free()
 	r.graph = g
 	defer func() { r.graph = nil }()
@@ -43,7 +42,7 @@ func RunOps(t *testing.T, lib *bindings.Lib, body string) (int64, error) {
 	resolveGlobals(p)
 	resolveLocals(p)
 	compile(p)
-	v, err := r.call(p, Val{K: KObj, P: r.model}, []Val{{K: KNative, P: nativeCtx{g.ctx}}, {K: KNative, P: nativeGraph{g.gf}}})
+	v, err := r.call(p, Val{K: KObj, P: r.model}, []Val{{K: KNative, P: g.ctx}, {K: KNative, P: g.gf}})
 	if err != nil {
 		return 0, err
 	}

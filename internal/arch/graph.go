@@ -3,14 +3,12 @@ package arch
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
-	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch/ast"
 )
 
@@ -29,17 +27,11 @@ import (
 // (no graph callback, no LoRA adapters, an empty control vector, no
 // samplers).
 //
-// Every ggml call is checked in Go first (gcheck): a failed GGML_ASSERT
-// in the native library would end the process.
-
-// KNative values: P is a *bindings.Tensor, a nativeCtx, a nativeGraph,
-// a nativeSched or a nativeBackend.
-type (
-	nativeCtx     struct{ h bindings.Context }
-	nativeGraph   struct{ h bindings.Graph }
-	nativeSched   struct{ h bindings.Sched }
-	nativeBackend struct{ h bindings.Backend }
-)
+// Every ggml call is checked in Go first (package ops): a failed
+// GGML_ASSERT in the native library would end the process.
+//
+// KNative values: P is an *ops.Tensor, an *ops.Context, an *ops.Graph,
+// an ops.Sched or an ops.Backend.
 
 // GraphSession is what the graphs of one context share: the weights'
 // and the KV cache's tensors, made on a no_alloc context. Where they are
@@ -49,14 +41,13 @@ type (
 // assigns their ops by their buffers.
 type GraphSession struct {
 	r       *Run
-	lib     *bindings.Lib
-	wctx    bindings.Context
-	weights map[*Tensor]*bindings.Tensor
+	lib     *ops.Lib
+	wctx    *ops.Context
+	weights map[*Tensor]*ops.Tensor
 	mctx    Val
 	fa      bool
 	at      Placement
-	wmem    goMem
-	dummies map[dummyKey]bindings.Buffer
+	dummies map[dummyKey]ops.Buffer
 	sched   *schedState // nil: the graphs are for counting only
 }
 
@@ -64,26 +55,26 @@ type GraphSession struct {
 // scheduled session; a nil function (or a zero buffer type) leaves the
 // tensor without a buffer.
 type Placement struct {
-	Weight func(t *Tensor) bindings.Buft
-	Cache  func(cache, i int) bindings.Buft // the i-th tensor of Memory.Caches[cache]
+	Weight func(t *Tensor) ops.Buft
+	Cache  func(cache, i int) ops.Buft // the i-th tensor of Memory.Caches[cache]
 }
 
 type dummyKey struct {
-	buft    bindings.Buft
+	buft    ops.Buft
 	weights bool
 }
 
 // NewGraphSession starts the graphs of a context: InitContext and
 // CreateMemory must have run (their cparams and cache are the graphs'),
 // and CreateTensors (the weights).
-func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, at Placement) (*GraphSession, error) {
+func (r *Run) NewGraphSession(lib *ops.Lib, mem *Memory, flashAttn bool, at Placement) (*GraphSession, error) {
 	if lib == nil {
 		return nil, fmt.Errorf("arch: a graph needs the native library")
 	}
 	if r.cparams == nil {
 		return nil, fmt.Errorf("arch: a graph before InitContext")
 	}
-	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*bindings.Tensor{}, fa: flashAttn, at: at, dummies: map[dummyKey]bindings.Buffer{}}
+	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*ops.Tensor{}, fa: flashAttn, at: at, dummies: map[dummyKey]ops.Buffer{}}
 	nw := 16
 	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
 	if mem != nil {
@@ -91,8 +82,8 @@ func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, at
 			nw += len(c.Tensors)
 		}
 	}
-	s.wctx = s.wmem.init(lib, lib.TensorOverhead()*uintptr(nw))
-	if s.wctx == 0 {
+	s.wctx = lib.NewContext(lib.TensorOverhead() * uintptr(nw))
+	if s.wctx == nil {
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
 	var err error
@@ -105,11 +96,7 @@ func (r *Run) NewGraphSession(lib *bindings.Lib, mem *Memory, flashAttn bool, at
 
 // Close frees the session's tensors and buffers.
 func (s *GraphSession) Close() {
-	if s.wctx != 0 {
-		s.lib.Free(s.wctx)
-		s.wctx = 0
-	}
-	s.wmem.release()
+	s.lib.Free(s.wctx)
 	for k, b := range s.dummies {
 		s.lib.BufferFree(b)
 		delete(s.dummies, k)
@@ -118,29 +105,26 @@ func (s *GraphSession) Close() {
 
 // place puts a weight or cache tensor on the dummy buffer of its buffer
 // type.
-func (s *GraphSession) place(t *bindings.Tensor, buft bindings.Buft, weights bool) error {
+func (s *GraphSession) place(t *ops.Tensor, buft ops.Buft, weights bool) error {
 	if buft == 0 {
 		return nil
 	}
 	k := dummyKey{buft, weights}
 	b, ok := s.dummies[k]
 	if !ok {
-		if b = s.lib.BuftAllocBuffer(buft, 0); b == 0 {
+		if b = s.lib.DummyBuffer(buft, weights); b == 0 {
 			return fmt.Errorf("arch: a dummy buffer of %s", s.lib.BuftName(buft))
-		}
-		if weights {
-			s.lib.BufferSetUsage(b, 1) // GGML_BACKEND_BUFFER_USAGE_WEIGHTS
 		}
 		s.dummies[k] = b
 	}
-	t.Buffer = b
+	ops.Place(t, b)
 	return nil
 }
 
 // Graph is a built graph. Free releases its context.
 type Graph struct {
 	Nodes int
-	G     bindings.Graph
+	G     *ops.Graph
 	g     *graphState
 	own   *GraphSession // BuildGraph's session, closed with the graph
 }
@@ -159,45 +143,15 @@ func (g *Graph) Free() {
 
 type graphState struct {
 	*GraphSession
-	ctx      bindings.Context // the compute context (no_alloc)
-	gf       bindings.Graph
-	size     int
-	inGraph  map[*bindings.Tensor]bool // what build_forward_expand has visited
-	nNodes   int                       // of them, the nodes
-	nLeafs   int                       // and the leafs
-	ctxSize  uintptr                   // ctx's memory (ggml_get_mem_size)
-	overhead uintptr                   // ggml_tensor_overhead
-	mem      goMem
-	inputs   int         // the result's inputs
-	fused    []fusedNode // the result's fused nodes
+	ctx    *ops.Context // the compute context (no_alloc)
+	gf     *ops.Graph
+	inputs int         // the result's inputs
+	fused  []fusedNode // the result's fused nodes
 }
 
 func (g *graphState) free() {
-	if g.ctx != 0 {
-		g.lib.Free(g.ctx)
-	}
-	g.ctx = 0
-	g.mem.release()
-}
-
-// goMem is a no_alloc ggml context's memory, from Go's heap: contexts of
-// graphs are made and freed many times, and native allocations this
-// large, freed, would raise glibc's mmap threshold for the process.
-type goMem struct {
-	buf []byte
-	pin runtime.Pinner
-}
-
-// init makes a no_alloc context of size bytes over m.
-func (m *goMem) init(lib *bindings.Lib, size uintptr) bindings.Context {
-	m.buf = make([]byte, size)
-	m.pin.Pin(&m.buf[0])
-	return lib.Init(bindings.InitParams{MemSize: size, MemBuffer: unsafe.Pointer(&m.buf[0]), NoAlloc: true})
-}
-
-func (m *goMem) release() {
-	m.pin.Unpin()
-	m.buf = nil
+	g.lib.Free(g.ctx)
+	g.ctx = nil
 }
 
 // Build replays llama_context::graph_reserve's building of a graph (its
@@ -211,22 +165,20 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	if nTokens%nSeqs != 0 {
 		nTokens = (nTokens + nSeqs - 1) / nSeqs * nSeqs
 	}
-	g := &graphState{GraphSession: s, size: maxNodes, inGraph: map[*bindings.Tensor]bool{}}
+	g := &graphState{GraphSession: s}
 	// llm_graph_result's constructor: a context for max_nodes tensors and
 	// the graph
 	size := lib.TensorOverhead()*uintptr(maxNodes) + lib.GraphOverheadCustom(uintptr(maxNodes), false)
-	g.ctx = g.mem.init(lib, size)
-	if g.ctx == 0 {
+	if g.ctx = lib.NewContext(size); g.ctx == nil {
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
-	g.ctxSize, g.overhead = lib.GetMemSize(g.ctx), lib.TensorOverhead()
-	g.gf = lib.NewGraphCustom(g.ctx, uintptr(maxNodes), false)
+	g.gf = lib.NewGraph(g.ctx, maxNodes)
 	r.graph = g
 	defer func() { r.graph = nil }()
 
 	res := newShared("llm_graph_result")
-	res.fields["gf"] = &Cell{V: Val{K: KNative, P: nativeGraph{g.gf}}}
-	res.fields["ctx"] = &Cell{V: Val{K: KNative, P: nativeCtx{g.ctx}}}
+	res.fields["gf"] = &Cell{V: Val{K: KNative, P: g.gf}}
+	res.fields["ctx"] = &Cell{V: Val{K: KNative, P: g.ctx}}
 	nLayer := len(r.model.fields["layers"].V.P.(*Array).cells)
 	res.fields["t_layer_inp"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, nLayer, false)}}
 	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
@@ -246,8 +198,8 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	set(params, "backend_cpu", vNull)
 	set(params, "cb", vNull)
 	if sc := s.sched; sc != nil {
-		set(params, "sched", Val{K: KNative, P: nativeSched{sc.h}})
-		set(params, "backend_cpu", Val{K: KNative, P: nativeBackend{sc.cpu}})
+		set(params, "sched", Val{K: KNative, P: sc.h})
+		set(params, "backend_cpu", Val{K: KNative, P: sc.cpu})
 		set(params, "cb", Val{K: KFunc, P: builtinFunc(sc.callback(s, nTokens))})
 	}
 	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
@@ -286,15 +238,15 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 			g.free()
 			return nil, fmt.Errorf("arch: a fused node of %s", c.V.describe())
 		}
-		t, _ := a.cells[1].V.P.(*bindings.Tensor)
+		t, _ := a.cells[1].V.P.(*ops.Tensor)
 		g.fused = append(g.fused, fusedNode{op: a.cells[0].V.I, t: t, il: int(a.cells[2].V.I)})
 	}
-	return &Graph{Nodes: int(lib.GraphNNodes(g.gf)), G: g.gf, g: g}, nil
+	return &Graph{Nodes: lib.NNodes(g.gf), G: g.gf, g: g}, nil
 }
 
 // GraphParams are what BuildGraph builds a context's reserve graph with.
 type GraphParams struct {
-	Lib       *bindings.Lib
+	Lib       *ops.Lib
 	NTokens   uint32 // the reserve ubatch: n_ubatch tokens
 	NSeqs     uint32 // of n_seq_max sequences
 	NOutputs  uint32 // min(n_tokens, n_outputs_max) outputs
@@ -568,18 +520,18 @@ func (s *GraphSession) recurrentContext(c *Cache, ci int) (Val, error) {
 
 // cacheTensor makes tensor j of cache ci on the session's context and
 // places it on the buffer type the plan gives it.
-func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*bindings.Tensor, error) {
+func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*ops.Tensor, error) {
 	ne := mt.Ne
-	nd := int32(4)
+	nd := 4
 	for nd > 1 && ne[nd-1] == 1 {
 		nd--
 	}
-	t := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, &ne[0])
-	if t == nil {
-		return nil, fmt.Errorf("arch: the cache tensor %s", mt.Name)
+	t, err := s.lib.NewTensor(s.wctx, int32(mt.Type), nd, ne)
+	if err != nil || t == nil {
+		return nil, fmt.Errorf("arch: the cache tensor %s: %v", mt.Name, err)
 	}
 	s.lib.SetName(t, mt.Name)
-	var bt bindings.Buft
+	var bt ops.Buft
 	if s.at.Cache != nil {
 		bt = s.at.Cache(ci, j)
 	}
@@ -1068,19 +1020,19 @@ func graphBuiltins() map[string]builtinFunc {
 		if len(vs) != 3 {
 			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend of %d arguments", len(vs))
 		}
-		sc, ok1 := vs[0].P.(nativeSched)
-		t, ok2 := vs[1].P.(*bindings.Tensor)
-		be, ok3 := vs[2].P.(nativeBackend)
+		sc, ok1 := vs[0].P.(ops.Sched)
+		t, ok2 := vs[1].P.(*ops.Tensor)
+		be, ok3 := vs[2].P.(ops.Backend)
 		if vs[0].K == KNull {
 			return vVoid, nil // no scheduler: a graph built for its shape alone
 		}
-		if !ok1 || !ok2 || !ok3 || t == nil || be.h == 0 {
+		if !ok1 || !ok2 || !ok3 || t == nil || be == 0 {
 			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend(%s, %s, %s)", vs[0].describe(), vs[1].describe(), vs[2].describe())
 		}
 		if f.r.graph == nil {
 			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend outside BuildGraph")
 		}
-		f.r.graph.lib.SchedSetTensorBackend(sc.h, t, be.h)
+		f.r.graph.lib.SchedSetTensorBackend(sc, t, be)
 		return vVoid, nil
 	}
 	return out
@@ -1088,7 +1040,7 @@ func graphBuiltins() map[string]builtinFunc {
 
 // nativeMember reads a member of a native tensor.
 func nativeMember(v Val, name string) (Val, bool) {
-	t, ok := v.P.(*bindings.Tensor)
+	t, ok := v.P.(*ops.Tensor)
 	if !ok {
 		return vVoid, false
 	}
@@ -1111,12 +1063,12 @@ func nativeMember(v Val, name string) (Val, bool) {
 		if t.ViewSrc == nil {
 			return vNull, true
 		}
-		return Val{K: KNative, P: t.ViewSrc}, true
+		return Val{K: KNative, P: (*ops.Tensor)(t.ViewSrc)}, true
 	case "src":
-		a := newArray(ast.TPtr, bindings.MaxSrc, true)
+		a := newArray(ast.TPtr, ops.MaxSrc, true)
 		for i, s := range t.Src {
 			if s != nil {
-				a.cells[i].V = Val{K: KNative, P: s}
+				a.cells[i].V = Val{K: KNative, P: (*ops.Tensor)(s)}
 			}
 		}
 		return Val{K: KArr, P: a}, true

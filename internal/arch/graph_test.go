@@ -3,8 +3,8 @@ package arch_test
 import (
 	"testing"
 
-	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
@@ -58,7 +58,7 @@ func TestBuildGraphDemoLlama(t *testing.T) {
 			flash = 1
 		}
 		r, cx, mem := demoContext(t, path, flash)
-		g, err := r.BuildGraph(arch.GraphParams{Lib: testenv.Lib(rt), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
+		g, err := r.BuildGraph(arch.GraphParams{Lib: rt.Ops(), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
 			FlashAttn: cx.FlashAttn, Memory: mem})
 		if err != nil {
 			t.Fatalf("flash attention %v: %v", c.fa, err)
@@ -81,8 +81,8 @@ func TestReserveCPUDemoLlama(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := testenv.Lib(rt)
-	cpu := lib.DevByType(0)
+	lib := rt.Ops()
+	cpu := lib.DevByType(ops.DevTypeCPU)
 	buft := lib.DevBufferType(cpu)
 	for _, c := range []struct {
 		fa    int
@@ -91,8 +91,8 @@ func TestReserveCPUDemoLlama(t *testing.T) {
 	}{{1, 254, 17840128}, {0, 294, 81799168}, {-1, 254, 17840128}} {
 		r, _, mem := demoContext(t, path, c.fa)
 		res, err := r.Reserve(arch.ReserveParams{Lib: lib, Memory: mem, NTensors: 75,
-			At:          arch.Placement{Weight: func(*arch.Tensor) bindings.Buft { return buft }, Cache: func(int, int) bindings.Buft { return buft }},
-			LayerDevice: func(int) bindings.Dev { return cpu }})
+			At:          arch.Placement{Weight: func(*arch.Tensor) ops.Buft { return buft }, Cache: func(int, int) ops.Buft { return buft }},
+			LayerDevice: func(int) ops.Dev { return cpu }})
 		if err != nil {
 			t.Fatalf("flash attention %d: %v", c.fa, err)
 		}

@@ -10,7 +10,7 @@ import (
 
 func runOps(t *testing.T, body string) (int64, error) {
 	t.Helper()
-	return arch.RunOps(t, testenv.Lib(testenv.Runtime(t)), body)
+	return arch.RunOps(t, testenv.Runtime(t).Ops(), body)
 }
 
 // The ops the graph builders call make ggml's own tensors, with ggml's

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch/ast"
 )
 
@@ -23,13 +23,13 @@ import (
 
 // ReserveParams are the model's side of a context's reservation.
 type ReserveParams struct {
-	Lib     *bindings.Lib
-	Memory  *Memory        // CreateMemory's
-	At      Placement      // each weight's and cache tensor's buffer type
-	Devices []bindings.Dev // llama_model::devices, in order
+	Lib     *ops.Lib
+	Memory  *Memory   // CreateMemory's
+	At      Placement // each weight's and cache tensor's buffer type
+	Devices []ops.Dev // llama_model::devices, in order
 	// LayerDevice is llama_model::dev_layer(il): the device of layer il
 	// (the CPU's for a layer on the CPU).
-	LayerDevice     func(il int) bindings.Dev
+	LayerDevice     func(il int) ops.Dev
 	NGPULayers      int  // llama_model::n_gpu_layers()
 	NTensors        int  // llama_model::n_tensors(): the weights in their contexts
 	TensorOverrides bool // llama_model::has_tensor_overrides()
@@ -37,8 +37,8 @@ type ReserveParams struct {
 
 // ComputeBuffer is one backend's compute buffer.
 type ComputeBuffer struct {
-	Buft  bindings.Buft // the scheduler's buffer type for the backend
-	Dev   bindings.Dev
+	Buft  ops.Buft // the scheduler's buffer type for the backend
+	Dev   ops.Dev
 	Bytes uint64
 }
 
@@ -71,21 +71,17 @@ type fusedGroup struct {
 	probes       []fusedProbe
 }
 
-// ggml's device types, and llama.cpp's LLAMA_SPLIT_MODE_LAYER
-const (
-	splitModeLayer = 1
-	devCPU         = 0 // GGML_BACKEND_DEVICE_TYPE_CPU
-	devAccel       = 3 // GGML_BACKEND_DEVICE_TYPE_ACCEL
-)
+// llama.cpp's LLAMA_SPLIT_MODE_LAYER
+const splitModeLayer = 1
 
 // schedState is a session's scheduler: what the graph callback and
 // -nkvo's pinning need.
 type schedState struct {
-	lib         *bindings.Lib
-	h           bindings.Sched
-	backends    []bindings.Backend
-	cpu         bindings.Backend
-	layerDev    func(il int) bindings.Dev
+	lib         *ops.Lib
+	h           ops.Sched
+	backends    []ops.Backend
+	cpu         ops.Backend
+	layerDev    func(il int) ops.Dev
 	fullOffload bool
 }
 
@@ -101,7 +97,7 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, a
 		if err != nil {
 			return vVoid, err
 		}
-		cur, ok := vs[1].P.(*bindings.Tensor)
+		cur, ok := vs[1].P.(*ops.Tensor)
 		if vs[1].K != KNative || !ok || cur == nil {
 			return vVoid, f.errorf("the graph callback of %s", vs[1].describe())
 		}
@@ -111,7 +107,7 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, a
 		if (nTokens < 32 || sc.fullOffload) && il != -1 && (name == "norm" || name == "l_last") {
 			dev := sc.layerDev(il)
 			for _, be := range sc.backends {
-				if sc.lib.BackendGetDevice(be) == dev && sc.lib.DevSupportsOp(dev, cur) {
+				if sc.lib.BackendDevice(be) == dev && sc.lib.DevSupportsOp(dev, cur) {
 					sc.lib.SchedSetTensorBackend(sc.h, cur, be)
 				}
 			}
@@ -136,10 +132,10 @@ var (
 const maxBackendSets = 4
 
 type backendSet struct {
-	lib       *bindings.Lib
-	devs      []bindings.Dev
-	bes       []bindings.Backend
-	scheds    map[schedKey]bindings.Sched
+	lib       *ops.Lib
+	devs      []ops.Dev
+	bes       []ops.Backend
+	scheds    map[schedKey]ops.Sched
 	transient bool
 }
 
@@ -150,7 +146,7 @@ type schedKey struct {
 }
 
 // backendSetFor is the backends of devs (reserveMu held).
-func backendSetFor(lib *bindings.Lib, devs []bindings.Dev) (*backendSet, error) {
+func backendSetFor(lib *ops.Lib, devs []ops.Dev) (*backendSet, error) {
 	for i, s := range reserveSets {
 		if s.lib == lib && slices.Equal(s.devs, devs) {
 			// most recently used last
@@ -158,15 +154,15 @@ func backendSetFor(lib *bindings.Lib, devs []bindings.Dev) (*backendSet, error) 
 			return s, nil
 		}
 	}
-	s := &backendSet{lib: lib, devs: devs, scheds: map[schedKey]bindings.Sched{}}
+	s := &backendSet{lib: lib, devs: devs, scheds: map[schedKey]ops.Sched{}}
 	for _, d := range devs {
 		// an RPC server serves one client at a time, and a meta device
 		// asks its plan's splitter (which goes with the plan): their sets
 		// are made and freed each time
-		if reg := lib.DevBackendReg(d); reg != 0 && lib.RegName(reg) == "RPC" || lib.DevType(d) == bindings.DevTypeMeta {
+		if lib.DevRegName(d) == "RPC" || lib.DevType(d) == ops.DevTypeMeta {
 			s.transient = true
 		}
-		be := lib.DevInit(d, nil)
+		be := lib.BackendInit(d)
 		if be == 0 {
 			s.free(lib)
 			return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
@@ -184,19 +180,19 @@ func backendSetFor(lib *bindings.Lib, devs []bindings.Dev) (*backendSet, error) 
 }
 
 // sched is the set's scheduler for these settings, made once.
-func (s *backendSet) sched(lib *bindings.Lib, bufts []bindings.Buft, maxNodes int, pp, opOffload bool) bindings.Sched {
+func (s *backendSet) sched(lib *ops.Lib, bufts []ops.Buft, maxNodes int, pp, opOffload bool) ops.Sched {
 	k := schedKey{maxNodes, pp, opOffload, fmt.Sprint(bufts)}
 	if h, ok := s.scheds[k]; ok {
 		return h
 	}
-	h := lib.SchedNew(&s.bes[0], &bufts[0], int32(len(s.bes)), uintptr(maxNodes), pp, opOffload)
+	h := lib.SchedNew(s.bes, bufts, maxNodes, pp, opOffload)
 	if h != 0 {
 		s.scheds[k] = h
 	}
 	return h
 }
 
-func (s *backendSet) free(lib *bindings.Lib) {
+func (s *backendSet) free(lib *ops.Lib) {
 	for k, h := range s.scheds {
 		lib.SchedFree(h)
 		delete(s.scheds, k)
@@ -226,13 +222,13 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	setb := func(name string, v bool) { cp.fields[name].V = vBool(v) }
 
 	// the backends: the model's devices, the ACCEL devices, the CPU
-	devs := append([]bindings.Dev(nil), p.Devices...)
-	for i := uintptr(0); i < lib.DevCount(); i++ {
-		if d := lib.DevGet(i); lib.DevType(d) == devAccel {
+	devs := append([]ops.Dev(nil), p.Devices...)
+	for i := 0; i < lib.DevCount(); i++ {
+		if d := lib.DevGet(i); lib.DevType(d) == ops.DevTypeAccel {
 			devs = append(devs, d)
 		}
 	}
-	cpuDev := lib.DevByType(devCPU)
+	cpuDev := lib.DevByType(ops.DevTypeCPU)
 	if cpuDev == 0 {
 		return nil, &Throw{Msg: "failed to initialize CPU backend"}
 	}
@@ -248,10 +244,10 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	}
 	bes := set.bes
 	cpu := bes[len(bes)-1]
-	bufts := make([]bindings.Buft, len(bes))
+	bufts := make([]ops.Buft, len(bes))
 	for i, be := range bes {
 		bufts[i] = lib.BackendDefaultBuft(be)
-		if lib.DevType(lib.BackendGetDevice(be)) == devCPU && len(p.Devices) > 0 {
+		if lib.DevType(lib.BackendDevice(be)) == ops.DevTypeCPU && len(p.Devices) > 0 {
 			// the host buffer of the first device, for faster transfers
 			if h := lib.DevHostBufferType(p.Devices[0]); h != 0 {
 				bufts[i] = h
@@ -267,13 +263,11 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 		b("offload_kqv") && !p.TensorOverrides
 	if pp {
 		for _, be := range bes {
-			d := lib.BackendGetDevice(be)
-			if lib.DevType(d) == devCPU {
+			d := lib.BackendDevice(be)
+			if lib.DevType(d) == ops.DevTypeCPU {
 				continue
 			}
-			var props bindings.DevProps
-			lib.DevGetProps(d, &props)
-			if !props.Caps.Async || !props.Caps.Events {
+			if !lib.DevAsyncEvents(d) {
 				pp = false
 				break
 			}
@@ -299,12 +293,12 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// every buffer type the tensors are on must be one a backend can use:
 	// the scheduler aborts on a tensor it cannot place
 	at := p.At
-	check := func(bt bindings.Buft, what string) error {
+	check := func(bt ops.Buft, what string) error {
 		if bt == 0 {
 			return nil
 		}
 		for _, be := range bes {
-			if lib.DevSupportsBuft(lib.BackendGetDevice(be), bt) {
+			if lib.DevSupportsBuft(lib.BackendDevice(be), bt) {
 				return nil
 			}
 		}
@@ -312,7 +306,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	}
 	var placeErr error
 	if w := at.Weight; w != nil {
-		at.Weight = func(t *Tensor) bindings.Buft {
+		at.Weight = func(t *Tensor) ops.Buft {
 			bt := w(t)
 			if err := check(bt, "weight "+t.Name); err != nil && placeErr == nil {
 				placeErr = err
@@ -342,7 +336,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// graph_reserve: a graph for the ubatch, then the scheduler's split
 	// (and with sizes, its buffers measured); then split, if not nil,
 	// reads the split graph before it is freed
-	reserve := func(nt, ns, no uint32, sizes []uintptr, split func(*Graph)) (built, error) {
+	reserve := func(nt, ns, no uint32, sizes *[]uintptr, split func(*Graph)) (built, error) {
 		lib.SchedReset(sched)
 		s.fa = b("flash_attn")
 		g, err := s.Build(nt, ns, no, out.MaxNodes)
@@ -353,20 +347,20 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 		if placeErr != nil {
 			return built{}, placeErr
 		}
-		if n := g.g.nLeafs + g.Nodes; n > out.MaxNodes {
+		if n := g.G.Leafs() + g.Nodes; n > out.MaxNodes {
 			// the scheduler's hash set holds at least max_nodes tensors
 			return built{}, &Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
 		}
 		if err := schedulable(lib, g.G, bes, cpu); err != nil {
 			return built{}, err
 		}
-		out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: g.g.inputTensors(lib)} // before the split rewires the inputs
+		out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: lib.InputTensors(g.G)} // before the split rewires the inputs
 		if sizes != nil {
-			lib.SchedReserveSize(sched, g.G, &sizes[0])
+			*sizes = lib.SchedReserveSize(sched, g.G, len(bes))
 		} else {
 			lib.SchedSplitGraph(sched, g.G)
 		}
-		out.splits = int(lib.SchedGetNSplits(sched))
+		out.splits = lib.SchedSplits(sched)
 		if split != nil {
 			split(g)
 		}
@@ -380,7 +374,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	type probeNode struct {
 		op  int64
 		il  int
-		dev bindings.Dev
+		dev ops.Dev
 	}
 	var last struct {
 		key   string
@@ -406,8 +400,8 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 		bt, err := reserve(n, nSeqs, n, nil, func(g *Graph) {
 			for _, fn := range g.g.fused {
 				pn := probeNode{op: fn.op, il: fn.il}
-				if be := lib.SchedGetTensorBackend(sched, fn.t); be != 0 {
-					pn.dev = lib.BackendGetDevice(be)
+				if be := lib.SchedTensorBackend(sched, fn.t); be != 0 {
+					pn.dev = lib.BackendDevice(be)
 				}
 				nodes = append(nodes, pn)
 			}
@@ -440,7 +434,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 				}
 				devFused := fn.dev
 				if devLayer := p.LayerDevice(fn.il); devFused != devLayer {
-					name := func(d bindings.Dev) string {
+					name := func(d ops.Dev) string {
 						if d == 0 {
 							return "none"
 						}
@@ -466,8 +460,8 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// the prompt graph first, measured; then the generation graph
 	// (llama.cpp then splits the prompt graph once more, which changes
 	// nothing it reports)
-	sizes := make([]uintptr, len(bes))
-	ppg, err := reserve(nTokens, nSeqs, min(nTokens, u("n_outputs_max")), sizes, nil)
+	var sizes []uintptr
+	ppg, err := reserve(nTokens, nSeqs, min(nTokens, u("n_outputs_max")), &sizes, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +476,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	out.NodesPP, out.SplitsPP, out.InputsPP, out.InputTensorsPP = ppg.nodes, ppg.splits, ppg.inputs, ppg.inputTensors
 	out.NodesTG, out.SplitsTG, out.InputsTG, out.InputTensorsTG = tgg.nodes, tgg.splits, tgg.inputs, tgg.inputTensors
 	for i, be := range bes {
-		out.Buffers = append(out.Buffers, ComputeBuffer{Buft: bufts[i], Dev: lib.BackendGetDevice(be), Bytes: uint64(sizes[i])})
+		out.Buffers = append(out.Buffers, ComputeBuffer{Buft: bufts[i], Dev: lib.BackendDevice(be), Bytes: uint64(sizes[i])})
 		if sizes[i] > 1 {
 			logf("INFO", "sched_reserve: %10s compute buffer size = %8.2f MiB", lib.BuftName(bufts[i]), float64(sizes[i])/1024/1024)
 		}
@@ -503,33 +497,10 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	return out, nil
 }
 
-// inputTensors is llama_graph_n_input_tensors: the graph's tensors
-// flagged as inputs that a node is or uses.
-func (g *graphState) inputTensors(lib *bindings.Lib) int {
-	const flagInput = 1 // GGML_TENSOR_FLAG_INPUT
-	seen := map[*bindings.Tensor]bool{}
-	n := int(lib.GraphNNodes(g.gf))
-	for i := range n {
-		node := lib.GraphNode(g.gf, int32(i))
-		if node.Flags&flagInput != 0 {
-			seen[node] = true
-		}
-		for _, src := range node.Src {
-			if src == nil {
-				break
-			}
-			if src.Flags&flagInput != 0 {
-				seen[src] = true
-			}
-		}
-	}
-	return len(seen)
-}
-
 // fusedNode is one of llm_graph_result's fused nodes.
 type fusedNode struct {
 	op int64
-	t  *bindings.Tensor
+	t  *ops.Tensor
 	il int
 }
 
@@ -578,23 +549,23 @@ var viewOps = map[string]bool{"NONE": true, "VIEW": true, "RESHAPE": true, "PERM
 // scheduler, left with it unassigned, aborts the process
 // (GGML_ASSERT(*cur_backend_id != -1) in ggml_backend_sched_split_graph).
 // The CPU, last in the list, runs almost everything and is asked first.
-func schedulable(lib *bindings.Lib, g bindings.Graph, bes []bindings.Backend, cpu bindings.Backend) error {
-	cpuDev := lib.BackendGetDevice(cpu)
-	ops := map[int32]bool{}
-	n := lib.GraphNNodes(g)
-	for i := int32(0); i < n; i++ {
-		node := lib.GraphNode(g, i)
-		view, ok := ops[node.Op]
+func schedulable(lib *ops.Lib, g *ops.Graph, bes []ops.Backend, cpu ops.Backend) error {
+	cpuDev := lib.BackendDevice(cpu)
+	views := map[int32]bool{}
+	n := lib.NNodes(g)
+	for i := 0; i < n; i++ {
+		node := lib.Node(g, i)
+		view, ok := views[node.Op]
 		if !ok {
 			view = viewOps[lib.OpName(node.Op)]
-			ops[node.Op] = view
+			views[node.Op] = view
 		}
 		if view || node.ViewSrc != nil || lib.DevSupportsOp(cpuDev, node) {
 			continue
 		}
 		supported := false
 		for _, be := range bes {
-			if be != cpu && lib.DevSupportsOp(lib.BackendGetDevice(be), node) {
+			if be != cpu && lib.DevSupportsOp(lib.BackendDevice(be), node) {
 				supported = true
 				break
 			}
@@ -604,15 +575,13 @@ func schedulable(lib *bindings.Lib, g bindings.Graph, bes []bindings.Backend, cp
 			for _, src := range node.Src {
 				if src != nil {
 					where := "no buffer"
-					if src.Buffer != 0 {
-						where = lib.BuftName(lib.BufferGetType(src.Buffer))
-					} else if src.ViewSrc != nil && src.ViewSrc.Buffer != 0 {
-						where = lib.BuftName(lib.BufferGetType(src.ViewSrc.Buffer))
+					if bt := lib.BufferType((*ops.Tensor)(src)); bt != 0 {
+						where = lib.BuftName(bt)
 					}
-					srcs = append(srcs, fmt.Sprintf("%s %s (%s)", lib.TypeName(src.Type), bindings.GoString(&src.Name[0]), where))
+					srcs = append(srcs, fmt.Sprintf("%s %s (%s)", lib.TypeName(src.Type), ops.NameOf((*ops.Tensor)(src)), where))
 				}
 			}
-			return &Abort{Msg: fmt.Sprintf("GGML_ASSERT(*cur_backend_id != -1) failed: no backend runs node %s (%s of %s)", bindings.GoString(&node.Name[0]), lib.OpName(node.Op), strings.Join(srcs, ", "))}
+			return &Abort{Msg: fmt.Sprintf("GGML_ASSERT(*cur_backend_id != -1) failed: no backend runs node %s (%s of %s)", ops.NameOf(node), lib.OpName(node.Op), strings.Join(srcs, ", "))}
 		}
 	}
 	return nil

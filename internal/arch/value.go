@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch/ast"
 )
 
@@ -217,7 +217,7 @@ func (v Val) describe() string {
 	case KAddr:
 		return "address of " + v.P.(*Cell).V.describe()
 	case KNative:
-		if t, ok := v.P.(*bindings.Tensor); ok {
+		if t, ok := v.P.(*ops.Tensor); ok {
 			n, _ := nativeMember(v, "name")
 			return fmt.Sprintf("ggml tensor %q %v", n.S, t.Ne)
 		}

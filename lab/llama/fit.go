@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
-	"github.com/ggload/ggload/internal/hooks"
 )
 
 // commonLib is the part of libllama-common (the same prebuilt set) the
@@ -220,7 +219,7 @@ func (l *Lib) FitWith(ld Load, cp ContextParams, margins []uint64, nCtxMin uint3
 			if o.pattern == nil {
 				break
 			}
-			out.Overrides = append(out.Overrides, [2]string{bindings.GoString(o.pattern), hooks.Lib(l.rt).BuftName(o.buft)})
+			out.Overrides = append(out.Overrides, [2]string{bindings.GoString(o.pattern), bindings.Current().BuftName(o.buft)})
 		}
 	}
 	return out, lines, nil

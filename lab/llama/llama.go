@@ -185,7 +185,7 @@ func (l *Lib) modelParams(ld Load, pin *runtime.Pinner) (ModelParams, error) {
 	if ld.Devices != nil {
 		devs := make([]bindings.Dev, len(ld.Devices)+1)
 		for i, d := range ld.Devices {
-			devs[i] = d.Handle()
+			devs[i] = bindings.Dev(d.Handle())
 		}
 		pin.Pin(&devs[0])
 		p.Devices = uintptr(unsafe.Pointer(&devs[0]))
@@ -205,7 +205,7 @@ func (l *Lib) modelParams(ld Load, pin *runtime.Pinner) (ModelParams, error) {
 			}
 			pat := bindings.CString(o[0])
 			pin.Pin(pat)
-			ovs[i] = buftOverride{pat, b.Handle()}
+			ovs[i] = buftOverride{pat, bindings.Buft(b.Handle())}
 		}
 		pin.Pin(&ovs[0])
 		p.TensorBuftOverrides = uintptr(unsafe.Pointer(&ovs[0]))

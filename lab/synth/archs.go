@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch"
 )
@@ -62,7 +62,7 @@ type ArchOptions struct {
 	// Graph, if set, is the native library the model's compute graphs
 	// are built with by the replay, and mended until they build (graph.go);
 	// nil: the model is only checked by llama.cpp's loading code.
-	Graph *bindings.Lib
+	Graph *ops.Lib
 	// Only, if set, picks the architectures ArchFiles writes (the others'
 	// files in its directory are left as they are).
 	Only func(arch string) bool

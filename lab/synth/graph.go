@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
 )
 
@@ -54,7 +54,7 @@ func (e *GraphError) Unwrap() error { return e.Err }
 // checkGraph builds the model's graphs; the first refusal is returned.
 // A construct the replay does not support is not the model's fault: it
 // is returned as it is, and nothing is mended for it.
-func (m *ArchModel) checkGraph(lib *bindings.Lib) error {
+func (m *ArchModel) checkGraph(lib *ops.Lib) error {
 	r, rec, err := m.load()
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ var nullWeight = regexp.MustCompile(`^null tensor passed to `)
 
 // solveGraph mends the model until its graphs build, or says what stops
 // them.
-func (m *ArchModel) solveGraph(lib *bindings.Lib) error {
+func (m *ArchModel) solveGraph(lib *ops.Lib) error {
 	err := m.checkGraph(lib)
 	for err != nil {
 		var ab *arch.Abort

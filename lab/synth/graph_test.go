@@ -37,7 +37,7 @@ func TestArchGraphs(t *testing.T) {
 	only := os.Getenv("GGLOAD_ARCHS")
 	var built, refused int
 	for _, embd := range []int64{0, 256} { // as tests/ synthesizes them
-		files, err := synth.ArchFiles(t.TempDir(), src, synth.ArchOptions{Embd: embd, Graph: testenv.Lib(rt),
+		files, err := synth.ArchFiles(t.TempDir(), src, synth.ArchOptions{Embd: embd, Graph: rt.Ops(),
 			Only: func(a string) bool { return only == "" || slices.Contains(strings.Split(only, ","), a) }})
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/hooks"
 	"github.com/ggload/ggload/native"
 )
 
@@ -321,15 +320,20 @@ func SourceTree(t testing.TB) string {
 	return dir
 }
 
-// Lib is the raw native table behind rt, for harnesses that call what the
-// checked API does not offer.
-func Lib(rt *ggml.Runtime) *bindings.Lib { return hooks.Lib(rt) }
+// Lib is the raw native table behind rt (the process's one), for
+// harnesses that call what the checked API does not offer.
+func Lib(rt *ggml.Runtime) *bindings.Lib {
+	if rt == nil {
+		return nil
+	}
+	return bindings.Current()
+}
 
 // TensorC is the native struct of t.
-func TensorC(t *ggml.Tensor) *bindings.Tensor { return hooks.TensorC(t) }
+func TensorC(t *ggml.Tensor) *bindings.Tensor { return (*bindings.Tensor)(t.Native()) }
 
 // LiveBuffers counts the buffers made through package ggml and not freed.
-func LiveBuffers() int64 { return hooks.LiveBuffers() }
+func LiveBuffers() int64 { return ggml.LiveBuffers() }
 
 // DataAddr is a tensor's data address, for tests that compare addresses
 // (zero copy); nil for a tensor with none or a freed one.
