@@ -482,53 +482,11 @@ const streamPiece = 4 << 20
 // a streamed request it had taken from the client.
 func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte, size uint64) (consumed uint64, err error) {
 	cmd := hdr[0]
-	if cmd == CmdHello && len(req) == ConnCapsSize {
-		// no transport upgrade (RDMA): the guard relays plain TCP only
-		clear(req)
+	if consumed, err = g.send(s, client, server, hdr, req, size); err != nil {
+		return consumed, err
 	}
-	server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
-	if _, err := server.Write(hdr); err != nil {
-		g.Fail("send "+CmdName(cmd), err)
-		return 0, errServerFailed
-	}
-	if req != nil {
-		if _, err := server.Write(req); err != nil {
-			g.Fail("send "+CmdName(cmd), err)
-			return 0, errServerFailed
-		}
-	} else {
-		// tensor data is relayed unread, a buffer at a time, under one
-		// write deadline per streamPiece. (Splicing would save the copy,
-		// but when the server fails it loses count of the bytes taken
-		// from the client, which the guard must drain exactly to keep
-		// answering it.)
-		var deadline uint64
-		buf := s.relayBuffer()
-		for consumed < size {
-			n := min(uint64(len(buf)), size-consumed)
-			if _, err := io.ReadFull(client, buf[:n]); err != nil {
-				return consumed, errClientGone
-			}
-			consumed += n
-			if consumed > deadline {
-				server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
-				deadline = consumed + streamPiece
-			}
-			if _, err := server.Write(buf[:n]); err != nil {
-				g.Fail("send "+CmdName(cmd), err)
-				return consumed, errServerFailed
-			}
-		}
-	}
-	g.sent.Add(9 + size)
-	if cmd == CmdFreeBuffer && len(req) == 8 {
-		h := binary.LittleEndian.Uint64(req)
-		if b, ok := s.buffers[h]; ok && b.base != 0 {
-			g.mu.Lock()
-			delete(g.bases, b.base)
-			g.mu.Unlock()
-		}
-		delete(s.buffers, h)
+	if cmd == CmdFreeBuffer {
+		g.freed(s, req)
 	}
 	want := ReplySize[cmd]
 	if want == -1 {
@@ -549,21 +507,103 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 		}
 		return consumed, g.relay(client, server, cmd, rh, n, s.relayBuffer())
 	}
-	if n != uint64(want) {
-		g.Fail(CmdName(cmd), g.broken("a reply of %d bytes where the protocol has %d", n, want))
+	rsp, err := g.reply(s, server, hdr, req, n, want)
+	if err != nil {
+		g.Fail(CmdName(cmd), err)
 		return consumed, errServerFailed
+	}
+	if _, err := client.Write(append(rh[:], rsp...)); err != nil {
+		return consumed, errClientGone
+	}
+	g.received.Add(8 + n)
+	return consumed, nil
+}
+
+// send writes the client's command to the server: its header, then the
+// request kept whole or, for tensor data, streamed from the client
+// (consumed says how much of it was taken). The guard is marked failed
+// when the server does not take it.
+func (g *Guard) send(s *rpcSession, client, server net.Conn, hdr, req []byte, size uint64) (consumed uint64, err error) {
+	cmd := hdr[0]
+	if cmd == CmdHello && len(req) == ConnCapsSize {
+		// no transport upgrade (RDMA): the guard relays plain TCP only
+		clear(req)
+	}
+	server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
+	if _, err := server.Write(hdr); err != nil {
+		g.Fail("send "+CmdName(cmd), err)
+		return 0, errServerFailed
+	}
+	if req != nil {
+		if _, err := server.Write(req); err != nil {
+			g.Fail("send "+CmdName(cmd), err)
+			return 0, errServerFailed
+		}
+	} else if consumed, err = g.stream(s, client, server, cmd, size); err != nil {
+		return consumed, err
+	}
+	g.sent.Add(9 + size)
+	return consumed, nil
+}
+
+// stream relays size bytes of tensor data from the client to the server
+// unread, a buffer at a time, under one write deadline per streamPiece.
+// (Splicing would save the copy, but when the server fails it loses count
+// of the bytes taken from the client, which the guard must drain exactly
+// to keep answering it.)
+func (g *Guard) stream(s *rpcSession, client, server net.Conn, cmd byte, size uint64) (consumed uint64, err error) {
+	var deadline uint64
+	buf := s.relayBuffer()
+	for consumed < size {
+		n := min(uint64(len(buf)), size-consumed)
+		if _, err := io.ReadFull(client, buf[:n]); err != nil {
+			return consumed, errClientGone
+		}
+		consumed += n
+		if consumed > deadline {
+			server.SetWriteDeadline(time.Now().Add(g.ioTimeout))
+			deadline = consumed + streamPiece
+		}
+		if _, err := server.Write(buf[:n]); err != nil {
+			g.Fail("send "+CmdName(cmd), err)
+			return consumed, errServerFailed
+		}
+	}
+	return consumed, nil
+}
+
+// freed forgets the buffer a FREE_BUFFER request req frees.
+func (g *Guard) freed(s *rpcSession, req []byte) {
+	if len(req) != 8 {
+		return
+	}
+	h := binary.LittleEndian.Uint64(req)
+	if b, ok := s.buffers[h]; ok && b.base != 0 {
+		g.mu.Lock()
+		delete(g.bases, b.base)
+		g.mu.Unlock()
+	}
+	delete(s.buffers, h)
+}
+
+// reply reads the server's fixed-size reply of n bytes, of which the
+// protocol has want, checks it and makes it what the client gets: a
+// device's memory capped, a buffer's base confirmed and recorded, a
+// device query remembered for when the server is gone.
+func (g *Guard) reply(s *rpcSession, server net.Conn, hdr, req []byte, n uint64, want int) ([]byte, error) {
+	cmd := hdr[0]
+	if n != uint64(want) {
+		return nil, g.broken("a reply of %d bytes where the protocol has %d", n, want)
 	}
 	rsp := make([]byte, n)
 	if _, err := io.ReadFull(server, rsp); err != nil {
-		g.Fail(CmdName(cmd), err)
-		return consumed, errServerFailed
+		return nil, err
 	}
 	if cmd == CmdHello {
 		clear(rsp[4:])
 	}
 	if err := g.checkReply(s, cmd, req, rsp); err != nil {
-		g.Fail(CmdName(cmd), err)
-		return consumed, errServerFailed
+		return nil, err
 	}
 	if cmd == CmdGetDeviceMem && g.memCap > 0 {
 		// the budget the guard was given for the server's devices
@@ -571,28 +611,8 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 		binary.LittleEndian.PutUint64(rsp[8:], min(binary.LittleEndian.Uint64(rsp[8:]), g.memCap))
 	}
 	if cmd == CmdBufferGetBase {
-		// every tensor address the client sends derives from a base: a
-		// wrong one makes it send writes outside the buffer, which an
-		// honest server answers by aborting. Asked twice, a base that
-		// is not the server's own does not come back the same.
-		again, err := g.ask(server, hdr, req, len(rsp))
-		if err != nil {
-			g.Fail(CmdName(cmd), err)
-			return consumed, errServerFailed
-		}
-		if !bytes.Equal(again, rsp) {
-			g.Fail(CmdName(cmd), g.broken("base address %#x, then %#x for the same buffer", binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(again)))
-			return consumed, errServerFailed
-		}
-		if len(req) == 8 {
-			h := binary.LittleEndian.Uint64(req)
-			if b, ok := s.buffers[h]; ok {
-				b.base = binary.LittleEndian.Uint64(rsp)
-				s.buffers[h] = b
-				g.mu.Lock()
-				g.bases[b.base] = bufferRef{s: s, handle: h, size: b.size}
-				g.mu.Unlock()
-			}
+		if err := g.confirmBase(s, server, hdr, req, rsp); err != nil {
+			return nil, err
 		}
 	}
 	if rpcRemembered[cmd] {
@@ -600,11 +620,34 @@ func (g *Guard) forward(s *rpcSession, client, server net.Conn, hdr, req []byte,
 		g.answers[string(append([]byte{cmd}, req...))] = rsp
 		g.mu.Unlock()
 	}
-	if _, err := client.Write(append(rh[:], rsp...)); err != nil {
-		return consumed, errClientGone
+	return rsp, nil
+}
+
+// confirmBase asks BUFFER_GET_BASE again and records the base rsp gave
+// for the buffer. Every tensor address the client sends derives from a
+// base: a wrong one makes it send writes outside the buffer, which an
+// honest server answers by aborting. Asked twice, a base that is not the
+// server's own does not come back the same.
+func (g *Guard) confirmBase(s *rpcSession, server net.Conn, hdr, req, rsp []byte) error {
+	again, err := g.ask(server, hdr, req, len(rsp))
+	if err != nil {
+		return err
 	}
-	g.received.Add(8 + n)
-	return consumed, nil
+	if !bytes.Equal(again, rsp) {
+		return g.broken("base address %#x, then %#x for the same buffer", binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(again))
+	}
+	if len(req) != 8 {
+		return nil
+	}
+	h := binary.LittleEndian.Uint64(req)
+	if b, ok := s.buffers[h]; ok {
+		b.base = binary.LittleEndian.Uint64(rsp)
+		s.buffers[h] = b
+		g.mu.Lock()
+		g.bases[b.base] = bufferRef{s: s, handle: h, size: b.size}
+		g.mu.Unlock()
+	}
+	return nil
 }
 
 // ask sends a command of the guard's own (a copy of the client's) and
@@ -694,7 +737,6 @@ func (s *rpcSession) checkRequest(cmd byte, req []byte) error {
 // checkReply checks a fixed-size reply against its request and what the
 // server said before, and records what it hands out.
 func (g *Guard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
-	u64 := func(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 	dev := uint32(0)
 	if len(req) >= 4 {
 		dev = binary.LittleEndian.Uint32(req)
@@ -708,103 +750,133 @@ func (g *Guard) checkReply(s *rpcSession, cmd byte, req, rsp []byte) error {
 		if n := binary.LittleEndian.Uint32(rsp); g.devices != 0 && n != g.devices {
 			return g.broken("%d devices, %d when the endpoint was registered", n, g.devices)
 		}
-	case CmdGetAlignment:
-		a := u64(rsp)
-		if a == 0 || a&(a-1) != 0 || a > rpcMaxAlignment {
-			return g.broken("alignment %d of device %d is not a power of two up to %d", a, dev, rpcMaxAlignment)
-		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if old, ok := g.align[dev]; ok && old != a {
-			return g.broken("alignment %d of device %d, %d before", a, dev, old)
-		}
-		g.align[dev] = a
-	case CmdGetMaxSize:
-		m := u64(rsp)
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if m < max(g.align[dev], 1) {
-			return g.broken("maximum buffer size %d of device %d is below its alignment %d", m, dev, g.align[dev])
-		}
-		if old, ok := g.maxSize[dev]; ok && old != m {
-			return g.broken("maximum buffer size %d of device %d, %d before", m, dev, old)
-		}
-		g.maxSize[dev] = m
-	case CmdGetDeviceMem:
-		free, total := u64(rsp), u64(rsp[8:])
-		if free > total {
-			return g.broken("%d bytes free of %d on device %d", free, total, dev)
-		}
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if old, ok := g.total[dev]; ok && old != total {
-			return g.broken("%d bytes of memory on device %d, %d before", total, dev, old)
-		}
-		g.total[dev] = total
+	case CmdGetAlignment, CmdGetMaxSize, CmdGetDeviceMem:
+		return g.checkDevice(cmd, dev, rsp)
 	case CmdAllocBuffer:
-		if len(req) != 12 {
-			return nil
-		}
-		asked, h, size := u64(req[4:]), u64(rsp), u64(rsp[8:])
-		if h == 0 {
-			if size != 0 {
-				return g.broken("a failed allocation of %d bytes on device %d with size %d", asked, dev, size)
-			}
-			return nil
-		}
-		if _, dup := s.buffers[h]; dup {
-			return g.broken("buffer handle %#x handed out twice", h)
-		}
-		if size < asked || size-asked > rpcAllocSlack {
-			return g.broken("a buffer of %d bytes for %d asked on device %d", size, asked, dev)
-		}
-		s.buffers[h] = rpcBuffer{dev: dev, size: size}
+		return g.checkAlloc(s, dev, req, rsp)
 	case CmdBufferGetBase:
-		if len(req) != 8 {
-			return nil
-		}
-		b, ok := s.buffers[u64(req)]
-		if !ok {
-			return nil // refused before it was sent
-		}
-		base := u64(rsp)
-		g.mu.Lock()
-		a := max(g.align[b.dev], 1)
-		g.mu.Unlock()
-		if base == 0 || base%a != 0 {
-			return g.broken("base address %#x of buffer %#x is not %d-aligned (or null)", base, u64(req), a)
-		}
-		if end, c := bits.Add64(base, b.size, 0); c != 0 || end > rpcMaxAddress {
-			return g.broken("base address %#x of a %d-byte buffer ends past %#x", base, b.size, uint64(rpcMaxAddress))
-		}
+		return g.checkBase(s, req, rsp)
 	case CmdSetTensorHash, CmdCopyTensor:
 		if rsp[0] > 1 {
 			return g.broken("result %d where 0 or 1 is allowed", rsp[0])
 		}
 	case CmdGetAllocSize:
-		if len(req) < 4+TensorSize {
-			return nil
+		return g.checkAllocSize(dev, req, rsp)
+	}
+	return nil
+}
+
+// checkDevice checks what a server says of its device dev: an alignment,
+// a maximum buffer size, its memory. Each must be what it said the first
+// time: the native client keeps some of them for the life of the process.
+func (g *Guard) checkDevice(cmd byte, dev uint32, rsp []byte) error {
+	v := binary.LittleEndian.Uint64(rsp)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch cmd {
+	case CmdGetAlignment:
+		if v == 0 || v&(v-1) != 0 || v > rpcMaxAlignment {
+			return g.broken("alignment %d of device %d is not a power of two up to %d", v, dev, rpcMaxAlignment)
 		}
-		t := req[4:]
-		nb, ok := TensorNBytes(t)
-		if !ok {
-			return nil // not a tensor the guard can size
+		return g.steady(g.align, dev, v, "alignment %d of device %d, %d before")
+	case CmdGetMaxSize:
+		if v < max(g.align[dev], 1) {
+			return g.broken("maximum buffer size %d of device %d is below its alignment %d", v, dev, g.align[dev])
 		}
-		v := u64(rsp)
-		hi := nb + rpcRowPad(t)
-		if rpcOpMayExpand[binary.LittleEndian.Uint32(t[TensorOp:])] {
-			// ops whose allocation may grow get room; weights and
-			// other tensors get padding only
-			hi = 2*nb + 64<<20
+		return g.steady(g.maxSize, dev, v, "maximum buffer size %d of device %d, %d before")
+	default: // CmdGetDeviceMem
+		total := binary.LittleEndian.Uint64(rsp[8:])
+		if v > total {
+			return g.broken("%d bytes free of %d on device %d", v, total, dev)
 		}
-		g.mu.Lock()
-		if m, ok := g.maxSize[dev]; ok {
-			hi = min(hi, max(m, nb))
+		return g.steady(g.total, dev, total, "%d bytes of memory on device %d, %d before")
+	}
+}
+
+// steady records v as device dev's answer in m the first time, and
+// refuses an answer that differs from it; format says so of v, dev and
+// the first answer. The caller holds g.mu.
+func (g *Guard) steady(m map[uint32]uint64, dev uint32, v uint64, format string) error {
+	if old, ok := m[dev]; ok && old != v {
+		return g.broken(format, v, dev, old)
+	}
+	m[dev] = v
+	return nil
+}
+
+// checkAlloc checks the buffer ALLOC_BUFFER handed out on device dev and
+// records it on the connection.
+func (g *Guard) checkAlloc(s *rpcSession, dev uint32, req, rsp []byte) error {
+	if len(req) != 12 {
+		return nil
+	}
+	asked, h, size := binary.LittleEndian.Uint64(req[4:]), binary.LittleEndian.Uint64(rsp), binary.LittleEndian.Uint64(rsp[8:])
+	if h == 0 {
+		if size != 0 {
+			return g.broken("a failed allocation of %d bytes on device %d with size %d", asked, dev, size)
 		}
-		g.mu.Unlock()
-		if v < nb || v > hi {
-			return g.broken("an allocation size of %d bytes for a tensor of %d on device %d (at most %d allowed)", v, nb, dev, hi)
-		}
+		return nil
+	}
+	if _, dup := s.buffers[h]; dup {
+		return g.broken("buffer handle %#x handed out twice", h)
+	}
+	if size < asked || size-asked > rpcAllocSlack {
+		return g.broken("a buffer of %d bytes for %d asked on device %d", size, asked, dev)
+	}
+	s.buffers[h] = rpcBuffer{dev: dev, size: size}
+	return nil
+}
+
+// checkBase checks a buffer's base address: aligned as its device's
+// buffers are, and the buffer within an address space.
+func (g *Guard) checkBase(s *rpcSession, req, rsp []byte) error {
+	if len(req) != 8 {
+		return nil
+	}
+	h := binary.LittleEndian.Uint64(req)
+	b, ok := s.buffers[h]
+	if !ok {
+		return nil // refused before it was sent
+	}
+	base := binary.LittleEndian.Uint64(rsp)
+	g.mu.Lock()
+	a := max(g.align[b.dev], 1)
+	g.mu.Unlock()
+	if base == 0 || base%a != 0 {
+		return g.broken("base address %#x of buffer %#x is not %d-aligned (or null)", base, h, a)
+	}
+	if end, c := bits.Add64(base, b.size, 0); c != 0 || end > rpcMaxAddress {
+		return g.broken("base address %#x of a %d-byte buffer ends past %#x", base, b.size, uint64(rpcMaxAddress))
+	}
+	return nil
+}
+
+// checkAllocSize checks the allocation size of a tensor on device dev:
+// its bytes at least, and at most their row padding, or room for the
+// ops whose allocation may grow, within the device's maximum.
+func (g *Guard) checkAllocSize(dev uint32, req, rsp []byte) error {
+	if len(req) < 4+TensorSize {
+		return nil
+	}
+	t := req[4:]
+	nb, ok := TensorNBytes(t)
+	if !ok {
+		return nil // not a tensor the guard can size
+	}
+	v := binary.LittleEndian.Uint64(rsp)
+	hi := nb + rpcRowPad(t)
+	if rpcOpMayExpand[binary.LittleEndian.Uint32(t[TensorOp:])] {
+		// ops whose allocation may grow get room; weights and other
+		// tensors get padding only
+		hi = 2*nb + 64<<20
+	}
+	g.mu.Lock()
+	if m, ok := g.maxSize[dev]; ok {
+		hi = min(hi, max(m, nb))
+	}
+	g.mu.Unlock()
+	if v < nb || v > hi {
+		return g.broken("an allocation size of %d bytes for a tensor of %d on device %d (at most %d allowed)", v, nb, dev, hi)
 	}
 	return nil
 }

@@ -174,211 +174,272 @@ type reply struct {
 
 // run writes sets until none is queued and none awaits a reply.
 func (u *setter) run() {
-	g, s := u.g, u.s
+	s := u.s
 	s.io.Lock()
 	defer s.io.Unlock()
-	server := s.server
-	var failed error
-	fail := func(op string, err error) {
-		if failed == nil {
-			g.Fail(op, err)
-			failed = g.Err()
-			if failed == nil {
-				failed = fmt.Errorf("%w: %s: %s: %w", ErrFailed, g.remote, op, err)
-			}
-			s.dropServer()
-		}
-	}
-	if server == nil || g.Err() != nil {
-		failed = g.Err()
-		if failed == nil {
-			failed = fmt.Errorf("%w: %s: the connection is closed", ErrFailed, g.remote)
-		}
-	}
-	expect := make(chan *Set, probesInFlight)
-	replies := make(chan reply, probesInFlight)
+	r := u.begin()
 	var readers sync.WaitGroup
-	if failed == nil {
+	if r.failed == nil {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			u.readReplies(server, expect, replies)
+			u.readReplies(r.server, r.expect, r.replies)
 		}()
 	}
-	inflight := 0
+	for r.step() {
+	}
+	close(r.expect)
+	readers.Wait()
+}
+
+// setRun is one run of a setter: what it has written and awaits, and the
+// sets it holds back. Only the run's goroutine touches it.
+type setRun struct {
+	u       *setter
+	server  net.Conn
+	failed  error      // the first failure: every set from then on gets it
+	expect  chan *Set  // the sets whose replies the reader takes, in order
+	replies chan reply // their replies
+	// inflight are the requests written whose replies are not handled yet
+	inflight int
 	// probing are the probes in flight whose bytes go after a miss: a
 	// read waits for them, as the sets before it are written first
-	probing := 0
-	var misses []*Set
+	probing int
+	misses  []*Set // probes that missed: their bytes go next
 	// dirty are the hashes whose data is not written yet: a probe for
 	// the same bytes waits for it, as it would behind the client's
 	// one-at-a-time sets, so that the cache answers it
-	dirty := map[uint64]int{}
-	var held []*Set
-	// settle ends x's claim on its hash once its data is written, or not
-	// needed (a hit), or failed: the probes held for the same bytes go
-	// next
-	settle := func(x *Set) {
-		if !x.Probe || x.Data == nil {
-			return
-		}
-		if dirty[x.hash]--; dirty[x.hash] > 0 {
-			return
-		}
-		delete(dirty, x.hash)
-		var keep, again []*Set
-		for _, h := range held {
-			if h.hash == x.hash {
-				again = append(again, h)
-			} else {
-				keep = append(keep, h)
-			}
-		}
-		held = keep
-		if len(again) > 0 {
-			u.mu.Lock()
-			u.queue = append(again, u.queue...)
-			u.mu.Unlock()
+	dirty map[uint64]int
+	held  []*Set // probes waiting on a dirty hash
+}
+
+// begin starts a run on the connection, failed from the start when the
+// server is gone; the caller holds s.io.
+func (u *setter) begin() *setRun {
+	g := u.g
+	r := &setRun{u: u, server: u.s.server, expect: make(chan *Set, probesInFlight), replies: make(chan reply, probesInFlight), dirty: map[uint64]int{}}
+	if r.server == nil || g.Err() != nil {
+		r.failed = g.Err()
+		if r.failed == nil {
+			r.failed = fmt.Errorf("%w: %s: the connection is closed", ErrFailed, g.remote)
 		}
 	}
-	handle := func(r reply) {
-		inflight--
-		if r.x.Probe && r.x.Data != nil {
-			probing--
-		}
-		switch {
-		case r.x.Get:
-			if r.err != nil {
-				fail("GET_TENSOR", r.err)
-			}
-			r.x.Done(false, failed)
-		case r.err != nil:
-			fail("SET_TENSOR_HASH", r.err)
-			settle(r.x)
-			r.x.Done(false, failed)
-		case r.hit:
-			settle(r.x)
-			r.x.Done(true, nil)
-		case r.x.Data == nil:
-			r.x.Done(false, nil) // a probe only: the caller sends the bytes
-		default:
-			misses = append(misses, r.x)
-		}
+	return r
+}
+
+// fail records the run's first failure, of command op, on the guard and
+// drops the connection.
+func (r *setRun) fail(op string, err error) {
+	if r.failed != nil {
+		return
 	}
-	// ask writes x's request of command op, whose reply the reader
-	// takes, once fewer than probesInFlight are unanswered; false: it
-	// failed (Done is called)
-	ask := func(x *Set, op string, write func(net.Conn, *Set) error) bool {
-		if inflight == probesInFlight {
-			handle(<-replies)
-		}
-		if failed != nil {
-			x.Done(false, failed)
-			return false
-		}
-		if err := write(server, x); err != nil {
-			fail(op, err)
-			x.Done(false, failed)
-			return false
-		}
-		inflight++
-		expect <- x
+	g := r.u.g
+	g.Fail(op, err)
+	r.failed = g.Err()
+	if r.failed == nil {
+		r.failed = fmt.Errorf("%w: %s: %s: %w", ErrFailed, g.remote, op, err)
+	}
+	r.u.s.dropServer()
+}
+
+// step does the run's next piece of work; false: the run is over (a push
+// from then on starts another).
+func (r *setRun) step() bool {
+	r.drain()
+	if r.failed != nil {
+		r.failPending()
+	}
+	if len(r.misses) > 0 {
+		x := r.misses[0]
+		r.misses = r.misses[1:]
+		r.write(x, 1)
 		return true
 	}
+	x := r.u.next(r.inflight == 0 && len(r.held) == 0)
+	switch {
+	case x == nil:
+		return r.idle()
+	case r.failed != nil:
+		x.Done(false, r.failed)
+	case x.Get:
+		r.read(x)
+	case !x.Probe:
+		r.write(x, cacheFlag(x))
+	default:
+		r.probe(x)
+	}
+	return true
+}
+
+// drain handles the replies that are in.
+func (r *setRun) drain() {
 	for {
-		for drained := false; !drained; {
-			select {
-			case r := <-replies:
-				handle(r)
-			default:
-				drained = true
-			}
-		}
-		if failed != nil {
-			for _, x := range misses {
-				x.Done(false, failed)
-			}
-			misses = nil
-			for _, x := range held {
-				x.Done(false, failed)
-			}
-			held = nil
-		}
-		if len(misses) > 0 {
-			x := misses[0]
-			misses = misses[1:]
-			err := u.writeSet(server, x, 1)
-			settle(x)
-			if err != nil {
-				fail("SET_TENSOR", err)
-				x.Done(false, failed)
-				continue
-			}
-			x.Done(false, nil)
-			continue
-		}
-		x := u.next(inflight == 0 && len(held) == 0)
-		if x == nil {
-			if inflight > 0 {
-				handle(<-replies)
-				continue
-			}
-			if len(held) == 0 {
-				break // stopped: a push from now on starts another
-			}
-			// cannot happen (a held probe waits on a set in flight,
-			// which settles it): they go now
-			clear(dirty)
-			u.mu.Lock()
-			u.queue = append(u.queue, held...)
-			u.mu.Unlock()
-			held = nil
-			continue
-		}
-		if failed != nil {
-			x.Done(false, failed)
-			continue
-		}
-		if x.Get {
-			if probing > 0 {
-				// an earlier probe may still miss and send its
-				// bytes: the read goes after them
-				u.mu.Lock()
-				u.queue = append([]*Set{x}, u.queue...)
-				u.mu.Unlock()
-				handle(<-replies)
-				continue
-			}
-			ask(x, "GET_TENSOR", u.writeGet)
-			continue
-		}
-		if !x.Probe {
-			flag := byte(0)
-			if x.Cache {
-				flag = 1
-			}
-			if err := u.writeSet(server, x, flag); err != nil {
-				fail("SET_TENSOR", err)
-				x.Done(false, failed)
-				continue
-			}
-			x.Done(false, nil)
-			continue
-		}
-		if x.hash == 0 {
-			x.hash = x.Hash()
-		}
-		if dirty[x.hash] > 0 {
-			held = append(held, x)
-			continue
-		}
-		if ask(x, "SET_TENSOR_HASH", u.writeProbe) && x.Data != nil {
-			dirty[x.hash]++
-			probing++
+		select {
+		case rep := <-r.replies:
+			r.handle(rep)
+		default:
+			return
 		}
 	}
-	close(expect)
-	readers.Wait()
+}
+
+// failPending gives the run's failure to the misses and the held probes.
+func (r *setRun) failPending() {
+	for _, x := range r.misses {
+		x.Done(false, r.failed)
+	}
+	r.misses = nil
+	for _, x := range r.held {
+		x.Done(false, r.failed)
+	}
+	r.held = nil
+}
+
+// idle is a step with nothing queued: it waits for a reply, or ends the
+// run when none is due.
+func (r *setRun) idle() bool {
+	if r.inflight > 0 {
+		r.handle(<-r.replies)
+		return true
+	}
+	if len(r.held) == 0 {
+		return false
+	}
+	// cannot happen (a held probe waits on a set in flight, which
+	// settles it): they go now
+	clear(r.dirty)
+	r.u.mu.Lock()
+	r.u.queue = append(r.u.queue, r.held...)
+	r.u.mu.Unlock()
+	r.held = nil
+	return true
+}
+
+// requeue puts xs back at the head of the queue.
+func (r *setRun) requeue(xs ...*Set) {
+	r.u.mu.Lock()
+	r.u.queue = append(xs, r.u.queue...)
+	r.u.mu.Unlock()
+}
+
+// write sends x's bytes (SET_TENSOR) with the cache flag given.
+func (r *setRun) write(x *Set, cacheFlag byte) {
+	err := r.u.writeSet(r.server, x, cacheFlag)
+	r.settle(x)
+	if err != nil {
+		r.fail("SET_TENSOR", err)
+		x.Done(false, r.failed)
+		return
+	}
+	x.Done(false, nil)
+}
+
+// read asks for x's bytes back (GET_TENSOR), once no earlier probe may
+// still miss and send its bytes.
+func (r *setRun) read(x *Set) {
+	if r.probing > 0 {
+		r.requeue(x)
+		r.handle(<-r.replies)
+		return
+	}
+	r.ask(x, "GET_TENSOR", r.u.writeGet)
+}
+
+// probe asks the server's cache for x by its hash (SET_TENSOR_HASH), or
+// holds it while a set of the same bytes is on its way.
+func (r *setRun) probe(x *Set) {
+	if x.hash == 0 {
+		x.hash = x.Hash()
+	}
+	if r.dirty[x.hash] > 0 {
+		r.held = append(r.held, x)
+		return
+	}
+	if r.ask(x, "SET_TENSOR_HASH", r.u.writeProbe) && x.Data != nil {
+		r.dirty[x.hash]++
+		r.probing++
+	}
+}
+
+// settle ends x's claim on its hash once its data is written, or not
+// needed (a hit), or failed: the probes held for the same bytes go next.
+func (r *setRun) settle(x *Set) {
+	if !x.Probe || x.Data == nil {
+		return
+	}
+	if r.dirty[x.hash]--; r.dirty[x.hash] > 0 {
+		return
+	}
+	delete(r.dirty, x.hash)
+	var keep, again []*Set
+	for _, h := range r.held {
+		if h.hash == x.hash {
+			again = append(again, h)
+		} else {
+			keep = append(keep, h)
+		}
+	}
+	r.held = keep
+	if len(again) > 0 {
+		r.requeue(again...)
+	}
+}
+
+// handle takes the reply to a probe or a read.
+func (r *setRun) handle(rep reply) {
+	r.inflight--
+	x := rep.x
+	if x.Probe && x.Data != nil {
+		r.probing--
+	}
+	switch {
+	case x.Get:
+		if rep.err != nil {
+			r.fail("GET_TENSOR", rep.err)
+		}
+		x.Done(false, r.failed)
+	case rep.err != nil:
+		r.fail("SET_TENSOR_HASH", rep.err)
+		r.settle(x)
+		x.Done(false, r.failed)
+	case rep.hit:
+		r.settle(x)
+		x.Done(true, nil)
+	case x.Data == nil:
+		x.Done(false, nil) // a probe only: the caller sends the bytes
+	default:
+		r.misses = append(r.misses, x)
+	}
+}
+
+// ask writes x's request of command op, whose reply the reader takes,
+// once fewer than probesInFlight are unanswered; false: it failed (Done
+// is called).
+func (r *setRun) ask(x *Set, op string, write func(net.Conn, *Set) error) bool {
+	if r.inflight == probesInFlight {
+		r.handle(<-r.replies)
+	}
+	if r.failed != nil {
+		x.Done(false, r.failed)
+		return false
+	}
+	if err := write(r.server, x); err != nil {
+		r.fail(op, err)
+		x.Done(false, r.failed)
+		return false
+	}
+	r.inflight++
+	r.expect <- x
+	return true
+}
+
+// cacheFlag is the cache flag of x's SET_TENSOR when no probe went
+// before it.
+func cacheFlag(x *Set) byte {
+	if x.Cache {
+		return 1
+	}
+	return 0
 }
 
 // readReplies reads the replies to the probes and reads in order; after a
