@@ -69,7 +69,6 @@ func laneBounces() int { return cpuSets() + keptBounces() + 1 }
 // setWhole reads task t whole from src into a bounce buffer, counting it
 // done as it is read, and starts its set once there is room for it.
 func (ln *lane) setWhole(t task, src source) error {
-	l := ln.l
 	tp, w := t.pl.Plan, t.w
 	var sp *ggml.Split
 	if t.pl.Buffer.Device.IsMeta() {
@@ -88,12 +87,8 @@ func (ln *lane) setWhole(t task, src source) error {
 	if err != nil {
 		return err
 	}
-	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
-		ln.putBounce(mem)
-		return namingFile(err, src.file(), w)
-	}
-	if l.o.CheckTensors {
-		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
+	if err := ln.readBounce(t, src, mem, buf); err != nil {
+		return err
 	}
 	for len(ln.bg) >= maxSets(t.pl.Buffer) {
 		if err := ln.waitOldest(); err != nil {
@@ -109,6 +104,22 @@ func (ln *lane) setWhole(t task, src source) error {
 	}()
 	ln.bg = append(ln.bg, s)
 	ln.setting += int64(len(mem))
+	return nil
+}
+
+// readBounce reads task t whole from src into buf, the part of bounce
+// buffer mem that bounceFor gave for it, counting it done as it is read,
+// and checks its rows on that copy under CheckTensors. After an error, mem
+// is given back.
+func (ln *lane) readBounce(t task, src source, mem, buf []byte) error {
+	l, tp, w := ln.l, t.pl.Plan, t.w
+	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
+		ln.putBounce(mem)
+		return namingFile(err, src.file(), w)
+	}
+	if l.o.CheckTensors {
+		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
+	}
 	return nil
 }
 
@@ -131,15 +142,7 @@ func (ln *lane) waitOldest() error {
 
 // waitSet waits for every set under way and gives their buffers back; the
 // first error is returned.
-func (ln *lane) waitSet() error {
-	var first error
-	for len(ln.bg) > 0 {
-		if err := ln.waitOldest(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (ln *lane) waitSet() error { return drain(&ln.bg, ln.waitOldest) }
 
 // setsWholeFromBounce reports whether task t will be set whole from a
 // bounce buffer (so that it may start while a set is under way): not zero

@@ -44,6 +44,20 @@ type task struct {
 	w  *gguf.Weight
 }
 
+// drain waits for all the work of a lane's queue q (its sets under way,
+// its tensors on their way to a server): wait ends the oldest and takes it
+// off q, and is called until q is empty, whatever it returns. The first
+// error is returned.
+func drain[T any](q *[]T, wait func() error) error {
+	var first error
+	for len(*q) > 0 {
+		if err := wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // lane is one device's upload pipeline and the tensors it moves.
 type lane struct {
 	l     *load

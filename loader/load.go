@@ -492,101 +492,14 @@ func (l *load) allocate() error {
 	l.bufs.mapped = make([][]*LoadedBuffer, len(p.Contexts))
 	l.bufs.allocated = make([]*LoadedBuffer, len(p.Contexts))
 	for ci, c := range p.Contexts {
-		gc := mdl.contexts[ci]
+		var err error
 		if c.Mapped {
-			for _, bp := range c.Buffers {
-				mp := mdl.mappings[bp.File]
-				if mp == nil {
-					return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: context %s needs file %d mapped", c.BufferType.Name(), bp.File))
-				}
-				maxT := uint64(0)
-				for _, ti := range c.Tensors {
-					maxT = max(maxT, uint64(p.Tensors[ti].Bytes))
-				}
-				buf, err := c.Device.BufferFromHostPtr(mp.Addr(bp.First), uint64(bp.Last-bp.First), maxT)
-				if err != nil {
-					return &Error{Op: "alloc", Path: mp.path, Device: c.Device.Name(), BufferType: c.BufferType.Name(), Off: bp.First,
-						Err: fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)}
-				}
-				buf.SetUsage(ggml.UsageWeights)
-				if p.UseMmap && !c.Lazy && populateLater() && !l.rt.IsNUMA() {
-					// what mmap's MAP_POPULATE did, for this buffer's
-					// pages only, while the load moves the rest
-					f := mdl.files[bp.File]
-					l.faults.mapped = append(l.faults.mapped, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First), f.preread(), f.base+bp.First))
-				}
-				lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
-				mdl.buffers = append(mdl.buffers, lb)
-				l.bufs.mapped[ci] = append(l.bufs.mapped[ci], lb)
-			}
-			slices.SortFunc(l.bufs.mapped[ci], func(a, b *LoadedBuffer) int {
-				return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.First, b.First))
-			})
-			continue
-		}
-		need := gc.AllocSize(c.BufferType)
-		var before anonRanges
-		devMem := !c.BufferType.IsHost() && c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC()
-		if devMem {
-			before = anonMemory()
-		}
-		if c.Device.IsMeta() {
-			// a meta buffer aborts the process when one of its devices
-			// cannot allocate its share: each share is tried first
-			if err := tryParts(c); err != nil {
-				return err
-			}
-		}
-		buf, err := gc.AllocTensors(c.BufferType)
-		if derr := c.Device.Err(); derr != nil {
-			if buf != nil {
-				buf.Free()
-			}
-			err = derr
+			err = l.mapContext(ci, c)
+		} else {
+			err = l.allocContext(ci, c)
 		}
 		if err != nil {
-			return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: cannot allocate the %s buffer of %.2f MiB (%d bytes, %d tensors) on device %s: %w",
-				c.BufferType.Name(), float64(need)/(1<<20), need, len(c.Tensors), c.Device.Name(), err))
-		}
-		if buf == nil {
-			continue
-		}
-		if devMem {
-			// a software device's buffer in this process (devmem_linux.go)
-			if rs := adviseNewMemory(before); len(rs) > 0 {
-				n := rs.bytes()
-				how := "huge pages advised"
-				if n <= buf.Size()+64<<20 {
-					// the buffer's own memory, nothing else: fault it in
-					// ahead of the uploads
-					l.faults.device = append(l.faults.device, prefault(rs))
-					how += ", faulted in ahead of the uploads"
-				}
-				l.o.Logger.Debug(fmt.Sprintf("%s: %s over %.2f MiB mapped into this process for the %s buffer", c.Device.Name(), how, float64(n)/(1<<20), c.BufferType.Name()))
-			}
-		}
-		buf.SetUsage(ggml.UsageWeights)
-		lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}
-		mdl.buffers = append(mdl.buffers, lb)
-		l.bufs.allocated[ci] = lb
-		if (c.Device.Type() == ggml.DeviceCPU || (c.BufferType.IsHost() && softwareDevice(c.Device))) && buf.Base() != nil {
-			// the CPU's own allocations (its extra buffer types' too,
-			// CPU_REPACK) and a software device's host buffer type
-			// (lavapipe's Vulkan_Host) are plain memory (a GPU's host
-			// buffer type is pinned by its driver: left alone): huge
-			// pages, faulted in ahead of the readers and repacks
-			if rs := plainMemory(buf.Base(), buf.Size()); rs != nil {
-				l.faults.device = append(l.faults.device, prefault(rs))
-				// the pages go before the memory does, whoever frees it
-				// (the model's Close, or the runtime's first)
-				buf.BeforeFree(rs.release)
-			}
-		}
-		if p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
-			lk := newMemLock(buf.Base(), uintptr(buf.Size()), "the "+c.BufferType.Name()+" weight buffer", l.warn)
-			buf.BeforeFree(lk.release) // unlocked before it is freed, whoever frees it
-			lk.growTo(uintptr(buf.Size()))
-			mdl.locks = append(mdl.locks, lk)
+			return err
 		}
 	}
 	for i := range mdl.placements {
@@ -595,6 +508,138 @@ func (l *load) allocate() error {
 		}
 	}
 	return nil
+}
+
+// mapContext makes the buffers of mapped context ci over the mappings of
+// its files, ordered by file and offset for cover.
+func (l *load) mapContext(ci int, c place.ContextPlan) error {
+	maxT := uint64(0)
+	for _, ti := range c.Tensors {
+		maxT = max(maxT, uint64(l.p.Tensors[ti].Bytes))
+	}
+	for _, bp := range c.Buffers {
+		if err := l.mapBuffer(ci, c, bp, maxT); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(l.bufs.mapped[ci], func(a, b *LoadedBuffer) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.First, b.First))
+	})
+	return nil
+}
+
+// mapBuffer makes buffer bp of mapped context ci over its file's mapping,
+// for tensors of at most maxT bytes.
+func (l *load) mapBuffer(ci int, c place.ContextPlan, bp place.BufferPlan, maxT uint64) error {
+	mdl := l.model
+	mp := mdl.mappings[bp.File]
+	if mp == nil {
+		return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: context %s needs file %d mapped", c.BufferType.Name(), bp.File))
+	}
+	buf, err := c.Device.BufferFromHostPtr(mp.Addr(bp.First), uint64(bp.Last-bp.First), maxT)
+	if err != nil {
+		return &Error{Op: "alloc", Path: mp.path, Device: c.Device.Name(), BufferType: c.BufferType.Name(), Off: bp.First,
+			Err: fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)}
+	}
+	buf.SetUsage(ggml.UsageWeights)
+	if l.p.UseMmap && !c.Lazy && populateLater() && !l.rt.IsNUMA() {
+		// what mmap's MAP_POPULATE did, for this buffer's pages only,
+		// while the load moves the rest
+		f := mdl.files[bp.File]
+		l.faults.mapped = append(l.faults.mapped, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First), f.preread(), f.base+bp.First))
+	}
+	lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
+	mdl.buffers = append(mdl.buffers, lb)
+	l.bufs.mapped[ci] = append(l.bufs.mapped[ci], lb)
+	return nil
+}
+
+// allocContext allocates the buffer of context ci in its buffer type and
+// prepares its memory for the writes.
+func (l *load) allocContext(ci int, c place.ContextPlan) error {
+	mdl := l.model
+	gc := mdl.contexts[ci]
+	need := gc.AllocSize(c.BufferType)
+	var before anonRanges
+	devMem := !c.BufferType.IsHost() && c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC()
+	if devMem {
+		before = anonMemory()
+	}
+	if c.Device.IsMeta() {
+		// a meta buffer aborts the process when one of its devices
+		// cannot allocate its share: each share is tried first
+		if err := tryParts(c); err != nil {
+			return err
+		}
+	}
+	buf, err := gc.AllocTensors(c.BufferType)
+	if derr := c.Device.Err(); derr != nil {
+		if buf != nil {
+			buf.Free()
+		}
+		err = derr
+	}
+	if err != nil {
+		return deviceError("alloc", c.Device.Name(), c.BufferType.Name(), fmt.Errorf("loader: cannot allocate the %s buffer of %.2f MiB (%d bytes, %d tensors) on device %s: %w",
+			c.BufferType.Name(), float64(need)/(1<<20), need, len(c.Tensors), c.Device.Name(), err))
+	}
+	if buf == nil {
+		return nil
+	}
+	if devMem {
+		l.adviseDeviceMemory(c, buf, before)
+	}
+	buf.SetUsage(ggml.UsageWeights)
+	lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Lazy: c.Lazy, File: -1, context: ci}
+	mdl.buffers = append(mdl.buffers, lb)
+	l.bufs.allocated[ci] = lb
+	l.prepareHostMemory(c, buf)
+	return nil
+}
+
+// adviseDeviceMemory advises huge pages over the memory a software
+// device's new buffer mapped into this process (what anonMemory did not
+// hold before), and faults it in ahead of the uploads when it is the
+// buffer's own (devmem_linux.go).
+func (l *load) adviseDeviceMemory(c place.ContextPlan, buf *ggml.Buffer, before anonRanges) {
+	rs := adviseNewMemory(before)
+	if len(rs) == 0 {
+		return
+	}
+	n := rs.bytes()
+	how := "huge pages advised"
+	if n <= buf.Size()+64<<20 {
+		// the buffer's own memory, nothing else: fault it in ahead of
+		// the uploads
+		l.faults.device = append(l.faults.device, prefault(rs))
+		how += ", faulted in ahead of the uploads"
+	}
+	l.o.Logger.Debug(fmt.Sprintf("%s: %s over %.2f MiB mapped into this process for the %s buffer", c.Device.Name(), how, float64(n)/(1<<20), c.BufferType.Name()))
+}
+
+// prepareHostMemory readies a weight buffer in this process's memory: plain
+// memory gets huge pages and is faulted in ahead of the writes, and under
+// mlock a host buffer is locked.
+func (l *load) prepareHostMemory(c place.ContextPlan, buf *ggml.Buffer) {
+	if (c.Device.Type() == ggml.DeviceCPU || (c.BufferType.IsHost() && softwareDevice(c.Device))) && buf.Base() != nil {
+		// the CPU's own allocations (its extra buffer types' too,
+		// CPU_REPACK) and a software device's host buffer type
+		// (lavapipe's Vulkan_Host) are plain memory (a GPU's host
+		// buffer type is pinned by its driver: left alone): huge
+		// pages, faulted in ahead of the readers and repacks
+		if rs := plainMemory(buf.Base(), buf.Size()); rs != nil {
+			l.faults.device = append(l.faults.device, prefault(rs))
+			// the pages go before the memory does, whoever frees it
+			// (the model's Close, or the runtime's first)
+			buf.BeforeFree(rs.release)
+		}
+	}
+	if l.p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
+		lk := newMemLock(buf.Base(), uintptr(buf.Size()), "the "+c.BufferType.Name()+" weight buffer", l.warn)
+		buf.BeforeFree(lk.release) // unlocked before it is freed, whoever frees it
+		lk.growTo(uintptr(buf.Size()))
+		l.model.locks = append(l.model.locks, lk)
+	}
 }
 
 // plainMemory advises huge pages over the whole pages of [p, p+n), memory

@@ -81,34 +81,7 @@ func (o Options) staging(align uint64) (slots int, size uint64) {
 // MemoryOf bounds what Load(p, o) takes from this process's memory.
 func MemoryOf(p *place.Plan, o Options) Memory {
 	var m Memory
-	mapped := p.UseMmap
-	for _, c := range p.Contexts {
-		mapped = mapped || c.Mapped || c.Lazy
-	}
-	if mapped {
-		for _, f := range p.Model.Files {
-			m.Mapped += uint64(f.Size)
-		}
-		// a file mapped in whole, or its buffers' ranges (a NUMA
-		// machine, which prefetches nothing, is bounded by the former)
-		lazy, _ := lazyRanges(p)
-		for i, f := range p.Model.Files {
-			if populatesAll(p.UseMmap, lazy[i]) {
-				m.MappedIn += uint64(f.Size)
-				continue
-			}
-			for _, c := range p.Contexts {
-				if !c.Mapped {
-					continue
-				}
-				for _, b := range c.Buffers {
-					if b.File == i {
-						m.MappedIn += uint64(b.Last - b.First)
-					}
-				}
-			}
-		}
-	}
+	m.Mapped, m.MappedIn = mappedMemory(p)
 	direct := p.LoadMode == place.LoadDirectIO
 	align := uint64(1)
 	if direct {
@@ -116,13 +89,84 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 			align = max(align, directAlignment(path))
 		}
 	}
+	lanes := laneMemory(p, o, &m)
 	n, slot := o.staging(align)
-	slots := uint64(n)
-	type laneUse struct {
-		sum, largest uint64 // bytes of its tensors set whole, and the largest
-		piece        uint64 // its largest piece of a set in pieces
-		ring         bool
+	remote := false
+	for _, f := range p.Model.Files {
+		remote = remote || !f.Source().Local()
 	}
+	for _, u := range lanes {
+		m.Bounce += max(min(u.sum+u.piece, bgMax), u.largest, u.piece)
+		if direct && u.sum > 0 {
+			// a tensor set whole starts where its direct reads line up
+			// (bounceFor): up to a block more in each buffer the lane
+			// holds
+			m.Bounce += uint64(laneBounces()) * align
+		}
+		if u.ring {
+			m.Staging += uint64(n) * slot
+		}
+		if remote {
+			m.Bounce += aheadDepth * aheadPiece // the lane's reads ahead (ahead.go)
+		}
+	}
+	if direct && align > 1 {
+		readers := uint64(o.Readers)
+		if readers == 0 {
+			readers = uint64(hostReaders(true))
+		}
+		m.Direct = (readers + uint64(len(lanes))) * (directChunk + align)
+	}
+	if o.CheckTensors {
+		m.Validate = uint64(runtime.NumCPU()) * checkPiece
+	}
+	return m
+}
+
+// mappedMemory is what the plan maps of its files (all of each, when any
+// tensor is mapped), and the part of that the load maps in: a file mapped
+// in whole, or its buffers' ranges (a NUMA machine, which prefetches
+// nothing, is bounded by the former).
+func mappedMemory(p *place.Plan) (mapped, in uint64) {
+	use := p.UseMmap
+	for _, c := range p.Contexts {
+		use = use || c.Mapped || c.Lazy
+	}
+	if !use {
+		return 0, 0
+	}
+	lazy, _ := lazyRanges(p)
+	for i, f := range p.Model.Files {
+		mapped += uint64(f.Size)
+		if populatesAll(p.UseMmap, lazy[i]) {
+			in += uint64(f.Size)
+			continue
+		}
+		for _, c := range p.Contexts {
+			if !c.Mapped {
+				continue
+			}
+			for _, b := range c.Buffers {
+				if b.File == i {
+					in += uint64(b.Last - b.First)
+				}
+			}
+		}
+	}
+	return mapped, in
+}
+
+// laneUse is what one device's lane moves outside the staging ring.
+type laneUse struct {
+	sum, largest uint64 // bytes of its tensors set whole, and the largest
+	piece        uint64 // its largest piece of a set in pieces
+	ring         bool   // it uploads through a staging ring
+}
+
+// laneMemory is how each device's lane moves the tensors of the plan's
+// contexts that are not mapped; the weight buffers in this process are
+// added to m.Weights.
+func laneMemory(p *place.Plan, o Options, m *Memory) map[*ggml.Device]*laneUse {
 	lanes := map[*ggml.Device]*laneUse{}
 	for _, c := range p.Contexts {
 		if c.Mapped {
@@ -161,36 +205,7 @@ func MemoryOf(p *place.Plan, o Options) Memory {
 			}
 		}
 	}
-	remote := false
-	for _, f := range p.Model.Files {
-		remote = remote || !f.Source().Local()
-	}
-	for _, u := range lanes {
-		m.Bounce += max(min(u.sum+u.piece, bgMax), u.largest, u.piece)
-		if direct && u.sum > 0 {
-			// a tensor set whole starts where its direct reads line up
-			// (bounceFor): up to a block more in each buffer the lane
-			// holds
-			m.Bounce += uint64(laneBounces()) * align
-		}
-		if u.ring {
-			m.Staging += slots * slot
-		}
-		if remote {
-			m.Bounce += aheadDepth * aheadPiece // the lane's reads ahead (ahead.go)
-		}
-	}
-	if direct && align > 1 {
-		readers := uint64(o.Readers)
-		if readers == 0 {
-			readers = uint64(hostReaders(true))
-		}
-		m.Direct = (readers + uint64(len(lanes))) * (directChunk + align)
-	}
-	if o.CheckTensors {
-		m.Validate = uint64(runtime.NumCPU()) * checkPiece
-	}
-	return m
+	return lanes
 }
 
 // ringCapable reports whether dev uploads through a staging ring (lanes'

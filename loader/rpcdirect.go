@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
@@ -370,12 +369,8 @@ func (ln *lane) sendDirect(t task, src source, asked bool) error {
 	if err != nil {
 		return err
 	}
-	if err := ln.readReporting(t.pl.Path, src, buf, w.Offset); err != nil {
-		ln.putBounce(mem)
-		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, namingFile(err, src.file(), w))
-	}
-	if l.o.CheckTensors {
-		l.validateSync(tp.Name, tp.Type, unsafe.Pointer(&buf[0]), uint64(len(buf)))
+	if err := ln.readBounce(t, src, mem, buf); err != nil {
+		return fmt.Errorf("loader: tensor '%s': %w", tp.Name, err)
 	}
 	ln.sample(t, q, buf)
 	fl := &rpcFlight{t: t, mem: mem, buf: buf, done: make(chan rpcDone, 1)}
@@ -436,12 +431,4 @@ func (ln *lane) land() error {
 
 // landAll waits for every tensor of the lane on its way; the first
 // failure is returned.
-func (ln *lane) landAll() error {
-	var first error
-	for len(ln.flights) > 0 {
-		if err := ln.land(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (ln *lane) landAll() error { return drain(&ln.flights, ln.land) }
