@@ -349,42 +349,29 @@ func (m *Model) Lookup(key string) (Value, bool) { return m.Files[0].Lookup(key)
 
 // String returns a string value, with an error naming the key when it is
 // missing or has another type.
-func (m *Model) String(key string) (string, error) {
-	v, ok := m.Lookup(key)
-	if !ok {
-		return "", fmt.Errorf("%w: key %s", ErrNotFound, key)
-	}
-	s, ok := v.Str()
-	if !ok {
-		return "", fmt.Errorf("key %s: %w", key, v.mismatch("str"))
-	}
-	return s, nil
-}
+func (m *Model) String(key string) (string, error) { return typed(m, key, "str", Value.Str) }
 
 // Uint returns a non-negative integer value.
 func (m *Model) Uint(key string) (uint64, error) {
-	v, ok := m.Lookup(key)
-	if !ok {
-		return 0, fmt.Errorf("%w: key %s", ErrNotFound, key)
-	}
-	u, ok := v.Uint()
-	if !ok {
-		return 0, fmt.Errorf("key %s: %w", key, v.mismatch("a non-negative integer"))
-	}
-	return u, nil
+	return typed(m, key, "a non-negative integer", Value.Uint)
 }
 
 // Float returns a float value.
-func (m *Model) Float(key string) (float64, error) {
+func (m *Model) Float(key string) (float64, error) { return typed(m, key, "a float", Value.Float) }
+
+// typed is the value of key as get reads it, with an error naming the key
+// when it is missing or get refuses its type (want says what get takes).
+func typed[T any](m *Model, key, want string, get func(Value) (T, bool)) (T, error) {
+	var zero T
 	v, ok := m.Lookup(key)
 	if !ok {
-		return 0, fmt.Errorf("%w: key %s", ErrNotFound, key)
+		return zero, fmt.Errorf("%w: key %s", ErrNotFound, key)
 	}
-	f, ok := v.Float()
+	x, ok := get(v)
 	if !ok {
-		return 0, fmt.Errorf("key %s: %w", key, v.mismatch("a float"))
+		return zero, fmt.Errorf("key %s: %w", key, v.mismatch(want))
 	}
-	return f, nil
+	return x, nil
 }
 
 // Architecture is general.architecture ("" when absent).

@@ -87,21 +87,8 @@ func safe(s string) bool {
 
 // escapeRune is r written as a Go escape.
 func escapeRune(r rune) string {
-	switch r {
-	case '\a':
-		return `\a`
-	case '\b':
-		return `\b`
-	case '\f':
-		return `\f`
-	case '\n':
-		return `\n`
-	case '\r':
-		return `\r`
-	case '\t':
-		return `\t`
-	case '\v':
-		return `\v`
+	if i := strings.IndexRune("\a\b\f\n\r\t\v", r); i >= 0 {
+		return `\` + "abfnrtv"[i:i+1]
 	}
 	switch {
 	case r < utf8.RuneSelf:

@@ -112,8 +112,40 @@ func (p *parser) fail(off int64, err error, what string) error {
 	return fmt.Errorf("gguf: reading %s at byte %#x: %w", what, off, err)
 }
 
+// parse reads the file's directory: the header, the pairs, the tensor
+// infos, and where the data section lies.
 func (p *parser) parse() error {
-	f, sc := p.f, p.sc
+	if err := p.header(); err != nil {
+		return err
+	}
+	if err := p.counts(); err != nil {
+		return err
+	}
+	f := p.f
+	// the counts bound nothing yet: room grows with the entries read
+	f.KV = make([]KV, 0, reserve(p.nkv))
+	f.keys = make(map[string]int, reserve(p.nkv))
+	for i := uint64(0); i < p.nkv; i++ {
+		if err := p.kv(i); err != nil {
+			return err
+		}
+	}
+	if err := p.alignment(); err != nil {
+		return err
+	}
+	f.Tensors = make([]TensorInfo, 0, reserve(p.nt))
+	f.names = make(map[string]int, reserve(p.nt))
+	for i := uint64(0); i < p.nt; i++ {
+		if err := p.tensor(i); err != nil {
+			return err
+		}
+	}
+	return p.data()
+}
+
+// header reads the magic and the version.
+func (p *parser) header() error {
+	sc := p.sc
 	magic, err := sc.next(4)
 	if err != nil {
 		return p.fail(0, err, "the magic")
@@ -136,9 +168,15 @@ func (p *parser) parse() error {
 	case v > Version:
 		return formatErr(off, ErrVersion, "version %d is newer than the supported %d", v, Version)
 	}
-	f.Version = v
+	p.f.Version = v
+	return nil
+}
 
-	off = sc.off
+// counts reads the tensor and key-value counts, each bounded by the
+// bytes its entries would need at the least.
+func (p *parser) counts() error {
+	sc := p.sc
+	off := sc.off
 	nt, err := sc.u64()
 	if err != nil {
 		return p.fail(off, err, "the tensor count")
@@ -156,47 +194,43 @@ func (p *parser) parse() error {
 	if nkv > math.MaxInt64 || nkv > sc.remain()/12 {
 		return formatErr(off, ErrTooLarge, "key-value count %s cannot fit in the %d bytes that follow", pow2(nkv), sc.remain())
 	}
-
-	// the counts bound nothing yet: room grows with the entries read
 	p.nt, p.nkv = nt, nkv
-	f.KV = make([]KV, 0, reserve(nkv))
-	f.keys = make(map[string]int, reserve(nkv))
-	for i := uint64(0); i < nkv; i++ {
-		if err := p.kv(i); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// alignment takes the data alignment from general.alignment, if set.
+func (p *parser) alignment() error {
+	f := p.f
 	f.Alignment = DefaultAlignment
-	if i, ok := f.keys[KeyAlignment]; ok {
-		kv := f.KV[i]
-		if kv.Value.Kind() != TypeUint32 {
-			return formatErr(kv.Off, ErrAlignment, "key %s must be u32, is %s", KeyAlignment, kv.Value.TypeName())
-		}
-		a := kv.Value.bits
-		if a == 0 || a&(a-1) != 0 {
-			return formatErr(kv.Off, ErrAlignment, "alignment %d is not a power of 2", a)
-		}
-		f.Alignment = a
+	i, ok := f.keys[KeyAlignment]
+	if !ok {
+		return nil
 	}
-
-	f.Tensors = make([]TensorInfo, 0, reserve(nt))
-	f.names = make(map[string]int, reserve(nt))
-	for i := uint64(0); i < nt; i++ {
-		if err := p.tensor(i); err != nil {
-			return err
-		}
+	kv := f.KV[i]
+	if kv.Value.Kind() != TypeUint32 {
+		return formatErr(kv.Off, ErrAlignment, "key %s must be u32, is %s", KeyAlignment, kv.Value.TypeName())
 	}
+	a := kv.Value.bits
+	if a == 0 || a&(a-1) != 0 {
+		return formatErr(kv.Off, ErrAlignment, "alignment %d is not a power of 2", a)
+	}
+	f.Alignment = a
+	return nil
+}
 
-	// the data section starts at the next multiple of the alignment
+// data places the data section at the next multiple of the alignment and
+// checks that the tensors follow each other in it, each padded to the
+// alignment, inside the file.
+func (p *parser) data() error {
+	f, sc := p.f, p.sc
 	f.DataOffset = sc.off
-	if nt > 0 {
+	if p.nt > 0 {
 		pad := padTo(uint64(sc.off), f.Alignment)
 		if pad > uint64(f.size) {
 			return formatErr(sc.off, ErrTruncated, "file ends before the data section (aligned to %d at byte %#x)", f.Alignment, pad)
 		}
 		f.DataOffset = int64(pad)
 	}
-	// tensors follow each other in order, each padded to the alignment
 	var end uint64
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
