@@ -143,15 +143,7 @@ func (o Options) headerTimeout() time.Duration {
 }
 
 // minRate is the floor of a body's rate in bytes a second, 0 for none.
-func (o Options) minRate() int64 {
-	switch {
-	case o.MinRate < 0:
-		return 0
-	case o.MinRate == 0:
-		return 4 << 10
-	}
-	return o.MinRate
-}
+func (o Options) minRate() int64 { return orNone(o.MinRate, 4<<10) }
 
 func (o Options) rateWindow() time.Duration {
 	if o.RateWindow > 0 {
@@ -160,14 +152,18 @@ func (o Options) rateWindow() time.Duration {
 	return 30 * time.Second
 }
 
-func (o Options) retries() int {
+func (o Options) retries() int { return orNone(o.Retries, 4) }
+
+// orNone is the value of an option v whose zero means def and whose
+// negative values mean none (0).
+func orNone[T int | int64](v, def T) T {
 	switch {
-	case o.Retries < 0:
+	case v < 0:
 		return 0
-	case o.Retries == 0:
-		return 4
+	case v == 0:
+		return def
 	}
-	return o.Retries
+	return v
 }
 
 func (o Options) backoff() time.Duration {

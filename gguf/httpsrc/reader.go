@@ -330,20 +330,31 @@ func (r *Reader) get(p []byte, off int64, first bool) (int, error) {
 			err = fmt.Errorf("%w: the body ended after %d of %d bytes", errBroke, n, len(p)-got+n)
 		}
 		e := &Error{URL: r.name, Off: off, End: off + int64(len(p)), Status: status, Err: err}
-		if !transient(status, err) || attempt >= r.o.retries() {
-			return got, e
+		if final := r.retry(e, attempt, &pause); final != nil {
+			return got, final
 		}
-		select {
-		case <-r.ctx.Done():
-			e.Err = fmt.Errorf("%w (after: %v)", r.ctx.Err(), err)
-			return got, e
-		case <-time.After(pause):
-		}
-		pause *= 2
 		if first && got > 0 {
 			first = false // the size is known now
 		}
 	}
+}
+
+// retry waits before attempt+1 of a request that failed with e: the
+// pause, which then doubles. It returns nil then, or e itself where no
+// other attempt is to be made: a failure that is not transient, the
+// retries spent, or the reader's context ended during the pause.
+func (r *Reader) retry(e *Error, attempt int, pause *time.Duration) error {
+	if !transient(e.Status, e.Err) || attempt >= r.o.retries() {
+		return e
+	}
+	select {
+	case <-r.ctx.Done():
+		e.Err = fmt.Errorf("%w (after: %v)", r.ctx.Err(), e.Err)
+		return e
+	case <-time.After(*pause):
+	}
+	*pause *= 2
+	return nil
 }
 
 // report tells Options.Progress of the bytes received; a panic of it is

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"time"
 )
 
 // stream is the body of a server that ignores range requests, read in
@@ -71,16 +70,9 @@ func (s *stream) read(p []byte, off int64) (int, error) {
 		}
 		s.end()
 		e := &Error{URL: r.name, Off: off, End: end, Status: status, Err: err}
-		if !transient(status, err) || attempt >= r.o.retries() {
-			return got, e
+		if final := r.retry(e, attempt, &pause); final != nil {
+			return got, final
 		}
-		select {
-		case <-r.ctx.Done():
-			e.Err = fmt.Errorf("%w (after: %v)", r.ctx.Err(), err)
-			return got, e
-		case <-time.After(pause):
-		}
-		pause *= 2
 	}
 }
 
