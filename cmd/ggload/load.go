@@ -115,6 +115,32 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		printFit(stdout, fit)
 		fmt.Fprintln(stdout)
 	}
+	lm, err := loadPlan(ctx, pd.plan, &pf, &lf)
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	var verified *loader.Verified
+	if lf.verify {
+		v, err := lm.Verify()
+		if err != nil {
+			return err
+		}
+		verified = &v
+	}
+	if lf.asJSON {
+		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes); err != nil {
+			return err
+		}
+		return pd.refused()
+	}
+	writeLoadReport(stdout, lm, pd.plan, lf.tensors, rows, verified)
+	return pd.refused()
+}
+
+// loadPlan loads plan with the load's options, drawing the progress bar
+// where it is asked for.
+func loadPlan(ctx context.Context, plan *place.Plan, pf *placeFlags, lf *loadFlags) (*loader.Model, error) {
 	opts := loader.Options{CheckTensors: pf.check, Readers: lf.readers, StagingSlots: lf.slots, StagingSize: lf.slotSize}
 	var bar *progressBar
 	if lf.progress == "on" || lf.progress == "auto" && !lf.asJSON && isTerminal(os.Stderr) {
@@ -129,68 +155,61 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return true
 	}
-	lm, err := loader.Load(ctx, pd.plan, opts)
+	lm, err := loader.Load(ctx, plan, opts)
 	if bar != nil {
 		bar.finish()
 	}
+	return lm, err
+}
+
+// writeLoadJSON writes load --json: the loaded model, the plan's totals,
+// -fit's decisions, the memory per device, and the plan's context and
+// memory breakdown as plan --json has them.
+func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitReport, rows []memRow, verified *loader.Verified, notes []string) error {
+	pj, err := json.Marshal(plan)
 	if err != nil {
 		return err
 	}
-	defer lm.Close()
-	var verified *loader.Verified
-	if lf.verify {
-		v, err := lm.Verify()
-		if err != nil {
-			return err
-		}
-		verified = &v
+	var ctxJSON struct {
+		Context         json.RawMessage `json:"context,omitempty"`
+		MemoryBreakdown json.RawMessage `json:"memory_breakdown"`
 	}
-	if lf.asJSON {
-		// the plan's context and memory breakdown, as plan --json has them
-		pj, err := json.Marshal(pd.plan)
-		if err != nil {
-			return err
-		}
-		var ctxJSON struct {
-			Context         json.RawMessage `json:"context,omitempty"`
-			MemoryBreakdown json.RawMessage `json:"memory_breakdown"`
-		}
-		if err := json.Unmarshal(pj, &ctxJSON); err != nil {
-			return err
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
-			Load            *loader.Model    `json:"load"`
-			Plan            place.Totals     `json:"totals"`
-			Fit             fitReport        `json:"fit"`
-			Memory          []memRow         `json:"memory"`
-			Context         json.RawMessage  `json:"context,omitempty"`
-			MemoryBreakdown json.RawMessage  `json:"memory_breakdown"`
-			Verified        *loader.Verified `json:"verified,omitempty"`
-			Notes           []string         `json:"notes,omitempty"`
-		}{lm, pd.plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, s.notes}); err != nil {
-			return err
-		}
-		return pd.refused()
+	if err := json.Unmarshal(pj, &ctxJSON); err != nil {
+		return err
 	}
-	lm.Report(stdout, loader.ReportOptions{Tensors: lf.tensors})
-	if pd.plan.Context != nil {
-		fmt.Fprintln(stdout)
-		pd.plan.WriteBreakdown(stdout)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Load            *loader.Model    `json:"load"`
+		Plan            place.Totals     `json:"totals"`
+		Fit             fitReport        `json:"fit"`
+		Memory          []memRow         `json:"memory"`
+		Context         json.RawMessage  `json:"context,omitempty"`
+		MemoryBreakdown json.RawMessage  `json:"memory_breakdown"`
+		Verified        *loader.Verified `json:"verified,omitempty"`
+		Notes           []string         `json:"notes,omitempty"`
+	}{lm, plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, notes})
+}
+
+// writeLoadReport writes load's text: the loader's report, the memory
+// breakdown, what --verify found and, on a terminal, the memory bars.
+func writeLoadReport(w io.Writer, lm *loader.Model, plan *place.Plan, tensors bool, rows []memRow, verified *loader.Verified) {
+	lm.Report(w, loader.ReportOptions{Tensors: tensors})
+	if plan.Context != nil {
+		fmt.Fprintln(w)
+		plan.WriteBreakdown(w)
 	}
 	if verified != nil {
-		fmt.Fprintf(stdout, "ggload: verified: %d tensors read back from their devices equal the file", verified.Tensors)
+		fmt.Fprintf(w, "ggload: verified: %d tensors read back from their devices equal the file", verified.Tensors)
 		if verified.Repacked > 0 {
-			fmt.Fprintf(stdout, " (%d repacked tensors cannot be read back)", verified.Repacked)
+			fmt.Fprintf(w, " (%d repacked tensors cannot be read back)", verified.Repacked)
 		}
-		fmt.Fprintln(stdout)
+		fmt.Fprintln(w)
 	}
-	if isTerminalWriter(stdout) {
-		fmt.Fprintln(stdout)
-		drawMemory(stdout, rows, 80)
+	if isTerminalWriter(w) {
+		fmt.Fprintln(w)
+		drawMemory(w, rows, 80)
 	}
-	return pd.refused()
 }
 
 // progressBar draws a one-line bar, at most every 50 ms, by bytes.
