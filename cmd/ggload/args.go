@@ -428,6 +428,26 @@ func intIn(v string, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
+// parseSize reads 512MiB, 1GiB, 4G, 100M or plain bytes.
+func parseSize(s string) (int64, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if strings.HasSuffix(u, suf.s) {
+			u, mult = strings.TrimSuffix(u, suf.s), suf.m
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%q: want a size such as 1GiB or 512MiB", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
 // sizeIn parses a size (1GiB, 512MiB, 64KiB, 4G, plain bytes) in [lo, hi].
 func sizeIn(v string, lo, hi int64) (int64, error) {
 	n, err := parseSize(v)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/lab/bench"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 )
@@ -77,66 +78,10 @@ func TestBenchChildErrors(t *testing.T) {
 			t.Errorf("%q: %v: want the error in the JSON", args, err)
 			continue
 		}
-		var res childResult
+		var res bench.LoadResult
 		if jerr := json.Unmarshal([]byte(out), &res); jerr != nil || !strings.Contains(res.Err, c.want) {
 			t.Errorf("%q: %q (%v): want an error naming %q", args, out, jerr, c.want)
 		}
-	}
-}
-
-// statOf: the median of an even count is the mean of the middle two.
-func TestBenchStat(t *testing.T) {
-	for _, c := range []struct {
-		xs   []float64
-		want stat
-	}{
-		{nil, stat{}},
-		{[]float64{3}, stat{3, 3, 3}},
-		{[]float64{5, 1, 3}, stat{3, 1, 5}},
-		{[]float64{4, 1, 2, 8}, stat{3, 1, 8}},
-	} {
-		if got := statOf(c.xs); got != c.want {
-			t.Errorf("statOf(%v) = %+v, want %+v", c.xs, got, c.want)
-		}
-	}
-}
-
-// A missed time goal says when no load could have met it here: with
-// ggload's load at the case's floor and the rest of its process as
-// measured, its process would still be above the goal (a 1 Gbit/s link
-// that llama.cpp fills to within 8%); a miss with room below is left bare.
-func TestGoalOutOfReach(t *testing.T) {
-	row := func(gWall, gLoad, lWall, floor float64) benchRow {
-		r := benchRow{benchCase: benchCase{Mode: "none", Target: "RPC0"}, Floor: floor}
-		r.Ggload = implResult{WallS: gWall, BestS: gWall, LoadS: gLoad}
-		r.Llama = &implResult{WallS: lWall, BestS: lWall, LoadS: lWall - 0.15}
-		r.Ratio, r.Best = gWall/lWall, gWall/lWall
-		return r
-	}
-	near := goal(row(8.894, 8.830, 9.617, 8.804), true, false)
-	if want := "median missed (0.92×), best missed (0.92×), out of reach here: with its load at the floor (8.804 s), ggload's process would take 0.92× llama.cpp's"; !strings.Contains(near, want) {
-		t.Errorf("near the floor: %q, want it to hold %q", near, want)
-	}
-	for _, r := range []benchRow{
-		row(11.2, 11.1, 12.3, 8.8),     // missed, with room below
-		row(8.894, 8.830, 10.3, 8.804), // met
-		row(8.894, 8.830, 9.617, 0),    // no floor
-	} {
-		if v := goal(r, true, false); strings.Contains(v, "out of reach") {
-			t.Errorf("ggload %.3f s (load %.3f), llama.cpp %.3f s, floor %.3f: %q", r.Ggload.WallS, r.Ggload.LoadS, r.Llama.WallS, r.Floor, v)
-		}
-	}
-	// a cached reload onto a server that takes 3.4 s to touch its new
-	// buffers' pages cannot come within 0.2× of llama.cpp's 5.58 s
-	cached := row(3.565, 3.495, 5.765, 3.4)
-	cached.Llama.LoadS, cached.LoadRatio, cached.TouchFloor = 5.578, 3.495/5.578, 3.4
-	cached.Ggload.RPCCached = 698 << 20
-	if v, want := goal(cached, true, false), "missed (0.63×; whole process 0.62×), out of reach here: the servers' first touch of their new buffers' pages alone takes 3.400 s, 0.61× llama.cpp's load"; !strings.Contains(v, want) {
-		t.Errorf("cached, bound by the server: %q, want it to hold %q", v, want)
-	}
-	cached.TouchFloor = 0.5 // the server's pages come fast: the miss is the loader's
-	if v := goal(cached, true, false); !strings.Contains(v, "missed (0.63×") || strings.Contains(v, "out of reach") {
-		t.Errorf("cached, with room below: %q", v)
 	}
 }
 
@@ -157,7 +102,7 @@ func TestBenchSeveralDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -224,7 +169,7 @@ func TestBenchSplitTensor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -274,12 +219,12 @@ func TestBenchCachedReload(t *testing.T) {
 	// 2048 wide: the feed-forward matrices (12 MB) and the output (69 MB)
 	// are over the client's hash threshold, and kept by the cache
 	args := []string{"bench", "--size", "256MiB", "--runs", "1", "--modes", "mmap", "--targets", "RPC0", "--rpc", srv.Endpoint, "--json"}
-	bench := func(extra ...string) benchReport {
+	bench := func(extra ...string) bench.Report {
 		out, err := runCLI(t, append(args, extra...)...)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, srv.Output())
 		}
-		var rep benchReport
+		var rep bench.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -309,7 +254,8 @@ func TestBenchCachedReload(t *testing.T) {
 	if n := r.Ggload.RPCCached; n < 12<<20 || n > uint64(rep.Bytes) {
 		t.Fatalf("the cache set %d bytes of a %d-byte model on the second bench", n, rep.Bytes)
 	}
-	want := fmt.Sprintf("cached reload (the servers' file caches set %s MiB): load ≤ 0.20× llama.cpp's: %s (%.2f×", mibs(int64(r.Ggload.RPCCached)), yesNo(r.LoadRatio <= 0.2), r.LoadRatio)
+	verdict := map[bool]string{true: "met", false: "missed"}[r.LoadRatio <= 0.2]
+	want := fmt.Sprintf("cached reload (the servers' file caches set %.0f MiB): load ≤ 0.20× llama.cpp's: %s (%.2f×", float64(r.Ggload.RPCCached)/(1<<20), verdict, r.LoadRatio)
 	if !strings.Contains(r.Goal, want) {
 		t.Fatalf("verdict %q, want it to hold %q", r.Goal, want)
 	}
@@ -324,7 +270,7 @@ func TestBenchOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -356,7 +302,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -398,8 +344,8 @@ func TestBenchColdAndScale(t *testing.T) {
 	}
 	// on a virtual machine whose host takes freed memory back, every
 	// process is preceded by the memory it will take, faulted in
-	if rep.FreePageReporting != freePageReporting() || rep.FreePageReporting != (rep.BackedMemory >= uint64(2*rep.Bytes)) {
-		t.Errorf("free page reporting %v (here %v), %d bytes backed for a model of %d", rep.FreePageReporting, freePageReporting(), rep.BackedMemory, rep.Bytes)
+	if rep.FreePageReporting != bench.FreePageReporting() || rep.FreePageReporting != (rep.BackedMemory >= uint64(2*rep.Bytes)) {
+		t.Errorf("free page reporting %v (here %v), %d bytes backed for a model of %d", rep.FreePageReporting, bench.FreePageReporting(), rep.BackedMemory, rep.Bytes)
 	}
 
 	// warm, direct reads onto the CPU fill fresh memory: their floor is
@@ -409,7 +355,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep = benchReport{}
+	rep = bench.Report{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -429,7 +375,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	}
 	var said bytes.Buffer
 	rep.Rows[0].Ggload.DirectCopied = 3 << 20
-	printBounced(&said, rep)
+	bench.Print(&said, rep)
 	if !strings.Contains(said.String(), "dio→none: direct reads copied 3.00 MiB") {
 		t.Errorf("the bounced bytes said as %q", said.String())
 	}
@@ -438,8 +384,8 @@ func TestBenchColdAndScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all struct {
-		Sizes []benchReport `json:"sizes"`
-		Scale []scaleRow    `json:"scale"`
+		Sizes []bench.Report   `json:"sizes"`
+		Scale []bench.ScaleRow `json:"scale"`
 	}
 	if err := json.Unmarshal([]byte(out), &all); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -455,7 +401,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	if err != nil || !strings.Contains(text, "growth") || !strings.Contains(text, "s/GiB") {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	if freePageReporting() && (!strings.Contains(text, "times vary with it") || strings.Contains(text, "were faulted in and freed")) {
+	if bench.FreePageReporting() && (!strings.Contains(text, "times vary with it") || strings.Contains(text, "were faulted in and freed")) {
 		t.Errorf("--no-back-memory on a machine with free page reporting:\n%s", text)
 	}
 	for _, bad := range [][]string{

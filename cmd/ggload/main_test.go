@@ -13,6 +13,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/bench"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 )
@@ -378,7 +379,7 @@ func TestBenchCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep benchReport
+	var rep bench.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

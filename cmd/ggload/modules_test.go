@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/lab/bench"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/place"
@@ -35,7 +36,7 @@ func TestCPUOnlyProcessLoadsCPUAndRPC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
-		var res childResult
+		var res bench.LoadResult
 		if err := json.Unmarshal(out, &res); err != nil || res.Err != "" {
 			t.Fatalf("%v: %v %s\n%s", args, err, res.Err, out)
 		}

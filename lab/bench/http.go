@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -27,19 +27,20 @@ import (
 //   - the load: a streaming load from the URL onto each target (load mode
 //     none, every reader in flight), against the link.
 
-// benchHTTP is the report of the HTTP measurements.
-type benchHTTP struct {
-	Rate      float64         `json:"rate_bytes_per_s"`
-	LatencyS  float64         `json:"latency_s,omitempty"`
-	LinkGBps  float64         `json:"link_gb_per_s"`
-	PlanFileS float64         `json:"plan_file_s"`
-	PlanURLS  float64         `json:"plan_url_s"`
-	Requests  int64           `json:"plan_requests"`
-	HeaderB   int64           `json:"plan_header_bytes"`
-	Loads     []benchHTTPLoad `json:"loads"`
+// HTTPReport is the report of the HTTP measurements.
+type HTTPReport struct {
+	Rate      float64    `json:"rate_bytes_per_s"`
+	LatencyS  float64    `json:"latency_s,omitempty"`
+	LinkGBps  float64    `json:"link_gb_per_s"`
+	PlanFileS float64    `json:"plan_file_s"`
+	PlanURLS  float64    `json:"plan_url_s"`
+	Requests  int64      `json:"plan_requests"`
+	HeaderB   int64      `json:"plan_header_bytes"`
+	Loads     []HTTPLoad `json:"loads"`
 }
 
-type benchHTTPLoad struct {
+// HTTPLoad is the streaming load onto one target over the link.
+type HTTPLoad struct {
 	Target string  `json:"target"`
 	S      float64 `json:"s"`        // the load's total
 	GBps   float64 `json:"gb_per_s"` // the model's bytes over the total
@@ -137,8 +138,8 @@ func serveLimited(paths []string, rate float64, latency time.Duration) (string, 
 }
 
 // measureHTTP runs the HTTP measurements of the model at path.
-func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, targets []string, rate float64) (*benchHTTP, error) {
-	base, stop, err := serveLimited(m.Paths, rate, bf.latency)
+func (o *Options) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, targets []string, rate float64) (*HTTPReport, error) {
+	base, stop, err := serveLimited(m.Paths, rate, o.HTTPLatency)
 	if err != nil {
 		return nil, err
 	}
@@ -148,16 +149,13 @@ func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf
 	for _, f := range m.Files {
 		size += f.Size
 	}
-	rep := &benchHTTP{Rate: rate, LatencyS: bf.latency.Seconds()}
-	params := place.Params{NoExtraBufts: bf.noExtra}
-	if params.NGPULayers, err = place.ParseLayers(bf.ngl); err != nil {
-		return nil, err
-	}
-	o := httpsrc.Options{}
+	rep := &HTTPReport{Rate: rate, LatencyS: o.HTTPLatency.Seconds()}
+	params := place.Params{NGPULayers: o.Layers, NoExtraBufts: o.NoExtraBufts}
+	ho := httpsrc.Options{}
 
 	// the link, as one reader of the whole first file sees it
 	var link []float64
-	for r := 0; r < bf.runs; r++ {
+	for r := 0; r < o.Runs; r++ {
 		t0 := time.Now()
 		n, err := getAll(ctx, url)
 		if err != nil {
@@ -169,7 +167,7 @@ func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf
 
 	// the plan, from the file and from the URL
 	var fromFile, fromURL []float64
-	for r := 0; r < bf.runs; r++ {
+	for r := 0; r < o.Runs; r++ {
 		t0 := time.Now()
 		fm, err := gguf.OpenModel(m.Paths[0])
 		if err != nil {
@@ -182,7 +180,7 @@ func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf
 		}
 		fromFile = append(fromFile, time.Since(t0).Seconds())
 		t0 = time.Now()
-		um, err := httpsrc.OpenModel(ctx, url, o)
+		um, err := httpsrc.OpenModel(ctx, url, ho)
 		if err != nil {
 			return nil, err
 		}
@@ -204,10 +202,10 @@ func (bf *benchFlags) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf
 
 	// the streaming loads
 	for _, t := range targets {
-		row := benchHTTPLoad{Target: t}
+		row := HTTPLoad{Target: t}
 		var took []float64
-		for r := 0; r < bf.runs && row.Err == ""; r++ {
-			s, err := streamLoad(ctx, rt, url, o, t, params, bf.readers)
+		for r := 0; r < o.Runs && row.Err == ""; r++ {
+			s, err := streamLoad(ctx, rt, url, ho, t, params, o.Readers)
 			if err != nil {
 				row.Err = err.Error()
 				break
@@ -233,7 +231,7 @@ func streamLoad(ctx context.Context, rt *ggml.Runtime, url string, o httpsrc.Opt
 		return 0, err
 	}
 	defer um.Close()
-	params.Devices = (benchCase{Target: target}).devices()
+	params.Devices = (Case{Target: target}).Devices()
 	p, err := place.NewContext(ctx, rt, um, params)
 	if err != nil {
 		return 0, err
@@ -265,7 +263,7 @@ func getAll(ctx context.Context, url string) (int64, error) {
 }
 
 // printHTTP writes the HTTP measurements and their goal.
-func printHTTP(w io.Writer, r *benchHTTP, size int64) {
+func printHTTP(w io.Writer, r *HTTPReport, size int64) {
 	fmt.Fprintf(w, "over HTTP on loopback, the link limited to %.2f GB/s, %.0f ms before each answer (one GET of the whole file: %.2f GB/s):\n", r.Rate/1e9, r.LatencyS*1000, r.LinkGBps)
 	fmt.Fprintf(w, "  plan from the file %.1f ms; from the URL %.1f ms, %d requests, %.2f MiB of header fetched of %.2f MiB\n",
 		r.PlanFileS*1000, r.PlanURLS*1000, r.Requests, float64(r.HeaderB)/(1<<20), float64(size)/(1<<20))

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -7,8 +7,10 @@ import (
 	"text/tabwriter"
 )
 
-// printBench prints the table, each device's pipeline, and the goals.
-func printBench(w io.Writer, rep benchReport) {
+// Print writes the report of the load modes as text: the table, each
+// device's pipeline, and the goals (Run prints the floors before, as they
+// are measured).
+func Print(w io.Writer, rep Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\ttarget\tfloor s\tggload load s\t×floor\twall s\textra/limit MiB\tllama.cpp load s\t×floor\twall s\tratio\tbest\tload ratio\t")
 	for _, r := range rep.Rows {
@@ -73,7 +75,7 @@ func printBench(w io.Writer, rep benchReport) {
 
 // printBackends says where ggload's process registered fewer backends
 // than llama.cpp's: its start is part of the whole-process time.
-func printBackends(w io.Writer, rep benchReport) {
+func printBackends(w io.Writer, rep Report) {
 	for _, r := range rep.Rows {
 		if l := r.Llama; l != nil && l.Err == "" && r.Ggload.Err == "" && len(r.Ggload.Backends) < len(l.Backends) {
 			fmt.Fprintf(w, "%s→%s: ggload's process registers the backends %s alone (no weight goes past the CPU and RPC servers), llama.cpp's every one of the set, %s, as its tools load them whatever -dev says\n",
@@ -87,7 +89,7 @@ func printBackends(w io.Writer, rep benchReport) {
 // lines up with the disk's direct-I/O blocks as the file does (on a disk
 // that needs 512-byte aligned memory, a CPU buffer lines up with 1 file
 // in 16), and is copied once more otherwise.
-func printBounced(w io.Writer, rep benchReport) {
+func printBounced(w io.Writer, rep Report) {
 	for _, r := range rep.Rows {
 		if n := r.Ggload.DirectCopied; n > 0 {
 			fmt.Fprintf(w, "%s→%s: direct reads copied %.2f MiB of the %.2f GiB model out of bounce buffers (where the memory read into does not line up with the disk's direct-I/O blocks as the file does)\n",
@@ -99,7 +101,7 @@ func printBounced(w io.Writer, rep benchReport) {
 // printKernel prints the kernel's share of each case's load calls, where
 // it was measured: a run much slower than the others with much more kernel
 // time waited on fresh pages or on the disk, not on the loader.
-func printKernel(w io.Writer, rep benchReport) {
+func printKernel(w io.Writer, rep Report) {
 	var lines []string
 	for _, r := range rep.Rows {
 		var parts []string
@@ -122,7 +124,7 @@ func printKernel(w io.Writer, rep benchReport) {
 	}
 }
 
-func statString(s stat) string {
+func statString(s Stat) string {
 	if s.Min == s.Max {
 		return fmt.Sprintf("%.3f", s.Median)
 	}
@@ -186,9 +188,9 @@ func isRPCName(d string) bool { return strings.HasPrefix(d, "RPC") }
 // against llama.cpp's (or, beside a local device, against the slowest
 // device alone) and the extra memory against its limit. layerSplit: the
 // devices hold whole layers (the goals of several devices are theirs).
-func goal(r benchRow, layerSplit, cold bool) string {
+func goal(r Row, layerSplit, cold bool) string {
 	var parts []string
-	devs := r.devices()
+	devs := r.Case.Devices()
 	ratio := func(want float64) {
 		if cold {
 			want = coldRatioGoal
@@ -252,7 +254,7 @@ func goal(r benchRow, layerSplit, cold bool) string {
 // floor instead, the rest (start-up, plan, teardown) as measured. Above a
 // ratio goal, no load can meet that goal on this machine: llama.cpp's own
 // load is too near the floor. 0 where the case has no floor.
-func atFloor(r benchRow) float64 {
+func atFloor(r Row) float64 {
 	if r.Floor <= 0 || r.Llama == nil || r.Llama.WallS <= 0 || r.Ggload.WallS <= 0 {
 		return 0
 	}
@@ -261,7 +263,7 @@ func atFloor(r benchRow) float64 {
 }
 
 // why says what a case without a verdict lacks.
-func why(r benchRow) string {
+func why(r Row) string {
 	switch {
 	case r.Ggload.Err != "":
 		return "ggload's load failed"
@@ -274,7 +276,7 @@ func why(r benchRow) string {
 }
 
 // slowestSolo is the largest median time of a device loading alone.
-func slowestSolo(r benchRow) float64 {
+func slowestSolo(r Row) float64 {
 	s := 0.0
 	for _, d := range r.Solo {
 		s = max(s, d.S.Median)
@@ -292,7 +294,7 @@ func yesNo(ok bool) string {
 // printFastest names, per target timed in several modes, the mode whose
 // median load was fastest, ggload's and llama.cpp's, and, cold, how much
 // of the file was still cached when a process began.
-func printFastest(w io.Writer, rep benchReport) {
+func printFastest(w io.Writer, rep Report) {
 	cache := "warm page cache"
 	if rep.Cold {
 		cache = "cold page cache"
@@ -311,7 +313,7 @@ func printFastest(w io.Writer, rep benchReport) {
 			byTarget[r.Target] = b
 			order = append(order, r.Target)
 		}
-		for i, impl := range []*implResult{&r.Ggload, r.Llama} {
+		for i, impl := range []*Result{&r.Ggload, r.Llama} {
 			if impl == nil || impl.Err != "" || impl.LoadS <= 0 {
 				continue
 			}

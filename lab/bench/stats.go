@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"slices"
@@ -9,35 +9,36 @@ type measurement struct {
 	WallS   float64 `json:"wall_s"`
 	LoadS   float64 `json:"load_s"`
 	PeakRSS uint64  `json:"peak_rss"`
-	child   childResult
+	child   LoadResult
 }
 
-// stat is a figure over a case's runs: the median and the range.
-type stat struct {
+// Stat is a figure over a case's runs: the median and the range.
+type Stat struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
 }
 
 // statOf sums up xs (which it sorts).
-func statOf(xs []float64) stat {
+func statOf(xs []float64) Stat {
 	if len(xs) == 0 {
-		return stat{}
+		return Stat{}
 	}
 	slices.Sort(xs)
 	med := xs[len(xs)/2]
 	if len(xs)%2 == 0 {
 		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 	}
-	return stat{Median: med, Min: xs[0], Max: xs[len(xs)-1]}
+	return Stat{Median: med, Min: xs[0], Max: xs[len(xs)-1]}
 }
 
-type implResult struct {
-	Wall stat `json:"wall"` // whole-process time, s
-	Load stat `json:"load"` // the load call alone, s
+// Result is one loader's figures over a case's runs.
+type Result struct {
+	Wall Stat `json:"wall"` // whole-process time, s
+	Load Stat `json:"load"` // the load call alone, s
 	// Kernel is the kernel's CPU time for the process during the load
 	// call, s (nil where not measured).
-	Kernel   *stat   `json:"kernel,omitempty"`
+	Kernel   *Stat   `json:"kernel,omitempty"`
 	WallS    float64 `json:"wall_s"` // Wall's median
 	BestS    float64 `json:"best_s"` // and minimum
 	LoadS    float64 `json:"load_s"` // Load's median
@@ -58,32 +59,34 @@ type implResult struct {
 	Err      string   `json:"error,omitempty"`
 }
 
-// deviceResult is one device's upload pipeline over a case's runs.
-type deviceResult struct {
+// DeviceResult is one device's upload pipeline over a case's runs.
+type DeviceResult struct {
 	Device  string `json:"device"`
 	Bytes   uint64 `json:"bytes"`
-	S       stat   `json:"s"`
+	S       Stat   `json:"s"`
 	Staging uint64 `json:"staging"`
 	Bounce  uint64 `json:"bounce"`
 }
 
-type benchRow struct {
-	benchCase
-	Ggload implResult `json:"ggload"`
+// Row is one case of a report: each loader's figures, the ratios, the
+// floor and the goals.
+type Row struct {
+	Case
+	Ggload Result `json:"ggload"`
 	// Devices are ggload's pipelines, all at once; Solo the same devices
 	// one after another (several devices only), each one's time alone.
-	Devices    []deviceResult `json:"devices,omitempty"`
-	Sequential *implResult    `json:"sequential,omitempty"`
-	Solo       []deviceResult `json:"solo,omitempty"`
-	Llama      *implResult    `json:"llama,omitempty"`
+	Devices    []DeviceResult `json:"devices,omitempty"`
+	Sequential *Result        `json:"sequential,omitempty"`
+	Solo       []DeviceResult `json:"solo,omitempty"`
+	Llama      *Result        `json:"llama,omitempty"`
 	Ratio      float64        `json:"ratio,omitempty"`      // ggload / llama.cpp, median whole-process times
 	Best       float64        `json:"best_ratio,omitempty"` // the same for the fastest runs
 	LoadRatio  float64        `json:"load_ratio,omitempty"` // the same for the load calls' medians
-	// Floor is this machine's least time for the case's bytes (see
-	// bench_floor.go); OfFloor the median load call over it.
+	// Floor is this machine's least time for the case's bytes (the
+	// case's Floor); OfFloor the median load call over it.
 	Floor        float64 `json:"floor_s,omitempty"`
 	OfFloor      float64 `json:"of_floor,omitempty"`
-	TouchFloor   float64 `json:"touch_floor_s,omitempty"` // benchFloor.Touch
+	TouchFloor   float64 `json:"touch_floor_s,omitempty"` // Floor.Touch
 	LlamaOfFloor float64 `json:"llama_of_floor,omitempty"`
 	// Staging is the memory ggload's pipelines hold by design (rings,
 	// bounce buffers); MemLimit what the extra RSS may reach (memLimit).
@@ -95,22 +98,25 @@ type benchRow struct {
 	ColdResident float64 `json:"cold_resident,omitempty"`
 }
 
-type benchReport struct {
-	Model       string                `json:"model"`
-	Bytes       int64                 `json:"bytes"`
-	Runs        int                   `json:"runs"`
-	MemcpyGBps  float64               `json:"memcpy_gb_per_s"`      // warm destination
-	FirstTouch  float64               `json:"first_touch_gb_per_s"` // fresh destination pages
-	Rates       benchRates            `json:"rates"`
-	Floors      map[string]benchFloor `json:"floors"` // by mode/target
-	BaselineRSS uint64                `json:"baseline_rss"`
+// Report is what a bench of one model measured: the machine's rates and
+// each case's floor, the idle processes, and a Row per case, or the HTTP
+// measurements.
+type Report struct {
+	Model       string           `json:"model"`
+	Bytes       int64            `json:"bytes"`
+	Runs        int              `json:"runs"`
+	MemcpyGBps  float64          `json:"memcpy_gb_per_s"`      // warm destination
+	FirstTouch  float64          `json:"first_touch_gb_per_s"` // fresh destination pages
+	Rates       Rates            `json:"rates"`
+	Floors      map[string]Floor `json:"floors"` // by mode/target
+	BaselineRSS uint64           `json:"baseline_rss"`
 	// BaselineCPURSS is the idle process with the backend modules of
 	// ggload's process onto the CPU and RPC servers alone (the CPU's and
 	// RPC's): its baseline there
-	BaselineCPURSS uint64     `json:"baseline_cpu_rss"`
-	Rows           []benchRow `json:"rows"`
-	HTTP           *benchHTTP `json:"http,omitempty"`
-	Cold           bool       `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
+	BaselineCPURSS uint64      `json:"baseline_cpu_rss"`
+	Rows           []Row       `json:"rows"`
+	HTTP           *HTTPReport `json:"http,omitempty"`
+	Cold           bool        `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
 	// FreePageReporting: this is a virtual machine whose balloon reports
 	// free memory to its host; BackedMemory is the most the bench faulted
 	// in and freed before a process (0: none, --no-back-memory).
@@ -132,7 +138,7 @@ const perDeviceSlack = 16 << 20
 // loader's RPC queue). Under a meta device over RPC servers the native
 // client's message for one tensor and the slices gathered for the next
 // (ggml.Tensor.SetSplit) take as much.
-func memLimit(c childResult) uint64 {
+func memLimit(c LoadResult) uint64 {
 	// a load that moved nothing through a device (every tensor zero-copy
 	// on the CPU) still has the host's own slack
 	n := c.Staging + uint64(max(len(c.Devices), 1))*perDeviceSlack
@@ -154,8 +160,8 @@ func okOnly(ms []measurement) []measurement {
 	return ok
 }
 
-func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
-	var res implResult
+func summarize(ms []measurement, size int64, baseRSS uint64) Result {
+	var res Result
 	ok := okOnly(ms)
 	if len(ok) == 0 {
 		res.Err = "no measurement"
@@ -192,8 +198,8 @@ func summarize(ms []measurement, size int64, baseRSS uint64) implResult {
 }
 
 // deviceSummary sums up the pipelines of successful runs by device.
-func deviceSummary(ok []measurement) []deviceResult {
-	var out []deviceResult
+func deviceSummary(ok []measurement) []DeviceResult {
+	var out []DeviceResult
 	idx := map[string]int{}
 	times := map[string][]float64{}
 	for _, m := range ok {
@@ -202,7 +208,7 @@ func deviceSummary(ok []measurement) []deviceResult {
 			if !seen {
 				i = len(out)
 				idx[d.Device] = i
-				out = append(out, deviceResult{Device: d.Device, Bytes: d.Bytes})
+				out = append(out, DeviceResult{Device: d.Device, Bytes: d.Bytes})
 			}
 			out[i].Staging = max(out[i].Staging, d.Staging)
 			out[i].Bounce = max(out[i].Bounce, d.Bounce)

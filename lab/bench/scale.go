@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 // the first.
 const scaleGoal = 1.10
 
-// scaleRow is one case across the sizes.
-type scaleRow struct {
-	benchCase
+// ScaleRow is one case across the sizes.
+type ScaleRow struct {
+	Case
 	GiB      []float64 `json:"gib"`       // each size's model
 	SPerGiB  []float64 `json:"s_per_gib"` // ggload's median load over the model's GiB (0: failed)
 	ExtraRSS []int64   `json:"extra_rss"` // ggload's median extra RSS
@@ -26,17 +26,17 @@ type scaleRow struct {
 }
 
 // scaleRows lines the reports' rows up by case.
-func scaleRows(reps []benchReport) []scaleRow {
-	var rows []scaleRow
-	index := map[benchCase]int{}
+func scaleRows(reps []Report) []ScaleRow {
+	var rows []ScaleRow
+	index := map[Case]int{}
 	for k, rep := range reps {
 		gib := float64(rep.Bytes) / (1 << 30)
 		for _, r := range rep.Rows {
-			i, ok := index[r.benchCase]
+			i, ok := index[r.Case]
 			if !ok {
 				i = len(rows)
-				index[r.benchCase] = i
-				rows = append(rows, scaleRow{benchCase: r.benchCase, GiB: make([]float64, len(reps)), SPerGiB: make([]float64, len(reps)), ExtraRSS: make([]int64, len(reps))})
+				index[r.Case] = i
+				rows = append(rows, ScaleRow{Case: r.Case, GiB: make([]float64, len(reps)), SPerGiB: make([]float64, len(reps)), ExtraRSS: make([]int64, len(reps))})
 			}
 			row := &rows[i]
 			row.GiB[k] = gib
@@ -65,13 +65,13 @@ func scaleRows(reps []benchReport) []scaleRow {
 
 // outputScale saves and prints the reports of several sizes and the scale
 // table.
-func (bf *benchFlags) outputScale(stdout io.Writer, reps []benchReport) error {
+func (o *Options) outputScale(stdout io.Writer, reps []Report) error {
 	rows := scaleRows(reps)
 	all := struct {
-		Sizes []benchReport `json:"sizes"`
-		Scale []scaleRow    `json:"scale"`
+		Sizes []Report   `json:"sizes"`
+		Scale []ScaleRow `json:"scale"`
 	}{reps, rows}
-	if printed, err := bf.saveAndJSON(stdout, all); printed || err != nil {
+	if printed, err := o.saveAndJSON(stdout, all); printed || err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)

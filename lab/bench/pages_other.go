@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package main
+package bench
 
 // adviseHugePages does nothing where madvise has no MADV_HUGEPAGE.
 func adviseHugePages(b []byte) {}

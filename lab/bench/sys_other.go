@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package bench
 
 import (
 	"errors"
@@ -27,8 +27,8 @@ func evictPageCache(paths []string) error {
 // residentFraction: not measured off Linux.
 func residentFraction(paths []string) float64 { return -1 }
 
-// freePageReporting: told on Linux only.
-func freePageReporting() bool { return false }
+// FreePageReporting: told on Linux only.
+func FreePageReporting() bool { return false }
 
 // backMemory: done on Linux only.
 func backMemory(n uint64) uint64 { return 0 }

@@ -1,30 +1,24 @@
-package main
+package bench
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/lab/synth"
 )
 
-// benchModel returns a generated llama model of about size bytes in the
-// user cache directory, writing it once.
-func benchModel(rt *ggml.Runtime, size, typ string, w io.Writer) (string, error) {
-	want, err := parseSize(size)
-	if err != nil {
-		return "", fmt.Errorf("--size: %w", err)
-	}
+// writeModel returns a generated llama model of about size bytes in the
+// user cache directory, writing it once (and saying so to w).
+func writeModel(rt *ggml.Runtime, size int64, typ string, w io.Writer) (string, error) {
 	t, ok := ggml.TypeByName(typ)
 	if !ok {
 		return "", fmt.Errorf("--type %q: not a ggml type", typ)
 	}
-	spec := synth.BenchSpec(want, t)
+	spec := synth.BenchSpec(size, t)
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
@@ -47,26 +41,6 @@ func benchModel(rt *ggml.Runtime, size, typ string, w io.Writer) (string, error)
 		return "", err
 	}
 	return path, os.Rename(tmp, path)
-}
-
-// parseSize reads 512MiB, 1GiB, 4G, 100M or plain bytes.
-func parseSize(s string) (int64, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, suf := range []struct {
-		s string
-		m int64
-	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if strings.HasSuffix(u, suf.s) {
-			u, mult = strings.TrimSuffix(u, suf.s), suf.m
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
-	if err != nil || f <= 0 {
-		return 0, fmt.Errorf("%q: want a size such as 1GiB or 512MiB", s)
-	}
-	return int64(f * float64(mult)), nil
 }
 
 // warmPageCache reads the model's files so that every process starts from

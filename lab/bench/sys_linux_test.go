@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // it ran: fresh pages faulted in count, and it cannot exceed the call's
 // time on every core.
 func TestBenchKernelTime(t *testing.T) {
-	var res childResult
+	var res LoadResult
 	stop := res.timeLoad()
 	const n = 256 << 20
 	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)

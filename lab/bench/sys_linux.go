@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"os"
@@ -123,14 +123,14 @@ func residentFraction(paths []string) float64 {
 	return float64(in) / float64(all)
 }
 
-// freePageReporting reports whether this machine is a virtual machine
+// FreePageReporting reports whether this machine is a virtual machine
 // whose balloon device reports free memory to its host
 // (VIRTIO_BALLOON_F_REPORTING): the host then takes back what the guest
 // freed, a couple of seconds after, and the next fault on such a page waits
 // for the host to back it again. A process that starts after a pause then
 // finds its fresh pages tens of times slower than one that starts right
 // after another freed its memory.
-func freePageReporting() bool { return freePageReportingAt("/sys/bus/virtio/devices") }
+func FreePageReporting() bool { return freePageReportingAt("/sys/bus/virtio/devices") }
 
 // freePageReportingAt looks for such a balloon among the virtio devices
 // listed in dir (sysfs).
@@ -152,7 +152,7 @@ func freePageReportingAt(dir string) bool {
 
 // backMemory faults in n bytes of fresh memory (huge pages advised) and
 // frees them: on a machine with free page reporting, the next process
-// finds them backed by the host (see freePageReporting). It returns what
+// finds them backed by the host (see FreePageReporting). It returns what
 // it faulted in.
 func backMemory(n uint64) uint64 {
 	page := uint64(os.Getpagesize())

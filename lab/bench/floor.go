@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"errors"
@@ -37,8 +37,8 @@ import (
 // case's other devices upload too: they may share a link, a bus or the
 // cores that drive them).
 
-// benchRates are the machine's rates, in GB/s (0: not measured).
-type benchRates struct {
+// Rates are the machine's rates, in GB/s (0: not measured).
+type Rates struct {
 	ReadFresh  float64 `json:"read_fresh_gb_per_s"`
 	ReadWarm   float64 `json:"read_warm_gb_per_s"`
 	ReadDirect float64 `json:"read_direct_gb_per_s,omitempty"`
@@ -67,8 +67,8 @@ type benchRates struct {
 	ColdFresh float64 `json:"cold_fresh_gb_per_s,omitempty"`
 }
 
-// benchFloor is a case's floor.
-type benchFloor struct {
+// Floor is a case's floor.
+type Floor struct {
 	S   float64 `json:"s"`
 	How string  `json:"how"` // what bounds it
 	// Touch is the part of the floor no RPC server's cache can take
@@ -83,12 +83,12 @@ type benchFloor struct {
 func floorReaders() int { return min(runtime.NumCPU(), 4) }
 
 // measureFloors measures the rates the cases need and each case's floor.
-func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []benchCase, rep *benchReport) error {
+func (o *Options) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []Case, rep *Report) error {
 	rep.MemcpyGBps, rep.FirstTouch = memcpyBandwidth()
 	r := &rep.Rates
 	size := rep.Bytes
 	var err error
-	bf.backMemory(rep) // the fresh pages below as fast as the loads'
+	o.backMemory(rep) // the fresh pages below as fast as the loads'
 	if r.ReadFresh, err = readRate(m.Paths, size, true, false); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
@@ -98,88 +98,27 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 	need := map[string]bool{}
 	for _, c := range cases {
 		need[c.Mode] = true
-		var devs []*ggml.Device
-		for _, d := range c.devices() {
-			if d == "none" {
-				continue
-			}
-			dev, err := rt.DeviceByName(d)
-			if err != nil {
-				return err
-			}
-			devs = append(devs, dev)
-			if r.Upload[d] == 0 {
-				gbps, err := uploadRate(dev)
-				if err != nil {
-					return fmt.Errorf("upload floor of %s: %w", d, err)
-				}
-				if r.Upload == nil {
-					r.Upload = map[string]float64{}
-				}
-				r.Upload[d] = gbps
-				if dev.IsRPC() {
-					touch, err := serverTouchRate(dev)
-					if err != nil {
-						return fmt.Errorf("floor of %s's server: %w", d, err)
-					}
-					if r.ServerTouch == nil {
-						r.ServerTouch = map[string]float64{}
-					}
-					r.ServerTouch[d] = touch
-				}
-			}
-		}
-		if len(devs) > 1 && r.UploadAtOnce[c.Target] == nil {
-			gbps, err := uploadRates(devs)
-			if err != nil {
-				return fmt.Errorf("upload floor of %s: %w", c.Target, err)
-			}
-			if r.UploadAtOnce == nil {
-				r.UploadAtOnce = map[string]map[string]float64{}
-			}
-			r.UploadAtOnce[c.Target] = map[string]float64{}
-			for i, d := range devs {
-				r.UploadAtOnce[c.Target][d.Name()] = gbps[i]
-			}
+		if err := measureUploads(rt, c, r); err != nil {
+			return err
 		}
 	}
-	if need["dio"] || need["direct-io"] {
-		if r.ReadDirect, err = readRate(m.Paths, size, false, true); err != nil {
-			r.ReadDirect, r.DirectNote = r.ReadWarm, fmt.Sprintf("no direct I/O here (%v): page-cache reads instead", err)
-			r.ReadDirectFresh = r.ReadFresh
-		} else if !bf.cold { // cold, the disk's pass below is the floor
-			if r.ReadDirectFresh, err = readRate(m.Paths, size, true, true); err != nil {
-				return fmt.Errorf("floor: %w", err)
-			}
-			// the disk gave at least that into reused memory too (a
-			// virtual disk has slow moments: a pass may meet one)
-			r.ReadDirect = max(r.ReadDirect, r.ReadDirectFresh)
+	direct := need["dio"] || need["direct-io"]
+	if direct {
+		if err := o.measureDirect(m.Paths, size, r); err != nil {
+			return err
 		}
 	}
 	if need["mmap"] || need["mmap+mlock"] || need["mmap-mlock"] || need["auto"] {
 		r.MapS = mapTime(m.Paths)
 	}
-	if bf.cold {
-		if err := coldRate(m.Paths, size, r); err != nil {
+	if o.Cold {
+		if err := measureCold(m.Paths, size, direct, r); err != nil {
 			return fmt.Errorf("cold floor: %w", err)
 		}
-		// every byte comes from the disk first: no read is faster than
-		// that, and a mapping populates at that rate
-		// direct reads are reads from the disk: their floor is the cold
-		// read's, the best of its queue depths (a pass of the floor's own
-		// readers above may have been slower)
-		r.ReadFresh, r.ReadWarm, r.ReadDirect = min(r.ReadFresh, r.Cold), min(r.ReadWarm, r.Cold), r.Cold
-		if need["dio"] || need["direct-io"] {
-			if err := coldFreshRate(m.Paths, size, r); err != nil {
-				return fmt.Errorf("cold floor: %w", err)
-			}
-			r.ReadDirectFresh = r.ColdFresh
-		}
-		r.MapS = max(r.MapS, float64(size)/r.Cold/1e9)
 	}
-	rep.Floors = map[string]benchFloor{}
+	rep.Floors = map[string]Floor{}
 	for _, c := range cases {
-		f, err := bf.floorOf(rt, m, c, r, size)
+		f, err := o.floorOf(rt, m, c, r, size)
 		if err != nil {
 			return err
 		}
@@ -188,44 +127,122 @@ func (bf *benchFlags) measureFloors(rt *ggml.Runtime, m *gguf.Model, cases []ben
 	return nil
 }
 
-// floorOf is case c's floor: its plan says how many bytes go where.
-func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *benchRates, size int64) (benchFloor, error) {
-	mode, err := place.ParseLoadMode(c.Mode)
-	if err != nil {
-		return benchFloor{}, err
-	}
-	params := place.Params{}
-	params.LoadMode, params.Devices, params.NoExtraBufts = mode, c.devices(), bf.noExtra
-	if params.NGPULayers, err = place.ParseLayers(bf.ngl); err != nil {
-		return benchFloor{}, err
-	}
-	if bf.ts != "" && c.multi() {
-		if params.TensorSplit, err = place.ParseTensorSplit(bf.ts); err != nil {
-			return benchFloor{}, err
+// measureUploads measures the upload rates case c needs that r lacks:
+// each device's alone (and how fast an RPC server first touches new
+// pages), and, for a target over several devices, each one's while the
+// others upload too.
+func measureUploads(rt *ggml.Runtime, c Case, r *Rates) error {
+	var devs []*ggml.Device
+	for _, d := range c.Devices() {
+		if d == "none" {
+			continue
+		}
+		dev, err := rt.DeviceByName(d)
+		if err != nil {
+			return err
+		}
+		devs = append(devs, dev)
+		if r.Upload[d] == 0 {
+			gbps, err := uploadRate(dev)
+			if err != nil {
+				return fmt.Errorf("upload floor of %s: %w", d, err)
+			}
+			if r.Upload == nil {
+				r.Upload = map[string]float64{}
+			}
+			r.Upload[d] = gbps
+			if dev.IsRPC() {
+				touch, err := serverTouchRate(dev)
+				if err != nil {
+					return fmt.Errorf("floor of %s's server: %w", d, err)
+				}
+				if r.ServerTouch == nil {
+					r.ServerTouch = map[string]float64{}
+				}
+				r.ServerTouch[d] = touch
+			}
 		}
 	}
-	if bf.sm != "" && c.multi() {
-		if params.SplitMode, err = place.ParseSplitMode(bf.sm); err != nil {
-			return benchFloor{}, err
+	if len(devs) > 1 && r.UploadAtOnce[c.Target] == nil {
+		gbps, err := uploadRates(devs)
+		if err != nil {
+			return fmt.Errorf("upload floor of %s: %w", c.Target, err)
+		}
+		if r.UploadAtOnce == nil {
+			r.UploadAtOnce = map[string]map[string]float64{}
+		}
+		r.UploadAtOnce[c.Target] = map[string]float64{}
+		for i, d := range devs {
+			r.UploadAtOnce[c.Target][d.Name()] = gbps[i]
 		}
 	}
-	p, err := place.New(rt, m, params)
-	if err != nil {
-		return benchFloor{}, fmt.Errorf("floor of %s: %w", c.Target, err)
+	return nil
+}
+
+// measureDirect measures the direct reads' rates: into reused memory, and
+// (warm) into fresh host memory; where direct I/O is refused, the
+// page-cache reads' rates stand for them, with a note.
+func (o *Options) measureDirect(paths []string, size int64, r *Rates) error {
+	var err error
+	if r.ReadDirect, err = readRate(paths, size, false, true); err != nil {
+		r.ReadDirect, r.DirectNote = r.ReadWarm, fmt.Sprintf("no direct I/O here (%v): page-cache reads instead", err)
+		r.ReadDirectFresh = r.ReadFresh
+	} else if !o.Cold { // cold, the disk's pass is the floor
+		if r.ReadDirectFresh, err = readRate(paths, size, true, true); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		// the disk gave at least that into reused memory too (a
+		// virtual disk has slow moments: a pass may meet one)
+		r.ReadDirect = max(r.ReadDirect, r.ReadDirectFresh)
 	}
-	var host, mapped, devBytes int64 // devBytes: read once for the devices
-	dev := map[string]int64{}
+	return nil
+}
+
+// measureCold measures the cold floor and bounds the other rates by it;
+// direct: the cases read with direct I/O, whose floor onto the CPU is the
+// cold pass into fresh memory.
+func measureCold(paths []string, size int64, direct bool, r *Rates) error {
+	if err := coldRate(paths, size, r); err != nil {
+		return err
+	}
+	// every byte comes from the disk first: no read is faster than
+	// that, and a mapping populates at that rate
+	// direct reads are reads from the disk: their floor is the cold
+	// read's, the best of its queue depths (a pass of the floor's own
+	// readers may have been slower)
+	r.ReadFresh, r.ReadWarm, r.ReadDirect = min(r.ReadFresh, r.Cold), min(r.ReadWarm, r.Cold), r.Cold
+	if direct {
+		if err := coldFreshRate(paths, size, r); err != nil {
+			return err
+		}
+		r.ReadDirectFresh = r.ColdFresh
+	}
+	r.MapS = max(r.MapS, float64(size)/r.Cold/1e9)
+	return nil
+}
+
+// caseBytes are where a plan's weights go, in bytes: mapped (they stay
+// in the mapping), host (fresh host memory), and devices (read once,
+// through staging, for the devices, with each device's share).
+type caseBytes struct {
+	mapped, host, devices int64
+	dev                   map[string]int64
+}
+
+// bytesOf tallies the plan's weights by where they go.
+func bytesOf(p *place.Plan) caseBytes {
+	b := caseBytes{dev: map[string]int64{}}
 	for _, tp := range p.Tensors {
 		if tp.Context < 0 || tp.Shared {
 			continue
 		}
 		switch {
 		case p.Contexts[tp.Context].Mapped:
-			mapped += tp.Bytes
+			b.mapped += tp.Bytes
 		case tp.Device == nil || tp.Device.Type() == ggml.DeviceCPU || tp.BufferType.IsHost():
-			host += tp.Bytes
+			b.host += tp.Bytes
 		case tp.Split != nil:
-			devBytes += tp.Bytes
+			b.devices += tp.Bytes
 			// a meta device: each of its devices takes its slices (a
 			// mirrored tensor whole)
 			for j, d := range p.TensorDevices {
@@ -233,19 +250,35 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 				if tp.Split.Axis.IsDim() {
 					n = tp.Bytes * tp.Split.Share(j) / tp.Shape[tp.Split.Axis]
 				}
-				dev[d.Name()] += n
+				b.dev[d.Name()] += n
 			}
 		default:
-			devBytes += tp.Bytes
-			dev[tp.Device.Name()] += tp.Bytes
+			b.devices += tp.Bytes
+			b.dev[tp.Device.Name()] += tp.Bytes
 		}
 	}
-	at := func(n int64, gbps float64) float64 {
-		if n == 0 || gbps <= 0 {
-			return 0
-		}
-		return float64(n) / gbps / 1e9
+	return b
+}
+
+// secondsAt is the seconds n bytes take at gbps GB/s (0: not counted).
+func secondsAt(n int64, gbps float64) float64 {
+	if n == 0 || gbps <= 0 {
+		return 0
 	}
+	return float64(n) / gbps / 1e9
+}
+
+// floorOf is case c's floor: its plan says how many bytes go where.
+func (o *Options) floorOf(rt *ggml.Runtime, m *gguf.Model, c Case, r *Rates, size int64) (Floor, error) {
+	params, err := o.process(ImplGgload, c, "").params()
+	if err != nil {
+		return Floor{}, err
+	}
+	p, err := place.New(rt, m, params)
+	if err != nil {
+		return Floor{}, fmt.Errorf("floor of %s: %w", c.Target, err)
+	}
+	b := bytesOf(p)
 	var read float64
 	how := ""
 	switch {
@@ -253,30 +286,30 @@ func (bf *benchFlags) floorOf(rt *ggml.Runtime, m *gguf.Model, c benchCase, r *b
 		// tensors in buffers over the mapping stay there; the others
 		// are copied out of it: into fresh host memory (CPU_REPACK),
 		// or through staging to a device
-		read = r.MapS*float64(mapped)/float64(max(size, 1)) + at(host, r.ReadFresh) + at(devBytes, r.ReadWarm)
+		read = r.MapS*float64(b.mapped)/float64(max(size, 1)) + secondsAt(b.host, r.ReadFresh) + secondsAt(b.devices, r.ReadWarm)
 		how = "mapping the file, copying what cannot stay in it"
-	case mode == place.LoadDirectIO:
+	case params.LoadMode == place.LoadDirectIO:
 		// host buffers are fresh memory the reads fault in; staging
 		// is reused
-		read = at(host+mapped, r.ReadDirectFresh) + at(devBytes, r.ReadDirect)
+		read = secondsAt(b.host+b.mapped, r.ReadDirectFresh) + secondsAt(b.devices, r.ReadDirect)
 		how = "reading with direct I/O"
 	default:
-		read = at(host+mapped, r.ReadFresh) + at(devBytes, r.ReadWarm)
+		read = secondsAt(b.host+b.mapped, r.ReadFresh) + secondsAt(b.devices, r.ReadWarm)
 		how = "reading into fresh host memory and staging"
 	}
-	f := benchFloor{S: read, How: how}
+	f := Floor{S: read, How: how}
 	rate := r.Upload
 	if once := r.UploadAtOnce[c.Target]; once != nil {
 		rate = once // the devices upload at once
 	}
-	for d, n := range dev {
+	for d, n := range b.dev {
 		mib := float64(n) / (1 << 20)
-		if up := at(n, rate[d]); up > f.S {
+		if up := secondsAt(n, rate[d]); up > f.S {
 			f.S, f.How = up, fmt.Sprintf("uploading %s's %.0f MiB", d, mib)
 		}
 		// an RPC server writes every byte into pages it touches for
 		// the first time, on one thread, whatever the link
-		if t := at(n, r.ServerTouch[d]); t > f.Touch {
+		if t := secondsAt(n, r.ServerTouch[d]); t > f.Touch {
 			f.Touch = t
 			if t > f.S {
 				f.S, f.How = t, fmt.Sprintf("%s's server touching the %.0f MiB of its new buffers", d, mib)
@@ -324,7 +357,7 @@ var coldDepths = []int{1, 2, 4, 8, 16}
 // queue depth, twice over the depths (a virtual disk has slow moments),
 // the best kept; buffered reads after an eviction where the file system
 // refuses direct I/O.
-func coldRate(paths []string, size int64, r *benchRates) error {
+func coldRate(paths []string, size int64, r *Rates) error {
 	for i := range 2 * len(coldDepths) {
 		depth := coldDepths[i%len(coldDepths)]
 		d, derr := readOnceWith(paths, size, false, true, depth)
@@ -353,7 +386,7 @@ func coldRate(paths []string, size int64, r *benchRates) error {
 // coldFreshRate measures the cold pass into fresh memory (ColdFresh): at
 // the cold floor's depth and with the floor's readers, twice each, the
 // best kept, and never above the pass into reused memory.
-func coldFreshRate(paths []string, size int64, r *benchRates) error {
+func coldFreshRate(paths []string, size int64, r *Rates) error {
 	if r.ColdNote != "" {
 		r.ColdFresh = r.Cold // no direct I/O: the floor's buffered pass
 		return nil
@@ -683,7 +716,7 @@ func memcpyBandwidth() (warm, fresh float64) {
 }
 
 // printFloors prints the rates and the floors.
-func printFloors(w io.Writer, rep benchReport) {
+func printFloors(w io.Writer, rep Report) {
 	r := rep.Rates
 	fmt.Fprintf(w, "model %s: %.2f GiB; %d process(es) per measurement: median [min–max]\n", rep.Model, float64(rep.Bytes)/(1<<30), rep.Runs)
 	fmt.Fprintf(w, "this machine: memcpy %.1f GB/s (fresh pages %.1f); the file read by %d readers into fresh host memory %.2f GB/s, into staging %.2f GB/s",

@@ -1,0 +1,9 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/ggload/ggload/lab/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
