@@ -11,8 +11,8 @@ import (
 
 type archEntry struct{ Enum, Class, Hparams, Tensors string }
 
-// fieldDef is a data member of llama_hparams or of a struct inside it.
-type fieldDef struct {
+// FieldDef is a data member of llama_hparams or of a struct inside it.
+type FieldDef struct {
 	Name    string
 	CType   string
 	Type    ast.Type
@@ -24,10 +24,10 @@ type fieldDef struct {
 
 // builtins are the free functions the evaluator provides (ast.Builtins
 // names them for the generator).
-var builtins map[string]builtinFunc
+var builtins map[string]Builtin
 
 func init() {
-	builtins = map[string]builtinFunc{
+	builtins = map[string]Builtin{
 		"format":                              bFormat,
 		"std::to_string":                      bToString,
 		"std::max":                            bMinMax(false),
@@ -60,10 +60,10 @@ func init() {
 		"LLM_KV":                              bLLMKV,
 		// llama_model::gguf_kv, a string copy of the metadata, is not kept:
 		// the loop that fills it sees no keys
-		"gguf_get_n_kv":    func(*frame, []*ast.Node) (Val, error) { return vInt(0, ast.TI64), nil },
+		"gguf_get_n_kv":    func(*Frame, []*ast.Node) (Val, error) { return Int(0, ast.TI64), nil },
 		"gguf_get_kv_type": bNop,
-		"gguf_get_key":     func(*frame, []*ast.Node) (Val, error) { return vStr(""), nil },
-		"gguf_kv_to_str":   func(*frame, []*ast.Node) (Val, error) { return vStr(""), nil },
+		"gguf_get_key":     func(*Frame, []*ast.Node) (Val, error) { return Str(""), nil },
+		"gguf_kv_to_str":   func(*Frame, []*ast.Node) (Val, error) { return Str(""), nil },
 	}
 	for n, b := range memoryBuiltins() {
 		builtins[n] = b
@@ -80,24 +80,24 @@ func init() {
 	for n, b := range graphBuiltins() {
 		builtins[n] = b
 	}
-	builtins["std::move"] = func(f *frame, args []*ast.Node) (Val, error) {
+	builtins["std::move"] = func(f *Frame, args []*ast.Node) (Val, error) {
 		if len(args) != 1 {
-			return vVoid, f.errorf("std::move of %d arguments", len(args))
+			return Void, f.Errorf("std::move of %d arguments", len(args))
 		}
-		return f.eval(args[0])
+		return f.Eval(args[0])
 	}
 	// another context (a draft model's target) exists only with
 	// ctx_other, which ggload's contexts never have: llama_get_memory of
 	// null is null; the others are reached only through it
-	builtins["llama_get_memory"] = func(*frame, []*ast.Node) (Val, error) { return vNull, nil }
+	builtins["llama_get_memory"] = func(*Frame, []*ast.Node) (Val, error) { return Null, nil }
 	for _, n := range []string{"llama_get_model", "llama_model_n_layer"} {
-		builtins[n] = func(f *frame, _ []*ast.Node) (Val, error) {
-			return vVoid, f.errorf("%s of another context (ggload plans one context)", n)
+		builtins[n] = func(f *Frame, _ []*ast.Node) (Val, error) {
+			return Void, f.Errorf("%s of another context (ggload plans one context)", n)
 		}
 	}
 	// a backend sampler's graph: ggload's contexts have no samplers
-	builtins["llama_sampler_backend_n_nodes"] = func(f *frame, _ []*ast.Node) (Val, error) {
-		return vVoid, f.errorf("llama_sampler_backend_n_nodes: ggload plans contexts without backend samplers")
+	builtins["llama_sampler_backend_n_nodes"] = func(f *Frame, _ []*ast.Node) (Val, error) {
+		return Void, f.Errorf("llama_sampler_backend_n_nodes: ggload plans contexts without backend samplers")
 	}
 	for n := range ast.Builtins {
 		if _, ok := builtins[n]; !ok && !modelMethods[n] {
@@ -111,7 +111,7 @@ var modelMethods = map[string]bool{"create_tensor": true, "tn": true, "arch_name
 	"load_arch_hparams": true, "load_arch_tensors": true, "get_tensor": true, "tensor_split": true,
 	"split_mode": true, "n_tensors": true}
 
-func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
+func evalArgs(f *Frame, args []*ast.Node) ([]Val, error) {
 	var buf [4]Val
 	out := buf[:0]
 	if len(args) > len(buf) {
@@ -119,7 +119,7 @@ func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
 	}
 	out = out[:len(args)]
 	for i, a := range args {
-		v, err := f.eval(a)
+		v, err := f.Eval(a)
 		if err != nil {
 			return nil, err
 		}
@@ -128,141 +128,141 @@ func evalArgs(f *frame, args []*ast.Node) ([]Val, error) {
 	return out, nil
 }
 
-func bNop(*frame, []*ast.Node) (Val, error) { return vVoid, nil }
+func bNop(*Frame, []*ast.Node) (Val, error) { return Void, nil }
 
-func bAssert(f *frame, args []*ast.Node) (Val, error) {
+func bAssert(f *Frame, args []*ast.Node) (Val, error) {
 	if len(args) != 1 {
-		return vVoid, f.errorf("GGML_ASSERT with %d arguments", len(args))
+		return Void, f.Errorf("GGML_ASSERT with %d arguments", len(args))
 	}
-	v, err := f.eval(args[0])
+	v, err := f.Eval(args[0])
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	if !v.truthy() {
-		return vVoid, &Abort{Msg: "GGML_ASSERT(" + exprString(args[0]) + ") failed", Where: f.fn}
+	if !v.Truthy() {
+		return Void, &Abort{Msg: "GGML_ASSERT(" + ExprString(args[0]) + ") failed", Where: f.Fn}
 	}
-	return vVoid, nil
+	return Void, nil
 }
 
-func bAbort(f *frame, args []*ast.Node) (Val, error) {
+func bAbort(f *Frame, args []*ast.Node) (Val, error) {
 	v, err := bFormat(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	return vVoid, &Abort{Msg: v.S, Where: f.fn}
+	return Void, &Abort{Msg: v.S, Where: f.Fn}
 }
 
-func bString(f *frame, args []*ast.Node) (Val, error) {
+func bString(f *Frame, args []*ast.Node) (Val, error) {
 	if len(args) == 0 {
-		return vStr(""), nil
+		return Str(""), nil
 	}
-	v, err := f.eval(args[0])
+	v, err := f.Eval(args[0])
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	s, err := convert(v, ast.TStr)
+	s, err := Convert(v, ast.TStr)
 	if err != nil {
-		return vVoid, f.errorf("%v", err)
+		return Void, f.Errorf("%v", err)
 	}
 	return s, nil
 }
 
-func bToString(f *frame, args []*ast.Node) (Val, error) {
+func bToString(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) != 1 {
-		return vVoid, f.errorf("std::to_string with %d arguments", len(vs))
+		return Void, f.Errorf("std::to_string with %d arguments", len(vs))
 	}
 	v := vs[0]
 	switch v.K {
 	case KInt:
 		if v.T == ast.TU64 {
-			return vStr(strconv.FormatUint(uint64(v.I), 10)), nil
+			return Str(strconv.FormatUint(uint64(v.I), 10)), nil
 		}
-		return vStr(strconv.FormatInt(v.I, 10)), nil
+		return Str(strconv.FormatInt(v.I, 10)), nil
 	case KFloat:
-		return vStr(fmt.Sprintf("%f", v.F)), nil
+		return Str(fmt.Sprintf("%f", v.F)), nil
 	}
-	return vVoid, f.errorf("std::to_string of %s", v.describe())
+	return Void, f.Errorf("std::to_string of %s", v.Describe())
 }
 
-func bMinMax(isMin bool) builtinFunc {
-	return func(f *frame, args []*ast.Node) (Val, error) {
+func bMinMax(isMin bool) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if len(vs) != 2 {
-			return vVoid, f.errorf("std::max/min with %d arguments", len(vs))
+			return Void, f.Errorf("std::max/min with %d arguments", len(vs))
 		}
-		less, err := arith("<", vs[0], vs[1])
+		less, err := Arith("<", vs[0], vs[1])
 		if err != nil {
-			return vVoid, f.errorf("%v", err)
+			return Void, f.Errorf("%v", err)
 		}
 		a, b := vs[0], vs[1]
 		if a.K == KInt && b.K == KInt {
-			t := common(a.T, b.T)
-			a, b = vInt(a.I, t), vInt(b.I, t)
+			t := Common(a.T, b.T)
+			a, b = Int(a.I, t), Int(b.I, t)
 		}
-		if less.truthy() == isMin {
+		if less.Truthy() == isMin {
 			return a, nil
 		}
 		return b, nil
 	}
 }
 
-func bMath(fn func(float64) float64) builtinFunc {
-	return func(f *frame, args []*ast.Node) (Val, error) {
+func bMath(fn func(float64) float64) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if len(vs) != 1 {
-			return vVoid, f.errorf("math function with %d arguments", len(vs))
+			return Void, f.Errorf("math function with %d arguments", len(vs))
 		}
-		return Val{K: KFloat, T: ast.TF64, F: fn(vs[0].float())}, nil
+		return Val{K: KFloat, T: ast.TF64, F: fn(vs[0].Float())}, nil
 	}
 }
 
 // bStrcmp is strcmp of two strings: negative, zero or positive.
-func bStrcmp(f *frame, args []*ast.Node) (Val, error) {
+func bStrcmp(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) != 2 || vs[0].K != KStr || vs[1].K != KStr {
-		return vVoid, f.errorf("strcmp of %d arguments", len(vs))
+		return Void, f.Errorf("strcmp of %d arguments", len(vs))
 	}
-	return vInt(int64(strings.Compare(vs[0].S, vs[1].S)), ast.TI32), nil
+	return Int(int64(strings.Compare(vs[0].S, vs[1].S)), ast.TI32), nil
 }
 
-func bPow(f *frame, args []*ast.Node) (Val, error) {
+func bPow(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) != 2 {
-		return vVoid, f.errorf("pow with %d arguments", len(vs))
+		return Void, f.Errorf("pow with %d arguments", len(vs))
 	}
-	return Val{K: KFloat, T: ast.TF64, F: math.Pow(vs[0].float(), vs[1].float())}, nil
+	return Val{K: KFloat, T: ast.TF64, F: math.Pow(vs[0].Float(), vs[1].Float())}, nil
 }
 
 // bFill is std::fill(c.begin(), c.end(), v) over an array.
 // bBeginEnd is std::begin or std::end of an array.
-func bBeginEnd(end bool) builtinFunc {
-	return func(f *frame, args []*ast.Node) (Val, error) {
+func bBeginEnd(end bool) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if len(vs) != 1 || vs[0].K != KArr {
-			return vVoid, f.errorf("std::begin/std::end of %d arguments (an array wanted)", len(vs))
+			return Void, f.Errorf("std::begin/std::end of %d arguments (an array wanted)", len(vs))
 		}
 		a := vs[0].P.(*Array)
 		if end {
-			return Val{K: KIter, P: a, I: int64(len(a.cells))}, nil
+			return Val{K: KIter, P: a, I: int64(len(a.Cells))}, nil
 		}
 		return Val{K: KIter, P: a}, nil
 	}
@@ -270,17 +270,17 @@ func bBeginEnd(end bool) builtinFunc {
 
 // bCopy is std::copy(first, last, out) from an array into an array (or
 // a position in one).
-func bCopy(f *frame, args []*ast.Node) (Val, error) {
+func bCopy(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) != 3 || vs[0].K != KIter || vs[1].K != KIter || vs[0].P != vs[1].P {
-		return vVoid, f.errorf("std::copy of %d arguments (two iterators into one array, then the destination)", len(vs))
+		return Void, f.Errorf("std::copy of %d arguments (two iterators into one array, then the destination)", len(vs))
 	}
 	src, ok := vs[0].P.(*Array)
 	if !ok {
-		return vVoid, f.errorf("std::copy from a map")
+		return Void, f.Errorf("std::copy from a map")
 	}
 	out := vs[2]
 	if out.K == KArr {
@@ -288,103 +288,103 @@ func bCopy(f *frame, args []*ast.Node) (Val, error) {
 	}
 	dst, ok := out.P.(*Array)
 	if out.K != KIter || !ok {
-		return vVoid, f.errorf("std::copy into %s", vs[2].describe())
+		return Void, f.Errorf("std::copy into %s", vs[2].Describe())
 	}
 	from, to, at := vs[0].I, vs[1].I, out.I
-	if from < 0 || to < from || to > int64(len(src.cells)) || at < 0 || at+to-from > int64(len(dst.cells)) {
-		return vVoid, &Abort{Msg: fmt.Sprintf("std::copy of elements %d to %d of %d into position %d of %d: out of bounds", from, to, len(src.cells), at, len(dst.cells)), Where: f.fn}
+	if from < 0 || to < from || to > int64(len(src.Cells)) || at < 0 || at+to-from > int64(len(dst.Cells)) {
+		return Void, &Abort{Msg: fmt.Sprintf("std::copy of elements %d to %d of %d into position %d of %d: out of bounds", from, to, len(src.Cells), at, len(dst.Cells)), Where: f.Fn}
 	}
 	for i := from; i < to; i++ {
-		if err := dst.cells[at+i-from].set(src.cells[i].V); err != nil {
-			return vVoid, err
+		if err := dst.Cells[at+i-from].Set(src.Cells[i].V); err != nil {
+			return Void, err
 		}
 	}
 	return Val{K: KIter, P: dst, I: at + to - from}, nil
 }
 
-func bFill(f *frame, args []*ast.Node) (Val, error) {
+func bFill(f *Frame, args []*ast.Node) (Val, error) {
 	if len(args) != 3 {
-		return vVoid, f.errorf("std::fill with %d arguments", len(args))
+		return Void, f.Errorf("std::fill with %d arguments", len(args))
 	}
-	from, err := f.eval(args[0])
+	from, err := f.Eval(args[0])
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	to, err := f.eval(args[1])
+	to, err := f.Eval(args[1])
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	v, err := f.eval(args[2])
+	v, err := f.Eval(args[2])
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if from.K != KIter || to.K != KIter || from.P != to.P {
-		return vVoid, f.errorf("std::fill over %s and %s", from.describe(), to.describe())
+		return Void, f.Errorf("std::fill over %s and %s", from.Describe(), to.Describe())
 	}
 	a, ok := from.P.(*Array)
 	if !ok {
-		return vVoid, f.errorf("std::fill over a map")
+		return Void, f.Errorf("std::fill over a map")
 	}
-	for i := from.I; i < to.I && i < int64(len(a.cells)); i++ {
-		if err := a.cells[i].set(v); err != nil {
-			return vVoid, err
+	for i := from.I; i < to.I && i < int64(len(a.Cells)); i++ {
+		if err := a.Cells[i].Set(v); err != nil {
+			return Void, err
 		}
 	}
-	return vVoid, nil
+	return Void, nil
 }
 
-func bRopeScaling(f *frame, args []*ast.Node) (Val, error) {
+func bRopeScaling(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) != 1 || vs[0].K != KStr {
-		return vVoid, f.errorf("llama_rope_scaling_type_from_string arguments")
+		return Void, f.Errorf("llama_rope_scaling_type_from_string arguments")
 	}
 	for _, p := range ropeScalingTypes {
 		if p[1] == vs[0].S {
-			return vInt(enumConsts[p[0]], ast.TI32), nil
+			return Int(enumConsts[p[0]], ast.TI32), nil
 		}
 	}
-	return vInt(enumConsts["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"], ast.TI32), nil
+	return Int(enumConsts["LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED"], ast.TI32), nil
 }
 
-func bFFNOp(f *frame, args []*ast.Node) (Val, error) {
+func bFFNOp(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) != 2 || vs[0].K != KStr {
-		return vVoid, f.errorf("llm_ffn_op_type_from_string arguments")
+		return Void, f.Errorf("llm_ffn_op_type_from_string arguments")
 	}
 	for _, p := range ffnOpTypes {
 		if p[0] == vs[0].S {
-			return vInt(enumConsts[p[1]], ast.TI32), nil
+			return Int(enumConsts[p[1]], ast.TI32), nil
 		}
 	}
 	return vs[1], nil
 }
 
 // bLLMTN is LLM_TN(arch): a tensor namer, used as tn(...).
-func bLLMTN(f *frame, args []*ast.Node) (Val, error) {
-	return Val{K: KFunc, P: &method{recv: Val{K: KObj, P: f.r.model}, name: "tn"}}, nil
+func bLLMTN(f *Frame, args []*ast.Node) (Val, error) {
+	return Val{K: KFunc, P: &Method{Recv: Val{K: KObj, P: runOf(f).model}, Name: "tn"}}, nil
 }
 
 // bLLMKV is LLM_KV(arch): a key namer, used as kv(LLM_KV_...).
-func bLLMKV(f *frame, args []*ast.Node) (Val, error) {
-	return Val{K: KFunc, P: &method{recv: f.r.ml, name: "llm_kv"}}, nil
+func bLLMKV(f *Frame, args []*ast.Node) (Val, error) {
+	return Val{K: KFunc, P: &Method{Recv: runOf(f).ml, Name: "llm_kv"}}, nil
 }
 
 // bFormat is llama.cpp's printf-style format().
-func bFormat(f *frame, args []*ast.Node) (Val, error) {
+func bFormat(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if len(vs) == 0 || vs[0].K != KStr {
-		return vVoid, f.errorf("format without a format string")
+		return Void, f.Errorf("format without a format string")
 	}
-	return vStr(cformat(vs[0].S, vs[1:])), nil
+	return Str(cformat(vs[0].S, vs[1:])), nil
 }
 
 // cformat formats like C's printf for the conversions llama.cpp's messages
@@ -397,7 +397,7 @@ func cformat(format string, args []Val) string {
 			ai++
 			return args[ai-1]
 		}
-		return vVoid
+		return Void
 	}
 	for i := 0; i < len(format); i++ {
 		c := format[i]
@@ -440,12 +440,12 @@ func cformat(format string, args []Val) string {
 			fmt.Fprintf(&b, "%"+spec+string(verb), v.I)
 		case 'f', 'g', 'e', 'F', 'G', 'E':
 			v := next()
-			fmt.Fprintf(&b, "%"+spec+string(verb), v.float())
+			fmt.Fprintf(&b, "%"+spec+string(verb), v.Float())
 		case 's':
 			v := next()
-			s, err := convert(v, ast.TStr)
+			s, err := Convert(v, ast.TStr)
 			if err != nil {
-				s = vStr(formatValue(v))
+				s = Str(formatValue(v))
 			}
 			fmt.Fprintf(&b, "%"+spec+"s", s.S)
 		case 'c':
@@ -472,5 +472,5 @@ func formatValue(v Val) string {
 	case KStr:
 		return v.S
 	}
-	return v.describe()
+	return v.Describe()
 }

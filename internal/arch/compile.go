@@ -10,9 +10,9 @@ import (
 // The evaluator (see the package doc): every node of a decoded program
 // compiled once into a closure.
 
-type exprFn func(f *frame) (Val, error)
-type stmtFn func(f *frame) (ctl, error)
-type refFn func(f *frame) (*Cell, error)
+type exprFn func(f *Frame) (Val, error)
+type stmtFn func(f *Frame) (ctl, error)
+type refFn func(f *Frame) (*Cell, error)
 
 // code is a node's compiled form.
 type code struct {
@@ -41,7 +41,7 @@ func codeOf(n *ast.Node) *code {
 	return c
 }
 
-var noStmt stmtFn = func(*frame) (ctl, error) { return ctlNone, nil }
+var noStmt stmtFn = func(*Frame) (ctl, error) { return ctlNone, nil }
 
 // stmtOf compiles a statement (once).
 func stmtOf(n *ast.Node) stmtFn {
@@ -74,8 +74,8 @@ func refOf(n *ast.Node) refFn {
 
 // ticking counts a statement against the run's step limit before it runs.
 func ticking(s stmtFn) stmtFn {
-	return func(f *frame) (ctl, error) {
-		if err := f.r.tick(); err != nil {
+	return func(f *Frame) (ctl, error) {
+		if err := f.I.tick(); err != nil {
 			return ctlNone, err
 		}
 		return s(f)
@@ -88,7 +88,7 @@ func scopedStmt(n *ast.Node, s stmtFn) stmtFn {
 	if _, ok := n.Res.(scoped); !ok {
 		return s
 	}
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		f.push()
 		defer f.pop()
 		return s(f)
@@ -102,7 +102,7 @@ func compileStmt(n *ast.Node) stmtFn {
 		for i, k := range n.Kids {
 			kids[i] = stmtOf(k)
 		}
-		return scopedStmt(n, func(f *frame) (ctl, error) {
+		return scopedStmt(n, func(f *Frame) (ctl, error) {
 			for _, k := range kids {
 				c, err := k(f)
 				if err != nil || c != ctlNone {
@@ -113,7 +113,7 @@ func compileStmt(n *ast.Node) stmtFn {
 		})
 	case ast.OpExpr:
 		e := exprOf(n.Kids[0])
-		return func(f *frame) (ctl, error) {
+		return func(f *Frame) (ctl, error) {
 			_, err := e(f)
 			return ctlNone, err
 		}
@@ -121,7 +121,7 @@ func compileStmt(n *ast.Node) stmtFn {
 		return compileDecl(n)
 	case ast.OpIf:
 		init, cond, then, els := stmtOf(n.Kids[0]), exprOf(n.Kids[1]), stmtOf(n.Kids[2]), stmtOf(n.Kids[3])
-		return scopedStmt(n, func(f *frame) (ctl, error) {
+		return scopedStmt(n, func(f *Frame) (ctl, error) {
 			if _, err := init(f); err != nil {
 				return ctlNone, err
 			}
@@ -129,7 +129,7 @@ func compileStmt(n *ast.Node) stmtFn {
 			if err != nil {
 				return ctlNone, err
 			}
-			if c.truthy() {
+			if c.Truthy() {
 				return then(f)
 			}
 			return els(f)
@@ -141,25 +141,25 @@ func compileStmt(n *ast.Node) stmtFn {
 	case ast.OpSwitch:
 		return compileSwitch(n)
 	case ast.OpBreak:
-		return func(*frame) (ctl, error) { return ctlBreak, nil }
+		return func(*Frame) (ctl, error) { return ctlBreak, nil }
 	case ast.OpContinue:
-		return func(*frame) (ctl, error) { return ctlContinue, nil }
+		return func(*Frame) (ctl, error) { return ctlContinue, nil }
 	case ast.OpReturn:
 		if len(n.Kids) == 0 {
-			return func(*frame) (ctl, error) { return ctlReturn, nil }
+			return func(*Frame) (ctl, error) { return ctlReturn, nil }
 		}
 		v := exprOf(n.Kids[0])
-		return func(f *frame) (ctl, error) {
+		return func(f *Frame) (ctl, error) {
 			x, err := v(f)
 			if err != nil {
 				return ctlNone, err
 			}
-			f.ret = x
+			f.Ret = x
 			return ctlReturn, nil
 		}
 	case ast.OpThrow:
 		v := exprOf(n.Kids[0])
-		return func(f *frame) (ctl, error) {
+		return func(f *Frame) (ctl, error) {
 			x, err := v(f)
 			if err != nil {
 				return ctlNone, err
@@ -167,11 +167,11 @@ func compileStmt(n *ast.Node) stmtFn {
 			if x.K == KStr {
 				return ctlNone, &Throw{Msg: x.S}
 			}
-			return ctlNone, &Throw{Msg: x.describe()}
+			return ctlNone, &Throw{Msg: x.Describe()}
 		}
 	case ast.OpTry:
 		body, handler := stmtOf(n.Kids[0]), stmtOf(n.Kids[1])
-		return func(f *frame) (ctl, error) {
+		return func(f *Frame) (ctl, error) {
 			c, err := body(f)
 			var t *Throw
 			if errors.As(err, &t) {
@@ -181,7 +181,7 @@ func compileStmt(n *ast.Node) stmtFn {
 		}
 	}
 	op := n.Op
-	return func(f *frame) (ctl, error) { return ctlNone, f.errorf("statement %s", op) }
+	return func(f *Frame) (ctl, error) { return ctlNone, f.Errorf("statement %s", op) }
 }
 
 // compileSwitch: the first case whose label equals the value (else the
@@ -203,7 +203,7 @@ func compileSwitch(n *ast.Node) stmtFn {
 		}
 	}
 	_, scopes := n.Res.(scoped)
-	run := func(f *frame, start int) (ctl, error) {
+	run := func(f *Frame, start int) (ctl, error) {
 		if scopes {
 			f.push()
 			defer f.pop()
@@ -224,7 +224,7 @@ func compileSwitch(n *ast.Node) stmtFn {
 		}
 		return ctlNone, nil
 	}
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		v, err := subject(f)
 		if err != nil {
 			return ctlNone, err
@@ -284,21 +284,21 @@ func compileCArrayDecl(n *ast.Node) stmtFn {
 		}
 	}
 	name, t := n.S, n.T
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		nv, err := size(f)
 		if err != nil {
 			return ctlNone, err
 		}
 		if nv.K != KInt || nv.I < 0 || nv.I > 1<<20 || int64(len(elems)) > nv.I {
-			return ctlNone, f.errorf("array %s of %s elements (%d initializers)", name, nv.describe(), len(elems))
+			return ctlNone, f.Errorf("array %s of %s elements (%d initializers)", name, nv.Describe(), len(elems))
 		}
-		a := newArray(t, int(nv.I), true)
+		a := NewArray(t, int(nv.I), true)
 		for i, e := range elems {
 			v, err := e(f)
 			if err != nil {
 				return ctlNone, err
 			}
-			if err := a.cells[i].set(v); err != nil {
+			if err := a.Cells[i].Set(v); err != nil {
 				return ctlNone, err
 			}
 		}
@@ -311,12 +311,12 @@ func compileCArrayDecl(n *ast.Node) stmtFn {
 // temporary).
 func compileRefDecl(name string, init *ast.Node) stmtFn {
 	if init == nil {
-		return func(f *frame) (ctl, error) {
-			return ctlNone, f.errorf("reference %s without an initializer", name)
+		return func(f *Frame) (ctl, error) {
+			return ctlNone, f.Errorf("reference %s without an initializer", name)
 		}
 	}
 	ref, val := refOf(init), exprOf(init)
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		c, err := ref(f)
 		if err != nil {
 			// a reference bound to a temporary (const auto & x = f())
@@ -353,9 +353,9 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 	if strings.HasPrefix(ctype, "std::unique_ptr<") || strings.HasPrefix(ctype, "std::shared_ptr<") {
 		// a smart pointer: the object it owns, shared (graph.go's objects
 		// are their own pointers)
-		return func(f *frame) (ctl, error) {
+		return func(f *Frame) (ctl, error) {
 			c := f.sc.cell(ast.TPtr)
-			c.V = vNull
+			c.V = Null
 			if single != nil {
 				x, err := single(f)
 				if err != nil {
@@ -367,10 +367,10 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 			return ctlNone, nil
 		}
 	}
-	return func(f *frame) (ctl, error) {
-		v, err := f.r.container(ctype)
+	return func(f *Frame) (ctl, error) {
+		v, err := f.I.Container(ctype)
 		if err != nil {
-			return ctlNone, f.errorf("%s %s: %v", ctype, name, err)
+			return ctlNone, f.Errorf("%s %s: %v", ctype, name, err)
 		}
 		c := f.sc.cell(ast.TAuto)
 		c.V = v
@@ -379,7 +379,7 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 			if err != nil {
 				return ctlNone, err
 			}
-			if err := c.set(x); err != nil {
+			if err := c.Set(x); err != nil {
 				return ctlNone, err
 			}
 		} else if v.K == KArr {
@@ -389,13 +389,13 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 				if err != nil {
 					return ctlNone, err
 				}
-				if i >= len(a.cells) {
-					if a.fixed {
-						return ctlNone, f.errorf("too many initializers for %s", ctype)
+				if i >= len(a.Cells) {
+					if a.Fixed {
+						return ctlNone, f.Errorf("too many initializers for %s", ctype)
 					}
-					a.cells = append(a.cells, Cell{T: a.elem})
+					a.Cells = append(a.Cells, Cell{T: a.Elem})
 				}
-				if err := a.cells[i].set(x); err != nil {
+				if err := a.Cells[i].Set(x); err != nil {
 					return ctlNone, err
 				}
 			}
@@ -418,27 +418,27 @@ func compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
 	if strings.HasSuffix(elem, "*") {
 		et = ast.TPtr
 	}
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		if len(xs) > 2 {
-			return ctlNone, f.errorf("%s(%d arguments)", ctype, len(xs))
+			return ctlNone, f.Errorf("%s(%d arguments)", ctype, len(xs))
 		}
 		n, err := xs[0](f)
 		if err != nil {
 			return ctlNone, err
 		}
-		if n, err = convert(n, ast.TI64); err != nil || n.K != KInt || n.I < 0 || n.I > 1<<24 {
-			return ctlNone, f.errorf("%s(%s)", ctype, n.describe())
+		if n, err = Convert(n, ast.TI64); err != nil || n.K != KInt || n.I < 0 || n.I > 1<<24 {
+			return ctlNone, f.Errorf("%s(%s)", ctype, n.Describe())
 		}
-		v := zeroOf(et)
+		v := Zero(et)
 		if len(xs) == 2 {
 			if v, err = xs[1](f); err != nil {
 				return ctlNone, err
 			}
 		}
-		a := &Array{elem: et, cells: make([]Cell, n.I)}
-		for i := range a.cells {
-			a.cells[i].T = et
-			if err := a.cells[i].set(v); err != nil {
+		a := &Array{Elem: et, Cells: make([]Cell, n.I)}
+		for i := range a.Cells {
+			a.Cells[i].T = et
+			if err := a.Cells[i].Set(v); err != nil {
 				return ctlNone, err
 			}
 		}
@@ -452,15 +452,15 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 	if init != nil && len(init.Kids) == 1 && init.Kids[0].Op == ast.OpStr {
 		// a literal pattern: one regex, made once (nothing writes to it)
 		if v, err := newRegex(init.Kids[0].S); err == nil {
-			return func(f *frame) (ctl, error) {
+			return func(f *Frame) (ctl, error) {
 				f.defineLocal(name, v)
 				return ctlNone, nil
 			}
 		}
 	}
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		if len(items) != 1 {
-			return ctlNone, f.errorf("std::regex %s of %d arguments", name, len(items))
+			return ctlNone, f.Errorf("std::regex %s of %d arguments", name, len(items))
 		}
 		src, err := items[0](f)
 		if err != nil {
@@ -468,7 +468,7 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 		}
 		v, err := newRegex(src.S)
 		if err != nil || src.K != KStr {
-			return ctlNone, f.errorf("std::regex %s: %v", name, err)
+			return ctlNone, f.Errorf("std::regex %s: %v", name, err)
 		}
 		f.defineLocal(name, v)
 		return ctlNone, nil
@@ -477,34 +477,34 @@ func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 
 // assignMembers assigns the brace list a to struct o's members in order,
 // value-initializing those it does not reach.
-func assignMembers(f *frame, o *Object, a *Array) error {
-	vals := make([]Val, len(a.cells))
-	for i, c := range a.cells {
+func assignMembers(f *Frame, o *Object, a *Array) error {
+	vals := make([]Val, len(a.Cells))
+	for i, c := range a.Cells {
 		vals[i] = c.V
 	}
-	fresh, err := newStructOf(f, o.class, structFields[o.class], vals)
+	fresh, err := newStructOf(f, o.Class, structFields[o.Class], vals)
 	if err != nil {
 		return err
 	}
-	for name, c := range fresh.fields {
-		o.fields[name] = c
+	for name, c := range fresh.Fields {
+		o.Fields[name] = c
 	}
 	return nil
 }
 
 // newStructOf is a struct of class, its first members set to vals in
 // order, the others value-initialized.
-func newStructOf(f *frame, class string, fields []fieldDef, vals []Val) (*Object, error) {
+func newStructOf(f *Frame, class string, fields []FieldDef, vals []Val) (*Object, error) {
 	if len(vals) > len(fields) {
-		return nil, f.errorf("%d initializers for %s of %d members", len(vals), class, len(fields))
+		return nil, f.Errorf("%d initializers for %s of %d members", len(vals), class, len(fields))
 	}
-	o, err := f.r.newStruct(class, fields)
+	o, err := f.I.Host.NewStruct(class, fields)
 	if err != nil {
-		return nil, f.errorf("%v", err)
+		return nil, f.Errorf("%v", err)
 	}
 	for i, v := range vals {
-		if err := o.fields[fields[i].Name].set(v); err != nil {
-			return nil, f.errorf("%s.%s = %s: %v", class, fields[i].Name, v.describe(), err)
+		if err := o.Fields[fields[i].Name].Set(v); err != nil {
+			return nil, f.Errorf("%s.%s = %s: %v", class, fields[i].Name, v.Describe(), err)
 		}
 	}
 	return o, nil
@@ -512,19 +512,19 @@ func newStructOf(f *frame, class string, fields []fieldDef, vals []Val) (*Object
 
 // compileStructDecl: a struct of the headers, value-initialized, or
 // brace-initialized member by member in order.
-func compileStructDecl(name, class string, fields []fieldDef, init *ast.Node) stmtFn {
+func compileStructDecl(name, class string, fields []FieldDef, init *ast.Node) stmtFn {
 	var items []exprFn
 	if init != nil {
 		if len(init.Kids) > len(fields) {
-			return func(f *frame) (ctl, error) {
-				return ctlNone, f.errorf("%d initializers for %s of %d members", len(init.Kids), class, len(fields))
+			return func(f *Frame) (ctl, error) {
+				return ctlNone, f.Errorf("%d initializers for %s of %d members", len(init.Kids), class, len(fields))
 			}
 		}
 		for _, k := range init.Kids {
 			items = append(items, exprOf(k))
 		}
 	}
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		vals := make([]Val, len(items))
 		for i, it := range items {
 			v, err := it(f)
@@ -555,16 +555,16 @@ func compileScalarDecl(name string, t ast.Type, init *ast.Node) stmtFn {
 			val = exprOf(init)
 		}
 	}
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		c := f.sc.cell(t)
-		c.V = zeroOf(t)
+		c.V = Zero(t)
 		if val != nil {
 			v, err := val(f)
 			if err != nil {
 				return ctlNone, err
 			}
-			if err := c.set(v); err != nil {
-				return ctlNone, f.errorf("%s = %s: %v", name, v.describe(), err)
+			if err := c.Set(v); err != nil {
+				return ctlNone, f.Errorf("%s = %s: %v", name, v.Describe(), err)
 			}
 		}
 		f.sc.define(name, c)
@@ -572,7 +572,7 @@ func compileScalarDecl(name string, t ast.Type, init *ast.Node) stmtFn {
 	}
 }
 
-func constant(v Val) exprFn { return func(*frame) (Val, error) { return v, nil } }
+func constant(v Val) exprFn { return func(*Frame) (Val, error) { return v, nil } }
 
 func compileExpr(n *ast.Node) exprFn {
 	switch n.Op {
@@ -581,20 +581,20 @@ func compileExpr(n *ast.Node) exprFn {
 		if n.I > 1<<31-1 || n.I < -1<<31 {
 			t = ast.TI64
 		}
-		return constant(vInt(n.I, t))
+		return constant(Int(n.I, t))
 	case ast.OpFloat:
 		return constant(Val{K: KFloat, T: ast.TF64, F: n.F})
 	case ast.OpStr:
-		return constant(vStr(n.S))
+		return constant(Str(n.S))
 	case ast.OpIdent:
 		if v, ok := n.Res.(Val); ok {
 			return constant(v)
 		}
 		ref := identRef(n)
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			c, v, err := ref(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if c != nil {
 				return c.V, nil
@@ -603,13 +603,13 @@ func compileExpr(n *ast.Node) exprFn {
 		}
 	case ast.OpMember:
 		obj, name := exprOf(n.Kids[0]), n.S
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			o, err := obj(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if o.K == KObj {
-				if c, ok := o.P.(*Object).fields[name]; ok {
+				if c, ok := o.P.(*Object).Fields[name]; ok {
 					return c.V, nil
 				}
 			}
@@ -619,10 +619,10 @@ func compileExpr(n *ast.Node) exprFn {
 		exprOf(n.Kids[0])
 		exprOf(n.Kids[1])
 		ref := compileIndexRef(n)
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			c, err := ref(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			return c.V, nil
 		}
@@ -636,12 +636,12 @@ func compileExpr(n *ast.Node) exprFn {
 		return compileAssign(n)
 	case ast.OpCond:
 		c, a, b := exprOf(n.Kids[0]), exprOf(n.Kids[1]), exprOf(n.Kids[2])
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			v, err := c(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			if v.truthy() {
+			if v.Truthy() {
 				return a(f)
 			}
 			return b(f)
@@ -651,14 +651,14 @@ func compileExpr(n *ast.Node) exprFn {
 		if t == ast.TAuto || t == ast.TRef || t == ast.TPtr || t == ast.TObj {
 			return x
 		}
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			v, err := x(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			cv, err := convert(v, t)
+			cv, err := Convert(v, t)
 			if err != nil {
-				return vVoid, f.errorf("%v", err)
+				return Void, f.Errorf("%v", err)
 			}
 			return cv, nil
 		}
@@ -673,29 +673,29 @@ func compileExpr(n *ast.Node) exprFn {
 		}
 	}
 	op := n.Op
-	return func(f *frame) (Val, error) { return vVoid, f.errorf("expression %s", op) }
+	return func(f *Frame) (Val, error) { return Void, f.Errorf("expression %s", op) }
 }
 
 // identRef finds an identifier's storage (a variable, a member of this)
 // or value (a global): by its static binding when it holds, else by name.
-func identRef(n *ast.Node) func(f *frame) (*Cell, Val, error) {
+func identRef(n *ast.Node) func(f *Frame) (*Cell, Val, error) {
 	name := n.S
 	switch res := n.Res.(type) {
 	case local:
-		return func(f *frame) (*Cell, Val, error) {
+		return func(f *Frame) (*Cell, Val, error) {
 			sc := f.sc
 			for i := 0; i < res.up && sc != nil; i++ {
 				sc = sc.parent
 			}
 			if sc != nil && res.idx < len(sc.names) && sc.names[res.idx] == name {
-				return sc.cells[res.idx], vVoid, nil
+				return sc.cells[res.idx], Void, nil
 			}
 			return f.lookup(name) // the binding did not hold: the slow way
 		}
-	case member:
-		return func(f *frame) (*Cell, Val, error) { return f.lookupMember(name) }
+	case memberRes:
+		return func(f *Frame) (*Cell, Val, error) { return f.lookupMember(name) }
 	}
-	return func(f *frame) (*Cell, Val, error) { return f.lookup(name) }
+	return func(f *Frame) (*Cell, Val, error) { return f.lookup(name) }
 }
 
 // compileRef is an expression's lvalue form: nil for a node that cannot
@@ -704,19 +704,19 @@ func compileRef(n *ast.Node) refFn {
 	switch n.Op {
 	case ast.OpIdent:
 		ref, name := identRef(n), n.S
-		return func(f *frame) (*Cell, error) {
+		return func(f *Frame) (*Cell, error) {
 			c, _, err := ref(f)
 			if err != nil {
 				return nil, err
 			}
 			if c == nil {
-				return nil, f.errorf("%s is not assignable", name)
+				return nil, f.Errorf("%s is not assignable", name)
 			}
 			return c, nil
 		}
 	case ast.OpMember:
 		obj, name := exprOf(n.Kids[0]), n.S
-		return func(f *frame) (*Cell, error) {
+		return func(f *Frame) (*Cell, error) {
 			o, err := obj(f)
 			if err != nil {
 				return nil, err
@@ -724,17 +724,17 @@ func compileRef(n *ast.Node) refFn {
 			switch o.K {
 			case KObj:
 				ob := o.P.(*Object)
-				if c, ok := ob.fields[name]; ok {
+				if c, ok := ob.Fields[name]; ok {
 					return c, nil
 				}
-				if ob.class == "llama_hparams" {
-					return nil, f.errorf("llama_hparams has no member %s", name)
+				if ob.Strict {
+					return nil, f.Errorf("%s has no member %s", ob.Class, name)
 				}
-				return ob.field(name), nil
+				return ob.Field(name), nil
 			case KNull:
-				return nil, &Abort{Msg: "null pointer dereference reading ." + name, Where: f.fn}
+				return nil, &Abort{Msg: "null pointer dereference reading ." + name, Where: f.Fn}
 			}
-			return nil, f.errorf("member %s of %s is not assignable", name, o.describe())
+			return nil, f.Errorf("member %s of %s is not assignable", name, o.Describe())
 		}
 	case ast.OpIndex:
 		return compileIndexRef(n)
@@ -742,7 +742,7 @@ func compileRef(n *ast.Node) refFn {
 		if n.S == "*" {
 			// *p: the variable p holds the address of, or p itself
 			ref, x := refOf(n.Kids[0]), exprOf(n.Kids[0])
-			return func(f *frame) (*Cell, error) {
+			return func(f *Frame) (*Cell, error) {
 				if v, err := x(f); err == nil && v.K == KAddr {
 					return v.P.(*Cell), nil
 				}
@@ -751,7 +751,7 @@ func compileRef(n *ast.Node) refFn {
 		}
 	}
 	op := n.Op
-	return func(f *frame) (*Cell, error) { return nil, f.errorf("%s is not an lvalue", op) }
+	return func(f *Frame) (*Cell, error) { return nil, f.Errorf("%s is not an lvalue", op) }
 }
 
 // compileIndexRef is a[i]: an element of an array (checked: reading past
@@ -759,7 +759,7 @@ func compileRef(n *ast.Node) refFn {
 // map's value (inserted if absent, as operator[] does).
 func compileIndexRef(n *ast.Node) refFn {
 	arr, idx := exprOf(n.Kids[0]), exprOf(n.Kids[1])
-	return func(f *frame) (*Cell, error) {
+	return func(f *Frame) (*Cell, error) {
 		a, err := arr(f)
 		if err != nil {
 			return nil, err
@@ -771,28 +771,28 @@ func compileIndexRef(n *ast.Node) refFn {
 		switch a.K {
 		case KArr:
 			if i.K != KInt {
-				return nil, f.errorf("index %s", i.describe())
+				return nil, f.Errorf("index %s", i.Describe())
 			}
 			k := i.I
 			if i.T == ast.TU64 && k < 0 {
 				k = 1 << 62
 			}
-			c, err := a.P.(*Array).at(k)
+			c, err := a.P.(*Array).At(k)
 			if err != nil {
-				return nil, &Abort{Msg: "array " + err.Error(), Where: f.fn}
+				return nil, &Abort{Msg: "array " + err.Error(), Where: f.Fn}
 			}
 			return c, nil
 		case KMap:
-			m := a.P.(*cmap)
-			k := m.find(i)
+			m := a.P.(*Map)
+			k := m.Find(i)
 			if k < 0 {
-				m.keys = append(m.keys, i)
-				m.vals = append(m.vals, vInt(0, ast.TI32))
-				k = len(m.keys) - 1
+				m.Keys = append(m.Keys, i)
+				m.Vals = append(m.Vals, Int(0, ast.TI32))
+				k = len(m.Keys) - 1
 			}
-			return &Cell{V: m.vals[k]}, nil
+			return &Cell{V: m.Vals[k]}, nil
 		}
-		return nil, f.errorf("index into %s", a.describe())
+		return nil, f.Errorf("index into %s", a.Describe())
 	}
 }
 
@@ -806,18 +806,18 @@ func compileUnary(n *ast.Node) exprFn {
 			arithOp = "-"
 		}
 		post := strings.HasPrefix(op, "post")
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			c, err := ref(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			old := c.V
-			nv, err := arith(arithOp, old, vInt(1, ast.TI32))
+			nv, err := Arith(arithOp, old, Int(1, ast.TI32))
 			if err != nil {
-				return vVoid, f.errorf("%v", err)
+				return Void, f.Errorf("%v", err)
 			}
-			if err := c.set(nv); err != nil {
-				return vVoid, err
+			if err := c.Set(nv); err != nil {
+				return Void, err
 			}
 			if post {
 				return old, nil
@@ -836,10 +836,10 @@ func compileUnary(n *ast.Node) exprFn {
 			return x
 		}
 		ref := refOf(n.Kids[0])
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			v, err := x(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			switch v.K {
 			case KObj, KArr, KMap, KFunc:
@@ -853,7 +853,7 @@ func compileUnary(n *ast.Node) exprFn {
 		}
 	case "*":
 		x := exprOf(n.Kids[0])
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			v, err := x(f)
 			if err == nil && v.K == KAddr {
 				return v.P.(*Cell).V, nil
@@ -864,27 +864,27 @@ func compileUnary(n *ast.Node) exprFn {
 		return exprOf(n.Kids[0])
 	}
 	x := exprOf(n.Kids[0])
-	return func(f *frame) (Val, error) {
+	return func(f *Frame) (Val, error) {
 		v, err := x(f)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		switch op {
 		case "!":
-			return vBool(!v.truthy()), nil
+			return Bool(!v.Truthy()), nil
 		case "-":
 			if v.K == KFloat {
 				return Val{K: KFloat, T: v.T, F: -v.F}, nil
 			}
 			if v.K == KInt {
-				return vInt(-v.I, common(v.T, ast.TI32)), nil
+				return Int(-v.I, Common(v.T, ast.TI32)), nil
 			}
 		case "~":
 			if v.K == KInt {
-				return vInt(^v.I, common(v.T, ast.TI32)), nil
+				return Int(^v.I, Common(v.T, ast.TI32)), nil
 			}
 		}
-		return vVoid, f.errorf("operator %s on %s", op, v.describe())
+		return Void, f.Errorf("operator %s on %s", op, v.Describe())
 	}
 }
 
@@ -893,43 +893,43 @@ func compileBinary(n *ast.Node) exprFn {
 	switch op {
 	case "&&", "||":
 		or := op == "||"
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			x, err := a(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			if x.truthy() == or {
-				return vBool(x.truthy()), nil
+			if x.Truthy() == or {
+				return Bool(x.Truthy()), nil
 			}
 			y, err := b(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			return vBool(y.truthy()), nil
+			return Bool(y.Truthy()), nil
 		}
 	}
 	stream := op == "<<"
-	return func(f *frame) (Val, error) {
+	return func(f *Frame) (Val, error) {
 		x, err := a(f)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		y, err := b(f)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		if stream && x.K == KObj && x.P.(*Object).class == "stringstream" {
-			sb, err := convert(y, ast.TStr)
+		if stream && x.K == KObj && x.P.(*Object).Class == "stringstream" {
+			sb, err := Convert(y, ast.TStr)
 			if err != nil {
-				sb = vStr(formatValue(y))
+				sb = Str(formatValue(y))
 			}
-			c := x.P.(*Object).field("str")
-			c.V = vStr(c.V.S + sb.S)
+			c := x.P.(*Object).Field("str")
+			c.V = Str(c.V.S + sb.S)
 			return x, nil
 		}
-		v, err := arith(op, x, y)
+		v, err := Arith(op, x, y)
 		if err != nil {
-			return vVoid, f.arithError(err)
+			return Void, f.arithError(err)
 		}
 		return v, nil
 	}
@@ -950,57 +950,57 @@ func compileCall(n *ast.Node) exprFn {
 	switch callee.Op {
 	case ast.OpMember:
 		obj, name := exprOf(callee.Kids[0]), callee.S
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			o, err := obj(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if o.K == KNull {
-				return vVoid, &Abort{Msg: "null pointer dereference calling " + name, Where: f.fn}
+				return Void, &Abort{Msg: "null pointer dereference calling " + name, Where: f.Fn}
 			}
-			if !f.r.hasMethod(o, name) {
-				return vVoid, f.errorf("no method %s on %s", name, o.describe())
+			if !f.I.hasMethod(o, name) {
+				return Void, f.Errorf("no method %s on %s", name, o.Describe())
 			}
-			m := method{recv: o, name: name}
-			return f.r.callMethod(f, &m, args)
+			m := Method{Recv: o, Name: name}
+			return f.I.callMethod(f, &m, args)
 		}
 	case ast.OpIdent:
 		name := callee.S
 		b, isBuiltin := builtins[name]
-		var local func(f *frame) (*Cell, Val, error)
-		if _, isMember := callee.Res.(member); !isMember {
+		var local func(f *Frame) (*Cell, Val, error)
+		if _, isMember := callee.Res.(memberRes); !isMember {
 			local = identRef(callee) // a variable (a lambda) may be it
 		}
-		return func(f *frame) (Val, error) {
+		return func(f *Frame) (Val, error) {
 			if local != nil {
 				if c := f.sc.lookup(name); c != nil {
 					return f.callValue(c.V, args)
 				}
 			}
-			if f.this.K == KObj && f.r.hasMethod(f.this, name) {
-				m := method{recv: f.this, name: name}
-				return f.r.callMethod(f, &m, args)
+			if f.This.K == KObj && f.I.hasMethod(f.This, name) {
+				m := Method{Recv: f.This, Name: name}
+				return f.I.callMethod(f, &m, args)
 			}
-			if f.this.K == KObj {
+			if f.This.K == KObj {
 				// a member holding a function (std::function)
-				if c, ok := f.this.P.(*Object).fields[name]; ok && c.V.K == KFunc {
+				if c, ok := f.This.P.(*Object).Fields[name]; ok && c.V.K == KFunc {
 					return f.callValue(c.V, args)
 				}
 			}
 			if isBuiltin {
 				return b(f, args)
 			}
-			if p := f.r.prog(name); p != nil {
-				return f.r.invoke(f, p, f.this, args)
+			if p := f.I.Host.Function(name); p != nil {
+				return f.I.Invoke(f, p, f.This, args)
 			}
-			return vVoid, f.errorf("call of unknown function %s", name)
+			return Void, f.Errorf("call of unknown function %s", name)
 		}
 	}
 	fn := exprOf(callee)
-	return func(f *frame) (Val, error) {
+	return func(f *Frame) (Val, error) {
 		v, err := fn(f)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return f.callValue(v, args)
 	}
@@ -1016,7 +1016,7 @@ func compileFor(n *ast.Node) stmtFn {
 	if k := n.Kids[2]; k != nil && k.Op != ast.OpNil {
 		post = exprOf(k)
 	}
-	return scopedStmt(n, func(f *frame) (ctl, error) {
+	return scopedStmt(n, func(f *Frame) (ctl, error) {
 		if _, err := init(f); err != nil {
 			return ctlNone, err
 		}
@@ -1026,7 +1026,7 @@ func compileFor(n *ast.Node) stmtFn {
 				if err != nil {
 					return ctlNone, err
 				}
-				if !c.truthy() {
+				if !c.Truthy() {
 					return ctlNone, nil
 				}
 			}
@@ -1045,7 +1045,7 @@ func compileFor(n *ast.Node) stmtFn {
 					return ctlNone, err
 				}
 			}
-			if err := f.r.tick(); err != nil {
+			if err := f.I.tick(); err != nil {
 				return ctlNone, err
 			}
 		}
@@ -1055,7 +1055,7 @@ func compileFor(n *ast.Node) stmtFn {
 // compileRange: a range-for over a container's elements.
 func compileRange(n *ast.Node) stmtFn {
 	coll, body, name, t := exprOf(n.Kids[0]), stmtOf(n.Kids[1]), n.S, n.T
-	return func(f *frame) (ctl, error) {
+	return func(f *Frame) (ctl, error) {
 		cv, err := coll(f)
 		if err != nil {
 			return ctlNone, err
@@ -1070,7 +1070,7 @@ func compileRange(n *ast.Node) stmtFn {
 			if t == ast.TRef {
 				c.T = ast.TAuto
 			}
-			if err := c.set(it); err != nil {
+			if err := c.Set(it); err != nil {
 				f.pop()
 				return ctlNone, err
 			}
@@ -1100,29 +1100,29 @@ func compileList(n *ast.Node) exprFn {
 	}
 	if class, members, ok := strings.Cut(n.C, ":"); ok {
 		names := strings.Split(members, ",")
-		return func(f *frame) (Val, error) {
-			o := newObject(class)
+		return func(f *Frame) (Val, error) {
+			o := NewObject(class)
 			for i, name := range names {
-				v := zeroOf(ast.TI64)
+				v := Zero(ast.TI64)
 				if i < len(items) {
 					var err error
 					if v, err = items[i](f); err != nil {
-						return vVoid, err
+						return Void, err
 					}
 				}
-				o.fields[name] = &Cell{V: v}
+				o.Fields[name] = &Cell{V: v}
 			}
 			return Val{K: KObj, P: o}, nil
 		}
 	}
-	return func(f *frame) (Val, error) {
-		a := &Array{elem: ast.TI64, cells: make([]Cell, 0, len(items))}
+	return func(f *Frame) (Val, error) {
+		a := &Array{Elem: ast.TI64, Cells: make([]Cell, 0, len(items))}
 		for _, it := range items {
 			v, err := it(f)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			a.cells = append(a.cells, Cell{V: v})
+			a.Cells = append(a.Cells, Cell{V: v})
 		}
 		return Val{K: KArr, P: a}, nil
 	}
@@ -1137,11 +1137,11 @@ func compileLambda(n *ast.Node) exprFn {
 		}
 	}
 	stmtOf(body)
-	return func(f *frame) (Val, error) {
+	return func(f *Frame) (Val, error) {
 		for s := f.sc; s != nil && !s.captured; s = s.parent {
 			s.captured = true
 		}
-		return Val{K: KFunc, P: &closure{params: params, body: body, sc: f.sc, this: f.this, fn: f.fn}}, nil
+		return Val{K: KFunc, P: &Closure{Params: params, Body: body, Scope: f.sc, This: f.This, Fn: f.Fn}}, nil
 	}
 }
 
@@ -1149,26 +1149,26 @@ func compileLambda(n *ast.Node) exprFn {
 func compileAssign(n *ast.Node) exprFn {
 	ref, val := refOf(n.Kids[0]), exprOf(n.Kids[1])
 	op := strings.TrimSuffix(n.S, "=")
-	return func(f *frame) (Val, error) {
+	return func(f *Frame) (Val, error) {
 		c, err := ref(f)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		v, err := val(f)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if op != "" {
-			if v, err = arith(op, c.V, v); err != nil {
-				return vVoid, f.arithError(err)
+			if v, err = Arith(op, c.V, v); err != nil {
+				return Void, f.arithError(err)
 			}
 		}
-		if o, ok := c.V.P.(*Object); ok && c.V.K == KObj && v.K == KArr && structFields[o.class] != nil {
+		if o, ok := c.V.P.(*Object); ok && c.V.K == KObj && v.K == KArr && structFields[o.Class] != nil {
 			// a struct assigned a brace list: member by member in order
 			return c.V, assignMembers(f, o, v.P.(*Array))
 		}
-		if err := c.set(v); err != nil {
-			return vVoid, f.errorf("%v", err)
+		if err := c.Set(v); err != nil {
+			return Void, f.Errorf("%v", err)
 		}
 		return c.V, nil
 	}
@@ -1176,7 +1176,7 @@ func compileAssign(n *ast.Node) exprFn {
 
 // defineLocal makes v a local variable of the frame's scope, named name
 // (of the type auto gives it).
-func (f *frame) defineLocal(name string, v Val) {
+func (f *Frame) defineLocal(name string, v Val) {
 	c := f.sc.cell(ast.TAuto)
 	c.V = v
 	f.sc.define(name, c)

@@ -69,17 +69,17 @@ func checkValue(t *testing.T, name, body string, want any) {
 	switch w := want.(type) {
 	case int64:
 		if v.K != KInt || v.I != w {
-			t.Errorf("%s = %s, want %d", name, v.describe(), w)
+			t.Errorf("%s = %s, want %d", name, v.Describe(), w)
 		}
 	case string:
 		s := v.S
 		if v.K == KTN {
 			s = v.P.(*tnVal).String()
 		} else if v.K != KStr {
-			s = v.describe()
+			s = v.Describe()
 		}
 		if s != w {
-			t.Errorf("%s = %s, want %q", name, v.describe(), w)
+			t.Errorf("%s = %s, want %q", name, v.Describe(), w)
 		}
 	}
 }
@@ -203,29 +203,29 @@ func TestMessages(t *testing.T) {
 		a.Msg != `GGML_ASSERT({1, 2.5, "s"}.size() == 0) failed` {
 		t.Errorf("assert message: %v", err)
 	}
-	for _, v := range []Val{vVoid, vInt(3, ast.TU64), {K: KFloat, F: 1.5}, vStr("s"), vNull, {K: KTensor, P: &Tensor{Name: "t"}},
-		{K: KObj, P: newObject("o")}, {K: KArr, P: &Array{}}, {K: KFunc}, {K: KEnum, S: "LLM_ARCH_LLAMA"}, {K: KMap, P: &cmap{}}, {K: KIter}, {K: KTN, P: &tnVal{}}} {
-		if v.describe() == "" || v.describe() == "value" || formatValue(v) == "" {
-			t.Errorf("%v describes as %q, formats as %q", v.K, v.describe(), formatValue(v))
+	for _, v := range []Val{Void, Int(3, ast.TU64), {K: KFloat, F: 1.5}, Str("s"), Null, {K: KTensor, P: &Tensor{Name: "t"}},
+		{K: KObj, P: NewObject("o")}, {K: KArr, P: &Array{}}, {K: KFunc}, {K: KEnum, S: "LLM_ARCH_LLAMA"}, {K: KMap, P: &Map{}}, {K: KIter}, {K: KTN, P: &tnVal{}}} {
+		if v.Describe() == "" || v.Describe() == "value" || formatValue(v) == "" {
+			t.Errorf("%v describes as %q, formats as %q", v.K, v.Describe(), formatValue(v))
 		}
 	}
-	m := &cmap{keys: []Val{vInt(1, ast.TI32)}, vals: []Val{vStr("a")}}
-	if c := m.clone(); len(c.keys) != 1 || c.vals[0].S != "a" {
+	m := &Map{Keys: []Val{Int(1, ast.TI32)}, Vals: []Val{Str("a")}}
+	if c := m.Clone(); len(c.Keys) != 1 || c.Vals[0].S != "a" {
 		t.Error("map clone")
 	}
 	for _, c := range []struct {
 		a, b Val
 		want bool
 	}{
-		{vStr("a"), vStr("a"), true},
-		{vNull, vVoid, true},
-		{vStr("a"), vNull, false},
+		{Str("a"), Str("a"), true},
+		{Null, Void, true},
+		{Str("a"), Null, false},
 		{Val{K: KEnum, S: "X", I: 1}, Val{K: KEnum, S: "X", I: 1}, true},
 		{Val{K: KEnum, S: "X", I: 1}, Val{K: KEnum, S: "X", I: 2}, false},
-		{vStr("a"), Val{K: KEnum, S: "a"}, false},
+		{Str("a"), Val{K: KEnum, S: "a"}, false},
 	} {
-		if same(c.a, c.b) != c.want {
-			t.Errorf("same(%s, %s) != %v", c.a.describe(), c.b.describe(), c.want)
+		if Same(c.a, c.b) != c.want {
+			t.Errorf("same(%s, %s) != %v", c.a.Describe(), c.b.Describe(), c.want)
 		}
 	}
 }

@@ -67,42 +67,42 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 
 	// the model's split mode and meta device, which llama_init_from_model reads
 	r.splitMode = p.SplitMode
-	ud := newObject("llama_meta_device_get_split_state_userdata")
-	ud.fields["n_devices"] = &Cell{V: vInt(int64(p.MetaDevices), ast.TU64)}
-	ud.fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
-	r.model.fields["get_split_state_ud"] = &Cell{V: Val{K: KObj, P: ud}}
+	ud := NewObject("llama_meta_device_get_split_state_userdata")
+	ud.Fields["n_devices"] = &Cell{V: Int(int64(p.MetaDevices), ast.TU64)}
+	ud.Fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
+	r.model.Fields["get_split_state_ud"] = &Cell{V: Val{K: KObj, P: ud}}
 
 	prog := func(name string) (*Program, error) { return r.program(name) }
 	def, err := prog("llama_context_default_params")
 	if err != nil {
 		return nil, err
 	}
-	pv, err := r.call(def, vVoid, nil)
+	pv, err := r.Call(def, Void, nil)
 	if err != nil {
 		return nil, err
 	}
 	params := &Cell{V: pv}
 	po, ok := pv.P.(*Object)
 	if pv.K != KObj || !ok {
-		return nil, fmt.Errorf("arch: llama_context_default_params returned %s", pv.describe())
+		return nil, fmt.Errorf("arch: llama_context_default_params returned %s", pv.Describe())
 	}
 	set := func(name string, v Val) error {
-		c, ok := po.fields[name]
+		c, ok := po.Fields[name]
 		if !ok {
 			return fmt.Errorf("arch: llama_context_params has no %s", name)
 		}
-		return c.set(v)
+		return c.Set(v)
 	}
 	for _, kv := range []struct {
 		name string
 		v    Val
 	}{
-		{"n_ctx", vInt(int64(p.NCtx), ast.TU32)}, {"n_batch", vInt(int64(p.NBatch), ast.TU32)},
-		{"n_ubatch", vInt(int64(p.NUBatch), ast.TU32)}, {"n_seq_max", vInt(int64(p.NSeqMax), ast.TU32)},
-		{"flash_attn_type", vInt(int64(p.FlashAttn), ast.TI32)},
-		{"type_k", vInt(int64(p.TypeK), ast.TI32)}, {"type_v", vInt(int64(p.TypeV), ast.TI32)},
-		{"offload_kqv", vBool(p.OffloadKQV)}, {"kv_unified", vBool(p.KVUnified)}, {"swa_full", vBool(p.SWAFull)},
-		{"n_outputs_max", vInt(int64(p.NOutputsMax), ast.TU32)},
+		{"n_ctx", Int(int64(p.NCtx), ast.TU32)}, {"n_batch", Int(int64(p.NBatch), ast.TU32)},
+		{"n_ubatch", Int(int64(p.NUBatch), ast.TU32)}, {"n_seq_max", Int(int64(p.NSeqMax), ast.TU32)},
+		{"flash_attn_type", Int(int64(p.FlashAttn), ast.TI32)},
+		{"type_k", Int(int64(p.TypeK), ast.TI32)}, {"type_v", Int(int64(p.TypeV), ast.TI32)},
+		{"offload_kqv", Bool(p.OffloadKQV)}, {"kv_unified", Bool(p.KVUnified)}, {"swa_full", Bool(p.SWAFull)},
+		{"n_outputs_max", Int(int64(p.NOutputsMax), ast.TU32)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err
@@ -114,7 +114,7 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	v, err := r.callCells(initFn, vVoid, []*Cell{{V: Val{K: KObj, P: r.model}}, params})
+	v, err := r.CallCells(initFn, Void, []*Cell{{V: Val{K: KObj, P: r.model}}, params})
 	if err != nil {
 		return nil, r.wrap("llama_init_from_model: ", err)
 	}
@@ -135,7 +135,7 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.callCells(ctor, ctx, []*Cell{{V: Val{K: KObj, P: r.model}}, {V: params.V}}); err != nil {
+	if _, err := r.CallCells(ctor, ctx, []*Cell{{V: Val{K: KObj, P: r.model}}, {V: params.V}}); err != nil {
 		return nil, r.wrap("llama_init_from_model: failed to initialize the context: ", err)
 	}
 	// output_reserve(n_seq_max): its size, before it allocates
@@ -143,15 +143,15 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	cp := ctx.P.(*Object).fields["cparams"].V.P.(*Object)
+	cp := ctx.P.(*Object).Fields["cparams"].V.P.(*Object)
 	r.cparams, r.ctx = cp, ctx
-	u := func(name string) uint32 { return uint32(cp.fields[name].V.I) }
-	locals, err := r.callLocals(or, ctx, []Val{vInt(int64(u("n_seq_max")), ast.TI32)}, "new_size")
+	u := func(name string) uint32 { return uint32(cp.Fields[name].V.I) }
+	locals, err := r.CallLocals(or, ctx, []Val{Int(int64(u("n_seq_max")), ast.TI32)}, "new_size")
 	if err != nil {
 		return nil, err
 	}
-	b := func(name string) bool { return cp.fields[name].V.truthy() }
-	pf := func(name string) int64 { return params.V.P.(*Object).fields[name].V.I }
+	b := func(name string) bool { return cp.Fields[name].V.Truthy() }
+	pf := func(name string) int64 { return params.V.P.(*Object).Fields[name].V.I }
 	return &Context{
 		NCtx: u("n_ctx"), NCtxSeq: u("n_ctx_seq"), NBatch: u("n_batch"), NUBatch: u("n_ubatch"),
 		NSeqMax: u("n_seq_max"), NRSSeq: u("n_rs_seq"),
@@ -165,140 +165,90 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 // newContext is a llama_context object with the members the replayed
 // code reads before any backend exists.
 func (r *Run) newContext() (Val, error) {
-	o := newObject("llama_context")
-	cp, err := r.newStruct("llama_cparams", structFields["llama_cparams"])
+	o := NewObject("llama_context")
+	cp, err := r.NewStruct("llama_cparams", structFields["llama_cparams"])
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	o.fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
-	o.fields["cparams"] = &Cell{V: Val{K: KObj, P: cp}}
+	o.Fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
+	o.Fields["cparams"] = &Cell{V: Val{K: KObj, P: cp}}
 	for _, n := range []string{"t_start_us", "t_load_us"} {
-		o.fields[n] = &Cell{T: ast.TI64, V: vInt(0, ast.TI64)}
+		o.Fields[n] = &Cell{T: ast.TI64, V: Int(0, ast.TI64)}
 	}
-	o.fields["n_outputs"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
-	o.fields["graph_reuse_disable"] = &Cell{T: ast.TBool, V: vFalse}
-	o.fields["embd_layer_inp"] = &Cell{V: Val{K: KArr, P: &Array{elem: ast.TAuto}}}
-	o.fields["output_ids"] = &Cell{V: Val{K: KArr, P: &Array{elem: ast.TI32}}}
-	o.fields["buf_output"] = &Cell{V: vNull}
+	o.Fields["n_outputs"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
+	o.Fields["graph_reuse_disable"] = &Cell{T: ast.TBool, V: False}
+	o.Fields["embd_layer_inp"] = &Cell{V: Val{K: KArr, P: &Array{Elem: ast.TAuto}}}
+	o.Fields["output_ids"] = &Cell{V: Val{K: KArr, P: &Array{Elem: ast.TI32}}}
+	o.Fields["buf_output"] = &Cell{V: Null}
 	for _, n := range []string{"logits", "embd", "embd_nextn"} {
-		bv := newObject("buffer_view")
-		bv.fields["size"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
-		o.fields[n] = &Cell{V: Val{K: KObj, P: bv}}
+		bv := NewObject("buffer_view")
+		bv.Fields["size"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+		o.Fields[n] = &Cell{V: Val{K: KObj, P: bv}}
 	}
-	sampling := newObject("sampling_info")
-	sampling.fields["samplers"] = &Cell{V: Val{K: KMap, P: &cmap{vals: []Val{}}}}
-	o.fields["sampling"] = &Cell{V: Val{K: KObj, P: sampling}}
+	sampling := NewObject("sampling_info")
+	sampling.Fields["samplers"] = &Cell{V: Val{K: KMap, P: &Map{Vals: []Val{}}}}
+	o.Fields["sampling"] = &Cell{V: Val{K: KObj, P: sampling}}
 	return Val{K: KObj, P: o}, nil
 }
 
-// callCells runs a program with its parameters bound to the cells given:
-// what the program does to a parameter, the caller sees.
-func (r *Run) callCells(p *Program, this Val, args []*Cell) (Val, error) {
-	f := &frame{r: r, fn: p.Name, this: this, sc: r.newScope(nil)}
-	defer r.release(f.sc)
-	for i, d := range p.Params.Kids {
-		if i >= len(args) {
-			return vVoid, fmt.Errorf("arch: %s: %d arguments for %d parameters", p.Name, len(args), len(p.Params.Kids))
-		}
-		if d.S != "" {
-			f.sc.define(d.S, args[i])
-		}
-	}
-	if _, err := f.exec(p.Body); err != nil {
-		return vVoid, err
-	}
-	return f.ret, nil
-}
 
-// callLocals runs a program and returns the values its body's variables
-// named have when it ends.
-func (r *Run) callLocals(p *Program, this Val, args []Val, names ...string) (map[string]Val, error) {
-	out := map[string]Val{}
-	r.capture = &capture{names: names, out: out}
-	defer func() { r.capture = nil }()
-	if _, err := r.call(p, this, args); err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if _, ok := out[n]; !ok {
-			return nil, fmt.Errorf("arch: %s has no variable %s at its end", p.Name, n)
-		}
-	}
-	return out, nil
-}
 
-// capture is callLocals' request: the variables of the scopes that end.
-type capture struct {
-	names []string
-	out   map[string]Val
-}
 
-func (c *capture) scopeEnds(s *scope) {
-	for _, n := range c.names {
-		for i := len(s.names) - 1; i >= 0; i-- {
-			if s.names[i] == n {
-				c.out[n] = s.cells[i].V // the outermost scope ends last
-				break
-			}
-		}
-	}
-}
-
-func contextBuiltins() map[string]builtinFunc {
-	logAt := func(level string) builtinFunc {
-		return func(f *frame, args []*ast.Node) (Val, error) {
+func contextBuiltins() map[string]Builtin {
+	logAt := func(level string) Builtin {
+		return func(f *Frame, args []*ast.Node) (Val, error) {
 			v, err := bFormat(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			if f.r.log != nil {
-				f.r.log(level, strings.TrimSuffix(v.S, "\n"))
+			if runOf(f).log != nil {
+				runOf(f).log(level, strings.TrimSuffix(v.S, "\n"))
 			}
-			return vVoid, nil
+			return Void, nil
 		}
 	}
-	unplanned := func(name string) builtinFunc {
-		return func(f *frame, _ []*ast.Node) (Val, error) {
-			return vVoid, f.errorf("%s: ggload plans no backend samplers or buffers here", name)
+	unplanned := func(name string) Builtin {
+		return func(f *Frame, _ []*ast.Node) (Val, error) {
+			return Void, f.Errorf("%s: ggload plans no backend samplers or buffers here", name)
 		}
 	}
-	return map[string]builtinFunc{
+	return map[string]Builtin{
 		"LLAMA_LOG_INFO":  logAt("INFO"),
 		"LLAMA_LOG_WARN":  logAt("WARN"),
 		"LLAMA_LOG_ERROR": logAt("ERROR"),
 		"LLAMA_LOG_DEBUG": logAt("DEBUG"),
-		"GGML_PAD": func(f *frame, args []*ast.Node) (Val, error) {
+		"GGML_PAD": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt || vs[1].I <= 0 {
-				return vVoid, f.errorf("GGML_PAD arguments")
+				return Void, f.Errorf("GGML_PAD arguments")
 			}
 			// ((x) + (n) - 1) & ~((n) - 1), in x's type
-			t := common(vs[0].T, vs[1].T)
-			return vInt((vs[0].I+vs[1].I-1)&^(vs[1].I-1), t), nil
+			t := Common(vs[0].T, vs[1].T)
+			return Int((vs[0].I+vs[1].I-1)&^(vs[1].I-1), t), nil
 		},
-		"getenv": func(f *frame, args []*ast.Node) (Val, error) {
+		"getenv": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 1 || vs[0].K != KStr {
-				return vVoid, f.errorf("getenv arguments")
+				return Void, f.Errorf("getenv arguments")
 			}
 			if v, ok := os.LookupEnv(vs[0].S); ok {
-				return vStr(v), nil
+				return Str(v), nil
 			}
-			return vNull, nil
+			return Null, nil
 		},
-		"atoi": func(f *frame, args []*ast.Node) (Val, error) {
+		"atoi": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 1 || vs[0].K != KStr {
-				return vVoid, f.errorf("atoi arguments")
+				return Void, f.Errorf("atoi arguments")
 			}
 			s := strings.TrimLeft(vs[0].S, " \t\n")
 			end := 0
@@ -309,21 +259,21 @@ func contextBuiltins() map[string]builtinFunc {
 				end++
 			}
 			n, _ := strconv.ParseInt(s[:end], 10, 32)
-			return vInt(n, ast.TI32), nil
+			return Int(n, ast.TI32), nil
 		},
-		"ggml_is_quantized": func(f *frame, args []*ast.Node) (Val, error) {
+		"ggml_is_quantized": func(f *Frame, args []*ast.Node) (Val, error) {
 			t, err := typeArg(f, "ggml_is_quantized", args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			return vBool(t.Quantized()), nil
+			return Bool(t.Quantized()), nil
 		},
-		"ggml_type_name": func(f *frame, args []*ast.Node) (Val, error) {
+		"ggml_type_name": func(f *Frame, args []*ast.Node) (Val, error) {
 			t, err := typeArg(f, "ggml_type_name", args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			return vStr(t.String()), nil
+			return Str(t.String()), nil
 		},
 		"ggml_backend_buffer_get_size": unplanned("ggml_backend_buffer_get_size"),
 		"llama_sampler_chain_get":      unplanned("llama_sampler_chain_get"),
@@ -333,13 +283,13 @@ func contextBuiltins() map[string]builtinFunc {
 }
 
 // typeArg reads a call's one argument, a ggml type.
-func typeArg(f *frame, fn string, args []*ast.Node) (ggml.Type, error) {
+func typeArg(f *Frame, fn string, args []*ast.Node) (ggml.Type, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
 		return 0, err
 	}
 	if len(vs) != 1 || vs[0].K != KInt || !ggml.Type(vs[0].I).Valid() {
-		return 0, f.errorf("%s arguments", fn)
+		return 0, f.Errorf("%s arguments", fn)
 	}
 	return ggml.Type(vs[0].I), nil
 }

@@ -65,27 +65,27 @@ func (t *tnVal) String() string {
 }
 
 // tn is LLM_TN(arch)(tensor, [suffix], [bid], [xid]).
-func (r *Run) tn(f *frame, args []*ast.Node) (Val, error) {
+func (r *Run) tn(f *Frame, args []*ast.Node) (Val, error) {
 	var buf [4]Val
 	if len(args) > len(buf) || len(args) == 0 {
-		return vVoid, f.errorf("tn with %d arguments", len(args))
+		return Void, f.Errorf("tn with %d arguments", len(args))
 	}
 	vs := buf[:len(args)]
 	for i, a := range args {
-		v, err := f.eval(a)
+		v, err := f.Eval(a)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		vs[i] = v
 	}
 	if vs[0].K != KEnum || vs[0].I != famTensor {
-		return vVoid, f.errorf("tn without a tensor")
+		return Void, f.Errorf("tn without a tensor")
 	}
 	t := &tnVal{tensor: vs[0].S, bid: -1, xid: -1}
 	if p, ok := vs[0].P.(*tmplParts); ok {
 		t.tmpl = p
 	} else if _, ok := tensorNames[t.tensor]; !ok {
-		return vVoid, &Abort{Msg: "unknown tensor name for tensor id " + t.tensor, Where: f.fn}
+		return Void, &Abort{Msg: "unknown tensor name for tensor id " + t.tensor, Where: f.Fn}
 	}
 	rest := vs[1:]
 	if len(rest) > 0 && (rest[0].K == KStr || rest[0].K == KNull) {
@@ -120,17 +120,17 @@ var classes = map[string]Class{
 // createTensor is llama_model_base::create_tensor and
 // llama_model_loader::create_tensor, up to the buffer type, which the
 // placer chooses.
-func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
+func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 	tn, neBuf, nDims, flags, err := r.createArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	ne := neBuf[:nDims]
 	name := tn.String()
 	// the layer's buffer type list: dev_layer.at(bid)
-	nLayerAll := r.hparams.obj.fields["n_layer_all"].V.I
+	nLayerAll := r.hparams.obj.Fields["n_layer_all"].V.I
 	if tn.bid != -1 && (tn.bid < 0 || int64(tn.bid) >= nLayerAll) {
-		return vVoid, &Throw{Msg: fmt.Sprintf("vector::_M_range_check: __n (which is %d) >= this->size() (which is %d)", uint64(int64(tn.bid)), nLayerAll)}
+		return Void, &Throw{Msg: fmt.Sprintf("vector::_M_range_check: __n (which is %d) >= this->size() (which is %d)", uint64(int64(tn.bid)), nLayerAll)}
 	}
 	w, ok := r.gm.Weight(name)
 	if !ok {
@@ -138,13 +138,13 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 	}
 	if !ok {
 		if w, err = r.missingTensor(tn, ne, flags); w == nil {
-			return vNull, err
+			return Null, err
 		}
 		ne = append([]int64(nil), ne...) // kept by the supplied weight
 	}
 	reshape := flags&flagReshape != 0
 	if !shapeOK(ne, w.Shape, reshape) {
-		return vVoid, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' has wrong shape; expected %s, got %s",
+		return Void, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' has wrong shape; expected %s, got %s",
 			name, formatShape(ne), formatShape(w.Shape[:])), Need: r.need(tn, ne, flags)}
 	}
 	shape := w.Shape
@@ -158,7 +158,7 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		a, err1 := w.Type.Bytes(shape)
 		b, err2 := w.Type.Bytes(w.Shape)
 		if err1 != nil || err2 != nil || a != b {
-			return vVoid, &Abort{Msg: "GGML_ASSERT(ggml_nbytes(&t_meta) == ggml_nbytes(cur)) failed", Where: name}
+			return Void, &Abort{Msg: "GGML_ASSERT(ggml_nbytes(&t_meta) == ggml_nbytes(cur)) failed", Where: name}
 		}
 	}
 	dup := flags&flagDuplicated != 0
@@ -168,7 +168,7 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 	}
 	info, ok := tensorInfos[kind]
 	if !ok {
-		return vVoid, &Throw{Msg: fmt.Sprintf("missing tensor info mapping for %s", name)}
+		return Void, &Throw{Msg: fmt.Sprintf("missing tensor info mapping for %s", name)}
 	}
 	c := &r.creation
 	*c = Creation{
@@ -185,12 +185,12 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 	if c.Op == "NONE" || flags&flagSkip != 0 {
 		c.Skip = true
 		if err := r.placer.Place(c); err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		r.nPlaced++
 		r.nCreated++
 		r.created[name] = true
-		return vNull, nil
+		return Null, nil
 	}
 	switch {
 	case tn.hasSfx && tn.suffix == "bias":
@@ -199,17 +199,17 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 		} else {
 			c.Op = "ADD"
 		}
-	case tn.hasSfx && (tn.suffix == "lora_a" || tn.suffix == "lora_b") && r.hparams.obj.fields["router_layer"].V.I >= 0:
+	case tn.hasSfx && (tn.suffix == "lora_a" || tn.suffix == "lora_b") && r.hparams.obj.Fields["router_layer"].V.I >= 0:
 		c.Op = "MUL_MAT_ID"
 	}
 	if (c.Class == ClassInput || c.Class == ClassOutput) && tn.bid != -1 {
-		return vVoid, &Abort{Msg: fmt.Sprintf("input/output layer tensor %s used with a layer number", name), Where: f.fn}
+		return Void, &Abort{Msg: fmt.Sprintf("input/output layer tensor %s used with a layer number", name), Where: f.Fn}
 	}
 	if c.Class == ClassRepeating && tn.bid == -1 {
-		return vVoid, &Abort{Msg: fmt.Sprintf("repeating layer tensor %s used without a layer number", name), Where: f.fn}
+		return Void, &Abort{Msg: fmt.Sprintf("repeating layer tensor %s used without a layer number", name), Where: f.Fn}
 	}
 	if err := r.placer.Place(c); err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	if !dup {
 		r.nCreated++
@@ -222,33 +222,33 @@ func (r *Run) createTensor(f *frame, args []*ast.Node) (Val, error) {
 
 // createArgs evaluates create_tensor's arguments: the name, the shape
 // (nDims of ne) and the flags.
-func (r *Run) createArgs(f *frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nDims int, flags int64, err error) {
+func (r *Run) createArgs(f *Frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nDims int, flags int64, err error) {
 	if len(args) == 4 {
 		args = args[1:] // the overload that takes the loader first
 	}
 	if len(args) < 2 || len(args) > 3 || args[1].Op != ast.OpList || len(args[1].Kids) > 4 {
-		return nil, ne, 0, 0, f.errorf("create_tensor arguments")
+		return nil, ne, 0, 0, f.Errorf("create_tensor arguments")
 	}
-	tv, err := f.eval(args[0])
+	tv, err := f.Eval(args[0])
 	if err != nil {
 		return nil, ne, 0, 0, err
 	}
 	if tv.K != KTN {
-		return nil, ne, 0, 0, f.errorf("create_tensor of %s", tv.describe())
+		return nil, ne, 0, 0, f.Errorf("create_tensor of %s", tv.Describe())
 	}
 	for i, k := range args[1].Kids {
-		v, err := f.eval(k)
+		v, err := f.Eval(k)
 		if err != nil {
 			return nil, ne, 0, 0, err
 		}
-		x, err := convert(v, ast.TI64)
+		x, err := Convert(v, ast.TI64)
 		if err != nil {
-			return nil, ne, 0, 0, f.errorf("create_tensor shape: %v", err)
+			return nil, ne, 0, 0, f.Errorf("create_tensor shape: %v", err)
 		}
 		ne[i] = x.I
 	}
 	if len(args) > 2 {
-		v, err := f.eval(args[2])
+		v, err := f.Eval(args[2])
 		if err != nil {
 			return nil, ne, 0, 0, err
 		}

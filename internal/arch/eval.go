@@ -37,14 +37,14 @@ type Abort struct {
 
 func (e *Abort) Error() string { return e.Msg + " (in " + e.Where + ")" }
 
-// evalError is a construct the evaluator does not support: a defect of
+// EvalError is a construct the evaluator does not support: a defect of
 // ggload's evaluator, never of the model file.
-type evalError struct {
+type EvalError struct {
 	fn  string
 	msg string
 }
 
-func (e *evalError) Error() string {
+func (e *EvalError) Error() string {
 	return "arch: evaluating " + e.fn + ": " + e.msg + " (ggload's evaluator does not support this construct)"
 }
 
@@ -71,12 +71,12 @@ type scope struct {
 	captured bool // a lambda holds it: never reused
 }
 
-// newScope takes a scope from the run's free list, or makes one.
-func (r *Run) newScope(parent *scope) *scope {
+// newScope takes a scope from the interpreter's free list, or makes one.
+func (in *Interp) newScope(parent *scope) *scope {
 	var s *scope
-	if n := len(r.freeScopes); n > 0 {
-		s = r.freeScopes[n-1]
-		r.freeScopes = r.freeScopes[:n-1]
+	if n := len(in.free); n > 0 {
+		s = in.free[n-1]
+		in.free = in.free[:n-1]
 	} else {
 		s = &scope{}
 	}
@@ -86,9 +86,9 @@ func (r *Run) newScope(parent *scope) *scope {
 }
 
 // release returns a scope nothing can reach any more to the free list.
-func (r *Run) release(s *scope) {
-	if r.capture != nil {
-		r.capture.scopeEnds(s)
+func (in *Interp) release(s *scope) {
+	if in.capture != nil {
+		in.capture.scopeEnds(s)
 	}
 	if s.captured {
 		return
@@ -100,7 +100,7 @@ func (r *Run) release(s *scope) {
 	clear(s.namesBuf[:])
 	clear(s.cellsBuf[:])
 	s.parent = nil
-	r.freeScopes = append(r.freeScopes, s)
+	in.free = append(in.free, s)
 }
 
 // cell returns storage for a new variable of type t.
@@ -130,247 +130,244 @@ func (s *scope) define(name string, c *Cell) {
 	s.cells = append(s.cells, c)
 }
 
-// frame is one function activation.
-type frame struct {
-	r    *Run
-	fn   string
-	this Val // the object whose members unqualified names reach
+// Frame is one function activation.
+type Frame struct {
+	I    *Interp
+	Fn   string
+	This Val // the object whose members unqualified names reach
 	sc   *scope
-	ret  Val
+	Ret  Val
 }
 
-// closure is a lambda with the scope it captured by reference.
-type closure struct {
-	params, body *ast.Node
-	sc           *scope
-	this         Val
-	fn           string
+// Closure is a lambda with the scope it captured by reference.
+type Closure struct {
+	Params, Body *ast.Node
+	Scope           *scope
+	This         Val
+	Fn           string
 }
 
-// builtinFunc is a function the evaluator provides; it receives its
+// Builtin is a function the evaluator provides; it receives its
 // arguments unevaluated (some take references).
-type builtinFunc func(f *frame, args []*ast.Node) (Val, error)
+type Builtin func(f *Frame, args []*ast.Node) (Val, error)
 
-// method is a builtin bound to its receiver.
-type method struct {
-	recv Val
-	name string
+// Method is a builtin bound to its receiver.
+type Method struct {
+	Recv Val
+	Name string
 }
 
-func (f *frame) errorf(format string, args ...any) error {
-	return &evalError{f.fn, fmt.Sprintf(format, args...)}
+func (f *Frame) Errorf(format string, args ...any) error {
+	return &EvalError{f.Fn, fmt.Sprintf(format, args...)}
 }
 
 // arithError places an arithmetic failure: a division by zero is an
 // abort where it happened, anything else a defect of the evaluator.
-func (f *frame) arithError(err error) error {
+func (f *Frame) arithError(err error) error {
 	var a *Abort
 	if errors.As(err, &a) {
-		a.Where = f.fn
+		a.Where = f.Fn
 		return a
 	}
-	return f.errorf("%v", err)
+	return f.Errorf("%v", err)
 }
 
-func (f *frame) push() { f.sc = f.r.newScope(f.sc) }
-func (f *frame) pop() {
+func (f *Frame) push() { f.sc = f.I.newScope(f.sc) }
+func (f *Frame) pop() {
 	s := f.sc
 	f.sc = s.parent
-	f.r.release(s)
+	f.I.release(s)
 }
 
-// exec runs a compiled statement.
-func (f *frame) exec(n *ast.Node) (ctl, error) {
+// Exec runs a compiled statement.
+func (f *Frame) Exec(n *ast.Node) (ctl, error) {
 	if n == nil || n.Op == ast.OpNil {
 		return ctlNone, nil
 	}
 	if c, ok := n.Code.(*code); ok && c.stmt != nil {
 		return c.stmt(f)
 	}
-	return ctlNone, f.errorf("statement %s was never compiled", n.Op)
+	return ctlNone, f.Errorf("statement %s was never compiled", n.Op)
 }
 
-// eval evaluates a compiled expression.
-func (f *frame) eval(n *ast.Node) (Val, error) {
+// Eval evaluates a compiled expression.
+func (f *Frame) Eval(n *ast.Node) (Val, error) {
 	if c, ok := n.Code.(*code); ok && c.expr != nil {
 		return c.expr(f)
 	}
-	return vVoid, f.errorf("expression %s was never compiled", n.Op)
+	return Void, f.Errorf("expression %s was never compiled", n.Op)
 }
 
-// ref evaluates a compiled expression to its storage.
-func (f *frame) ref(n *ast.Node) (*Cell, error) {
+// Ref evaluates a compiled expression to its storage.
+func (f *Frame) Ref(n *ast.Node) (*Cell, error) {
 	if c, ok := n.Code.(*code); ok && c.ref != nil {
 		return c.ref(f)
 	}
-	return nil, f.errorf("%s is not an lvalue", n.Op)
+	return nil, f.Errorf("%s is not an lvalue", n.Op)
 }
 
 // rangeItems are what a range-for walks: an array's elements, a map's
 // pairs (a set's keys).
-func (f *frame) rangeItems(coll Val) ([]Val, error) {
+func (f *Frame) rangeItems(coll Val) ([]Val, error) {
 	var items []Val
 	switch coll.K {
 	case KArr:
-		for i := range coll.P.(*Array).cells {
-			items = append(items, coll.P.(*Array).cells[i].V)
+		for i := range coll.P.(*Array).Cells {
+			items = append(items, coll.P.(*Array).Cells[i].V)
 		}
 	case KMap:
-		m := coll.P.(*cmap)
-		for i, k := range m.keys {
-			if m.vals != nil {
-				items = append(items, pairVal(k, m.vals[i]))
+		m := coll.P.(*Map)
+		for i, k := range m.Keys {
+			if m.Vals != nil {
+				items = append(items, Pair(k, m.Vals[i]))
 			} else {
 				items = append(items, k)
 			}
 		}
 	default:
-		return nil, f.errorf("range over %s", coll.describe())
+		return nil, f.Errorf("range over %s", coll.Describe())
 	}
 	return items, nil
 }
 
-func pairVal(k, v Val) Val {
-	o := newObject("pair")
-	o.fields["first"] = &Cell{V: k}
-	o.fields["second"] = &Cell{V: v}
+func Pair(k, v Val) Val {
+	o := NewObject("pair")
+	o.Fields["first"] = &Cell{V: k}
+	o.Fields["second"] = &Cell{V: v}
 	return Val{K: KObj, P: o}
 }
 
 // lookup finds an identifier: locals, then the members of this, then the
 // global constants.
-func (f *frame) lookup(name string) (*Cell, Val, error) {
+func (f *Frame) lookup(name string) (*Cell, Val, error) {
 	if c := f.sc.lookup(name); c != nil {
-		return c, vVoid, nil
+		return c, Void, nil
 	}
 	return f.lookupMember(name)
 }
 
 // lookupMember finds a name that is no local variable.
-func (f *frame) lookupMember(name string) (*Cell, Val, error) {
+func (f *Frame) lookupMember(name string) (*Cell, Val, error) {
 	switch name {
 	case "this":
-		return nil, f.this, nil
+		return nil, f.This, nil
 	case "__func__":
-		_, fn, _ := strings.Cut(f.fn, "::")
+		_, fn, _ := strings.Cut(f.Fn, "::")
 		if fn == "" {
-			fn = f.fn
+			fn = f.Fn
 		}
-		return nil, vStr(fn), nil
+		return nil, Str(fn), nil
 	}
-	if f.this.K == KObj {
-		o := f.this.P.(*Object)
-		if c, ok := o.fields[name]; ok {
-			return c, vVoid, nil
+	if f.This.K == KObj {
+		o := f.This.P.(*Object)
+		if c, ok := o.Fields[name]; ok {
+			return c, Void, nil
 		}
 	}
-	if v, ok := f.r.global(name); ok {
+	if v, ok := f.I.Host.Global(name); ok {
 		return nil, v, nil
 	}
 	if b, ok := builtins[name]; ok && strings.HasPrefix(name, "ggml_") {
 		// a ggml function as a value (a default argument, a callback)
 		return nil, Val{K: KFunc, P: b}, nil
 	}
-	if f.this.K == KObj && (f.this.P == f.r.model || f.this.P.(*Object).share && name != strings.ToUpper(name)) {
-		// a member of the model (or of a graph object: a lower-case name,
-		// the pin's constants and macros are upper-case) not yet
-		// assigned: a null pointer
-		return f.this.P.(*Object).field(name), vVoid, nil
+	if o, ok := f.This.P.(*Object); ok && f.This.K == KObj && (o.Open || o.Shared && name != strings.ToUpper(name)) {
+		// a member of an open object (the model), or of a graph object
+		// (a lower-case name: the pin's constants and macros are
+		// upper-case), not yet assigned: a null pointer
+		return f.This.P.(*Object).Field(name), Void, nil
 	}
-	return nil, vVoid, f.errorf("unknown name %s", name)
+	return nil, Void, f.Errorf("unknown name %s", name)
 }
 
 // member reads obj.name.
-func (f *frame) member(obj Val, name string) (Val, error) {
+func (f *Frame) member(obj Val, name string) (Val, error) {
 	switch obj.K {
 	case KObj:
 		o := obj.P.(*Object)
-		if c, ok := o.fields[name]; ok {
+		if c, ok := o.Fields[name]; ok {
 			return c.V, nil
 		}
-		if m, ok := f.r.methodOf(obj, name); ok {
+		if m, ok := f.I.methodOf(obj, name); ok {
 			return m, nil
 		}
-		if o.class == "llama_hparams" {
-			return vVoid, f.errorf("llama_hparams has no member %s", name)
+		if o.Strict {
+			return Void, f.Errorf("%s has no member %s", o.Class, name)
 		}
-		if _, ok := layerStructs[name]; ok && o.class == "llama_layer" {
-			return o.field(name).V, nil
+		if o.Members != nil && o.Members(name) != nil {
+			return o.Field(name).V, nil
 		}
-		return vNull, nil // a member never assigned: a null pointer
+		return Null, nil // a member never assigned: a null pointer
 	case KTensor:
-		t := obj.P.(*Tensor)
-		switch name {
-		case "ne":
-			return dims(ast.TI64, t.Ne), nil
-		case "type":
-			return vInt(int64(t.Type), ast.TI32), nil
-		case "name":
-			return vStr(t.Name), nil
-		case "tensor":
-			return obj, nil // llama_tensor_weight::tensor
+		if hv, ok := obj.P.(HostValue); ok {
+			if v, ok := hv.Member(name); ok {
+				if v.K == KVoid {
+					return obj, nil // the value itself (llama_tensor_weight::tensor)
+				}
+				return v, nil
+			}
 		}
 	case KArr:
 		// a std::pair made by a brace list
-		if a := obj.P.(*Array); len(a.cells) == 2 && (name == "first" || name == "second") {
+		if a := obj.P.(*Array); len(a.Cells) == 2 && (name == "first" || name == "second") {
 			if name == "first" {
-				return a.cells[0].V, nil
+				return a.Cells[0].V, nil
 			}
-			return a.cells[1].V, nil
+			return a.Cells[1].V, nil
 		}
 	case KNull:
-		return vVoid, &Abort{Msg: "null pointer dereference reading ->" + name, Where: f.fn}
+		return Void, &Abort{Msg: "null pointer dereference reading ->" + name, Where: f.Fn}
 	case KNative:
 		if v, ok := nativeMember(obj, name); ok {
 			return v, nil
 		}
 	case KIter:
-		if m, ok := obj.P.(*cmap); ok && obj.I < int64(len(m.keys)) {
+		if m, ok := obj.P.(*Map); ok && obj.I < int64(len(m.Keys)) {
 			switch name {
 			case "first":
-				return m.keys[obj.I], nil
+				return m.Keys[obj.I], nil
 			case "second":
-				if m.vals != nil {
-					return m.vals[obj.I], nil
+				if m.Vals != nil {
+					return m.Vals[obj.I], nil
 				}
 			}
 		}
 	}
-	if m, ok := f.r.methodOf(obj, name); ok {
+	if m, ok := f.I.methodOf(obj, name); ok {
 		return m, nil
 	}
-	return vVoid, f.errorf("member %s of %s", name, obj.describe())
+	return Void, f.Errorf("member %s of %s", name, obj.Describe())
 }
 
 // callValue calls a callable value: a lambda, a bound method, a program,
 // a function of the evaluator's.
-func (f *frame) callValue(fn Val, args []*ast.Node) (Val, error) {
+func (f *Frame) callValue(fn Val, args []*ast.Node) (Val, error) {
 	switch fp := fn.P.(type) {
-	case *closure:
-		return f.r.invokeClosure(f, fp, args)
-	case *method:
-		return f.r.callMethod(f, fp, args)
+	case *Closure:
+		return f.I.invokeClosure(f, fp, args)
+	case *Method:
+		return f.I.callMethod(f, fp, args)
 	case *Program:
-		return f.r.invoke(f, fp, f.this, args)
-	case builtinFunc:
+		return f.I.Invoke(f, fp, f.This, args)
+	case Builtin:
 		return fp(f, args)
 	}
-	return vVoid, f.errorf("call of %s", fn.describe())
+	return Void, f.Errorf("call of %s", fn.Describe())
 }
 
-// bindParams binds a function's parameters in a new scope of callee,
+// BindParams binds a function's parameters in a new scope of callee,
 // evaluating the arguments in the caller's frame.
-func bindParams(caller, callee *frame, params *ast.Node, args []*ast.Node) error {
+func BindParams(caller, callee *Frame, params *ast.Node, args []*ast.Node) error {
 	if len(args) > len(params.Kids) {
-		return caller.errorf("%s: %d arguments for %d parameters", callee.fn, len(args), len(params.Kids))
+		return caller.Errorf("%s: %d arguments for %d parameters", callee.Fn, len(args), len(params.Kids))
 	}
 	for i, p := range params.Kids {
 		var c *Cell
 		switch {
 		case i < len(args) && p.T == ast.TRef:
-			rc, err := caller.ref(args[i])
+			rc, err := caller.Ref(args[i])
 			if err != nil {
-				v, err2 := caller.eval(args[i])
+				v, err2 := caller.Eval(args[i])
 				if err2 != nil {
 					return err2
 				}
@@ -378,7 +375,7 @@ func bindParams(caller, callee *frame, params *ast.Node, args []*ast.Node) error
 			}
 			c = rc
 		case i < len(args):
-			v, err := caller.eval(args[i])
+			v, err := caller.Eval(args[i])
 			if err != nil {
 				return err
 			}
@@ -386,20 +383,20 @@ func bindParams(caller, callee *frame, params *ast.Node, args []*ast.Node) error
 			if p.T == ast.TObj {
 				c.T = ast.TAuto
 			}
-			if err := c.set(v); err != nil {
-				return caller.errorf("argument %d of %s: %v", i, callee.fn, err)
+			if err := c.Set(v); err != nil {
+				return caller.Errorf("argument %d of %s: %v", i, callee.Fn, err)
 			}
 		case len(p.Kids) > 0:
-			v, err := callee.eval(p.Kids[0])
+			v, err := callee.Eval(p.Kids[0])
 			if err != nil {
 				return err
 			}
 			c = callee.sc.cell(p.T)
-			if err := c.set(v); err != nil {
+			if err := c.Set(v); err != nil {
 				return err
 			}
 		default:
-			return caller.errorf("%s: missing argument %d", callee.fn, i)
+			return caller.Errorf("%s: missing argument %d", callee.Fn, i)
 		}
 		if p.S != "" {
 			callee.sc.define(p.S, c)
@@ -408,8 +405,8 @@ func bindParams(caller, callee *frame, params *ast.Node, args []*ast.Node) error
 	return nil
 }
 
-// exprString prints an expression as C++, for assertion messages.
-func exprString(n *ast.Node) string {
+// ExprString prints an expression as C++, for assertion messages.
+func ExprString(n *ast.Node) string {
 	if n == nil {
 		return ""
 	}
@@ -423,33 +420,33 @@ func exprString(n *ast.Node) string {
 	case ast.OpIdent:
 		return n.S
 	case ast.OpMember:
-		return exprString(n.Kids[0]) + "." + n.S
+		return ExprString(n.Kids[0]) + "." + n.S
 	case ast.OpIndex:
-		return exprString(n.Kids[0]) + "[" + exprString(n.Kids[1]) + "]"
+		return ExprString(n.Kids[0]) + "[" + ExprString(n.Kids[1]) + "]"
 	case ast.OpCall:
 		var as []string
 		for _, a := range n.Kids[1:] {
-			as = append(as, exprString(a))
+			as = append(as, ExprString(a))
 		}
-		return exprString(n.Kids[0]) + "(" + strings.Join(as, ", ") + ")"
+		return ExprString(n.Kids[0]) + "(" + strings.Join(as, ", ") + ")"
 	case ast.OpUnary:
 		switch {
 		case strings.HasPrefix(n.S, "pre"):
-			return n.S[3:] + exprString(n.Kids[0])
+			return n.S[3:] + ExprString(n.Kids[0])
 		case strings.HasPrefix(n.S, "post"):
-			return exprString(n.Kids[0]) + n.S[4:]
+			return ExprString(n.Kids[0]) + n.S[4:]
 		}
-		return n.S + exprString(n.Kids[0])
+		return n.S + ExprString(n.Kids[0])
 	case ast.OpBinary, ast.OpAssign:
-		return exprString(n.Kids[0]) + " " + n.S + " " + exprString(n.Kids[1])
+		return ExprString(n.Kids[0]) + " " + n.S + " " + ExprString(n.Kids[1])
 	case ast.OpCond:
-		return exprString(n.Kids[0]) + " ? " + exprString(n.Kids[1]) + " : " + exprString(n.Kids[2])
+		return ExprString(n.Kids[0]) + " ? " + ExprString(n.Kids[1]) + " : " + ExprString(n.Kids[2])
 	case ast.OpCast:
-		return "(" + n.T.String() + ") " + exprString(n.Kids[0])
+		return "(" + n.T.String() + ") " + ExprString(n.Kids[0])
 	case ast.OpList:
 		var as []string
 		for _, a := range n.Kids {
-			as = append(as, exprString(a))
+			as = append(as, ExprString(a))
 		}
 		return "{" + strings.Join(as, ", ") + "}"
 	}

@@ -24,7 +24,7 @@ func run(t *testing.T, body string) (Val, error) {
 	resolveGlobals(p)
 	resolveLocals(p)
 	compile(p)
-	return r.call(p, Val{K: KObj, P: r.model}, nil)
+	return r.Call(p, Val{K: KObj, P: r.model}, nil)
 }
 
 // C++'s semantics where the programs depend on them.
@@ -71,7 +71,7 @@ func TestEvalSemantics(t *testing.T) {
 			continue
 		}
 		if v.K != KInt || v.I != c.want {
-			t.Errorf("%s = %s, want %d", c.name, v.describe(), c.want)
+			t.Errorf("%s = %s, want %d", c.name, v.Describe(), c.want)
 		}
 	}
 }
@@ -89,7 +89,7 @@ func TestEvalFailures(t *testing.T) {
 	if _, err := run(t, `(return (idx (mem "n_head_arr" hparams) 100000))`); !errors.As(err, &a) {
 		t.Errorf("index past the end: %v", err)
 	}
-	var e *evalError
+	var e *EvalError
 	if _, err := run(t, `(return (call no_such_function))`); !errors.As(err, &e) {
 		t.Errorf("unknown function: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 // IsEvalError reports whether err is a construct the evaluator does not
 // know (a defect of ggload, never of the file).
 func IsEvalError(err error) bool {
-	var e *evalError
+	var e *EvalError
 	return errors.As(err, &e)
 }
 
@@ -42,12 +42,12 @@ func RunOps(t *testing.T, lib *ops.Lib, body string) (int64, error) {
 	resolveGlobals(p)
 	resolveLocals(p)
 	compile(p)
-	v, err := r.call(p, Val{K: KObj, P: r.model}, []Val{{K: KNative, P: g.ctx}, {K: KNative, P: g.gf}})
+	v, err := r.Call(p, Val{K: KObj, P: r.model}, []Val{{K: KNative, P: g.ctx}, {K: KNative, P: g.gf}})
 	if err != nil {
 		return 0, err
 	}
 	if v.K != KInt {
-		return 0, fmt.Errorf("the body returned %s", v.describe())
+		return 0, fmt.Errorf("the body returned %s", v.Describe())
 	}
 	return v.I, nil
 }

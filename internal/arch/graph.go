@@ -177,47 +177,47 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	defer func() { r.graph = nil }()
 
 	res := newShared("llm_graph_result")
-	res.fields["gf"] = &Cell{V: Val{K: KNative, P: g.gf}}
-	res.fields["ctx"] = &Cell{V: Val{K: KNative, P: g.ctx}}
-	nLayer := len(r.model.fields["layers"].V.P.(*Array).cells)
-	res.fields["t_layer_inp"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, nLayer, false)}}
+	res.Fields["gf"] = &Cell{V: Val{K: KNative, P: g.gf}}
+	res.Fields["ctx"] = &Cell{V: Val{K: KNative, P: g.ctx}}
+	nLayer := len(r.model.Fields["layers"].V.P.(*Array).Cells)
+	res.Fields["t_layer_inp"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TPtr, nLayer, false)}}
 	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
-		res.fields[n] = &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}}
+		res.Fields[n] = &Cell{V: Val{K: KArr, P: NewArray(ast.TAuto, 0, false)}}
 	}
-	cp := r.cparams.clone()
-	cp.fields["flash_attn"] = &Cell{T: ast.TBool, V: vBool(s.fa)}
+	cp := r.cparams.Clone()
+	cp.Fields["flash_attn"] = &Cell{T: ast.TBool, V: Bool(s.fa)}
 
 	params := newShared("llm_graph_params")
-	set := func(o *Object, name string, v Val) { o.fields[name] = &Cell{T: ast.TRef, V: v} }
-	set(params, "arch", r.model.fields["arch"].V)
+	set := func(o *Object, name string, v Val) { o.Fields[name] = &Cell{T: ast.TRef, V: v} }
+	set(params, "arch", r.model.Fields["arch"].V)
 	set(params, "hparams", Val{K: KObj, P: r.hparams.obj})
 	set(params, "cparams", Val{K: KObj, P: cp})
 	set(params, "ubatch", Val{K: KObj, P: reserveUbatch(nTokens, nSeqs, nOutputs)})
-	set(params, "gtype", vInt(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
-	set(params, "sched", vNull)
-	set(params, "backend_cpu", vNull)
-	set(params, "cb", vNull)
+	set(params, "gtype", Int(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
+	set(params, "sched", Null)
+	set(params, "backend_cpu", Null)
+	set(params, "cb", Null)
 	if sc := s.sched; sc != nil {
 		set(params, "sched", Val{K: KNative, P: sc.h})
 		set(params, "backend_cpu", Val{K: KNative, P: sc.cpu})
-		set(params, "cb", Val{K: KFunc, P: builtinFunc(sc.callback(s, nTokens))})
+		set(params, "cb", Val{K: KFunc, P: Builtin(sc.callback(s, nTokens))})
 	}
 	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
-	cvec.fields["layer_start"] = &Cell{V: vInt(-1, ast.TI32)}
-	cvec.fields["layer_end"] = &Cell{V: vInt(-1, ast.TI32)}
-	cvec.fields["tensors"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}}
+	cvec.Fields["layer_start"] = &Cell{V: Int(-1, ast.TI32)}
+	cvec.Fields["layer_end"] = &Cell{V: Int(-1, ast.TI32)}
+	cvec.Fields["tensors"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TPtr, 0, false)}}
 	set(params, "cvec", Val{K: KObj, P: cvec})
-	set(params, "loras", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no LoRA adapters
+	set(params, "loras", Val{K: KMap, P: &Map{Vals: []Val{}}}) // no LoRA adapters
 	set(params, "mctx", s.mctx)
 	// the context's llama_cross: no encoder output yet
 	cross := newShared("llama_cross")
-	cross.fields["n_embd"] = &Cell{T: ast.TI64, V: vInt(0, ast.TI64)}
-	cross.fields["n_enc"] = &Cell{T: ast.TI64, V: vInt(0, ast.TI64)}
-	cross.fields["v_embd"] = &Cell{V: Val{K: KArr, P: newArray(ast.TF32, 0, false)}}
-	cross.fields["seq_ids_enc"] = &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}}
+	cross.Fields["n_embd"] = &Cell{T: ast.TI64, V: Int(0, ast.TI64)}
+	cross.Fields["n_enc"] = &Cell{T: ast.TI64, V: Int(0, ast.TI64)}
+	cross.Fields["v_embd"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TF32, 0, false)}}
+	cross.Fields["seq_ids_enc"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TAuto, 0, false)}}
 	set(params, "cross", Val{K: KObj, P: cross})
-	set(params, "samplers", Val{K: KMap, P: &cmap{vals: []Val{}}}) // no backend samplers
-	set(params, "n_outputs", vInt(int64(nOutputs), ast.TU32))
+	set(params, "samplers", Val{K: KMap, P: &Map{Vals: []Val{}}}) // no backend samplers
+	set(params, "n_outputs", Int(int64(nOutputs), ast.TU32))
 	set(params, "res", Val{K: KObj, P: res})
 
 	prog, err := r.program("llama_model::build_graph")
@@ -225,21 +225,21 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 		g.free()
 		return nil, err
 	}
-	if _, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: params}}); err != nil {
+	if _, err := r.Call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: params}}); err != nil {
 		g.free()
 		return nil, err
 	}
-	g.inputs = len(res.fields["inputs"].V.P.(*Array).cells)
-	for _, c := range res.fields["fused_nodes"].V.P.(*Array).cells {
+	g.inputs = len(res.Fields["inputs"].V.P.(*Array).Cells)
+	for _, c := range res.Fields["fused_nodes"].V.P.(*Array).Cells {
 		// an llm_graph_fused_node {op, tensor, il}, kept as the brace
 		// list it was made from
 		a, ok := c.V.P.(*Array)
-		if c.V.K != KArr || !ok || len(a.cells) != 3 {
+		if c.V.K != KArr || !ok || len(a.Cells) != 3 {
 			g.free()
-			return nil, fmt.Errorf("arch: a fused node of %s", c.V.describe())
+			return nil, fmt.Errorf("arch: a fused node of %s", c.V.Describe())
 		}
-		t, _ := a.cells[1].V.P.(*ops.Tensor)
-		g.fused = append(g.fused, fusedNode{op: a.cells[0].V.I, t: t, il: int(a.cells[2].V.I)})
+		t, _ := a.Cells[1].V.P.(*ops.Tensor)
+		g.fused = append(g.fused, fusedNode{op: a.Cells[0].V.I, t: t, il: int(a.Cells[2].V.I)})
 	}
 	return &Graph{Nodes: lib.NNodes(g.gf), G: g.gf, g: g}, nil
 }
@@ -289,11 +289,11 @@ func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
 			return
 		}
 		seen[o] = true
-		for _, c := range o.fields {
+		for _, c := range o.Fields {
 			walkTensors(c.V, fn, seen)
 		}
 	case KArr:
-		for _, c := range v.P.(*Array).cells {
+		for _, c := range v.P.(*Array).Cells {
 			walkTensors(c.V, fn, seen)
 		}
 	}
@@ -302,8 +302,8 @@ func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
 // newShared is an object of the graph's classes: its members hold what
 // is assigned to them, as the pin's pointer and reference members do.
 func newShared(class string) *Object {
-	o := newObject(class)
-	o.share = true
+	o := NewObject(class)
+	o.Shared = true
 	return o
 }
 
@@ -312,44 +312,44 @@ func newShared(class string) *Object {
 // the last n_outputs tokens outputs.
 func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
 	u := newShared("llama_ubatch")
-	u32 := func(x uint32) *Cell { return &Cell{T: ast.TU32, V: vInt(int64(x), ast.TU32)} }
-	u.fields["n_tokens"] = u32(nTokens)
-	u.fields["n_seq_tokens"] = u32(nTokens / nSeqs)
-	u.fields["n_seqs"] = u32(nSeqs)
-	u.fields["n_seqs_unq"] = u32(nSeqs)
-	u.fields["n_pos"] = u32(1)
-	u.fields["equal_seqs"] = &Cell{T: ast.TBool, V: vTrue}
-	u.fields["b_equal_seqs"] = u32(1)
-	tok := newArray(ast.TI32, int(nTokens), false)
-	u.fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
-	u.fields["embd"] = &Cell{V: vNull}
-	out := newArray(ast.TI32, int(nTokens), false)
-	for i := range out.cells {
+	u32 := func(x uint32) *Cell { return &Cell{T: ast.TU32, V: Int(int64(x), ast.TU32)} }
+	u.Fields["n_tokens"] = u32(nTokens)
+	u.Fields["n_seq_tokens"] = u32(nTokens / nSeqs)
+	u.Fields["n_seqs"] = u32(nSeqs)
+	u.Fields["n_seqs_unq"] = u32(nSeqs)
+	u.Fields["n_pos"] = u32(1)
+	u.Fields["equal_seqs"] = &Cell{T: ast.TBool, V: True}
+	u.Fields["b_equal_seqs"] = u32(1)
+	tok := NewArray(ast.TI32, int(nTokens), false)
+	u.Fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
+	u.Fields["embd"] = &Cell{V: Null}
+	out := NewArray(ast.TI32, int(nTokens), false)
+	for i := range out.Cells {
 		if uint32(i) >= nTokens-min(nOutputs, nTokens) {
-			out.cells[i].V = vInt(1, ast.TI32)
+			out.Cells[i].V = Int(1, ast.TI32)
 		}
 	}
-	u.fields["output"] = &Cell{V: Val{K: KArr, P: out}}
+	u.Fields["output"] = &Cell{V: Val{K: KArr, P: out}}
 	// as ubatch_reserve sizes them: no token is in a sequence yet, the
 	// sequences are the first n_seqs
-	u.fields["n_seq_id"] = &Cell{V: Val{K: KArr, P: newArray(ast.TI32, int(nTokens), false)}}
-	seqID := newArray(ast.TPtr, int(nTokens), false)
-	for i := range seqID.cells {
-		seqID.cells[i].V = vNull
+	u.Fields["n_seq_id"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TI32, int(nTokens), false)}}
+	seqID := NewArray(ast.TPtr, int(nTokens), false)
+	for i := range seqID.Cells {
+		seqID.Cells[i].V = Null
 	}
-	u.fields["seq_id"] = &Cell{V: Val{K: KArr, P: seqID}}
-	unq := newArray(ast.TI32, int(nSeqs), false)
-	idx := newArray(ast.TI32, int(enumConsts["LLAMA_MAX_SEQ"]), false)
-	for i := range idx.cells {
+	u.Fields["seq_id"] = &Cell{V: Val{K: KArr, P: seqID}}
+	unq := NewArray(ast.TI32, int(nSeqs), false)
+	idx := NewArray(ast.TI32, int(enumConsts["LLAMA_MAX_SEQ"]), false)
+	for i := range idx.Cells {
 		v := int64(-1)
 		if i < int(nSeqs) {
 			v = int64(i)
-			unq.cells[i].V = vInt(v, ast.TI32)
+			unq.Cells[i].V = Int(v, ast.TI32)
 		}
-		idx.cells[i].V = vInt(v, ast.TI32)
+		idx.Cells[i].V = Int(v, ast.TI32)
 	}
-	u.fields["seq_id_unq"] = &Cell{V: Val{K: KArr, P: unq}}
-	u.fields["seq_idx"] = &Cell{V: Val{K: KArr, P: idx}}
+	u.Fields["seq_id_unq"] = &Cell{V: Val{K: KArr, P: unq}}
+	u.Fields["seq_idx"] = &Cell{V: Val{K: KArr, P: idx}}
 	return u
 }
 
@@ -358,10 +358,10 @@ func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
 // context): n_kv the cache's size, one slot info over every stream.
 func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	if mem == nil || len(mem.Caches) == 0 {
-		return vNull, nil
+		return Null, nil
 	}
 	if !memoryViewsReplayed(mem) {
-		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+		return Void, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
 	// each memory's context as its init_full makes it: the contexts of
 	// its caches, each their reserve one, in the members its accessors
@@ -373,10 +373,10 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		return s.recurrentContext(mem.Caches[0], 0)
 	}
 	ctx := newShared(mem.Class + "_context")
-	ctx.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	ctx.Fields["status"] = &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
 	member := func(name string, v Val, err error) error {
 		if err == nil {
-			ctx.fields[name] = &Cell{T: ast.TRef, V: v}
+			ctx.Fields[name] = &Cell{T: ast.TRef, V: v}
 		}
 		return err
 	}
@@ -393,7 +393,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	case "llama_kv_cache_msa":
 		err = errors.Join(kv("ctx_base", 0), kv("ctx_idx", 1))
 		if err == nil {
-			ctx.fields["kv"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: s.msaCache(mem)}}
+			ctx.Fields["kv"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: s.msaCache(mem)}}
 		}
 	case "llama_kv_cache_dsa_iswa":
 		// its DSA part is a llama_kv_cache_dsa_context of its own
@@ -404,7 +404,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		err = errors.Join(kv("ctx_attn", 0), member("ctx_recr", recr, rerr))
 		if err == nil && mem.Class == "llama_memory_hybrid_idx" {
 			// the indexer's context; null without an indexer
-			ctx.fields["ctx_idx"] = &Cell{T: ast.TRef, V: vNull}
+			ctx.Fields["ctx_idx"] = &Cell{T: ast.TRef, V: Null}
 			if len(mem.Caches) > 2 {
 				err = kv("ctx_idx", 2)
 			}
@@ -417,10 +417,10 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		recr, rerr := s.recurrentContext(mem.Caches[2], 2)
 		err = errors.Join(member("ctx_attn", ic, ierr), member("ctx_recr", recr, rerr))
 	default:
-		return vVoid, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+		return Void, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	return Val{K: KObj, P: ctx}, nil
 }
@@ -429,13 +429,13 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 // memory's first and the next: their contexts in members a and b.
 func (s *GraphSession) pairContext(class string, mem *Memory, first int, a, b string) (Val, error) {
 	ctx := newShared(class)
-	ctx.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	ctx.Fields["status"] = &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
 	for i, name := range []string{a, b} {
 		v, err := s.kvCacheContext(mem.Caches[first+i], first+i)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		ctx.fields[name] = &Cell{T: ast.TRef, V: v}
+		ctx.Fields[name] = &Cell{T: ast.TRef, V: v}
 	}
 	return Val{K: KObj, P: ctx}, nil
 }
@@ -444,8 +444,8 @@ func (s *GraphSession) pairContext(class string, mem *Memory, first int, a, b st
 // with what its accessors read: n_pad, n_seq_max and the base cache.
 func (s *GraphSession) msaCache(mem *Memory) *Object {
 	kv := newShared("llama_kv_cache_msa")
-	kv.fields["n_pad"] = &Cell{T: ast.TU32, V: vInt(int64(mem.nPad), ast.TU32)}
-	kv.fields["n_seq_max"] = &Cell{T: ast.TU32, V: vInt(int64(mem.Caches[0].NSeqMax), ast.TU32)}
+	kv.Fields["n_pad"] = &Cell{T: ast.TU32, V: Int(int64(mem.nPad), ast.TU32)}
+	kv.Fields["n_seq_max"] = &Cell{T: ast.TU32, V: Int(int64(mem.Caches[0].NSeqMax), ast.TU32)}
 	return kv
 }
 
@@ -483,38 +483,38 @@ func memoryViewsReplayed(mem *Memory) bool {
 func (s *GraphSession) recurrentContext(c *Cache, ci int) (Val, error) {
 	nLayer, err := s.r.hparams.Field("n_layer_all")
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	m := newShared("llama_memory_recurrent")
 	byRole := map[byte]*Array{}
 	for _, role := range []byte{'r', 's', 'p'} {
-		a := newArray(ast.TAuto, int(nLayer), false)
-		for i := range a.cells {
-			a.cells[i].V = vNull
+		a := NewArray(ast.TAuto, int(nLayer), false)
+		for i := range a.Cells {
+			a.Cells[i].V = Null
 		}
 		byRole[role] = a
-		m.fields[string(role)+"_l"] = &Cell{V: Val{K: KArr, P: a}}
+		m.Fields[string(role)+"_l"] = &Cell{V: Val{K: KArr, P: a}}
 	}
 	for j, mt := range c.Tensors {
 		a, ok := byRole[mt.Role]
-		if !ok || mt.Layer < 0 || mt.Layer >= len(a.cells) {
-			return vVoid, fmt.Errorf("arch: the recurrent state's tensor %s (layer %d of %d)", mt.Name, mt.Layer, len(a.cells))
+		if !ok || mt.Layer < 0 || mt.Layer >= len(a.Cells) {
+			return Void, fmt.Errorf("arch: the recurrent state's tensor %s (layer %d of %d)", mt.Name, mt.Layer, len(a.Cells))
 		}
 		t, err := s.cacheTensor(mt, ci, j)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		a.cells[mt.Layer].V = Val{K: KNative, P: t}
+		a.Cells[mt.Layer].V = Val{K: KNative, P: t}
 	}
-	m.fields["size"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
-	m.fields["n"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
-	m.fields["head"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
-	m.fields["rs_z"] = &Cell{T: ast.TI32, V: vInt(-1, ast.TI32)}
-	m.fields["n_rs_seq"] = &Cell{T: ast.TU32, V: vInt(int64(c.NRSSeq), ast.TU32)}
+	m.Fields["size"] = &Cell{T: ast.TU32, V: Int(int64(c.Cells), ast.TU32)}
+	m.Fields["n"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
+	m.Fields["head"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
+	m.Fields["rs_z"] = &Cell{T: ast.TI32, V: Int(-1, ast.TI32)}
+	m.Fields["n_rs_seq"] = &Cell{T: ast.TU32, V: Int(int64(c.NRSSeq), ast.TU32)}
 	mc := newShared("llama_memory_recurrent_context")
-	mc.fields["mem"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: m}}
-	mc.fields["is_full"] = &Cell{T: ast.TBool, V: vTrue}
-	mc.fields["status"] = &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	mc.Fields["mem"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: m}}
+	mc.Fields["is_full"] = &Cell{T: ast.TBool, V: True}
+	mc.Fields["status"] = &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
 	return Val{K: KObj, P: mc}, nil
 }
 
@@ -545,23 +545,23 @@ func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*ops.Tensor, err
 func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
 	kv, err := s.kvCache(c, ci)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	kc := newShared("llama_kv_cache_context")
-	kc.fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
-	kc.fields["n_kv"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
-	kc.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
-	kc.fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
+	kc.Fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
+	kc.Fields["n_kv"] = &Cell{T: ast.TU32, V: Int(int64(c.Cells), ast.TU32)}
+	kc.Fields["i_cur"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+	kc.Fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
 	return Val{K: KObj, P: kc}, nil
 }
 
 // fullSlotInfo is the one slot info of a reserve context: every stream.
 func fullSlotInfo(c *Cache) Val {
 	si := newShared("llama_kv_cache::slot_info")
-	si.fields["s0"] = &Cell{T: ast.TU32, V: vInt(0, ast.TU32)}
-	si.fields["s1"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1))-1, ast.TU32)}
-	sinfos := newArray(ast.TAuto, 1, false)
-	sinfos.cells[0].V = Val{K: KObj, P: si}
+	si.Fields["s0"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
+	si.Fields["s1"] = &Cell{T: ast.TU32, V: Int(int64(max(c.Streams, 1))-1, ast.TU32)}
+	sinfos := NewArray(ast.TAuto, 1, false)
+	sinfos.Cells[0].V = Val{K: KObj, P: si}
 	return Val{K: KArr, P: sinfos}
 }
 
@@ -574,20 +574,20 @@ func (s *GraphSession) kvCache(c *Cache, ci int) (*Object, error) {
 	if hp == nil {
 		hp = r.hparams.obj
 	}
-	kv.fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: hp}}
-	kv.fields["v_trans"] = &Cell{T: ast.TBool, V: vBool(c.VTrans)}
-	kv.fields["attn_rot_k"] = &Cell{T: ast.TBool, V: vBool(c.RotK != 0)}
-	kv.fields["attn_rot_v"] = &Cell{T: ast.TBool, V: vBool(c.RotV != 0)}
-	kv.fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadK), ast.TI32)}
-	kv.fields["n_embd_head_v_all"] = &Cell{T: ast.TI32, V: vInt(int64(c.HeadV), ast.TI32)}
-	kv.fields["size"] = &Cell{T: ast.TU32, V: vInt(int64(c.Cells), ast.TU32)}
-	kv.fields["n_stream"] = &Cell{T: ast.TU32, V: vInt(int64(max(c.Streams, 1)), ast.TU32)}
+	kv.Fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: hp}}
+	kv.Fields["v_trans"] = &Cell{T: ast.TBool, V: Bool(c.VTrans)}
+	kv.Fields["attn_rot_k"] = &Cell{T: ast.TBool, V: Bool(c.RotK != 0)}
+	kv.Fields["attn_rot_v"] = &Cell{T: ast.TBool, V: Bool(c.RotV != 0)}
+	kv.Fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: Int(int64(c.HeadK), ast.TI32)}
+	kv.Fields["n_embd_head_v_all"] = &Cell{T: ast.TI32, V: Int(int64(c.HeadV), ast.TI32)}
+	kv.Fields["size"] = &Cell{T: ast.TU32, V: Int(int64(c.Cells), ast.TU32)}
+	kv.Fields["n_stream"] = &Cell{T: ast.TU32, V: Int(int64(max(c.Streams, 1)), ast.TU32)}
 	layers, ids, err := s.cacheLayers(c, ci, "llama_kv_cache::kv_layer", map[byte]string{'k': "k", 'v': "v"})
 	if err != nil {
 		return nil, err
 	}
-	kv.fields["layers"] = &Cell{V: layers}
-	kv.fields["map_layer_ids"] = &Cell{V: ids}
+	kv.Fields["layers"] = &Cell{V: layers}
+	kv.Fields["map_layer_ids"] = &Cell{V: ids}
 	return kv, nil
 }
 
@@ -595,28 +595,28 @@ func (s *GraphSession) kvCache(c *Cache, ci int) (*Object, error) {
 // layer: an array of objects of class (il, and each tensor in the member
 // its role names) and the map from a layer to its index in the array.
 func (s *GraphSession) cacheLayers(c *Cache, ci int, class string, members map[byte]string) (Val, Val, error) {
-	layers := newArray(ast.TAuto, 0, false)
-	ids := &cmap{vals: []Val{}}
+	layers := NewArray(ast.TAuto, 0, false)
+	ids := &Map{Vals: []Val{}}
 	byLayer := map[int]*Object{}
 	for j, mt := range c.Tensors {
 		l, ok := byLayer[mt.Layer]
 		if !ok {
 			l = newShared(class)
-			l.fields["il"] = &Cell{V: vInt(int64(mt.Layer), ast.TU32)}
+			l.Fields["il"] = &Cell{V: Int(int64(mt.Layer), ast.TU32)}
 			byLayer[mt.Layer] = l
-			ids.keys = append(ids.keys, vInt(int64(mt.Layer), ast.TI32))
-			ids.vals = append(ids.vals, vInt(int64(len(layers.cells)), ast.TI32))
-			layers.cells = append(layers.cells, Cell{V: Val{K: KObj, P: l}})
+			ids.Keys = append(ids.Keys, Int(int64(mt.Layer), ast.TI32))
+			ids.Vals = append(ids.Vals, Int(int64(len(layers.Cells)), ast.TI32))
+			layers.Cells = append(layers.Cells, Cell{V: Val{K: KObj, P: l}})
 		}
 		t, err := s.cacheTensor(mt, ci, j)
 		if err != nil {
-			return vVoid, vVoid, err
+			return Void, Void, err
 		}
 		m, ok := members[mt.Role]
 		if !ok {
-			return vVoid, vVoid, fmt.Errorf("arch: graph: the role %q of %s", mt.Role, mt.Name)
+			return Void, Void, fmt.Errorf("arch: graph: the role %q of %s", mt.Role, mt.Name)
 		}
-		l.fields[m] = &Cell{V: Val{K: KNative, P: t}}
+		l.Fields[m] = &Cell{V: Val{K: KNative, P: t}}
 	}
 	return Val{K: KArr, P: layers}, Val{K: KMap, P: ids}, nil
 }
@@ -627,66 +627,66 @@ func (s *GraphSession) cacheLayers(c *Cache, ci int, class string, members map[b
 // states. Its plans are the reserve plans its accessors build.
 func (s *GraphSession) dsv4Context(mem *Memory) (Val, error) {
 	if len(mem.Caches) != 8 {
-		return vVoid, fmt.Errorf("arch: graph: a DSV4 memory of %d caches", len(mem.Caches))
+		return Void, fmt.Errorf("arch: graph: a DSV4 memory of %d caches", len(mem.Caches))
 	}
 	ctx := newShared("llama_kv_cache_dsv4_context")
-	status := &Cell{T: ast.TI32, V: vInt(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
-	ctx.fields["status"] = status
-	u32 := func(x int64) *Cell { return &Cell{T: ast.TU32, V: vInt(x, ast.TU32)} }
-	empty := func() *Cell { return &Cell{V: Val{K: KArr, P: newArray(ast.TAuto, 0, false)}} }
+	status := &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	ctx.Fields["status"] = status
+	u32 := func(x int64) *Cell { return &Cell{T: ast.TU32, V: Int(x, ast.TU32)} }
+	empty := func() *Cell { return &Cell{V: Val{K: KArr, P: NewArray(ast.TAuto, 0, false)}} }
 	// the raw context reads the SWA cache of the raw pair, whole
 	swa := mem.Caches[1]
 	kvSWA, err := s.kvCache(swa, 1)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	raw := newShared("llama_kv_cache_dsv4_raw_context")
-	raw.fields["kv_swa"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: kvSWA}}
-	raw.fields["n_kv"] = u32(int64(swa.Cells))
-	raw.fields["sinfos_read"] = &Cell{V: fullSlotInfo(swa)}
-	raw.fields["sinfos_write"] = &Cell{V: fullSlotInfo(swa)}
-	raw.fields["i_next"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
-	raw.fields["ubatches"], raw.fields["ubatches_write"] = empty(), empty()
-	raw.fields["status"] = status
-	ctx.fields["ctx_raw"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: raw}}
+	raw.Fields["kv_swa"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: kvSWA}}
+	raw.Fields["n_kv"] = u32(int64(swa.Cells))
+	raw.Fields["sinfos_read"] = &Cell{V: fullSlotInfo(swa)}
+	raw.Fields["sinfos_write"] = &Cell{V: fullSlotInfo(swa)}
+	raw.Fields["i_next"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+	raw.Fields["ubatches"], raw.Fields["ubatches_write"] = empty(), empty()
+	raw.Fields["status"] = status
+	ctx.Fields["ctx_raw"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: raw}}
 	for i, name := range []string{"csa", "hca", "lid"} {
 		c := mem.Caches[2+i]
 		full, err := s.kvCacheContext(c, 2+i)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		ctx.fields["ctx_"+name+"_mem"] = &Cell{T: ast.TPtr, V: full}
+		ctx.Fields["ctx_"+name+"_mem"] = &Cell{T: ast.TPtr, V: full}
 		comp := newShared("llama_kv_cache_dsv4_comp_context")
-		comp.fields["kv"] = &Cell{T: ast.TPtr, V: full.P.(*Object).fields["kv"].V}
-		comp.fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
-		comp.fields["i_cur"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
-		comp.fields["n_kv"] = u32(int64(c.Cells))
-		comp.fields["ubatches"] = empty()
-		ctx.fields["ctx_"+name] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: comp}}
+		comp.Fields["kv"] = &Cell{T: ast.TPtr, V: full.P.(*Object).Fields["kv"].V}
+		comp.Fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
+		comp.Fields["i_cur"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+		comp.Fields["n_kv"] = u32(int64(c.Cells))
+		comp.Fields["ubatches"] = empty()
+		ctx.Fields["ctx_"+name] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: comp}}
 		st := mem.Caches[5+i]
 		state := newShared("llama_dsv4_comp_state")
-		state.fields["ratio"] = u32(int64(st.Ratio))
-		state.fields["state_size"] = u32(int64(st.Cells))
-		state.fields["n_embd_state"] = u32(int64(st.Embd))
-		state.fields["n_stream"] = u32(int64(st.Streams))
-		state.fields["n_rs_seq"] = u32(int64(st.NRSSeq))
+		state.Fields["ratio"] = u32(int64(st.Ratio))
+		state.Fields["state_size"] = u32(int64(st.Cells))
+		state.Fields["n_embd_state"] = u32(int64(st.Embd))
+		state.Fields["n_stream"] = u32(int64(st.Streams))
+		state.Fields["n_rs_seq"] = u32(int64(st.NRSSeq))
 		layers, ids, err := s.cacheLayers(st, 5+i, "llama_dsv4_comp_state::layer", map[byte]string{'k': "kv", 'v': "score"})
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		state.fields["layers"] = &Cell{V: layers}
-		state.fields["map_layer_ids"] = &Cell{V: ids}
-		ctx.fields[name+"_state"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: state}}
-		ctx.fields["plans_"+name] = empty()
-		plan, err := s.r.newStruct("llama_kv_cache_dsv4_context::comp_plan", structFields["llama_kv_cache_dsv4_context::comp_plan"])
+		state.Fields["layers"] = &Cell{V: layers}
+		state.Fields["map_layer_ids"] = &Cell{V: ids}
+		ctx.Fields[name+"_state"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: state}}
+		ctx.Fields["plans_"+name] = empty()
+		plan, err := s.r.NewStruct("llama_kv_cache_dsv4_context::comp_plan", structFields["llama_kv_cache_dsv4_context::comp_plan"])
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		ctx.fields["reserve_plan_"+name] = &Cell{V: Val{K: KObj, P: plan}}
+		ctx.Fields["reserve_plan_"+name] = &Cell{V: Val{K: KObj, P: plan}}
 	}
-	ctx.fields["reserve_plans"] = &Cell{T: ast.TBool, V: vTrue}
-	ctx.fields["i_next"] = &Cell{T: ast.TU64, V: vInt(0, ast.TU64)}
-	ctx.fields["ubatches"] = empty()
+	ctx.Fields["reserve_plans"] = &Cell{T: ast.TBool, V: True}
+	ctx.Fields["i_next"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+	ctx.Fields["ubatches"] = empty()
 	return Val{K: KObj, P: ctx}, nil
 }
 
@@ -694,27 +694,27 @@ func (s *GraphSession) dsv4Context(mem *Memory) (Val, error) {
 // provides: std::unique_ptr's get (the objects are their own pointers),
 // llm_graph_result's get_ctx (its ctx_compute), llama_kv_cache's
 // get_size and get_n_stream (of its cells, which are not replayed).
-func (r *Run) graphMethod(o *Object, name string) (func(f *frame, args []*ast.Node) (Val, error), bool) {
+func (r *Run) graphMethod(o *Object, name string) (func(f *Frame, args []*ast.Node) (Val, error), bool) {
 	self := Val{K: KObj, P: o}
 	switch {
 	case name == "get":
-		return func(*frame, []*ast.Node) (Val, error) { return self, nil }, true
-	case o.class == "llm_graph_result" && name == "get_ctx":
-		return func(*frame, []*ast.Node) (Val, error) { return o.fields["ctx"].V, nil }, true
-	case o.class == "llama_kv_cache" && name == "get_size":
-		return func(*frame, []*ast.Node) (Val, error) { return o.fields["size"].V, nil }, true
-	case o.class == "llama_kv_cache" && name == "get_n_stream":
-		return func(*frame, []*ast.Node) (Val, error) { return o.fields["n_stream"].V, nil }, true
-	case strings.HasPrefix(o.class, "llama_kv_cache") && name == "seq_pos_max":
+		return func(*Frame, []*ast.Node) (Val, error) { return self, nil }, true
+	case o.Class == "llm_graph_result" && name == "get_ctx":
+		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields["ctx"].V, nil }, true
+	case o.Class == "llama_kv_cache" && name == "get_size":
+		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields["size"].V, nil }, true
+	case o.Class == "llama_kv_cache" && name == "get_n_stream":
+		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields["n_stream"].V, nil }, true
+	case strings.HasPrefix(o.Class, "llama_kv_cache") && name == "seq_pos_max":
 		// the reservation's memory is empty: no sequence has a position
-		return func(*frame, []*ast.Node) (Val, error) { return vInt(-1, ast.TI32), nil }, true
-	case strings.HasPrefix(o.class, "llm_graph_input_mem_hybrid") && (name == "get_attn" || name == "get_recr"):
+		return func(*Frame, []*ast.Node) (Val, error) { return Int(-1, ast.TI32), nil }, true
+	case strings.HasPrefix(o.Class, "llm_graph_input_mem_hybrid") && (name == "get_attn" || name == "get_recr"):
 		// the inputs of a hybrid memory: its attention's and its state's
 		field := map[string]string{"get_attn": "inp_attn", "get_recr": "inp_rs"}[name]
-		return func(*frame, []*ast.Node) (Val, error) { return o.fields[field].V, nil }, true
-	case o.class == "llama_memory_hybrid_context" && (name == "get_attn" || name == "get_recr"):
+		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields[field].V, nil }, true
+	case o.Class == "llama_memory_hybrid_context" && (name == "get_attn" || name == "get_recr"):
 		field := map[string]string{"get_attn": "ctx_attn", "get_recr": "ctx_recr"}[name]
-		return func(*frame, []*ast.Node) (Val, error) { return o.fields[field].V, nil }, true
+		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields[field].V, nil }, true
 	}
 	return nil, false
 }
@@ -736,12 +736,12 @@ func classPrograms(class, name string) []*Program {
 
 func findClassPrograms(class, name string) []*Program {
 	for _, c := range append([]string{class}, graphBases[class]...) {
-		if p, _ := lookupProgram(c + "::" + name); p != nil {
+		if p, _ := LookupProgram(c + "::" + name); p != nil {
 			return []*Program{p}
 		}
 		var out []*Program
 		for k := 1; ; k++ {
-			p, _ := lookupProgram(fmt.Sprintf("%s::%s#%d", c, name, k))
+			p, _ := LookupProgram(fmt.Sprintf("%s::%s#%d", c, name, k))
 			if p == nil {
 				break
 			}
@@ -762,7 +762,7 @@ func findClassPrograms(class, name string) []*Program {
 // pickOverload chooses among a function's overloads as C++ does for
 // the calls the pin's graph builders make: by the number of arguments,
 // then by the class of the first pointer argument.
-func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
+func pickOverload(f *Frame, ps []*Program, args []*ast.Node) (*Program, error) {
 	if len(ps) == 1 {
 		return ps[0], nil
 	}
@@ -810,11 +810,11 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 				if pc == "" || !graphClass(pc) {
 					continue
 				}
-				v, err := f.eval(a)
+				v, err := f.Eval(a)
 				if err != nil || v.K != KObj {
 					continue
 				}
-				cls := v.P.(*Object).class
+				cls := v.P.(*Object).Class
 				switch d := slices.Index(append([]string{cls}, classAncestors(cls)...), pc); {
 				case d < 0:
 					ok = false
@@ -834,7 +834,7 @@ func pickOverload(f *frame, ps []*Program, args []*ast.Node) (*Program, error) {
 			return best, nil
 		}
 	}
-	return nil, f.errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
+	return nil, f.Errorf("no one overload of %s fits %d arguments (%d do)", ps[0].Name, len(args), len(fit))
 }
 
 // graphClass reports whether class is one of the graph's own classes
@@ -871,14 +871,14 @@ func accessorCall(n *ast.Node) bool {
 
 // argsBind reports whether the arguments that evaluate without effects
 // can bind to p's parameters by their kinds.
-func argsBind(f *frame, p *Program, args []*ast.Node) bool {
+func argsBind(f *Frame, p *Program, args []*ast.Node) bool {
 	for i, a := range args {
 		switch a.Op {
 		case ast.OpIdent, ast.OpMember, ast.OpInt, ast.OpFloat:
 		default:
 			continue
 		}
-		v, err := f.eval(a)
+		v, err := f.Eval(a)
 		if err != nil {
 			continue
 		}
@@ -904,19 +904,19 @@ type graphInit struct{ name, typ, val string }
 func (g graphInit) value(r *Run) (Val, error) {
 	switch g.typ {
 	case "std::map":
-		return Val{K: KMap, P: &cmap{vals: []Val{}}}, nil
+		return Val{K: KMap, P: &Map{Vals: []Val{}}}, nil
 	case "struct":
-		o, err := r.newStruct(g.val, structFields[g.val])
+		o, err := r.NewStruct(g.val, structFields[g.val])
 		return Val{K: KObj, P: o}, err
 	case "bool":
-		return vBool(g.val == "true"), nil
+		return Bool(g.val == "true"), nil
 	case "float":
 		x, err := strconv.ParseFloat(g.val, 32)
 		return Val{K: KFloat, T: ast.TF32, F: float64(float32(x))}, err
 	}
 	n, err := strconv.ParseInt(g.val, 10, 64)
 	t := map[string]ast.Type{"int": ast.TI32, "int32_t": ast.TI32, "int64_t": ast.TI64, "uint32_t": ast.TU32}[g.typ]
-	return vInt(n, t), err
+	return Int(n, t), err
 }
 
 // graphNew is "std::make_unique<C>(args)" of a graph class: the object,
@@ -924,14 +924,14 @@ func (g graphInit) value(r *Run) (Val, error) {
 // graph<arg>) is the calling architecture's graph class: its own,
 // another's it aliases (using graph = Other::graph<arg>;) or its base
 // class's, with the template parameter bound under its own name.
-func graphNew(class string) builtinFunc {
-	return func(f *frame, args []*ast.Node) (Val, error) {
+func graphNew(class string) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
 		cls, arg := class, ""
 		if class == "graph" || strings.HasPrefix(class, "graph<") {
 			if _, a, ok := strings.Cut(class, "<"); ok {
 				arg = strings.TrimSuffix(a, ">")
 			}
-			owner := f.fn
+			owner := f.Fn
 			if i := strings.LastIndex(owner, "::"); i >= 0 {
 				owner = owner[:i]
 			}
@@ -950,14 +950,14 @@ func graphNew(class string) builtinFunc {
 		}
 		o := newShared(cls)
 		for _, in := range graphInits[cls] {
-			v, err := in.value(f.r)
+			v, err := in.value(runOf(f))
 			if err != nil {
-				return vVoid, f.errorf("%s::%s = %s: %v", cls, in.name, in.val, err)
+				return Void, f.Errorf("%s::%s = %s: %v", cls, in.name, in.val, err)
 			}
-			o.fields[in.name] = &Cell{T: v.T, V: v}
+			o.Fields[in.name] = &Cell{T: v.T, V: v}
 		}
 		if param := graphTParams[cls]; param != "" && (arg == "true" || arg == "false") {
-			o.fields[param] = &Cell{T: ast.TBool, V: vBool(arg == "true")}
+			o.Fields[param] = &Cell{T: ast.TBool, V: Bool(arg == "true")}
 		}
 		self := Val{K: KObj, P: o}
 		short := cls
@@ -972,13 +972,13 @@ func graphNew(class string) builtinFunc {
 		if len(ps) > 0 {
 			p, err := pickOverload(f, ps, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			if _, err := f.r.invoke(f, p, self, args); err != nil {
-				return vVoid, err
+			if _, err := runOf(f).Invoke(f, p, self, args); err != nil {
+				return Void, err
 			}
 		} else if len(args) > 0 {
-			return vVoid, f.errorf("new %s: no constructor program for %d arguments", cls, len(args))
+			return Void, f.Errorf("new %s: no constructor program for %d arguments", cls, len(args))
 		}
 		return self, nil
 	}
@@ -987,8 +987,8 @@ func graphNew(class string) builtinFunc {
 // graphBuiltins are the ggml functions and the make_unique of the
 // graph's classes: an architecture's graph (graph, or the templated
 // graph<embed>) and llama.cpp's graph inputs.
-func graphBuiltins() map[string]builtinFunc {
-	out := map[string]builtinFunc{}
+func graphBuiltins() map[string]Builtin {
+	out := map[string]Builtin{}
 	for _, c := range []string{"graph", "graph<false>", "graph<true>"} {
 		out["new::"+c] = graphNew(c)
 	}
@@ -1012,28 +1012,28 @@ func graphBuiltins() map[string]builtinFunc {
 	}
 	// the graph pins a node to a backend (llm_graph_context::build_attn_mha
 	// puts the attention output on the CPU when the KV cache stays there)
-	out["ggml_backend_sched_set_tensor_backend"] = func(f *frame, args []*ast.Node) (Val, error) {
+	out["ggml_backend_sched_set_tensor_backend"] = func(f *Frame, args []*ast.Node) (Val, error) {
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if len(vs) != 3 {
-			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend of %d arguments", len(vs))
+			return Void, f.Errorf("ggml_backend_sched_set_tensor_backend of %d arguments", len(vs))
 		}
 		sc, ok1 := vs[0].P.(ops.Sched)
 		t, ok2 := vs[1].P.(*ops.Tensor)
 		be, ok3 := vs[2].P.(ops.Backend)
 		if vs[0].K == KNull {
-			return vVoid, nil // no scheduler: a graph built for its shape alone
+			return Void, nil // no scheduler: a graph built for its shape alone
 		}
 		if !ok1 || !ok2 || !ok3 || t == nil || be == 0 {
-			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend(%s, %s, %s)", vs[0].describe(), vs[1].describe(), vs[2].describe())
+			return Void, f.Errorf("ggml_backend_sched_set_tensor_backend(%s, %s, %s)", vs[0].Describe(), vs[1].Describe(), vs[2].Describe())
 		}
-		if f.r.graph == nil {
-			return vVoid, f.errorf("ggml_backend_sched_set_tensor_backend outside BuildGraph")
+		if runOf(f).graph == nil {
+			return Void, f.Errorf("ggml_backend_sched_set_tensor_backend outside BuildGraph")
 		}
-		f.r.graph.lib.SchedSetTensorBackend(sc, t, be)
-		return vVoid, nil
+		runOf(f).graph.lib.SchedSetTensorBackend(sc, t, be)
+		return Void, nil
 	}
 	return out
 }
@@ -1042,33 +1042,33 @@ func graphBuiltins() map[string]builtinFunc {
 func nativeMember(v Val, name string) (Val, bool) {
 	t, ok := v.P.(*ops.Tensor)
 	if !ok {
-		return vVoid, false
+		return Void, false
 	}
 	switch name {
 	case "ne":
-		return dims(ast.TI64, t.Ne), true
+		return Dims(ast.TI64, t.Ne), true
 	case "nb":
 		var nb [4]int64
 		for i, x := range t.Nb {
 			nb[i] = int64(x)
 		}
-		return dims(ast.TU64, nb), true
+		return Dims(ast.TU64, nb), true
 	case "type":
-		return vInt(int64(t.Type), ast.TI32), true
+		return Int(int64(t.Type), ast.TI32), true
 	case "op":
-		return vInt(int64(t.Op), ast.TI32), true
+		return Int(int64(t.Op), ast.TI32), true
 	case "flags":
-		return vInt(int64(t.Flags), ast.TI32), true
+		return Int(int64(t.Flags), ast.TI32), true
 	case "view_src":
 		if t.ViewSrc == nil {
-			return vNull, true
+			return Null, true
 		}
 		return Val{K: KNative, P: (*ops.Tensor)(t.ViewSrc)}, true
 	case "src":
-		a := newArray(ast.TPtr, ops.MaxSrc, true)
+		a := NewArray(ast.TPtr, ops.MaxSrc, true)
 		for i, s := range t.Src {
 			if s != nil {
-				a.cells[i].V = Val{K: KNative, P: (*ops.Tensor)(s)}
+				a.Cells[i].V = Val{K: KNative, P: (*ops.Tensor)(s)}
 			}
 		}
 		return Val{K: KArr, P: a}, true
@@ -1077,12 +1077,12 @@ func nativeMember(v Val, name string) (Val, bool) {
 		if i := strings.IndexByte(string(n), 0); i >= 0 {
 			n = n[:i]
 		}
-		return vStr(string(n)), true
+		return Str(string(n)), true
 	case "data":
 		if t.Data == nil {
-			return vNull, true
+			return Null, true
 		}
-		return vInt(int64(uintptr(t.Data)), ast.TU64), true
+		return Int(int64(uintptr(t.Data)), ast.TU64), true
 	}
-	return vVoid, false
+	return Void, false
 }

@@ -28,7 +28,7 @@ func TestGraphProgramsDecode(t *testing.T) {
 			continue
 		}
 		n++
-		if p, err := lookupProgram(name); err != nil || p == nil {
+		if p, err := LookupProgram(name); err != nil || p == nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

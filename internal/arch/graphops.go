@@ -17,7 +17,7 @@ import (
 
 // gcall is one call's evaluated arguments.
 type gcall struct {
-	f  *frame
+	f  *Frame
 	fn string
 	v  []Val
 	g  *graphState
@@ -37,7 +37,7 @@ func (c *gcall) abort(err error) error {
 // result is an op's tensor, or its failed check.
 func (c *gcall) result(t *ops.Tensor, err error) (Val, error) {
 	if err != nil {
-		return vVoid, c.abort(err)
+		return Void, c.abort(err)
 	}
 	return tval(t), nil
 }
@@ -46,14 +46,14 @@ func (c *gcall) ctx(i int) (*ops.Context, error) {
 	if n, ok := c.v[i].P.(*ops.Context); ok && c.v[i].K == KNative {
 		return n, nil
 	}
-	return nil, c.f.errorf("%s: argument %d is %s, not a ggml context", c.fn, i, c.v[i].describe())
+	return nil, c.f.Errorf("%s: argument %d is %s, not a ggml context", c.fn, i, c.v[i].Describe())
 }
 
 func (c *gcall) graph(i int) (*ops.Graph, error) {
 	if n, ok := c.v[i].P.(*ops.Graph); ok && c.v[i].K == KNative {
 		return n, nil
 	}
-	return nil, c.f.errorf("%s: argument %d is %s, not a graph", c.fn, i, c.v[i].describe())
+	return nil, c.f.Errorf("%s: argument %d is %s, not a graph", c.fn, i, c.v[i].Describe())
 }
 
 // ctxTensors is the context argument 0 and the n tensor arguments after
@@ -84,7 +84,7 @@ func (c *gcall) opt(i int) (*ops.Tensor, error) {
 func (c *gcall) t(i int) (*ops.Tensor, error) {
 	t, err := c.opt(i)
 	if err == nil && t == nil {
-		err = &Abort{Msg: fmt.Sprintf("null tensor passed to %s (argument %d)", c.fn, i), Where: c.f.fn}
+		err = &Abort{Msg: fmt.Sprintf("null tensor passed to %s (argument %d)", c.fn, i), Where: c.f.Fn}
 	}
 	return t, err
 }
@@ -93,20 +93,20 @@ func (c *gcall) t(i int) (*ops.Tensor, error) {
 func (c *gcall) t0(v Val) (*ops.Tensor, error) {
 	t, err := c.g.native(c.f, v)
 	if err == nil && t == nil {
-		err = &Abort{Msg: "null tensor passed to " + c.fn, Where: c.f.fn}
+		err = &Abort{Msg: "null tensor passed to " + c.fn, Where: c.f.Fn}
 	}
 	return t, err
 }
 
 func (c *gcall) i(i int) int64 {
-	v, _ := convert(c.v[i], ast.TI64)
+	v, _ := Convert(c.v[i], ast.TI64)
 	return v.I
 }
 
 func (c *gcall) i32(i int) int32 { return int32(c.i(i)) }
 
 func (c *gcall) f32(i int) float32 {
-	v, _ := convert(c.v[i], ast.TF32)
+	v, _ := Convert(c.v[i], ast.TF32)
 	return float32(v.F)
 }
 
@@ -121,7 +121,7 @@ func (c *gcall) ne(i, n int) [4]int64 {
 
 // native is the tensor a value names: a native tensor, a model weight
 // (made on the weights' context on first use), or null.
-func (g *graphState) native(f *frame, v Val) (*ops.Tensor, error) {
+func (g *graphState) native(f *Frame, v Val) (*ops.Tensor, error) {
 	switch v.K {
 	case KNull:
 		return nil, nil
@@ -132,17 +132,17 @@ func (g *graphState) native(f *frame, v Val) (*ops.Tensor, error) {
 	case KTensor:
 		return g.weight(f, v.P.(*Tensor))
 	}
-	return nil, f.errorf("%s is no tensor", v.describe())
+	return nil, f.Errorf("%s is no tensor", v.Describe())
 }
 
 // weight is the session's tensor of a model weight, made on first use.
-func (g *graphState) weight(f *frame, w *Tensor) (*ops.Tensor, error) {
+func (g *graphState) weight(f *Frame, w *Tensor) (*ops.Tensor, error) {
 	if t, ok := g.weights[w]; ok {
 		return t, nil
 	}
 	l := g.lib
 	if !l.Room(g.wctx, 1) {
-		return nil, f.errorf("the weights' context is full")
+		return nil, f.Errorf("the weights' context is full")
 	}
 	ne := w.Ne
 	nd := 4
@@ -151,7 +151,7 @@ func (g *graphState) weight(f *frame, w *Tensor) (*ops.Tensor, error) {
 	}
 	t, err := l.NewTensor(g.wctx, int32(w.Type), nd, ne)
 	if err != nil || t == nil {
-		return nil, f.errorf("ggml_new_tensor of weight %s: %v", w.Name, err)
+		return nil, f.Errorf("ggml_new_tensor of weight %s: %v", w.Name, err)
 	}
 	l.SetName(t, w.Name)
 	var bt ops.Buft
@@ -167,7 +167,7 @@ func (g *graphState) weight(f *frame, w *Tensor) (*ops.Tensor, error) {
 
 func tval(t *ops.Tensor) Val {
 	if t == nil {
-		return vNull
+		return Null
 	}
 	return Val{K: KNative, P: t}
 }
@@ -175,19 +175,19 @@ func tval(t *ops.Tensor) Val {
 type opFn func(c *gcall) (Val, error)
 
 // op registers a ggml function of n arguments (-1: any).
-func op(out map[string]builtinFunc, name string, n int, fn opFn) {
-	out[name] = func(f *frame, args []*ast.Node) (Val, error) {
-		if f.r.graph == nil {
-			return vVoid, f.errorf("%s outside BuildGraph", name)
+func op(out map[string]Builtin, name string, n int, fn opFn) {
+	out[name] = func(f *Frame, args []*ast.Node) (Val, error) {
+		if runOf(f).graph == nil {
+			return Void, f.Errorf("%s outside BuildGraph", name)
 		}
 		if n >= 0 && len(args) != n {
-			return vVoid, f.errorf("%s: %d arguments, not %d", name, len(args), n)
+			return Void, f.Errorf("%s: %d arguments, not %d", name, len(args), n)
 		}
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		return fn(&gcall{f: f, fn: name, v: append([]Val(nil), vs...), g: f.r.graph})
+		return fn(&gcall{f: f, fn: name, v: append([]Val(nil), vs...), g: runOf(f).graph})
 	}
 }
 
@@ -204,73 +204,73 @@ type (
 )
 
 // ggml_NAME(ctx, a)
-func unary(out map[string]builtinFunc, name string, fn op1) {
+func unary(out map[string]Builtin, name string, fn op1) {
 	op(out, name, 2, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0]))
 	})
 }
 
 // ggml_NAME(ctx, a, b)
-func binary(out map[string]builtinFunc, name string, fn op2) {
+func binary(out map[string]Builtin, name string, fn op2) {
 	op(out, name, 3, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], ts[1]))
 	})
 }
 
 // ggml_NAME(ctx, a, b, c)
-func ternary(out map[string]builtinFunc, name string, fn op3) {
+func ternary(out map[string]Builtin, name string, fn op3) {
 	op(out, name, 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(3)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], ts[1], ts[2]))
 	})
 }
 
 // ggml_NAME(ctx, a, x) of a float x
-func unaryF(out map[string]builtinFunc, name string, fn op1f) {
+func unaryF(out map[string]Builtin, name string, fn op1f) {
 	op(out, name, 3, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], c.f32(2)))
 	})
 }
 
 // ggml_NAME(ctx, a, b, x) of a float x
-func binaryF(out map[string]builtinFunc, name string, fn op2f) {
+func binaryF(out map[string]Builtin, name string, fn op2f) {
 	op(out, name, 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], ts[1], c.f32(3)))
 	})
 }
 
 // ggml_NAME(ctx, a, n) of an integer n
-func unaryI(out map[string]builtinFunc, name string, fn op1i) {
+func unaryI(out map[string]Builtin, name string, fn op1i) {
 	op(out, name, 3, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], c.i(2)))
 	})
 }
 
-func ggmlBuiltins() map[string]builtinFunc {
-	out := map[string]builtinFunc{}
+func ggmlBuiltins() map[string]Builtin {
+	out := map[string]Builtin{}
 	elementwiseOps(out)
 	shapeOps(out)
 	layoutOps(out)
@@ -286,7 +286,7 @@ func ggmlBuiltins() map[string]builtinFunc {
 }
 
 // elementwiseOps registers the unary, binary and GLU ops.
-func elementwiseOps(out map[string]builtinFunc) {
+func elementwiseOps(out map[string]Builtin) {
 	for name, fn := range map[string]op1{
 		"ggml_cont": (*ops.Lib).Cont, "ggml_transpose": (*ops.Lib).Transpose, "ggml_silu": (*ops.Lib).Silu,
 		"ggml_gelu": (*ops.Lib).Gelu, "ggml_relu": (*ops.Lib).Relu, "ggml_tanh": (*ops.Lib).Tanh,
@@ -332,14 +332,14 @@ func elementwiseOps(out map[string]builtinFunc) {
 	op(out, "ggml_swiglu_oai", 5, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().SwigluOAI(ctx, ts[0], ts[1], c.f32(3), c.f32(4)))
 	})
 	op(out, "ggml_clamp", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Clamp(ctx, ts[0], c.f32(2), c.f32(3)))
 	})
@@ -347,19 +347,19 @@ func elementwiseOps(out map[string]builtinFunc) {
 
 // shapeOps registers the new tensors, reshapes, views and the ops that
 // only change a tensor's layout.
-func shapeOps(out map[string]builtinFunc) {
+func shapeOps(out map[string]Builtin) {
 	for nd := 1; nd <= 4; nd++ {
 		op(out, fmt.Sprintf("ggml_new_tensor_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
 			ctx, err := c.ctx(0)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			return c.result(c.lib().NewTensor(ctx, c.i32(1), nd, c.ne(2, nd)))
 		})
 		op(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			return c.result(c.lib().Reshape(ctx, ts[0], nd, c.ne(2, nd)))
 		})
@@ -367,7 +367,7 @@ func shapeOps(out map[string]builtinFunc) {
 		op(out, fmt.Sprintf("ggml_view_%dd", nd), 2+nd+(nd-1)+1, func(c *gcall) (Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			var nb [4]uintptr
 			for i := 1; i < nd; i++ {
@@ -378,7 +378,7 @@ func shapeOps(out map[string]builtinFunc) {
 		op(out, fmt.Sprintf("ggml_cont_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			return c.result(c.lib().ContND(ctx, ts[0], nd, c.ne(2, nd)))
 		})
@@ -386,28 +386,28 @@ func shapeOps(out map[string]builtinFunc) {
 	op(out, "ggml_permute", 6, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Permute(ctx, ts[0], c.ne(2, 4)))
 	})
 	op(out, "ggml_cast", 3, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Cast(ctx, ts[0], c.i32(2)))
 	})
 	op(out, "ggml_repeat_4d", 6, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Repeat4D(ctx, ts[0], c.ne(2, 4)))
 	})
 	op(out, "ggml_concat", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Concat(ctx, ts[0], ts[1], c.i(3)))
 	})
@@ -415,7 +415,7 @@ func shapeOps(out map[string]builtinFunc) {
 
 // layoutOps registers the convolutions, the norms with parameters and the
 // other ops of a tensor and numbers.
-func layoutOps(out map[string]builtinFunc) {
+func layoutOps(out map[string]Builtin) {
 	for name, conv := range map[string]func(*ops.Lib, *ops.Context, *ops.Tensor, *ops.Tensor, int64, int64) (*ops.Tensor, error){
 		"ggml_conv_1d_ph": (*ops.Lib).Conv1DPh, "ggml_conv_1d_dw_ph": (*ops.Lib).Conv1DDwPh,
 	} {
@@ -423,7 +423,7 @@ func layoutOps(out map[string]builtinFunc) {
 		op(out, name, 5, func(c *gcall) (Val, error) {
 			ctx, ts, err := c.ctxTensors(2)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			return c.result(conv(c.lib(), ctx, ts[0], ts[1], c.i(3), c.i(4)))
 		})
@@ -431,21 +431,21 @@ func layoutOps(out map[string]builtinFunc) {
 	op(out, "ggml_group_norm", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().GroupNorm(ctx, ts[0], c.i32(2), c.f32(3)))
 	})
 	op(out, "ggml_xielu", 6, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Xielu(ctx, ts[0], c.f32(2), c.f32(3), c.f32(4), c.f32(5)))
 	})
 	op(out, "ggml_scale_bias", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().ScaleBias(ctx, ts[0], c.f32(2), c.f32(3)))
 	})
@@ -460,17 +460,17 @@ func (c *gcall) ropeParams(nDims, mode, from int) ops.RopeParams {
 }
 
 // attentionOps registers rope, soft_max_ext and flash attention.
-func attentionOps(out map[string]builtinFunc) {
+func attentionOps(out map[string]Builtin) {
 	// ggml_rope_ext and ggml_rope_ext_back (the same rope, as ROPE_BACK)
 	for _, name := range []string{"ggml_rope_ext", "ggml_rope_ext_back"} {
 		op(out, name, 13, func(c *gcall) (Val, error) {
 			ctx, ts, err := c.ctxTensors(2)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			fr, err := c.opt(3)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			return c.result(c.lib().RopeExt(ctx, ts[0], ts[1], fr, c.ropeParams(4, 5, 6), name == "ggml_rope_ext_back"))
 		})
@@ -478,11 +478,11 @@ func attentionOps(out map[string]builtinFunc) {
 	op(out, "ggml_rope_multi", 14, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		fr, err := c.opt(3)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		// int sections[GGML_MROPE_SECTIONS]: four, read from the array
 		var sections [4]int32
@@ -491,13 +491,13 @@ func attentionOps(out map[string]builtinFunc) {
 			v = Val{K: KArr, P: v.P}
 		}
 		a, ok := v.P.(*Array)
-		if v.K != KArr || !ok || len(a.cells) < 4 {
-			return vVoid, c.f.errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].describe())
+		if v.K != KArr || !ok || len(a.Cells) < 4 {
+			return Void, c.f.Errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].Describe())
 		}
 		for i := range sections {
-			x, err := convert(a.cells[i].V, ast.TI32)
+			x, err := Convert(a.Cells[i].V, ast.TI32)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			sections[i] = int32(x.I)
 		}
@@ -508,47 +508,47 @@ func attentionOps(out map[string]builtinFunc) {
 	op(out, "ggml_rope_set_offset", 2, func(c *gcall) (Val, error) {
 		a, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().RopeSetOffset(a, c.i(1)))
 	})
 	op(out, "ggml_rope", 5, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Rope(ctx, ts[0], ts[1], c.i32(3), c.i32(4)))
 	})
 	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		mask, err := c.opt(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().SoftMaxExt(ctx, ts[0], mask, c.f32(3), c.f32(4)))
 	})
 	op(out, "ggml_flash_attn_ext", 8, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(3)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		mask, err := c.opt(4)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().FlashAttnExt(ctx, ts[0], ts[1], ts[2], mask, c.f32(5), c.f32(6), c.f32(7)))
 	})
 }
 
 // rowOps registers the ops that write into a tensor and the pads.
-func rowOps(out map[string]builtinFunc) {
+func rowOps(out map[string]Builtin) {
 	op(out, "ggml_set_1d", 4, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Set1D(ctx, ts[0], ts[1], c.i(3)))
 	})
@@ -556,21 +556,21 @@ func rowOps(out map[string]builtinFunc) {
 	op(out, "ggml_set_inplace", 7, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().SetInplace(ctx, ts[0], ts[1], uintptr(c.i(3)), uintptr(c.i(4)), uintptr(c.i(5)), c.i(6)))
 	})
 	op(out, "ggml_pad", 6, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return c.result(c.lib().Pad(ctx, ts[0], [4]int32{c.i32(2), c.i32(3), c.i32(4), c.i32(5)}))
 	})
 	op(out, "ggml_pad_ext", 10, func(c *gcall) (Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		var p [8]int32
 		for i := range p {
@@ -581,55 +581,55 @@ func rowOps(out map[string]builtinFunc) {
 }
 
 // attributeOps registers the ops on a tensor's flags, name and hints.
-func attributeOps(out map[string]builtinFunc) {
+func attributeOps(out map[string]Builtin) {
 	for name, set := range map[string]func(*ops.Lib, *ops.Tensor){"ggml_set_input": (*ops.Lib).SetInput, "ggml_set_output": (*ops.Lib).SetOutput} {
 		op(out, name, 1, func(c *gcall) (Val, error) {
 			t, err := c.t(0)
 			if err == nil {
 				set(c.lib(), t)
 			}
-			return vVoid, err
+			return Void, err
 		})
 	}
 	op(out, "ggml_set_name", 2, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		s, err := convert(c.v[1], ast.TStr)
+		s, err := Convert(c.v[1], ast.TStr)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return tval(c.lib().SetName(t, s.S)), nil
 	})
 	op(out, "ggml_format_name", -1, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		s, err := convert(c.v[1], ast.TStr)
+		s, err := Convert(c.v[1], ast.TStr)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		return tval(c.lib().SetName(t, cformat(s.S, c.v[2:]))), nil
 	})
 	op(out, "ggml_prec_set_acc", 2, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		return vBool(c.lib().PrecSetAcc(t, c.i32(1))), nil
+		return Bool(c.lib().PrecSetAcc(t, c.i32(1))), nil
 	})
 	op(out, "ggml_prec_set_src", 3, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		ok, err := c.lib().PrecSetSrc(t, c.i32(1), c.i(2))
 		if err != nil {
-			return vVoid, c.abort(err)
+			return Void, c.abort(err)
 		}
-		return vBool(ok), nil
+		return Bool(ok), nil
 	})
 	for name, set := range map[string]func(*ops.Lib, *ops.Tensor, int32){
 		"ggml_mul_mat_set_hint": (*ops.Lib).MulMatSetHint, "ggml_flash_attn_ext_set_n_kv_max": (*ops.Lib).FlashAttnKVMax,
@@ -639,7 +639,7 @@ func attributeOps(out map[string]builtinFunc) {
 			if err == nil {
 				set(c.lib(), t, c.i32(1))
 			}
-			return vVoid, err
+			return Void, err
 		})
 	}
 	for name, add := range map[string]opNone{
@@ -648,46 +648,46 @@ func attributeOps(out map[string]builtinFunc) {
 		op(out, name, 2, func(c *gcall) (Val, error) {
 			a, err := c.t(0)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			sinks, err := c.opt(1)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			return vVoid, c.abort(add(c.lib(), a, sinks))
+			return Void, c.abort(add(c.lib(), a, sinks))
 		})
 	}
 }
 
 // sizeOps registers the questions on sizes and shapes.
-func sizeOps(out map[string]builtinFunc) {
+func sizeOps(out map[string]Builtin) {
 	op(out, "ggml_row_size", 2, func(c *gcall) (Val, error) {
 		n, err := c.lib().RowSize(c.i32(0), c.i(1))
 		if err != nil {
-			return vVoid, c.abort(err)
+			return Void, c.abort(err)
 		}
-		return vInt(int64(n), ast.TU64), nil
+		return Int(int64(n), ast.TU64), nil
 	})
 	op(out, "ggml_element_size", 1, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		return vInt(int64(c.lib().TypeSize(t.Type)), ast.TU64), nil
+		return Int(int64(c.lib().TypeSize(t.Type)), ast.TU64), nil
 	})
 	op(out, "ggml_nelements", 1, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		return vInt(ops.NElements(t), ast.TI64), nil
+		return Int(ops.NElements(t), ast.TI64), nil
 	})
 	op(out, "ggml_is_contiguous", 1, func(c *gcall) (Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		return vBool(c.lib().Contiguous(t)), nil
+		return Bool(c.lib().Contiguous(t)), nil
 	})
 	for name, same := range map[string]func(a, b *ops.Tensor) bool{
 		"ggml_are_same_shape":  ops.SameShape,
@@ -696,47 +696,47 @@ func sizeOps(out map[string]builtinFunc) {
 		op(out, name, 2, func(c *gcall) (Val, error) {
 			a, err := c.t(0)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			b, err := c.t(1)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			return vBool(same(a, b)), nil
+			return Bool(same(a, b)), nil
 		})
 	}
 }
 
 // graphBuildOps registers the ops on the graph.
-func graphBuildOps(out map[string]builtinFunc) {
+func graphBuildOps(out map[string]Builtin) {
 	op(out, "ggml_build_forward_expand", 2, func(c *gcall) (Val, error) {
 		gf, err := c.graph(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		t, err := c.t(1)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
-		return vVoid, c.abort(c.lib().Expand(gf, t))
+		return Void, c.abort(c.lib().Expand(gf, t))
 	})
 	op(out, "ggml_build_forward_select", 4, func(c *gcall) (Val, error) {
 		gf, err := c.graph(0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		arr, ok := c.v[1].P.(*Array)
 		if c.v[1].K != KArr || !ok {
-			return vVoid, c.f.errorf("ggml_build_forward_select of %s", c.v[1].describe())
+			return Void, c.f.Errorf("ggml_build_forward_select of %s", c.v[1].Describe())
 		}
 		n, idx := c.i(2), c.i(3)
-		if n <= 0 || n > int64(len(arr.cells)) || idx < 0 || idx >= n {
-			return vVoid, &Abort{Msg: "GGML_ASSERT(idx >= 0 && idx < n_tensors) failed", Where: c.fn}
+		if n <= 0 || n > int64(len(arr.Cells)) || idx < 0 || idx >= n {
+			return Void, &Abort{Msg: "GGML_ASSERT(idx >= 0 && idx < n_tensors) failed", Where: c.fn}
 		}
 		ts := make([]*ops.Tensor, n)
 		for i := range ts {
-			if ts[i], err = c.t0(arr.cells[i].V); err != nil {
-				return vVoid, err
+			if ts[i], err = c.t0(arr.Cells[i].V); err != nil {
+				return Void, err
 			}
 		}
 		return c.result(c.lib().Select(gf, ts, int(idx)))

@@ -190,7 +190,7 @@ func atof(s string) float64 {
 func (r *Run) overrideFor(key string, t ast.Type) (Val, bool, error) {
 	o, ok := r.overrides[key]
 	if !ok {
-		return vVoid, false, nil
+		return Void, false, nil
 	}
 	var want OverrideType
 	switch t {
@@ -205,19 +205,19 @@ func (r *Run) overrideFor(key string, t ast.Type) (Val, bool, error) {
 	}
 	if o.Type != want {
 		r.logf("WARN", "validate_override: Warning: Bad metadata override type for key '%s', expected %s but got %s", key, want, o.Type)
-		return vVoid, false, nil
+		return Void, false, nil
 	}
 	var v Val
 	var shown string
 	switch o.Type {
 	case OverrideBool:
-		v, shown = vBool(o.Bool), strconv.FormatBool(o.Bool)
+		v, shown = Bool(o.Bool), strconv.FormatBool(o.Bool)
 	case OverrideInt:
-		v, shown = vInt(o.Int, t), strconv.FormatInt(o.Int, 10)
+		v, shown = Int(o.Int, t), strconv.FormatInt(o.Int, 10)
 	case OverrideFloat:
 		v, shown = Val{K: KFloat, T: t, F: o.Float}, fmt.Sprintf("%.6f", o.Float)
 	case OverrideStr:
-		v, shown = vStr(o.Str), o.Str
+		v, shown = Str(o.Str), o.Str
 	}
 	r.logf("INFO", "validate_override: Using metadata override (%5s) '%s' = %s", o.Type, key, shown)
 	return v, true, nil
@@ -276,7 +276,7 @@ func (r *Run) keyType(dst *Cell) ast.Type {
 	if t == ast.TAuto && dst.V.K == KInt {
 		t = dst.V.T
 	}
-	if dst == r.hparams.obj.fields["pooling_type"] {
+	if dst == r.hparams.obj.Fields["pooling_type"] {
 		t = ast.TU32
 	}
 	return t
@@ -290,10 +290,10 @@ func (r *Run) getKey(key string, dst *Cell, req bool) (bool, error) {
 func (r *Run) getKeyAs(key string, dst *Cell, t ast.Type, req bool) (bool, error) {
 	want, known := gkvType(t)
 	if !known {
-		return false, &evalError{"get_key", fmt.Sprintf("destination of type %s for %s", t, key)}
+		return false, &EvalError{"get_key", fmt.Sprintf("destination of type %s for %s", t, key)}
 	}
 	if v, ok, err := r.overrideFor(key, t); err != nil || ok {
-		return ok, errors.Join(err, dst.set(v))
+		return ok, errors.Join(err, dst.Set(v))
 	}
 	v, ok, err := r.find(key, req, notFound("key not found in model: ", key, t, false, 0))
 	if err != nil || !ok {
@@ -302,7 +302,7 @@ func (r *Run) getKeyAs(key string, dst *Cell, t ast.Type, req bool) (bool, error
 	if v.Kind() != want {
 		return false, wrongType(key, v.Kind(), want)
 	}
-	return true, dst.set(scalar(v, t))
+	return true, dst.Set(scalar(v, t))
 }
 
 // scalar converts a metadata scalar of the right type to a value.
@@ -310,19 +310,19 @@ func scalar(v gguf.Value, t ast.Type) Val {
 	switch v.Kind() {
 	case gguf.TypeBool:
 		b, _ := v.Bool()
-		return vBool(b)
+		return Bool(b)
 	case gguf.TypeFloat32, gguf.TypeFloat64:
 		x, _ := v.Float()
 		return Val{K: KFloat, T: t, F: x}
 	case gguf.TypeString:
 		s, _ := v.Str()
-		return vStr(s)
+		return Str(s)
 	}
 	if i, ok := v.Int(); ok {
-		return vInt(i, t)
+		return Int(i, t)
 	}
 	u, _ := v.Uint()
-	return vInt(int64(u), t)
+	return Int(int64(u), t)
 }
 
 // getKeyOrArrScalar is get_key_or_arr(kid, uint32_t &, required): a
@@ -344,12 +344,12 @@ func (r *Run) getKeyOrArrScalar(key string, dst *Cell, req bool) (bool, error) {
 // getKeyOrArr is get_key_or_arr into a std::array of which n elements
 // are used.
 func (r *Run) getKeyOrArr(key string, a *Array, n int64, req bool) (bool, error) {
-	v, ok, err := r.find(key, req, notFound("key not found in model: ", key, a.elem, true, int(n)))
+	v, ok, err := r.find(key, req, notFound("key not found in model: ", key, a.Elem, true, int(n)))
 	if err != nil || !ok {
 		return false, err
 	}
-	if uint64(n) > uint64(len(a.cells)) {
-		return false, &Throw{Msg: fmt.Sprintf("n > N_MAX: %d > %d for key %s", uint32(n), len(a.cells), key)}
+	if uint64(n) > uint64(len(a.Cells)) {
+		return false, &Throw{Msg: fmt.Sprintf("n > N_MAX: %d > %d for key %s", uint32(n), len(a.Cells), key)}
 	}
 	if v.IsArray() {
 		if uint64(n) != v.Len() {
@@ -357,20 +357,20 @@ func (r *Run) getKeyOrArr(key string, a *Array, n int64, req bool) (bool, error)
 		}
 		return r.getArr(key, a, req)
 	}
-	c := Cell{T: a.elem}
-	found, err := r.getKeyAs(key, &c, a.elem, req)
+	c := Cell{T: a.Elem}
+	found, err := r.getKeyAs(key, &c, a.Elem, req)
 	if err != nil || !found {
 		return found, err
 	}
 	for i := int64(0); i < n; i++ {
-		a.cells[i].V = c.V
+		a.Cells[i].V = c.V
 	}
 	return true, nil
 }
 
 // getArr is get_arr into a std::array (fixed) or a std::vector.
 func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
-	missing := notFound("array key not found in model: ", key, a.elem, true, 0)
+	missing := notFound("array key not found in model: ", key, a.Elem, true, 0)
 	v, ok := r.lookup(key)
 	if !ok {
 		var err error
@@ -388,36 +388,36 @@ func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
 	var okType bool
 	switch et {
 	case gguf.TypeBool:
-		if !a.fixed {
+		if !a.Fixed {
 			return false, &Throw{Msg: key + " is not a string/float32/uint32/int32/uint64 array"}
 		}
-		okType = a.elem == ast.TI32 || a.elem == ast.TU32
+		okType = a.Elem == ast.TI32 || a.Elem == ast.TU32
 	case gguf.TypeUint32, gguf.TypeInt32:
-		okType = a.elem == ast.TI32 || a.elem == ast.TU32
+		okType = a.Elem == ast.TI32 || a.Elem == ast.TU32
 	case gguf.TypeUint64:
-		okType = a.elem == ast.TU64
+		okType = a.Elem == ast.TU64
 	case gguf.TypeFloat32:
-		okType = a.elem == ast.TF32
+		okType = a.Elem == ast.TF32
 	case gguf.TypeString:
-		okType = a.elem == ast.TStr
+		okType = a.Elem == ast.TStr
 	default:
 		return false, &Throw{Msg: key + " is not a string/float32/uint32/int32/uint64 array"}
 	}
 	if !okType {
-		want, _ := gkvType(a.elem)
+		want, _ := gkvType(a.Elem)
 		return false, &Throw{Msg: fmt.Sprintf("%s has wrong array element type %s", key, ggufTypeNames[et]), Need: &Need{Key: key, Type: want, Array: true}}
 	}
 	n := v.Len()
-	if a.fixed && n > uint64(len(a.cells)) {
-		return false, &Throw{Msg: fmt.Sprintf("array length %d for key %s exceeds max %d", uint32(n), key, len(a.cells))}
+	if a.Fixed && n > uint64(len(a.Cells)) {
+		return false, &Throw{Msg: fmt.Sprintf("array length %d for key %s exceeds max %d", uint32(n), key, len(a.Cells))}
 	}
-	if !a.fixed {
+	if !a.Fixed {
 		if n > 1<<24 {
 			return false, fmt.Errorf("arch: array key %s has %d elements, more than ggload replays (%d)", key, n, 1<<24)
 		}
-		a.cells = make([]Cell, n)
-		for i := range a.cells {
-			a.cells[i].T = a.elem
+		a.Cells = make([]Cell, n)
+		for i := range a.Cells {
+			a.Cells[i].T = a.Elem
 		}
 	}
 	return true, r.fillArray(key, v, a)
@@ -433,7 +433,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 			return bad(err)
 		}
 		for i, s := range ss {
-			a.cells[i].V = vStr(s)
+			a.Cells[i].V = Str(s)
 		}
 	case gguf.TypeFloat32:
 		fs, err := v.Floats()
@@ -441,7 +441,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 			return bad(err)
 		}
 		for i, x := range fs {
-			a.cells[i].V = Val{K: KFloat, T: ast.TF32, F: x}
+			a.Cells[i].V = Val{K: KFloat, T: ast.TF32, F: x}
 		}
 	case gguf.TypeBool:
 		bs, err := v.Bools()
@@ -449,7 +449,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 			return bad(err)
 		}
 		for i, b := range bs {
-			if err := a.cells[i].set(vBool(b)); err != nil {
+			if err := a.Cells[i].Set(Bool(b)); err != nil {
 				return err
 			}
 		}
@@ -460,7 +460,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 		}
 		for i, x := range is {
 			// the elements are copied bit for bit into the array's type
-			if err := a.cells[i].set(vInt(x, ast.TI64)); err != nil {
+			if err := a.Cells[i].Set(Int(x, ast.TI64)); err != nil {
 				return err
 			}
 		}
@@ -477,5 +477,5 @@ func (r *Run) getArrN(key string, dst *Cell, req bool) (bool, error) {
 	if !v.IsArray() {
 		return false, wrongType(key, v.Kind(), gguf.TypeArray)
 	}
-	return true, dst.set(vInt(int64(v.Len()), ast.TU64))
+	return true, dst.Set(Int(int64(v.Len()), ast.TU64))
 }

@@ -195,14 +195,14 @@ func TestProgramsDecode(t *testing.T) {
 		t.Fatalf("%d programs", len(names))
 	}
 	for _, n := range names {
-		p, err := lookupProgram(n)
+		p, err := LookupProgram(n)
 		if err != nil || p == nil {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
 	for a, e := range archTable {
 		for _, p := range []string{e.Hparams, e.Tensors} {
-			if prog, _ := lookupProgram(p); prog == nil {
+			if prog, _ := LookupProgram(p); prog == nil {
 				t.Errorf("%s: no program %s", a, p)
 			}
 		}

@@ -83,24 +83,24 @@ func (r *Run) CreateMemory(p MemoryParams) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	mp := newObject("llama_memory_params")
-	mp.fields["type_k"] = &Cell{V: vInt(int64(p.TypeK), ast.TI32)}
-	mp.fields["type_v"] = &Cell{V: vInt(int64(p.TypeV), ast.TI32)}
-	mp.fields["swa_full"] = &Cell{V: vBool(p.SWAFull)}
-	mp.fields["ctx_type"] = &Cell{V: vInt(enumConsts["LLAMA_CONTEXT_TYPE_DEFAULT"], ast.TI32)}
-	mp.fields["mem_other"] = &Cell{V: vNull}
-	cp := newObject("llama_cparams")
-	u32 := func(x uint32) *Cell { return &Cell{V: vInt(int64(x), ast.TU32)} }
-	cp.fields["flash_attn"] = &Cell{V: vBool(p.FlashAttn)}
-	cp.fields["offload_kqv"] = &Cell{V: vBool(p.OffloadKQV)}
-	cp.fields["kv_unified"] = &Cell{V: vBool(p.KVUnified)}
-	cp.fields["n_ctx_seq"] = u32(p.NCtxSeq)
-	cp.fields["n_seq_max"] = u32(p.NSeqMax)
-	cp.fields["n_ubatch"] = u32(p.NUBatch)
-	cp.fields["n_rs_seq"] = u32(p.NRSSeq)
-	cp.fields["ctx_other"] = &Cell{V: vNull}
+	mp := NewObject("llama_memory_params")
+	mp.Fields["type_k"] = &Cell{V: Int(int64(p.TypeK), ast.TI32)}
+	mp.Fields["type_v"] = &Cell{V: Int(int64(p.TypeV), ast.TI32)}
+	mp.Fields["swa_full"] = &Cell{V: Bool(p.SWAFull)}
+	mp.Fields["ctx_type"] = &Cell{V: Int(enumConsts["LLAMA_CONTEXT_TYPE_DEFAULT"], ast.TI32)}
+	mp.Fields["mem_other"] = &Cell{V: Null}
+	cp := NewObject("llama_cparams")
+	u32 := func(x uint32) *Cell { return &Cell{V: Int(int64(x), ast.TU32)} }
+	cp.Fields["flash_attn"] = &Cell{V: Bool(p.FlashAttn)}
+	cp.Fields["offload_kqv"] = &Cell{V: Bool(p.OffloadKQV)}
+	cp.Fields["kv_unified"] = &Cell{V: Bool(p.KVUnified)}
+	cp.Fields["n_ctx_seq"] = u32(p.NCtxSeq)
+	cp.Fields["n_seq_max"] = u32(p.NSeqMax)
+	cp.Fields["n_ubatch"] = u32(p.NUBatch)
+	cp.Fields["n_rs_seq"] = u32(p.NRSSeq)
+	cp.Fields["ctx_other"] = &Cell{V: Null}
 	r.memory = nil
-	v, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: mp}, {K: KObj, P: cp}})
+	v, err := r.Call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: mp}, {K: KObj, P: cp}})
 	if err != nil {
 		return nil, r.wrap("llama_init_from_model: failed to initialize the context: ", err)
 	}
@@ -112,7 +112,7 @@ func (r *Run) CreateMemory(p MemoryParams) (*Memory, error) {
 
 // memArgs reads a constructor's arguments, evaluated.
 type memArgs struct {
-	f    *frame
+	f    *Frame
 	vals []Val
 	fn   string
 }
@@ -124,7 +124,7 @@ func (a *memArgs) u32(i int) uint32 {
 	}
 	return 0
 }
-func (a *memArgs) bool(i int) bool { return i < len(a.vals) && a.vals[i].truthy() }
+func (a *memArgs) bool(i int) bool { return i < len(a.vals) && a.vals[i].Truthy() }
 func (a *memArgs) typ(i int) ggml.Type {
 	return ggml.Type(a.u32(i))
 }
@@ -144,37 +144,14 @@ func (a *memArgs) callback(i int) *Val {
 }
 
 // layerFn calls a layer callback (filter, reuse, share) with il.
-func (r *Run) layerFn(f *frame, cb *Val, il int) (Val, error) {
-	c, ok := cb.P.(*closure)
+func (r *Run) layerFn(f *Frame, cb *Val, il int) (Val, error) {
+	c, ok := cb.P.(*Closure)
 	if !ok {
-		return vVoid, f.errorf("a layer callback of %s", cb.describe())
+		return Void, f.Errorf("a layer callback of %s", cb.Describe())
 	}
-	return r.applyClosure(c, []Val{vInt(int64(il), ast.TI32)})
+	return r.Apply(c, []Val{Int(int64(il), ast.TI32)})
 }
 
-// applyClosure runs a lambda on evaluated arguments.
-func (r *Run) applyClosure(c *closure, args []Val) (Val, error) {
-	f := &frame{r: r, fn: c.fn, this: c.this, sc: r.newScope(c.sc)}
-	defer r.release(f.sc)
-	for i, d := range c.params.Kids {
-		cell := f.sc.cell(d.T)
-		if d.T == ast.TRef || d.T == ast.TObj {
-			cell.T = ast.TAuto
-		}
-		if i < len(args) {
-			if err := cell.set(args[i]); err != nil {
-				return vVoid, err
-			}
-		}
-		if d.S != "" {
-			f.sc.define(d.S, cell)
-		}
-	}
-	if _, err := f.exec(c.body); err != nil {
-		return vVoid, err
-	}
-	return f.ret, nil
-}
 
 // hp is an llama_hparams object (the model's, or a constructor's copy)
 // whose methods the constructors ask.
@@ -195,9 +172,9 @@ func (h *hp) call(method string, args ...int64) int64 {
 	}
 	vs := make([]Val, len(args))
 	for i, a := range args {
-		vs[i] = vInt(a, ast.TI64)
+		vs[i] = Int(a, ast.TI64)
 	}
-	v, err := h.r.call(p, Val{K: KObj, P: h.obj}, vs)
+	v, err := h.r.Call(p, Val{K: KObj, P: h.obj}, vs)
 	if err != nil {
 		h.err = err
 		return 0
@@ -209,7 +186,7 @@ func (h *hp) call(method string, args ...int64) int64 {
 }
 
 func (h *hp) field(name string) int64 {
-	c, ok := h.obj.fields[name]
+	c, ok := h.obj.Fields[name]
 	if !ok {
 		if h.err == nil {
 			h.err = fmt.Errorf("arch: llama_hparams has no member %s", name)
@@ -223,24 +200,24 @@ func (h *hp) field(name string) int64 {
 }
 
 func (h *hp) set(name string, v int64) {
-	if c, ok := h.obj.fields[name]; ok {
-		c.V = vInt(v, c.T)
+	if c, ok := h.obj.Fields[name]; ok {
+		c.V = Int(v, c.T)
 	}
 }
 
 // fillArr sets every element of an array member.
 func (h *hp) fillArr(name string, v int64) {
-	if c, ok := h.obj.fields[name]; ok && c.V.K == KArr {
-		for i := range c.V.P.(*Array).cells {
-			cell := &c.V.P.(*Array).cells[i]
-			cell.V = vInt(v, cell.T)
+	if c, ok := h.obj.Fields[name]; ok && c.V.K == KArr {
+		for i := range c.V.P.(*Array).Cells {
+			cell := &c.V.P.(*Array).Cells[i]
+			cell.V = Int(v, cell.T)
 		}
 	}
 }
 
 func (r *Run) modelHP() *hp { return &hp{r: r, obj: r.hparams.obj} }
 
-func (h *hp) copy() *hp { return &hp{r: h.r, obj: h.obj.clone()} }
+func (h *hp) copy() *hp { return &hp{r: h.r, obj: h.obj.Clone()} }
 
 // kvCache is a llama_kv_cache constructor's arguments.
 type kvCache struct {
@@ -260,7 +237,7 @@ type kvCache struct {
 
 // newKVCache is llama_kv_cache's constructor: the layers that keep a K
 // (and, unless the model is MLA, a V) tensor.
-func (r *Run) newKVCache(f *frame, c kvCache) (*Cache, error) {
+func (r *Run) newKVCache(f *Frame, c kvCache) (*Cache, error) {
 	h := c.h
 	nStream := c.nSeqMax
 	if c.unified {
@@ -332,7 +309,7 @@ func (r *Run) newKVCache(f *frame, c kvCache) (*Cache, error) {
 
 // passes is a layer filter's answer: the callback's, then the
 // constructor's own.
-func (r *Run) passes(f *frame, cb *Val, own func(int) (bool, error), il int) (bool, error) {
+func (r *Run) passes(f *Frame, cb *Val, own func(int) (bool, error), il int) (bool, error) {
 	if own != nil {
 		return own(il)
 	}
@@ -343,16 +320,16 @@ func (r *Run) passes(f *frame, cb *Val, own func(int) (bool, error), il int) (bo
 	if err != nil {
 		return false, err
 	}
-	return v.truthy(), nil
+	return v.Truthy(), nil
 }
 
 // chained is a filter of the constructor's own: the caller's filter (if
 // any) and then cond.
-func (r *Run) chained(f *frame, cb *Val, cond func(il int) bool) func(int) (bool, error) {
+func (r *Run) chained(f *Frame, cb *Val, cond func(il int) bool) func(int) (bool, error) {
 	return func(il int) (bool, error) {
 		if cb != nil {
 			v, err := r.layerFn(f, cb, il)
-			if err != nil || !v.truthy() {
+			if err != nil || !v.Truthy() {
 				return false, err
 			}
 		}
@@ -362,7 +339,7 @@ func (r *Run) chained(f *frame, cb *Val, cond func(il int) bool) func(int) (bool
 
 // newRecurrent is llama_memory_recurrent's constructor: r and s states
 // (and PLE conv states) of mem_size × (1 + n_rs_seq) rows per layer.
-func (r *Run) newRecurrent(f *frame, typeR, typeS ggml.Type, memSize, nSeqMax, nRSSeq uint32, filter *Val, own func(int) (bool, error)) (*Cache, error) {
+func (r *Run) newRecurrent(f *Frame, typeR, typeS ggml.Type, memSize, nSeqMax, nRSSeq uint32, filter *Val, own func(int) (bool, error)) (*Cache, error) {
 	h := r.modelHP()
 	nLayer := int(h.call("n_layer"))
 	out := &Cache{Class: "llama_memory_recurrent", Cells: memSize, NSeqMax: nSeqMax, NRSSeq: nRSSeq, TypeK: typeR, TypeV: typeS, Layers: nLayer}
@@ -401,7 +378,7 @@ func pad256(x uint32) uint32 { return (x + 255) / 256 * 256 }
 const swaFullURL = "https://github.com/ggml-org/llama.cpp/pull/13194#issuecomment-2868343055"
 
 // iswa is llama_kv_cache_iswa's constructor: a non-SWA and a SWA cache.
-func (r *Run) iswa(f *frame, h *hp, typeK, typeV ggml.Type, vTrans, swaFull, unified bool, kvSize, nSeqMax, nUBatch uint32,
+func (r *Run) iswa(f *Frame, h *hp, typeK, typeV ggml.Type, vTrans, swaFull, unified bool, kvSize, nSeqMax, nUBatch uint32,
 	filter *Val, own func(int) (bool, error), reuse *Val, pre []string) ([]*Cache, error) {
 	model := r.modelHP()
 	isSWA := func(il int) bool { return model.call("is_swa", int64(il)) != 0 }
@@ -444,15 +421,15 @@ func (r *Run) indexerHP() *hp {
 }
 
 // bNewMemory is "new C(args)" of a memory class C (the call of "new::C").
-func bNewMemory(class string) builtinFunc {
-	return func(f *frame, args []*ast.Node) (Val, error) {
+func bNewMemory(class string) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		vals := append([]Val(nil), vs...)
 		a := &memArgs{f: f, vals: vals, fn: class}
-		r := f.r
+		r := runOf(f)
 		m := &Memory{Class: class}
 		model := r.modelHP()
 		switch class {
@@ -465,68 +442,68 @@ func bNewMemory(class string) builtinFunc {
 			c, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(2), typeV: a.typ(3), vTrans: a.bool(4), unified: a.bool(6),
 				kvSize: a.u32(7), nSeqMax: a.u32(8), filter: a.callback(13), reuse: a.callback(14), share: a.callback(15)})
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = []*Cache{c}
 		case "llama_kv_cache_iswa":
 			// (model, type_k, type_v, v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch, n_pad, mem_other, filter, reuse, share)
 			cs, err := r.iswa(f, model, a.typ(1), a.typ(2), a.bool(3), a.bool(5), a.bool(6), a.u32(7), a.u32(8), a.u32(9), a.callback(12), nil, a.callback(13), nil)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = cs
 		case "llama_memory_recurrent":
 			// (model, type_r, type_s, offload, mem_size, n_seq_max, n_rs_seq, filter)
 			c, err := r.newRecurrent(f, a.typ(1), a.typ(2), a.u32(4), a.u32(5), a.u32(6), a.callback(7), nil)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = []*Cache{c}
 		case "llama_memory_hybrid", "llama_memory_hybrid_idx":
 			cs, err := r.newHybrid(f, a, class, model)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = cs
 		case "llama_memory_hybrid_iswa":
 			cs, err := r.newHybridISWA(f, a, class, model)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = cs
 		case "llama_kv_cache_dsa", "llama_kv_cache_msa":
 			cs, err := r.newDSA(f, a, class, model)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches, m.nPad = cs, a.u32(8)
 		case "llama_kv_cache_dsa_iswa":
 			cs, err := r.newDSAISWA(f, a, class, model)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = cs
 		case "llama_kv_cache_dsv4":
 			cs, err := r.dsv4(f, a)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			m.Caches = cs
 		default:
-			return vVoid, f.errorf("no constructor for %s", class)
+			return Void, f.Errorf("no constructor for %s", class)
 		}
 		if model.err != nil {
-			return vVoid, model.err
+			return Void, model.err
 		}
 		r.memory = m
-		return Val{K: KObj, P: newObject(class)}, nil
+		return Val{K: KObj, P: NewObject(class)}, nil
 	}
 }
 
 // newHybrid is llama_memory_hybrid (and _idx): a KV cache of the
 // attention layers, a recurrent state of the others (and an indexer
 // cache).
-func (r *Run) newHybrid(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newHybrid(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, kv_size, n_pad, n_swa, swa_type, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr[, filter_idx])
 	isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
 	attnOwn, recrOwn := func(il int) (bool, error) { return !isRecr(il), nil }, func(il int) (bool, error) { return isRecr(il), nil }
@@ -565,7 +542,7 @@ func (r *Run) newHybrid(f *frame, a *memArgs, class string, model *hp) ([]*Cache
 
 // newHybridISWA is llama_memory_hybrid_iswa: the attention layers' iSWA
 // caches and the recurrent state of the others.
-func (r *Run) newHybridISWA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newHybridISWA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, swa_full, kv_size, n_ubatch, n_pad, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr)
 	isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
 	var attnOwn, recrOwn func(int) (bool, error)
@@ -588,7 +565,7 @@ func (r *Run) newHybridISWA(f *frame, a *memArgs, class string, model *hp) ([]*C
 
 // newDSA is llama_kv_cache_dsa and _msa: a main KV cache and an
 // indexer cache.
-func (r *Run) newDSA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newDSA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, offload, unified, kv_size, n_seq_max, n_pad, n_swa, swa_type, filter_main, filter_idx, reuse)
 	kind := "main"
 	main, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(5),
@@ -611,7 +588,7 @@ func (r *Run) newDSA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, e
 }
 
 // newDSAISWA is llama_kv_cache_dsa_iswa: main, indexer and SWA caches.
-func (r *Run) newDSAISWA(f *frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newDSAISWA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch, n_pad, filter_mla, filter_lid, reuse)
 	isSWA := func(il int) bool { return model.call("is_swa", int64(il)) != 0 }
 	mla, lid, reuse := a.callback(11), a.callback(12), a.callback(13)
@@ -649,7 +626,7 @@ func (r *Run) newDSAISWA(f *frame, a *memArgs, class string, model *hp) ([]*Cach
 // v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch,
 // n_pad, n_rs_seq, filter, reuse): a raw iSWA cache, three compressed
 // caches and three compressor states, one stream per sequence always.
-func (r *Run) dsv4(f *frame, a *memArgs) ([]*Cache, error) {
+func (r *Run) dsv4(f *Frame, a *memArgs) ([]*Cache, error) {
 	model := r.modelHP()
 	typeK, typeV, vTrans, swaFull := a.typ(1), a.typ(2), a.bool(3), a.bool(5)
 	kvSize, nSeqMax, nUBatch, nRSSeq := a.u32(7), a.u32(8), a.u32(9), a.u32(11)
@@ -682,12 +659,12 @@ func (r *Run) dsv4(f *frame, a *memArgs) ([]*Cache, error) {
 	}
 	lid.set("rope_type", enumConsts["LLAMA_ROPE_TYPE_NEOX"])
 	kOnly(lid)
-	ratios, ok := model.obj.fields["dsv4_compress_ratios"]
+	ratios, ok := model.obj.Fields["dsv4_compress_ratios"]
 	ratioOf := func(il int) int64 {
 		if !ok || ratios.V.K != KArr {
 			return 0
 		}
-		c, err := ratios.V.P.(*Array).at(int64(il))
+		c, err := ratios.V.P.(*Array).At(int64(il))
 		if err != nil {
 			return 0
 		}
@@ -740,8 +717,8 @@ func (r *Run) dsv4(f *frame, a *memArgs) ([]*Cache, error) {
 }
 
 // memoryBuiltins are the memory classes' constructors.
-func memoryBuiltins() map[string]builtinFunc {
-	out := map[string]builtinFunc{}
+func memoryBuiltins() map[string]Builtin {
+	out := map[string]Builtin{}
 	for n := range astBuiltinsWithPrefix("new::") {
 		out[n] = bNewMemory(strings.TrimPrefix(n, "new::"))
 	}

@@ -52,8 +52,8 @@ func indexPrograms() {
 	}
 }
 
-// lookupProgram decodes a program on first use.
-func lookupProgram(name string) (*Program, error) {
+// LookupProgram decodes a program on first use.
+func LookupProgram(name string) (*Program, error) {
 	progs.once.Do(indexPrograms)
 	progs.mu.Lock()
 	defer progs.mu.Unlock()
@@ -87,9 +87,9 @@ type local struct {
 	name    string
 }
 
-// member marks an identifier that is no variable of its program (a
-// member of this, or a global).
-type member struct{}
+// memberRes marks an identifier that is no variable of its program (a
+// memberRes of this, or a global).
+type memberRes struct{}
 
 // resolveLocals binds every identifier that names a variable to its
 // scope and slot, by walking the program as exec runs it: the same
@@ -130,7 +130,7 @@ func (r *resolver) ident(n *ast.Node) {
 			}
 		}
 	}
-	n.Res = member{}
+	n.Res = memberRes{}
 }
 
 func (r *resolver) stmt(n *ast.Node) {

@@ -88,18 +88,18 @@ type schedState struct {
 // callback is llama_context::graph_get_cb's callback for a graph of
 // nTokens tokens: for small batches or a full offload, a layer's norm and
 // l_last on the layer's device.
-func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, args []*ast.Node) (Val, error) {
-	return func(f *frame, args []*ast.Node) (Val, error) {
+func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *Frame, args []*ast.Node) (Val, error) {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
 		if len(args) != 4 {
-			return vVoid, f.errorf("the graph callback: %d arguments", len(args))
+			return Void, f.Errorf("the graph callback: %d arguments", len(args))
 		}
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		cur, ok := vs[1].P.(*ops.Tensor)
 		if vs[1].K != KNative || !ok || cur == nil {
-			return vVoid, f.errorf("the graph callback of %s", vs[1].describe())
+			return Void, f.Errorf("the graph callback of %s", vs[1].Describe())
 		}
 		// (the callback names the tensor too; nothing the reservation
 		// measures reads a graph tensor's name, so that is left out)
@@ -112,7 +112,7 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *frame, a
 				}
 			}
 		}
-		return vVoid, nil
+		return Void, nil
 	}
 }
 
@@ -217,9 +217,9 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	cp := r.cparams
 	out := &Reserve{}
 	logf := func(level, format string, a ...any) { out.Log = append(out.Log, level+" "+fmt.Sprintf(format, a...)) }
-	u := func(name string) uint32 { return uint32(cp.fields[name].V.I) }
-	b := func(name string) bool { return cp.fields[name].V.truthy() }
-	setb := func(name string, v bool) { cp.fields[name].V = vBool(v) }
+	u := func(name string) uint32 { return uint32(cp.Fields[name].V.I) }
+	b := func(name string) bool { return cp.Fields[name].V.Truthy() }
+	setb := func(name string, v bool) { cp.Fields[name].V = Bool(v) }
 
 	// the backends: the model's devices, the ACCEL devices, the CPU
 	devs := append([]ops.Dev(nil), p.Devices...)
@@ -258,7 +258,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// pipeline parallelism: several devices, every layer offloaded, split
 	// by layer, the KV cache offloaded, no overrides, and every device
 	// but the CPU with async compute and events
-	nLayerAll := int(r.hparams.obj.fields["n_layer_all"].V.I)
+	nLayerAll := int(r.hparams.obj.Fields["n_layer_all"].V.I)
 	pp := len(p.Devices) > 1 && p.NGPULayers > nLayerAll && r.splitMode == splitModeLayer &&
 		b("offload_kqv") && !p.TensorOverrides
 	if pp {
@@ -509,12 +509,12 @@ type fusedNode struct {
 // context InitContext made.
 func (r *Run) graphMaxNodes(nTokens uint32, nTensors int) (int, error) {
 	r.nTensors = nTensors
-	r.model.fields["loras"] = &Cell{V: Val{K: KArr, P: newArray(ast.TPtr, 0, false)}} // no LoRA adapters
+	r.model.Fields["loras"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TPtr, 0, false)}} // no LoRA adapters
 	gmn, err := r.program("llama_context::graph_max_nodes")
 	if err != nil {
 		return 0, err
 	}
-	mv, err := r.call(gmn, r.ctx, []Val{vInt(int64(nTokens), ast.TU32)})
+	mv, err := r.Call(gmn, r.ctx, []Val{Int(int64(nTokens), ast.TU32)})
 	if err != nil {
 		return 0, r.wrap("graph_max_nodes: ", err)
 	}

@@ -21,6 +21,25 @@ type Tensor struct {
 	Index int // the creation's place among the Placer's calls (0 first)
 }
 
+// Member is a member of the tensor as the programs read it (its
+// llama_tensor_weight's tensor is itself: Void).
+func (t *Tensor) Member(name string) (Val, bool) {
+	switch name {
+	case "ne":
+		return Dims(ast.TI64, t.Ne), true
+	case "type":
+		return Int(int64(t.Type), ast.TI32), true
+	case "name":
+		return Str(t.Name), true
+	case "tensor":
+		return Void, true // llama_tensor_weight::tensor
+	}
+	return Void, false
+}
+
+// Describe names the tensor in errors.
+func (t *Tensor) Describe() string { return "tensor " + t.Name }
+
 // Class is llm_tensor_layer: where a tensor belongs in the layer model.
 type Class int
 
@@ -80,6 +99,7 @@ type Options struct {
 // Run is one model's replay: its architecture, its hyperparameters (after
 // Load), then its tensors (CreateTensors).
 type Run struct {
+	Interp  // the interpreter its programs run in; the Run is its Host
 	gm      *gguf.Model
 	Arch    string
 	entry   archEntry
@@ -89,7 +109,6 @@ type Run struct {
 	ml      Val
 	vocab   Val
 	placer  Placer
-	steps   int64
 
 	maxLayers int64
 	nCreated  int
@@ -99,9 +118,8 @@ type Run struct {
 	extraKV      map[string]gguf.Value   // keys SupplyKey gave
 	extraWeights map[string]*gguf.Weight // tensors SupplyTensor gave
 
-	freeScopes []*scope // scopes no frame uses any more
-	overrides  map[string]KVOverride
-	memory     *Memory // what the last memory constructor made (CreateMemory)
+	overrides map[string]KVOverride
+	memory    *Memory // what the last memory constructor made (CreateMemory)
 
 	progCache map[string]*Program // llama_model_base methods by name
 	hpCache   map[string]*Program // llama_hparams methods by name
@@ -112,24 +130,11 @@ type Run struct {
 
 	log       func(level, msg string) // InitContext's listener of LLAMA_LOG_*
 	splitMode int                     // llama_model::split_mode(), for InitContext
-	capture   *capture                // callLocals' variables
 
 	cparams  *Object     // the llama_cparams InitContext resolved (BuildGraph's)
 	ctx      Val         // the llama_context InitContext made
 	nTensors int         // llama_model::n_tensors(), for Reserve
 	graph    *graphState // the graph BuildGraph builds
-}
-
-// stepLimit bounds a replay's statements: programs of the pin run a few
-// hundred per layer.
-const stepLimit = 1 << 28
-
-func (r *Run) tick() error {
-	r.steps++
-	if r.steps > stepLimit {
-		return &evalError{"", "too many steps"}
-	}
-	return nil
 }
 
 // ErrUnknownArch is wrapped by Load's error for an architecture the pin
@@ -202,6 +207,7 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 	r := &Run{gm: m, Arch: name, entry: e, opts: opts,
 		extraKV: map[string]gguf.Value{}, extraWeights: map[string]*gguf.Weight{},
 		progCache: map[string]*Program{}, hpCache: map[string]*Program{}}
+	r.Host = r
 	for _, o := range opts.Overrides {
 		if _, dup := r.overrides[o.Key]; !dup {
 			if r.overrides == nil {
@@ -228,19 +234,20 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 	if r.model, err = r.newModel(e.Class); err != nil {
 		return nil, err
 	}
-	r.model.fields["hparams"] = &Cell{V: Val{K: KObj, P: h.obj}}
-	r.model.fields["ml"] = &Cell{V: r.ml}
-	r.model.fields["arch"] = &Cell{V: Val{K: KEnum, S: e.Enum, I: famArch}}
-	r.model.fields["layers"] = &Cell{V: Val{K: KArr, P: &Array{elem: ast.TAuto, class: "llama_layer"}}}
-	r.model.fields["pimpl"] = &Cell{V: Val{K: KObj, P: newObject("llama_model::impl")}}
+	r.model.Open = true // its members never assigned are null pointers
+	r.model.Fields["hparams"] = &Cell{V: Val{K: KObj, P: h.obj}}
+	r.model.Fields["ml"] = &Cell{V: r.ml}
+	r.model.Fields["arch"] = &Cell{V: Val{K: KEnum, S: e.Enum, I: famArch}}
+	r.model.Fields["layers"] = &Cell{V: Val{K: KArr, P: &Array{Elem: ast.TAuto, Make: newLayer}}}
+	r.model.Fields["pimpl"] = &Cell{V: Val{K: KObj, P: NewObject("llama_model::impl")}}
 	for _, f := range []string{"vocab_only", "no_alloc"} {
-		h.obj.fields[f].V = vFalse
+		h.obj.Fields[f].V = False
 	}
 	p, err := r.program("llama_model_base::load_hparams")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.call(p, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
+	if _, err := r.Call(p, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
 		return nil, r.wrap("error loading model hyperparameters: ", err)
 	}
 	if e.Enum == "LLM_ARCH_CLIP" {
@@ -251,7 +258,7 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("error loading model vocabulary: %w", err)
 	}
 	r.vocab = v
-	r.model.fields["vocab"] = &Cell{V: v}
+	r.model.Fields["vocab"] = &Cell{V: v}
 	return r, nil
 }
 
@@ -279,7 +286,7 @@ func (r *Run) CreateTensors(p Placer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.call(prog, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
+	if _, err := r.Call(prog, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
 		return err
 	}
 	n := len(r.gm.Weights) + len(r.extraWeights)
@@ -308,7 +315,7 @@ func (r *Run) CreateTensors(p Placer) error {
 // HasTensor reports whether a member of the model (tok_embd, output)
 // holds a tensor after CreateTensors.
 func (r *Run) HasTensor(member string) bool {
-	c, ok := r.model.fields[member]
+	c, ok := r.model.Fields[member]
 	return ok && c.V.K == KTensor
 }
 
@@ -317,7 +324,7 @@ func (r *Run) VocabSize() int64 {
 	if r.vocab.K != KObj {
 		return 0
 	}
-	return r.vocab.P.(*Object).fields["n_tokens"].V.I
+	return r.vocab.P.(*Object).Fields["n_tokens"].V.I
 }
 
 // Hparams is the model's llama_hparams.
@@ -328,84 +335,26 @@ func (r *Run) Hparams() *Hparams { return r.hparams }
 func LayerLimit() int { return int(enumConsts["LLAMA_MAX_LAYERS"]) }
 
 func (r *Run) program(name string) (*Program, error) {
-	p, err := lookupProgram(name)
+	p, err := LookupProgram(name)
 	if err != nil {
 		return nil, err
 	}
 	if p == nil {
-		return nil, &evalError{name, "no such program"}
+		return nil, &EvalError{name, "no such program"}
 	}
 	return p, nil
 }
 
-// prog finds a program by name, nil if none.
-func (r *Run) prog(name string) *Program {
-	p, _ := lookupProgram(name)
+// Function finds a program by name, nil if none.
+func (r *Run) Function(name string) *Program {
+	p, _ := LookupProgram(name)
 	return p
 }
 
-// call runs a program with evaluated arguments.
-func (r *Run) call(p *Program, this Val, args []Val) (Val, error) {
-	f := &frame{r: r, fn: p.Name, this: this, sc: r.newScope(nil)}
-	defer r.release(f.sc)
-	for i, d := range p.Params.Kids {
-		c := f.sc.cell(d.T)
-		if d.T == ast.TRef || d.T == ast.TObj {
-			c.T = ast.TAuto
-		}
-		switch {
-		case i < len(args):
-			if err := c.set(args[i]); err != nil {
-				return vVoid, err
-			}
-		case len(d.Kids) > 0:
-			v, err := f.eval(d.Kids[0])
-			if err != nil {
-				return vVoid, err
-			}
-			if err := c.set(v); err != nil {
-				return vVoid, err
-			}
-		}
-		if d.S != "" {
-			f.sc.define(d.S, c)
-		}
-	}
-	if _, err := f.exec(p.Body); err != nil {
-		return vVoid, err
-	}
-	return f.ret, nil
-}
-
-// invoke runs a program called from a frame with unevaluated arguments.
-func (r *Run) invoke(caller *frame, p *Program, this Val, args []*ast.Node) (Val, error) {
-	f := &frame{r: r, fn: p.Name, this: this, sc: r.newScope(nil)}
-	defer r.release(f.sc)
-	if err := bindParams(caller, f, p.Params, args); err != nil {
-		return vVoid, err
-	}
-	if _, err := f.exec(p.Body); err != nil {
-		return vVoid, err
-	}
-	return f.ret, nil
-}
-
-func (r *Run) invokeClosure(caller *frame, c *closure, args []*ast.Node) (Val, error) {
-	f := &frame{r: r, fn: c.fn, this: c.this, sc: r.newScope(c.sc)}
-	defer r.release(f.sc)
-	if err := bindParams(caller, f, c.params, args); err != nil {
-		return vVoid, err
-	}
-	if _, err := f.exec(c.body); err != nil {
-		return vVoid, err
-	}
-	return f.ret, nil
-}
-
-// global resolves a constant name.
-func (r *Run) global(name string) (Val, bool) {
+// Global resolves a constant name.
+func (r *Run) Global(name string) (Val, bool) {
 	if name == "LLAMA_MAX_LAYERS" {
-		return vInt(r.maxLayers, ast.TI32), true
+		return Int(r.maxLayers, ast.TI32), true
 	}
 	return staticGlobal(name)
 }
@@ -415,23 +364,23 @@ func staticGlobal(name string) (Val, bool) {
 	name = strings.TrimPrefix(name, "llama_model_loader::")
 	switch name {
 	case "true":
-		return vTrue, true
+		return True, true
 	case "false":
-		return vFalse, true
+		return False, true
 	case "nullptr", "NULL":
-		return vNull, true
+		return Null, true
 	case "INFINITY":
 		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
 	case "FLT_MAX":
 		return Val{K: KFloat, T: ast.TF32, F: math.MaxFloat32}, true
 	case "std::string::npos":
-		return vInt(-1, ast.TU64), true
+		return Int(-1, ast.TU64), true
 	case "INT32_MAX":
-		return vInt(math.MaxInt32, ast.TI32), true
+		return Int(math.MaxInt32, ast.TI32), true
 	case "UINT32_MAX":
-		return vInt(math.MaxUint32, ast.TU32), true
+		return Int(math.MaxUint32, ast.TU32), true
 	case "LLAMA_MAX_LAYERS":
-		return vVoid, false // the model's (see Load)
+		return Void, false // the model's (see Load)
 	}
 	if _, ok := tensorNames[name]; ok {
 		return Val{K: KEnum, S: name, I: famTensor, P: templateOfKind(name)}, true
@@ -446,9 +395,9 @@ func staticGlobal(name string) (Val, bool) {
 		return Val{K: KEnum, S: name, I: famArch}, true
 	}
 	if v, ok := enumConsts[name]; ok {
-		return vInt(v, ast.TI32), true
+		return Int(v, ast.TI32), true
 	}
-	return vVoid, false
+	return Void, false
 }
 
 // kvKey is LLM_KV(arch)(kid): the metadata key of an LLM_KV_ constant.
@@ -465,75 +414,17 @@ func (r *Run) kvKey(v Val) (string, error) {
 	case v.K == KTN:
 		return v.P.(*tnVal).String(), nil
 	}
-	return "", fmt.Errorf("%s is not a metadata key", v.describe())
+	return "", fmt.Errorf("%s is not a metadata key", v.Describe())
 }
 
-// container makes an empty value of a std:: container type.
-func (r *Run) container(ctype string) (Val, error) {
-	base, args, _ := strings.Cut(ctype, "<")
-	args = strings.TrimSuffix(args, ">")
-	elem, n, _ := strings.Cut(args, ",")
-	et := elemType(strings.TrimSpace(elem))
-	switch base {
-	case "std::vector":
-		return Val{K: KArr, P: &Array{elem: et}}, nil
-	case "std::array":
-		size, err := r.constLen(strings.TrimSpace(n))
-		if err != nil {
-			return vVoid, err
-		}
-		return Val{K: KArr, P: newArray(et, int(size), true)}, nil
-	case "std::unordered_set", "std::set":
-		return Val{K: KMap, P: &cmap{}}, nil
-	case "std::map", "std::unordered_map":
-		return Val{K: KMap, P: &cmap{vals: []Val{}}}, nil
-	case "std::stringstream", "std::ostringstream":
-		o := newObject("stringstream")
-		o.fields["str"] = &Cell{V: vStr("")}
-		return Val{K: KObj, P: o}, nil
+// ConstLen is a constant that sizes an array: LLAMA_MAX_LAYERS (as this
+// model needs it), or one of the pin's enums.
+func (r *Run) ConstLen(name string) (int64, bool) {
+	if name == "LLAMA_MAX_LAYERS" {
+		return r.maxLayers, true
 	}
-	return vVoid, fmt.Errorf("unsupported container %s", ctype)
-}
-
-func elemType(s string) ast.Type {
-	switch s {
-	case "bool":
-		return ast.TBool
-	case "int", "int32_t", "llama_token":
-		return ast.TI32
-	case "uint32_t", "unsigned":
-		return ast.TU32
-	case "int64_t":
-		return ast.TI64
-	case "uint64_t", "size_t":
-		return ast.TU64
-	case "float":
-		return ast.TF32
-	case "double":
-		return ast.TF64
-	case "std::string":
-		return ast.TStr
-	}
-	return ast.TAuto
-}
-
-func (r *Run) constLen(s string) (int64, error) {
-	if a, b, ok := strings.Cut(s, "*"); ok {
-		// a C array's length: a product
-		x, err := r.constLen(a)
-		if err != nil {
-			return 0, err
-		}
-		y, err := r.constLen(b)
-		return x * y, err
-	}
-	if s == "LLAMA_MAX_LAYERS" {
-		return r.maxLayers, nil
-	}
-	if v, ok := enumConsts[s]; ok {
-		return v, nil
-	}
-	return strconv.ParseInt(s, 10, 64)
+	v, ok := enumConsts[name]
+	return v, ok
 }
 
 // Hparams is a model's llama_hparams, as the programs filled it.
@@ -543,17 +434,18 @@ type Hparams struct {
 }
 
 func (r *Run) newHparams() (*Hparams, error) {
-	obj, err := r.newStruct("llama_hparams", hparamsFields)
+	obj, err := r.NewStruct("llama_hparams", hparamsFields)
 	if err != nil {
 		return nil, err
 	}
+	obj.Strict = true // every member is declared: another name is an error
 	return &Hparams{r: r, obj: obj}, nil
 }
 
 // newModel is the model object of a class: llama_model's members and
 // those of the class and its bases.
 func (r *Run) newModel(class string) (*Object, error) {
-	o, err := r.newStruct("llama_model", modelFields["llama_model"])
+	o, err := r.NewStruct("llama_model", modelFields["llama_model"])
 	if err != nil {
 		return nil, err
 	}
@@ -565,37 +457,41 @@ func (r *Run) newModel(class string) (*Object, error) {
 	return o, nil
 }
 
-func (r *Run) newStruct(class string, fields []fieldDef) (*Object, error) {
-	o := newObject(class)
+// NewStruct is a struct of class with its declared fields, each
+// value-initialized as its declaration says.
+func (r *Run) NewStruct(class string, fields []FieldDef) (*Object, error) {
+	o := NewObject(class)
+	// every member of llama_hparams is declared: another name is an error
+	o.Strict = class == "llama_hparams"
 	return o, r.addFields(o, fields)
 }
 
-func (r *Run) addFields(o *Object, fields []fieldDef) error {
-	class := o.class
+func (r *Run) addFields(o *Object, fields []FieldDef) error {
+	class := o.Class
 	for _, fd := range fields {
 		c := &Cell{T: fd.Type}
 		switch {
 		case fd.Type == ast.TObj && fd.Struct == "":
-			v, err := r.container(fd.CType)
+			v, err := r.Container(fd.CType)
 			if err != nil {
-				v = vNull // a container the programs never use
+				v = Null // a container the programs never use
 			}
 			c.T = ast.TAuto
 			c.V = v
 		case fd.Struct != "":
-			sub, err := r.newStruct(fd.Struct, structFields[fd.Struct])
+			sub, err := r.NewStruct(fd.Struct, structFields[fd.Struct])
 			if err != nil {
 				return err
 			}
 			c.T = ast.TAuto
 			c.V = Val{K: KObj, P: sub}
 		case fd.Len != "":
-			n, err := r.constLen(fd.Len)
+			n, err := r.ArrayLen(fd.Len)
 			if err != nil {
 				return fmt.Errorf("arch: %s.%s: length %s: %w", class, fd.Name, fd.Len, err)
 			}
 			c.T = ast.TAuto
-			c.V = Val{K: KArr, P: newArray(fd.Type, int(n), true)}
+			c.V = Val{K: KArr, P: NewArray(fd.Type, int(n), true)}
 		default:
 			v, err := defaultValue(fd)
 			if err != nil {
@@ -603,17 +499,17 @@ func (r *Run) addFields(o *Object, fields []fieldDef) error {
 			}
 			c.V = v
 		}
-		o.fields[fd.Name] = c
+		o.Fields[fd.Name] = c
 	}
 	return nil
 }
 
 // defaultValue evaluates a member's initializer: a number, a boolean, an
 // enum constant, INFINITY, with an optional sign.
-func defaultValue(fd fieldDef) (Val, error) {
+func defaultValue(fd FieldDef) (Val, error) {
 	s := strings.TrimSpace(fd.Default)
 	if s == "" {
-		return zeroOf(fd.Type), nil
+		return Zero(fd.Type), nil
 	}
 	neg := false
 	if rest, ok := strings.CutPrefix(s, "-"); ok {
@@ -624,38 +520,38 @@ func defaultValue(fd fieldDef) (Val, error) {
 	case strings.HasPrefix(s, "\"") && fd.Type == ast.TStr:
 		u, err := strconv.Unquote(s)
 		if err != nil {
-			return vVoid, fmt.Errorf("initializer %q", fd.Default)
+			return Void, fmt.Errorf("initializer %q", fd.Default)
 		}
-		return vStr(u), nil
+		return Str(u), nil
 	case s == "true":
-		v = vTrue
+		v = True
 	case s == "false":
-		v = vFalse
+		v = False
 	case s == "INFINITY":
 		v = Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}
 	default:
 		if c, ok := enumConsts[s]; ok {
-			v = vInt(c, ast.TI32)
+			v = Int(c, ast.TI32)
 		} else if i, err := strconv.ParseInt(strings.TrimRight(s, "uUlL"), 0, 64); err == nil {
-			v = vInt(i, ast.TI64)
+			v = Int(i, ast.TI64)
 		} else if f, err := strconv.ParseFloat(strings.TrimRight(s, "fF"), 64); err == nil {
 			v = Val{K: KFloat, T: ast.TF64, F: f}
 		} else {
-			return vVoid, fmt.Errorf("initializer %q", fd.Default)
+			return Void, fmt.Errorf("initializer %q", fd.Default)
 		}
 	}
 	if neg {
 		var err error
-		if v, err = arith("-", vInt(0, ast.TI32), v); err != nil {
-			return vVoid, err
+		if v, err = Arith("-", Int(0, ast.TI32), v); err != nil {
+			return Void, err
 		}
 	}
-	return convert(v, fd.Type)
+	return Convert(v, fd.Type)
 }
 
 // Field reads a scalar member of llama_hparams.
 func (h *Hparams) Field(name string) (int64, error) {
-	c, ok := h.obj.fields[name]
+	c, ok := h.obj.Fields[name]
 	if !ok {
 		return 0, fmt.Errorf("arch: llama_hparams has no member %s", name)
 	}
@@ -677,14 +573,30 @@ func (h *Hparams) Call(method string, args ...int64) (int64, error) {
 	}
 	vs := make([]Val, len(args))
 	for i, a := range args {
-		vs[i] = vInt(a, ast.TI64)
+		vs[i] = Int(a, ast.TI64)
 	}
-	v, err := h.r.call(p, Val{K: KObj, P: h.obj}, vs)
+	v, err := h.r.Call(p, Val{K: KObj, P: h.obj}, vs)
 	if err != nil {
 		return 0, err
 	}
 	if v.K != KInt {
-		return 0, fmt.Errorf("arch: llama_hparams::%s returned %s", method, v.describe())
+		return 0, fmt.Errorf("arch: llama_hparams::%s returned %s", method, v.Describe())
 	}
 	return v.I, nil
 }
+
+// newLayer is a llama_layer. Its struct-typed members (nextn, posnet,
+// ...) are members by value: they come into being on first use.
+func newLayer() *Object {
+	o := &Object{Class: "llama_layer", Fields: make(map[string]*Cell, 64)}
+	o.Members = func(name string) *Object {
+		if st, ok := layerStructs[name]; ok {
+			return NewObject(st)
+		}
+		return nil
+	}
+	return o
+}
+
+// runOf is the replay a frame of its programs runs in.
+func runOf(f *Frame) *Run { return f.I.Host.(*Run) }

@@ -29,11 +29,11 @@ func (r *Run) SupportsTensorSplit() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	v, err := r.call(p, vVoid, []Val{r.model.fields["arch"].V})
+	v, err := r.Call(p, Void, []Val{r.model.Fields["arch"].V})
 	if err != nil {
 		return false, err
 	}
-	return v.truthy(), nil
+	return v.Truthy(), nil
 }
 
 // SplitDevices is what llama_meta_device_get_split_state reads besides the
@@ -73,9 +73,9 @@ func (r *Run) SplitState(t Tensor, d SplitDevices) (ggml.SplitState, error) {
 		return ggml.SplitState{}, err
 	}
 	sc := &splitCtx{d: d, tensors: map[string]*Tensor{}}
-	ud := newObject("llama_meta_device_get_split_state_userdata")
-	ud.fields["n_devices"] = &Cell{V: vInt(int64(d.N), ast.TU64)}
-	ud.fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
+	ud := NewObject("llama_meta_device_get_split_state_userdata")
+	ud.Fields["n_devices"] = &Cell{V: Int(int64(d.N), ast.TU64)}
+	ud.Fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
 	if r.hpMemo == nil {
 		// kept for the next tensor: after CreateTensors the
 		// hyperparameters no longer change
@@ -83,7 +83,7 @@ func (r *Run) SplitState(t Tensor, d SplitDevices) (ggml.SplitState, error) {
 	}
 	r.split = sc
 	defer func() { r.split = nil }()
-	v, err := r.call(p, vVoid, []Val{{K: KTensor, P: sc.tensor(t)}, {K: KObj, P: ud}})
+	v, err := r.Call(p, Void, []Val{{K: KTensor, P: sc.tensor(t)}, {K: KObj, P: ud}})
 	if err != nil {
 		return ggml.SplitState{}, err
 	}
@@ -93,67 +93,67 @@ func (r *Run) SplitState(t Tensor, d SplitDevices) (ggml.SplitState, error) {
 // splitStateOf reads a ggml_backend_meta_split_state.
 func splitStateOf(v Val, n int) (ggml.SplitState, error) {
 	o, ok := v.P.(*Object)
-	if v.K != KObj || !ok || o.class != "ggml_backend_meta_split_state" {
-		return ggml.SplitState{}, fmt.Errorf("arch: the split state callback returned %s", v.describe())
+	if v.K != KObj || !ok || o.Class != "ggml_backend_meta_split_state" {
+		return ggml.SplitState{}, fmt.Errorf("arch: the split state callback returned %s", v.Describe())
 	}
-	st := ggml.SplitState{Axis: ggml.SplitAxis(o.fields["axis"].V.I)}
+	st := ggml.SplitState{Axis: ggml.SplitAxis(o.Fields["axis"].V.I)}
 	if !st.Axis.IsDim() && st.Axis != ggml.SplitPartial {
 		return st, nil
 	}
-	ne, nr := o.fields["ne"].V.P.(*Array), o.fields["nr"].V.P.(*Array)
-	segs := int(o.fields["n_segments"].V.I)
-	if segs < 1 || segs > len(nr.cells) || segs*n > len(ne.cells) {
+	ne, nr := o.Fields["ne"].V.P.(*Array), o.Fields["nr"].V.P.(*Array)
+	segs := int(o.Fields["n_segments"].V.I)
+	if segs < 1 || segs > len(nr.Cells) || segs*n > len(ne.Cells) {
 		return ggml.SplitState{}, fmt.Errorf("arch: split state with %d segments over %d devices", segs, n)
 	}
 	for is := range segs {
 		lengths := make([]int64, n)
 		for j := range lengths {
-			lengths[j] = ne.cells[is*n+j].V.I
+			lengths[j] = ne.Cells[is*n+j].V.I
 		}
-		st.Segments = append(st.Segments, ggml.SplitSegment{Lengths: lengths, Repeat: uint32(nr.cells[is].V.I)})
+		st.Segments = append(st.Segments, ggml.SplitSegment{Lengths: lengths, Repeat: uint32(nr.Cells[is].V.I)})
 	}
 	return st, nil
 }
 
 // splitMethod answers llama_model::get_tensor and tensor_split in a
 // SplitState replay.
-func (r *Run) splitMethod(f *frame, name string, args []*ast.Node) (Val, error) {
+func (r *Run) splitMethod(f *Frame, name string, args []*ast.Node) (Val, error) {
 	sc := r.split
 	if sc == nil {
-		return vVoid, f.errorf("llama_model::%s outside a split state", name)
+		return Void, f.Errorf("llama_model::%s outside a split state", name)
 	}
 	switch name {
 	case "tensor_split":
-		a := newArray(ast.TF32, len(sc.d.Split), true)
+		a := NewArray(ast.TF32, len(sc.d.Split), true)
 		for i, x := range sc.d.Split {
-			a.cells[i].V = Val{K: KFloat, T: ast.TF32, F: float64(x)}
+			a.Cells[i].V = Val{K: KFloat, T: ast.TF32, F: float64(x)}
 		}
 		return Val{K: KArr, P: a}, nil
 	case "get_tensor":
 		vs, err := evalArgs(f, args)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if len(vs) != 1 {
-			return vVoid, f.errorf("get_tensor with %d arguments", len(vs))
+			return Void, f.Errorf("get_tensor with %d arguments", len(vs))
 		}
-		s, err := convert(vs[0], ast.TStr)
+		s, err := Convert(vs[0], ast.TStr)
 		if err != nil {
-			return vVoid, f.errorf("get_tensor(%s)", vs[0].describe())
+			return Void, f.Errorf("get_tensor(%s)", vs[0].Describe())
 		}
 		if t, ok := sc.tensors[s.S]; ok {
 			return Val{K: KTensor, P: t}, nil
 		}
 		if sc.d.Lookup == nil {
-			return vNull, nil
+			return Null, nil
 		}
 		t, ok := sc.d.Lookup(s.S)
 		if !ok {
-			return vNull, nil
+			return Null, nil
 		}
 		return Val{K: KTensor, P: sc.tensor(t)}, nil
 	}
-	return vVoid, f.errorf("llama_model::%s", name)
+	return Void, f.Errorf("llama_model::%s", name)
 }
 
 // regexps are the patterns std::regex objects hold, compiled once.
@@ -182,77 +182,77 @@ func newRegex(src string) (Val, error) {
 		return v.(Val), nil
 	}
 	if _, err := compiledRegex(src); err != nil {
-		return vVoid, err
+		return Void, err
 	}
-	o := newObject("std::regex")
-	o.fields["pattern"] = &Cell{V: vStr(src)}
+	o := NewObject("std::regex")
+	o.Fields["pattern"] = &Cell{V: Str(src)}
 	v, _ := regexObjects.LoadOrStore(src, Val{K: KObj, P: o})
 	return v.(Val), nil
 }
 
-func splitBuiltins() map[string]builtinFunc {
-	return map[string]builtinFunc{
-		"std::regex_match": func(f *frame, args []*ast.Node) (Val, error) {
+func splitBuiltins() map[string]Builtin {
+	return map[string]Builtin{
+		"std::regex_match": func(f *Frame, args []*ast.Node) (Val, error) {
 			if len(args) != 2 {
-				return vVoid, f.errorf("std::regex_match arguments")
+				return Void, f.Errorf("std::regex_match arguments")
 			}
-			s, err := f.eval(args[0])
+			s, err := f.Eval(args[0])
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			rv, err := f.eval(args[1])
+			rv, err := f.Eval(args[1])
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			if s.K != KStr || rv.K != KObj || rv.P.(*Object).class != "std::regex" {
-				return vVoid, f.errorf("std::regex_match arguments")
+			if s.K != KStr || rv.K != KObj || rv.P.(*Object).Class != "std::regex" {
+				return Void, f.Errorf("std::regex_match arguments")
 			}
-			re, err := compiledRegex(rv.P.(*Object).fields["pattern"].V.S)
+			re, err := compiledRegex(rv.P.(*Object).Fields["pattern"].V.S)
 			if err != nil {
-				return vVoid, f.errorf("%v", err)
+				return Void, f.Errorf("%v", err)
 			}
-			return vBool(re.MatchString(s.S)), nil
+			return Bool(re.MatchString(s.S)), nil
 		},
-		"std::lcm": func(f *frame, args []*ast.Node) (Val, error) {
+		"std::lcm": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt {
-				return vVoid, f.errorf("std::lcm arguments")
+				return Void, f.Errorf("std::lcm arguments")
 			}
-			t := common(vs[0].T, vs[1].T)
+			t := Common(vs[0].T, vs[1].T)
 			a, b := abs64(vs[0].I), abs64(vs[1].I)
 			if a == 0 || b == 0 {
-				return vInt(0, t), nil
+				return Int(0, t), nil
 			}
 			x, y := a, b
 			for y != 0 {
 				x, y = y, x%y
 			}
-			return vInt(a/x*b, t), nil
+			return Int(a/x*b, t), nil
 		},
-		"ggml_blck_size": func(f *frame, args []*ast.Node) (Val, error) {
+		"ggml_blck_size": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 1 || vs[0].K != KInt {
-				return vVoid, f.errorf("ggml_blck_size arguments")
+				return Void, f.Errorf("ggml_blck_size arguments")
 			}
 			t := ggml.Type(vs[0].I)
 			if !t.Valid() {
-				return vVoid, f.errorf("ggml_blck_size of type %d", vs[0].I)
+				return Void, f.Errorf("ggml_blck_size of type %d", vs[0].I)
 			}
-			return vInt(t.BlockSize(), ast.TI64), nil
+			return Int(t.BlockSize(), ast.TI64), nil
 		},
-		"std::stoull": func(f *frame, args []*ast.Node) (Val, error) {
+		"std::stoull": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 1 || vs[0].K != KStr {
-				return vVoid, f.errorf("std::stoull arguments")
+				return Void, f.Errorf("std::stoull arguments")
 			}
 			// the leading digits, after white space; none is std::invalid_argument
 			s := strings.TrimLeft(vs[0].S, " \t\n")
@@ -262,21 +262,21 @@ func splitBuiltins() map[string]builtinFunc {
 			}
 			u, err := strconv.ParseUint(s[:end], 10, 64)
 			if err != nil {
-				return vVoid, &Throw{Msg: "stoull"}
+				return Void, &Throw{Msg: "stoull"}
 			}
-			return vInt(int64(u), ast.TU64), nil
+			return Int(int64(u), ast.TU64), nil
 		},
-		"std::vector": func(f *frame, args []*ast.Node) (Val, error) {
+		"std::vector": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
 			if len(vs) != 2 || vs[0].K != KInt {
-				return vVoid, f.errorf("std::vector(n, value) arguments")
+				return Void, f.Errorf("std::vector(n, value) arguments")
 			}
-			a := &Array{elem: ast.TAuto, cells: make([]Cell, vs[0].I)}
-			for i := range a.cells {
-				a.cells[i].V = vs[1]
+			a := &Array{Elem: ast.TAuto, Cells: make([]Cell, vs[0].I)}
+			for i := range a.Cells {
+				a.Cells[i].V = vs[1]
 			}
 			return Val{K: KArr, P: a}, nil
 		},
@@ -284,39 +284,39 @@ func splitBuiltins() map[string]builtinFunc {
 }
 
 // memsetBuiltins are memset and sizeof, as the split state uses them.
-func memsetBuiltins() map[string]builtinFunc {
-	return map[string]builtinFunc{
-		"memset": func(f *frame, args []*ast.Node) (Val, error) {
+func memsetBuiltins() map[string]Builtin {
+	return map[string]Builtin{
+		"memset": func(f *Frame, args []*ast.Node) (Val, error) {
 			// memset(&x, 0, sizeof(x)) or memset(array, 0, sizeof(array)):
 			// value-initializes x; the size is x's own
 			if len(args) != 3 {
-				return vVoid, f.errorf("memset with %d arguments", len(args))
+				return Void, f.Errorf("memset with %d arguments", len(args))
 			}
 			dst := args[0]
 			if dst.Op == ast.OpUnary && dst.S == "&" {
 				dst = dst.Kids[0]
 			}
-			v, err := f.eval(dst)
+			v, err := f.Eval(dst)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			if z, err := f.eval(args[1]); err != nil || z.K != KInt || z.I != 0 {
-				return vVoid, f.errorf("memset to other than 0")
+			if z, err := f.Eval(args[1]); err != nil || z.K != KInt || z.I != 0 {
+				return Void, f.Errorf("memset to other than 0")
 			}
-			if s := args[2]; s.Op != ast.OpCall || len(s.Kids) != 2 || s.Kids[0].S != "sizeof" || exprString(s.Kids[1]) != exprString(dst) {
-				return vVoid, f.errorf("memset of %s with a size other than its own", exprString(dst))
+			if s := args[2]; s.Op != ast.OpCall || len(s.Kids) != 2 || s.Kids[0].S != "sizeof" || ExprString(s.Kids[1]) != ExprString(dst) {
+				return Void, f.Errorf("memset of %s with a size other than its own", ExprString(dst))
 			}
-			return vVoid, zeroValue(v)
+			return Void, zeroValue(v)
 		},
-		"sizeof": func(f *frame, args []*ast.Node) (Val, error) {
+		"sizeof": func(f *Frame, args []*ast.Node) (Val, error) {
 			// of a scalar type; an object's size is only memset's, which
 			// does not read it
 			if len(args) == 1 && args[0].Op == ast.OpIdent {
 				if n, ok := scalarSizes[args[0].S]; ok {
-					return vInt(n, ast.TU64), nil
+					return Int(n, ast.TU64), nil
 				}
 			}
-			return vVoid, f.errorf("sizeof(%s): only of a scalar type, or as memset's size", exprString(args[0]))
+			return Void, f.Errorf("sizeof(%s): only of a scalar type, or as memset's size", ExprString(args[0]))
 		},
 	}
 }
@@ -329,20 +329,20 @@ var scalarSizes = map[string]int64{"float": 4, "double": 8, "int32_t": 4, "uint3
 func zeroValue(v Val) error {
 	switch v.K {
 	case KObj:
-		for _, c := range v.P.(*Object).fields {
+		for _, c := range v.P.(*Object).Fields {
 			if err := zeroCell(c); err != nil {
 				return err
 			}
 		}
 	case KArr:
 		a := v.P.(*Array)
-		for i := range a.cells {
-			if err := zeroCell(&a.cells[i]); err != nil {
+		for i := range a.Cells {
+			if err := zeroCell(&a.Cells[i]); err != nil {
 				return err
 			}
 		}
 	default:
-		return fmt.Errorf("memset of %s", v.describe())
+		return fmt.Errorf("memset of %s", v.Describe())
 	}
 	return nil
 }
@@ -350,13 +350,13 @@ func zeroValue(v Val) error {
 func zeroCell(c *Cell) error {
 	switch c.V.K {
 	case KInt:
-		c.V = vInt(0, c.V.T)
+		c.V = Int(0, c.V.T)
 	case KFloat:
 		c.V = Val{K: KFloat, T: c.V.T}
 	case KObj, KArr:
 		return zeroValue(c.V)
 	default:
-		c.V = vNull
+		c.V = Null
 	}
 	return nil
 }
@@ -369,42 +369,42 @@ func abs64(x int64) int64 {
 }
 
 // stringMethod is std::string's substr and find.
-func stringMethod(f *frame, s, name string, args []*ast.Node) (Val, error) {
+func stringMethod(f *Frame, s, name string, args []*ast.Node) (Val, error) {
 	vs, err := evalArgs(f, args)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	pos := func(i int, def int64) (int64, error) {
 		if i >= len(vs) {
 			return def, nil
 		}
 		if vs[i].K != KInt {
-			return 0, f.errorf("%s argument %d: %s", name, i, vs[i].describe())
+			return 0, f.Errorf("%s argument %d: %s", name, i, vs[i].Describe())
 		}
-		return wrap(vs[i].I, ast.TU64), nil
+		return WrapInt(vs[i].I, ast.TU64), nil
 	}
 	npos := int64(-1)
 	switch name {
 	case "substr":
 		p, err := pos(0, 0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		n, err := pos(1, npos)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if uint64(p) > uint64(len(s)) {
-			return vVoid, &Throw{Msg: "basic_string::substr: __pos > this->size()"}
+			return Void, &Throw{Msg: "basic_string::substr: __pos > this->size()"}
 		}
 		end := uint64(len(s))
 		if rest := end - uint64(p); uint64(n) < rest {
 			end = uint64(p) + uint64(n)
 		}
-		return vStr(s[p:end]), nil
+		return Str(s[p:end]), nil
 	case "find":
 		if len(vs) < 1 {
-			return vVoid, f.errorf("find without an argument")
+			return Void, f.Errorf("find without an argument")
 		}
 		var needle string
 		switch vs[0].K {
@@ -413,22 +413,22 @@ func stringMethod(f *frame, s, name string, args []*ast.Node) (Val, error) {
 		case KStr:
 			needle = vs[0].S
 		default:
-			return vVoid, f.errorf("find of %s", vs[0].describe())
+			return Void, f.Errorf("find of %s", vs[0].Describe())
 		}
 		p, err := pos(1, 0)
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if uint64(p) > uint64(len(s)) {
-			return vInt(npos, ast.TU64), nil
+			return Int(npos, ast.TU64), nil
 		}
 		i := strings.Index(s[p:], needle)
 		if i < 0 {
-			return vInt(npos, ast.TU64), nil
+			return Int(npos, ast.TU64), nil
 		}
-		return vInt(p+int64(i), ast.TU64), nil
+		return Int(p+int64(i), ast.TU64), nil
 	}
-	return vVoid, f.errorf("std::string::%s", name)
+	return Void, f.Errorf("std::string::%s", name)
 }
 
 // hpKey is a llama_hparams method call of at most one integer argument.
@@ -441,19 +441,19 @@ type hpKey struct {
 // memoHparams calls a llama_hparams method once per arguments: the split
 // state asks every layer's kind for every tensor (get_il_eff), and the
 // hyperparameters do not change under it.
-func (r *Run) memoHparams(f *frame, name string, recv Val, args []*ast.Node) (Val, error) {
+func (r *Run) memoHparams(f *Frame, name string, recv Val, args []*ast.Node) (Val, error) {
 	if len(args) > 1 {
-		return r.invoke(f, r.hparamsProgram(name), recv, args)
+		return r.Invoke(f, r.hparamsProgram(name), recv, args)
 	}
 	key := hpKey{name: name}
 	var vs []Val
 	if len(args) == 1 {
-		a, err := f.eval(args[0])
+		a, err := f.Eval(args[0])
 		if err != nil {
-			return vVoid, err
+			return Void, err
 		}
 		if a.K != KInt {
-			return r.invoke(f, r.hparamsProgram(name), recv, args)
+			return r.Invoke(f, r.hparamsProgram(name), recv, args)
 		}
 		key.arg, key.n, vs = a.I, 1, []Val{a}
 	}
@@ -462,11 +462,11 @@ func (r *Run) memoHparams(f *frame, name string, recv Val, args []*ast.Node) (Va
 	}
 	p := r.hparamsProgram(name)
 	if p == nil {
-		return vVoid, f.errorf("llama_hparams has no method %s", name)
+		return Void, f.Errorf("llama_hparams has no method %s", name)
 	}
-	v, err := r.call(p, recv, vs)
+	v, err := r.Call(p, recv, vs)
 	if err != nil {
-		return vVoid, err
+		return Void, err
 	}
 	r.hpMemo[key] = v
 	return v, nil

@@ -2245,7 +2245,7 @@ var layerStructs = map[string]string{
 }
 
 // hparamsFields: the data members of struct llama_hparams.
-var hparamsFields = []fieldDef{
+var hparamsFields = []FieldDef{
 	{Name: "vocab_only", CType: "bool", Type: ast.TBool, Enum: false, Len: "", Struct: "", Default: ""},
 	{Name: "no_alloc", CType: "bool", Type: ast.TBool, Enum: false, Len: "", Struct: "", Default: ""},
 	{Name: "rope_finetuned", CType: "bool", Type: ast.TBool, Enum: false, Len: "", Struct: "", Default: ""},
@@ -2428,7 +2428,7 @@ var hparamsFields = []fieldDef{
 }
 
 // structFields: the members of the structs inside llama_hparams.
-var structFields = map[string][]fieldDef{
+var structFields = map[string][]FieldDef{
 	"dsv4_state_tensors": {
 		{Name: "kv", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
 		{Name: "score", CType: "ggml_tensor *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
@@ -2571,7 +2571,7 @@ var structFields = map[string][]fieldDef{
 }
 
 // modelFields: the data members of llama_model and of each model class.
-var modelFields = map[string][]fieldDef{
+var modelFields = map[string][]FieldDef{
 	"llama_model": {
 		{Name: "type", CType: "llm_type", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: "LLM_TYPE_UNKNOWN"},
 		{Name: "arch", CType: "llm_arch", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: "LLM_ARCH_UNKNOWN"},

@@ -49,23 +49,23 @@ type Val struct {
 }
 
 var (
-	vVoid  = Val{}
-	vNull  = Val{K: KNull}
-	vTrue  = Val{K: KInt, T: ast.TBool, I: 1}
-	vFalse = Val{K: KInt, T: ast.TBool, I: 0}
+	Void  = Val{}
+	Null  = Val{K: KNull}
+	True  = Val{K: KInt, T: ast.TBool, I: 1}
+	False = Val{K: KInt, T: ast.TBool, I: 0}
 )
 
-func vInt(i int64, t ast.Type) Val { return Val{K: KInt, T: t, I: wrap(i, t)} }
-func vBool(b bool) Val {
+func Int(i int64, t ast.Type) Val { return Val{K: KInt, T: t, I: WrapInt(i, t)} }
+func Bool(b bool) Val {
 	if b {
-		return vTrue
+		return True
 	}
-	return vFalse
+	return False
 }
-func vStr(s string) Val { return Val{K: KStr, S: s} }
+func Str(s string) Val { return Val{K: KStr, S: s} }
 
-// wrap reduces i to the range of integer type t.
-func wrap(i int64, t ast.Type) int64 {
+// WrapInt reduces i to the range of integer type t.
+func WrapInt(i int64, t ast.Type) int64 {
 	switch t {
 	case ast.TBool:
 		if i != 0 {
@@ -86,9 +86,9 @@ type Cell struct {
 	T ast.Type // ast.TAuto: takes any value
 }
 
-// set stores v converted to the cell's type.
-func (c *Cell) set(v Val) error {
-	cv, err := convert(v, c.T)
+// Set stores v converted to the cell's type.
+func (c *Cell) Set(v Val) error {
+	cv, err := Convert(v, c.T)
 	if err != nil {
 		return err
 	}
@@ -98,24 +98,24 @@ func (c *Cell) set(v Val) error {
 	}
 	switch cv.K {
 	case KObj:
-		cv.P = cv.P.(*Object).clone()
+		cv.P = cv.P.(*Object).Clone()
 	case KArr:
-		cv.P = cv.P.(*Array).clone()
+		cv.P = cv.P.(*Array).Clone()
 	case KMap:
-		cv.P = cv.P.(*cmap).clone()
+		cv.P = cv.P.(*Map).Clone()
 	}
 	c.V = cv
 	return nil
 }
 
-// convert applies C++'s implicit conversion of v to type t.
-func convert(v Val, t ast.Type) (Val, error) {
+// Convert applies C++'s implicit conversion of v to type t.
+func Convert(v Val, t ast.Type) (Val, error) {
 	switch t {
 	case ast.TAuto, ast.TRef, ast.TObj:
 		return v, nil
 	case ast.TPtr:
 		if v.K == KInt && v.I == 0 {
-			return vNull, nil
+			return Null, nil
 		}
 		return v, nil
 	case ast.TStr:
@@ -123,15 +123,15 @@ func convert(v Val, t ast.Type) (Val, error) {
 		case KStr:
 			return v, nil
 		case KTN:
-			return vStr(v.P.(*tnVal).String()), nil
+			return Str(v.P.(*tnVal).String()), nil
 		case KNull:
-			return vStr(""), nil
+			return Str(""), nil
 		}
-		return vVoid, fmt.Errorf("cannot convert %s to a string", v.describe())
+		return Void, fmt.Errorf("cannot convert %s to a string", v.Describe())
 	case ast.TF32, ast.TF64:
 		switch v.K {
 		case KInt:
-			return Val{K: KFloat, T: t, F: v.float()}, nil
+			return Val{K: KFloat, T: t, F: v.Float()}, nil
 		case KFloat:
 			f := v.F
 			if t == ast.TF32 {
@@ -140,27 +140,27 @@ func convert(v Val, t ast.Type) (Val, error) {
 			return Val{K: KFloat, T: t, F: f}, nil
 		}
 	case ast.TBool:
-		return vBool(v.truthy()), nil
+		return Bool(v.Truthy()), nil
 	default: // integers
 		switch v.K {
 		case KInt:
-			return vInt(v.I, t), nil
+			return Int(v.I, t), nil
 		case KFloat:
 			if math.IsNaN(v.F) || math.IsInf(v.F, 0) {
-				return vInt(0, t), nil
+				return Int(0, t), nil
 			}
 			if t == ast.TU64 && v.F >= 1<<63 {
 				return Val{K: KInt, T: t, I: int64(uint64(v.F))}, nil
 			}
-			return vInt(int64(v.F), t), nil
+			return Int(int64(v.F), t), nil
 		case KNull:
-			return vInt(0, t), nil
+			return Int(0, t), nil
 		}
 	}
-	return vVoid, fmt.Errorf("cannot convert %s to %s", v.describe(), t)
+	return Void, fmt.Errorf("cannot convert %s to %s", v.Describe(), t)
 }
 
-func (v Val) float() float64 {
+func (v Val) Float() float64 {
 	switch v.K {
 	case KFloat:
 		return v.F
@@ -173,8 +173,8 @@ func (v Val) float() float64 {
 	return 0
 }
 
-// truthy is C++'s conversion to bool.
-func (v Val) truthy() bool {
+// Truthy is C++'s conversion to bool.
+func (v Val) Truthy() bool {
 	switch v.K {
 	case KInt:
 		return v.I != 0
@@ -186,7 +186,7 @@ func (v Val) truthy() bool {
 	return true
 }
 
-func (v Val) describe() string {
+func (v Val) Describe() string {
 	switch v.K {
 	case KVoid:
 		return "void"
@@ -199,9 +199,12 @@ func (v Val) describe() string {
 	case KNull:
 		return "nullptr"
 	case KTensor:
-		return "tensor " + v.P.(*Tensor).Name
+		if hv, ok := v.P.(HostValue); ok {
+			return hv.Describe()
+		}
+		return "host value"
 	case KObj:
-		return "object " + v.P.(*Object).class
+		return "object " + v.P.(*Object).Class
 	case KArr:
 		return "array"
 	case KFunc:
@@ -215,7 +218,7 @@ func (v Val) describe() string {
 	case KIter:
 		return "iterator"
 	case KAddr:
-		return "address of " + v.P.(*Cell).V.describe()
+		return "address of " + v.P.(*Cell).V.Describe()
 	case KNative:
 		if t, ok := v.P.(*ops.Tensor); ok {
 			n, _ := nativeMember(v, "name")
@@ -226,9 +229,9 @@ func (v Val) describe() string {
 	return "value"
 }
 
-// common is the type of C++'s usual arithmetic conversions of a and b
+// Common is the type of C++'s usual arithmetic conversions of a and b
 // (both integers).
-func common(a, b ast.Type) ast.Type {
+func Common(a, b ast.Type) ast.Type {
 	rank := func(t ast.Type) int {
 		switch t {
 		case ast.TU64:
@@ -252,8 +255,8 @@ func common(a, b ast.Type) ast.Type {
 	return ast.TI32
 }
 
-// arith evaluates a binary arithmetic, bitwise or comparison operator.
-func arith(op string, a, b Val) (Val, error) {
+// Arith evaluates a binary arithmetic, bitwise or comparison operator.
+func Arith(op string, a, b Val) (Val, error) {
 	switch {
 	case a.K != KInt && a.K != KFloat || b.K != KInt && b.K != KFloat:
 		return otherArith(op, a, b)
@@ -268,26 +271,26 @@ func arith(op string, a, b Val) (Val, error) {
 func otherArith(op string, a, b Val) (Val, error) {
 	switch op {
 	case "==", "!=":
-		eq := same(a, b)
+		eq := Same(a, b)
 		if op == "!=" {
 			eq = !eq
 		}
-		return vBool(eq), nil
+		return Bool(eq), nil
 	case "+":
 		if a.K == KStr || b.K == KStr || a.K == KTN || b.K == KTN {
-			sa, err := convert(a, ast.TStr)
+			sa, err := Convert(a, ast.TStr)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			sb, err := convert(b, ast.TStr)
+			sb, err := Convert(b, ast.TStr)
 			if err != nil {
-				return vVoid, err
+				return Void, err
 			}
-			return vStr(sa.S + sb.S), nil
+			return Str(sa.S + sb.S), nil
 		}
 	case "-":
 		if a.K == KIter && b.K == KIter && a.P == b.P {
-			return vInt(a.I-b.I, ast.TI64), nil
+			return Int(a.I-b.I, ast.TI64), nil
 		}
 	}
 	if a.K == KIter && b.K == KInt && (op == "+" || op == "-") {
@@ -298,13 +301,13 @@ func otherArith(op string, a, b Val) (Val, error) {
 		}
 		return Val{K: KIter, P: a.P, I: a.I + n}, nil
 	}
-	return vVoid, fmt.Errorf("operator %s on %s and %s", op, a.describe(), b.describe())
+	return Void, fmt.Errorf("operator %s on %s and %s", op, a.Describe(), b.Describe())
 }
 
 // floatArith is an operator with a floating operand: float when both are
 // float (or integers), else double.
 func floatArith(op string, a, b Val) (Val, error) {
-	x, y := a.float(), b.float()
+	x, y := a.Float(), b.Float()
 	t := ast.TF64
 	if (a.K != KFloat || a.T == ast.TF32) && (b.K != KFloat || b.T == ast.TF32) {
 		t = ast.TF32
@@ -320,19 +323,19 @@ func floatArith(op string, a, b Val) (Val, error) {
 	case "/":
 		r = x / y
 	case "<":
-		return vBool(x < y), nil
+		return Bool(x < y), nil
 	case "<=":
-		return vBool(x <= y), nil
+		return Bool(x <= y), nil
 	case ">":
-		return vBool(x > y), nil
+		return Bool(x > y), nil
 	case ">=":
-		return vBool(x >= y), nil
+		return Bool(x >= y), nil
 	case "==":
-		return vBool(x == y), nil
+		return Bool(x == y), nil
 	case "!=":
-		return vBool(x != y), nil
+		return Bool(x != y), nil
 	default:
-		return vVoid, fmt.Errorf("operator %s on floats", op)
+		return Void, fmt.Errorf("operator %s on floats", op)
 	}
 	if t == ast.TF32 {
 		r = float64(float32(r))
@@ -342,19 +345,19 @@ func floatArith(op string, a, b Val) (Val, error) {
 
 // intArith is an operator on integers, in their common type.
 func intArith(op string, a, b Val) (Val, error) {
-	t := common(a.T, b.T)
-	x, y := wrap(a.I, t), wrap(b.I, t)
+	t := Common(a.T, b.T)
+	x, y := WrapInt(a.I, t), WrapInt(b.I, t)
 	unsigned := t == ast.TU32 || t == ast.TU64
 	switch op {
 	case "+":
-		return vInt(x+y, t), nil
+		return Int(x+y, t), nil
 	case "-":
-		return vInt(x-y, t), nil
+		return Int(x-y, t), nil
 	case "*":
-		return vInt(x*y, t), nil
+		return Int(x*y, t), nil
 	case "/", "%":
 		if y == 0 {
-			return vVoid, &Abort{Msg: "integer division by zero (SIGFPE)"}
+			return Void, &Abort{Msg: "integer division by zero (SIGFPE)"}
 		}
 		var r int64
 		if t == ast.TU64 {
@@ -368,23 +371,23 @@ func intArith(op string, a, b Val) (Val, error) {
 		} else {
 			r = x % y
 		}
-		return vInt(r, t), nil
+		return Int(r, t), nil
 	case "&":
-		return vInt(x&y, t), nil
+		return Int(x&y, t), nil
 	case "|":
-		return vInt(x|y, t), nil
+		return Int(x|y, t), nil
 	case "^":
-		return vInt(x^y, t), nil
+		return Int(x^y, t), nil
 	case "<<":
-		return vInt(x<<uint(b.I&63), t), nil
+		return Int(x<<uint(b.I&63), t), nil
 	case ">>":
 		if unsigned {
 			if t == ast.TU32 {
-				return vInt(int64(uint32(x)>>uint(b.I&31)), t), nil
+				return Int(int64(uint32(x)>>uint(b.I&31)), t), nil
 			}
-			return vInt(int64(uint64(x)>>uint(b.I&63)), t), nil
+			return Int(int64(uint64(x)>>uint(b.I&63)), t), nil
 		}
-		return vInt(x>>uint(b.I&63), t), nil
+		return Int(x>>uint(b.I&63), t), nil
 	}
 	var c int
 	if t == ast.TU64 {
@@ -404,31 +407,31 @@ func intArith(op string, a, b Val) (Val, error) {
 	}
 	switch op {
 	case "<":
-		return vBool(c < 0), nil
+		return Bool(c < 0), nil
 	case "<=":
-		return vBool(c <= 0), nil
+		return Bool(c <= 0), nil
 	case ">":
-		return vBool(c > 0), nil
+		return Bool(c > 0), nil
 	case ">=":
-		return vBool(c >= 0), nil
+		return Bool(c >= 0), nil
 	case "==":
-		return vBool(c == 0), nil
+		return Bool(c == 0), nil
 	case "!=":
-		return vBool(c != 0), nil
+		return Bool(c != 0), nil
 	}
-	return vVoid, fmt.Errorf("unknown operator %s", op)
+	return Void, fmt.Errorf("unknown operator %s", op)
 }
 
-// same is == for non-arithmetic values.
-func same(a, b Val) bool {
+// Same is == for non-arithmetic values.
+func Same(a, b Val) bool {
 	null := func(v Val) bool { return v.K == KNull || v.K == KVoid || v.K == KInt && v.I == 0 }
 	if null(a) || null(b) {
 		return null(a) && null(b)
 	}
 	if a.K != b.K {
 		if (a.K == KStr || a.K == KTN) && (b.K == KStr || b.K == KTN) {
-			sa, _ := convert(a, ast.TStr)
-			sb, _ := convert(b, ast.TStr)
+			sa, _ := Convert(a, ast.TStr)
+			sb, _ := Convert(b, ast.TStr)
 			return sa.S == sb.S
 		}
 		return false
@@ -449,140 +452,152 @@ func same(a, b Val) bool {
 // Object is a struct value: a model, a layer, llama_hparams, a nested
 // struct. Members not yet assigned read as null pointers.
 type Object struct {
-	class  string
-	fields map[string]*Cell
+	Class  string
+	Fields map[string]*Cell
 	slab   []Cell // cells for new members, allocated a few at a time
-	share  bool   // members hold what is assigned (the graph's objects, graph.go)
+	Shared bool   // members hold what is assigned (the graph's objects)
+	Open   bool   // members never assigned read as null pointers, even unnamed ones (the model)
+	Strict bool   // a member it lacks is an error, not a null pointer (llama_hparams)
+	// Members, when set, makes the struct a member is, for the members
+	// that are structs held by value (llama_layer's): they come into
+	// being on first use. Nil for the other names.
+	Members func(name string) *Object
 }
 
-func newObject(class string) *Object { return &Object{class: class, fields: map[string]*Cell{}} }
+// NewObject is an empty struct of class.
+func NewObject(class string) *Object { return &Object{Class: class, Fields: map[string]*Cell{}} }
 
-func (o *Object) clone() *Object {
-	c := &Object{class: o.class, fields: make(map[string]*Cell, len(o.fields)), share: o.share}
-	for k, f := range o.fields {
+// Clone copies the struct by value (C++ assignment).
+func (o *Object) Clone() *Object {
+	c := &Object{Class: o.Class, Fields: make(map[string]*Cell, len(o.Fields)), Shared: o.Shared, Open: o.Open, Strict: o.Strict, Members: o.Members}
+	for k, f := range o.Fields {
 		nf := *f
 		if nf.T == ast.TPtr || nf.T == ast.TRef {
-			c.fields[k] = &nf // a pointer member: the copy names the same object
+			c.Fields[k] = &nf // a pointer member: the copy names the same object
 			continue
 		}
 		switch nf.V.K {
 		case KObj:
-			nf.V.P = nf.V.P.(*Object).clone()
+			nf.V.P = nf.V.P.(*Object).Clone()
 		case KArr:
-			nf.V.P = nf.V.P.(*Array).clone() // std::array and std::vector members copy by value
+			nf.V.P = nf.V.P.(*Array).Clone() // std::array and std::vector members copy by value
 		case KMap:
-			nf.V.P = nf.V.P.(*cmap).clone()
+			nf.V.P = nf.V.P.(*Map).Clone()
 		}
-		c.fields[k] = &nf
+		c.Fields[k] = &nf
 	}
 	return c
 }
 
-// field returns the member's cell, creating an untyped one (a null
+// Field returns the member's cell, creating an untyped one (a null
 // pointer) on first use.
-func (o *Object) field(name string) *Cell {
-	c, ok := o.fields[name]
+func (o *Object) Field(name string) *Cell {
+	c, ok := o.Fields[name]
 	if !ok {
 		if len(o.slab) == 0 {
 			o.slab = make([]Cell, 16)
 		}
 		c = &o.slab[0]
 		o.slab = o.slab[1:]
-		c.V = vNull
-		if o.share {
+		c.V = Null
+		if o.Shared {
 			c.T = ast.TRef
 		}
-		if st, ok := layerStructs[name]; ok && o.class == "llama_layer" {
-			c.V = Val{K: KObj, P: newStructObject(st)}
+		if o.Members != nil {
+			if sub := o.Members(name); sub != nil {
+				c.V = Val{K: KObj, P: sub}
+			}
 		}
-		o.fields[name] = c
+		o.Fields[name] = c
 	}
 	return c
 }
 
 // Array is a std::array, std::vector or std::bitset.
 type Array struct {
-	elem  ast.Type
-	cells []Cell
-	fixed bool // std::array/bitset: no resize
-	class string
+	Elem  ast.Type
+	Cells []Cell
+	Fixed bool // std::array/bitset: no resize
+	// Make, when set, makes an element: the struct a vector of structs
+	// holds (the model's layers).
+	Make func() *Object
 }
 
-// dims is a tensor's ne or nb as the C array it is.
-func dims(t ast.Type, d [4]int64) Val {
-	a := newArray(t, 4, true)
-	for i := range a.cells {
-		a.cells[i].V = vInt(d[i], t)
+// Dims is a tensor's ne or nb as the C array it is.
+func Dims(t ast.Type, d [4]int64) Val {
+	a := NewArray(t, 4, true)
+	for i := range a.Cells {
+		a.Cells[i].V = Int(d[i], t)
 	}
 	return Val{K: KArr, P: a}
 }
 
-func newArray(elem ast.Type, n int, fixed bool) *Array {
-	a := &Array{elem: elem, cells: make([]Cell, n), fixed: fixed}
-	zero := zeroOf(elem)
-	for i := range a.cells {
-		a.cells[i] = Cell{V: zero, T: elem}
+func NewArray(elem ast.Type, n int, fixed bool) *Array {
+	a := &Array{Elem: elem, Cells: make([]Cell, n), Fixed: fixed}
+	zero := Zero(elem)
+	for i := range a.Cells {
+		a.Cells[i] = Cell{V: zero, T: elem}
 	}
 	return a
 }
 
-func zeroOf(t ast.Type) Val {
+func Zero(t ast.Type) Val {
 	switch t {
 	case ast.TBool, ast.TI32, ast.TU32, ast.TI64, ast.TU64:
-		return vInt(0, t)
+		return Int(0, t)
 	case ast.TF32, ast.TF64:
 		return Val{K: KFloat, T: t}
 	case ast.TStr:
-		return vStr("")
+		return Str("")
 	case ast.TAuto, ast.TPtr:
-		return vNull
+		return Null
 	}
-	return vVoid
+	return Void
 }
 
-// clone copies an array by value (C++ assignment of std::array/vector).
-func (a *Array) clone() *Array {
-	c := &Array{elem: a.elem, fixed: a.fixed, class: a.class, cells: make([]Cell, len(a.cells))}
-	copy(c.cells, a.cells)
-	for i := range c.cells {
-		switch v := c.cells[i].V; v.K {
+// Clone copies an array by value (C++ assignment of std::array/vector).
+func (a *Array) Clone() *Array {
+	c := &Array{Elem: a.Elem, Fixed: a.Fixed, Make: a.Make, Cells: make([]Cell, len(a.Cells))}
+	copy(c.Cells, a.Cells)
+	for i := range c.Cells {
+		switch v := c.Cells[i].V; v.K {
 		case KObj:
-			c.cells[i].V.P = v.P.(*Object).clone()
+			c.Cells[i].V.P = v.P.(*Object).Clone()
 		case KArr:
-			c.cells[i].V.P = v.P.(*Array).clone()
+			c.Cells[i].V.P = v.P.(*Array).Clone()
 		}
 	}
 	return c
 }
 
-func (a *Array) at(i int64) (*Cell, error) {
-	if i < 0 || i >= int64(len(a.cells)) {
-		return nil, fmt.Errorf("index %d out of range [0, %d)", i, len(a.cells))
+func (a *Array) At(i int64) (*Cell, error) {
+	if i < 0 || i >= int64(len(a.Cells)) {
+		return nil, fmt.Errorf("index %d out of range [0, %d)", i, len(a.Cells))
 	}
-	return &a.cells[i], nil
+	return &a.Cells[i], nil
 }
 
-func (a *Array) resize(n int64) error {
+func (a *Array) Resize(n int64) error {
 	if n < 0 || n > 1<<24 {
 		return fmt.Errorf("resize to %d", n)
 	}
-	for int64(len(a.cells)) < n {
+	for int64(len(a.Cells)) < n {
 		var v Val
-		if a.class != "" {
-			v = Val{K: KObj, P: newStructObject(a.class)}
+		if a.Make != nil {
+			v = Val{K: KObj, P: a.Make()}
 		} else {
-			v = zeroOf(a.elem)
+			v = Zero(a.Elem)
 		}
-		a.cells = append(a.cells, Cell{V: v, T: a.elem})
+		a.Cells = append(a.Cells, Cell{V: v, T: a.Elem})
 	}
-	a.cells = a.cells[:n]
+	a.Cells = a.Cells[:n]
 	return nil
 }
 
-// cmap is a std::map, unordered_map or set with keys compared by value.
-type cmap struct {
-	keys []Val
-	vals []Val
+// Map is a std::map, unordered_map or set with keys compared by value.
+type Map struct {
+	Keys []Val
+	Vals []Val
 	// ints indexes integer keys (all of them integers) by value, as of
 	// len(keys) == intsN: the graph looks up a layer's index per layer
 	ints   map[int64]int
@@ -590,19 +605,19 @@ type cmap struct {
 	noInts bool // as of intsN: a key is no integer
 }
 
-func (m *cmap) clone() *cmap {
-	c := &cmap{keys: append([]Val(nil), m.keys...)}
-	if m.vals != nil {
-		c.vals = append([]Val{}, m.vals...)
+func (m *Map) Clone() *Map {
+	c := &Map{Keys: append([]Val(nil), m.Keys...)}
+	if m.Vals != nil {
+		c.Vals = append([]Val{}, m.Vals...)
 	}
 	return c
 }
 
-func (m *cmap) find(k Val) int {
-	if k.K == KInt && len(m.keys) > 16 {
-		if m.intsN != len(m.keys) {
-			m.ints, m.intsN, m.noInts = make(map[int64]int, len(m.keys)), len(m.keys), false
-			for i, x := range m.keys {
+func (m *Map) Find(k Val) int {
+	if k.K == KInt && len(m.Keys) > 16 {
+		if m.intsN != len(m.Keys) {
+			m.ints, m.intsN, m.noInts = make(map[int64]int, len(m.Keys)), len(m.Keys), false
+			for i, x := range m.Keys {
 				if x.K != KInt {
 					m.ints, m.noInts = nil, true
 					break
@@ -619,7 +634,7 @@ func (m *cmap) find(k Val) int {
 			return -1
 		}
 	}
-	for i, x := range m.keys {
+	for i, x := range m.Keys {
 		if eqVals(x, k) {
 			return i
 		}
@@ -629,19 +644,10 @@ func (m *cmap) find(k Val) int {
 
 func eqVals(a, b Val) bool {
 	if (a.K == KInt || a.K == KFloat) && (b.K == KInt || b.K == KFloat) {
-		r, err := arith("==", a, b)
+		r, err := Arith("==", a, b)
 		return err == nil && r.I == 1
 	}
-	return same(a, b)
+	return Same(a, b)
 }
 
-// newStructObject makes a struct of llama.cpp's model. Its struct-typed
-// members (llama_layer's nextn, posnet, ...) are members by value: they
-// come into being on first use (see field).
-func newStructObject(class string) *Object {
-	o := newObject(class)
-	if class == "llama_layer" {
-		o.fields = make(map[string]*Cell, 64)
-	}
-	return o
-}
+

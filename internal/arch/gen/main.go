@@ -539,7 +539,7 @@ func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 	}
 	t.WriteString("}\n\n")
 	writeFields := func(name string, fs []field) {
-		fmt.Fprintf(&t, "var %s = []fieldDef{\n", name)
+		fmt.Fprintf(&t, "var %s = []FieldDef{\n", name)
 		for _, f := range fs {
 			fmt.Fprintf(&t, "\t{Name: %q, CType: %q, Type: ast.%s, Enum: %v, Len: %q, Struct: %q, Default: %q},\n",
 				f.Name, f.CType, goType(f.Type), f.Enum, f.Len, f.Struct, f.Default)
@@ -554,7 +554,7 @@ func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 	t.WriteString("// hparamsFields: the data members of struct llama_hparams.\n")
 	writeFields("hparamsFields", tb.fields)
 	writeFieldMap := func(doc, name string, m map[string][]field) {
-		fmt.Fprintf(&t, "// %s\nvar %s = map[string][]fieldDef{\n", doc, name)
+		fmt.Fprintf(&t, "// %s\nvar %s = map[string][]FieldDef{\n", doc, name)
 		for _, st := range sortedKeys(m) {
 			fmt.Fprintf(&t, "\t%q: {\n", st)
 			for _, f := range m[st] {
