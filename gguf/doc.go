@@ -4,6 +4,9 @@
 // The reader accepts exactly the files that ggml's own gguf.cpp (of the
 // pinned release) accepts and refuses the rest with a *FormatError that
 // carries the byte offset of the fault and wraps a sentinel for errors.Is.
+// A file that ends before what its header says it holds wraps
+// ErrTruncated, wherever it is cut, beside a more specific sentinel
+// (ErrTooLarge, ErrOutOfBounds) where one applies.
 // Sizes read from a file are never trusted: every allocation is bounded by
 // what the rest of the file can hold, every sum is overflow-checked, and no
 // input makes it panic. A count or a length reserves memory only as the

@@ -11,8 +11,14 @@ import (
 
 // Sentinels wrapped by the errors of this package.
 var (
-	ErrMagic          = errors.New("not a GGUF file")
-	ErrVersion        = errors.New("unsupported GGUF version")
+	ErrMagic   = errors.New("not a GGUF file")
+	ErrVersion = errors.New("unsupported GGUF version")
+	// ErrTruncated: the file ends before what its header says it holds
+	// (a field, a string, an array, the data section, a tensor's data).
+	// Every error of a file cut short wraps it, beside the more specific
+	// ErrTooLarge or ErrOutOfBounds where a size or a tensor runs past
+	// the end; the loader's errors of a file that shrank after it was
+	// opened wrap it too.
 	ErrTruncated      = errors.New("file is truncated")
 	ErrTooLarge       = errors.New("size exceeds what the file can hold")
 	ErrKey            = errors.New("bad key")
@@ -43,6 +49,10 @@ type FormatError struct {
 	Off  int64  // byte offset of the faulty field
 	Msg  string
 	Err  error // the sentinel
+	// short: the fault is a size, a count or a tensor that runs past the
+	// end of the file, which a longer file could hold: the error wraps
+	// ErrTruncated besides Err.
+	short bool
 }
 
 func (e *FormatError) Error() string {
@@ -53,10 +63,25 @@ func (e *FormatError) Error() string {
 	return s + fmt.Sprintf("%s at byte %#x", e.Msg, e.Off)
 }
 
-func (e *FormatError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel, and ErrTruncated beside it where the fault
+// runs past the end of the file.
+func (e *FormatError) Unwrap() []error {
+	if e.short && e.Err != ErrTruncated {
+		return []error{e.Err, ErrTruncated}
+	}
+	return []error{e.Err}
+}
 
 func formatErr(off int64, sentinel error, format string, args ...any) *FormatError {
 	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// shortErr is formatErr for a fault that runs past the end of the file:
+// it wraps ErrTruncated besides sentinel.
+func shortErr(off int64, sentinel error, format string, args ...any) *FormatError {
+	e := formatErr(off, sentinel, format, args...)
+	e.short = true
+	return e
 }
 
 // pow2 formats n as 2^k when it is a power of two above 2^20, else decimal.

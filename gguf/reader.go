@@ -183,7 +183,7 @@ func (p *parser) counts() error {
 	}
 	// each tensor info needs a name length, n_dims, a type and an offset
 	if nt > math.MaxInt64 || nt > sc.remain()/24 {
-		return formatErr(off, ErrTooLarge, "tensor count %s cannot fit in the %d bytes that follow", pow2(nt), sc.remain())
+		return shortErr(off, ErrTooLarge, "tensor count %s cannot fit in the %d bytes that follow", pow2(nt), sc.remain())
 	}
 	off = sc.off
 	nkv, err := sc.u64()
@@ -192,7 +192,7 @@ func (p *parser) counts() error {
 	}
 	// each pair needs a key length and a type
 	if nkv > math.MaxInt64 || nkv > sc.remain()/12 {
-		return formatErr(off, ErrTooLarge, "key-value count %s cannot fit in the %d bytes that follow", pow2(nkv), sc.remain())
+		return shortErr(off, ErrTooLarge, "key-value count %s cannot fit in the %d bytes that follow", pow2(nkv), sc.remain())
 	}
 	p.nt, p.nkv = nt, nkv
 	return nil
@@ -245,7 +245,7 @@ func (p *parser) data() error {
 		// llama.cpp's check: the tensor's bytes lie inside the file
 		abs := uint64(f.DataOffset) + t.Offset
 		if abs < t.Offset || abs+uint64(t.Size) < abs || abs+uint64(t.Size) > uint64(f.size) {
-			return formatErr(t.InfoOff, ErrOutOfBounds, "tensor %s data [%d, +%d) is not within the file (%d bytes); the model is corrupted or incomplete", quote(t.Name), abs, t.Size, f.size)
+			return shortErr(t.InfoOff, ErrOutOfBounds, "tensor %s data [%d, +%d) is not within the file (%d bytes); the model is corrupted or incomplete", quote(t.Name), abs, t.Size, f.size)
 		}
 	}
 	f.DataSize = end
@@ -285,7 +285,7 @@ func (p *parser) str(what string, i uint64) (string, error) {
 	case n > MaxStringLength:
 		return "", formatErr(off, ErrTooLarge, "%s length %s exceeds the maximum %s", desc, pow2(n), pow2(MaxStringLength))
 	default:
-		return "", formatErr(off, ErrTooLarge, "%s length %s exceeds the %d bytes that follow", desc, pow2(n), p.sc.remain())
+		return "", shortErr(off, ErrTooLarge, "%s length %s exceeds the %d bytes that follow", desc, pow2(n), p.sc.remain())
 	}
 }
 
@@ -389,7 +389,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 	if sz := elem.Size(); sz > 0 {
 		hi, total := bits.Mul64(n, uint64(sz))
 		if hi != 0 || total > sc.remain() {
-			return Value{}, formatErr(noff, ErrTooLarge, "array %s of %s %s elements exceeds the %d bytes that follow", quote(key), pow2(n), elem, sc.remain())
+			return Value{}, shortErr(noff, ErrTooLarge, "array %s of %s %s elements exceeds the %d bytes that follow", quote(key), pow2(n), elem, sc.remain())
 		}
 		a.size = total
 		if err := sc.skip(total); err != nil {
@@ -412,7 +412,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 	}
 	// strings: each has an 8-byte length, so n is bounded by the bytes left
 	if hi, lo := bits.Mul64(n, 8); hi != 0 || lo > sc.remain() {
-		return Value{}, formatErr(noff, ErrTooLarge, "string array %s of %s elements exceeds the %d bytes that follow", quote(key), pow2(n), sc.remain())
+		return Value{}, shortErr(noff, ErrTooLarge, "string array %s of %s elements exceeds the %d bytes that follow", quote(key), pow2(n), sc.remain())
 	}
 	for i := uint64(0); i < n; i++ {
 		off := sc.off
@@ -421,7 +421,7 @@ func (p *parser) array(key string, elem ValueType, n uint64, noff int64) (Value,
 			return Value{}, p.fail(off, err, fmt.Sprintf("element %d of %s", i, quote(key)))
 		}
 		if l > MaxStringLength || l > sc.remain() {
-			return Value{}, formatErr(off, ErrTooLarge, "element %d of %s has length %s, more than the %d bytes that follow", i, quote(key), pow2(l), sc.remain())
+			return Value{}, shortErr(off, ErrTooLarge, "element %d of %s has length %s, more than the %d bytes that follow", i, quote(key), pow2(l), sc.remain())
 		}
 		if err := sc.skip(l); err != nil {
 			return Value{}, p.fail(off, err, quote(key))

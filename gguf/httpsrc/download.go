@@ -646,7 +646,7 @@ func (d *download) receive(resp *http.Response, q *request) error {
 func (d *download) complete() error {
 	g, err := gguf.NewReader(d.f, d.have)
 	if err != nil {
-		if d.size < 0 && (errors.Is(err, gguf.ErrTruncated) || errors.Is(err, gguf.ErrOutOfBounds)) {
+		if d.size < 0 && errors.Is(err, gguf.ErrTruncated) {
 			return fmt.Errorf("%w: the body ended after %d bytes, short of the end of the GGUF's tensors: %w", errBroke, d.have, err)
 		}
 		return d.fileErr(fmt.Errorf("%w: %w", errNotGGUF, err))

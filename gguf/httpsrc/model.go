@@ -164,7 +164,7 @@ func openPart(ctx, opening context.Context, rawURL string, o Options, own bool) 
 	p.r.own = own
 	if p.f, err = gguf.OpenSource(p.r.source()); err != nil {
 		p.r.Close()
-		if errors.Is(err, gguf.ErrOutOfBounds) || errors.Is(err, gguf.ErrTruncated) {
+		if errors.Is(err, gguf.ErrTruncated) {
 			err = fmt.Errorf("httpsrc: the server's size of %s (%d bytes) is less than the GGUF's header implies: %w", p.r.name, p.r.size, err)
 		}
 		return part{}, err
