@@ -36,3 +36,46 @@ func TestFileAfterClose(t *testing.T) {
 		t.Errorf("a string array after Close: %v", err)
 	}
 }
+
+// Close of a nil File or Model does nothing; Closed tells a closed model,
+// or one with a closed file, from an open one, and ErrClosed is
+// os.ErrClosed too.
+func TestClosedAndNilClose(t *testing.T) {
+	var nf *gguf.File
+	var nm *gguf.Model
+	if err := nf.Close(); err != nil {
+		t.Errorf("nil File: %v", err)
+	}
+	if err := nm.Close(); err != nil {
+		t.Errorf("nil Model: %v", err)
+	}
+	if !nf.Closed() || !nm.Closed() {
+		t.Errorf("nil File and Model: Closed %v %v, want true", nf.Closed(), nm.Closed())
+	}
+	path := writeSample(t, 32)
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Closed() || m.Files[0].Closed() {
+		t.Fatal("an open model says it is closed")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Closed() || !m.Files[0].Closed() {
+		t.Fatal("a closed model says it is open")
+	}
+	m, err = gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Files[0].Close()
+	if !m.Closed() {
+		t.Error("a model whose file was closed says it is open")
+	}
+	if !errors.Is(gguf.ErrClosed, os.ErrClosed) {
+		t.Error("ErrClosed is not os.ErrClosed")
+	}
+}

@@ -3,6 +3,7 @@ package gguf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"unicode/utf8"
 
@@ -42,6 +43,17 @@ var (
 	// open waits for a writer).
 	ErrNotRegular = osfile.ErrNotRegular
 )
+
+// ErrClosed is wrapped by the errors of a use of a File or Model that
+// needs its files after Close: a load (loader.Load refuses a closed
+// model). What was parsed stays readable. It matches os.ErrClosed too, as
+// the reads of a closed file's data do.
+var ErrClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string        { return "GGUF file closed" }
+func (closedError) Is(target error) bool { return target == os.ErrClosed }
 
 // FormatError reports a fault in a GGUF file at a byte offset.
 type FormatError struct {

@@ -313,8 +313,12 @@ func layerOf(name string) int {
 	return n
 }
 
-// Close closes every file of the model.
+// Close closes every file of the model; later calls, and a call on a nil
+// *Model, do nothing.
 func (m *Model) Close() error {
+	if m == nil {
+		return nil
+	}
 	var first error
 	for _, f := range m.Files {
 		if err := f.Close(); err != nil && first == nil {
@@ -322,6 +326,21 @@ func (m *Model) Close() error {
 		}
 	}
 	return first
+}
+
+// Closed reports whether the model, or one of its files, was closed
+// (true for a nil *Model): a load refuses it, with an error wrapping
+// ErrClosed. Its metadata and weights index stay readable.
+func (m *Model) Closed() bool {
+	if m == nil {
+		return true
+	}
+	for _, f := range m.Files {
+		if f.Closed() {
+			return true
+		}
+	}
+	return false
 }
 
 // All walks the model's weights in index order (by layer, then name).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ggload/ggload/ggml/gtype"
 )
@@ -65,6 +66,7 @@ type File struct {
 	osf    *os.File
 	closer io.Closer
 	closed sync.Once
+	shut   atomic.Bool // Close was called
 	keys   map[string]int
 	names  map[string]int
 }
@@ -72,18 +74,28 @@ type File struct {
 // Open opens and parses the GGUF file at path. Close releases it.
 func Open(path string) (*File, error) { return OpenSource(PathSource(path)) }
 
-// Close closes the file if Open opened it; later calls do nothing. The
-// metadata and tensor infos stay readable; reading tensor data or arrays
-// not decoded yet then fails with an error wrapping os.ErrClosed.
+// Close closes the file if Open opened it; later calls, and a call on a
+// nil *File, do nothing. The metadata and tensor infos stay readable;
+// reading tensor data or arrays not decoded yet then fails with an error
+// wrapping os.ErrClosed.
 func (f *File) Close() error {
+	if f == nil {
+		return nil
+	}
 	var err error
 	f.closed.Do(func() {
+		f.shut.Store(true)
 		if f.closer != nil {
 			err = f.closer.Close()
 		}
 	})
 	return err
 }
+
+// Closed reports whether Close was called (true for a nil *File). A
+// closed file is refused by what needs its data, with an error wrapping
+// ErrClosed.
+func (f *File) Closed() bool { return f == nil || f.shut.Load() }
 
 // NewReader parses a GGUF file of size bytes read through r. r must stay
 // readable while values and tensor data are used.
