@@ -129,9 +129,12 @@ func Open(ctx context.Context, opts Options) (_ *Runtime, err error) {
 
 // Close frees every handle made through the runtime and not freed yet, and
 // makes later calls that make handles return ErrClosed. The devices and
-// the RPC registrations are the process's and stay. Closing twice does
-// nothing.
+// the RPC registrations are the process's and stay. Closing twice, or a
+// nil *Runtime, does nothing.
 func (rt *Runtime) Close() error {
+	if rt == nil {
+		return nil
+	}
 	rt.state.Lock()
 	if rt.closed {
 		rt.state.Unlock()

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -266,5 +268,48 @@ func TestLoadDuringRuntimeClose(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A plan whose model was closed is refused before the load makes
+// anything, with an error that wraps gguf.ErrClosed (and so
+// os.ErrClosed) and names the file.
+func TestLoadRefusesClosedModel(t *testing.T) {
+	rt := openOwn(t)
+	path := "testdata/tiny-llama.gguf"
+	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
+		gm := testenv.OpenModel(t, path)
+		p, err := place.New(rt, gm, place.Params{LoadMode: mode, Devices: []string{"none"}, NoExtraBufts: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gm.Close()
+		buffers := testenv.LiveBuffers()
+		called := false
+		lm, err := loader.Load(context.Background(), p, loader.Options{Progress: func(done, total uint64) bool { called = true; return true }})
+		if err == nil {
+			lm.Close()
+			t.Fatalf("%s: a closed model loaded", mode)
+		}
+		if !errors.Is(err, gguf.ErrClosed) || !errors.Is(err, os.ErrClosed) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("%s: want gguf.ErrClosed naming %s: %v", mode, path, err)
+		}
+		wantPlace(t, mode.String(), err, loader.Error{Op: "open", Path: path, Off: -1})
+		if called || testenv.LiveBuffers() != buffers {
+			t.Fatalf("%s: the refused load reported progress (%v) or left buffers (%d, %d before)", mode, called, testenv.LiveBuffers(), buffers)
+		}
+	}
+}
+
+// Close of a nil loaded model or runtime does nothing, as a second Close
+// does: a deferred Close before its error is checked cannot panic.
+func TestNilClose(t *testing.T) {
+	var lm *loader.Model
+	if err := lm.Close(); err != nil {
+		t.Errorf("nil Model: %v", err)
+	}
+	var rt *ggml.Runtime
+	if err := rt.Close(); err != nil {
+		t.Errorf("nil Runtime: %v", err)
 	}
 }

@@ -74,14 +74,21 @@ const directIOBufferSize = 64 << 20
 var beforeTensor func(seq int, name string)
 
 // Load carries out plan p: the model it was made for goes to the devices of
-// the plan's runtime. The runtime cannot be closed under a load (its Close
-// waits, and a load it ends returns ErrClosed); a cancelled ctx ends the
-// load with an error wrapping ErrCanceled and ctx's error. Nothing is left
-// allocated after an error, which is an *Error with the place of the
-// failure.
+// the plan's runtime. The model must still be open: a closed one is
+// refused before anything is done, with an error wrapping gguf.ErrClosed.
+// The runtime cannot be closed under a load (its Close waits, and a load
+// it ends returns ErrClosed); a cancelled ctx ends the load with an error
+// wrapping ErrCanceled and ctx's error. Nothing is left allocated after an
+// error, which is an *Error with the place of the failure.
 func Load(ctx context.Context, p *place.Plan, o Options) (*Model, error) {
 	if p == nil || p.Model == nil || p.Runtime() == nil {
 		return nil, &Error{Op: "load", Off: -1, Err: errors.New("loader: no plan (make one with place.New)")}
+	}
+	if p.Model.Closed() {
+		// its owner let it go: a reader it held is closed, and a path
+		// opened again can no longer be held to the file parsed
+		path := p.Model.Files[0].Source().Name
+		return nil, fileError("open", path, -1, fmt.Errorf("loader: %s: %w before the load; open the model again", path, gguf.ErrClosed))
 	}
 	rt := p.Runtime()
 	done, err := rt.Use()

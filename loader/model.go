@@ -166,8 +166,11 @@ func (m *Model) Warnings() []string { return m.warnings }
 
 // Close frees the contexts (their tensors then answer ErrClosed), the
 // buffers and the mappings, and closes the files, once the reads in
-// progress are done. Closing twice does nothing.
+// progress are done. Closing twice, or a nil *Model, does nothing.
 func (m *Model) Close() error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
