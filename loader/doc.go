@@ -122,7 +122,9 @@
 // was being done (Op) and where, the file, the tensor and the offset of
 // its data, the device and buffer type, for errors.As. It wraps its cause,
 // for errors.Is: the sentinels ErrCanceled, ErrFileChanged (ErrTruncated
-// when the file shrank), ErrInvalidData, ErrMismatch and ErrClosed, ggml's
+// when the file shrank, which is also gguf.ErrTruncated, as a file cut
+// short before it was opened is), ErrInvalidData, ErrMismatch, ErrPanicked
+// and ErrClosed, gguf.ErrClosed (a model closed before the load), ggml's
 // (ggml.ErrOutOfMemory, ggml.ErrRPCFailed, ...), and the *ggml.Error or
 // *httpsrc.Error of the call that failed below.
 package loader

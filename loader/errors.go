@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/place"
 )
 
-// ErrTruncated is wrapped when a model file no longer holds a tensor's
-// bytes: it shrank after it was opened. It wraps ErrFileChanged.
-var ErrTruncated = fmt.Errorf("%w: truncated", ErrFileChanged)
+// ErrTruncated is wrapped when a model file shrank after it was opened
+// (it may no longer hold a tensor's bytes). It wraps ErrFileChanged and
+// gguf.ErrTruncated: errors.Is(err, gguf.ErrTruncated) holds for every
+// file cut short, whether gguf found it short when it parsed the header
+// or the loader found it shrunk since.
+var ErrTruncated = fmt.Errorf("%w: %w", ErrFileChanged, gguf.ErrTruncated)
 
 // ErrMismatch is wrapped by Verify's error when a loaded tensor's bytes
 // differ from the file's.

@@ -43,6 +43,15 @@ func (s fileStamp) change(now fileStamp) string {
 	return ""
 }
 
+// changed is err, which says the file changed from s to now, wrapping
+// ErrTruncated too where it shrank.
+func (s fileStamp) changed(now fileStamp, err error) error {
+	if now.size() < s.size() {
+		return tagged{err, ErrTruncated}
+	}
+	return err
+}
+
 // fileWatch paces the checks of the files during a load: one at a time,
 // at most every 2 ms unless forced.
 type fileWatch struct {
@@ -106,7 +115,7 @@ func (l *load) watchFiles(tensor string, force bool) error {
 		if tensor != "" {
 			where = fmt.Sprintf(" (noticed at tensor '%s')", tensor)
 		}
-		return fileError("load", f.path, -1, fmt.Errorf("loader: %w during the load: %s: %s%s; the weights read may mix old and new bytes: load it again", ErrFileChanged, f.path, what, where))
+		return fileError("load", f.path, -1, l.model.stamps[i].changed(now, fmt.Errorf("loader: %w during the load: %s: %s%s; the weights read may mix old and new bytes: load it again", ErrFileChanged, f.path, what, where)))
 	}
 	return nil
 }
@@ -151,7 +160,7 @@ func (f *modelFile) check(s fileStamp) error {
 		return fmt.Errorf("loader: check %s: %w", f.path, err)
 	}
 	if what := s.change(now); what != "" {
-		return fmt.Errorf("loader: %w since it was loaded: %s: %s", ErrFileChanged, f.path, what)
+		return s.changed(now, fmt.Errorf("loader: %w since it was loaded: %s: %s", ErrFileChanged, f.path, what))
 	}
 	if !f.byPath {
 		return nil // an open file has no path to be replaced at

@@ -113,3 +113,108 @@ func TestTruncationMessages(t *testing.T) {
 	}
 	t.Logf("verify: %v", err)
 }
+
+// Every file cut short answers gguf.ErrTruncated: one cut before the model
+// is opened (gguf's), after it is planned (the load's open), during the
+// load (the load's reads and checks), and after it (CheckFile), at each
+// part of the file, in every load mode.
+func TestTruncationIsGGUFTruncated(t *testing.T) {
+	rt := testenv.Runtime(t)
+	pristine, err := os.ReadFile(testenv.ModelFile(t, rt, smallSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(path, pristine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gm := testenv.OpenModel(t, path)
+	first, last := gm.Weights[0], gm.Weights[0]
+	for _, w := range gm.Weights {
+		if w.Offset < first.Offset {
+			first = w
+		}
+		if w.Offset > last.Offset {
+			last = w
+		}
+	}
+	gm.Close()
+	dataStart := gm.Files[0].DataOffset
+	cuts := []struct {
+		name string
+		at   int64
+	}{
+		{"empty", 0},
+		{"in the header", 40},
+		{"before the data", dataStart - 1},
+		{"in the first tensor", first.Offset + first.Size/2},
+		{"in the last tensor", last.Offset + last.Size/2},
+		{"the last byte", last.Offset + last.Size - 1},
+	}
+	modes := []place.LoadMode{place.LoadNone, place.LoadMmap, place.LoadDirectIO}
+	for _, c := range cuts {
+		// before the model is opened
+		if err := os.WriteFile(path, pristine[:c.at], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gguf.OpenModel(path); !errors.Is(err, gguf.ErrTruncated) {
+			t.Errorf("%s: OpenModel: %v", c.name, err)
+		}
+		// after it is planned
+		for _, mode := range modes {
+			if err := os.WriteFile(path, pristine, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gm := testenv.OpenModel(t, path)
+			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+			if err := os.Truncate(path, c.at); err != nil {
+				t.Fatal(err)
+			}
+			lm, err := loader.Load(context.Background(), p, loader.Options{})
+			if err == nil {
+				lm.Close()
+				t.Fatalf("%s, %s: the load succeeded", c.name, mode)
+			}
+			if !errors.Is(err, gguf.ErrTruncated) || !errors.Is(err, loader.ErrFileChanged) {
+				t.Errorf("%s, %s: Load: %v", c.name, mode, err)
+			}
+			gm.Close()
+		}
+	}
+	// during the load, at its last tensor, and after it
+	for _, mode := range modes {
+		if err := os.WriteFile(path, pristine, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gm := testenv.OpenModel(t, path)
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+		restore := loader.SetBeforeTensor(func(seq int, name string) {
+			if name == last.Name {
+				if err := os.Truncate(path, last.Offset+1); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		_, err := loader.Load(context.Background(), p, loader.Options{Readers: 1})
+		restore()
+		if !errors.Is(err, gguf.ErrTruncated) {
+			t.Errorf("cut during the load, %s: %v", mode, err)
+		}
+		if err := os.WriteFile(path, pristine, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gm = testenv.OpenModel(t, path)
+		p = planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+		lm, err := loader.Load(context.Background(), p, loader.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, int64(len(pristine))-1); err != nil {
+			t.Fatal(err)
+		}
+		if err := lm.CheckFile(); !errors.Is(err, gguf.ErrTruncated) || !errors.Is(err, loader.ErrFileChanged) {
+			t.Errorf("cut after the load, %s: CheckFile: %v", mode, err)
+		}
+		lm.Close()
+	}
+}
