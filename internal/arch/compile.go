@@ -23,16 +23,16 @@ type code struct {
 
 // compile compiles a decoded program: its parameters' defaults and its
 // body.
-func compile(p *Program) {
+func (cp *compiler) compile(p *Program) {
 	for _, d := range p.Params.Kids {
 		for _, k := range d.Kids {
-			exprOf(k)
+			cp.exprOf(k)
 		}
 	}
-	stmtOf(p.Body)
+	cp.stmtOf(p.Body)
 }
 
-func codeOf(n *ast.Node) *code {
+func (cp *compiler) codeOf(n *ast.Node) *code {
 	c, ok := n.Code.(*code)
 	if !ok {
 		c = &code{}
@@ -44,36 +44,36 @@ func codeOf(n *ast.Node) *code {
 var noStmt stmtFn = func(*Frame) (ctl, error) { return ctlNone, nil }
 
 // stmtOf compiles a statement (once).
-func stmtOf(n *ast.Node) stmtFn {
+func (cp *compiler) stmtOf(n *ast.Node) stmtFn {
 	if n == nil || n.Op == ast.OpNil {
 		return noStmt
 	}
-	c := codeOf(n)
+	c := cp.codeOf(n)
 	if c.stmt == nil {
-		c.stmt = ticking(compileStmt(n))
+		c.stmt = cp.ticking(cp.compileStmt(n))
 	}
 	return c.stmt
 }
 
 // exprOf compiles an expression (once), and its lvalue form where it has
 // one.
-func exprOf(n *ast.Node) exprFn {
-	c := codeOf(n)
+func (cp *compiler) exprOf(n *ast.Node) exprFn {
+	c := cp.codeOf(n)
 	if c.expr == nil {
-		c.expr = compileExpr(n)
-		c.ref = compileRef(n)
+		c.expr = cp.compileExpr(n)
+		c.ref = cp.compileRef(n)
 	}
 	return c.expr
 }
 
 // refOf is an expression's lvalue form.
-func refOf(n *ast.Node) refFn {
-	exprOf(n)
+func (cp *compiler) refOf(n *ast.Node) refFn {
+	cp.exprOf(n)
 	return n.Code.(*code).ref
 }
 
 // ticking counts a statement against the run's step limit before it runs.
-func ticking(s stmtFn) stmtFn {
+func (cp *compiler) ticking(s stmtFn) stmtFn {
 	return func(f *Frame) (ctl, error) {
 		if err := f.I.tick(); err != nil {
 			return ctlNone, err
@@ -84,7 +84,7 @@ func ticking(s stmtFn) stmtFn {
 
 // scopedStmt runs s in a scope of its own when the statement declares
 // variables (resolveGlobals marks it).
-func scopedStmt(n *ast.Node, s stmtFn) stmtFn {
+func (cp *compiler) scopedStmt(n *ast.Node, s stmtFn) stmtFn {
 	if _, ok := n.Res.(scoped); !ok {
 		return s
 	}
@@ -95,14 +95,14 @@ func scopedStmt(n *ast.Node, s stmtFn) stmtFn {
 	}
 }
 
-func compileStmt(n *ast.Node) stmtFn {
+func (cp *compiler) compileStmt(n *ast.Node) stmtFn {
 	switch n.Op {
 	case ast.OpBlock:
 		kids := make([]stmtFn, len(n.Kids))
 		for i, k := range n.Kids {
-			kids[i] = stmtOf(k)
+			kids[i] = cp.stmtOf(k)
 		}
-		return scopedStmt(n, func(f *Frame) (ctl, error) {
+		return cp.scopedStmt(n, func(f *Frame) (ctl, error) {
 			for _, k := range kids {
 				c, err := k(f)
 				if err != nil || c != ctlNone {
@@ -112,16 +112,16 @@ func compileStmt(n *ast.Node) stmtFn {
 			return ctlNone, nil
 		})
 	case ast.OpExpr:
-		e := exprOf(n.Kids[0])
+		e := cp.exprOf(n.Kids[0])
 		return func(f *Frame) (ctl, error) {
 			_, err := e(f)
 			return ctlNone, err
 		}
 	case ast.OpDecl:
-		return compileDecl(n)
+		return cp.compileDecl(n)
 	case ast.OpIf:
-		init, cond, then, els := stmtOf(n.Kids[0]), exprOf(n.Kids[1]), stmtOf(n.Kids[2]), stmtOf(n.Kids[3])
-		return scopedStmt(n, func(f *Frame) (ctl, error) {
+		init, cond, then, els := cp.stmtOf(n.Kids[0]), cp.exprOf(n.Kids[1]), cp.stmtOf(n.Kids[2]), cp.stmtOf(n.Kids[3])
+		return cp.scopedStmt(n, func(f *Frame) (ctl, error) {
 			if _, err := init(f); err != nil {
 				return ctlNone, err
 			}
@@ -135,11 +135,11 @@ func compileStmt(n *ast.Node) stmtFn {
 			return els(f)
 		})
 	case ast.OpFor:
-		return compileFor(n)
+		return cp.compileFor(n)
 	case ast.OpRange:
-		return compileRange(n)
+		return cp.compileRange(n)
 	case ast.OpSwitch:
-		return compileSwitch(n)
+		return cp.compileSwitch(n)
 	case ast.OpBreak:
 		return func(*Frame) (ctl, error) { return ctlBreak, nil }
 	case ast.OpContinue:
@@ -148,7 +148,7 @@ func compileStmt(n *ast.Node) stmtFn {
 		if len(n.Kids) == 0 {
 			return func(*Frame) (ctl, error) { return ctlReturn, nil }
 		}
-		v := exprOf(n.Kids[0])
+		v := cp.exprOf(n.Kids[0])
 		return func(f *Frame) (ctl, error) {
 			x, err := v(f)
 			if err != nil {
@@ -158,7 +158,7 @@ func compileStmt(n *ast.Node) stmtFn {
 			return ctlReturn, nil
 		}
 	case ast.OpThrow:
-		v := exprOf(n.Kids[0])
+		v := cp.exprOf(n.Kids[0])
 		return func(f *Frame) (ctl, error) {
 			x, err := v(f)
 			if err != nil {
@@ -170,7 +170,7 @@ func compileStmt(n *ast.Node) stmtFn {
 			return ctlNone, &Throw{Msg: x.Describe()}
 		}
 	case ast.OpTry:
-		body, handler := stmtOf(n.Kids[0]), stmtOf(n.Kids[1])
+		body, handler := cp.stmtOf(n.Kids[0]), cp.stmtOf(n.Kids[1])
 		return func(f *Frame) (ctl, error) {
 			c, err := body(f)
 			var t *Throw
@@ -186,8 +186,8 @@ func compileStmt(n *ast.Node) stmtFn {
 
 // compileSwitch: the first case whose label equals the value (else the
 // default) and every case after it, until a break.
-func compileSwitch(n *ast.Node) stmtFn {
-	subject := exprOf(n.Kids[0])
+func (cp *compiler) compileSwitch(n *ast.Node) stmtFn {
+	subject := cp.exprOf(n.Kids[0])
 	cases := n.Kids[1:]
 	labels := make([]exprFn, len(cases))
 	bodies := make([][]stmtFn, len(cases))
@@ -196,10 +196,10 @@ func compileSwitch(n *ast.Node) stmtFn {
 		if c.Kids[0] == nil || c.Kids[0].Op == ast.OpNil {
 			def = i
 		} else {
-			labels[i] = exprOf(c.Kids[0])
+			labels[i] = cp.exprOf(c.Kids[0])
 		}
 		for _, s := range c.Kids[1:] {
-			bodies[i] = append(bodies[i], stmtOf(s))
+			bodies[i] = append(bodies[i], cp.stmtOf(s))
 		}
 	}
 	_, scopes := n.Res.(scoped)
@@ -254,33 +254,33 @@ func compileSwitch(n *ast.Node) stmtFn {
 }
 
 // compileDecl: a variable of a scalar type, a reference, or a container.
-func compileDecl(n *ast.Node) stmtFn {
+func (cp *compiler) compileDecl(n *ast.Node) stmtFn {
 	var init *ast.Node
 	if len(n.Kids) > 0 {
 		init = n.Kids[0]
 	}
 	switch {
 	case n.C == "array" && n.T != ast.TObj:
-		return compileCArrayDecl(n)
+		return cp.compileCArrayDecl(n)
 	case n.T == ast.TRef:
-		return compileRefDecl(n.S, init)
+		return cp.compileRefDecl(n.S, init)
 	case n.T == ast.TObj:
-		return compileContainerDecl(n.S, n.C, init)
+		return cp.compileContainerDecl(n.S, n.C, init)
 	}
-	if fields, ok := structFields[n.C]; ok && n.T == ast.TAuto && (init == nil || init.Op == ast.OpList) {
-		return compileStructDecl(n.S, n.C, fields, init)
+	if fields, ok := cp.lib.structs[n.C]; ok && n.T == ast.TAuto && (init == nil || init.Op == ast.OpList) {
+		return cp.compileStructDecl(n.S, n.C, fields, init)
 	}
-	return compileScalarDecl(n.S, n.T, init)
+	return cp.compileScalarDecl(n.S, n.T, init)
 }
 
 // compileCArrayDecl: a local C array of scalars or pointers, "T a[N] =
 // { ... };": N value-initialized elements, the brace list's first.
-func compileCArrayDecl(n *ast.Node) stmtFn {
-	size := exprOf(n.Kids[0])
+func (cp *compiler) compileCArrayDecl(n *ast.Node) stmtFn {
+	size := cp.exprOf(n.Kids[0])
 	var elems []exprFn
 	if len(n.Kids) > 1 {
 		for _, k := range n.Kids[1].Kids {
-			elems = append(elems, exprOf(k))
+			elems = append(elems, cp.exprOf(k))
 		}
 	}
 	name, t := n.S, n.T
@@ -309,13 +309,13 @@ func compileCArrayDecl(n *ast.Node) stmtFn {
 
 // compileRefDecl: a reference, bound to its initializer's cell (or to a
 // temporary).
-func compileRefDecl(name string, init *ast.Node) stmtFn {
+func (cp *compiler) compileRefDecl(name string, init *ast.Node) stmtFn {
 	if init == nil {
 		return func(f *Frame) (ctl, error) {
 			return ctlNone, f.Errorf("reference %s without an initializer", name)
 		}
 	}
-	ref, val := refOf(init), exprOf(init)
+	ref, val := cp.refOf(init), cp.exprOf(init)
 	return func(f *Frame) (ctl, error) {
 		c, err := ref(f)
 		if err != nil {
@@ -333,22 +333,22 @@ func compileRefDecl(name string, init *ast.Node) stmtFn {
 
 // compileContainerDecl: a std:: container (or std::regex), empty or from
 // its initializer.
-func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
+func (cp *compiler) compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 	var items []exprFn
 	var single exprFn
 	switch {
 	case init != nil && init.Op == ast.OpList:
 		for _, k := range init.Kids {
-			items = append(items, exprOf(k))
+			items = append(items, cp.exprOf(k))
 		}
 	case init != nil:
-		single = exprOf(init)
+		single = cp.exprOf(init)
 	}
 	if ctype == "std::regex" {
-		return compileRegexDecl(name, items, init)
+		return cp.compileRegexDecl(name, items, init)
 	}
 	if init != nil && init.Op == ast.OpCall && len(init.Kids) > 1 && init.Kids[0].Op == ast.OpIdent && init.Kids[0].S == "std::vector" {
-		return compileVectorCtor(name, ctype, init.Kids[1:])
+		return cp.compileVectorCtor(name, ctype, init.Kids[1:])
 	}
 	if strings.HasPrefix(ctype, "std::unique_ptr<") || strings.HasPrefix(ctype, "std::shared_ptr<") {
 		// a smart pointer: the object it owns, shared (graph.go's objects
@@ -407,10 +407,10 @@ func compileContainerDecl(name, ctype string, init *ast.Node) stmtFn {
 
 // compileVectorCtor: std::vector<T> name(n) (n value-initialized
 // elements of T) or name(n, value).
-func compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
+func (cp *compiler) compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
 	var xs []exprFn
 	for _, a := range args {
-		xs = append(xs, exprOf(a))
+		xs = append(xs, cp.exprOf(a))
 	}
 	elem, _ := strings.CutPrefix(ctype, "std::vector<")
 	elem = strings.TrimSpace(strings.TrimSuffix(elem, ">"))
@@ -448,7 +448,7 @@ func compileVectorCtor(name, ctype string, args []*ast.Node) stmtFn {
 }
 
 // compileRegexDecl: a std::regex of one pattern.
-func compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
+func (cp *compiler) compileRegexDecl(name string, items []exprFn, init *ast.Node) stmtFn {
 	if init != nil && len(init.Kids) == 1 && init.Kids[0].Op == ast.OpStr {
 		// a literal pattern: one regex, made once (nothing writes to it)
 		if v, err := newRegex(init.Kids[0].S); err == nil {
@@ -482,7 +482,7 @@ func assignMembers(f *Frame, o *Object, a *Array) error {
 	for i, c := range a.Cells {
 		vals[i] = c.V
 	}
-	fresh, err := newStructOf(f, o.Class, structFields[o.Class], vals)
+	fresh, err := newStructOf(f, o.Class, f.I.Lib.structs[o.Class], vals)
 	if err != nil {
 		return err
 	}
@@ -512,7 +512,7 @@ func newStructOf(f *Frame, class string, fields []FieldDef, vals []Val) (*Object
 
 // compileStructDecl: a struct of the headers, value-initialized, or
 // brace-initialized member by member in order.
-func compileStructDecl(name, class string, fields []FieldDef, init *ast.Node) stmtFn {
+func (cp *compiler) compileStructDecl(name, class string, fields []FieldDef, init *ast.Node) stmtFn {
 	var items []exprFn
 	if init != nil {
 		if len(init.Kids) > len(fields) {
@@ -521,7 +521,7 @@ func compileStructDecl(name, class string, fields []FieldDef, init *ast.Node) st
 			}
 		}
 		for _, k := range init.Kids {
-			items = append(items, exprOf(k))
+			items = append(items, cp.exprOf(k))
 		}
 	}
 	return func(f *Frame) (ctl, error) {
@@ -544,15 +544,15 @@ func compileStructDecl(name, class string, fields []FieldDef, init *ast.Node) st
 
 // compileScalarDecl: a scalar, a pointer or an auto variable, zero or
 // from its initializer.
-func compileScalarDecl(name string, t ast.Type, init *ast.Node) stmtFn {
+func (cp *compiler) compileScalarDecl(name string, t ast.Type, init *ast.Node) stmtFn {
 	var val exprFn
 	if init != nil {
 		switch {
 		case init.Op == ast.OpList && len(init.Kids) == 0:
 		case init.Op == ast.OpList:
-			val = exprOf(init.Kids[0])
+			val = cp.exprOf(init.Kids[0])
 		default:
-			val = exprOf(init)
+			val = cp.exprOf(init)
 		}
 	}
 	return func(f *Frame) (ctl, error) {
@@ -574,7 +574,7 @@ func compileScalarDecl(name string, t ast.Type, init *ast.Node) stmtFn {
 
 func constant(v Val) exprFn { return func(*Frame) (Val, error) { return v, nil } }
 
-func compileExpr(n *ast.Node) exprFn {
+func (cp *compiler) compileExpr(n *ast.Node) exprFn {
 	switch n.Op {
 	case ast.OpInt:
 		t := ast.TI32
@@ -590,7 +590,7 @@ func compileExpr(n *ast.Node) exprFn {
 		if v, ok := n.Res.(Val); ok {
 			return constant(v)
 		}
-		ref := identRef(n)
+		ref := cp.identRef(n)
 		return func(f *Frame) (Val, error) {
 			c, v, err := ref(f)
 			if err != nil {
@@ -602,7 +602,7 @@ func compileExpr(n *ast.Node) exprFn {
 			return v, nil
 		}
 	case ast.OpMember:
-		obj, name := exprOf(n.Kids[0]), n.S
+		obj, name := cp.exprOf(n.Kids[0]), n.S
 		return func(f *Frame) (Val, error) {
 			o, err := obj(f)
 			if err != nil {
@@ -616,9 +616,9 @@ func compileExpr(n *ast.Node) exprFn {
 			return f.member(o, name)
 		}
 	case ast.OpIndex:
-		exprOf(n.Kids[0])
-		exprOf(n.Kids[1])
-		ref := compileIndexRef(n)
+		cp.exprOf(n.Kids[0])
+		cp.exprOf(n.Kids[1])
+		ref := cp.compileIndexRef(n)
 		return func(f *Frame) (Val, error) {
 			c, err := ref(f)
 			if err != nil {
@@ -627,15 +627,15 @@ func compileExpr(n *ast.Node) exprFn {
 			return c.V, nil
 		}
 	case ast.OpCall:
-		return compileCall(n)
+		return cp.compileCall(n)
 	case ast.OpUnary:
-		return compileUnary(n)
+		return cp.compileUnary(n)
 	case ast.OpBinary:
-		return compileBinary(n)
+		return cp.compileBinary(n)
 	case ast.OpAssign:
-		return compileAssign(n)
+		return cp.compileAssign(n)
 	case ast.OpCond:
-		c, a, b := exprOf(n.Kids[0]), exprOf(n.Kids[1]), exprOf(n.Kids[2])
+		c, a, b := cp.exprOf(n.Kids[0]), cp.exprOf(n.Kids[1]), cp.exprOf(n.Kids[2])
 		return func(f *Frame) (Val, error) {
 			v, err := c(f)
 			if err != nil {
@@ -647,7 +647,7 @@ func compileExpr(n *ast.Node) exprFn {
 			return b(f)
 		}
 	case ast.OpCast:
-		x, t := exprOf(n.Kids[0]), n.T
+		x, t := cp.exprOf(n.Kids[0]), n.T
 		if t == ast.TAuto || t == ast.TRef || t == ast.TPtr || t == ast.TObj {
 			return x
 		}
@@ -663,13 +663,13 @@ func compileExpr(n *ast.Node) exprFn {
 			return cv, nil
 		}
 	case ast.OpList:
-		return compileList(n)
+		return cp.compileList(n)
 	case ast.OpLambda:
-		return compileLambda(n)
+		return cp.compileLambda(n)
 	}
 	for _, k := range n.Kids {
 		if k != nil {
-			exprOf(k)
+			cp.exprOf(k)
 		}
 	}
 	op := n.Op
@@ -678,7 +678,7 @@ func compileExpr(n *ast.Node) exprFn {
 
 // identRef finds an identifier's storage (a variable, a member of this)
 // or value (a global): by its static binding when it holds, else by name.
-func identRef(n *ast.Node) func(f *Frame) (*Cell, Val, error) {
+func (cp *compiler) identRef(n *ast.Node) func(f *Frame) (*Cell, Val, error) {
 	name := n.S
 	switch res := n.Res.(type) {
 	case local:
@@ -700,10 +700,10 @@ func identRef(n *ast.Node) func(f *Frame) (*Cell, Val, error) {
 
 // compileRef is an expression's lvalue form: nil for a node that cannot
 // be one (refOf's callers then fail, naming the node).
-func compileRef(n *ast.Node) refFn {
+func (cp *compiler) compileRef(n *ast.Node) refFn {
 	switch n.Op {
 	case ast.OpIdent:
-		ref, name := identRef(n), n.S
+		ref, name := cp.identRef(n), n.S
 		return func(f *Frame) (*Cell, error) {
 			c, _, err := ref(f)
 			if err != nil {
@@ -715,7 +715,7 @@ func compileRef(n *ast.Node) refFn {
 			return c, nil
 		}
 	case ast.OpMember:
-		obj, name := exprOf(n.Kids[0]), n.S
+		obj, name := cp.exprOf(n.Kids[0]), n.S
 		return func(f *Frame) (*Cell, error) {
 			o, err := obj(f)
 			if err != nil {
@@ -737,11 +737,11 @@ func compileRef(n *ast.Node) refFn {
 			return nil, f.Errorf("member %s of %s is not assignable", name, o.Describe())
 		}
 	case ast.OpIndex:
-		return compileIndexRef(n)
+		return cp.compileIndexRef(n)
 	case ast.OpUnary:
 		if n.S == "*" {
 			// *p: the variable p holds the address of, or p itself
-			ref, x := refOf(n.Kids[0]), exprOf(n.Kids[0])
+			ref, x := cp.refOf(n.Kids[0]), cp.exprOf(n.Kids[0])
 			return func(f *Frame) (*Cell, error) {
 				if v, err := x(f); err == nil && v.K == KAddr {
 					return v.P.(*Cell), nil
@@ -757,8 +757,8 @@ func compileRef(n *ast.Node) refFn {
 // compileIndexRef is a[i]: an element of an array (checked: reading past
 // a std::array's end is undefined in llama.cpp, and an abort here), or a
 // map's value (inserted if absent, as operator[] does).
-func compileIndexRef(n *ast.Node) refFn {
-	arr, idx := exprOf(n.Kids[0]), exprOf(n.Kids[1])
+func (cp *compiler) compileIndexRef(n *ast.Node) refFn {
+	arr, idx := cp.exprOf(n.Kids[0]), cp.exprOf(n.Kids[1])
 	return func(f *Frame) (*Cell, error) {
 		a, err := arr(f)
 		if err != nil {
@@ -796,11 +796,11 @@ func compileIndexRef(n *ast.Node) refFn {
 	}
 }
 
-func compileUnary(n *ast.Node) exprFn {
+func (cp *compiler) compileUnary(n *ast.Node) exprFn {
 	op := n.S
 	switch op {
 	case "pre++", "pre--", "post++", "post--":
-		ref := refOf(n.Kids[0])
+		ref := cp.refOf(n.Kids[0])
 		arithOp := "+"
 		if strings.HasSuffix(op, "--") {
 			arithOp = "-"
@@ -829,13 +829,13 @@ func compileUnary(n *ast.Node) exprFn {
 		// point to are the same values here); a variable that holds
 		// anything else has one of its own (its cell), through which the
 		// callee writes (*out = t)
-		x := exprOf(n.Kids[0])
+		x := cp.exprOf(n.Kids[0])
 		switch n.Kids[0].Op {
 		case ast.OpIdent, ast.OpMember, ast.OpIndex:
 		default:
 			return x
 		}
-		ref := refOf(n.Kids[0])
+		ref := cp.refOf(n.Kids[0])
 		return func(f *Frame) (Val, error) {
 			v, err := x(f)
 			if err != nil {
@@ -852,7 +852,7 @@ func compileUnary(n *ast.Node) exprFn {
 			return Val{K: KAddr, P: c}, nil
 		}
 	case "*":
-		x := exprOf(n.Kids[0])
+		x := cp.exprOf(n.Kids[0])
 		return func(f *Frame) (Val, error) {
 			v, err := x(f)
 			if err == nil && v.K == KAddr {
@@ -861,9 +861,9 @@ func compileUnary(n *ast.Node) exprFn {
 			return v, err
 		}
 	case "+":
-		return exprOf(n.Kids[0])
+		return cp.exprOf(n.Kids[0])
 	}
-	x := exprOf(n.Kids[0])
+	x := cp.exprOf(n.Kids[0])
 	return func(f *Frame) (Val, error) {
 		v, err := x(f)
 		if err != nil {
@@ -888,8 +888,8 @@ func compileUnary(n *ast.Node) exprFn {
 	}
 }
 
-func compileBinary(n *ast.Node) exprFn {
-	a, b, op := exprOf(n.Kids[0]), exprOf(n.Kids[1]), n.S
+func (cp *compiler) compileBinary(n *ast.Node) exprFn {
+	a, b, op := cp.exprOf(n.Kids[0]), cp.exprOf(n.Kids[1]), n.S
 	switch op {
 	case "&&", "||":
 		or := op == "||"
@@ -937,19 +937,19 @@ func compileBinary(n *ast.Node) exprFn {
 
 // compileCall: an object's method, this's method, a builtin, a program
 // by name, or a callable value (a lambda in a variable).
-func compileCall(n *ast.Node) exprFn {
+func (cp *compiler) compileCall(n *ast.Node) exprFn {
 	callee, args := n.Kids[0], n.Kids[1:]
 	for _, a := range args {
-		exprOf(a)
+		cp.exprOf(a)
 		if a.Op == ast.OpList {
 			for _, k := range a.Kids {
-				exprOf(k)
+				cp.exprOf(k)
 			}
 		}
 	}
 	switch callee.Op {
 	case ast.OpMember:
-		obj, name := exprOf(callee.Kids[0]), callee.S
+		obj, name := cp.exprOf(callee.Kids[0]), callee.S
 		return func(f *Frame) (Val, error) {
 			o, err := obj(f)
 			if err != nil {
@@ -966,10 +966,10 @@ func compileCall(n *ast.Node) exprFn {
 		}
 	case ast.OpIdent:
 		name := callee.S
-		b, isBuiltin := builtins[name]
+		b, isBuiltin := cp.lib.builtins[name]
 		var local func(f *Frame) (*Cell, Val, error)
 		if _, isMember := callee.Res.(memberRes); !isMember {
-			local = identRef(callee) // a variable (a lambda) may be it
+			local = cp.identRef(callee) // a variable (a lambda) may be it
 		}
 		return func(f *Frame) (Val, error) {
 			if local != nil {
@@ -996,7 +996,7 @@ func compileCall(n *ast.Node) exprFn {
 			return Void, f.Errorf("call of unknown function %s", name)
 		}
 	}
-	fn := exprOf(callee)
+	fn := cp.exprOf(callee)
 	return func(f *Frame) (Val, error) {
 		v, err := fn(f)
 		if err != nil {
@@ -1007,16 +1007,16 @@ func compileCall(n *ast.Node) exprFn {
 }
 
 // compileFor: a for (or while) loop, with break and continue.
-func compileFor(n *ast.Node) stmtFn {
-	init, body := stmtOf(n.Kids[0]), stmtOf(n.Kids[3])
+func (cp *compiler) compileFor(n *ast.Node) stmtFn {
+	init, body := cp.stmtOf(n.Kids[0]), cp.stmtOf(n.Kids[3])
 	var cond, post exprFn
 	if k := n.Kids[1]; k != nil && k.Op != ast.OpNil {
-		cond = exprOf(k)
+		cond = cp.exprOf(k)
 	}
 	if k := n.Kids[2]; k != nil && k.Op != ast.OpNil {
-		post = exprOf(k)
+		post = cp.exprOf(k)
 	}
-	return scopedStmt(n, func(f *Frame) (ctl, error) {
+	return cp.scopedStmt(n, func(f *Frame) (ctl, error) {
 		if _, err := init(f); err != nil {
 			return ctlNone, err
 		}
@@ -1053,8 +1053,8 @@ func compileFor(n *ast.Node) stmtFn {
 }
 
 // compileRange: a range-for over a container's elements.
-func compileRange(n *ast.Node) stmtFn {
-	coll, body, name, t := exprOf(n.Kids[0]), stmtOf(n.Kids[1]), n.S, n.T
+func (cp *compiler) compileRange(n *ast.Node) stmtFn {
+	coll, body, name, t := cp.exprOf(n.Kids[0]), cp.stmtOf(n.Kids[1]), n.S, n.T
 	return func(f *Frame) (ctl, error) {
 		cv, err := coll(f)
 		if err != nil {
@@ -1093,10 +1093,10 @@ func compileRange(n *ast.Node) stmtFn {
 
 // compileList: a brace list as a value: the shape of a tensor, a
 // vector's elements, or a local struct's members (C "struct:member,...").
-func compileList(n *ast.Node) exprFn {
+func (cp *compiler) compileList(n *ast.Node) exprFn {
 	items := make([]exprFn, len(n.Kids))
 	for i, k := range n.Kids {
-		items[i] = exprOf(k)
+		items[i] = cp.exprOf(k)
 	}
 	if class, members, ok := strings.Cut(n.C, ":"); ok {
 		names := strings.Split(members, ",")
@@ -1129,14 +1129,14 @@ func compileList(n *ast.Node) exprFn {
 }
 
 // compileLambda: a lambda, capturing its scope by reference.
-func compileLambda(n *ast.Node) exprFn {
+func (cp *compiler) compileLambda(n *ast.Node) exprFn {
 	params, body := n.Kids[0], n.Kids[1]
 	for _, d := range params.Kids {
 		for _, k := range d.Kids {
-			exprOf(k)
+			cp.exprOf(k)
 		}
 	}
-	stmtOf(body)
+	cp.stmtOf(body)
 	return func(f *Frame) (Val, error) {
 		for s := f.sc; s != nil && !s.captured; s = s.parent {
 			s.captured = true
@@ -1146,8 +1146,8 @@ func compileLambda(n *ast.Node) exprFn {
 }
 
 // compileAssign: = and the compound assignments.
-func compileAssign(n *ast.Node) exprFn {
-	ref, val := refOf(n.Kids[0]), exprOf(n.Kids[1])
+func (cp *compiler) compileAssign(n *ast.Node) exprFn {
+	ref, val := cp.refOf(n.Kids[0]), cp.exprOf(n.Kids[1])
 	op := strings.TrimSuffix(n.S, "=")
 	return func(f *Frame) (Val, error) {
 		c, err := ref(f)
@@ -1163,7 +1163,7 @@ func compileAssign(n *ast.Node) exprFn {
 				return Void, f.arithError(err)
 			}
 		}
-		if o, ok := c.V.P.(*Object); ok && c.V.K == KObj && v.K == KArr && structFields[o.Class] != nil {
+		if o, ok := c.V.P.(*Object); ok && c.V.K == KObj && v.K == KArr && f.I.Lib.structs[o.Class] != nil {
 			// a struct assigned a brace list: member by member in order
 			return c.V, assignMembers(f, o, v.P.(*Array))
 		}

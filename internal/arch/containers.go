@@ -24,8 +24,12 @@ func (in *Interp) methodOf(obj Val, name string) (Val, bool) {
 func (in *Interp) hasMethod(obj Val, name string) bool {
 	switch obj.K {
 	case KObj:
-		if obj.P.(*Object).Class == "stringstream" {
+		o := obj.P.(*Object)
+		if o.Class == "stringstream" {
 			return name == "str"
+		}
+		if o.Methods != nil {
+			return o.Methods.HasMethod(o, name)
 		}
 	case KStr, KTN:
 		switch name {
@@ -54,8 +58,12 @@ func (in *Interp) callMethod(f *Frame, m *Method, args []*ast.Node) (Val, error)
 	recv := m.Recv
 	switch recv.K {
 	case KObj:
-		if o := recv.P.(*Object); o.Class == "stringstream" {
+		o := recv.P.(*Object)
+		if o.Class == "stringstream" {
 			return o.Fields["str"].V, nil
+		}
+		if o.Methods != nil {
+			return o.Methods.CallMethod(f, m, args)
 		}
 	case KStr, KTN:
 		s, _ := Convert(recv, ast.TStr)

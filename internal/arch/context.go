@@ -191,9 +191,6 @@ func (r *Run) newContext() (Val, error) {
 	return Val{K: KObj, P: o}, nil
 }
 
-
-
-
 func contextBuiltins() map[string]Builtin {
 	logAt := func(level string) Builtin {
 		return func(f *Frame, args []*ast.Node) (Val, error) {

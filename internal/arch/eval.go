@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/arch/ast"
 )
 
@@ -17,10 +18,10 @@ type Throw struct {
 
 // Need describes a metadata key or a tensor a model lacks or has wrong.
 type Need struct {
-	Key   string    // a metadata key
-	Type  ValueType // the type get_key wants (of the elements, for arrays)
-	Array bool      // an array key
-	Len   int       // the array length get_key_or_arr wants (0: any)
+	Key   string         // a metadata key
+	Type  gguf.ValueType // the type get_key wants (of the elements, for arrays)
+	Array bool           // an array key
+	Len   int            // the array length get_key_or_arr wants (0: any)
 
 	Tensor string  // a tensor
 	Shape  []int64 // the shape create_tensor wants
@@ -142,7 +143,7 @@ type Frame struct {
 // Closure is a lambda with the scope it captured by reference.
 type Closure struct {
 	Params, Body *ast.Node
-	Scope           *scope
+	Scope        *scope
 	This         Val
 	Fn           string
 }
@@ -267,7 +268,7 @@ func (f *Frame) lookupMember(name string) (*Cell, Val, error) {
 	if v, ok := f.I.Host.Global(name); ok {
 		return nil, v, nil
 	}
-	if b, ok := builtins[name]; ok && strings.HasPrefix(name, "ggml_") {
+	if b, ok := f.I.Lib.builtins[name]; ok && strings.HasPrefix(name, "ggml_") {
 		// a ggml function as a value (a default argument, a callback)
 		return nil, Val{K: KFunc, P: b}, nil
 	}

@@ -17,13 +17,11 @@ func run(t *testing.T, body string) (Val, error) {
 	if !strings.HasPrefix(body, "(block") {
 		body = "(block " + body + ")"
 	}
-	p, err := decodeProgram("fn test test.cpp:1\n(block)\n" + body)
+	p, err := DecodeProgram("fn test test.cpp:1\n(block)\n" + body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolveGlobals(p)
-	resolveLocals(p)
-	compile(p)
+	programs.prepare(p)
 	return r.Call(p, Val{K: KObj, P: r.model}, nil)
 }
 

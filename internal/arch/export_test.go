@@ -35,13 +35,11 @@ func RunOps(t *testing.T, lib *ops.Lib, body string) (int64, error) {
 	defer g.free()
 	r.graph = g
 	defer func() { r.graph = nil }()
-	p, err := decodeProgram("fn test test.cpp:1\n(block (decl \"ctx\") (decl \"gf\"))\n(block (decl \"t\" (call ggml_new_tensor_2d ctx 0 4 6)) " + body + ")")
+	p, err := DecodeProgram("fn test test.cpp:1\n(block (decl \"ctx\") (decl \"gf\"))\n(block (decl \"t\" (call ggml_new_tensor_2d ctx 0 4 6)) " + body + ")")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolveGlobals(p)
-	resolveLocals(p)
-	compile(p)
+	programs.prepare(p)
 	v, err := r.Call(p, Val{K: KObj, P: r.model}, []Val{{K: KNative, P: g.ctx}, {K: KNative, P: g.gf}})
 	if err != nil {
 		return 0, err

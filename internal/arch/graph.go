@@ -303,8 +303,33 @@ func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
 // is assigned to them, as the pin's pointer and reference members do.
 func newShared(class string) *Object {
 	o := NewObject(class)
-	o.Shared = true
+	o.Shared, o.Methods = true, graphMethods{}
 	return o
+}
+
+// graphMethods answers the methods of the graph's objects: the few the
+// evaluator answers itself (graphMethod), else the programs of their
+// class and its bases, an overload picked by the arguments.
+type graphMethods struct{}
+
+func (graphMethods) HasMethod(o *Object, name string) bool {
+	if strings.Contains(name, "::") {
+		return false
+	}
+	_, ok := graphMethod(o, name)
+	return ok || len(classPrograms(o.Class, name)) > 0
+}
+
+func (graphMethods) CallMethod(f *Frame, m *Method, args []*ast.Node) (Val, error) {
+	o := m.Recv.P.(*Object)
+	if gm, ok := graphMethod(o, m.Name); ok {
+		return gm(f, args)
+	}
+	p, err := pickOverload(f, classPrograms(o.Class, m.Name), args)
+	if err != nil {
+		return Void, err
+	}
+	return f.I.Invoke(f, p, m.Recv, args)
 }
 
 // reserveUbatch is llama_batch_allocr::ubatch_reserve's ubatch with
@@ -694,7 +719,7 @@ func (s *GraphSession) dsv4Context(mem *Memory) (Val, error) {
 // provides: std::unique_ptr's get (the objects are their own pointers),
 // llm_graph_result's get_ctx (its ctx_compute), llama_kv_cache's
 // get_size and get_n_stream (of its cells, which are not replayed).
-func (r *Run) graphMethod(o *Object, name string) (func(f *Frame, args []*ast.Node) (Val, error), bool) {
+func graphMethod(o *Object, name string) (func(f *Frame, args []*ast.Node) (Val, error), bool) {
 	self := Val{K: KObj, P: o}
 	switch {
 	case name == "get":
@@ -1036,53 +1061,4 @@ func graphBuiltins() map[string]Builtin {
 		return Void, nil
 	}
 	return out
-}
-
-// nativeMember reads a member of a native tensor.
-func nativeMember(v Val, name string) (Val, bool) {
-	t, ok := v.P.(*ops.Tensor)
-	if !ok {
-		return Void, false
-	}
-	switch name {
-	case "ne":
-		return Dims(ast.TI64, t.Ne), true
-	case "nb":
-		var nb [4]int64
-		for i, x := range t.Nb {
-			nb[i] = int64(x)
-		}
-		return Dims(ast.TU64, nb), true
-	case "type":
-		return Int(int64(t.Type), ast.TI32), true
-	case "op":
-		return Int(int64(t.Op), ast.TI32), true
-	case "flags":
-		return Int(int64(t.Flags), ast.TI32), true
-	case "view_src":
-		if t.ViewSrc == nil {
-			return Null, true
-		}
-		return Val{K: KNative, P: (*ops.Tensor)(t.ViewSrc)}, true
-	case "src":
-		a := NewArray(ast.TPtr, ops.MaxSrc, true)
-		for i, s := range t.Src {
-			if s != nil {
-				a.Cells[i].V = Val{K: KNative, P: (*ops.Tensor)(s)}
-			}
-		}
-		return Val{K: KArr, P: a}, true
-	case "name":
-		n := t.Name[:]
-		if i := strings.IndexByte(string(n), 0); i >= 0 {
-			n = n[:i]
-		}
-		return Str(string(n)), true
-	case "data":
-		if t.Data == nil {
-			return Null, true
-		}
-		return Int(int64(uintptr(t.Data)), ast.TU64), true
-	}
-	return Void, false
 }

@@ -9,16 +9,12 @@ import (
 // The graph programs (what llama's graph builder reaches, gen/graph.go)
 // decode and compile; an overloaded function's programs are NAME#k.
 func TestGraphProgramsDecode(t *testing.T) {
-	progs.once.Do(indexPrograms)
-	var names []string
-	for n := range progs.offsets {
-		names = append(names, n)
-	}
+	names := ProgramNames()
 	sort.Strings(names)
 	for _, want := range []string{"llama_model::build_graph", "llama_model_llama::build_arch_graph", "llama_model_llama::graph::graph",
 		"llm_graph_context::llm_graph_context", "llm_graph_context::build_attn#2", "llm_graph_context::build_attn_mha",
 		"llm_graph_context::build_ffn", "llama_kv_cache::get_k", "llama_kv_cache::cpy_v"} {
-		if _, ok := progs.offsets[want]; !ok {
+		if !programs.Has(want) {
 			t.Errorf("no program %s", want)
 		}
 	}

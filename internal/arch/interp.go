@@ -11,6 +11,7 @@ import (
 // C++ the interpreter knows (constants, objects with methods, structs of
 // the headers) its Host answers.
 type Interp struct {
+	Lib     *Library // the programs and what they reach
 	Host    Host
 	steps   int64
 	free    []*scope // scopes no frame uses any more

@@ -152,7 +152,6 @@ func (r *Run) layerFn(f *Frame, cb *Val, il int) (Val, error) {
 	return r.Apply(c, []Val{Int(int64(il), ast.TI32)})
 }
 
-
 // hp is an llama_hparams object (the model's, or a constructor's copy)
 // whose methods the constructors ask.
 type hp struct {

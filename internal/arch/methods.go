@@ -23,12 +23,6 @@ func (r *Run) HasMethod(obj Val, name string) bool {
 		return loaderMethods[name]
 	case o.Class == "llama_vocab":
 		return name == "n_tokens" || name == "n_token_types"
-	case o.Shared:
-		if strings.Contains(name, "::") {
-			return false
-		}
-		_, ok := r.graphMethod(o, name)
-		return ok || len(classPrograms(o.Class, name)) > 0
 	}
 	return false
 }
@@ -119,15 +113,6 @@ func (r *Run) CallMethod(f *Frame, m *Method, args []*ast.Node) (Val, error) {
 			return r.loaderCall(f, m.Name, args)
 		case o.Class == "llama_vocab":
 			return o.Fields[m.Name].V, nil
-		case o.Shared:
-			if gm, ok := r.graphMethod(o, m.Name); ok {
-				return gm(f, args)
-			}
-			p, err := pickOverload(f, classPrograms(o.Class, m.Name), args)
-			if err != nil {
-				return Void, err
-			}
-			return r.Invoke(f, p, recv, args)
 		}
 	}
 	return Void, f.Errorf("method %s of %s", m.Name, recv.Describe())

@@ -1,18 +1,12 @@
 package arch
 
 import (
-	_ "embed"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/ggload/ggload/internal/arch/ast"
 )
-
-// programsText is the generated programs (see gen).
-//
-//go:embed programs.sx
-var programsText string
 
 // Program is one function of the pinned llama.cpp, as a program.
 type Program struct {
@@ -22,7 +16,16 @@ type Program struct {
 	Body   *ast.Node
 }
 
-var progs struct {
+// Library is a body of programs (the generated text, each decoded and
+// compiled on its first use) with what they reach at compile time: the
+// builtins, the structs of the headers, the constants of the tables.
+// Compiled programs are shared by every Interp that uses the library.
+type Library struct {
+	text     string
+	constant func(name string) (Val, bool)
+	structs  map[string][]FieldDef
+	builtins map[string]Builtin
+
 	once    sync.Once
 	offsets map[string]int
 	mu      sync.Mutex
@@ -30,11 +33,40 @@ var progs struct {
 	err     map[string]error
 }
 
-func indexPrograms() {
-	progs.offsets = map[string]int{}
-	progs.decoded = map[string]*Program{}
-	progs.err = map[string]error{}
-	s := programsText
+// NewLibrary is the library of the programs of text (each begins with a
+// line "fn NAME LOC"), whose constants constant resolves and whose
+// structs are structs', with the standard library's builtins
+// (StdBuiltins).
+func NewLibrary(text string, constant func(name string) (Val, bool), structs map[string][]FieldDef) *Library {
+	return &Library{text: text, constant: constant, structs: structs, builtins: StdBuiltins()}
+}
+
+// Register adds builtins to the library. Programs compiled before see
+// them not: register before the first Lookup.
+func (l *Library) Register(builtins map[string]Builtin) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for n, b := range builtins {
+		l.builtins[n] = b
+	}
+}
+
+// Builtin is a builtin of the library.
+func (l *Library) Builtin(name string) (Builtin, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.builtins[name]
+	return b, ok
+}
+
+// Structs are the structs of the library's headers, by name.
+func (l *Library) Structs() map[string][]FieldDef { return l.structs }
+
+func (l *Library) index() {
+	l.offsets = map[string]int{}
+	l.decoded = map[string]*Program{}
+	l.err = map[string]error{}
+	s := l.text
 	for off := 0; off < len(s); {
 		nl := strings.IndexByte(s[off:], '\n')
 		line := s[off:]
@@ -43,7 +75,7 @@ func indexPrograms() {
 		}
 		if rest, ok := strings.CutPrefix(line, "fn "); ok {
 			name, _, _ := strings.Cut(rest, " ")
-			progs.offsets[name] = off
+			l.offsets[name] = off
 		}
 		if nl < 0 {
 			break
@@ -52,33 +84,61 @@ func indexPrograms() {
 	}
 }
 
-// LookupProgram decodes a program on first use.
-func LookupProgram(name string) (*Program, error) {
-	progs.once.Do(indexPrograms)
-	progs.mu.Lock()
-	defer progs.mu.Unlock()
-	if p, ok := progs.decoded[name]; ok {
+// Lookup decodes and compiles a program on first use; nil if the
+// library has none of the name.
+func (l *Library) Lookup(name string) (*Program, error) {
+	l.once.Do(l.index)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p, ok := l.decoded[name]; ok {
 		return p, nil
 	}
-	if err, ok := progs.err[name]; ok {
+	if err, ok := l.err[name]; ok {
 		return nil, err
 	}
-	off, ok := progs.offsets[name]
+	off, ok := l.offsets[name]
 	if !ok {
 		return nil, nil
 	}
-	p, err := decodeProgram(programsText[off:])
+	p, err := DecodeProgram(l.text[off:])
 	if err != nil {
-		err = fmt.Errorf("arch: program %s: %w", name, err)
-		progs.err[name] = err
+		err = fmt.Errorf("program %s: %w", name, err)
+		l.err[name] = err
 		return nil, err
 	}
-	resolveGlobals(p)
-	resolveLocals(p)
-	compile(p)
-	progs.decoded[name] = p
+	l.prepare(p)
+	l.decoded[name] = p
 	return p, nil
 }
+
+// prepare resolves a decoded program's names and compiles it (l.mu
+// held).
+func (l *Library) prepare(p *Program) {
+	l.resolveGlobals(p)
+	resolveLocals(p)
+	(&compiler{lib: l}).compile(p)
+}
+
+// Names lists every program of the library.
+func (l *Library) Names() []string {
+	l.once.Do(l.index)
+	out := make([]string, 0, len(l.offsets))
+	for n := range l.offsets {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Has reports whether the library has a program of the name, without
+// decoding it.
+func (l *Library) Has(name string) bool {
+	l.once.Do(l.index)
+	_, ok := l.offsets[name]
+	return ok
+}
+
+// compiler compiles the programs of a library.
+type compiler struct{ lib *Library }
 
 // local is an identifier's variable, found statically: up scopes out
 // from the one where the identifier is evaluated, at index idx.
@@ -231,7 +291,7 @@ func (r *resolver) expr(n *ast.Node) {
 
 // resolveGlobals binds the identifiers of a program that name a constant
 // of the tables (and no variable of the program) to its value, once.
-func resolveGlobals(p *Program) {
+func (l *Library) resolveGlobals(p *Program) {
 	declared := map[string]bool{}
 	var walk func(n *ast.Node, f func(*ast.Node))
 	walk = func(n *ast.Node, f func(*ast.Node)) {
@@ -254,7 +314,7 @@ func resolveGlobals(p *Program) {
 		switch n.Op {
 		case ast.OpIdent:
 			if !declared[n.S] {
-				if v, ok := staticGlobal(n.S); ok {
+				if v, ok := l.constant(n.S); ok {
 					n.Res = v
 				}
 			}
@@ -285,7 +345,8 @@ func declares(c *ast.Node) bool {
 	return false
 }
 
-func decodeProgram(s string) (*Program, error) {
+// DecodeProgram decodes one program of the generated text.
+func DecodeProgram(s string) (*Program, error) {
 	d := ast.NewDecoder(s)
 	if w, err := d.Word(); err != nil || w != "fn" {
 		return nil, fmt.Errorf("expected fn")
@@ -310,14 +371,4 @@ func decodeProgram(s string) (*Program, error) {
 		return nil, fmt.Errorf("malformed program")
 	}
 	return &Program{Name: name, Loc: loc, Params: params, Body: body}, nil
-}
-
-// ProgramNames lists every program of the generated text.
-func ProgramNames() []string {
-	progs.once.Do(indexPrograms)
-	out := make([]string, 0, len(progs.offsets))
-	for n := range progs.offsets {
-		out = append(out, n)
-	}
-	return out
 }

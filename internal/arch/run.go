@@ -207,7 +207,7 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 	r := &Run{gm: m, Arch: name, entry: e, opts: opts,
 		extraKV: map[string]gguf.Value{}, extraWeights: map[string]*gguf.Weight{},
 		progCache: map[string]*Program{}, hpCache: map[string]*Program{}}
-	r.Host = r
+	r.Lib, r.Host = programs, r
 	for _, o := range opts.Overrides {
 		if _, dup := r.overrides[o.Key]; !dup {
 			if r.overrides == nil {

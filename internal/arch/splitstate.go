@@ -2,10 +2,8 @@ package arch
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/arch/ast"
@@ -156,82 +154,8 @@ func (r *Run) splitMethod(f *Frame, name string, args []*ast.Node) (Val, error) 
 	return Void, f.Errorf("llama_model::%s", name)
 }
 
-// regexps are the patterns std::regex objects hold, compiled once.
-var regexps sync.Map // ECMAScript source → *regexp.Regexp (anchored: regex_match)
-
-func compiledRegex(src string) (*regexp.Regexp, error) {
-	if re, ok := regexps.Load(src); ok {
-		return re.(*regexp.Regexp), nil
-	}
-	// the pin's patterns are literal names with \. \d * ? ( | ), which
-	// ECMAScript and Go's syntax read alike
-	re, err := regexp.Compile(`^(?:` + src + `)$`)
-	if err != nil {
-		return nil, fmt.Errorf("std::regex %q: %v", src, err)
-	}
-	regexps.Store(src, re)
-	return re, nil
-}
-
-// regexObjects are the std::regex values by pattern: one per pattern,
-// shared, as nothing writes to a regex once made.
-var regexObjects sync.Map // string → Val
-
-func newRegex(src string) (Val, error) {
-	if v, ok := regexObjects.Load(src); ok {
-		return v.(Val), nil
-	}
-	if _, err := compiledRegex(src); err != nil {
-		return Void, err
-	}
-	o := NewObject("std::regex")
-	o.Fields["pattern"] = &Cell{V: Str(src)}
-	v, _ := regexObjects.LoadOrStore(src, Val{K: KObj, P: o})
-	return v.(Val), nil
-}
-
 func splitBuiltins() map[string]Builtin {
 	return map[string]Builtin{
-		"std::regex_match": func(f *Frame, args []*ast.Node) (Val, error) {
-			if len(args) != 2 {
-				return Void, f.Errorf("std::regex_match arguments")
-			}
-			s, err := f.Eval(args[0])
-			if err != nil {
-				return Void, err
-			}
-			rv, err := f.Eval(args[1])
-			if err != nil {
-				return Void, err
-			}
-			if s.K != KStr || rv.K != KObj || rv.P.(*Object).Class != "std::regex" {
-				return Void, f.Errorf("std::regex_match arguments")
-			}
-			re, err := compiledRegex(rv.P.(*Object).Fields["pattern"].V.S)
-			if err != nil {
-				return Void, f.Errorf("%v", err)
-			}
-			return Bool(re.MatchString(s.S)), nil
-		},
-		"std::lcm": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := evalArgs(f, args)
-			if err != nil {
-				return Void, err
-			}
-			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt {
-				return Void, f.Errorf("std::lcm arguments")
-			}
-			t := Common(vs[0].T, vs[1].T)
-			a, b := abs64(vs[0].I), abs64(vs[1].I)
-			if a == 0 || b == 0 {
-				return Int(0, t), nil
-			}
-			x, y := a, b
-			for y != 0 {
-				x, y = y, x%y
-			}
-			return Int(a/x*b, t), nil
-		},
 		"ggml_blck_size": func(f *Frame, args []*ast.Node) (Val, error) {
 			vs, err := evalArgs(f, args)
 			if err != nil {
@@ -359,76 +283,6 @@ func zeroCell(c *Cell) error {
 		c.V = Null
 	}
 	return nil
-}
-
-func abs64(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
-// stringMethod is std::string's substr and find.
-func stringMethod(f *Frame, s, name string, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
-	if err != nil {
-		return Void, err
-	}
-	pos := func(i int, def int64) (int64, error) {
-		if i >= len(vs) {
-			return def, nil
-		}
-		if vs[i].K != KInt {
-			return 0, f.Errorf("%s argument %d: %s", name, i, vs[i].Describe())
-		}
-		return WrapInt(vs[i].I, ast.TU64), nil
-	}
-	npos := int64(-1)
-	switch name {
-	case "substr":
-		p, err := pos(0, 0)
-		if err != nil {
-			return Void, err
-		}
-		n, err := pos(1, npos)
-		if err != nil {
-			return Void, err
-		}
-		if uint64(p) > uint64(len(s)) {
-			return Void, &Throw{Msg: "basic_string::substr: __pos > this->size()"}
-		}
-		end := uint64(len(s))
-		if rest := end - uint64(p); uint64(n) < rest {
-			end = uint64(p) + uint64(n)
-		}
-		return Str(s[p:end]), nil
-	case "find":
-		if len(vs) < 1 {
-			return Void, f.Errorf("find without an argument")
-		}
-		var needle string
-		switch vs[0].K {
-		case KInt:
-			needle = string(rune(byte(vs[0].I)))
-		case KStr:
-			needle = vs[0].S
-		default:
-			return Void, f.Errorf("find of %s", vs[0].Describe())
-		}
-		p, err := pos(1, 0)
-		if err != nil {
-			return Void, err
-		}
-		if uint64(p) > uint64(len(s)) {
-			return Int(npos, ast.TU64), nil
-		}
-		i := strings.Index(s[p:], needle)
-		if i < 0 {
-			return Int(npos, ast.TU64), nil
-		}
-		return Int(p+int64(i), ast.TU64), nil
-	}
-	return Void, f.Errorf("std::string::%s", name)
 }
 
 // hpKey is a llama_hparams method call of at most one integer argument.

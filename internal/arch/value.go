@@ -19,11 +19,11 @@ const (
 	KFloat       // F, with T ast.TF32 or ast.TF64
 	KStr         // S
 	KNull        // a null pointer
-	KTensor      // P: *Tensor (a created tensor or a file tensor's metadata)
+	KTensor      // P: a HostValue (the host's tensor: a created one, or a file tensor's metadata)
 	KObj         // P: *Object
 	KArr         // P: *Array
 	KFunc        // P: *closure or builtinFunc
-	KTN          // P: *tnVal, a tensor name (LLM_TN_IMPL)
+	KTN          // P: a fmt.Stringer, a host's name of a tensor (LLM_TN_IMPL)
 	KEnum        // S: an enum constant of a table (LLM_TENSOR_*, LLM_KV_*, LLM_ARCH_*), I: its family
 	KMap         // P: *cmap, a std::map / unordered_map / set
 	KIter        // P: *Array or *cmap, I: the position
@@ -123,7 +123,7 @@ func Convert(v Val, t ast.Type) (Val, error) {
 		case KStr:
 			return v, nil
 		case KTN:
-			return Str(v.P.(*tnVal).String()), nil
+			return Str(v.P.(fmt.Stringer).String()), nil
 		case KNull:
 			return Str(""), nil
 		}
@@ -210,7 +210,7 @@ func (v Val) Describe() string {
 	case KFunc:
 		return "function"
 	case KTN:
-		return "tensor name " + v.P.(*tnVal).String()
+		return "tensor name " + v.P.(fmt.Stringer).String()
 	case KEnum:
 		return v.S
 	case KMap:
@@ -442,7 +442,7 @@ func Same(a, b Val) bool {
 	case KEnum:
 		return a.S == b.S && a.I == b.I
 	case KTN:
-		return a.P.(*tnVal).String() == b.P.(*tnVal).String()
+		return a.P.(fmt.Stringer).String() == b.P.(fmt.Stringer).String()
 	case KIter:
 		return a.P == b.P && a.I == b.I
 	}
@@ -462,6 +462,15 @@ type Object struct {
 	// that are structs held by value (llama_layer's): they come into
 	// being on first use. Nil for the other names.
 	Members func(name string) *Object
+	// Methods, when set, answers the struct's methods (before the
+	// Interp's Host does).
+	Methods MethodSet
+}
+
+// MethodSet answers the methods of the objects that carry it.
+type MethodSet interface {
+	HasMethod(o *Object, name string) bool
+	CallMethod(f *Frame, m *Method, args []*ast.Node) (Val, error)
 }
 
 // NewObject is an empty struct of class.
@@ -469,7 +478,7 @@ func NewObject(class string) *Object { return &Object{Class: class, Fields: map[
 
 // Clone copies the struct by value (C++ assignment).
 func (o *Object) Clone() *Object {
-	c := &Object{Class: o.Class, Fields: make(map[string]*Cell, len(o.Fields)), Shared: o.Shared, Open: o.Open, Strict: o.Strict, Members: o.Members}
+	c := &Object{Class: o.Class, Fields: make(map[string]*Cell, len(o.Fields)), Shared: o.Shared, Open: o.Open, Strict: o.Strict, Members: o.Members, Methods: o.Methods}
 	for k, f := range o.Fields {
 		nf := *f
 		if nf.T == ast.TPtr || nf.T == ast.TRef {
@@ -650,4 +659,13 @@ func eqVals(a, b Val) bool {
 	return Same(a, b)
 }
 
-
+// FieldDef is a data member of llama_hparams or of a struct inside it.
+type FieldDef struct {
+	Name    string
+	CType   string
+	Type    ast.Type
+	Enum    bool
+	Len     string
+	Struct  string
+	Default string
+}

@@ -1,0 +1,518 @@
+package arch
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ggload/ggload/internal/arch/ast"
+)
+
+// StdBuiltins are the free functions of C++'s standard library (and the
+// asserts of ggml) that the interpreter provides to every library.
+func StdBuiltins() map[string]Builtin {
+	b := map[string]Builtin{
+		"format":                bFormat,
+		"std::to_string":        bToString,
+		"std::max":              bMinMax(false),
+		"std::min":              bMinMax(true),
+		"std::abs":              bMath(math.Abs),
+		"fabs":                  bMath(math.Abs),
+		"fabsf":                 bMath(math.Abs),
+		"std::sqrt":             bMath(math.Sqrt),
+		"sqrtf":                 bMath(math.Sqrt),
+		"std::log":              bMath(math.Log),
+		"logf":                  bMath(math.Log),
+		"expf":                  bMath(math.Exp),
+		"powf":                  bPow,
+		"std::pow":              bPow,
+		"pow":                   bPow,
+		"strcmp":                bStrcmp,
+		"std::fill":             bFill,
+		"std::copy":             bCopy,
+		"std::begin":            bBeginEnd(false),
+		"std::end":              bBeginEnd(true),
+		"std::string":           bString,
+		"std::runtime_error":    bString,
+		"std::invalid_argument": bString,
+		"GGML_ASSERT":           bAssert,
+		"GGML_ABORT":            bAbort,
+		"assert":                bNop, // compiled out in llama.cpp's release builds (NDEBUG)
+		"std::regex_match": func(f *Frame, args []*ast.Node) (Val, error) {
+			if len(args) != 2 {
+				return Void, f.Errorf("std::regex_match arguments")
+			}
+			s, err := f.Eval(args[0])
+			if err != nil {
+				return Void, err
+			}
+			rv, err := f.Eval(args[1])
+			if err != nil {
+				return Void, err
+			}
+			if s.K != KStr || rv.K != KObj || rv.P.(*Object).Class != "std::regex" {
+				return Void, f.Errorf("std::regex_match arguments")
+			}
+			re, err := compiledRegex(rv.P.(*Object).Fields["pattern"].V.S)
+			if err != nil {
+				return Void, f.Errorf("%v", err)
+			}
+			return Bool(re.MatchString(s.S)), nil
+		},
+		"std::lcm": func(f *Frame, args []*ast.Node) (Val, error) {
+			vs, err := evalArgs(f, args)
+			if err != nil {
+				return Void, err
+			}
+			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt {
+				return Void, f.Errorf("std::lcm arguments")
+			}
+			t := Common(vs[0].T, vs[1].T)
+			a, b := abs64(vs[0].I), abs64(vs[1].I)
+			if a == 0 || b == 0 {
+				return Int(0, t), nil
+			}
+			x, y := a, b
+			for y != 0 {
+				x, y = y, x%y
+			}
+			return Int(a/x*b, t), nil
+		},
+	}
+	b["std::move"] = func(f *Frame, args []*ast.Node) (Val, error) {
+		if len(args) != 1 {
+			return Void, f.Errorf("std::move of %d arguments", len(args))
+		}
+		return f.Eval(args[0])
+	}
+	return b
+}
+
+func evalArgs(f *Frame, args []*ast.Node) ([]Val, error) {
+	var buf [4]Val
+	out := buf[:0]
+	if len(args) > len(buf) {
+		out = make([]Val, 0, len(args))
+	}
+	out = out[:len(args)]
+	for i, a := range args {
+		v, err := f.Eval(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func bNop(*Frame, []*ast.Node) (Val, error) { return Void, nil }
+
+func bAssert(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) != 1 {
+		return Void, f.Errorf("GGML_ASSERT with %d arguments", len(args))
+	}
+	v, err := f.Eval(args[0])
+	if err != nil {
+		return Void, err
+	}
+	if !v.Truthy() {
+		return Void, &Abort{Msg: "GGML_ASSERT(" + ExprString(args[0]) + ") failed", Where: f.Fn}
+	}
+	return Void, nil
+}
+
+func bAbort(f *Frame, args []*ast.Node) (Val, error) {
+	v, err := bFormat(f, args)
+	if err != nil {
+		return Void, err
+	}
+	return Void, &Abort{Msg: v.S, Where: f.Fn}
+}
+
+func bString(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) == 0 {
+		return Str(""), nil
+	}
+	v, err := f.Eval(args[0])
+	if err != nil {
+		return Void, err
+	}
+	s, err := Convert(v, ast.TStr)
+	if err != nil {
+		return Void, f.Errorf("%v", err)
+	}
+	return s, nil
+}
+
+func bToString(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 1 {
+		return Void, f.Errorf("std::to_string with %d arguments", len(vs))
+	}
+	v := vs[0]
+	switch v.K {
+	case KInt:
+		if v.T == ast.TU64 {
+			return Str(strconv.FormatUint(uint64(v.I), 10)), nil
+		}
+		return Str(strconv.FormatInt(v.I, 10)), nil
+	case KFloat:
+		return Str(fmt.Sprintf("%f", v.F)), nil
+	}
+	return Void, f.Errorf("std::to_string of %s", v.Describe())
+}
+
+func bMinMax(isMin bool) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return Void, err
+		}
+		if len(vs) != 2 {
+			return Void, f.Errorf("std::max/min with %d arguments", len(vs))
+		}
+		less, err := Arith("<", vs[0], vs[1])
+		if err != nil {
+			return Void, f.Errorf("%v", err)
+		}
+		a, b := vs[0], vs[1]
+		if a.K == KInt && b.K == KInt {
+			t := Common(a.T, b.T)
+			a, b = Int(a.I, t), Int(b.I, t)
+		}
+		if less.Truthy() == isMin {
+			return a, nil
+		}
+		return b, nil
+	}
+}
+
+func bMath(fn func(float64) float64) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return Void, err
+		}
+		if len(vs) != 1 {
+			return Void, f.Errorf("math function with %d arguments", len(vs))
+		}
+		return Val{K: KFloat, T: ast.TF64, F: fn(vs[0].Float())}, nil
+	}
+}
+
+// bStrcmp is strcmp of two strings: negative, zero or positive.
+func bStrcmp(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 2 || vs[0].K != KStr || vs[1].K != KStr {
+		return Void, f.Errorf("strcmp of %d arguments", len(vs))
+	}
+	return Int(int64(strings.Compare(vs[0].S, vs[1].S)), ast.TI32), nil
+}
+
+func bPow(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 2 {
+		return Void, f.Errorf("pow with %d arguments", len(vs))
+	}
+	return Val{K: KFloat, T: ast.TF64, F: math.Pow(vs[0].Float(), vs[1].Float())}, nil
+}
+
+// bFill is std::fill(c.begin(), c.end(), v) over an array.
+// bBeginEnd is std::begin or std::end of an array.
+func bBeginEnd(end bool) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
+		vs, err := evalArgs(f, args)
+		if err != nil {
+			return Void, err
+		}
+		if len(vs) != 1 || vs[0].K != KArr {
+			return Void, f.Errorf("std::begin/std::end of %d arguments (an array wanted)", len(vs))
+		}
+		a := vs[0].P.(*Array)
+		if end {
+			return Val{K: KIter, P: a, I: int64(len(a.Cells))}, nil
+		}
+		return Val{K: KIter, P: a}, nil
+	}
+}
+
+// bCopy is std::copy(first, last, out) from an array into an array (or
+// a position in one).
+func bCopy(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 3 || vs[0].K != KIter || vs[1].K != KIter || vs[0].P != vs[1].P {
+		return Void, f.Errorf("std::copy of %d arguments (two iterators into one array, then the destination)", len(vs))
+	}
+	src, ok := vs[0].P.(*Array)
+	if !ok {
+		return Void, f.Errorf("std::copy from a map")
+	}
+	out := vs[2]
+	if out.K == KArr {
+		out = Val{K: KIter, P: out.P}
+	}
+	dst, ok := out.P.(*Array)
+	if out.K != KIter || !ok {
+		return Void, f.Errorf("std::copy into %s", vs[2].Describe())
+	}
+	from, to, at := vs[0].I, vs[1].I, out.I
+	if from < 0 || to < from || to > int64(len(src.Cells)) || at < 0 || at+to-from > int64(len(dst.Cells)) {
+		return Void, &Abort{Msg: fmt.Sprintf("std::copy of elements %d to %d of %d into position %d of %d: out of bounds", from, to, len(src.Cells), at, len(dst.Cells)), Where: f.Fn}
+	}
+	for i := from; i < to; i++ {
+		if err := dst.Cells[at+i-from].Set(src.Cells[i].V); err != nil {
+			return Void, err
+		}
+	}
+	return Val{K: KIter, P: dst, I: at + to - from}, nil
+}
+
+func bFill(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) != 3 {
+		return Void, f.Errorf("std::fill with %d arguments", len(args))
+	}
+	from, err := f.Eval(args[0])
+	if err != nil {
+		return Void, err
+	}
+	to, err := f.Eval(args[1])
+	if err != nil {
+		return Void, err
+	}
+	v, err := f.Eval(args[2])
+	if err != nil {
+		return Void, err
+	}
+	if from.K != KIter || to.K != KIter || from.P != to.P {
+		return Void, f.Errorf("std::fill over %s and %s", from.Describe(), to.Describe())
+	}
+	a, ok := from.P.(*Array)
+	if !ok {
+		return Void, f.Errorf("std::fill over a map")
+	}
+	for i := from.I; i < to.I && i < int64(len(a.Cells)); i++ {
+		if err := a.Cells[i].Set(v); err != nil {
+			return Void, err
+		}
+	}
+	return Void, nil
+}
+
+// bFormat is llama.cpp's printf-style format().
+func bFormat(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) == 0 || vs[0].K != KStr {
+		return Void, f.Errorf("format without a format string")
+	}
+	return Str(cformat(vs[0].S, vs[1:])), nil
+}
+
+// cformat formats like C's printf for the conversions llama.cpp's messages
+// use.
+func cformat(format string, args []Val) string {
+	var b strings.Builder
+	ai := 0
+	next := func() Val {
+		if ai < len(args) {
+			ai++
+			return args[ai-1]
+		}
+		return Void
+	}
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("-+ #0", format[j]) >= 0 {
+			j++
+		}
+		for j < len(format) && (format[j] >= '0' && format[j] <= '9' || format[j] == '.') {
+			j++
+		}
+		spec := format[i+1 : j]
+		for j < len(format) && strings.IndexByte("hlLqjzt", format[j]) >= 0 {
+			j++
+		}
+		if j >= len(format) {
+			b.WriteString(format[i:])
+			break
+		}
+		verb := format[j]
+		i = j
+		switch verb {
+		case '%':
+			b.WriteByte('%')
+		case 'd', 'i':
+			v := next()
+			fmt.Fprintf(&b, "%"+spec+"d", v.I)
+		case 'u':
+			v := next()
+			if v.T == ast.TU64 {
+				fmt.Fprintf(&b, "%"+spec+"d", uint64(v.I))
+			} else {
+				fmt.Fprintf(&b, "%"+spec+"d", v.I)
+			}
+		case 'x', 'X', 'o':
+			v := next()
+			fmt.Fprintf(&b, "%"+spec+string(verb), v.I)
+		case 'f', 'g', 'e', 'F', 'G', 'E':
+			v := next()
+			fmt.Fprintf(&b, "%"+spec+string(verb), v.Float())
+		case 's':
+			v := next()
+			s, err := Convert(v, ast.TStr)
+			if err != nil {
+				s = Str(formatValue(v))
+			}
+			fmt.Fprintf(&b, "%"+spec+"s", s.S)
+		case 'c':
+			b.WriteByte(byte(next().I))
+		case 'p':
+			next()
+			b.WriteString("0x0")
+		default:
+			b.WriteString(format[i-len(spec)-1 : j+1])
+		}
+	}
+	return b.String()
+}
+
+func formatValue(v Val) string {
+	switch v.K {
+	case KInt:
+		if v.T == ast.TU64 {
+			return strconv.FormatUint(uint64(v.I), 10)
+		}
+		return strconv.FormatInt(v.I, 10)
+	case KFloat:
+		return strconv.FormatFloat(v.F, 'g', -1, 64)
+	case KStr:
+		return v.S
+	}
+	return v.Describe()
+}
+
+// regexps are the patterns std::regex objects hold, compiled once.
+var regexps sync.Map // ECMAScript source → *regexp.Regexp (anchored: regex_match)
+
+func compiledRegex(src string) (*regexp.Regexp, error) {
+	if re, ok := regexps.Load(src); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	// the pin's patterns are literal names with \. \d * ? ( | ), which
+	// ECMAScript and Go's syntax read alike
+	re, err := regexp.Compile(`^(?:` + src + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("std::regex %q: %v", src, err)
+	}
+	regexps.Store(src, re)
+	return re, nil
+}
+
+// regexObjects are the std::regex values by pattern: one per pattern,
+// shared, as nothing writes to a regex once made.
+var regexObjects sync.Map // string → Val
+
+func newRegex(src string) (Val, error) {
+	if v, ok := regexObjects.Load(src); ok {
+		return v.(Val), nil
+	}
+	if _, err := compiledRegex(src); err != nil {
+		return Void, err
+	}
+	o := NewObject("std::regex")
+	o.Fields["pattern"] = &Cell{V: Str(src)}
+	v, _ := regexObjects.LoadOrStore(src, Val{K: KObj, P: o})
+	return v.(Val), nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// stringMethod is std::string's substr and find.
+func stringMethod(f *Frame, s, name string, args []*ast.Node) (Val, error) {
+	vs, err := evalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	pos := func(i int, def int64) (int64, error) {
+		if i >= len(vs) {
+			return def, nil
+		}
+		if vs[i].K != KInt {
+			return 0, f.Errorf("%s argument %d: %s", name, i, vs[i].Describe())
+		}
+		return WrapInt(vs[i].I, ast.TU64), nil
+	}
+	npos := int64(-1)
+	switch name {
+	case "substr":
+		p, err := pos(0, 0)
+		if err != nil {
+			return Void, err
+		}
+		n, err := pos(1, npos)
+		if err != nil {
+			return Void, err
+		}
+		if uint64(p) > uint64(len(s)) {
+			return Void, &Throw{Msg: "basic_string::substr: __pos > this->size()"}
+		}
+		end := uint64(len(s))
+		if rest := end - uint64(p); uint64(n) < rest {
+			end = uint64(p) + uint64(n)
+		}
+		return Str(s[p:end]), nil
+	case "find":
+		if len(vs) < 1 {
+			return Void, f.Errorf("find without an argument")
+		}
+		var needle string
+		switch vs[0].K {
+		case KInt:
+			needle = string(rune(byte(vs[0].I)))
+		case KStr:
+			needle = vs[0].S
+		default:
+			return Void, f.Errorf("find of %s", vs[0].Describe())
+		}
+		p, err := pos(1, 0)
+		if err != nil {
+			return Void, err
+		}
+		if uint64(p) > uint64(len(s)) {
+			return Int(npos, ast.TU64), nil
+		}
+		i := strings.Index(s[p:], needle)
+		if i < 0 {
+			return Int(npos, ast.TU64), nil
+		}
+		return Int(p+int64(i), ast.TU64), nil
+	}
+	return Void, f.Errorf("std::string::%s", name)
+}
