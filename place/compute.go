@@ -7,6 +7,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/graph"
 )
 
 // ComputePlan is what llama_context's scheduler reserves for the
@@ -38,7 +39,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 	p, h := pl.p, pl.h
 	cm := p.Context
 	why := ""
-	if ok, w := h.run.GraphReplayed(mem); !ok {
+	if ok, w := graph.Replayed(h.run, mem); !ok {
 		why = w
 	} else if p.Params.SplitMode == SplitRow {
 		// (no backend of the pin has a split buffer type, which a plan
@@ -80,7 +81,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 		return p.Tensors[t.Index].BufferType.Handle()
 	}
 	cache := func(ci, j int) ops.Buft { return cm.Caches[ci].Tensors[j].BufferType.Handle() }
-	res, err := h.run.Reserve(arch.ReserveParams{Lib: lib, Memory: mem, At: arch.Placement{Weight: weight, Cache: cache},
+	res, err := graph.Reserve(h.run, graph.ReserveParams{Lib: lib, Memory: mem, At: graph.Placement{Weight: weight, Cache: cache},
 		Devices: handles, LayerDevice: func(il int) ops.Dev {
 			if il >= 0 && il < len(p.LayerDevices) && p.LayerDevices[il] != nil {
 				return p.LayerDevices[il].Handle()

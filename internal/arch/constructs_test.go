@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // The constructs of the split state and context programs, one by one, as
@@ -68,14 +69,14 @@ func checkValue(t *testing.T, name, body string, want any) {
 	}
 	switch w := want.(type) {
 	case int64:
-		if v.K != KInt || v.I != w {
+		if v.K != cpp.KInt || v.I != w {
 			t.Errorf("%s = %s, want %d", name, v.Describe(), w)
 		}
 	case string:
 		s := v.S
-		if v.K == KTN {
+		if v.K == cpp.KTN {
 			s = v.P.(*tnVal).String()
-		} else if v.K != KStr {
+		} else if v.K != cpp.KStr {
 			s = v.Describe()
 		}
 		if s != w {
@@ -193,7 +194,7 @@ func TestLibrary(t *testing.T) {
 // What failures print: a failed assertion shows its expression as C++,
 // and values describe themselves.
 func TestMessages(t *testing.T) {
-	var a *Abort
+	var a *cpp.Abort
 	_, err := run(t, `(block (decl "m" :obj @"std::map<int, int>") (decl "c" :obj @"std::map<int, int>") (expr (call (mem "insert" m) 1 2)) (expr (set "=" c m))
 		(expr (call GGML_ASSERT (bin "&&" (bin "==" (call (mem "size" c)) 1) (bin "<" (cond (un "!" 0) (idx (list 1 2) (un "pre++" (cast :i32 1.5))) "s") (un "post--" x))))))`)
 	if !errors.As(err, &a) && err == nil {
@@ -203,28 +204,28 @@ func TestMessages(t *testing.T) {
 		a.Msg != `GGML_ASSERT({1, 2.5, "s"}.size() == 0) failed` {
 		t.Errorf("assert message: %v", err)
 	}
-	for _, v := range []Val{Void, Int(3, ast.TU64), {K: KFloat, F: 1.5}, Str("s"), Null, {K: KTensor, P: &Tensor{Name: "t"}},
-		{K: KObj, P: NewObject("o")}, {K: KArr, P: &Array{}}, {K: KFunc}, {K: KEnum, S: "LLM_ARCH_LLAMA"}, {K: KMap, P: &Map{}}, {K: KIter}, {K: KTN, P: &tnVal{}}} {
-		if v.Describe() == "" || v.Describe() == "value" || formatValue(v) == "" {
-			t.Errorf("%v describes as %q, formats as %q", v.K, v.Describe(), formatValue(v))
+	for _, v := range []cpp.Val{cpp.Void, cpp.Int(3, ast.TU64), {K: cpp.KFloat, F: 1.5}, cpp.Str("s"), cpp.Null, {K: cpp.KTensor, P: &Tensor{Name: "t"}},
+		{K: cpp.KObj, P: cpp.NewObject("o")}, {K: cpp.KArr, P: &cpp.Array{}}, {K: cpp.KFunc}, {K: cpp.KEnum, S: "LLM_ARCH_LLAMA"}, {K: cpp.KMap, P: &cpp.Map{}}, {K: cpp.KIter}, {K: cpp.KTN, P: &tnVal{}}} {
+		if v.Describe() == "" || v.Describe() == "value" || cpp.FormatValue(v) == "" {
+			t.Errorf("%v describes as %q, formats as %q", v.K, v.Describe(), cpp.FormatValue(v))
 		}
 	}
-	m := &Map{Keys: []Val{Int(1, ast.TI32)}, Vals: []Val{Str("a")}}
+	m := &cpp.Map{Keys: []cpp.Val{cpp.Int(1, ast.TI32)}, Vals: []cpp.Val{cpp.Str("a")}}
 	if c := m.Clone(); len(c.Keys) != 1 || c.Vals[0].S != "a" {
 		t.Error("map clone")
 	}
 	for _, c := range []struct {
-		a, b Val
+		a, b cpp.Val
 		want bool
 	}{
-		{Str("a"), Str("a"), true},
-		{Null, Void, true},
-		{Str("a"), Null, false},
-		{Val{K: KEnum, S: "X", I: 1}, Val{K: KEnum, S: "X", I: 1}, true},
-		{Val{K: KEnum, S: "X", I: 1}, Val{K: KEnum, S: "X", I: 2}, false},
-		{Str("a"), Val{K: KEnum, S: "a"}, false},
+		{cpp.Str("a"), cpp.Str("a"), true},
+		{cpp.Null, cpp.Void, true},
+		{cpp.Str("a"), cpp.Null, false},
+		{cpp.Val{K: cpp.KEnum, S: "X", I: 1}, cpp.Val{K: cpp.KEnum, S: "X", I: 1}, true},
+		{cpp.Val{K: cpp.KEnum, S: "X", I: 1}, cpp.Val{K: cpp.KEnum, S: "X", I: 2}, false},
+		{cpp.Str("a"), cpp.Val{K: cpp.KEnum, S: "a"}, false},
 	} {
-		if Same(c.a, c.b) != c.want {
+		if cpp.Same(c.a, c.b) != c.want {
 			t.Errorf("same(%s, %s) != %v", c.a.Describe(), c.b.Describe(), c.want)
 		}
 	}
@@ -274,8 +275,8 @@ func TestMisusedConstructs(t *testing.T) {
 		`(return (call (lambda (block) (block (return 1))) 1 2))`,
 	} {
 		_, err := run(t, body)
-		var a *Abort
-		var th *Throw
+		var a *cpp.Abort
+		var th *cpp.Throw
 		if err == nil || !IsEvalError(err) && !errors.As(err, &a) && !errors.As(err, &th) {
 			t.Errorf("%s: %v", body, err)
 		}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // A context of the model, replayed: llama_context_default_params, the
@@ -67,26 +68,26 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 
 	// the model's split mode and meta device, which llama_init_from_model reads
 	r.splitMode = p.SplitMode
-	ud := NewObject("llama_meta_device_get_split_state_userdata")
-	ud.Fields["n_devices"] = &Cell{V: Int(int64(p.MetaDevices), ast.TU64)}
-	ud.Fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
-	r.model.Fields["get_split_state_ud"] = &Cell{V: Val{K: KObj, P: ud}}
+	ud := cpp.NewObject("llama_meta_device_get_split_state_userdata")
+	ud.Fields["n_devices"] = &cpp.Cell{V: cpp.Int(int64(p.MetaDevices), ast.TU64)}
+	ud.Fields["model"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: r.model}}
+	r.model.Fields["get_split_state_ud"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: ud}}
 
-	prog := func(name string) (*Program, error) { return r.program(name) }
+	prog := func(name string) (*cpp.Program, error) { return r.program(name) }
 	def, err := prog("llama_context_default_params")
 	if err != nil {
 		return nil, err
 	}
-	pv, err := r.Call(def, Void, nil)
+	pv, err := r.Call(def, cpp.Void, nil)
 	if err != nil {
 		return nil, err
 	}
-	params := &Cell{V: pv}
-	po, ok := pv.P.(*Object)
-	if pv.K != KObj || !ok {
+	params := &cpp.Cell{V: pv}
+	po, ok := pv.P.(*cpp.Object)
+	if pv.K != cpp.KObj || !ok {
 		return nil, fmt.Errorf("arch: llama_context_default_params returned %s", pv.Describe())
 	}
-	set := func(name string, v Val) error {
+	set := func(name string, v cpp.Val) error {
 		c, ok := po.Fields[name]
 		if !ok {
 			return fmt.Errorf("arch: llama_context_params has no %s", name)
@@ -95,14 +96,14 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	}
 	for _, kv := range []struct {
 		name string
-		v    Val
+		v    cpp.Val
 	}{
-		{"n_ctx", Int(int64(p.NCtx), ast.TU32)}, {"n_batch", Int(int64(p.NBatch), ast.TU32)},
-		{"n_ubatch", Int(int64(p.NUBatch), ast.TU32)}, {"n_seq_max", Int(int64(p.NSeqMax), ast.TU32)},
-		{"flash_attn_type", Int(int64(p.FlashAttn), ast.TI32)},
-		{"type_k", Int(int64(p.TypeK), ast.TI32)}, {"type_v", Int(int64(p.TypeV), ast.TI32)},
-		{"offload_kqv", Bool(p.OffloadKQV)}, {"kv_unified", Bool(p.KVUnified)}, {"swa_full", Bool(p.SWAFull)},
-		{"n_outputs_max", Int(int64(p.NOutputsMax), ast.TU32)},
+		{"n_ctx", cpp.Int(int64(p.NCtx), ast.TU32)}, {"n_batch", cpp.Int(int64(p.NBatch), ast.TU32)},
+		{"n_ubatch", cpp.Int(int64(p.NUBatch), ast.TU32)}, {"n_seq_max", cpp.Int(int64(p.NSeqMax), ast.TU32)},
+		{"flash_attn_type", cpp.Int(int64(p.FlashAttn), ast.TI32)},
+		{"type_k", cpp.Int(int64(p.TypeK), ast.TI32)}, {"type_v", cpp.Int(int64(p.TypeV), ast.TI32)},
+		{"offload_kqv", cpp.Bool(p.OffloadKQV)}, {"kv_unified", cpp.Bool(p.KVUnified)}, {"swa_full", cpp.Bool(p.SWAFull)},
+		{"n_outputs_max", cpp.Int(int64(p.NOutputsMax), ast.TU32)},
 	} {
 		if err := set(kv.name, kv.v); err != nil {
 			return nil, err
@@ -114,16 +115,16 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	v, err := r.CallCells(initFn, Void, []*Cell{{V: Val{K: KObj, P: r.model}}, params})
+	v, err := r.CallCells(initFn, cpp.Void, []*cpp.Cell{{V: cpp.Val{K: cpp.KObj, P: r.model}}, params})
 	if err != nil {
 		return nil, r.wrap("llama_init_from_model: ", err)
 	}
-	if v.K == KNull {
+	if v.K == cpp.KNull {
 		msg := strings.TrimPrefix(lastErr, "llama_init_from_model: ")
 		if msg == "" {
 			msg = "llama_init_from_model returned no context"
 		}
-		return nil, &Throw{Msg: msg}
+		return nil, &cpp.Throw{Msg: msg}
 	}
 
 	// the constructor, with the params llama_init_from_model left
@@ -135,7 +136,7 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.CallCells(ctor, ctx, []*Cell{{V: Val{K: KObj, P: r.model}}, {V: params.V}}); err != nil {
+	if _, err := r.CallCells(ctor, ctx, []*cpp.Cell{{V: cpp.Val{K: cpp.KObj, P: r.model}}, {V: params.V}}); err != nil {
 		return nil, r.wrap("llama_init_from_model: failed to initialize the context: ", err)
 	}
 	// output_reserve(n_seq_max): its size, before it allocates
@@ -143,15 +144,15 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	cp := ctx.P.(*Object).Fields["cparams"].V.P.(*Object)
+	cp := ctx.P.(*cpp.Object).Fields["cparams"].V.P.(*cpp.Object)
 	r.cparams, r.ctx = cp, ctx
 	u := func(name string) uint32 { return uint32(cp.Fields[name].V.I) }
-	locals, err := r.CallLocals(or, ctx, []Val{Int(int64(u("n_seq_max")), ast.TI32)}, "new_size")
+	locals, err := r.CallLocals(or, ctx, []cpp.Val{cpp.Int(int64(u("n_seq_max")), ast.TI32)}, "new_size")
 	if err != nil {
 		return nil, err
 	}
 	b := func(name string) bool { return cp.Fields[name].V.Truthy() }
-	pf := func(name string) int64 { return params.V.P.(*Object).Fields[name].V.I }
+	pf := func(name string) int64 { return params.V.P.(*cpp.Object).Fields[name].V.I }
 	return &Context{
 		NCtx: u("n_ctx"), NCtxSeq: u("n_ctx_seq"), NBatch: u("n_batch"), NUBatch: u("n_ubatch"),
 		NSeqMax: u("n_seq_max"), NRSSeq: u("n_rs_seq"),
@@ -164,88 +165,88 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 
 // newContext is a llama_context object with the members the replayed
 // code reads before any backend exists.
-func (r *Run) newContext() (Val, error) {
-	o := NewObject("llama_context")
+func (r *Run) newContext() (cpp.Val, error) {
+	o := cpp.NewObject("llama_context")
 	cp, err := r.NewStruct("llama_cparams", structFields["llama_cparams"])
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
-	o.Fields["model"] = &Cell{V: Val{K: KObj, P: r.model}}
-	o.Fields["cparams"] = &Cell{V: Val{K: KObj, P: cp}}
+	o.Fields["model"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: r.model}}
+	o.Fields["cparams"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: cp}}
 	for _, n := range []string{"t_start_us", "t_load_us"} {
-		o.Fields[n] = &Cell{T: ast.TI64, V: Int(0, ast.TI64)}
+		o.Fields[n] = &cpp.Cell{T: ast.TI64, V: cpp.Int(0, ast.TI64)}
 	}
-	o.Fields["n_outputs"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
-	o.Fields["graph_reuse_disable"] = &Cell{T: ast.TBool, V: False}
-	o.Fields["embd_layer_inp"] = &Cell{V: Val{K: KArr, P: &Array{Elem: ast.TAuto}}}
-	o.Fields["output_ids"] = &Cell{V: Val{K: KArr, P: &Array{Elem: ast.TI32}}}
-	o.Fields["buf_output"] = &Cell{V: Null}
+	o.Fields["n_outputs"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(0, ast.TU32)}
+	o.Fields["graph_reuse_disable"] = &cpp.Cell{T: ast.TBool, V: cpp.False}
+	o.Fields["embd_layer_inp"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: &cpp.Array{Elem: ast.TAuto}}}
+	o.Fields["output_ids"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: &cpp.Array{Elem: ast.TI32}}}
+	o.Fields["buf_output"] = &cpp.Cell{V: cpp.Null}
 	for _, n := range []string{"logits", "embd", "embd_nextn"} {
-		bv := NewObject("buffer_view")
-		bv.Fields["size"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
-		o.Fields[n] = &Cell{V: Val{K: KObj, P: bv}}
+		bv := cpp.NewObject("buffer_view")
+		bv.Fields["size"] = &cpp.Cell{T: ast.TU64, V: cpp.Int(0, ast.TU64)}
+		o.Fields[n] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: bv}}
 	}
-	sampling := NewObject("sampling_info")
-	sampling.Fields["samplers"] = &Cell{V: Val{K: KMap, P: &Map{Vals: []Val{}}}}
-	o.Fields["sampling"] = &Cell{V: Val{K: KObj, P: sampling}}
-	return Val{K: KObj, P: o}, nil
+	sampling := cpp.NewObject("sampling_info")
+	sampling.Fields["samplers"] = &cpp.Cell{V: cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}}
+	o.Fields["sampling"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: sampling}}
+	return cpp.Val{K: cpp.KObj, P: o}, nil
 }
 
-func contextBuiltins() map[string]Builtin {
-	logAt := func(level string) Builtin {
-		return func(f *Frame, args []*ast.Node) (Val, error) {
-			v, err := bFormat(f, args)
+func contextBuiltins() map[string]cpp.Builtin {
+	logAt := func(level string) cpp.Builtin {
+		return func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+			v, err := cpp.Format(f, args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			if runOf(f).log != nil {
 				runOf(f).log(level, strings.TrimSuffix(v.S, "\n"))
 			}
-			return Void, nil
+			return cpp.Void, nil
 		}
 	}
-	unplanned := func(name string) Builtin {
-		return func(f *Frame, _ []*ast.Node) (Val, error) {
-			return Void, f.Errorf("%s: ggload plans no backend samplers or buffers here", name)
+	unplanned := func(name string) cpp.Builtin {
+		return func(f *cpp.Frame, _ []*ast.Node) (cpp.Val, error) {
+			return cpp.Void, f.Errorf("%s: ggload plans no backend samplers or buffers here", name)
 		}
 	}
-	return map[string]Builtin{
+	return map[string]cpp.Builtin{
 		"LLAMA_LOG_INFO":  logAt("INFO"),
 		"LLAMA_LOG_WARN":  logAt("WARN"),
 		"LLAMA_LOG_ERROR": logAt("ERROR"),
 		"LLAMA_LOG_DEBUG": logAt("DEBUG"),
-		"GGML_PAD": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := evalArgs(f, args)
+		"GGML_PAD": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+			vs, err := cpp.EvalArgs(f, args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt || vs[1].I <= 0 {
-				return Void, f.Errorf("GGML_PAD arguments")
+			if len(vs) != 2 || vs[0].K != cpp.KInt || vs[1].K != cpp.KInt || vs[1].I <= 0 {
+				return cpp.Void, f.Errorf("GGML_PAD arguments")
 			}
 			// ((x) + (n) - 1) & ~((n) - 1), in x's type
-			t := Common(vs[0].T, vs[1].T)
-			return Int((vs[0].I+vs[1].I-1)&^(vs[1].I-1), t), nil
+			t := cpp.Common(vs[0].T, vs[1].T)
+			return cpp.Int((vs[0].I+vs[1].I-1)&^(vs[1].I-1), t), nil
 		},
-		"getenv": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := evalArgs(f, args)
+		"getenv": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+			vs, err := cpp.EvalArgs(f, args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			if len(vs) != 1 || vs[0].K != KStr {
-				return Void, f.Errorf("getenv arguments")
+			if len(vs) != 1 || vs[0].K != cpp.KStr {
+				return cpp.Void, f.Errorf("getenv arguments")
 			}
 			if v, ok := os.LookupEnv(vs[0].S); ok {
-				return Str(v), nil
+				return cpp.Str(v), nil
 			}
-			return Null, nil
+			return cpp.Null, nil
 		},
-		"atoi": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := evalArgs(f, args)
+		"atoi": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+			vs, err := cpp.EvalArgs(f, args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			if len(vs) != 1 || vs[0].K != KStr {
-				return Void, f.Errorf("atoi arguments")
+			if len(vs) != 1 || vs[0].K != cpp.KStr {
+				return cpp.Void, f.Errorf("atoi arguments")
 			}
 			s := strings.TrimLeft(vs[0].S, " \t\n")
 			end := 0
@@ -256,21 +257,21 @@ func contextBuiltins() map[string]Builtin {
 				end++
 			}
 			n, _ := strconv.ParseInt(s[:end], 10, 32)
-			return Int(n, ast.TI32), nil
+			return cpp.Int(n, ast.TI32), nil
 		},
-		"ggml_is_quantized": func(f *Frame, args []*ast.Node) (Val, error) {
+		"ggml_is_quantized": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 			t, err := typeArg(f, "ggml_is_quantized", args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			return Bool(t.Quantized()), nil
+			return cpp.Bool(t.Quantized()), nil
 		},
-		"ggml_type_name": func(f *Frame, args []*ast.Node) (Val, error) {
+		"ggml_type_name": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 			t, err := typeArg(f, "ggml_type_name", args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			return Str(t.String()), nil
+			return cpp.Str(t.String()), nil
 		},
 		"ggml_backend_buffer_get_size": unplanned("ggml_backend_buffer_get_size"),
 		"llama_sampler_chain_get":      unplanned("llama_sampler_chain_get"),
@@ -280,12 +281,12 @@ func contextBuiltins() map[string]Builtin {
 }
 
 // typeArg reads a call's one argument, a ggml type.
-func typeArg(f *Frame, fn string, args []*ast.Node) (ggml.Type, error) {
-	vs, err := evalArgs(f, args)
+func typeArg(f *cpp.Frame, fn string, args []*ast.Node) (ggml.Type, error) {
+	vs, err := cpp.EvalArgs(f, args)
 	if err != nil {
 		return 0, err
 	}
-	if len(vs) != 1 || vs[0].K != KInt || !ggml.Type(vs[0].I).Valid() {
+	if len(vs) != 1 || vs[0].K != cpp.KInt || !ggml.Type(vs[0].I).Valid() {
 		return 0, f.Errorf("%s arguments", fn)
 	}
 	return ggml.Type(vs[0].I), nil

@@ -8,7 +8,8 @@ import (
 
 	"github.com/ggload/ggload/ggml/gtype"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // tnVal is LLM_TN_IMPL: a tensor kind, a suffix and up to two numbers.
@@ -65,31 +66,31 @@ func (t *tnVal) String() string {
 }
 
 // tn is LLM_TN(arch)(tensor, [suffix], [bid], [xid]).
-func (r *Run) tn(f *Frame, args []*ast.Node) (Val, error) {
-	var buf [4]Val
+func (r *Run) tn(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+	var buf [4]cpp.Val
 	if len(args) > len(buf) || len(args) == 0 {
-		return Void, f.Errorf("tn with %d arguments", len(args))
+		return cpp.Void, f.Errorf("tn with %d arguments", len(args))
 	}
 	vs := buf[:len(args)]
 	for i, a := range args {
 		v, err := f.Eval(a)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		vs[i] = v
 	}
-	if vs[0].K != KEnum || vs[0].I != famTensor {
-		return Void, f.Errorf("tn without a tensor")
+	if vs[0].K != cpp.KEnum || vs[0].I != famTensor {
+		return cpp.Void, f.Errorf("tn without a tensor")
 	}
 	t := &tnVal{tensor: vs[0].S, bid: -1, xid: -1}
 	if p, ok := vs[0].P.(*tmplParts); ok {
 		t.tmpl = p
 	} else if _, ok := tensorNames[t.tensor]; !ok {
-		return Void, &Abort{Msg: "unknown tensor name for tensor id " + t.tensor, Where: f.Fn}
+		return cpp.Void, &cpp.Abort{Msg: "unknown tensor name for tensor id " + t.tensor, Where: f.Fn}
 	}
 	rest := vs[1:]
-	if len(rest) > 0 && (rest[0].K == KStr || rest[0].K == KNull) {
-		if rest[0].K == KStr {
+	if len(rest) > 0 && (rest[0].K == cpp.KStr || rest[0].K == cpp.KNull) {
+		if rest[0].K == cpp.KStr {
 			t.suffix, t.hasSfx = rest[0].S, true
 		}
 		rest = rest[1:]
@@ -100,7 +101,7 @@ func (r *Run) tn(f *Frame, args []*ast.Node) (Val, error) {
 	if len(rest) > 1 {
 		t.xid = int(int32(rest[1].I))
 	}
-	return Val{K: KTN, P: t}, nil
+	return cpp.Val{K: cpp.KTN, P: t}, nil
 }
 
 var (
@@ -120,17 +121,17 @@ var classes = map[string]Class{
 // createTensor is llama_model_base::create_tensor and
 // llama_model_loader::create_tensor, up to the buffer type, which the
 // placer chooses.
-func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
+func (r *Run) createTensor(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 	tn, neBuf, nDims, flags, err := r.createArgs(f, args)
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
 	ne := neBuf[:nDims]
 	name := tn.String()
 	// the layer's buffer type list: dev_layer.at(bid)
 	nLayerAll := r.hparams.obj.Fields["n_layer_all"].V.I
 	if tn.bid != -1 && (tn.bid < 0 || int64(tn.bid) >= nLayerAll) {
-		return Void, &Throw{Msg: fmt.Sprintf("vector::_M_range_check: __n (which is %d) >= this->size() (which is %d)", uint64(int64(tn.bid)), nLayerAll)}
+		return cpp.Void, &cpp.Throw{Msg: fmt.Sprintf("vector::_M_range_check: __n (which is %d) >= this->size() (which is %d)", uint64(int64(tn.bid)), nLayerAll)}
 	}
 	w, ok := r.gm.Weight(name)
 	if !ok {
@@ -138,13 +139,13 @@ func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 	}
 	if !ok {
 		if w, err = r.missingTensor(tn, ne, flags); w == nil {
-			return Null, err
+			return cpp.Null, err
 		}
 		ne = append([]int64(nil), ne...) // kept by the supplied weight
 	}
 	reshape := flags&flagReshape != 0
 	if !shapeOK(ne, w.Shape, reshape) {
-		return Void, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' has wrong shape; expected %s, got %s",
+		return cpp.Void, &cpp.Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' has wrong shape; expected %s, got %s",
 			name, formatShape(ne), formatShape(w.Shape[:])), Need: r.need(tn, ne, flags)}
 	}
 	shape := w.Shape
@@ -158,7 +159,7 @@ func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 		a, err1 := w.Type.Bytes(shape)
 		b, err2 := w.Type.Bytes(w.Shape)
 		if err1 != nil || err2 != nil || a != b {
-			return Void, &Abort{Msg: "GGML_ASSERT(ggml_nbytes(&t_meta) == ggml_nbytes(cur)) failed", Where: name}
+			return cpp.Void, &cpp.Abort{Msg: "GGML_ASSERT(ggml_nbytes(&t_meta) == ggml_nbytes(cur)) failed", Where: name}
 		}
 	}
 	dup := flags&flagDuplicated != 0
@@ -168,7 +169,7 @@ func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 	}
 	info, ok := tensorInfos[kind]
 	if !ok {
-		return Void, &Throw{Msg: fmt.Sprintf("missing tensor info mapping for %s", name)}
+		return cpp.Void, &cpp.Throw{Msg: fmt.Sprintf("missing tensor info mapping for %s", name)}
 	}
 	c := &r.creation
 	*c = Creation{
@@ -185,12 +186,12 @@ func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 	if c.Op == "NONE" || flags&flagSkip != 0 {
 		c.Skip = true
 		if err := r.placer.Place(c); err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		r.nPlaced++
 		r.nCreated++
 		r.created[name] = true
-		return Null, nil
+		return cpp.Null, nil
 	}
 	switch {
 	case tn.hasSfx && tn.suffix == "bias":
@@ -203,13 +204,13 @@ func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 		c.Op = "MUL_MAT_ID"
 	}
 	if (c.Class == ClassInput || c.Class == ClassOutput) && tn.bid != -1 {
-		return Void, &Abort{Msg: fmt.Sprintf("input/output layer tensor %s used with a layer number", name), Where: f.Fn}
+		return cpp.Void, &cpp.Abort{Msg: fmt.Sprintf("input/output layer tensor %s used with a layer number", name), Where: f.Fn}
 	}
 	if c.Class == ClassRepeating && tn.bid == -1 {
-		return Void, &Abort{Msg: fmt.Sprintf("repeating layer tensor %s used without a layer number", name), Where: f.Fn}
+		return cpp.Void, &cpp.Abort{Msg: fmt.Sprintf("repeating layer tensor %s used without a layer number", name), Where: f.Fn}
 	}
 	if err := r.placer.Place(c); err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
 	if !dup {
 		r.nCreated++
@@ -217,12 +218,12 @@ func (r *Run) createTensor(f *Frame, args []*ast.Node) (Val, error) {
 	}
 	t := &Tensor{Name: name, Type: int(w.Type), Ne: shape, Index: r.nPlaced}
 	r.nPlaced++
-	return Val{K: KTensor, P: t}, nil
+	return cpp.Val{K: cpp.KTensor, P: t}, nil
 }
 
 // createArgs evaluates create_tensor's arguments: the name, the shape
 // (nDims of ne) and the flags.
-func (r *Run) createArgs(f *Frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nDims int, flags int64, err error) {
+func (r *Run) createArgs(f *cpp.Frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nDims int, flags int64, err error) {
 	if len(args) == 4 {
 		args = args[1:] // the overload that takes the loader first
 	}
@@ -233,7 +234,7 @@ func (r *Run) createArgs(f *Frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nD
 	if err != nil {
 		return nil, ne, 0, 0, err
 	}
-	if tv.K != KTN {
+	if tv.K != cpp.KTN {
 		return nil, ne, 0, 0, f.Errorf("create_tensor of %s", tv.Describe())
 	}
 	for i, k := range args[1].Kids {
@@ -241,7 +242,7 @@ func (r *Run) createArgs(f *Frame, args []*ast.Node) (tn *tnVal, ne [4]int64, nD
 		if err != nil {
 			return nil, ne, 0, 0, err
 		}
-		x, err := Convert(v, ast.TI64)
+		x, err := cpp.Convert(v, ast.TI64)
 		if err != nil {
 			return nil, ne, 0, 0, f.Errorf("create_tensor shape: %v", err)
 		}
@@ -274,7 +275,7 @@ func (r *Run) missingTensor(tn *tnVal, ne []int64, flags int64) (*gguf.Weight, e
 		typ, supplied = r.opts.SupplyTensor(n)
 	}
 	if !supplied {
-		return nil, &Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' not found", name), Need: n}
+		return nil, &cpp.Throw{Msg: fmt.Sprintf("check_tensor_dims: tensor '%s' not found", name), Need: n}
 	}
 	w := &gguf.Weight{Name: name, Type: typ, NDims: len(ne), File: -1}
 	w.Shape = gtype.Shape{1, 1, 1, 1}
@@ -284,7 +285,7 @@ func (r *Run) missingTensor(tn *tnVal, ne []int64, flags int64) (*gguf.Weight, e
 }
 
 // need describes a tensor a model lacks.
-func (r *Run) need(tn *tnVal, ne []int64, flags int64) *Need {
+func (r *Run) need(tn *tnVal, ne []int64, flags int64) *cpp.Need {
 	kind := tn.tensor
 	if kind == "LLM_TENSOR_TOKEN_EMBD" && flags&flagDuplicated != 0 {
 		kind = "LLM_TENSOR_OUTPUT"
@@ -293,7 +294,7 @@ func (r *Run) need(tn *tnVal, ne []int64, flags int64) *Need {
 	if tn.hasSfx && tn.suffix == "bias" {
 		op = "ADD"
 	}
-	return &Need{Tensor: tn.String(), Shape: append([]int64(nil), ne...), Op: op}
+	return &cpp.Need{Tensor: tn.String(), Shape: append([]int64(nil), ne...), Op: op}
 }
 
 func validShape(ne []int64) bool {

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ggload/ggload/internal/cpp"
 )
 
 // run evaluates a program body (in the programs' text form) in a llama
 // model's run, with this being the model.
-func run(t *testing.T, body string) (Val, error) {
+func run(t *testing.T, body string) (cpp.Val, error) {
 	t.Helper()
 	r, err := Load(memModel(t, llamaWriter(t, false)), Options{})
 	if err != nil {
@@ -17,12 +19,12 @@ func run(t *testing.T, body string) (Val, error) {
 	if !strings.HasPrefix(body, "(block") {
 		body = "(block " + body + ")"
 	}
-	p, err := DecodeProgram("fn test test.cpp:1\n(block)\n" + body)
+	p, err := cpp.DecodeProgram("fn test test.cpp:1\n(block)\n" + body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	programs.prepare(p)
-	return r.Call(p, Val{K: KObj, P: r.model}, nil)
+	programs.Prepare(p)
+	return r.Call(p, cpp.Val{K: cpp.KObj, P: r.model}, nil)
 }
 
 // C++'s semantics where the programs depend on them.
@@ -68,7 +70,7 @@ func TestEvalSemantics(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if v.K != KInt || v.I != c.want {
+		if v.K != cpp.KInt || v.I != c.want {
 			t.Errorf("%s = %s, want %d", c.name, v.Describe(), c.want)
 		}
 	}
@@ -77,7 +79,7 @@ func TestEvalSemantics(t *testing.T) {
 // What llama.cpp would crash on is an Abort, never a Go panic; what the
 // evaluator cannot do is its own error.
 func TestEvalFailures(t *testing.T) {
-	var a *Abort
+	var a *cpp.Abort
 	if _, err := run(t, `(return (bin "/" 1 0))`); !errors.As(err, &a) {
 		t.Errorf("division by zero: %v", err)
 	}
@@ -87,11 +89,11 @@ func TestEvalFailures(t *testing.T) {
 	if _, err := run(t, `(return (idx (mem "n_head_arr" hparams) 100000))`); !errors.As(err, &a) {
 		t.Errorf("index past the end: %v", err)
 	}
-	var e *EvalError
+	var e *cpp.EvalError
 	if _, err := run(t, `(return (call no_such_function))`); !errors.As(err, &e) {
 		t.Errorf("unknown function: %v", err)
 	}
-	var th *Throw
+	var th *cpp.Throw
 	if _, err := run(t, `(throw (call format "bad %s %d" "x" 3))`); !errors.As(err, &th) || th.Msg != "bad x 3" {
 		t.Errorf("throw: %v", err)
 	}

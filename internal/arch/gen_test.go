@@ -20,14 +20,14 @@ func TestGeneratedFromThePin(t *testing.T) {
 		t.Skip("the go command is not on PATH")
 	}
 	out := t.TempDir()
-	cmd := exec.Command("go", "run", "./internal/arch/gen", "-src", src, "-out", out, "-pin", arch.Pin)
+	cmd := exec.Command("go", "run", "./internal/gen", "-src", src, "-out", out, "-pin", arch.Pin)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v\n%s", err, b)
 	}
-	for _, f := range []string{"programs.sx", "tables_gen.go", "converter_gen.go"} {
-		want, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", "arch", f))
+	for _, f := range []string{"arch/programs.sx", "arch/tables_gen.go", "arch/converter_gen.go", "graph/tables_gen.go"} {
+		want, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", f))
 		if err != nil {
 			t.Fatal(err)
 		}

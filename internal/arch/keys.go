@@ -6,7 +6,8 @@ import (
 	"strconv"
 
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // The metadata reads of llama_model_loader (get_key, get_key_or_arr,
@@ -187,10 +188,10 @@ func atof(s string) float64 {
 // (try_override): bool for bool, int for the other integers, float for
 // floats, str for strings. An override of another kind is warned about as
 // validate_override warns, and not used.
-func (r *Run) overrideFor(key string, t ast.Type) (Val, bool, error) {
+func (r *Run) overrideFor(key string, t ast.Type) (cpp.Val, bool, error) {
 	o, ok := r.overrides[key]
 	if !ok {
-		return Void, false, nil
+		return cpp.Void, false, nil
 	}
 	var want OverrideType
 	switch t {
@@ -205,19 +206,19 @@ func (r *Run) overrideFor(key string, t ast.Type) (Val, bool, error) {
 	}
 	if o.Type != want {
 		r.logf("WARN", "validate_override: Warning: Bad metadata override type for key '%s', expected %s but got %s", key, want, o.Type)
-		return Void, false, nil
+		return cpp.Void, false, nil
 	}
-	var v Val
+	var v cpp.Val
 	var shown string
 	switch o.Type {
 	case OverrideBool:
-		v, shown = Bool(o.Bool), strconv.FormatBool(o.Bool)
+		v, shown = cpp.Bool(o.Bool), strconv.FormatBool(o.Bool)
 	case OverrideInt:
-		v, shown = Int(o.Int, t), strconv.FormatInt(o.Int, 10)
+		v, shown = cpp.Int(o.Int, t), strconv.FormatInt(o.Int, 10)
 	case OverrideFloat:
-		v, shown = Val{K: KFloat, T: t, F: o.Float}, fmt.Sprintf("%.6f", o.Float)
+		v, shown = cpp.Val{K: cpp.KFloat, T: t, F: o.Float}, fmt.Sprintf("%.6f", o.Float)
 	case OverrideStr:
-		v, shown = Str(o.Str), o.Str
+		v, shown = cpp.Str(o.Str), o.Str
 	}
 	r.logf("INFO", "validate_override: Using metadata override (%5s) '%s' = %s", o.Type, key, shown)
 	return v, true, nil
@@ -240,7 +241,7 @@ func (r *Run) lookup(key string) (gguf.Value, bool) {
 
 // find is lookup, asking the SupplyKey callback for a missing key that
 // the caller requires; missing is the pin's error for its absence.
-func (r *Run) find(key string, required bool, missing *Throw) (gguf.Value, bool, error) {
+func (r *Run) find(key string, required bool, missing *cpp.Throw) (gguf.Value, bool, error) {
 	if v, ok := r.lookup(key); ok {
 		return v, true, nil
 	}
@@ -259,21 +260,21 @@ func (r *Run) find(key string, required bool, missing *Throw) (gguf.Value, bool,
 // notFound is the pin's message for a missing key, with what the model
 // lacks for the synthesizer: a scalar of type t, or (array) an array of
 // elements of type t, of n elements (0: any).
-func notFound(msg, key string, t ast.Type, array bool, n int) *Throw {
+func notFound(msg, key string, t ast.Type, array bool, n int) *cpp.Throw {
 	want, _ := gkvType(t)
-	return &Throw{Msg: msg + gguf.Printable(key, 256), Need: &Need{Key: key, Type: want, Array: array, Len: n}}
+	return &cpp.Throw{Msg: msg + gguf.Printable(key, 256), Need: &cpp.Need{Key: key, Type: want, Array: array, Len: n}}
 }
 
-func wrongType(key string, got, want gguf.ValueType) *Throw {
-	return &Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", gguf.Printable(key, 256), ggufTypeNames[got], ggufTypeNames[want]),
-		Need: &Need{Key: key, Type: want}}
+func wrongType(key string, got, want gguf.ValueType) *cpp.Throw {
+	return &cpp.Throw{Msg: fmt.Sprintf("key %s has wrong type %s but expected type %s", gguf.Printable(key, 256), ggufTypeNames[got], ggufTypeNames[want]),
+		Need: &cpp.Need{Key: key, Type: want}}
 }
 
 // keyType is the type get_key reads a destination with: its declared
 // type, an enum llama_pooling_type as its uint32_t.
-func (r *Run) keyType(dst *Cell) ast.Type {
+func (r *Run) keyType(dst *cpp.Cell) ast.Type {
 	t := dst.T
-	if t == ast.TAuto && dst.V.K == KInt {
+	if t == ast.TAuto && dst.V.K == cpp.KInt {
 		t = dst.V.T
 	}
 	if dst == r.hparams.obj.Fields["pooling_type"] {
@@ -283,14 +284,14 @@ func (r *Run) keyType(dst *Cell) ast.Type {
 }
 
 // getKey is get_key<T>: an override, else the key's value, of T's one type.
-func (r *Run) getKey(key string, dst *Cell, req bool) (bool, error) {
+func (r *Run) getKey(key string, dst *cpp.Cell, req bool) (bool, error) {
 	return r.getKeyAs(key, dst, r.keyType(dst), req)
 }
 
-func (r *Run) getKeyAs(key string, dst *Cell, t ast.Type, req bool) (bool, error) {
+func (r *Run) getKeyAs(key string, dst *cpp.Cell, t ast.Type, req bool) (bool, error) {
 	want, known := gkvType(t)
 	if !known {
-		return false, &EvalError{"get_key", fmt.Sprintf("destination of type %s for %s", t, key)}
+		return false, &cpp.EvalError{Fn: "get_key", Msg: fmt.Sprintf("destination of type %s for %s", t, key)}
 	}
 	if v, ok, err := r.overrideFor(key, t); err != nil || ok {
 		return ok, errors.Join(err, dst.Set(v))
@@ -306,35 +307,35 @@ func (r *Run) getKeyAs(key string, dst *Cell, t ast.Type, req bool) (bool, error
 }
 
 // scalar converts a metadata scalar of the right type to a value.
-func scalar(v gguf.Value, t ast.Type) Val {
+func scalar(v gguf.Value, t ast.Type) cpp.Val {
 	switch v.Kind() {
 	case gguf.TypeBool:
 		b, _ := v.Bool()
-		return Bool(b)
+		return cpp.Bool(b)
 	case gguf.TypeFloat32, gguf.TypeFloat64:
 		x, _ := v.Float()
-		return Val{K: KFloat, T: t, F: x}
+		return cpp.Val{K: cpp.KFloat, T: t, F: x}
 	case gguf.TypeString:
 		s, _ := v.Str()
-		return Str(s)
+		return cpp.Str(s)
 	}
 	if i, ok := v.Int(); ok {
-		return Int(i, t)
+		return cpp.Int(i, t)
 	}
 	u, _ := v.Uint()
-	return Int(int64(u), t)
+	return cpp.Int(int64(u), t)
 }
 
 // getKeyOrArrScalar is get_key_or_arr(kid, uint32_t &, required): a
 // scalar only.
-func (r *Run) getKeyOrArrScalar(key string, dst *Cell, req bool) (bool, error) {
+func (r *Run) getKeyOrArrScalar(key string, dst *cpp.Cell, req bool) (bool, error) {
 	v, ok, err := r.find(key, req, notFound("key not found in model: ", key, r.keyType(dst), false, 0))
 	if err != nil || !ok {
 		return false, err
 	}
 	if v.IsArray() {
 		if req {
-			return false, &Throw{Msg: "expected scalar, found array for key: " + key}
+			return false, &cpp.Throw{Msg: "expected scalar, found array for key: " + key}
 		}
 		return false, nil
 	}
@@ -343,21 +344,21 @@ func (r *Run) getKeyOrArrScalar(key string, dst *Cell, req bool) (bool, error) {
 
 // getKeyOrArr is get_key_or_arr into a std::array of which n elements
 // are used.
-func (r *Run) getKeyOrArr(key string, a *Array, n int64, req bool) (bool, error) {
+func (r *Run) getKeyOrArr(key string, a *cpp.Array, n int64, req bool) (bool, error) {
 	v, ok, err := r.find(key, req, notFound("key not found in model: ", key, a.Elem, true, int(n)))
 	if err != nil || !ok {
 		return false, err
 	}
 	if uint64(n) > uint64(len(a.Cells)) {
-		return false, &Throw{Msg: fmt.Sprintf("n > N_MAX: %d > %d for key %s", uint32(n), len(a.Cells), key)}
+		return false, &cpp.Throw{Msg: fmt.Sprintf("n > N_MAX: %d > %d for key %s", uint32(n), len(a.Cells), key)}
 	}
 	if v.IsArray() {
 		if uint64(n) != v.Len() {
-			return false, &Throw{Msg: fmt.Sprintf("key %s has wrong array length; expected %d, got %d", key, uint32(n), uint32(v.Len()))}
+			return false, &cpp.Throw{Msg: fmt.Sprintf("key %s has wrong array length; expected %d, got %d", key, uint32(n), uint32(v.Len()))}
 		}
 		return r.getArr(key, a, req)
 	}
-	c := Cell{T: a.Elem}
+	c := cpp.Cell{T: a.Elem}
 	found, err := r.getKeyAs(key, &c, a.Elem, req)
 	if err != nil || !found {
 		return found, err
@@ -369,7 +370,7 @@ func (r *Run) getKeyOrArr(key string, a *Array, n int64, req bool) (bool, error)
 }
 
 // getArr is get_arr into a std::array (fixed) or a std::vector.
-func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
+func (r *Run) getArr(key string, a *cpp.Array, req bool) (bool, error) {
 	missing := notFound("array key not found in model: ", key, a.Elem, true, 0)
 	v, ok := r.lookup(key)
 	if !ok {
@@ -389,7 +390,7 @@ func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
 	switch et {
 	case gguf.TypeBool:
 		if !a.Fixed {
-			return false, &Throw{Msg: key + " is not a string/float32/uint32/int32/uint64 array"}
+			return false, &cpp.Throw{Msg: key + " is not a string/float32/uint32/int32/uint64 array"}
 		}
 		okType = a.Elem == ast.TI32 || a.Elem == ast.TU32
 	case gguf.TypeUint32, gguf.TypeInt32:
@@ -401,21 +402,21 @@ func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
 	case gguf.TypeString:
 		okType = a.Elem == ast.TStr
 	default:
-		return false, &Throw{Msg: key + " is not a string/float32/uint32/int32/uint64 array"}
+		return false, &cpp.Throw{Msg: key + " is not a string/float32/uint32/int32/uint64 array"}
 	}
 	if !okType {
 		want, _ := gkvType(a.Elem)
-		return false, &Throw{Msg: fmt.Sprintf("%s has wrong array element type %s", key, ggufTypeNames[et]), Need: &Need{Key: key, Type: want, Array: true}}
+		return false, &cpp.Throw{Msg: fmt.Sprintf("%s has wrong array element type %s", key, ggufTypeNames[et]), Need: &cpp.Need{Key: key, Type: want, Array: true}}
 	}
 	n := v.Len()
 	if a.Fixed && n > uint64(len(a.Cells)) {
-		return false, &Throw{Msg: fmt.Sprintf("array length %d for key %s exceeds max %d", uint32(n), key, len(a.Cells))}
+		return false, &cpp.Throw{Msg: fmt.Sprintf("array length %d for key %s exceeds max %d", uint32(n), key, len(a.Cells))}
 	}
 	if !a.Fixed {
 		if n > 1<<24 {
 			return false, fmt.Errorf("arch: array key %s has %d elements, more than ggload replays (%d)", key, n, 1<<24)
 		}
-		a.Cells = make([]Cell, n)
+		a.Cells = make([]cpp.Cell, n)
 		for i := range a.Cells {
 			a.Cells[i].T = a.Elem
 		}
@@ -424,7 +425,7 @@ func (r *Run) getArr(key string, a *Array, req bool) (bool, error) {
 }
 
 // fillArray copies an array value's elements into the first cells of a.
-func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
+func (r *Run) fillArray(key string, v gguf.Value, a *cpp.Array) error {
 	bad := func(err error) error { return fmt.Errorf("arch: reading %s: %w", key, err) }
 	switch v.ElemType() {
 	case gguf.TypeString:
@@ -433,7 +434,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 			return bad(err)
 		}
 		for i, s := range ss {
-			a.Cells[i].V = Str(s)
+			a.Cells[i].V = cpp.Str(s)
 		}
 	case gguf.TypeFloat32:
 		fs, err := v.Floats()
@@ -441,7 +442,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 			return bad(err)
 		}
 		for i, x := range fs {
-			a.Cells[i].V = Val{K: KFloat, T: ast.TF32, F: x}
+			a.Cells[i].V = cpp.Val{K: cpp.KFloat, T: ast.TF32, F: x}
 		}
 	case gguf.TypeBool:
 		bs, err := v.Bools()
@@ -449,7 +450,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 			return bad(err)
 		}
 		for i, b := range bs {
-			if err := a.Cells[i].Set(Bool(b)); err != nil {
+			if err := a.Cells[i].Set(cpp.Bool(b)); err != nil {
 				return err
 			}
 		}
@@ -460,7 +461,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 		}
 		for i, x := range is {
 			// the elements are copied bit for bit into the array's type
-			if err := a.Cells[i].Set(Int(x, ast.TI64)); err != nil {
+			if err := a.Cells[i].Set(cpp.Int(x, ast.TI64)); err != nil {
 				return err
 			}
 		}
@@ -469,7 +470,7 @@ func (r *Run) fillArray(key string, v gguf.Value, a *Array) error {
 }
 
 // getArrN is get_arr_n: the length of an array key.
-func (r *Run) getArrN(key string, dst *Cell, req bool) (bool, error) {
+func (r *Run) getArrN(key string, dst *cpp.Cell, req bool) (bool, error) {
 	v, ok, err := r.find(key, req, notFound("key not found in model: ", key, ast.TU32, true, 0))
 	if err != nil || !ok {
 		return false, err
@@ -477,5 +478,5 @@ func (r *Run) getArrN(key string, dst *Cell, req bool) (bool, error) {
 	if !v.IsArray() {
 		return false, wrongType(key, v.Kind(), gguf.TypeArray)
 	}
-	return true, dst.Set(Int(int64(v.Len()), ast.TU64))
+	return true, dst.Set(cpp.Int(int64(v.Len()), ast.TU64))
 }

@@ -1,6 +1,10 @@
 package arch
 
-import _ "embed"
+import (
+	_ "embed"
+
+	"github.com/ggload/ggload/internal/cpp"
+)
 
 // programsText is the generated programs (see gen).
 //
@@ -8,11 +12,11 @@ import _ "embed"
 var programsText string
 
 // programs is the pin's programs, with the evaluator's builtins.
-var programs = NewLibrary(programsText, staticGlobal, structFields)
+var programs = cpp.NewLibrary(programsText, staticGlobal, structFields)
 
 // LookupProgram is the pin's program of the name, decoded on first use;
 // nil if the pin has none.
-func LookupProgram(name string) (*Program, error) { return programs.Lookup(name) }
+func LookupProgram(name string) (*cpp.Program, error) { return programs.Lookup(name) }
 
 // ProgramNames lists every program of the generated text.
 func ProgramNames() []string { return programs.Names() }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/cpp"
 )
 
 type recorder struct{ got []Creation }
@@ -171,7 +172,7 @@ func TestLlamaRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = r.CreateTensors(&recorder{})
-	var th *Throw
+	var th *cpp.Throw
 	if !errors.As(err, &th) || th.Msg != "check_tensor_dims: tensor 'blk.1.attn_q.weight' not found" {
 		t.Errorf("missing tensor: %v", err)
 	}

@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // A context's memory module: llama_model::create_memory, replayed, picks
@@ -36,7 +37,7 @@ type Memory struct {
 	Class  string // "llama_kv_cache", "llama_kv_cache_iswa", "llama_memory_recurrent", ...
 	Caches []*Cache
 
-	nPad uint32 // the n_pad an MSA cache keeps
+	NPad uint32 // the n_pad an MSA cache keeps
 }
 
 // Cache is one cache of a memory module, with the lines llama.cpp prints
@@ -61,7 +62,7 @@ type Cache struct {
 	VTrans  bool // a KV cache's V is stored transposed (the context had no flash attention when it made the cache)
 	Tensors []MemoryTensor
 
-	hparams *Object // the llama_hparams a KV cache keeps a reference to (an indexer cache's own copy)
+	Hparams *cpp.Object // the llama_hparams a KV cache keeps a reference to (an indexer cache's own copy); nil: the model's
 }
 
 // MemoryTensor is one tensor a cache allocates.
@@ -83,28 +84,28 @@ func (r *Run) CreateMemory(p MemoryParams) (*Memory, error) {
 	if err != nil {
 		return nil, err
 	}
-	mp := NewObject("llama_memory_params")
-	mp.Fields["type_k"] = &Cell{V: Int(int64(p.TypeK), ast.TI32)}
-	mp.Fields["type_v"] = &Cell{V: Int(int64(p.TypeV), ast.TI32)}
-	mp.Fields["swa_full"] = &Cell{V: Bool(p.SWAFull)}
-	mp.Fields["ctx_type"] = &Cell{V: Int(enumConsts["LLAMA_CONTEXT_TYPE_DEFAULT"], ast.TI32)}
-	mp.Fields["mem_other"] = &Cell{V: Null}
-	cp := NewObject("llama_cparams")
-	u32 := func(x uint32) *Cell { return &Cell{V: Int(int64(x), ast.TU32)} }
-	cp.Fields["flash_attn"] = &Cell{V: Bool(p.FlashAttn)}
-	cp.Fields["offload_kqv"] = &Cell{V: Bool(p.OffloadKQV)}
-	cp.Fields["kv_unified"] = &Cell{V: Bool(p.KVUnified)}
+	mp := cpp.NewObject("llama_memory_params")
+	mp.Fields["type_k"] = &cpp.Cell{V: cpp.Int(int64(p.TypeK), ast.TI32)}
+	mp.Fields["type_v"] = &cpp.Cell{V: cpp.Int(int64(p.TypeV), ast.TI32)}
+	mp.Fields["swa_full"] = &cpp.Cell{V: cpp.Bool(p.SWAFull)}
+	mp.Fields["ctx_type"] = &cpp.Cell{V: cpp.Int(enumConsts["LLAMA_CONTEXT_TYPE_DEFAULT"], ast.TI32)}
+	mp.Fields["mem_other"] = &cpp.Cell{V: cpp.Null}
+	cp := cpp.NewObject("llama_cparams")
+	u32 := func(x uint32) *cpp.Cell { return &cpp.Cell{V: cpp.Int(int64(x), ast.TU32)} }
+	cp.Fields["flash_attn"] = &cpp.Cell{V: cpp.Bool(p.FlashAttn)}
+	cp.Fields["offload_kqv"] = &cpp.Cell{V: cpp.Bool(p.OffloadKQV)}
+	cp.Fields["kv_unified"] = &cpp.Cell{V: cpp.Bool(p.KVUnified)}
 	cp.Fields["n_ctx_seq"] = u32(p.NCtxSeq)
 	cp.Fields["n_seq_max"] = u32(p.NSeqMax)
 	cp.Fields["n_ubatch"] = u32(p.NUBatch)
 	cp.Fields["n_rs_seq"] = u32(p.NRSSeq)
-	cp.Fields["ctx_other"] = &Cell{V: Null}
+	cp.Fields["ctx_other"] = &cpp.Cell{V: cpp.Null}
 	r.memory = nil
-	v, err := r.Call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: mp}, {K: KObj, P: cp}})
+	v, err := r.Call(prog, cpp.Val{K: cpp.KObj, P: r.model}, []cpp.Val{{K: cpp.KObj, P: mp}, {K: cpp.KObj, P: cp}})
 	if err != nil {
 		return nil, r.wrap("llama_init_from_model: failed to initialize the context: ", err)
 	}
-	if v.K == KNull || r.memory == nil {
+	if v.K == cpp.KNull || r.memory == nil {
 		return &Memory{}, nil
 	}
 	return r.memory, nil
@@ -112,14 +113,14 @@ func (r *Run) CreateMemory(p MemoryParams) (*Memory, error) {
 
 // memArgs reads a constructor's arguments, evaluated.
 type memArgs struct {
-	f    *Frame
-	vals []Val
+	f    *cpp.Frame
+	vals []cpp.Val
 	fn   string
 }
 
 func (a *memArgs) n() int { return len(a.vals) }
 func (a *memArgs) u32(i int) uint32 {
-	if i < len(a.vals) && a.vals[i].K == KInt {
+	if i < len(a.vals) && a.vals[i].K == cpp.KInt {
 		return uint32(a.vals[i].I)
 	}
 	return 0
@@ -128,35 +129,35 @@ func (a *memArgs) bool(i int) bool { return i < len(a.vals) && a.vals[i].Truthy(
 func (a *memArgs) typ(i int) ggml.Type {
 	return ggml.Type(a.u32(i))
 }
-func (a *memArgs) obj(i int) *Object {
-	if i < len(a.vals) && a.vals[i].K == KObj {
-		return a.vals[i].P.(*Object)
+func (a *memArgs) obj(i int) *cpp.Object {
+	if i < len(a.vals) && a.vals[i].K == cpp.KObj {
+		return a.vals[i].P.(*cpp.Object)
 	}
 	return nil
 }
 
 // callback is a layer callback argument: nil when null.
-func (a *memArgs) callback(i int) *Val {
-	if i < len(a.vals) && a.vals[i].K == KFunc {
+func (a *memArgs) callback(i int) *cpp.Val {
+	if i < len(a.vals) && a.vals[i].K == cpp.KFunc {
 		return &a.vals[i]
 	}
 	return nil
 }
 
 // layerFn calls a layer callback (filter, reuse, share) with il.
-func (r *Run) layerFn(f *Frame, cb *Val, il int) (Val, error) {
-	c, ok := cb.P.(*Closure)
+func (r *Run) layerFn(f *cpp.Frame, cb *cpp.Val, il int) (cpp.Val, error) {
+	c, ok := cb.P.(*cpp.Closure)
 	if !ok {
-		return Void, f.Errorf("a layer callback of %s", cb.Describe())
+		return cpp.Void, f.Errorf("a layer callback of %s", cb.Describe())
 	}
-	return r.Apply(c, []Val{Int(int64(il), ast.TI32)})
+	return r.Apply(c, []cpp.Val{cpp.Int(int64(il), ast.TI32)})
 }
 
 // hp is an llama_hparams object (the model's, or a constructor's copy)
 // whose methods the constructors ask.
 type hp struct {
 	r   *Run
-	obj *Object
+	obj *cpp.Object
 	err error
 }
 
@@ -169,16 +170,16 @@ func (h *hp) call(method string, args ...int64) int64 {
 		h.err = err
 		return 0
 	}
-	vs := make([]Val, len(args))
+	vs := make([]cpp.Val, len(args))
 	for i, a := range args {
-		vs[i] = Int(a, ast.TI64)
+		vs[i] = cpp.Int(a, ast.TI64)
 	}
-	v, err := h.r.Call(p, Val{K: KObj, P: h.obj}, vs)
+	v, err := h.r.Call(p, cpp.Val{K: cpp.KObj, P: h.obj}, vs)
 	if err != nil {
 		h.err = err
 		return 0
 	}
-	if v.K == KFloat {
+	if v.K == cpp.KFloat {
 		return int64(v.F)
 	}
 	return v.I
@@ -192,7 +193,7 @@ func (h *hp) field(name string) int64 {
 		}
 		return 0
 	}
-	if c.V.K == KFloat {
+	if c.V.K == cpp.KFloat {
 		return int64(c.V.F)
 	}
 	return c.V.I
@@ -200,16 +201,16 @@ func (h *hp) field(name string) int64 {
 
 func (h *hp) set(name string, v int64) {
 	if c, ok := h.obj.Fields[name]; ok {
-		c.V = Int(v, c.T)
+		c.V = cpp.Int(v, c.T)
 	}
 }
 
 // fillArr sets every element of an array member.
 func (h *hp) fillArr(name string, v int64) {
-	if c, ok := h.obj.Fields[name]; ok && c.V.K == KArr {
-		for i := range c.V.P.(*Array).Cells {
-			cell := &c.V.P.(*Array).Cells[i]
-			cell.V = Int(v, cell.T)
+	if c, ok := h.obj.Fields[name]; ok && c.V.K == cpp.KArr {
+		for i := range c.V.P.(*cpp.Array).Cells {
+			cell := &c.V.P.(*cpp.Array).Cells[i]
+			cell.V = cpp.Int(v, cell.T)
 		}
 	}
 }
@@ -224,8 +225,8 @@ type kvCache struct {
 	typeK, typeV     ggml.Type
 	vTrans, unified  bool
 	kvSize, nSeqMax  uint32
-	filter           *Val
-	reuse, share     *Val
+	filter           *cpp.Val
+	reuse, share     *cpp.Val
 	nameTag          string
 	pre              []string
 	filterFn         func(il int) (bool, error) // a filter of the constructor's own (chained)
@@ -236,7 +237,7 @@ type kvCache struct {
 
 // newKVCache is llama_kv_cache's constructor: the layers that keep a K
 // (and, unless the model is MLA, a V) tensor.
-func (r *Run) newKVCache(f *Frame, c kvCache) (*Cache, error) {
+func (r *Run) newKVCache(f *cpp.Frame, c kvCache) (*Cache, error) {
 	h := c.h
 	nStream := c.nSeqMax
 	if c.unified {
@@ -244,7 +245,7 @@ func (r *Run) newKVCache(f *Frame, c kvCache) (*Cache, error) {
 	}
 	nLayer := int(h.field("n_layer_all"))
 	out := &Cache{Class: "llama_kv_cache", Pre: append([]string(nil), c.pre...), Cells: c.kvSize, Streams: nStream, NSeqMax: c.nSeqMax, TypeK: c.typeK, TypeV: c.typeV, VTrans: c.vTrans,
-		hparams: h.obj}
+		Hparams: h.obj}
 	if c.vTrans && h.call("is_n_embd_v_gqa_variable") != 0 {
 		out.Pre = append(out.Pre, fmt.Sprintf("WARN llama_kv_cache: the V embeddings have different sizes across layers and FA is not enabled - padding V cache to %d", h.call("n_embd_v_gqa_max")))
 	}
@@ -308,7 +309,7 @@ func (r *Run) newKVCache(f *Frame, c kvCache) (*Cache, error) {
 
 // passes is a layer filter's answer: the callback's, then the
 // constructor's own.
-func (r *Run) passes(f *Frame, cb *Val, own func(int) (bool, error), il int) (bool, error) {
+func (r *Run) passes(f *cpp.Frame, cb *cpp.Val, own func(int) (bool, error), il int) (bool, error) {
 	if own != nil {
 		return own(il)
 	}
@@ -324,7 +325,7 @@ func (r *Run) passes(f *Frame, cb *Val, own func(int) (bool, error), il int) (bo
 
 // chained is a filter of the constructor's own: the caller's filter (if
 // any) and then cond.
-func (r *Run) chained(f *Frame, cb *Val, cond func(il int) bool) func(int) (bool, error) {
+func (r *Run) chained(f *cpp.Frame, cb *cpp.Val, cond func(il int) bool) func(int) (bool, error) {
 	return func(il int) (bool, error) {
 		if cb != nil {
 			v, err := r.layerFn(f, cb, il)
@@ -338,7 +339,7 @@ func (r *Run) chained(f *Frame, cb *Val, cond func(il int) bool) func(int) (bool
 
 // newRecurrent is llama_memory_recurrent's constructor: r and s states
 // (and PLE conv states) of mem_size × (1 + n_rs_seq) rows per layer.
-func (r *Run) newRecurrent(f *Frame, typeR, typeS ggml.Type, memSize, nSeqMax, nRSSeq uint32, filter *Val, own func(int) (bool, error)) (*Cache, error) {
+func (r *Run) newRecurrent(f *cpp.Frame, typeR, typeS ggml.Type, memSize, nSeqMax, nRSSeq uint32, filter *cpp.Val, own func(int) (bool, error)) (*Cache, error) {
 	h := r.modelHP()
 	nLayer := int(h.call("n_layer"))
 	out := &Cache{Class: "llama_memory_recurrent", Cells: memSize, NSeqMax: nSeqMax, NRSSeq: nRSSeq, TypeK: typeR, TypeV: typeS, Layers: nLayer}
@@ -377,8 +378,8 @@ func pad256(x uint32) uint32 { return (x + 255) / 256 * 256 }
 const swaFullURL = "https://github.com/ggml-org/llama.cpp/pull/13194#issuecomment-2868343055"
 
 // iswa is llama_kv_cache_iswa's constructor: a non-SWA and a SWA cache.
-func (r *Run) iswa(f *Frame, h *hp, typeK, typeV ggml.Type, vTrans, swaFull, unified bool, kvSize, nSeqMax, nUBatch uint32,
-	filter *Val, own func(int) (bool, error), reuse *Val, pre []string) ([]*Cache, error) {
+func (r *Run) iswa(f *cpp.Frame, h *hp, typeK, typeV ggml.Type, vTrans, swaFull, unified bool, kvSize, nSeqMax, nUBatch uint32,
+	filter *cpp.Val, own func(int) (bool, error), reuse *cpp.Val, pre []string) ([]*Cache, error) {
 	model := r.modelHP()
 	isSWA := func(il int) bool { return model.call("is_swa", int64(il)) != 0 }
 	base := func(il int) (bool, error) {
@@ -420,13 +421,13 @@ func (r *Run) indexerHP() *hp {
 }
 
 // bNewMemory is "new C(args)" of a memory class C (the call of "new::C").
-func bNewMemory(class string) Builtin {
-	return func(f *Frame, args []*ast.Node) (Val, error) {
-		vs, err := evalArgs(f, args)
+func bNewMemory(class string) cpp.Builtin {
+	return func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		vs, err := cpp.EvalArgs(f, args)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		vals := append([]Val(nil), vs...)
+		vals := append([]cpp.Val(nil), vs...)
 		a := &memArgs{f: f, vals: vals, fn: class}
 		r := runOf(f)
 		m := &Memory{Class: class}
@@ -441,68 +442,68 @@ func bNewMemory(class string) Builtin {
 			c, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(2), typeV: a.typ(3), vTrans: a.bool(4), unified: a.bool(6),
 				kvSize: a.u32(7), nSeqMax: a.u32(8), filter: a.callback(13), reuse: a.callback(14), share: a.callback(15)})
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = []*Cache{c}
 		case "llama_kv_cache_iswa":
 			// (model, type_k, type_v, v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch, n_pad, mem_other, filter, reuse, share)
 			cs, err := r.iswa(f, model, a.typ(1), a.typ(2), a.bool(3), a.bool(5), a.bool(6), a.u32(7), a.u32(8), a.u32(9), a.callback(12), nil, a.callback(13), nil)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = cs
 		case "llama_memory_recurrent":
 			// (model, type_r, type_s, offload, mem_size, n_seq_max, n_rs_seq, filter)
 			c, err := r.newRecurrent(f, a.typ(1), a.typ(2), a.u32(4), a.u32(5), a.u32(6), a.callback(7), nil)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = []*Cache{c}
 		case "llama_memory_hybrid", "llama_memory_hybrid_idx":
 			cs, err := r.newHybrid(f, a, class, model)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = cs
 		case "llama_memory_hybrid_iswa":
 			cs, err := r.newHybridISWA(f, a, class, model)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = cs
 		case "llama_kv_cache_dsa", "llama_kv_cache_msa":
 			cs, err := r.newDSA(f, a, class, model)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			m.Caches, m.nPad = cs, a.u32(8)
+			m.Caches, m.NPad = cs, a.u32(8)
 		case "llama_kv_cache_dsa_iswa":
 			cs, err := r.newDSAISWA(f, a, class, model)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = cs
 		case "llama_kv_cache_dsv4":
 			cs, err := r.dsv4(f, a)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			m.Caches = cs
 		default:
-			return Void, f.Errorf("no constructor for %s", class)
+			return cpp.Void, f.Errorf("no constructor for %s", class)
 		}
 		if model.err != nil {
-			return Void, model.err
+			return cpp.Void, model.err
 		}
 		r.memory = m
-		return Val{K: KObj, P: NewObject(class)}, nil
+		return cpp.Val{K: cpp.KObj, P: cpp.NewObject(class)}, nil
 	}
 }
 
 // newHybrid is llama_memory_hybrid (and _idx): a KV cache of the
 // attention layers, a recurrent state of the others (and an indexer
 // cache).
-func (r *Run) newHybrid(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newHybrid(f *cpp.Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, kv_size, n_pad, n_swa, swa_type, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr[, filter_idx])
 	isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
 	attnOwn, recrOwn := func(il int) (bool, error) { return !isRecr(il), nil }, func(il int) (bool, error) { return isRecr(il), nil }
@@ -541,7 +542,7 @@ func (r *Run) newHybrid(f *Frame, a *memArgs, class string, model *hp) ([]*Cache
 
 // newHybridISWA is llama_memory_hybrid_iswa: the attention layers' iSWA
 // caches and the recurrent state of the others.
-func (r *Run) newHybridISWA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newHybridISWA(f *cpp.Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, swa_full, kv_size, n_ubatch, n_pad, type_r, type_s, rs_size, n_seq_max, n_rs_seq, offload, unified, filter_attn, filter_recr)
 	isRecr := func(il int) bool { return model.call("is_recr", int64(il)) != 0 }
 	var attnOwn, recrOwn func(int) (bool, error)
@@ -564,7 +565,7 @@ func (r *Run) newHybridISWA(f *Frame, a *memArgs, class string, model *hp) ([]*C
 
 // newDSA is llama_kv_cache_dsa and _msa: a main KV cache and an
 // indexer cache.
-func (r *Run) newDSA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newDSA(f *cpp.Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, offload, unified, kv_size, n_seq_max, n_pad, n_swa, swa_type, filter_main, filter_idx, reuse)
 	kind := "main"
 	main, err := r.newKVCache(f, kvCache{h: model, typeK: a.typ(1), typeV: a.typ(2), vTrans: a.bool(3), unified: a.bool(5),
@@ -587,7 +588,7 @@ func (r *Run) newDSA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, e
 }
 
 // newDSAISWA is llama_kv_cache_dsa_iswa: main, indexer and SWA caches.
-func (r *Run) newDSAISWA(f *Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
+func (r *Run) newDSAISWA(f *cpp.Frame, a *memArgs, class string, model *hp) ([]*Cache, error) {
 	// (model, type_k, type_v, v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch, n_pad, filter_mla, filter_lid, reuse)
 	isSWA := func(il int) bool { return model.call("is_swa", int64(il)) != 0 }
 	mla, lid, reuse := a.callback(11), a.callback(12), a.callback(13)
@@ -625,7 +626,7 @@ func (r *Run) newDSAISWA(f *Frame, a *memArgs, class string, model *hp) ([]*Cach
 // v_trans, offload, swa_full, unified, kv_size, n_seq_max, n_ubatch,
 // n_pad, n_rs_seq, filter, reuse): a raw iSWA cache, three compressed
 // caches and three compressor states, one stream per sequence always.
-func (r *Run) dsv4(f *Frame, a *memArgs) ([]*Cache, error) {
+func (r *Run) dsv4(f *cpp.Frame, a *memArgs) ([]*Cache, error) {
 	model := r.modelHP()
 	typeK, typeV, vTrans, swaFull := a.typ(1), a.typ(2), a.bool(3), a.bool(5)
 	kvSize, nSeqMax, nUBatch, nRSSeq := a.u32(7), a.u32(8), a.u32(9), a.u32(11)
@@ -660,10 +661,10 @@ func (r *Run) dsv4(f *Frame, a *memArgs) ([]*Cache, error) {
 	kOnly(lid)
 	ratios, ok := model.obj.Fields["dsv4_compress_ratios"]
 	ratioOf := func(il int) int64 {
-		if !ok || ratios.V.K != KArr {
+		if !ok || ratios.V.K != cpp.KArr {
 			return 0
 		}
-		c, err := ratios.V.P.(*Array).At(int64(il))
+		c, err := ratios.V.P.(*cpp.Array).At(int64(il))
 		if err != nil {
 			return 0
 		}
@@ -716,8 +717,8 @@ func (r *Run) dsv4(f *Frame, a *memArgs) ([]*Cache, error) {
 }
 
 // memoryBuiltins are the memory classes' constructors.
-func memoryBuiltins() map[string]Builtin {
-	out := map[string]Builtin{}
+func memoryBuiltins() map[string]cpp.Builtin {
+	out := map[string]cpp.Builtin{}
 	for n := range astBuiltinsWithPrefix("new::") {
 		out[n] = bNewMemory(strings.TrimPrefix(n, "new::"))
 	}

@@ -9,7 +9,8 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // Tensor is a tensor as the programs see it: a created weight, or a file
@@ -23,18 +24,18 @@ type Tensor struct {
 
 // Member is a member of the tensor as the programs read it (its
 // llama_tensor_weight's tensor is itself: Void).
-func (t *Tensor) Member(name string) (Val, bool) {
+func (t *Tensor) Member(name string) (cpp.Val, bool) {
 	switch name {
 	case "ne":
-		return Dims(ast.TI64, t.Ne), true
+		return cpp.Dims(ast.TI64, t.Ne), true
 	case "type":
-		return Int(int64(t.Type), ast.TI32), true
+		return cpp.Int(int64(t.Type), ast.TI32), true
 	case "name":
-		return Str(t.Name), true
+		return cpp.Str(t.Name), true
 	case "tensor":
-		return Void, true // llama_tensor_weight::tensor
+		return cpp.Void, true // llama_tensor_weight::tensor
 	}
-	return Void, false
+	return cpp.Void, false
 }
 
 // Describe names the tensor in errors.
@@ -78,13 +79,13 @@ type Options struct {
 
 	// Optional, if set, hears of every optional tensor a program asked for
 	// and the model lacks (the synthesizer's candidates).
-	Optional func(*Need)
+	Optional func(*cpp.Need)
 
 	// SupplyKey and SupplyTensor, if set, are asked for a required key or
 	// tensor the model lacks; what they supply is used as if the model had
 	// it (the synthesizer fills a model this way in one pass).
-	SupplyKey    func(*Need) (gguf.Value, bool)
-	SupplyTensor func(*Need) (ggml.Type, bool)
+	SupplyKey    func(*cpp.Need) (gguf.Value, bool)
+	SupplyTensor func(*cpp.Need) (ggml.Type, bool)
 
 	// Overrides are llama_model_params.kv_overrides: get_key reads an
 	// override of its kind instead of the file's value (of a key given
@@ -99,16 +100,16 @@ type Options struct {
 // Run is one model's replay: its architecture, its hyperparameters (after
 // Load), then its tensors (CreateTensors).
 type Run struct {
-	Interp  // the interpreter its programs run in; the Run is its Host
-	gm      *gguf.Model
-	Arch    string
-	entry   archEntry
-	opts    Options
-	model   *Object
-	hparams *Hparams
-	ml      Val
-	vocab   Val
-	placer  Placer
+	cpp.Interp // the interpreter its programs run in; the Run is its Host
+	gm         *gguf.Model
+	Arch       string
+	entry      archEntry
+	opts       Options
+	model      *cpp.Object
+	hparams    *Hparams
+	ml         cpp.Val
+	vocab      cpp.Val
+	placer     Placer
 
 	maxLayers int64
 	nCreated  int
@@ -121,20 +122,19 @@ type Run struct {
 	overrides map[string]KVOverride
 	memory    *Memory // what the last memory constructor made (CreateMemory)
 
-	progCache map[string]*Program // llama_model_base methods by name
-	hpCache   map[string]*Program // llama_hparams methods by name
-	creation  Creation            // the one passed to the placer
+	progCache map[string]*cpp.Program // llama_model_base methods by name
+	hpCache   map[string]*cpp.Program // llama_hparams methods by name
+	creation  Creation                // the one passed to the placer
 
-	split  *splitCtx     // the SplitState call replaying
-	hpMemo map[hpKey]Val // llama_hparams method results by arguments, during SplitState
+	split  *splitCtx         // the SplitState call replaying
+	hpMemo map[hpKey]cpp.Val // llama_hparams method results by arguments, during SplitState
 
 	log       func(level, msg string) // InitContext's listener of LLAMA_LOG_*
 	splitMode int                     // llama_model::split_mode(), for InitContext
 
-	cparams  *Object     // the llama_cparams InitContext resolved (BuildGraph's)
-	ctx      Val         // the llama_context InitContext made
+	cparams  *cpp.Object // the llama_cparams InitContext resolved (BuildGraph's)
+	ctx      cpp.Val     // the llama_context InitContext made
 	nTensors int         // llama_model::n_tensors(), for Reserve
-	graph    *graphState // the graph BuildGraph builds
 }
 
 // ErrUnknownArch is wrapped by Load's error for an architecture the pin
@@ -206,7 +206,7 @@ func (r *Run) Exact() bool { return r.entry.Tensors != "" }
 func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 	r := &Run{gm: m, Arch: name, entry: e, opts: opts,
 		extraKV: map[string]gguf.Value{}, extraWeights: map[string]*gguf.Weight{},
-		progCache: map[string]*Program{}, hpCache: map[string]*Program{}}
+		progCache: map[string]*cpp.Program{}, hpCache: map[string]*cpp.Program{}}
 	r.Lib, r.Host = programs, r
 	for _, o := range opts.Overrides {
 		if _, dup := r.overrides[o.Key]; !dup {
@@ -235,19 +235,19 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.model.Open = true // its members never assigned are null pointers
-	r.model.Fields["hparams"] = &Cell{V: Val{K: KObj, P: h.obj}}
-	r.model.Fields["ml"] = &Cell{V: r.ml}
-	r.model.Fields["arch"] = &Cell{V: Val{K: KEnum, S: e.Enum, I: famArch}}
-	r.model.Fields["layers"] = &Cell{V: Val{K: KArr, P: &Array{Elem: ast.TAuto, Make: newLayer}}}
-	r.model.Fields["pimpl"] = &Cell{V: Val{K: KObj, P: NewObject("llama_model::impl")}}
+	r.model.Fields["hparams"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: h.obj}}
+	r.model.Fields["ml"] = &cpp.Cell{V: r.ml}
+	r.model.Fields["arch"] = &cpp.Cell{V: cpp.Val{K: cpp.KEnum, S: e.Enum, I: famArch}}
+	r.model.Fields["layers"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: &cpp.Array{Elem: ast.TAuto, Make: newLayer}}}
+	r.model.Fields["pimpl"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: cpp.NewObject("llama_model::impl")}}
 	for _, f := range []string{"vocab_only", "no_alloc"} {
-		h.obj.Fields[f].V = False
+		h.obj.Fields[f].V = cpp.False
 	}
 	p, err := r.program("llama_model_base::load_hparams")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.Call(p, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
+	if _, err := r.Call(p, cpp.Val{K: cpp.KObj, P: r.model}, []cpp.Val{r.ml}); err != nil {
 		return nil, r.wrap("error loading model hyperparameters: ", err)
 	}
 	if e.Enum == "LLM_ARCH_CLIP" {
@@ -258,16 +258,16 @@ func load(m *gguf.Model, name string, e archEntry, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("error loading model vocabulary: %w", err)
 	}
 	r.vocab = v
-	r.model.Fields["vocab"] = &Cell{V: v}
+	r.model.Fields["vocab"] = &cpp.Cell{V: v}
 	return r, nil
 }
 
 // wrap prefixes a thrown error's text as llama.cpp does; evaluator
 // defects and aborts keep their own.
 func (r *Run) wrap(prefix string, err error) error {
-	var t *Throw
+	var t *cpp.Throw
 	if errors.As(err, &t) {
-		return &Throw{Msg: prefix + t.Msg, Need: t.Need}
+		return &cpp.Throw{Msg: prefix + t.Msg, Need: t.Need}
 	}
 	return err
 }
@@ -286,12 +286,12 @@ func (r *Run) CreateTensors(p Placer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.Call(prog, Val{K: KObj, P: r.model}, []Val{r.ml}); err != nil {
+	if _, err := r.Call(prog, cpp.Val{K: cpp.KObj, P: r.model}, []cpp.Val{r.ml}); err != nil {
 		return err
 	}
 	n := len(r.gm.Weights) + len(r.extraWeights)
 	if r.nCreated > n {
-		return &Throw{Msg: fmt.Sprintf("done_getting_tensors: too many tensors created; expected %d, got %d", n, r.nCreated)}
+		return &cpp.Throw{Msg: fmt.Sprintf("done_getting_tensors: too many tensors created; expected %d, got %d", n, r.nCreated)}
 	}
 	if r.nCreated < n {
 		// llama.cpp counts; name the tensors the architecture never asked for
@@ -306,7 +306,7 @@ func (r *Run) CreateTensors(p Placer) error {
 			more = fmt.Sprintf(" and %d more", len(unused)-5)
 			unused = unused[:5]
 		}
-		return &Throw{Msg: fmt.Sprintf("done_getting_tensors: wrong number of tensors; expected %d, got %d (the %s architecture does not use %s%s)",
+		return &cpp.Throw{Msg: fmt.Sprintf("done_getting_tensors: wrong number of tensors; expected %d, got %d (the %s architecture does not use %s%s)",
 			n, r.nCreated, r.Arch, strings.Join(unused, ", "), more)}
 	}
 	return nil
@@ -316,15 +316,15 @@ func (r *Run) CreateTensors(p Placer) error {
 // holds a tensor after CreateTensors.
 func (r *Run) HasTensor(member string) bool {
 	c, ok := r.model.Fields[member]
-	return ok && c.V.K == KTensor
+	return ok && c.V.K == cpp.KTensor
 }
 
 // VocabSize is the vocabulary's token count.
 func (r *Run) VocabSize() int64 {
-	if r.vocab.K != KObj {
+	if r.vocab.K != cpp.KObj {
 		return 0
 	}
-	return r.vocab.P.(*Object).Fields["n_tokens"].V.I
+	return r.vocab.P.(*cpp.Object).Fields["n_tokens"].V.I
 }
 
 // Hparams is the model's llama_hparams.
@@ -334,84 +334,67 @@ func (r *Run) Hparams() *Hparams { return r.hparams }
 // with more layers.
 func LayerLimit() int { return int(enumConsts["LLAMA_MAX_LAYERS"]) }
 
-func (r *Run) program(name string) (*Program, error) {
+func (r *Run) program(name string) (*cpp.Program, error) {
 	p, err := LookupProgram(name)
 	if err != nil {
 		return nil, err
 	}
 	if p == nil {
-		return nil, &EvalError{name, "no such program"}
+		return nil, &cpp.EvalError{Fn: name, Msg: "no such program"}
 	}
 	return p, nil
 }
 
 // Function finds a program by name, nil if none.
-func (r *Run) Function(name string) *Program {
+func (r *Run) Function(name string) *cpp.Program {
 	p, _ := LookupProgram(name)
 	return p
 }
 
 // Global resolves a constant name.
-func (r *Run) Global(name string) (Val, bool) {
+func (r *Run) Global(name string) (cpp.Val, bool) {
 	if name == "LLAMA_MAX_LAYERS" {
-		return Int(r.maxLayers, ast.TI32), true
+		return cpp.Int(r.maxLayers, ast.TI32), true
 	}
 	return staticGlobal(name)
 }
 
 // staticGlobal resolves a constant whose value depends on no model.
-func staticGlobal(name string) (Val, bool) {
+func staticGlobal(name string) (cpp.Val, bool) {
 	name = strings.TrimPrefix(name, "llama_model_loader::")
-	switch name {
-	case "true":
-		return True, true
-	case "false":
-		return False, true
-	case "nullptr", "NULL":
-		return Null, true
-	case "INFINITY":
-		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
-	case "FLT_MAX":
-		return Val{K: KFloat, T: ast.TF32, F: math.MaxFloat32}, true
-	case "std::string::npos":
-		return Int(-1, ast.TU64), true
-	case "INT32_MAX":
-		return Int(math.MaxInt32, ast.TI32), true
-	case "UINT32_MAX":
-		return Int(math.MaxUint32, ast.TU32), true
-	case "LLAMA_MAX_LAYERS":
-		return Void, false // the model's (see Load)
+	if name == "LLAMA_MAX_LAYERS" {
+		return cpp.Void, false // the model's (see Load)
 	}
 	if _, ok := tensorNames[name]; ok {
-		return Val{K: KEnum, S: name, I: famTensor, P: templateOfKind(name)}, true
+		return cpp.Val{K: cpp.KEnum, S: name, I: famTensor, P: templateOfKind(name)}, true
 	}
 	if _, ok := tensorInfos[name]; ok {
-		return Val{K: KEnum, S: name, I: famTensor}, true
+		return cpp.Val{K: cpp.KEnum, S: name, I: famTensor}, true
 	}
 	if _, ok := kvNames[name]; ok {
-		return Val{K: KEnum, S: name, I: famKV}, true
+		return cpp.Val{K: cpp.KEnum, S: name, I: famKV}, true
 	}
 	if _, ok := archNames[name]; ok {
-		return Val{K: KEnum, S: name, I: famArch}, true
+		return cpp.Val{K: cpp.KEnum, S: name, I: famArch}, true
 	}
 	if v, ok := enumConsts[name]; ok {
-		return Int(v, ast.TI32), true
+		return cpp.Int(v, ast.TI32), true
 	}
-	return Void, false
+	return cpp.Void, false
 }
 
 // kvKey is LLM_KV(arch)(kid): the metadata key of an LLM_KV_ constant.
-func (r *Run) kvKey(v Val) (string, error) {
+func (r *Run) kvKey(v cpp.Val) (string, error) {
 	switch {
-	case v.K == KEnum && v.I == famKV:
+	case v.K == cpp.KEnum && v.I == famKV:
 		t, ok := kvNames[v.S]
 		if !ok {
 			return "", fmt.Errorf("no key name for %s", v.S)
 		}
 		return strings.Replace(t, "%s", r.Arch, 1), nil
-	case v.K == KStr:
+	case v.K == cpp.KStr:
 		return v.S, nil
-	case v.K == KTN:
+	case v.K == cpp.KTN:
 		return v.P.(*tnVal).String(), nil
 	}
 	return "", fmt.Errorf("%s is not a metadata key", v.Describe())
@@ -430,7 +413,7 @@ func (r *Run) ConstLen(name string) (int64, bool) {
 // Hparams is a model's llama_hparams, as the programs filled it.
 type Hparams struct {
 	r   *Run
-	obj *Object
+	obj *cpp.Object
 }
 
 func (r *Run) newHparams() (*Hparams, error) {
@@ -444,7 +427,7 @@ func (r *Run) newHparams() (*Hparams, error) {
 
 // newModel is the model object of a class: llama_model's members and
 // those of the class and its bases.
-func (r *Run) newModel(class string) (*Object, error) {
+func (r *Run) newModel(class string) (*cpp.Object, error) {
 	o, err := r.NewStruct("llama_model", modelFields["llama_model"])
 	if err != nil {
 		return nil, err
@@ -459,22 +442,22 @@ func (r *Run) newModel(class string) (*Object, error) {
 
 // NewStruct is a struct of class with its declared fields, each
 // value-initialized as its declaration says.
-func (r *Run) NewStruct(class string, fields []FieldDef) (*Object, error) {
-	o := NewObject(class)
+func (r *Run) NewStruct(class string, fields []cpp.FieldDef) (*cpp.Object, error) {
+	o := cpp.NewObject(class)
 	// every member of llama_hparams is declared: another name is an error
 	o.Strict = class == "llama_hparams"
 	return o, r.addFields(o, fields)
 }
 
-func (r *Run) addFields(o *Object, fields []FieldDef) error {
+func (r *Run) addFields(o *cpp.Object, fields []cpp.FieldDef) error {
 	class := o.Class
 	for _, fd := range fields {
-		c := &Cell{T: fd.Type}
+		c := &cpp.Cell{T: fd.Type}
 		switch {
 		case fd.Type == ast.TObj && fd.Struct == "":
 			v, err := r.Container(fd.CType)
 			if err != nil {
-				v = Null // a container the programs never use
+				v = cpp.Null // a container the programs never use
 			}
 			c.T = ast.TAuto
 			c.V = v
@@ -484,14 +467,14 @@ func (r *Run) addFields(o *Object, fields []FieldDef) error {
 				return err
 			}
 			c.T = ast.TAuto
-			c.V = Val{K: KObj, P: sub}
+			c.V = cpp.Val{K: cpp.KObj, P: sub}
 		case fd.Len != "":
 			n, err := r.ArrayLen(fd.Len)
 			if err != nil {
 				return fmt.Errorf("arch: %s.%s: length %s: %w", class, fd.Name, fd.Len, err)
 			}
 			c.T = ast.TAuto
-			c.V = Val{K: KArr, P: NewArray(fd.Type, int(n), true)}
+			c.V = cpp.Val{K: cpp.KArr, P: cpp.NewArray(fd.Type, int(n), true)}
 		default:
 			v, err := defaultValue(fd)
 			if err != nil {
@@ -506,47 +489,47 @@ func (r *Run) addFields(o *Object, fields []FieldDef) error {
 
 // defaultValue evaluates a member's initializer: a number, a boolean, an
 // enum constant, INFINITY, with an optional sign.
-func defaultValue(fd FieldDef) (Val, error) {
+func defaultValue(fd cpp.FieldDef) (cpp.Val, error) {
 	s := strings.TrimSpace(fd.Default)
 	if s == "" {
-		return Zero(fd.Type), nil
+		return cpp.Zero(fd.Type), nil
 	}
 	neg := false
 	if rest, ok := strings.CutPrefix(s, "-"); ok {
 		neg, s = true, strings.TrimSpace(rest)
 	}
-	var v Val
+	var v cpp.Val
 	switch {
 	case strings.HasPrefix(s, "\"") && fd.Type == ast.TStr:
 		u, err := strconv.Unquote(s)
 		if err != nil {
-			return Void, fmt.Errorf("initializer %q", fd.Default)
+			return cpp.Void, fmt.Errorf("initializer %q", fd.Default)
 		}
-		return Str(u), nil
+		return cpp.Str(u), nil
 	case s == "true":
-		v = True
+		v = cpp.True
 	case s == "false":
-		v = False
+		v = cpp.False
 	case s == "INFINITY":
-		v = Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}
+		v = cpp.Val{K: cpp.KFloat, T: ast.TF32, F: math.Inf(1)}
 	default:
 		if c, ok := enumConsts[s]; ok {
-			v = Int(c, ast.TI32)
+			v = cpp.Int(c, ast.TI32)
 		} else if i, err := strconv.ParseInt(strings.TrimRight(s, "uUlL"), 0, 64); err == nil {
-			v = Int(i, ast.TI64)
+			v = cpp.Int(i, ast.TI64)
 		} else if f, err := strconv.ParseFloat(strings.TrimRight(s, "fF"), 64); err == nil {
-			v = Val{K: KFloat, T: ast.TF64, F: f}
+			v = cpp.Val{K: cpp.KFloat, T: ast.TF64, F: f}
 		} else {
-			return Void, fmt.Errorf("initializer %q", fd.Default)
+			return cpp.Void, fmt.Errorf("initializer %q", fd.Default)
 		}
 	}
 	if neg {
 		var err error
-		if v, err = Arith("-", Int(0, ast.TI32), v); err != nil {
-			return Void, err
+		if v, err = cpp.Arith("-", cpp.Int(0, ast.TI32), v); err != nil {
+			return cpp.Void, err
 		}
 	}
-	return Convert(v, fd.Type)
+	return cpp.Convert(v, fd.Type)
 }
 
 // Field reads a scalar member of llama_hparams.
@@ -556,9 +539,9 @@ func (h *Hparams) Field(name string) (int64, error) {
 		return 0, fmt.Errorf("arch: llama_hparams has no member %s", name)
 	}
 	switch c.V.K {
-	case KInt:
+	case cpp.KInt:
 		return c.V.I, nil
-	case KFloat:
+	case cpp.KFloat:
 		return int64(c.V.F), nil
 	}
 	return 0, fmt.Errorf("arch: llama_hparams.%s is not a number", name)
@@ -571,15 +554,15 @@ func (h *Hparams) Call(method string, args ...int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	vs := make([]Val, len(args))
+	vs := make([]cpp.Val, len(args))
 	for i, a := range args {
-		vs[i] = Int(a, ast.TI64)
+		vs[i] = cpp.Int(a, ast.TI64)
 	}
-	v, err := h.r.Call(p, Val{K: KObj, P: h.obj}, vs)
+	v, err := h.r.Call(p, cpp.Val{K: cpp.KObj, P: h.obj}, vs)
 	if err != nil {
 		return 0, err
 	}
-	if v.K != KInt {
+	if v.K != cpp.KInt {
 		return 0, fmt.Errorf("arch: llama_hparams::%s returned %s", method, v.Describe())
 	}
 	return v.I, nil
@@ -587,11 +570,11 @@ func (h *Hparams) Call(method string, args ...int64) (int64, error) {
 
 // newLayer is a llama_layer. Its struct-typed members (nextn, posnet,
 // ...) are members by value: they come into being on first use.
-func newLayer() *Object {
-	o := &Object{Class: "llama_layer", Fields: make(map[string]*Cell, 64)}
-	o.Members = func(name string) *Object {
+func newLayer() *cpp.Object {
+	o := &cpp.Object{Class: "llama_layer", Fields: make(map[string]*cpp.Cell, 64)}
+	o.Members = func(name string) *cpp.Object {
 		if st, ok := layerStructs[name]; ok {
-			return NewObject(st)
+			return cpp.NewObject(st)
 		}
 		return nil
 	}
@@ -599,4 +582,25 @@ func newLayer() *Object {
 }
 
 // runOf is the replay a frame of its programs runs in.
-func runOf(f *Frame) *Run { return f.I.Host.(*Run) }
+func runOf(f *cpp.Frame) *Run { return Of(f) }
+
+// enum families of KEnum values
+const (
+	famTensor = iota
+	famKV
+	famArch
+)
+
+// The errors of the replay's programs, as llama.cpp raises them (the
+// evaluator's: package cpp).
+type (
+	// Throw is a C++ exception a program raised: llama.cpp reports it as
+	// the load's error.
+	Throw = cpp.Throw
+	// Abort is a GGML_ASSERT or GGML_ABORT that would end llama.cpp's
+	// process.
+	Abort = cpp.Abort
+	// Need describes a metadata key or a tensor a model lacks or has
+	// wrong.
+	Need = cpp.Need
+)

@@ -9,6 +9,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/graph"
 )
 
 // A model that llama.cpp loads may still abort it when a context builds
@@ -75,12 +76,12 @@ func (m *ArchModel) checkGraph(lib *ops.Lib) error {
 		if err != nil {
 			return &GraphError{Arch: m.Arch, Config: c.name, Err: err}
 		}
-		if ok, why := r.GraphReplayed(mem); !ok {
+		if ok, why := graph.Replayed(r, mem); !ok {
 			return &GraphError{Arch: m.Arch, Config: c.name, Err: errors.New(why)}
 		}
 		nTok := min(c.nUBatch, cx.NUBatch)
 		nSeq := min(cx.NSeqMax, nTok)
-		g, err := r.BuildGraph(arch.GraphParams{Lib: lib, NTokens: nTok, NSeqs: nSeq, NOutputs: min(c.nOutputs, nTok),
+		g, err := graph.BuildGraph(r, graph.GraphParams{Lib: lib, NTokens: nTok, NSeqs: nSeq, NOutputs: min(c.nOutputs, nTok),
 			FlashAttn: cx.FlashAttn, Memory: mem, NTensors: len(rec.created)})
 		if err != nil {
 			return &GraphError{Arch: m.Arch, Config: c.name, Err: err}

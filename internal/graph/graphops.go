@@ -1,11 +1,13 @@
-package arch
+package graph
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // The ggml functions the graph programs call. Each is package ops' op of
@@ -17,9 +19,9 @@ import (
 
 // gcall is one call's evaluated arguments.
 type gcall struct {
-	f  *Frame
+	f  *cpp.Frame
 	fn string
-	v  []Val
+	v  []cpp.Val
 	g  *graphState
 }
 
@@ -29,28 +31,28 @@ func (c *gcall) lib() *ops.Lib { return c.g.lib }
 func (c *gcall) abort(err error) error {
 	var a *ops.AssertError
 	if errors.As(err, &a) {
-		return &Abort{Msg: a.Error(), Where: c.fn}
+		return &cpp.Abort{Msg: a.Error(), Where: c.fn}
 	}
 	return err
 }
 
 // result is an op's tensor, or its failed check.
-func (c *gcall) result(t *ops.Tensor, err error) (Val, error) {
+func (c *gcall) result(t *ops.Tensor, err error) (cpp.Val, error) {
 	if err != nil {
-		return Void, c.abort(err)
+		return cpp.Void, c.abort(err)
 	}
 	return tval(t), nil
 }
 
 func (c *gcall) ctx(i int) (*ops.Context, error) {
-	if n, ok := c.v[i].P.(*ops.Context); ok && c.v[i].K == KNative {
+	if n, ok := c.v[i].P.(*ops.Context); ok && c.v[i].K == cpp.KNative {
 		return n, nil
 	}
 	return nil, c.f.Errorf("%s: argument %d is %s, not a ggml context", c.fn, i, c.v[i].Describe())
 }
 
 func (c *gcall) graph(i int) (*ops.Graph, error) {
-	if n, ok := c.v[i].P.(*ops.Graph); ok && c.v[i].K == KNative {
+	if n, ok := c.v[i].P.(*ops.Graph); ok && c.v[i].K == cpp.KNative {
 		return n, nil
 	}
 	return nil, c.f.Errorf("%s: argument %d is %s, not a graph", c.fn, i, c.v[i].Describe())
@@ -84,29 +86,29 @@ func (c *gcall) opt(i int) (*ops.Tensor, error) {
 func (c *gcall) t(i int) (*ops.Tensor, error) {
 	t, err := c.opt(i)
 	if err == nil && t == nil {
-		err = &Abort{Msg: fmt.Sprintf("null tensor passed to %s (argument %d)", c.fn, i), Where: c.f.Fn}
+		err = &cpp.Abort{Msg: fmt.Sprintf("null tensor passed to %s (argument %d)", c.fn, i), Where: c.f.Fn}
 	}
 	return t, err
 }
 
 // t0 is the tensor a value names, not null.
-func (c *gcall) t0(v Val) (*ops.Tensor, error) {
+func (c *gcall) t0(v cpp.Val) (*ops.Tensor, error) {
 	t, err := c.g.native(c.f, v)
 	if err == nil && t == nil {
-		err = &Abort{Msg: "null tensor passed to " + c.fn, Where: c.f.Fn}
+		err = &cpp.Abort{Msg: "null tensor passed to " + c.fn, Where: c.f.Fn}
 	}
 	return t, err
 }
 
 func (c *gcall) i(i int) int64 {
-	v, _ := Convert(c.v[i], ast.TI64)
+	v, _ := cpp.Convert(c.v[i], ast.TI64)
 	return v.I
 }
 
 func (c *gcall) i32(i int) int32 { return int32(c.i(i)) }
 
 func (c *gcall) f32(i int) float32 {
-	v, _ := Convert(c.v[i], ast.TF32)
+	v, _ := cpp.Convert(c.v[i], ast.TF32)
 	return float32(v.F)
 }
 
@@ -121,22 +123,22 @@ func (c *gcall) ne(i, n int) [4]int64 {
 
 // native is the tensor a value names: a native tensor, a model weight
 // (made on the weights' context on first use), or null.
-func (g *graphState) native(f *Frame, v Val) (*ops.Tensor, error) {
+func (g *graphState) native(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
 	switch v.K {
-	case KNull:
+	case cpp.KNull:
 		return nil, nil
-	case KNative:
+	case cpp.KNative:
 		if t, ok := v.P.(*ops.Tensor); ok {
 			return t, nil
 		}
-	case KTensor:
-		return g.weight(f, v.P.(*Tensor))
+	case cpp.KTensor:
+		return g.weight(f, v.P.(*arch.Tensor))
 	}
 	return nil, f.Errorf("%s is no tensor", v.Describe())
 }
 
 // weight is the session's tensor of a model weight, made on first use.
-func (g *graphState) weight(f *Frame, w *Tensor) (*ops.Tensor, error) {
+func (g *graphState) weight(f *cpp.Frame, w *arch.Tensor) (*ops.Tensor, error) {
 	if t, ok := g.weights[w]; ok {
 		return t, nil
 	}
@@ -165,29 +167,29 @@ func (g *graphState) weight(f *Frame, w *Tensor) (*ops.Tensor, error) {
 	return t, nil
 }
 
-func tval(t *ops.Tensor) Val {
+func tval(t *ops.Tensor) cpp.Val {
 	if t == nil {
-		return Null
+		return cpp.Null
 	}
-	return Val{K: KNative, P: t}
+	return cpp.Val{K: cpp.KNative, P: t}
 }
 
-type opFn func(c *gcall) (Val, error)
+type opFn func(c *gcall) (cpp.Val, error)
 
 // op registers a ggml function of n arguments (-1: any).
-func op(out map[string]Builtin, name string, n int, fn opFn) {
-	out[name] = func(f *Frame, args []*ast.Node) (Val, error) {
-		if runOf(f).graph == nil {
-			return Void, f.Errorf("%s outside BuildGraph", name)
+func op(out map[string]cpp.Builtin, name string, n int, fn opFn) {
+	out[name] = func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		if graphOf(f) == nil {
+			return cpp.Void, f.Errorf("%s outside BuildGraph", name)
 		}
 		if n >= 0 && len(args) != n {
-			return Void, f.Errorf("%s: %d arguments, not %d", name, len(args), n)
+			return cpp.Void, f.Errorf("%s: %d arguments, not %d", name, len(args), n)
 		}
-		vs, err := evalArgs(f, args)
+		vs, err := cpp.EvalArgs(f, args)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return fn(&gcall{f: f, fn: name, v: append([]Val(nil), vs...), g: runOf(f).graph})
+		return fn(&gcall{f: f, fn: name, v: append([]cpp.Val(nil), vs...), g: graphOf(f)})
 	}
 }
 
@@ -204,73 +206,73 @@ type (
 )
 
 // ggml_NAME(ctx, a)
-func unary(out map[string]Builtin, name string, fn op1) {
-	op(out, name, 2, func(c *gcall) (Val, error) {
+func unary(out map[string]cpp.Builtin, name string, fn op1) {
+	op(out, name, 2, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0]))
 	})
 }
 
 // ggml_NAME(ctx, a, b)
-func binary(out map[string]Builtin, name string, fn op2) {
-	op(out, name, 3, func(c *gcall) (Val, error) {
+func binary(out map[string]cpp.Builtin, name string, fn op2) {
+	op(out, name, 3, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], ts[1]))
 	})
 }
 
 // ggml_NAME(ctx, a, b, c)
-func ternary(out map[string]Builtin, name string, fn op3) {
-	op(out, name, 4, func(c *gcall) (Val, error) {
+func ternary(out map[string]cpp.Builtin, name string, fn op3) {
+	op(out, name, 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(3)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], ts[1], ts[2]))
 	})
 }
 
 // ggml_NAME(ctx, a, x) of a float x
-func unaryF(out map[string]Builtin, name string, fn op1f) {
-	op(out, name, 3, func(c *gcall) (Val, error) {
+func unaryF(out map[string]cpp.Builtin, name string, fn op1f) {
+	op(out, name, 3, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], c.f32(2)))
 	})
 }
 
 // ggml_NAME(ctx, a, b, x) of a float x
-func binaryF(out map[string]Builtin, name string, fn op2f) {
-	op(out, name, 4, func(c *gcall) (Val, error) {
+func binaryF(out map[string]cpp.Builtin, name string, fn op2f) {
+	op(out, name, 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], ts[1], c.f32(3)))
 	})
 }
 
 // ggml_NAME(ctx, a, n) of an integer n
-func unaryI(out map[string]Builtin, name string, fn op1i) {
-	op(out, name, 3, func(c *gcall) (Val, error) {
+func unaryI(out map[string]cpp.Builtin, name string, fn op1i) {
+	op(out, name, 3, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(fn(c.lib(), ctx, ts[0], c.i(2)))
 	})
 }
 
-func ggmlBuiltins() map[string]Builtin {
-	out := map[string]Builtin{}
+func ggmlBuiltins() map[string]cpp.Builtin {
+	out := map[string]cpp.Builtin{}
 	elementwiseOps(out)
 	shapeOps(out)
 	layoutOps(out)
@@ -286,7 +288,7 @@ func ggmlBuiltins() map[string]Builtin {
 }
 
 // elementwiseOps registers the unary, binary and GLU ops.
-func elementwiseOps(out map[string]Builtin) {
+func elementwiseOps(out map[string]cpp.Builtin) {
 	for name, fn := range map[string]op1{
 		"ggml_cont": (*ops.Lib).Cont, "ggml_transpose": (*ops.Lib).Transpose, "ggml_silu": (*ops.Lib).Silu,
 		"ggml_gelu": (*ops.Lib).Gelu, "ggml_relu": (*ops.Lib).Relu, "ggml_tanh": (*ops.Lib).Tanh,
@@ -329,17 +331,17 @@ func elementwiseOps(out map[string]Builtin) {
 	} {
 		unaryI(out, name, fn)
 	}
-	op(out, "ggml_swiglu_oai", 5, func(c *gcall) (Val, error) {
+	op(out, "ggml_swiglu_oai", 5, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().SwigluOAI(ctx, ts[0], ts[1], c.f32(3), c.f32(4)))
 	})
-	op(out, "ggml_clamp", 4, func(c *gcall) (Val, error) {
+	op(out, "ggml_clamp", 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Clamp(ctx, ts[0], c.f32(2), c.f32(3)))
 	})
@@ -347,27 +349,27 @@ func elementwiseOps(out map[string]Builtin) {
 
 // shapeOps registers the new tensors, reshapes, views and the ops that
 // only change a tensor's layout.
-func shapeOps(out map[string]Builtin) {
+func shapeOps(out map[string]cpp.Builtin) {
 	for nd := 1; nd <= 4; nd++ {
-		op(out, fmt.Sprintf("ggml_new_tensor_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
+		op(out, fmt.Sprintf("ggml_new_tensor_%dd", nd), 2+nd, func(c *gcall) (cpp.Val, error) {
 			ctx, err := c.ctx(0)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			return c.result(c.lib().NewTensor(ctx, c.i32(1), nd, c.ne(2, nd)))
 		})
-		op(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
+		op(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, func(c *gcall) (cpp.Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			return c.result(c.lib().Reshape(ctx, ts[0], nd, c.ne(2, nd)))
 		})
 		// ggml_view_Nd(ctx, a, ne0..ne(N-1), nb1..nb(N-1), offset)
-		op(out, fmt.Sprintf("ggml_view_%dd", nd), 2+nd+(nd-1)+1, func(c *gcall) (Val, error) {
+		op(out, fmt.Sprintf("ggml_view_%dd", nd), 2+nd+(nd-1)+1, func(c *gcall) (cpp.Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			var nb [4]uintptr
 			for i := 1; i < nd; i++ {
@@ -375,39 +377,39 @@ func shapeOps(out map[string]Builtin) {
 			}
 			return c.result(c.lib().View(ctx, ts[0], nd, c.ne(2, nd), nb, uintptr(c.i(2+nd+nd-1))))
 		})
-		op(out, fmt.Sprintf("ggml_cont_%dd", nd), 2+nd, func(c *gcall) (Val, error) {
+		op(out, fmt.Sprintf("ggml_cont_%dd", nd), 2+nd, func(c *gcall) (cpp.Val, error) {
 			ctx, ts, err := c.ctxTensors(1)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			return c.result(c.lib().ContND(ctx, ts[0], nd, c.ne(2, nd)))
 		})
 	}
-	op(out, "ggml_permute", 6, func(c *gcall) (Val, error) {
+	op(out, "ggml_permute", 6, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Permute(ctx, ts[0], c.ne(2, 4)))
 	})
-	op(out, "ggml_cast", 3, func(c *gcall) (Val, error) {
+	op(out, "ggml_cast", 3, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Cast(ctx, ts[0], c.i32(2)))
 	})
-	op(out, "ggml_repeat_4d", 6, func(c *gcall) (Val, error) {
+	op(out, "ggml_repeat_4d", 6, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Repeat4D(ctx, ts[0], c.ne(2, 4)))
 	})
-	op(out, "ggml_concat", 4, func(c *gcall) (Val, error) {
+	op(out, "ggml_concat", 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Concat(ctx, ts[0], ts[1], c.i(3)))
 	})
@@ -415,37 +417,37 @@ func shapeOps(out map[string]Builtin) {
 
 // layoutOps registers the convolutions, the norms with parameters and the
 // other ops of a tensor and numbers.
-func layoutOps(out map[string]Builtin) {
+func layoutOps(out map[string]cpp.Builtin) {
 	for name, conv := range map[string]func(*ops.Lib, *ops.Context, *ops.Tensor, *ops.Tensor, int64, int64) (*ops.Tensor, error){
 		"ggml_conv_1d_ph": (*ops.Lib).Conv1DPh, "ggml_conv_1d_dw_ph": (*ops.Lib).Conv1DDwPh,
 	} {
 		// (stride s, padding half the kernel, dilation d)
-		op(out, name, 5, func(c *gcall) (Val, error) {
+		op(out, name, 5, func(c *gcall) (cpp.Val, error) {
 			ctx, ts, err := c.ctxTensors(2)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			return c.result(conv(c.lib(), ctx, ts[0], ts[1], c.i(3), c.i(4)))
 		})
 	}
-	op(out, "ggml_group_norm", 4, func(c *gcall) (Val, error) {
+	op(out, "ggml_group_norm", 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().GroupNorm(ctx, ts[0], c.i32(2), c.f32(3)))
 	})
-	op(out, "ggml_xielu", 6, func(c *gcall) (Val, error) {
+	op(out, "ggml_xielu", 6, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Xielu(ctx, ts[0], c.f32(2), c.f32(3), c.f32(4), c.f32(5)))
 	})
-	op(out, "ggml_scale_bias", 4, func(c *gcall) (Val, error) {
+	op(out, "ggml_scale_bias", 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().ScaleBias(ctx, ts[0], c.f32(2), c.f32(3)))
 	})
@@ -460,44 +462,44 @@ func (c *gcall) ropeParams(nDims, mode, from int) ops.RopeParams {
 }
 
 // attentionOps registers rope, soft_max_ext and flash attention.
-func attentionOps(out map[string]Builtin) {
+func attentionOps(out map[string]cpp.Builtin) {
 	// ggml_rope_ext and ggml_rope_ext_back (the same rope, as ROPE_BACK)
 	for _, name := range []string{"ggml_rope_ext", "ggml_rope_ext_back"} {
-		op(out, name, 13, func(c *gcall) (Val, error) {
+		op(out, name, 13, func(c *gcall) (cpp.Val, error) {
 			ctx, ts, err := c.ctxTensors(2)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			fr, err := c.opt(3)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			return c.result(c.lib().RopeExt(ctx, ts[0], ts[1], fr, c.ropeParams(4, 5, 6), name == "ggml_rope_ext_back"))
 		})
 	}
-	op(out, "ggml_rope_multi", 14, func(c *gcall) (Val, error) {
+	op(out, "ggml_rope_multi", 14, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		fr, err := c.opt(3)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		// int sections[GGML_MROPE_SECTIONS]: four, read from the array
 		var sections [4]int32
 		v := c.v[5]
-		if v.K == KIter {
-			v = Val{K: KArr, P: v.P}
+		if v.K == cpp.KIter {
+			v = cpp.Val{K: cpp.KArr, P: v.P}
 		}
-		a, ok := v.P.(*Array)
-		if v.K != KArr || !ok || len(a.Cells) < 4 {
-			return Void, c.f.Errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].Describe())
+		a, ok := v.P.(*cpp.Array)
+		if v.K != cpp.KArr || !ok || len(a.Cells) < 4 {
+			return cpp.Void, c.f.Errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].Describe())
 		}
 		for i := range sections {
-			x, err := Convert(a.Cells[i].V, ast.TI32)
+			x, err := cpp.Convert(a.Cells[i].V, ast.TI32)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			sections[i] = int32(x.I)
 		}
@@ -505,72 +507,72 @@ func attentionOps(out map[string]Builtin) {
 	})
 	// ggml_rope_set_offset(a, n_offs): a rope whose first n_offs
 	// dimensions stay unrotated (an op parameter of the rope itself)
-	op(out, "ggml_rope_set_offset", 2, func(c *gcall) (Val, error) {
+	op(out, "ggml_rope_set_offset", 2, func(c *gcall) (cpp.Val, error) {
 		a, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().RopeSetOffset(a, c.i(1)))
 	})
-	op(out, "ggml_rope", 5, func(c *gcall) (Val, error) {
+	op(out, "ggml_rope", 5, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Rope(ctx, ts[0], ts[1], c.i32(3), c.i32(4)))
 	})
-	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (Val, error) {
+	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		mask, err := c.opt(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().SoftMaxExt(ctx, ts[0], mask, c.f32(3), c.f32(4)))
 	})
-	op(out, "ggml_flash_attn_ext", 8, func(c *gcall) (Val, error) {
+	op(out, "ggml_flash_attn_ext", 8, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(3)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		mask, err := c.opt(4)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().FlashAttnExt(ctx, ts[0], ts[1], ts[2], mask, c.f32(5), c.f32(6), c.f32(7)))
 	})
 }
 
 // rowOps registers the ops that write into a tensor and the pads.
-func rowOps(out map[string]Builtin) {
-	op(out, "ggml_set_1d", 4, func(c *gcall) (Val, error) {
+func rowOps(out map[string]cpp.Builtin) {
+	op(out, "ggml_set_1d", 4, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Set1D(ctx, ts[0], ts[1], c.i(3)))
 	})
 	// ggml_set_inplace(ctx, a, b, nb1, nb2, nb3, offset)
-	op(out, "ggml_set_inplace", 7, func(c *gcall) (Val, error) {
+	op(out, "ggml_set_inplace", 7, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().SetInplace(ctx, ts[0], ts[1], uintptr(c.i(3)), uintptr(c.i(4)), uintptr(c.i(5)), c.i(6)))
 	})
-	op(out, "ggml_pad", 6, func(c *gcall) (Val, error) {
+	op(out, "ggml_pad", 6, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Pad(ctx, ts[0], [4]int32{c.i32(2), c.i32(3), c.i32(4), c.i32(5)}))
 	})
-	op(out, "ggml_pad_ext", 10, func(c *gcall) (Val, error) {
+	op(out, "ggml_pad_ext", 10, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		var p [8]int32
 		for i := range p {
@@ -581,162 +583,162 @@ func rowOps(out map[string]Builtin) {
 }
 
 // attributeOps registers the ops on a tensor's flags, name and hints.
-func attributeOps(out map[string]Builtin) {
+func attributeOps(out map[string]cpp.Builtin) {
 	for name, set := range map[string]func(*ops.Lib, *ops.Tensor){"ggml_set_input": (*ops.Lib).SetInput, "ggml_set_output": (*ops.Lib).SetOutput} {
-		op(out, name, 1, func(c *gcall) (Val, error) {
+		op(out, name, 1, func(c *gcall) (cpp.Val, error) {
 			t, err := c.t(0)
 			if err == nil {
 				set(c.lib(), t)
 			}
-			return Void, err
+			return cpp.Void, err
 		})
 	}
-	op(out, "ggml_set_name", 2, func(c *gcall) (Val, error) {
+	op(out, "ggml_set_name", 2, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		s, err := Convert(c.v[1], ast.TStr)
+		s, err := cpp.Convert(c.v[1], ast.TStr)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return tval(c.lib().SetName(t, s.S)), nil
 	})
-	op(out, "ggml_format_name", -1, func(c *gcall) (Val, error) {
+	op(out, "ggml_format_name", -1, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		s, err := Convert(c.v[1], ast.TStr)
+		s, err := cpp.Convert(c.v[1], ast.TStr)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return tval(c.lib().SetName(t, cformat(s.S, c.v[2:]))), nil
+		return tval(c.lib().SetName(t, cpp.CFormat(s.S, c.v[2:]))), nil
 	})
-	op(out, "ggml_prec_set_acc", 2, func(c *gcall) (Val, error) {
+	op(out, "ggml_prec_set_acc", 2, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return Bool(c.lib().PrecSetAcc(t, c.i32(1))), nil
+		return cpp.Bool(c.lib().PrecSetAcc(t, c.i32(1))), nil
 	})
-	op(out, "ggml_prec_set_src", 3, func(c *gcall) (Val, error) {
+	op(out, "ggml_prec_set_src", 3, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		ok, err := c.lib().PrecSetSrc(t, c.i32(1), c.i(2))
 		if err != nil {
-			return Void, c.abort(err)
+			return cpp.Void, c.abort(err)
 		}
-		return Bool(ok), nil
+		return cpp.Bool(ok), nil
 	})
 	for name, set := range map[string]func(*ops.Lib, *ops.Tensor, int32){
 		"ggml_mul_mat_set_hint": (*ops.Lib).MulMatSetHint, "ggml_flash_attn_ext_set_n_kv_max": (*ops.Lib).FlashAttnKVMax,
 	} {
-		op(out, name, 2, func(c *gcall) (Val, error) {
+		op(out, name, 2, func(c *gcall) (cpp.Val, error) {
 			t, err := c.t(0)
 			if err == nil {
 				set(c.lib(), t, c.i32(1))
 			}
-			return Void, err
+			return cpp.Void, err
 		})
 	}
 	for name, add := range map[string]opNone{
 		"ggml_flash_attn_ext_add_sinks": (*ops.Lib).FlashAttnSinks, "ggml_soft_max_add_sinks": (*ops.Lib).SoftMaxAddSinks,
 	} {
-		op(out, name, 2, func(c *gcall) (Val, error) {
+		op(out, name, 2, func(c *gcall) (cpp.Val, error) {
 			a, err := c.t(0)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			sinks, err := c.opt(1)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			return Void, c.abort(add(c.lib(), a, sinks))
+			return cpp.Void, c.abort(add(c.lib(), a, sinks))
 		})
 	}
 }
 
 // sizeOps registers the questions on sizes and shapes.
-func sizeOps(out map[string]Builtin) {
-	op(out, "ggml_row_size", 2, func(c *gcall) (Val, error) {
+func sizeOps(out map[string]cpp.Builtin) {
+	op(out, "ggml_row_size", 2, func(c *gcall) (cpp.Val, error) {
 		n, err := c.lib().RowSize(c.i32(0), c.i(1))
 		if err != nil {
-			return Void, c.abort(err)
+			return cpp.Void, c.abort(err)
 		}
-		return Int(int64(n), ast.TU64), nil
+		return cpp.Int(int64(n), ast.TU64), nil
 	})
-	op(out, "ggml_element_size", 1, func(c *gcall) (Val, error) {
+	op(out, "ggml_element_size", 1, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return Int(int64(c.lib().TypeSize(t.Type)), ast.TU64), nil
+		return cpp.Int(int64(c.lib().TypeSize(t.Type)), ast.TU64), nil
 	})
-	op(out, "ggml_nelements", 1, func(c *gcall) (Val, error) {
+	op(out, "ggml_nelements", 1, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return Int(ops.NElements(t), ast.TI64), nil
+		return cpp.Int(ops.NElements(t), ast.TI64), nil
 	})
-	op(out, "ggml_is_contiguous", 1, func(c *gcall) (Val, error) {
+	op(out, "ggml_is_contiguous", 1, func(c *gcall) (cpp.Val, error) {
 		t, err := c.t(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return Bool(c.lib().Contiguous(t)), nil
+		return cpp.Bool(c.lib().Contiguous(t)), nil
 	})
 	for name, same := range map[string]func(a, b *ops.Tensor) bool{
 		"ggml_are_same_shape":  ops.SameShape,
 		"ggml_are_same_stride": func(a, b *ops.Tensor) bool { return a.Nb == b.Nb },
 	} {
-		op(out, name, 2, func(c *gcall) (Val, error) {
+		op(out, name, 2, func(c *gcall) (cpp.Val, error) {
 			a, err := c.t(0)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 			b, err := c.t(1)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			return Bool(same(a, b)), nil
+			return cpp.Bool(same(a, b)), nil
 		})
 	}
 }
 
 // graphBuildOps registers the ops on the graph.
-func graphBuildOps(out map[string]Builtin) {
-	op(out, "ggml_build_forward_expand", 2, func(c *gcall) (Val, error) {
+func graphBuildOps(out map[string]cpp.Builtin) {
+	op(out, "ggml_build_forward_expand", 2, func(c *gcall) (cpp.Val, error) {
 		gf, err := c.graph(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		t, err := c.t(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		return Void, c.abort(c.lib().Expand(gf, t))
+		return cpp.Void, c.abort(c.lib().Expand(gf, t))
 	})
-	op(out, "ggml_build_forward_select", 4, func(c *gcall) (Val, error) {
+	op(out, "ggml_build_forward_select", 4, func(c *gcall) (cpp.Val, error) {
 		gf, err := c.graph(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		arr, ok := c.v[1].P.(*Array)
-		if c.v[1].K != KArr || !ok {
-			return Void, c.f.Errorf("ggml_build_forward_select of %s", c.v[1].Describe())
+		arr, ok := c.v[1].P.(*cpp.Array)
+		if c.v[1].K != cpp.KArr || !ok {
+			return cpp.Void, c.f.Errorf("ggml_build_forward_select of %s", c.v[1].Describe())
 		}
 		n, idx := c.i(2), c.i(3)
 		if n <= 0 || n > int64(len(arr.Cells)) || idx < 0 || idx >= n {
-			return Void, &Abort{Msg: "GGML_ASSERT(idx >= 0 && idx < n_tensors) failed", Where: c.fn}
+			return cpp.Void, &cpp.Abort{Msg: "GGML_ASSERT(idx >= 0 && idx < n_tensors) failed", Where: c.fn}
 		}
 		ts := make([]*ops.Tensor, n)
 		for i := range ts {
 			if ts[i], err = c.t0(arr.Cells[i].V); err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
 		}
 		return c.result(c.lib().Select(gf, ts, int(idx)))

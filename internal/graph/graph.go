@@ -1,4 +1,4 @@
-package arch
+package graph
 
 import (
 	"errors"
@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // A context's compute graph: llama_model::build_graph replayed (stage 1:
@@ -40,11 +42,11 @@ import (
 // cache leave them: the scheduler then treats them as allocated and
 // assigns their ops by their buffers.
 type GraphSession struct {
-	r       *Run
+	r       *arch.Run
 	lib     *ops.Lib
 	wctx    *ops.Context
-	weights map[*Tensor]*ops.Tensor
-	mctx    Val
+	weights map[*arch.Tensor]*ops.Tensor
+	mctx    cpp.Val
 	fa      bool
 	at      Placement
 	dummies map[dummyKey]ops.Buffer
@@ -55,7 +57,7 @@ type GraphSession struct {
 // scheduled session; a nil function (or a zero buffer type) leaves the
 // tensor without a buffer.
 type Placement struct {
-	Weight func(t *Tensor) ops.Buft
+	Weight func(t *arch.Tensor) ops.Buft
 	Cache  func(cache, i int) ops.Buft // the i-th tensor of Memory.Caches[cache]
 }
 
@@ -67,16 +69,16 @@ type dummyKey struct {
 // NewGraphSession starts the graphs of a context: InitContext and
 // CreateMemory must have run (their cparams and cache are the graphs'),
 // and CreateTensors (the weights).
-func (r *Run) NewGraphSession(lib *ops.Lib, mem *Memory, flashAttn bool, at Placement) (*GraphSession, error) {
+func NewGraphSession(r *arch.Run, lib *ops.Lib, mem *arch.Memory, flashAttn bool, at Placement) (*GraphSession, error) {
 	if lib == nil {
 		return nil, fmt.Errorf("arch: a graph needs the native library")
 	}
-	if r.cparams == nil {
+	if r.CParams() == nil {
 		return nil, fmt.Errorf("arch: a graph before InitContext")
 	}
-	s := &GraphSession{r: r, lib: lib, weights: map[*Tensor]*ops.Tensor{}, fa: flashAttn, at: at, dummies: map[dummyKey]ops.Buffer{}}
+	s := &GraphSession{r: r, lib: lib, weights: map[*arch.Tensor]*ops.Tensor{}, fa: flashAttn, at: at, dummies: map[dummyKey]ops.Buffer{}}
 	nw := 16
-	walkTensors(Val{K: KObj, P: r.model}, func(*Tensor) { nw++ }, map[*Object]bool{})
+	walkTensors(cpp.Val{K: cpp.KObj, P: r.Model()}, func(*arch.Tensor) { nw++ }, map[*cpp.Object]bool{})
 	if mem != nil {
 		for _, c := range mem.Caches {
 			nw += len(c.Tensors)
@@ -173,68 +175,68 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 		return nil, fmt.Errorf("arch: ggml_init failed")
 	}
 	g.gf = lib.NewGraph(g.ctx, maxNodes)
-	r.graph = g
-	defer func() { r.graph = nil }()
+	r.Session = g
+	defer func() { r.Session = nil }()
 
 	res := newShared("llm_graph_result")
-	res.Fields["gf"] = &Cell{V: Val{K: KNative, P: g.gf}}
-	res.Fields["ctx"] = &Cell{V: Val{K: KNative, P: g.ctx}}
-	nLayer := len(r.model.Fields["layers"].V.P.(*Array).Cells)
-	res.Fields["t_layer_inp"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TPtr, nLayer, false)}}
+	res.Fields["gf"] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: g.gf}}
+	res.Fields["ctx"] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: g.ctx}}
+	nLayer := len(r.Model().Fields["layers"].V.P.(*cpp.Array).Cells)
+	res.Fields["t_layer_inp"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, nLayer, false)}}
 	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
-		res.Fields[n] = &Cell{V: Val{K: KArr, P: NewArray(ast.TAuto, 0, false)}}
+		res.Fields[n] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}}
 	}
-	cp := r.cparams.Clone()
-	cp.Fields["flash_attn"] = &Cell{T: ast.TBool, V: Bool(s.fa)}
+	cp := r.CParams().Clone()
+	cp.Fields["flash_attn"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(s.fa)}
 
 	params := newShared("llm_graph_params")
-	set := func(o *Object, name string, v Val) { o.Fields[name] = &Cell{T: ast.TRef, V: v} }
-	set(params, "arch", r.model.Fields["arch"].V)
-	set(params, "hparams", Val{K: KObj, P: r.hparams.obj})
-	set(params, "cparams", Val{K: KObj, P: cp})
-	set(params, "ubatch", Val{K: KObj, P: reserveUbatch(nTokens, nSeqs, nOutputs)})
-	set(params, "gtype", Int(enumConsts["LLM_GRAPH_TYPE_DEFAULT"], ast.TI32))
-	set(params, "sched", Null)
-	set(params, "backend_cpu", Null)
-	set(params, "cb", Null)
+	set := func(o *cpp.Object, name string, v cpp.Val) { o.Fields[name] = &cpp.Cell{T: ast.TRef, V: v} }
+	set(params, "arch", r.Model().Fields["arch"].V)
+	set(params, "hparams", cpp.Val{K: cpp.KObj, P: r.Hparams().Object()})
+	set(params, "cparams", cpp.Val{K: cpp.KObj, P: cp})
+	set(params, "ubatch", cpp.Val{K: cpp.KObj, P: reserveUbatch(nTokens, nSeqs, nOutputs)})
+	set(params, "gtype", cpp.Int(enumConst("LLM_GRAPH_TYPE_DEFAULT"), ast.TI32))
+	set(params, "sched", cpp.Null)
+	set(params, "backend_cpu", cpp.Null)
+	set(params, "cb", cpp.Null)
 	if sc := s.sched; sc != nil {
-		set(params, "sched", Val{K: KNative, P: sc.h})
-		set(params, "backend_cpu", Val{K: KNative, P: sc.cpu})
-		set(params, "cb", Val{K: KFunc, P: Builtin(sc.callback(s, nTokens))})
+		set(params, "sched", cpp.Val{K: cpp.KNative, P: sc.h})
+		set(params, "backend_cpu", cpp.Val{K: cpp.KNative, P: sc.cpu})
+		set(params, "cb", cpp.Val{K: cpp.KFunc, P: cpp.Builtin(sc.callback(s, nTokens))})
 	}
 	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
-	cvec.Fields["layer_start"] = &Cell{V: Int(-1, ast.TI32)}
-	cvec.Fields["layer_end"] = &Cell{V: Int(-1, ast.TI32)}
-	cvec.Fields["tensors"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TPtr, 0, false)}}
-	set(params, "cvec", Val{K: KObj, P: cvec})
-	set(params, "loras", Val{K: KMap, P: &Map{Vals: []Val{}}}) // no LoRA adapters
+	cvec.Fields["layer_start"] = &cpp.Cell{V: cpp.Int(-1, ast.TI32)}
+	cvec.Fields["layer_end"] = &cpp.Cell{V: cpp.Int(-1, ast.TI32)}
+	cvec.Fields["tensors"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, 0, false)}}
+	set(params, "cvec", cpp.Val{K: cpp.KObj, P: cvec})
+	set(params, "loras", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}) // no LoRA adapters
 	set(params, "mctx", s.mctx)
 	// the context's llama_cross: no encoder output yet
 	cross := newShared("llama_cross")
-	cross.Fields["n_embd"] = &Cell{T: ast.TI64, V: Int(0, ast.TI64)}
-	cross.Fields["n_enc"] = &Cell{T: ast.TI64, V: Int(0, ast.TI64)}
-	cross.Fields["v_embd"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TF32, 0, false)}}
-	cross.Fields["seq_ids_enc"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TAuto, 0, false)}}
-	set(params, "cross", Val{K: KObj, P: cross})
-	set(params, "samplers", Val{K: KMap, P: &Map{Vals: []Val{}}}) // no backend samplers
-	set(params, "n_outputs", Int(int64(nOutputs), ast.TU32))
-	set(params, "res", Val{K: KObj, P: res})
+	cross.Fields["n_embd"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(0, ast.TI64)}
+	cross.Fields["n_enc"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(0, ast.TI64)}
+	cross.Fields["v_embd"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TF32, 0, false)}}
+	cross.Fields["seq_ids_enc"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}}
+	set(params, "cross", cpp.Val{K: cpp.KObj, P: cross})
+	set(params, "samplers", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}) // no backend samplers
+	set(params, "n_outputs", cpp.Int(int64(nOutputs), ast.TU32))
+	set(params, "res", cpp.Val{K: cpp.KObj, P: res})
 
-	prog, err := r.program("llama_model::build_graph")
+	prog, err := r.Program("llama_model::build_graph")
 	if err != nil {
 		g.free()
 		return nil, err
 	}
-	if _, err := r.Call(prog, Val{K: KObj, P: r.model}, []Val{{K: KObj, P: params}}); err != nil {
+	if _, err := r.Call(prog, cpp.Val{K: cpp.KObj, P: r.Model()}, []cpp.Val{{K: cpp.KObj, P: params}}); err != nil {
 		g.free()
 		return nil, err
 	}
-	g.inputs = len(res.Fields["inputs"].V.P.(*Array).Cells)
-	for _, c := range res.Fields["fused_nodes"].V.P.(*Array).Cells {
+	g.inputs = len(res.Fields["inputs"].V.P.(*cpp.Array).Cells)
+	for _, c := range res.Fields["fused_nodes"].V.P.(*cpp.Array).Cells {
 		// an llm_graph_fused_node {op, tensor, il}, kept as the brace
 		// list it was made from
-		a, ok := c.V.P.(*Array)
-		if c.V.K != KArr || !ok || len(a.Cells) != 3 {
+		a, ok := c.V.P.(*cpp.Array)
+		if c.V.K != cpp.KArr || !ok || len(a.Cells) != 3 {
 			g.free()
 			return nil, fmt.Errorf("arch: a fused node of %s", c.V.Describe())
 		}
@@ -253,18 +255,18 @@ type GraphParams struct {
 	FlashAttn bool   // cparams.flash_attn
 	MaxNodes  int    // the graph's size; 0: llama_context::graph_max_nodes, for NTensors
 	NTensors  int    // llama_model::n_tensors(): the weights in their contexts
-	Memory    *Memory
+	Memory    *arch.Memory
 }
 
 // BuildGraph builds one graph of a session of its own (no buffers: the
 // graph is for counting, not scheduling).
-func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
-	s, err := r.NewGraphSession(p.Lib, p.Memory, p.FlashAttn, Placement{})
+func BuildGraph(r *arch.Run, p GraphParams) (*Graph, error) {
+	s, err := NewGraphSession(r, p.Lib, p.Memory, p.FlashAttn, Placement{})
 	if err != nil {
 		return nil, err
 	}
 	if p.MaxNodes <= 0 {
-		if p.MaxNodes, err = r.graphMaxNodes(p.NTokens, p.NTensors); err != nil {
+		if p.MaxNodes, err = graphMaxNodes(r, p.NTokens, p.NTensors); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -279,12 +281,12 @@ func (r *Run) BuildGraph(p GraphParams) (*Graph, error) {
 }
 
 // walkTensors calls fn on every tensor the model's members hold.
-func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
+func walkTensors(v cpp.Val, fn func(*arch.Tensor), seen map[*cpp.Object]bool) {
 	switch v.K {
-	case KTensor:
-		fn(v.P.(*Tensor))
-	case KObj:
-		o := v.P.(*Object)
+	case cpp.KTensor:
+		fn(v.P.(*arch.Tensor))
+	case cpp.KObj:
+		o := v.P.(*cpp.Object)
 		if seen[o] {
 			return
 		}
@@ -292,8 +294,8 @@ func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
 		for _, c := range o.Fields {
 			walkTensors(c.V, fn, seen)
 		}
-	case KArr:
-		for _, c := range v.P.(*Array).Cells {
+	case cpp.KArr:
+		for _, c := range v.P.(*cpp.Array).Cells {
 			walkTensors(c.V, fn, seen)
 		}
 	}
@@ -301,8 +303,8 @@ func walkTensors(v Val, fn func(*Tensor), seen map[*Object]bool) {
 
 // newShared is an object of the graph's classes: its members hold what
 // is assigned to them, as the pin's pointer and reference members do.
-func newShared(class string) *Object {
-	o := NewObject(class)
+func newShared(class string) *cpp.Object {
+	o := cpp.NewObject(class)
 	o.Shared, o.Methods = true, graphMethods{}
 	return o
 }
@@ -312,7 +314,7 @@ func newShared(class string) *Object {
 // class and its bases, an overload picked by the arguments.
 type graphMethods struct{}
 
-func (graphMethods) HasMethod(o *Object, name string) bool {
+func (graphMethods) HasMethod(o *cpp.Object, name string) bool {
 	if strings.Contains(name, "::") {
 		return false
 	}
@@ -320,14 +322,14 @@ func (graphMethods) HasMethod(o *Object, name string) bool {
 	return ok || len(classPrograms(o.Class, name)) > 0
 }
 
-func (graphMethods) CallMethod(f *Frame, m *Method, args []*ast.Node) (Val, error) {
-	o := m.Recv.P.(*Object)
+func (graphMethods) CallMethod(f *cpp.Frame, m *cpp.Method, args []*ast.Node) (cpp.Val, error) {
+	o := m.Recv.P.(*cpp.Object)
 	if gm, ok := graphMethod(o, m.Name); ok {
 		return gm(f, args)
 	}
 	p, err := pickOverload(f, classPrograms(o.Class, m.Name), args)
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
 	return f.I.Invoke(f, p, m.Recv, args)
 }
@@ -335,58 +337,58 @@ func (graphMethods) CallMethod(f *Frame, m *Method, args []*ast.Node) (Val, erro
 // reserveUbatch is llama_batch_allocr::ubatch_reserve's ubatch with
 // ubatch_prepare_reserve's outputs: n_tokens tokens of n_seqs sequences,
 // the last n_outputs tokens outputs.
-func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *Object {
+func reserveUbatch(nTokens, nSeqs, nOutputs uint32) *cpp.Object {
 	u := newShared("llama_ubatch")
-	u32 := func(x uint32) *Cell { return &Cell{T: ast.TU32, V: Int(int64(x), ast.TU32)} }
+	u32 := func(x uint32) *cpp.Cell { return &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(x), ast.TU32)} }
 	u.Fields["n_tokens"] = u32(nTokens)
 	u.Fields["n_seq_tokens"] = u32(nTokens / nSeqs)
 	u.Fields["n_seqs"] = u32(nSeqs)
 	u.Fields["n_seqs_unq"] = u32(nSeqs)
 	u.Fields["n_pos"] = u32(1)
-	u.Fields["equal_seqs"] = &Cell{T: ast.TBool, V: True}
+	u.Fields["equal_seqs"] = &cpp.Cell{T: ast.TBool, V: cpp.True}
 	u.Fields["b_equal_seqs"] = u32(1)
-	tok := NewArray(ast.TI32, int(nTokens), false)
-	u.Fields["token"] = &Cell{V: Val{K: KArr, P: tok}}
-	u.Fields["embd"] = &Cell{V: Null}
-	out := NewArray(ast.TI32, int(nTokens), false)
+	tok := cpp.NewArray(ast.TI32, int(nTokens), false)
+	u.Fields["token"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: tok}}
+	u.Fields["embd"] = &cpp.Cell{V: cpp.Null}
+	out := cpp.NewArray(ast.TI32, int(nTokens), false)
 	for i := range out.Cells {
 		if uint32(i) >= nTokens-min(nOutputs, nTokens) {
-			out.Cells[i].V = Int(1, ast.TI32)
+			out.Cells[i].V = cpp.Int(1, ast.TI32)
 		}
 	}
-	u.Fields["output"] = &Cell{V: Val{K: KArr, P: out}}
+	u.Fields["output"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: out}}
 	// as ubatch_reserve sizes them: no token is in a sequence yet, the
 	// sequences are the first n_seqs
-	u.Fields["n_seq_id"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TI32, int(nTokens), false)}}
-	seqID := NewArray(ast.TPtr, int(nTokens), false)
+	u.Fields["n_seq_id"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TI32, int(nTokens), false)}}
+	seqID := cpp.NewArray(ast.TPtr, int(nTokens), false)
 	for i := range seqID.Cells {
-		seqID.Cells[i].V = Null
+		seqID.Cells[i].V = cpp.Null
 	}
-	u.Fields["seq_id"] = &Cell{V: Val{K: KArr, P: seqID}}
-	unq := NewArray(ast.TI32, int(nSeqs), false)
-	idx := NewArray(ast.TI32, int(enumConsts["LLAMA_MAX_SEQ"]), false)
+	u.Fields["seq_id"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: seqID}}
+	unq := cpp.NewArray(ast.TI32, int(nSeqs), false)
+	idx := cpp.NewArray(ast.TI32, int(enumConst("LLAMA_MAX_SEQ")), false)
 	for i := range idx.Cells {
 		v := int64(-1)
 		if i < int(nSeqs) {
 			v = int64(i)
-			unq.Cells[i].V = Int(v, ast.TI32)
+			unq.Cells[i].V = cpp.Int(v, ast.TI32)
 		}
-		idx.Cells[i].V = Int(v, ast.TI32)
+		idx.Cells[i].V = cpp.Int(v, ast.TI32)
 	}
-	u.Fields["seq_id_unq"] = &Cell{V: Val{K: KArr, P: unq}}
-	u.Fields["seq_idx"] = &Cell{V: Val{K: KArr, P: idx}}
+	u.Fields["seq_id_unq"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: unq}}
+	u.Fields["seq_idx"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: idx}}
 	return u
 }
 
 // kvContext is llama_kv_cache_context(kv), the reserve constructor, over
 // the KV cache CreateMemory sized (its tensors made on the session's
 // context): n_kv the cache's size, one slot info over every stream.
-func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
+func (s *GraphSession) kvContext(mem *arch.Memory) (cpp.Val, error) {
 	if mem == nil || len(mem.Caches) == 0 {
-		return Null, nil
+		return cpp.Null, nil
 	}
 	if !memoryViewsReplayed(mem) {
-		return Void, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+		return cpp.Void, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
 	// each memory's context as its init_full makes it: the contexts of
 	// its caches, each their reserve one, in the members its accessors
@@ -398,10 +400,10 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		return s.recurrentContext(mem.Caches[0], 0)
 	}
 	ctx := newShared(mem.Class + "_context")
-	ctx.Fields["status"] = &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
-	member := func(name string, v Val, err error) error {
+	ctx.Fields["status"] = &cpp.Cell{T: ast.TI32, V: cpp.Int(enumConst("LLAMA_MEMORY_STATUS_SUCCESS"), ast.TI32)}
+	member := func(name string, v cpp.Val, err error) error {
 		if err == nil {
-			ctx.Fields[name] = &Cell{T: ast.TRef, V: v}
+			ctx.Fields[name] = &cpp.Cell{T: ast.TRef, V: v}
 		}
 		return err
 	}
@@ -418,7 +420,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 	case "llama_kv_cache_msa":
 		err = errors.Join(kv("ctx_base", 0), kv("ctx_idx", 1))
 		if err == nil {
-			ctx.Fields["kv"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: s.msaCache(mem)}}
+			ctx.Fields["kv"] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: s.msaCache(mem)}}
 		}
 	case "llama_kv_cache_dsa_iswa":
 		// its DSA part is a llama_kv_cache_dsa_context of its own
@@ -429,7 +431,7 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		err = errors.Join(kv("ctx_attn", 0), member("ctx_recr", recr, rerr))
 		if err == nil && mem.Class == "llama_memory_hybrid_idx" {
 			// the indexer's context; null without an indexer
-			ctx.Fields["ctx_idx"] = &Cell{T: ast.TRef, V: Null}
+			ctx.Fields["ctx_idx"] = &cpp.Cell{T: ast.TRef, V: cpp.Null}
 			if len(mem.Caches) > 2 {
 				err = kv("ctx_idx", 2)
 			}
@@ -442,42 +444,42 @@ func (s *GraphSession) kvContext(mem *Memory) (Val, error) {
 		recr, rerr := s.recurrentContext(mem.Caches[2], 2)
 		err = errors.Join(member("ctx_attn", ic, ierr), member("ctx_recr", recr, rerr))
 	default:
-		return Void, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
+		return cpp.Void, fmt.Errorf("arch: graph: the views of memory %s are not replayed yet", mem.Class)
 	}
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
-	return Val{K: KObj, P: ctx}, nil
+	return cpp.Val{K: cpp.KObj, P: ctx}, nil
 }
 
 // pairContext is a memory context of class over two KV caches, the
 // memory's first and the next: their contexts in members a and b.
-func (s *GraphSession) pairContext(class string, mem *Memory, first int, a, b string) (Val, error) {
+func (s *GraphSession) pairContext(class string, mem *arch.Memory, first int, a, b string) (cpp.Val, error) {
 	ctx := newShared(class)
-	ctx.Fields["status"] = &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	ctx.Fields["status"] = &cpp.Cell{T: ast.TI32, V: cpp.Int(enumConst("LLAMA_MEMORY_STATUS_SUCCESS"), ast.TI32)}
 	for i, name := range []string{a, b} {
 		v, err := s.kvCacheContext(mem.Caches[first+i], first+i)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		ctx.Fields[name] = &Cell{T: ast.TRef, V: v}
+		ctx.Fields[name] = &cpp.Cell{T: ast.TRef, V: v}
 	}
-	return Val{K: KObj, P: ctx}, nil
+	return cpp.Val{K: cpp.KObj, P: ctx}, nil
 }
 
 // msaCache is the llama_kv_cache_msa object an MSA context points to,
 // with what its accessors read: n_pad, n_seq_max and the base cache.
-func (s *GraphSession) msaCache(mem *Memory) *Object {
+func (s *GraphSession) msaCache(mem *arch.Memory) *cpp.Object {
 	kv := newShared("llama_kv_cache_msa")
-	kv.Fields["n_pad"] = &Cell{T: ast.TU32, V: Int(int64(mem.nPad), ast.TU32)}
-	kv.Fields["n_seq_max"] = &Cell{T: ast.TU32, V: Int(int64(mem.Caches[0].NSeqMax), ast.TU32)}
+	kv.Fields["n_pad"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(mem.NPad), ast.TU32)}
+	kv.Fields["n_seq_max"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(mem.Caches[0].NSeqMax), ast.TU32)}
 	return kv
 }
 
 // memoryViewsReplayed says whether the graph has mem's views: none, a KV
 // cache, an iSWA pair of them, a recurrent state, or the hybrid of a KV
 // cache and a recurrent state.
-func memoryViewsReplayed(mem *Memory) bool {
+func memoryViewsReplayed(mem *arch.Memory) bool {
 	if mem == nil || len(mem.Caches) == 0 {
 		return true
 	}
@@ -505,47 +507,47 @@ func memoryViewsReplayed(mem *Memory) bool {
 // constructor (is_full: every cell), over the recurrent state
 // CreateMemory sized, its tensors made on the session's context: r_l,
 // s_l (and p_l) by layer, null for the layers it does not keep.
-func (s *GraphSession) recurrentContext(c *Cache, ci int) (Val, error) {
-	nLayer, err := s.r.hparams.Field("n_layer_all")
+func (s *GraphSession) recurrentContext(c *arch.Cache, ci int) (cpp.Val, error) {
+	nLayer, err := s.r.Hparams().Field("n_layer_all")
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
 	m := newShared("llama_memory_recurrent")
-	byRole := map[byte]*Array{}
+	byRole := map[byte]*cpp.Array{}
 	for _, role := range []byte{'r', 's', 'p'} {
-		a := NewArray(ast.TAuto, int(nLayer), false)
+		a := cpp.NewArray(ast.TAuto, int(nLayer), false)
 		for i := range a.Cells {
-			a.Cells[i].V = Null
+			a.Cells[i].V = cpp.Null
 		}
 		byRole[role] = a
-		m.Fields[string(role)+"_l"] = &Cell{V: Val{K: KArr, P: a}}
+		m.Fields[string(role)+"_l"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: a}}
 	}
 	for j, mt := range c.Tensors {
 		a, ok := byRole[mt.Role]
 		if !ok || mt.Layer < 0 || mt.Layer >= len(a.Cells) {
-			return Void, fmt.Errorf("arch: the recurrent state's tensor %s (layer %d of %d)", mt.Name, mt.Layer, len(a.Cells))
+			return cpp.Void, fmt.Errorf("arch: the recurrent state's tensor %s (layer %d of %d)", mt.Name, mt.Layer, len(a.Cells))
 		}
 		t, err := s.cacheTensor(mt, ci, j)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		a.Cells[mt.Layer].V = Val{K: KNative, P: t}
+		a.Cells[mt.Layer].V = cpp.Val{K: cpp.KNative, P: t}
 	}
-	m.Fields["size"] = &Cell{T: ast.TU32, V: Int(int64(c.Cells), ast.TU32)}
-	m.Fields["n"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
-	m.Fields["head"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
-	m.Fields["rs_z"] = &Cell{T: ast.TI32, V: Int(-1, ast.TI32)}
-	m.Fields["n_rs_seq"] = &Cell{T: ast.TU32, V: Int(int64(c.NRSSeq), ast.TU32)}
+	m.Fields["size"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(c.Cells), ast.TU32)}
+	m.Fields["n"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(0, ast.TU32)}
+	m.Fields["head"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(0, ast.TU32)}
+	m.Fields["rs_z"] = &cpp.Cell{T: ast.TI32, V: cpp.Int(-1, ast.TI32)}
+	m.Fields["n_rs_seq"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(c.NRSSeq), ast.TU32)}
 	mc := newShared("llama_memory_recurrent_context")
-	mc.Fields["mem"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: m}}
-	mc.Fields["is_full"] = &Cell{T: ast.TBool, V: True}
-	mc.Fields["status"] = &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
-	return Val{K: KObj, P: mc}, nil
+	mc.Fields["mem"] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: m}}
+	mc.Fields["is_full"] = &cpp.Cell{T: ast.TBool, V: cpp.True}
+	mc.Fields["status"] = &cpp.Cell{T: ast.TI32, V: cpp.Int(enumConst("LLAMA_MEMORY_STATUS_SUCCESS"), ast.TI32)}
+	return cpp.Val{K: cpp.KObj, P: mc}, nil
 }
 
 // cacheTensor makes tensor j of cache ci on the session's context and
 // places it on the buffer type the plan gives it.
-func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*ops.Tensor, error) {
+func (s *GraphSession) cacheTensor(mt arch.MemoryTensor, ci, j int) (*ops.Tensor, error) {
 	ne := mt.Ne
 	nd := 4
 	for nd > 1 && ne[nd-1] == 1 {
@@ -567,127 +569,127 @@ func (s *GraphSession) cacheTensor(mt MemoryTensor, ci, j int) (*ops.Tensor, err
 }
 
 // kvCacheContext is one KV cache's context (cache ci of the memory).
-func (s *GraphSession) kvCacheContext(c *Cache, ci int) (Val, error) {
+func (s *GraphSession) kvCacheContext(c *arch.Cache, ci int) (cpp.Val, error) {
 	kv, err := s.kvCache(c, ci)
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
 	kc := newShared("llama_kv_cache_context")
-	kc.Fields["kv"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: kv}}
-	kc.Fields["n_kv"] = &Cell{T: ast.TU32, V: Int(int64(c.Cells), ast.TU32)}
-	kc.Fields["i_cur"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
-	kc.Fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
-	return Val{K: KObj, P: kc}, nil
+	kc.Fields["kv"] = &cpp.Cell{T: ast.TRef, V: cpp.Val{K: cpp.KObj, P: kv}}
+	kc.Fields["n_kv"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(c.Cells), ast.TU32)}
+	kc.Fields["i_cur"] = &cpp.Cell{T: ast.TU64, V: cpp.Int(0, ast.TU64)}
+	kc.Fields["sinfos"] = &cpp.Cell{V: fullSlotInfo(c)}
+	return cpp.Val{K: cpp.KObj, P: kc}, nil
 }
 
 // fullSlotInfo is the one slot info of a reserve context: every stream.
-func fullSlotInfo(c *Cache) Val {
+func fullSlotInfo(c *arch.Cache) cpp.Val {
 	si := newShared("llama_kv_cache::slot_info")
-	si.Fields["s0"] = &Cell{T: ast.TU32, V: Int(0, ast.TU32)}
-	si.Fields["s1"] = &Cell{T: ast.TU32, V: Int(int64(max(c.Streams, 1))-1, ast.TU32)}
-	sinfos := NewArray(ast.TAuto, 1, false)
-	sinfos.Cells[0].V = Val{K: KObj, P: si}
-	return Val{K: KArr, P: sinfos}
+	si.Fields["s0"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(0, ast.TU32)}
+	si.Fields["s1"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(max(c.Streams, 1))-1, ast.TU32)}
+	sinfos := cpp.NewArray(ast.TAuto, 1, false)
+	sinfos.Cells[0].V = cpp.Val{K: cpp.KObj, P: si}
+	return cpp.Val{K: cpp.KArr, P: sinfos}
 }
 
 // kvCache is the llama_kv_cache object of cache ci, its tensors made on
 // the session's context.
-func (s *GraphSession) kvCache(c *Cache, ci int) (*Object, error) {
+func (s *GraphSession) kvCache(c *arch.Cache, ci int) (*cpp.Object, error) {
 	r := s.r
 	kv := newShared("llama_kv_cache")
-	hp := c.hparams
+	hp := c.Hparams
 	if hp == nil {
-		hp = r.hparams.obj
+		hp = r.Hparams().Object()
 	}
-	kv.Fields["hparams"] = &Cell{T: ast.TRef, V: Val{K: KObj, P: hp}}
-	kv.Fields["v_trans"] = &Cell{T: ast.TBool, V: Bool(c.VTrans)}
-	kv.Fields["attn_rot_k"] = &Cell{T: ast.TBool, V: Bool(c.RotK != 0)}
-	kv.Fields["attn_rot_v"] = &Cell{T: ast.TBool, V: Bool(c.RotV != 0)}
-	kv.Fields["n_embd_head_k_all"] = &Cell{T: ast.TI32, V: Int(int64(c.HeadK), ast.TI32)}
-	kv.Fields["n_embd_head_v_all"] = &Cell{T: ast.TI32, V: Int(int64(c.HeadV), ast.TI32)}
-	kv.Fields["size"] = &Cell{T: ast.TU32, V: Int(int64(c.Cells), ast.TU32)}
-	kv.Fields["n_stream"] = &Cell{T: ast.TU32, V: Int(int64(max(c.Streams, 1)), ast.TU32)}
+	kv.Fields["hparams"] = &cpp.Cell{T: ast.TRef, V: cpp.Val{K: cpp.KObj, P: hp}}
+	kv.Fields["v_trans"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(c.VTrans)}
+	kv.Fields["attn_rot_k"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(c.RotK != 0)}
+	kv.Fields["attn_rot_v"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(c.RotV != 0)}
+	kv.Fields["n_embd_head_k_all"] = &cpp.Cell{T: ast.TI32, V: cpp.Int(int64(c.HeadK), ast.TI32)}
+	kv.Fields["n_embd_head_v_all"] = &cpp.Cell{T: ast.TI32, V: cpp.Int(int64(c.HeadV), ast.TI32)}
+	kv.Fields["size"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(c.Cells), ast.TU32)}
+	kv.Fields["n_stream"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(max(c.Streams, 1)), ast.TU32)}
 	layers, ids, err := s.cacheLayers(c, ci, "llama_kv_cache::kv_layer", map[byte]string{'k': "k", 'v': "v"})
 	if err != nil {
 		return nil, err
 	}
-	kv.Fields["layers"] = &Cell{V: layers}
-	kv.Fields["map_layer_ids"] = &Cell{V: ids}
+	kv.Fields["layers"] = &cpp.Cell{V: layers}
+	kv.Fields["map_layer_ids"] = &cpp.Cell{V: ids}
 	return kv, nil
 }
 
 // cacheLayers makes cache ci's tensors on the session's context, layer by
 // layer: an array of objects of class (il, and each tensor in the member
 // its role names) and the map from a layer to its index in the array.
-func (s *GraphSession) cacheLayers(c *Cache, ci int, class string, members map[byte]string) (Val, Val, error) {
-	layers := NewArray(ast.TAuto, 0, false)
-	ids := &Map{Vals: []Val{}}
-	byLayer := map[int]*Object{}
+func (s *GraphSession) cacheLayers(c *arch.Cache, ci int, class string, members map[byte]string) (cpp.Val, cpp.Val, error) {
+	layers := cpp.NewArray(ast.TAuto, 0, false)
+	ids := &cpp.Map{Vals: []cpp.Val{}}
+	byLayer := map[int]*cpp.Object{}
 	for j, mt := range c.Tensors {
 		l, ok := byLayer[mt.Layer]
 		if !ok {
 			l = newShared(class)
-			l.Fields["il"] = &Cell{V: Int(int64(mt.Layer), ast.TU32)}
+			l.Fields["il"] = &cpp.Cell{V: cpp.Int(int64(mt.Layer), ast.TU32)}
 			byLayer[mt.Layer] = l
-			ids.Keys = append(ids.Keys, Int(int64(mt.Layer), ast.TI32))
-			ids.Vals = append(ids.Vals, Int(int64(len(layers.Cells)), ast.TI32))
-			layers.Cells = append(layers.Cells, Cell{V: Val{K: KObj, P: l}})
+			ids.Keys = append(ids.Keys, cpp.Int(int64(mt.Layer), ast.TI32))
+			ids.Vals = append(ids.Vals, cpp.Int(int64(len(layers.Cells)), ast.TI32))
+			layers.Cells = append(layers.Cells, cpp.Cell{V: cpp.Val{K: cpp.KObj, P: l}})
 		}
 		t, err := s.cacheTensor(mt, ci, j)
 		if err != nil {
-			return Void, Void, err
+			return cpp.Void, cpp.Void, err
 		}
 		m, ok := members[mt.Role]
 		if !ok {
-			return Void, Void, fmt.Errorf("arch: graph: the role %q of %s", mt.Role, mt.Name)
+			return cpp.Void, cpp.Void, fmt.Errorf("arch: graph: the role %q of %s", mt.Role, mt.Name)
 		}
-		l.Fields[m] = &Cell{V: Val{K: KNative, P: t}}
+		l.Fields[m] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: t}}
 	}
-	return Val{K: KArr, P: layers}, Val{K: KMap, P: ids}, nil
+	return cpp.Val{K: cpp.KArr, P: layers}, cpp.Val{K: cpp.KMap, P: ids}, nil
 }
 
 // dsv4Context is llama_kv_cache_dsv4_context(kv), the reserve
 // constructor, over the caches CreateMemory made in its order: the raw
 // iSWA pair, the CSA, HCA and indexer caches, and their three compressor
 // states. Its plans are the reserve plans its accessors build.
-func (s *GraphSession) dsv4Context(mem *Memory) (Val, error) {
+func (s *GraphSession) dsv4Context(mem *arch.Memory) (cpp.Val, error) {
 	if len(mem.Caches) != 8 {
-		return Void, fmt.Errorf("arch: graph: a DSV4 memory of %d caches", len(mem.Caches))
+		return cpp.Void, fmt.Errorf("arch: graph: a DSV4 memory of %d caches", len(mem.Caches))
 	}
 	ctx := newShared("llama_kv_cache_dsv4_context")
-	status := &Cell{T: ast.TI32, V: Int(enumConsts["LLAMA_MEMORY_STATUS_SUCCESS"], ast.TI32)}
+	status := &cpp.Cell{T: ast.TI32, V: cpp.Int(enumConst("LLAMA_MEMORY_STATUS_SUCCESS"), ast.TI32)}
 	ctx.Fields["status"] = status
-	u32 := func(x int64) *Cell { return &Cell{T: ast.TU32, V: Int(x, ast.TU32)} }
-	empty := func() *Cell { return &Cell{V: Val{K: KArr, P: NewArray(ast.TAuto, 0, false)}} }
+	u32 := func(x int64) *cpp.Cell { return &cpp.Cell{T: ast.TU32, V: cpp.Int(x, ast.TU32)} }
+	empty := func() *cpp.Cell { return &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}} }
 	// the raw context reads the SWA cache of the raw pair, whole
 	swa := mem.Caches[1]
 	kvSWA, err := s.kvCache(swa, 1)
 	if err != nil {
-		return Void, err
+		return cpp.Void, err
 	}
 	raw := newShared("llama_kv_cache_dsv4_raw_context")
-	raw.Fields["kv_swa"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: kvSWA}}
+	raw.Fields["kv_swa"] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: kvSWA}}
 	raw.Fields["n_kv"] = u32(int64(swa.Cells))
-	raw.Fields["sinfos_read"] = &Cell{V: fullSlotInfo(swa)}
-	raw.Fields["sinfos_write"] = &Cell{V: fullSlotInfo(swa)}
-	raw.Fields["i_next"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+	raw.Fields["sinfos_read"] = &cpp.Cell{V: fullSlotInfo(swa)}
+	raw.Fields["sinfos_write"] = &cpp.Cell{V: fullSlotInfo(swa)}
+	raw.Fields["i_next"] = &cpp.Cell{T: ast.TU64, V: cpp.Int(0, ast.TU64)}
 	raw.Fields["ubatches"], raw.Fields["ubatches_write"] = empty(), empty()
 	raw.Fields["status"] = status
-	ctx.Fields["ctx_raw"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: raw}}
+	ctx.Fields["ctx_raw"] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: raw}}
 	for i, name := range []string{"csa", "hca", "lid"} {
 		c := mem.Caches[2+i]
 		full, err := s.kvCacheContext(c, 2+i)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		ctx.Fields["ctx_"+name+"_mem"] = &Cell{T: ast.TPtr, V: full}
+		ctx.Fields["ctx_"+name+"_mem"] = &cpp.Cell{T: ast.TPtr, V: full}
 		comp := newShared("llama_kv_cache_dsv4_comp_context")
-		comp.Fields["kv"] = &Cell{T: ast.TPtr, V: full.P.(*Object).Fields["kv"].V}
-		comp.Fields["sinfos"] = &Cell{V: fullSlotInfo(c)}
-		comp.Fields["i_cur"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+		comp.Fields["kv"] = &cpp.Cell{T: ast.TPtr, V: full.P.(*cpp.Object).Fields["kv"].V}
+		comp.Fields["sinfos"] = &cpp.Cell{V: fullSlotInfo(c)}
+		comp.Fields["i_cur"] = &cpp.Cell{T: ast.TU64, V: cpp.Int(0, ast.TU64)}
 		comp.Fields["n_kv"] = u32(int64(c.Cells))
 		comp.Fields["ubatches"] = empty()
-		ctx.Fields["ctx_"+name] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: comp}}
+		ctx.Fields["ctx_"+name] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: comp}}
 		st := mem.Caches[5+i]
 		state := newShared("llama_dsv4_comp_state")
 		state.Fields["ratio"] = u32(int64(st.Ratio))
@@ -697,49 +699,49 @@ func (s *GraphSession) dsv4Context(mem *Memory) (Val, error) {
 		state.Fields["n_rs_seq"] = u32(int64(st.NRSSeq))
 		layers, ids, err := s.cacheLayers(st, 5+i, "llama_dsv4_comp_state::layer", map[byte]string{'k': "kv", 'v': "score"})
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		state.Fields["layers"] = &Cell{V: layers}
-		state.Fields["map_layer_ids"] = &Cell{V: ids}
-		ctx.Fields[name+"_state"] = &Cell{T: ast.TPtr, V: Val{K: KObj, P: state}}
+		state.Fields["layers"] = &cpp.Cell{V: layers}
+		state.Fields["map_layer_ids"] = &cpp.Cell{V: ids}
+		ctx.Fields[name+"_state"] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: state}}
 		ctx.Fields["plans_"+name] = empty()
-		plan, err := s.r.NewStruct("llama_kv_cache_dsv4_context::comp_plan", structFields["llama_kv_cache_dsv4_context::comp_plan"])
+		plan, err := s.r.NewStruct("llama_kv_cache_dsv4_context::comp_plan", structs()["llama_kv_cache_dsv4_context::comp_plan"])
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
-		ctx.Fields["reserve_plan_"+name] = &Cell{V: Val{K: KObj, P: plan}}
+		ctx.Fields["reserve_plan_"+name] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: plan}}
 	}
-	ctx.Fields["reserve_plans"] = &Cell{T: ast.TBool, V: True}
-	ctx.Fields["i_next"] = &Cell{T: ast.TU64, V: Int(0, ast.TU64)}
+	ctx.Fields["reserve_plans"] = &cpp.Cell{T: ast.TBool, V: cpp.True}
+	ctx.Fields["i_next"] = &cpp.Cell{T: ast.TU64, V: cpp.Int(0, ast.TU64)}
 	ctx.Fields["ubatches"] = empty()
-	return Val{K: KObj, P: ctx}, nil
+	return cpp.Val{K: cpp.KObj, P: ctx}, nil
 }
 
 // graphMethods are the methods of the graph's objects the evaluator
 // provides: std::unique_ptr's get (the objects are their own pointers),
 // llm_graph_result's get_ctx (its ctx_compute), llama_kv_cache's
 // get_size and get_n_stream (of its cells, which are not replayed).
-func graphMethod(o *Object, name string) (func(f *Frame, args []*ast.Node) (Val, error), bool) {
-	self := Val{K: KObj, P: o}
+func graphMethod(o *cpp.Object, name string) (func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error), bool) {
+	self := cpp.Val{K: cpp.KObj, P: o}
 	switch {
 	case name == "get":
-		return func(*Frame, []*ast.Node) (Val, error) { return self, nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return self, nil }, true
 	case o.Class == "llm_graph_result" && name == "get_ctx":
-		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields["ctx"].V, nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields["ctx"].V, nil }, true
 	case o.Class == "llama_kv_cache" && name == "get_size":
-		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields["size"].V, nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields["size"].V, nil }, true
 	case o.Class == "llama_kv_cache" && name == "get_n_stream":
-		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields["n_stream"].V, nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields["n_stream"].V, nil }, true
 	case strings.HasPrefix(o.Class, "llama_kv_cache") && name == "seq_pos_max":
 		// the reservation's memory is empty: no sequence has a position
-		return func(*Frame, []*ast.Node) (Val, error) { return Int(-1, ast.TI32), nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return cpp.Int(-1, ast.TI32), nil }, true
 	case strings.HasPrefix(o.Class, "llm_graph_input_mem_hybrid") && (name == "get_attn" || name == "get_recr"):
 		// the inputs of a hybrid memory: its attention's and its state's
 		field := map[string]string{"get_attn": "inp_attn", "get_recr": "inp_rs"}[name]
-		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields[field].V, nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields[field].V, nil }, true
 	case o.Class == "llama_memory_hybrid_context" && (name == "get_attn" || name == "get_recr"):
 		field := map[string]string{"get_attn": "ctx_attn", "get_recr": "ctx_recr"}[name]
-		return func(*Frame, []*ast.Node) (Val, error) { return o.Fields[field].V, nil }, true
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields[field].V, nil }, true
 	}
 	return nil, false
 }
@@ -749,24 +751,24 @@ var classProgs sync.Map // [2]string{class, name} → []*Program
 
 // classPrograms are the programs of class::name and its overloads, in
 // the class or the nearest base that has them.
-func classPrograms(class, name string) []*Program {
+func classPrograms(class, name string) []*cpp.Program {
 	k := [2]string{class, name}
 	if v, ok := classProgs.Load(k); ok {
-		return v.([]*Program)
+		return v.([]*cpp.Program)
 	}
 	ps := findClassPrograms(class, name)
 	classProgs.Store(k, ps)
 	return ps
 }
 
-func findClassPrograms(class, name string) []*Program {
+func findClassPrograms(class, name string) []*cpp.Program {
 	for _, c := range append([]string{class}, graphBases[class]...) {
-		if p, _ := LookupProgram(c + "::" + name); p != nil {
-			return []*Program{p}
+		if p, _ := arch.LookupProgram(c + "::" + name); p != nil {
+			return []*cpp.Program{p}
 		}
-		var out []*Program
+		var out []*cpp.Program
 		for k := 1; ; k++ {
-			p, _ := LookupProgram(fmt.Sprintf("%s::%s#%d", c, name, k))
+			p, _ := arch.LookupProgram(fmt.Sprintf("%s::%s#%d", c, name, k))
 			if p == nil {
 				break
 			}
@@ -787,11 +789,11 @@ func findClassPrograms(class, name string) []*Program {
 // pickOverload chooses among a function's overloads as C++ does for
 // the calls the pin's graph builders make: by the number of arguments,
 // then by the class of the first pointer argument.
-func pickOverload(f *Frame, ps []*Program, args []*ast.Node) (*Program, error) {
+func pickOverload(f *cpp.Frame, ps []*cpp.Program, args []*ast.Node) (*cpp.Program, error) {
 	if len(ps) == 1 {
 		return ps[0], nil
 	}
-	var fit []*Program
+	var fit []*cpp.Program
 	for _, p := range ps {
 		need := 0
 		for _, d := range p.Params.Kids {
@@ -807,7 +809,7 @@ func pickOverload(f *Frame, ps []*Program, args []*ast.Node) (*Program, error) {
 		// by the kinds of the arguments that evaluate without effects
 		// (names, members, literals): a number does not bind to a pointer
 		// parameter, nor a tensor to a number
-		var byKind []*Program
+		var byKind []*cpp.Program
 		for _, p := range fit {
 			if argsBind(f, p, args) {
 				byKind = append(byKind, p)
@@ -824,7 +826,7 @@ func pickOverload(f *Frame, ps []*Program, args []*ast.Node) (*Program, error) {
 		// by the classes of the object arguments that evaluate without
 		// effects: the overload whose parameters are of the arguments'
 		// own classes, else of their nearest bases
-		best, bestScore, tie := (*Program)(nil), -1, false
+		best, bestScore, tie := (*cpp.Program)(nil), -1, false
 		for _, p := range fit {
 			score, ok := 0, true
 			for i, a := range args {
@@ -836,10 +838,10 @@ func pickOverload(f *Frame, ps []*Program, args []*ast.Node) (*Program, error) {
 					continue
 				}
 				v, err := f.Eval(a)
-				if err != nil || v.K != KObj {
+				if err != nil || v.K != cpp.KObj {
 					continue
 				}
-				cls := v.P.(*Object).Class
+				cls := v.P.(*cpp.Object).Class
 				switch d := slices.Index(append([]string{cls}, classAncestors(cls)...), pc); {
 				case d < 0:
 					ok = false
@@ -896,7 +898,7 @@ func accessorCall(n *ast.Node) bool {
 
 // argsBind reports whether the arguments that evaluate without effects
 // can bind to p's parameters by their kinds.
-func argsBind(f *Frame, p *Program, args []*ast.Node) bool {
+func argsBind(f *cpp.Frame, p *cpp.Program, args []*ast.Node) bool {
 	for i, a := range args {
 		switch a.Op {
 		case ast.OpIdent, ast.OpMember, ast.OpInt, ast.OpFloat:
@@ -907,10 +909,10 @@ func argsBind(f *Frame, p *Program, args []*ast.Node) bool {
 		if err != nil {
 			continue
 		}
-		number := v.K == KInt || v.K == KFloat || v.K == KEnum
-		pointer := v.K == KNative || v.K == KTensor
+		number := v.K == cpp.KInt || v.K == cpp.KFloat || v.K == cpp.KEnum
+		pointer := v.K == cpp.KNative || v.K == cpp.KTensor
 		switch t := p.Params.Kids[i].T; {
-		case t == ast.TPtr && number && !(v.K == KInt && v.I == 0 && a.Op == ast.OpInt):
+		case t == ast.TPtr && number && !(v.K == cpp.KInt && v.I == 0 && a.Op == ast.OpInt):
 			return false
 		case (t == ast.TI32 || t == ast.TI64 || t == ast.TU32 || t == ast.TU64 || t == ast.TF32 || t == ast.TBool) && pointer:
 			return false
@@ -926,22 +928,22 @@ func argsBind(f *Frame, p *Program, args []*ast.Node) bool {
 type graphInit struct{ name, typ, val string }
 
 // value is the member's initial value, of its type.
-func (g graphInit) value(r *Run) (Val, error) {
+func (g graphInit) value(r *arch.Run) (cpp.Val, error) {
 	switch g.typ {
 	case "std::map":
-		return Val{K: KMap, P: &Map{Vals: []Val{}}}, nil
+		return cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}, nil
 	case "struct":
-		o, err := r.NewStruct(g.val, structFields[g.val])
-		return Val{K: KObj, P: o}, err
+		o, err := r.NewStruct(g.val, structs()[g.val])
+		return cpp.Val{K: cpp.KObj, P: o}, err
 	case "bool":
-		return Bool(g.val == "true"), nil
+		return cpp.Bool(g.val == "true"), nil
 	case "float":
 		x, err := strconv.ParseFloat(g.val, 32)
-		return Val{K: KFloat, T: ast.TF32, F: float64(float32(x))}, err
+		return cpp.Val{K: cpp.KFloat, T: ast.TF32, F: float64(float32(x))}, err
 	}
 	n, err := strconv.ParseInt(g.val, 10, 64)
 	t := map[string]ast.Type{"int": ast.TI32, "int32_t": ast.TI32, "int64_t": ast.TI64, "uint32_t": ast.TU32}[g.typ]
-	return Int(n, t), err
+	return cpp.Int(n, t), err
 }
 
 // graphNew is "std::make_unique<C>(args)" of a graph class: the object,
@@ -949,8 +951,8 @@ func (g graphInit) value(r *Run) (Val, error) {
 // graph<arg>) is the calling architecture's graph class: its own,
 // another's it aliases (using graph = Other::graph<arg>;) or its base
 // class's, with the template parameter bound under its own name.
-func graphNew(class string) Builtin {
-	return func(f *Frame, args []*ast.Node) (Val, error) {
+func graphNew(class string) cpp.Builtin {
+	return func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 		cls, arg := class, ""
 		if class == "graph" || strings.HasPrefix(class, "graph<") {
 			if _, a, ok := strings.Cut(class, "<"); ok {
@@ -968,42 +970,42 @@ func graphNew(class string) Builtin {
 					arg = targ // fixed by the alias; else the caller's
 				}
 			} else {
-				for c := owner; c != "" && len(classPrograms(cls, "graph")) == 0; c = classParents[c] {
+				for c := owner; c != "" && len(classPrograms(cls, "graph")) == 0; c = arch.ClassParent(c) {
 					cls = c + "::graph"
 				}
 			}
 		}
 		o := newShared(cls)
 		for _, in := range graphInits[cls] {
-			v, err := in.value(runOf(f))
+			v, err := in.value(arch.Of(f))
 			if err != nil {
-				return Void, f.Errorf("%s::%s = %s: %v", cls, in.name, in.val, err)
+				return cpp.Void, f.Errorf("%s::%s = %s: %v", cls, in.name, in.val, err)
 			}
-			o.Fields[in.name] = &Cell{T: v.T, V: v}
+			o.Fields[in.name] = &cpp.Cell{T: v.T, V: v}
 		}
 		if param := graphTParams[cls]; param != "" && (arg == "true" || arg == "false") {
-			o.Fields[param] = &Cell{T: ast.TBool, V: Bool(arg == "true")}
+			o.Fields[param] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(arg == "true")}
 		}
-		self := Val{K: KObj, P: o}
+		self := cpp.Val{K: cpp.KObj, P: o}
 		short := cls
 		if i := strings.LastIndex(cls, "::"); i >= 0 {
 			short = cls[i+2:]
 		}
 		ps := classPrograms(cls, short)
-		if arg != "" && slices.ContainsFunc(ps, func(p *Program) bool { return graphSpecs[p.Name] != "" }) {
+		if arg != "" && slices.ContainsFunc(ps, func(p *cpp.Program) bool { return graphSpecs[p.Name] != "" }) {
 			// explicit specializations: the one for the argument
-			ps = slices.DeleteFunc(slices.Clone(ps), func(p *Program) bool { return graphSpecs[p.Name] != arg })
+			ps = slices.DeleteFunc(slices.Clone(ps), func(p *cpp.Program) bool { return graphSpecs[p.Name] != arg })
 		}
 		if len(ps) > 0 {
 			p, err := pickOverload(f, ps, args)
 			if err != nil {
-				return Void, err
+				return cpp.Void, err
 			}
-			if _, err := runOf(f).Invoke(f, p, self, args); err != nil {
-				return Void, err
+			if _, err := arch.Of(f).Invoke(f, p, self, args); err != nil {
+				return cpp.Void, err
 			}
 		} else if len(args) > 0 {
-			return Void, f.Errorf("new %s: no constructor program for %d arguments", cls, len(args))
+			return cpp.Void, f.Errorf("new %s: no constructor program for %d arguments", cls, len(args))
 		}
 		return self, nil
 	}
@@ -1012,8 +1014,8 @@ func graphNew(class string) Builtin {
 // graphBuiltins are the ggml functions and the make_unique of the
 // graph's classes: an architecture's graph (graph, or the templated
 // graph<embed>) and llama.cpp's graph inputs.
-func graphBuiltins() map[string]Builtin {
-	out := map[string]Builtin{}
+func graphBuiltins() map[string]cpp.Builtin {
+	out := map[string]cpp.Builtin{}
 	for _, c := range []string{"graph", "graph<false>", "graph<true>"} {
 		out["new::"+c] = graphNew(c)
 	}
@@ -1024,7 +1026,7 @@ func graphBuiltins() map[string]Builtin {
 	}
 	// and the inputs of no base (a part of another input), by their
 	// constructors
-	for _, n := range ProgramNames() {
+	for _, n := range arch.ProgramNames() {
 		c, m, ok := strings.Cut(n, "::")
 		if ok && strings.HasPrefix(c, "llm_graph_input_") && (m == c || strings.HasPrefix(m, c+"#")) {
 			if _, done := out["new::"+c]; !done {
@@ -1037,28 +1039,45 @@ func graphBuiltins() map[string]Builtin {
 	}
 	// the graph pins a node to a backend (llm_graph_context::build_attn_mha
 	// puts the attention output on the CPU when the KV cache stays there)
-	out["ggml_backend_sched_set_tensor_backend"] = func(f *Frame, args []*ast.Node) (Val, error) {
-		vs, err := evalArgs(f, args)
+	out["ggml_backend_sched_set_tensor_backend"] = func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		vs, err := cpp.EvalArgs(f, args)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		if len(vs) != 3 {
-			return Void, f.Errorf("ggml_backend_sched_set_tensor_backend of %d arguments", len(vs))
+			return cpp.Void, f.Errorf("ggml_backend_sched_set_tensor_backend of %d arguments", len(vs))
 		}
 		sc, ok1 := vs[0].P.(ops.Sched)
 		t, ok2 := vs[1].P.(*ops.Tensor)
 		be, ok3 := vs[2].P.(ops.Backend)
-		if vs[0].K == KNull {
-			return Void, nil // no scheduler: a graph built for its shape alone
+		if vs[0].K == cpp.KNull {
+			return cpp.Void, nil // no scheduler: a graph built for its shape alone
 		}
 		if !ok1 || !ok2 || !ok3 || t == nil || be == 0 {
-			return Void, f.Errorf("ggml_backend_sched_set_tensor_backend(%s, %s, %s)", vs[0].Describe(), vs[1].Describe(), vs[2].Describe())
+			return cpp.Void, f.Errorf("ggml_backend_sched_set_tensor_backend(%s, %s, %s)", vs[0].Describe(), vs[1].Describe(), vs[2].Describe())
 		}
-		if runOf(f).graph == nil {
-			return Void, f.Errorf("ggml_backend_sched_set_tensor_backend outside BuildGraph")
+		if graphOf(f) == nil {
+			return cpp.Void, f.Errorf("ggml_backend_sched_set_tensor_backend outside BuildGraph")
 		}
-		runOf(f).graph.lib.SchedSetTensorBackend(sc, t, be)
-		return Void, nil
+		graphOf(f).lib.SchedSetTensorBackend(sc, t, be)
+		return cpp.Void, nil
 	}
 	return out
 }
+
+// enumConst is an enum constant of the pin's programs (0 if none).
+func enumConst(name string) int64 {
+	v, _ := arch.EnumConst(name)
+	return v
+}
+
+// structs are the structs of the pin's headers.
+func structs() map[string][]cpp.FieldDef { return arch.Library().Structs() }
+
+// graphOf is the graph a frame's builtins build (nil outside BuildGraph).
+func graphOf(f *cpp.Frame) *graphState {
+	g, _ := f.I.Session.(*graphState)
+	return g
+}
+
+func init() { arch.Library().Register(graphBuiltins()) }

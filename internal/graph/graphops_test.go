@@ -1,16 +1,27 @@
-package arch_test
+package graph_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
 func runOps(t *testing.T, body string) (int64, error) {
 	t.Helper()
-	return arch.RunOps(t, testenv.Runtime(t).Ops(), body)
+	rt := testenv.Runtime(t)
+	path, err := synth.DemoModel(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := arch.Load(testenv.OpenModel(t, path), arch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph.RunOps(t, rt.Ops(), r, body)
 }
 
 // The ops the graph builders call make ggml's own tensors, with ggml's

@@ -1,4 +1,4 @@
-package arch
+package graph
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // A context's compute buffers, as llama_context's constructor reserves
@@ -24,9 +26,9 @@ import (
 // ReserveParams are the model's side of a context's reservation.
 type ReserveParams struct {
 	Lib     *ops.Lib
-	Memory  *Memory   // CreateMemory's
-	At      Placement // each weight's and cache tensor's buffer type
-	Devices []ops.Dev // llama_model::devices, in order
+	Memory  *arch.Memory // CreateMemory's
+	At      Placement    // each weight's and cache tensor's buffer type
+	Devices []ops.Dev    // llama_model::devices, in order
 	// LayerDevice is llama_model::dev_layer(il): the device of layer il
 	// (the CPU's for a layer on the CPU).
 	LayerDevice     func(il int) ops.Dev
@@ -42,8 +44,8 @@ type ComputeBuffer struct {
 	Bytes uint64
 }
 
-// Reserve is what sched_reserve finds.
-type Reserve struct {
+// Reservation is what sched_reserve finds.
+type Reservation struct {
 	MaxNodes                             int
 	PipelineParallel                     bool
 	FlashAttn                            bool // cparams.flash_attn once resolved
@@ -88,18 +90,18 @@ type schedState struct {
 // callback is llama_context::graph_get_cb's callback for a graph of
 // nTokens tokens: for small batches or a full offload, a layer's norm and
 // l_last on the layer's device.
-func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *Frame, args []*ast.Node) (Val, error) {
-	return func(f *Frame, args []*ast.Node) (Val, error) {
+func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+	return func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 		if len(args) != 4 {
-			return Void, f.Errorf("the graph callback: %d arguments", len(args))
+			return cpp.Void, f.Errorf("the graph callback: %d arguments", len(args))
 		}
-		vs, err := evalArgs(f, args)
+		vs, err := cpp.EvalArgs(f, args)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		cur, ok := vs[1].P.(*ops.Tensor)
-		if vs[1].K != KNative || !ok || cur == nil {
-			return Void, f.Errorf("the graph callback of %s", vs[1].Describe())
+		if vs[1].K != cpp.KNative || !ok || cur == nil {
+			return cpp.Void, f.Errorf("the graph callback of %s", vs[1].Describe())
 		}
 		// (the callback names the tensor too; nothing the reservation
 		// measures reads a graph tensor's name, so that is left out)
@@ -112,7 +114,7 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *Frame, a
 				}
 			}
 		}
-		return Void, nil
+		return cpp.Void, nil
 	}
 }
 
@@ -165,7 +167,7 @@ func backendSetFor(lib *ops.Lib, devs []ops.Dev) (*backendSet, error) {
 		be := lib.BackendInit(d)
 		if be == 0 {
 			s.free(lib)
-			return nil, &Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
+			return nil, &cpp.Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
 		}
 		s.bes = append(s.bes, be)
 	}
@@ -206,20 +208,20 @@ func (s *backendSet) free(lib *ops.Lib) {
 // Reserve replays the reservation of a context's compute buffers on the
 // model's devices. InitContext, CreateMemory and CreateTensors must have
 // run; the weights' and the cache's buffer types are p.At's.
-func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
+func Reserve(r *arch.Run, p ReserveParams) (*Reservation, error) {
 	lib := p.Lib
-	if lib == nil || r.cparams == nil || r.ctx.K != KObj {
+	if lib == nil || r.CParams() == nil || r.Context().K != cpp.KObj {
 		return nil, fmt.Errorf("arch: Reserve needs the native library and InitContext")
 	}
 	if p.LayerDevice == nil {
 		return nil, fmt.Errorf("arch: Reserve needs each layer's device")
 	}
-	cp := r.cparams
-	out := &Reserve{}
+	cp := r.CParams()
+	out := &Reservation{}
 	logf := func(level, format string, a ...any) { out.Log = append(out.Log, level+" "+fmt.Sprintf(format, a...)) }
 	u := func(name string) uint32 { return uint32(cp.Fields[name].V.I) }
 	b := func(name string) bool { return cp.Fields[name].V.Truthy() }
-	setb := func(name string, v bool) { cp.Fields[name].V = Bool(v) }
+	setb := func(name string, v bool) { cp.Fields[name].V = cpp.Bool(v) }
 
 	// the backends: the model's devices, the ACCEL devices, the CPU
 	devs := append([]ops.Dev(nil), p.Devices...)
@@ -230,7 +232,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	}
 	cpuDev := lib.DevByType(ops.DevTypeCPU)
 	if cpuDev == 0 {
-		return nil, &Throw{Msg: "failed to initialize CPU backend"}
+		return nil, &cpp.Throw{Msg: "failed to initialize CPU backend"}
 	}
 	devs = append(devs, cpuDev)
 	reserveMu.Lock()
@@ -258,8 +260,8 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// pipeline parallelism: several devices, every layer offloaded, split
 	// by layer, the KV cache offloaded, no overrides, and every device
 	// but the CPU with async compute and events
-	nLayerAll := int(r.hparams.obj.Fields["n_layer_all"].V.I)
-	pp := len(p.Devices) > 1 && p.NGPULayers > nLayerAll && r.splitMode == splitModeLayer &&
+	nLayerAll := int(r.Hparams().Object().Fields["n_layer_all"].V.I)
+	pp := len(p.Devices) > 1 && p.NGPULayers > nLayerAll && r.SplitMode() == splitModeLayer &&
 		b("offload_kqv") && !p.TensorOverrides
 	if pp {
 		for _, be := range bes {
@@ -282,7 +284,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	// sched_reserve
 	nSeqs := u("n_seq_max")
 	nTokens := min(u("n_ctx"), u("n_ubatch"))
-	if out.MaxNodes, err = r.graphMaxNodes(nTokens, p.NTensors); err != nil {
+	if out.MaxNodes, err = graphMaxNodes(r, nTokens, p.NTensors); err != nil {
 		return nil, err
 	}
 	sched := set.sched(lib, bufts, out.MaxNodes, pp, b("op_offload"))
@@ -306,7 +308,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 	}
 	var placeErr error
 	if w := at.Weight; w != nil {
-		at.Weight = func(t *Tensor) ops.Buft {
+		at.Weight = func(t *arch.Tensor) ops.Buft {
 			bt := w(t)
 			if err := check(bt, "weight "+t.Name); err != nil && placeErr == nil {
 				placeErr = err
@@ -314,7 +316,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 			return bt
 		}
 	}
-	s, err := r.NewGraphSession(lib, p.Memory, b("flash_attn"), at)
+	s, err := NewGraphSession(r, lib, p.Memory, b("flash_attn"), at)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +351,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 		}
 		if n := g.G.Leafs() + g.Nodes; n > out.MaxNodes {
 			// the scheduler's hash set holds at least max_nodes tensors
-			return built{}, &Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
+			return built{}, &cpp.Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
 		}
 		if err := schedulable(lib, g.G, bes, cpu); err != nil {
 			return built{}, err
@@ -429,7 +431,7 @@ func (r *Run) Reserve(p ReserveParams) (*Reserve, error) {
 			}
 			mismatch := false
 			for _, fn := range nodes {
-				if fn.op != enumConsts[pr.op] {
+				if fn.op != enumConst(pr.op) {
 					continue
 				}
 				devFused := fn.dev
@@ -507,16 +509,16 @@ type fusedNode struct {
 // graphMaxNodes is llama_context::graph_max_nodes for a graph of nTokens
 // tokens of a model of nTensors weights (llama_model::n_tensors), on the
 // context InitContext made.
-func (r *Run) graphMaxNodes(nTokens uint32, nTensors int) (int, error) {
-	r.nTensors = nTensors
-	r.model.Fields["loras"] = &Cell{V: Val{K: KArr, P: NewArray(ast.TPtr, 0, false)}} // no LoRA adapters
-	gmn, err := r.program("llama_context::graph_max_nodes")
+func graphMaxNodes(r *arch.Run, nTokens uint32, nTensors int) (int, error) {
+	r.SetTensorCount(nTensors)
+	r.Model().Fields["loras"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, 0, false)}} // no LoRA adapters
+	gmn, err := r.Program("llama_context::graph_max_nodes")
 	if err != nil {
 		return 0, err
 	}
-	mv, err := r.Call(gmn, r.ctx, []Val{Int(int64(nTokens), ast.TU32)})
+	mv, err := r.Call(gmn, r.Context(), []cpp.Val{cpp.Int(int64(nTokens), ast.TU32)})
 	if err != nil {
-		return 0, r.wrap("graph_max_nodes: ", err)
+		return 0, r.Wrap("graph_max_nodes: ", err)
 	}
 	if mv.I <= 0 {
 		return 0, fmt.Errorf("arch: graph_max_nodes is %d", mv.I)
@@ -528,12 +530,12 @@ func (r *Run) graphMaxNodes(nTokens uint32, nTensors int) (int, error) {
 // buffers with memory mem: the architecture's graph builder is among the
 // graph programs, and the memory module's views are replayed. If not,
 // why not.
-func (r *Run) GraphReplayed(mem *Memory) (bool, string) {
+func Replayed(r *arch.Run, mem *arch.Memory) (bool, string) {
 	if !r.Exact() {
 		return false, "the generic path has no graph"
 	}
-	if r.modelProgram("build_arch_graph") == nil {
-		return false, fmt.Sprintf("the %s graph builder (%s) is not replayed yet", r.Arch, r.entry.Class)
+	if r.ModelProgram("build_arch_graph") == nil {
+		return false, fmt.Sprintf("the %s graph builder (%s) is not replayed yet", r.Arch, r.Class())
 	}
 	if !memoryViewsReplayed(mem) {
 		return false, fmt.Sprintf("the views of memory %s are not replayed yet", mem.Class)
@@ -581,7 +583,7 @@ func schedulable(lib *ops.Lib, g *ops.Graph, bes []ops.Backend, cpu ops.Backend)
 					srcs = append(srcs, fmt.Sprintf("%s %s (%s)", lib.TypeName(src.Type), ops.NameOf((*ops.Tensor)(src)), where))
 				}
 			}
-			return &Abort{Msg: fmt.Sprintf("GGML_ASSERT(*cur_backend_id != -1) failed: no backend runs node %s (%s of %s)", ops.NameOf(node), lib.OpName(node.Op), strings.Join(srcs, ", "))}
+			return &cpp.Abort{Msg: fmt.Sprintf("GGML_ASSERT(*cur_backend_id != -1) failed: no backend runs node %s (%s of %s)", ops.NameOf(node), lib.OpName(node.Op), strings.Join(srcs, ", "))}
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package arch_test
+package graph_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/graph"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 )
@@ -58,7 +59,7 @@ func TestBuildGraphDemoLlama(t *testing.T) {
 			flash = 1
 		}
 		r, cx, mem := demoContext(t, path, flash)
-		g, err := r.BuildGraph(arch.GraphParams{Lib: rt.Ops(), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
+		g, err := graph.BuildGraph(r, graph.GraphParams{Lib: rt.Ops(), NTokens: cx.NUBatch, NSeqs: 1, NOutputs: cx.NUBatch,
 			FlashAttn: cx.FlashAttn, Memory: mem})
 		if err != nil {
 			t.Fatalf("flash attention %v: %v", c.fa, err)
@@ -90,8 +91,8 @@ func TestReserveCPUDemoLlama(t *testing.T) {
 		bytes uint64
 	}{{1, 254, 17840128}, {0, 294, 81799168}, {-1, 254, 17840128}} {
 		r, _, mem := demoContext(t, path, c.fa)
-		res, err := r.Reserve(arch.ReserveParams{Lib: lib, Memory: mem, NTensors: 75,
-			At:          arch.Placement{Weight: func(*arch.Tensor) ops.Buft { return buft }, Cache: func(int, int) ops.Buft { return buft }},
+		res, err := graph.Reserve(r, graph.ReserveParams{Lib: lib, Memory: mem, NTensors: 75,
+			At:          graph.Placement{Weight: func(*arch.Tensor) ops.Buft { return buft }, Cache: func(int, int) ops.Buft { return buft }},
 			LayerDevice: func(int) ops.Dev { return cpu }})
 		if err != nil {
 			t.Fatalf("flash attention %d: %v", c.fa, err)

@@ -1,10 +1,10 @@
-package arch
+package cpp
 
 import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // nativeMember reads a member of a native tensor.

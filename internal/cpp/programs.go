@@ -1,11 +1,11 @@
-package arch
+package cpp
 
 import (
 	"fmt"
 	"strings"
 	"sync"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // Program is one function of the pinned llama.cpp, as a program.
@@ -106,14 +106,14 @@ func (l *Library) Lookup(name string) (*Program, error) {
 		l.err[name] = err
 		return nil, err
 	}
-	l.prepare(p)
+	l.Prepare(p)
 	l.decoded[name] = p
 	return p, nil
 }
 
-// prepare resolves a decoded program's names and compiles it (l.mu
+// Prepare resolves a decoded program's names and compiles it (l.mu
 // held).
-func (l *Library) prepare(p *Program) {
+func (l *Library) Prepare(p *Program) {
 	l.resolveGlobals(p)
 	resolveLocals(p)
 	(&compiler{lib: l}).compile(p)
@@ -314,7 +314,9 @@ func (l *Library) resolveGlobals(p *Program) {
 		switch n.Op {
 		case ast.OpIdent:
 			if !declared[n.S] {
-				if v, ok := l.constant(n.S); ok {
+				if v, ok := Constant(n.S); ok {
+					n.Res = v
+				} else if v, ok := l.constant(n.S); ok {
 					n.Res = v
 				}
 			}

@@ -1,4 +1,4 @@
-package arch
+package cpp
 
 import (
 	"fmt"
@@ -8,14 +8,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // StdBuiltins are the free functions of C++'s standard library (and the
 // asserts of ggml) that the interpreter provides to every library.
 func StdBuiltins() map[string]Builtin {
 	b := map[string]Builtin{
-		"format":                bFormat,
+		"format":                Format,
 		"std::to_string":        bToString,
 		"std::max":              bMinMax(false),
 		"std::min":              bMinMax(true),
@@ -40,7 +40,7 @@ func StdBuiltins() map[string]Builtin {
 		"std::invalid_argument": bString,
 		"GGML_ASSERT":           bAssert,
 		"GGML_ABORT":            bAbort,
-		"assert":                bNop, // compiled out in llama.cpp's release builds (NDEBUG)
+		"assert":                Nop, // compiled out in llama.cpp's release builds (NDEBUG)
 		"std::regex_match": func(f *Frame, args []*ast.Node) (Val, error) {
 			if len(args) != 2 {
 				return Void, f.Errorf("std::regex_match arguments")
@@ -63,7 +63,7 @@ func StdBuiltins() map[string]Builtin {
 			return Bool(re.MatchString(s.S)), nil
 		},
 		"std::lcm": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := evalArgs(f, args)
+			vs, err := EvalArgs(f, args)
 			if err != nil {
 				return Void, err
 			}
@@ -82,6 +82,76 @@ func StdBuiltins() map[string]Builtin {
 			return Int(a/x*b, t), nil
 		},
 	}
+	for n, f := range map[string]Builtin{
+		"std::stoull": func(f *Frame, args []*ast.Node) (Val, error) {
+			vs, err := EvalArgs(f, args)
+			if err != nil {
+				return Void, err
+			}
+			if len(vs) != 1 || vs[0].K != KStr {
+				return Void, f.Errorf("std::stoull arguments")
+			}
+			// the leading digits, after white space; none is std::invalid_argument
+			s := strings.TrimLeft(vs[0].S, " \t\n")
+			end := 0
+			for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+				end++
+			}
+			u, err := strconv.ParseUint(s[:end], 10, 64)
+			if err != nil {
+				return Void, &Throw{Msg: "stoull"}
+			}
+			return Int(int64(u), ast.TU64), nil
+		},
+		"std::vector": func(f *Frame, args []*ast.Node) (Val, error) {
+			vs, err := EvalArgs(f, args)
+			if err != nil {
+				return Void, err
+			}
+			if len(vs) != 2 || vs[0].K != KInt {
+				return Void, f.Errorf("std::vector(n, value) arguments")
+			}
+			a := &Array{Elem: ast.TAuto, Cells: make([]Cell, vs[0].I)}
+			for i := range a.Cells {
+				a.Cells[i].V = vs[1]
+			}
+			return Val{K: KArr, P: a}, nil
+		},
+		"memset": func(f *Frame, args []*ast.Node) (Val, error) {
+			// memset(&x, 0, sizeof(x)) or memset(array, 0, sizeof(array)):
+			// value-initializes x; the size is x's own
+			if len(args) != 3 {
+				return Void, f.Errorf("memset with %d arguments", len(args))
+			}
+			dst := args[0]
+			if dst.Op == ast.OpUnary && dst.S == "&" {
+				dst = dst.Kids[0]
+			}
+			v, err := f.Eval(dst)
+			if err != nil {
+				return Void, err
+			}
+			if z, err := f.Eval(args[1]); err != nil || z.K != KInt || z.I != 0 {
+				return Void, f.Errorf("memset to other than 0")
+			}
+			if s := args[2]; s.Op != ast.OpCall || len(s.Kids) != 2 || s.Kids[0].S != "sizeof" || ExprString(s.Kids[1]) != ExprString(dst) {
+				return Void, f.Errorf("memset of %s with a size other than its own", ExprString(dst))
+			}
+			return Void, zeroValue(v)
+		},
+		"sizeof": func(f *Frame, args []*ast.Node) (Val, error) {
+			// of a scalar type; an object's size is only memset's, which
+			// does not read it
+			if len(args) == 1 && args[0].Op == ast.OpIdent {
+				if n, ok := scalarSizes[args[0].S]; ok {
+					return Int(n, ast.TU64), nil
+				}
+			}
+			return Void, f.Errorf("sizeof(%s): only of a scalar type, or as memset's size", ExprString(args[0]))
+		},
+	} {
+		b[n] = f
+	}
 	b["std::move"] = func(f *Frame, args []*ast.Node) (Val, error) {
 		if len(args) != 1 {
 			return Void, f.Errorf("std::move of %d arguments", len(args))
@@ -91,7 +161,7 @@ func StdBuiltins() map[string]Builtin {
 	return b
 }
 
-func evalArgs(f *Frame, args []*ast.Node) ([]Val, error) {
+func EvalArgs(f *Frame, args []*ast.Node) ([]Val, error) {
 	var buf [4]Val
 	out := buf[:0]
 	if len(args) > len(buf) {
@@ -108,7 +178,7 @@ func evalArgs(f *Frame, args []*ast.Node) ([]Val, error) {
 	return out, nil
 }
 
-func bNop(*Frame, []*ast.Node) (Val, error) { return Void, nil }
+func Nop(*Frame, []*ast.Node) (Val, error) { return Void, nil }
 
 func bAssert(f *Frame, args []*ast.Node) (Val, error) {
 	if len(args) != 1 {
@@ -125,7 +195,7 @@ func bAssert(f *Frame, args []*ast.Node) (Val, error) {
 }
 
 func bAbort(f *Frame, args []*ast.Node) (Val, error) {
-	v, err := bFormat(f, args)
+	v, err := Format(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -148,7 +218,7 @@ func bString(f *Frame, args []*ast.Node) (Val, error) {
 }
 
 func bToString(f *Frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -170,7 +240,7 @@ func bToString(f *Frame, args []*ast.Node) (Val, error) {
 
 func bMinMax(isMin bool) Builtin {
 	return func(f *Frame, args []*ast.Node) (Val, error) {
-		vs, err := evalArgs(f, args)
+		vs, err := EvalArgs(f, args)
 		if err != nil {
 			return Void, err
 		}
@@ -195,7 +265,7 @@ func bMinMax(isMin bool) Builtin {
 
 func bMath(fn func(float64) float64) Builtin {
 	return func(f *Frame, args []*ast.Node) (Val, error) {
-		vs, err := evalArgs(f, args)
+		vs, err := EvalArgs(f, args)
 		if err != nil {
 			return Void, err
 		}
@@ -208,7 +278,7 @@ func bMath(fn func(float64) float64) Builtin {
 
 // bStrcmp is strcmp of two strings: negative, zero or positive.
 func bStrcmp(f *Frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -219,7 +289,7 @@ func bStrcmp(f *Frame, args []*ast.Node) (Val, error) {
 }
 
 func bPow(f *Frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -233,7 +303,7 @@ func bPow(f *Frame, args []*ast.Node) (Val, error) {
 // bBeginEnd is std::begin or std::end of an array.
 func bBeginEnd(end bool) Builtin {
 	return func(f *Frame, args []*ast.Node) (Val, error) {
-		vs, err := evalArgs(f, args)
+		vs, err := EvalArgs(f, args)
 		if err != nil {
 			return Void, err
 		}
@@ -251,7 +321,7 @@ func bBeginEnd(end bool) Builtin {
 // bCopy is std::copy(first, last, out) from an array into an array (or
 // a position in one).
 func bCopy(f *Frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -313,21 +383,21 @@ func bFill(f *Frame, args []*ast.Node) (Val, error) {
 	return Void, nil
 }
 
-// bFormat is llama.cpp's printf-style format().
-func bFormat(f *Frame, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+// Format is llama.cpp's printf-style format().
+func Format(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
 	if len(vs) == 0 || vs[0].K != KStr {
 		return Void, f.Errorf("format without a format string")
 	}
-	return Str(cformat(vs[0].S, vs[1:])), nil
+	return Str(CFormat(vs[0].S, vs[1:])), nil
 }
 
-// cformat formats like C's printf for the conversions llama.cpp's messages
+// CFormat formats like C's printf for the conversions llama.cpp's messages
 // use.
-func cformat(format string, args []Val) string {
+func CFormat(format string, args []Val) string {
 	var b strings.Builder
 	ai := 0
 	next := func() Val {
@@ -383,7 +453,7 @@ func cformat(format string, args []Val) string {
 			v := next()
 			s, err := Convert(v, ast.TStr)
 			if err != nil {
-				s = Str(formatValue(v))
+				s = Str(FormatValue(v))
 			}
 			fmt.Fprintf(&b, "%"+spec+"s", s.S)
 		case 'c':
@@ -398,7 +468,7 @@ func cformat(format string, args []Val) string {
 	return b.String()
 }
 
-func formatValue(v Val) string {
+func FormatValue(v Val) string {
 	switch v.K {
 	case KInt:
 		if v.T == ast.TU64 {
@@ -456,7 +526,7 @@ func abs64(x int64) int64 {
 
 // stringMethod is std::string's substr and find.
 func stringMethod(f *Frame, s, name string, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -515,4 +585,69 @@ func stringMethod(f *Frame, s, name string, args []*ast.Node) (Val, error) {
 		return Int(p+int64(i), ast.TU64), nil
 	}
 	return Void, f.Errorf("std::string::%s", name)
+}
+
+// Constant is a constant of C++ and its standard library: true, false,
+// nullptr (and NULL), INFINITY, FLT_MAX, std::string::npos, INT32_MAX,
+// UINT32_MAX. A library's and a host's constants come after these.
+func Constant(name string) (Val, bool) {
+	switch name {
+	case "true":
+		return True, true
+	case "false":
+		return False, true
+	case "nullptr", "NULL":
+		return Null, true
+	case "INFINITY":
+		return Val{K: KFloat, T: ast.TF32, F: math.Inf(1)}, true
+	case "FLT_MAX":
+		return Val{K: KFloat, T: ast.TF32, F: math.MaxFloat32}, true
+	case "std::string::npos":
+		return Int(-1, ast.TU64), true
+	case "INT32_MAX":
+		return Int(math.MaxInt32, ast.TI32), true
+	case "UINT32_MAX":
+		return Int(math.MaxUint32, ast.TU32), true
+	}
+	return Void, false
+}
+
+// scalarSizes are sizeof of the scalar types the pin's code measures.
+var scalarSizes = map[string]int64{"float": 4, "double": 8, "int32_t": 4, "uint32_t": 4, "int": 4, "llama_token": 4,
+	"int64_t": 8, "uint64_t": 8, "size_t": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2}
+
+// zeroValue sets every scalar inside a struct or array to zero.
+func zeroValue(v Val) error {
+	switch v.K {
+	case KObj:
+		for _, c := range v.P.(*Object).Fields {
+			if err := zeroCell(c); err != nil {
+				return err
+			}
+		}
+	case KArr:
+		a := v.P.(*Array)
+		for i := range a.Cells {
+			if err := zeroCell(&a.Cells[i]); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("memset of %s", v.Describe())
+	}
+	return nil
+}
+
+func zeroCell(c *Cell) error {
+	switch c.V.K {
+	case KInt:
+		c.V = Int(0, c.V.T)
+	case KFloat:
+		c.V = Val{K: KFloat, T: c.V.T}
+	case KObj, KArr:
+		return zeroValue(c.V)
+	default:
+		c.V = Null
+	}
+	return nil
 }

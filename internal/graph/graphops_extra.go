@@ -1,36 +1,38 @@
-package arch
+package graph
+
+import "github.com/ggload/ggload/internal/cpp"
 
 // extraOps registers the ops of the chunked linear attention (triangular
 // masks and solves), of the sparse attentions' index arithmetic, and the
 // pooling.
-func extraOps(out map[string]Builtin) {
-	op(out, "ggml_arange", 4, func(c *gcall) (Val, error) {
+func extraOps(out map[string]cpp.Builtin) {
+	op(out, "ggml_arange", 4, func(c *gcall) (cpp.Val, error) {
 		ctx, err := c.ctx(0)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Arange(ctx, c.f32(1), c.f32(2), c.f32(3)))
 	})
-	op(out, "ggml_tri", 3, func(c *gcall) (Val, error) {
+	op(out, "ggml_tri", 3, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Tri(ctx, ts[0], c.i32(2)))
 	})
 	// ggml_solve_tri(ctx, a, b, left, lower, uni)
-	op(out, "ggml_solve_tri", 6, func(c *gcall) (Val, error) {
+	op(out, "ggml_solve_tri", 6, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(2)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().SolveTri(ctx, ts[0], ts[1], c.v[3].Truthy(), c.v[4].Truthy(), c.v[5].Truthy()))
 	})
 	// ggml_pool_2d(ctx, a, op, k0, k1, s0, s1, p0, p1)
-	op(out, "ggml_pool_2d", 9, func(c *gcall) (Val, error) {
+	op(out, "ggml_pool_2d", 9, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
 		if err != nil {
-			return Void, err
+			return cpp.Void, err
 		}
 		return c.result(c.lib().Pool2D(ctx, ts[0], c.i32(2), c.i(3), c.i(4), c.i(5), c.i(6), c.f32(7), c.f32(8)))
 	})

@@ -1,9 +1,9 @@
-package arch
+package cpp
 
 import (
 	"fmt"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // Interp runs programs: the state of one evaluation (a replay of one

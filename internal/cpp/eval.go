@@ -1,4 +1,4 @@
-package arch
+package cpp
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // Throw is a C++ exception a program raised (std::runtime_error and the
@@ -41,12 +41,12 @@ func (e *Abort) Error() string { return e.Msg + " (in " + e.Where + ")" }
 // EvalError is a construct the evaluator does not support: a defect of
 // ggload's evaluator, never of the model file.
 type EvalError struct {
-	fn  string
-	msg string
+	Fn  string
+	Msg string
 }
 
 func (e *EvalError) Error() string {
-	return "arch: evaluating " + e.fn + ": " + e.msg + " (ggload's evaluator does not support this construct)"
+	return "arch: evaluating " + e.Fn + ": " + e.Msg + " (ggload's evaluator does not support this construct)"
 }
 
 type ctl uint8
@@ -264,6 +264,9 @@ func (f *Frame) lookupMember(name string) (*Cell, Val, error) {
 		if c, ok := o.Fields[name]; ok {
 			return c, Void, nil
 		}
+	}
+	if v, ok := Constant(name); ok {
+		return nil, v, nil
 	}
 	if v, ok := f.I.Host.Global(name); ok {
 		return nil, v, nil

@@ -1,10 +1,10 @@
-package arch
+package cpp
 
 import (
 	"errors"
 	"strings"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // The evaluator (see the package doc): every node of a decoded program
@@ -921,7 +921,7 @@ func (cp *compiler) compileBinary(n *ast.Node) exprFn {
 		if stream && x.K == KObj && x.P.(*Object).Class == "stringstream" {
 			sb, err := Convert(y, ast.TStr)
 			if err != nil {
-				sb = Str(formatValue(y))
+				sb = Str(FormatValue(y))
 			}
 			c := x.P.(*Object).Field("str")
 			c.V = Str(c.V.S + sb.S)

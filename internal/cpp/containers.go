@@ -1,11 +1,11 @@
-package arch
+package cpp
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // The methods of the values the interpreter knows (strings, std::vector
@@ -103,7 +103,7 @@ func containerMethod(c any, n int, name string) (Val, bool) {
 }
 
 func arrayMethod(f *Frame, a *Array, name string, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
@@ -180,7 +180,7 @@ func arrayMethod(f *Frame, a *Array, name string, args []*ast.Node) (Val, error)
 }
 
 func mapMethod(f *Frame, m *Map, name string, args []*ast.Node) (Val, error) {
-	vs, err := evalArgs(f, args)
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}

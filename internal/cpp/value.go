@@ -1,4 +1,4 @@
-package arch
+package cpp
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // Kind is the dynamic kind of a value.
@@ -29,13 +29,6 @@ const (
 	KIter        // P: *Array or *cmap, I: the position
 	KNative      // P: a native ggml tensor, context or graph (graph.go)
 	KAddr        // P: *Cell, the address of a variable that holds no object (a ggml_tensor ** out-parameter)
-)
-
-// enum families of KEnum values
-const (
-	famTensor = iota
-	famKV
-	famArch
 )
 
 // Val is a value of the evaluated C++.

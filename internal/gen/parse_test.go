@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 func parseText(t testing.TB, src string) (string, error) {

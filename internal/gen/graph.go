@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ggload/ggload/internal/arch/ast"
+	"github.com/ggload/ggload/internal/cpp/ast"
 )
 
 // gdef is one function definition of the index.
