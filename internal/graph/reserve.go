@@ -209,21 +209,91 @@ func (s *backendSet) free(lib *ops.Lib) {
 // model's devices. InitContext, CreateMemory and CreateTensors must have
 // run; the weights' and the cache's buffer types are p.At's.
 func Reserve(r *arch.Run, p ReserveParams) (*Reservation, error) {
-	lib := p.Lib
-	if lib == nil || r.CParams() == nil || r.Context().K != cpp.KObj {
+	if p.Lib == nil || r.CParams() == nil || r.Context().K != cpp.KObj {
 		return nil, fmt.Errorf("arch: Reserve needs the native library and InitContext")
 	}
 	if p.LayerDevice == nil {
 		return nil, fmt.Errorf("arch: Reserve needs each layer's device")
 	}
-	cp := r.CParams()
-	out := &Reservation{}
-	logf := func(level, format string, a ...any) { out.Log = append(out.Log, level+" "+fmt.Sprintf(format, a...)) }
-	u := func(name string) uint32 { return uint32(cp.Fields[name].V.I) }
-	b := func(name string) bool { return cp.Fields[name].V.Truthy() }
-	setb := func(name string, v bool) { cp.Fields[name].V = cpp.Bool(v) }
+	rs := &reserver{r: r, p: p, lib: p.Lib, cp: r.CParams(), out: &Reservation{}}
+	reserveMu.Lock()
+	defer reserveMu.Unlock()
+	if err := rs.backends(); err != nil {
+		return nil, err
+	}
+	if rs.set.transient {
+		defer rs.set.free(rs.lib)
+	}
+	rs.pipelineParallel()
+	if err := rs.scheduler(); err != nil {
+		return nil, err
+	}
+	if err := rs.session(); err != nil {
+		return nil, err
+	}
+	defer rs.s.Close()
+	if err := rs.resolveFusedOps(); err != nil {
+		return nil, err
+	}
+	if err := rs.measure(); err != nil {
+		return nil, err
+	}
+	return rs.out, nil
+}
 
-	// the backends: the model's devices, the ACCEL devices, the CPU
+// reserver is a reservation under way: llama_context's constructor from
+// its backends to sched_reserve.
+type reserver struct {
+	r   *arch.Run
+	p   ReserveParams
+	lib *ops.Lib
+	cp  *cpp.Object // the context's llama_cparams
+	out *Reservation
+
+	set      *backendSet
+	bes      []ops.Backend
+	cpu      ops.Backend
+	bufts    []ops.Buft
+	sched    ops.Sched
+	s        *GraphSession
+	placeErr error // a weight on a buffer type no backend uses
+	nLayer   int   // hparams.n_layer_all
+
+	// the last probe graph resolve_fused_ops built: its key, its fused
+	// nodes' devices, and what it was
+	last struct {
+		key   string
+		nodes []probeNode
+		built built
+	}
+}
+
+// built is what a reserve graph was: its nodes, the scheduler's splits of
+// it, its input objects and input tensors.
+type built struct{ nodes, splits, inputs, inputTensors int }
+
+// probeNode is a fused node of a probe graph: its op, layer and device.
+type probeNode struct {
+	op  int64
+	il  int
+	dev ops.Dev
+}
+
+func (rs *reserver) u(name string) uint32 { return uint32(rs.cp.Fields[name].V.I) }
+func (rs *reserver) b(name string) bool   { return rs.cp.Fields[name].V.Truthy() }
+func (rs *reserver) setb(name string, v bool) {
+	rs.cp.Fields[name].V = cpp.Bool(v)
+}
+
+func (rs *reserver) logf(level, format string, a ...any) {
+	rs.out.Log = append(rs.out.Log, level+" "+fmt.Sprintf(format, a...))
+}
+
+// backends are the context's: the model's devices, the ACCEL devices, the
+// CPU; each with the buffer type the scheduler gives it (the CPU: the
+// first device's host buffer type, for faster transfers).
+func (rs *reserver) backends() error {
+	lib, p := rs.lib, rs.p
 	devs := append([]ops.Dev(nil), p.Devices...)
 	for i := 0; i < lib.DevCount(); i++ {
 		if d := lib.DevGet(i); lib.DevType(d) == ops.DevTypeAccel {
@@ -232,257 +302,273 @@ func Reserve(r *arch.Run, p ReserveParams) (*Reservation, error) {
 	}
 	cpuDev := lib.DevByType(ops.DevTypeCPU)
 	if cpuDev == 0 {
-		return nil, &cpp.Throw{Msg: "failed to initialize CPU backend"}
+		return &cpp.Throw{Msg: "failed to initialize CPU backend"}
 	}
 	devs = append(devs, cpuDev)
-	reserveMu.Lock()
-	defer reserveMu.Unlock()
 	set, err := backendSetFor(lib, devs)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if set.transient {
-		defer set.free(lib)
-	}
-	bes := set.bes
-	cpu := bes[len(bes)-1]
-	bufts := make([]ops.Buft, len(bes))
-	for i, be := range bes {
-		bufts[i] = lib.BackendDefaultBuft(be)
+	rs.set, rs.bes = set, set.bes
+	rs.cpu = rs.bes[len(rs.bes)-1]
+	rs.bufts = make([]ops.Buft, len(rs.bes))
+	for i, be := range rs.bes {
+		rs.bufts[i] = lib.BackendDefaultBuft(be)
 		if lib.DevType(lib.BackendDevice(be)) == ops.DevTypeCPU && len(p.Devices) > 0 {
-			// the host buffer of the first device, for faster transfers
 			if h := lib.DevHostBufferType(p.Devices[0]); h != 0 {
-				bufts[i] = h
+				rs.bufts[i] = h
 			}
 		}
 	}
+	return nil
+}
 
-	// pipeline parallelism: several devices, every layer offloaded, split
-	// by layer, the KV cache offloaded, no overrides, and every device
-	// but the CPU with async compute and events
-	nLayerAll := int(r.Hparams().Object().Fields["n_layer_all"].V.I)
-	pp := len(p.Devices) > 1 && p.NGPULayers > nLayerAll && r.SplitMode() == splitModeLayer &&
-		b("offload_kqv") && !p.TensorOverrides
+// pipelineParallel decides pipeline parallelism: several devices, every
+// layer offloaded, split by layer, the KV cache offloaded, no overrides,
+// and every device but the CPU with async compute and events.
+func (rs *reserver) pipelineParallel() {
+	lib, p := rs.lib, rs.p
+	rs.nLayer = int(rs.r.Hparams().Object().Fields["n_layer_all"].V.I)
+	pp := len(p.Devices) > 1 && p.NGPULayers > rs.nLayer && rs.r.SplitMode() == splitModeLayer &&
+		rs.b("offload_kqv") && !p.TensorOverrides
 	if pp {
-		for _, be := range bes {
+		for _, be := range rs.bes {
 			d := lib.BackendDevice(be)
-			if lib.DevType(d) == ops.DevTypeCPU {
-				continue
-			}
-			if !lib.DevAsyncEvents(d) {
+			if lib.DevType(d) != ops.DevTypeCPU && !lib.DevAsyncEvents(d) {
 				pp = false
 				break
 			}
 		}
 	}
-	setb("pipeline_parallel", pp)
-	out.PipelineParallel = pp
+	rs.setb("pipeline_parallel", pp)
+	rs.out.PipelineParallel = pp
 	if pp {
-		logf("INFO", "llama_context: pipeline parallelism enabled")
+		rs.logf("INFO", "llama_context: pipeline parallelism enabled")
 	}
+}
 
-	// sched_reserve
-	nSeqs := u("n_seq_max")
-	nTokens := min(u("n_ctx"), u("n_ubatch"))
-	if out.MaxNodes, err = graphMaxNodes(r, nTokens, p.NTensors); err != nil {
-		return nil, err
+// scheduler is sched_reserve's scheduler, for graphs of graph_max_nodes.
+func (rs *reserver) scheduler() error {
+	var err error
+	nTokens := min(rs.u("n_ctx"), rs.u("n_ubatch"))
+	if rs.out.MaxNodes, err = graphMaxNodes(rs.r, nTokens, rs.p.NTensors); err != nil {
+		return err
 	}
-	sched := set.sched(lib, bufts, out.MaxNodes, pp, b("op_offload"))
-	if sched == 0 {
-		return nil, fmt.Errorf("arch: ggml_backend_sched_new failed")
+	rs.sched = rs.set.sched(rs.lib, rs.bufts, rs.out.MaxNodes, rs.out.PipelineParallel, rs.b("op_offload"))
+	if rs.sched == 0 {
+		return fmt.Errorf("arch: ggml_backend_sched_new failed")
 	}
+	return nil
+}
 
-	// every buffer type the tensors are on must be one a backend can use:
-	// the scheduler aborts on a tensor it cannot place
-	at := p.At
-	check := func(bt ops.Buft, what string) error {
-		if bt == 0 {
+// usable checks that a backend can use the buffer type a tensor is on:
+// the scheduler aborts on a tensor it cannot place.
+func (rs *reserver) usable(bt ops.Buft, what string) error {
+	if bt == 0 {
+		return nil
+	}
+	for _, be := range rs.bes {
+		if rs.lib.DevSupportsBuft(rs.lib.BackendDevice(be), bt) {
 			return nil
 		}
-		for _, be := range bes {
-			if lib.DevSupportsBuft(lib.BackendDevice(be), bt) {
-				return nil
-			}
-		}
-		return fmt.Errorf("arch: %s is on %s, which none of the context's backends can use", what, lib.BuftName(bt))
 	}
-	var placeErr error
+	return fmt.Errorf("arch: %s is on %s, which none of the context's backends can use", what, rs.lib.BuftName(bt))
+}
+
+// session is the graphs' session over the scheduler, its weights and
+// cache tensors on buffer types the backends use.
+func (rs *reserver) session() error {
+	p, at := rs.p, rs.p.At
 	if w := at.Weight; w != nil {
 		at.Weight = func(t *arch.Tensor) ops.Buft {
 			bt := w(t)
-			if err := check(bt, "weight "+t.Name); err != nil && placeErr == nil {
-				placeErr = err
+			if err := rs.usable(bt, "weight "+t.Name); err != nil && rs.placeErr == nil {
+				rs.placeErr = err
 			}
 			return bt
 		}
 	}
-	s, err := NewGraphSession(r, lib, p.Memory, b("flash_attn"), at)
+	if p.Memory != nil && at.Cache != nil {
+		for ci, c := range p.Memory.Caches {
+			for j, t := range c.Tensors {
+				if err := rs.usable(at.Cache(ci, j), "cache tensor "+t.Name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	s, err := NewGraphSession(rs.r, rs.lib, p.Memory, rs.b("flash_attn"), at)
+	if err != nil {
+		return err
+	}
+	s.sched = &schedState{lib: rs.lib, h: rs.sched, backends: rs.bes, cpu: rs.cpu, layerDev: p.LayerDevice, fullOffload: p.NGPULayers > rs.nLayer}
+	rs.s = s
+	return nil
+}
+
+// reserve is graph_reserve: a graph for a ubatch of nt tokens of ns
+// sequences with no outputs, then the scheduler's split (and with sizes,
+// its buffers measured); split, if not nil, reads the split graph before
+// it is freed.
+func (rs *reserver) reserve(nt, ns, no uint32, sizes *[]uintptr, split func(*Graph)) (built, error) {
+	lib := rs.lib
+	lib.SchedReset(rs.sched)
+	rs.s.fa = rs.b("flash_attn")
+	g, err := rs.s.Build(nt, ns, no, rs.out.MaxNodes)
+	if err != nil {
+		return built{}, err
+	}
+	defer g.Free()
+	if rs.placeErr != nil {
+		return built{}, rs.placeErr
+	}
+	if n := g.G.Leafs() + g.Nodes; n > rs.out.MaxNodes {
+		// the scheduler's hash set holds at least max_nodes tensors
+		return built{}, &cpp.Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
+	}
+	if err := schedulable(lib, g.G, rs.bes, rs.cpu); err != nil {
+		return built{}, err
+	}
+	out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: lib.InputTensors(g.G)} // before the split rewires the inputs
+	if sizes != nil {
+		*sizes = lib.SchedReserveSize(rs.sched, g.G, len(rs.bes))
+	} else {
+		lib.SchedSplitGraph(rs.sched, g.G)
+	}
+	out.splits = lib.SchedSplits(rs.sched)
+	if split != nil {
+		split(g)
+	}
+	return out, nil
+}
+
+// graphKey names a probe graph of n tokens with the fused ops' flags as
+// they are now.
+func (rs *reserver) graphKey(n uint32) string {
+	var key strings.Builder
+	fmt.Fprint(&key, n)
+	for _, grp := range fusedGroups {
+		for _, pr := range grp.probes {
+			fmt.Fprint(&key, rs.b(pr.flag))
+		}
+	}
+	return key.String()
+}
+
+// probe builds the probe graph of n tokens and returns its fused nodes'
+// devices. A probe graph built with the same tokens and flags as the one
+// before is that graph: its fused nodes are reused, not built again.
+func (rs *reserver) probe(n uint32) ([]probeNode, error) {
+	key := rs.graphKey(n)
+	if rs.last.nodes != nil && rs.last.key == key {
+		return rs.last.nodes, nil
+	}
+	nodes := []probeNode{}
+	bt, err := rs.reserve(n, rs.u("n_seq_max"), n, nil, func(g *Graph) {
+		for _, fn := range g.g.fused {
+			pn := probeNode{op: fn.op, il: fn.il}
+			if be := rs.lib.SchedTensorBackend(rs.sched, fn.t); be != 0 {
+				pn.dev = rs.lib.BackendDevice(be)
+			}
+			nodes = append(nodes, pn)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	if p.Memory != nil {
-		for ci, c := range p.Memory.Caches {
-			for j, t := range c.Tensors {
-				if at.Cache != nil {
-					if err := check(at.Cache(ci, j), "cache tensor "+t.Name); err != nil {
-						return nil, err
-					}
-				}
-			}
-		}
-	}
-	s.sched = &schedState{lib: lib, h: sched, backends: bes, cpu: cpu, layerDev: p.LayerDevice, fullOffload: p.NGPULayers > nLayerAll}
+	rs.last.key, rs.last.nodes, rs.last.built = key, nodes, bt
+	return nodes, nil
+}
 
-	type built struct{ nodes, splits, inputs, inputTensors int }
-	// graph_reserve: a graph for the ubatch, then the scheduler's split
-	// (and with sizes, its buffers measured); then split, if not nil,
-	// reads the split graph before it is freed
-	reserve := func(nt, ns, no uint32, sizes *[]uintptr, split func(*Graph)) (built, error) {
-		lib.SchedReset(sched)
-		s.fa = b("flash_attn")
-		g, err := s.Build(nt, ns, no, out.MaxNodes)
-		if err != nil {
-			return built{}, err
-		}
-		defer g.Free()
-		if placeErr != nil {
-			return built{}, placeErr
-		}
-		if n := g.G.Leafs() + g.Nodes; n > out.MaxNodes {
-			// the scheduler's hash set holds at least max_nodes tensors
-			return built{}, &cpp.Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
-		}
-		if err := schedulable(lib, g.G, bes, cpu); err != nil {
-			return built{}, err
-		}
-		out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: lib.InputTensors(g.G)} // before the split rewires the inputs
-		if sizes != nil {
-			*sizes = lib.SchedReserveSize(sched, g.G, len(bes))
-		} else {
-			lib.SchedSplitGraph(sched, g.G)
-		}
-		out.splits = lib.SchedSplits(sched)
-		if split != nil {
-			split(g)
-		}
-		return out, nil
-	}
-
-	// resolve_fused_ops: each fused op asked for automatically stays on
-	// where every layer's fused node runs on the layer's device. A probe
-	// graph built with the same tokens and flags as the one before is that
-	// graph: its fused nodes' devices are reused, not built again.
-	type probeNode struct {
-		op  int64
-		il  int
-		dev ops.Dev
-	}
-	var last struct {
-		key   string
-		nodes []probeNode
-		built built
-	}
-	graphKey := func(n uint32) string {
-		var key strings.Builder
-		fmt.Fprint(&key, n)
-		for _, grp := range fusedGroups {
-			for _, pr := range grp.probes {
-				fmt.Fprint(&key, b(pr.flag))
-			}
-		}
-		return key.String()
-	}
-	probe := func(n uint32) ([]probeNode, error) {
-		key := graphKey(n)
-		if last.nodes != nil && last.key == key {
-			return last.nodes, nil
-		}
-		nodes := []probeNode{}
-		bt, err := reserve(n, nSeqs, n, nil, func(g *Graph) {
-			for _, fn := range g.g.fused {
-				pn := probeNode{op: fn.op, il: fn.il}
-				if be := lib.SchedTensorBackend(sched, fn.t); be != 0 {
-					pn.dev = lib.BackendDevice(be)
-				}
-				nodes = append(nodes, pn)
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		last.key, last.nodes, last.built = key, nodes, bt
-		return nodes, nil
-	}
+// resolveFusedOps is resolve_fused_ops: each fused op asked for
+// automatically stays on where every layer's fused node runs on the
+// layer's device.
+func (rs *reserver) resolveFusedOps() error {
 	for _, grp := range fusedGroups {
-		if !b(grp.auto) {
+		if !rs.b(grp.auto) {
 			continue
 		}
 		if grp.header != "" {
-			logf("INFO", "resolve_fused_ops: %s", grp.header)
+			rs.logf("INFO", "resolve_fused_ops: %s", grp.header)
 		}
 		for _, pr := range grp.probes {
-			if !b(pr.flag) {
+			if !rs.b(pr.flag) {
 				continue
 			}
-			nodes, err := probe(pr.perSeq * nSeqs)
+			nodes, err := rs.probe(pr.perSeq * rs.u("n_seq_max"))
 			if err != nil {
-				return nil, fmt.Errorf("failed to reserve graph for %s check: %w", pr.name, err)
+				return fmt.Errorf("failed to reserve graph for %s check: %w", pr.name, err)
 			}
-			mismatch := false
-			for _, fn := range nodes {
-				if fn.op != enumConst(pr.op) {
-					continue
-				}
-				devFused := fn.dev
-				if devLayer := p.LayerDevice(fn.il); devFused != devLayer {
-					name := func(d ops.Dev) string {
-						if d == 0 {
-							return "none"
-						}
-						return lib.DevName(d)
-					}
-					logf("WARN", "resolve_fused_ops: layer %d is assigned to device %s but %s is assigned to device %s (usually due to missing support)",
-						fn.il, name(devLayer), pr.name, name(devFused))
-					mismatch = true
-					break
-				}
-			}
-			setb(pr.flag, !mismatch)
-			if mismatch {
-				logf("WARN", "resolve_fused_ops: %s not supported, set to disabled", pr.name)
+			ok := rs.fusedOnLayers(pr, nodes)
+			rs.setb(pr.flag, ok)
+			if ok {
+				rs.logf("INFO", "resolve_fused_ops: %s enabled", pr.name)
 			} else {
-				logf("INFO", "resolve_fused_ops: %s enabled", pr.name)
+				rs.logf("WARN", "resolve_fused_ops: %s not supported, set to disabled", pr.name)
 			}
 		}
-		setb(grp.auto, false)
+		rs.setb(grp.auto, false)
 	}
-	out.FlashAttn = b("flash_attn")
+	rs.out.FlashAttn = rs.b("flash_attn")
+	return nil
+}
 
-	// the prompt graph first, measured; then the generation graph
-	// (llama.cpp then splits the prompt graph once more, which changes
-	// nothing it reports)
+// fusedOnLayers reports whether every fused node of the probe's op runs
+// on its layer's device, and logs the first that does not.
+func (rs *reserver) fusedOnLayers(pr fusedProbe, nodes []probeNode) bool {
+	name := func(d ops.Dev) string {
+		if d == 0 {
+			return "none"
+		}
+		return rs.lib.DevName(d)
+	}
+	for _, fn := range nodes {
+		if fn.op != enumConst(pr.op) {
+			continue
+		}
+		if devLayer := rs.p.LayerDevice(fn.il); fn.dev != devLayer {
+			rs.logf("WARN", "resolve_fused_ops: layer %d is assigned to device %s but %s is assigned to device %s (usually due to missing support)",
+				fn.il, name(devLayer), pr.name, name(fn.dev))
+			return false
+		}
+	}
+	return true
+}
+
+// measure reserves the prompt graph, measured, then the generation graph
+// (llama.cpp then splits the prompt graph once more, which changes
+// nothing it reports), and logs what sched_reserve logs.
+func (rs *reserver) measure() error {
+	nSeqs := rs.u("n_seq_max")
+	nTokens := min(rs.u("n_ctx"), rs.u("n_ubatch"))
 	var sizes []uintptr
-	ppg, err := reserve(nTokens, nSeqs, min(nTokens, u("n_outputs_max")), &sizes, nil)
+	ppg, err := rs.reserve(nTokens, nSeqs, min(nTokens, rs.u("n_outputs_max")), &sizes, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// the generation graph: n_seq_max tokens, as the last probe graph had
 	// (with the flags as they are now, that graph was this one)
-	tgg := last.built
-	if last.nodes == nil || last.key != graphKey(nSeqs) {
-		if tgg, err = reserve(nSeqs, nSeqs, nSeqs, nil, nil); err != nil {
-			return nil, err
+	tgg := rs.last.built
+	if rs.last.nodes == nil || rs.last.key != rs.graphKey(nSeqs) {
+		if tgg, err = rs.reserve(nSeqs, nSeqs, nSeqs, nil, nil); err != nil {
+			return err
 		}
 	}
+	out := rs.out
 	out.NodesPP, out.SplitsPP, out.InputsPP, out.InputTensorsPP = ppg.nodes, ppg.splits, ppg.inputs, ppg.inputTensors
 	out.NodesTG, out.SplitsTG, out.InputsTG, out.InputTensorsTG = tgg.nodes, tgg.splits, tgg.inputs, tgg.inputTensors
-	for i, be := range bes {
-		out.Buffers = append(out.Buffers, ComputeBuffer{Buft: bufts[i], Dev: lib.BackendDevice(be), Bytes: uint64(sizes[i])})
+	for i, be := range rs.bes {
+		out.Buffers = append(out.Buffers, ComputeBuffer{Buft: rs.bufts[i], Dev: rs.lib.BackendDevice(be), Bytes: uint64(sizes[i])})
 		if sizes[i] > 1 {
-			logf("INFO", "sched_reserve: %10s compute buffer size = %8.2f MiB", lib.BuftName(bufts[i]), float64(sizes[i])/1024/1024)
+			rs.logf("INFO", "sched_reserve: %10s compute buffer size = %8.2f MiB", rs.lib.BuftName(rs.bufts[i]), float64(sizes[i])/1024/1024)
 		}
 	}
+	rs.logGraphs(ppg, tgg, nTokens, nSeqs)
+	return nil
+}
+
+// logGraphs is sched_reserve's line on the prompt and generation graphs.
+func (rs *reserver) logGraphs(ppg, tgg built, nTokens, nSeqs uint32) {
 	diff := ppg != tgg
 	val := func(a, b int) string {
 		if diff {
@@ -494,9 +580,8 @@ func Reserve(r *arch.Run, p ReserveParams) (*Reservation, error) {
 	if diff {
 		bs = fmt.Sprintf(" (pp bs=%d, tg bs=%d)", nTokens, nSeqs)
 	}
-	logf("INFO", "sched_reserve: graph%s: nodes = %s, splits = %s, input objects = %s, input tensors = %s", bs,
+	rs.logf("INFO", "sched_reserve: graph%s: nodes = %s, splits = %s, input objects = %s, input tensors = %s", bs,
 		val(ppg.nodes, tgg.nodes), val(ppg.splits, tgg.splits), val(ppg.inputs, tgg.inputs), val(ppg.inputTensors, tgg.inputTensors))
-	return out, nil
 }
 
 // fusedNode is one of llm_graph_result's fused nodes.
