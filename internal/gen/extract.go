@@ -86,17 +86,7 @@ func (s *source) findDef(rel, qual string) (*function, error) {
 			j = i + 1
 		}
 		// the parameter list
-		depth, k := 0, j
-		for ; k < len(toks); k++ {
-			if toks[k].s == "(" {
-				depth++
-			} else if toks[k].s == ")" {
-				depth--
-				if depth == 0 {
-					break
-				}
-			}
-		}
+		k := matchParen(toks, j)
 		params := toks[j+1 : k]
 		k++
 		for k < len(toks) && (toks[k].s == "const" || toks[k].s == "override" || toks[k].s == "noexcept") {
@@ -107,16 +97,7 @@ func (s *source) findDef(rel, qual string) (*function, error) {
 			// they make are the evaluator's)
 			for k < len(toks) && toks[k].s != "{" {
 				if toks[k].s == "(" {
-					depth := 0
-					for ; k < len(toks); k++ {
-						if toks[k].s == "(" {
-							depth++
-						} else if toks[k].s == ")" {
-							if depth--; depth == 0 {
-								break
-							}
-						}
-					}
+					k = matchParen(toks, k)
 				}
 				k++
 			}

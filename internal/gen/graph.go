@@ -43,6 +43,9 @@ type gindex struct {
 	all     []*gdef
 }
 
+// skipAngles returns where the template argument list that opens at
+// toks[i] ends: just past its closing '>', or at a ';', '{' or '}' that
+// comes first.
 func skipAngles(toks []token, i int) int {
 	depth := 0
 	for ; i < len(toks); i++ {
@@ -63,6 +66,8 @@ func skipAngles(toks []token, i int) int {
 	return i
 }
 
+// matchParen returns the index of the ')' that closes the '(' at toks[i],
+// or len(toks) where none does.
 func matchParen(toks []token, i int) int {
 	depth := 0
 	for ; i < len(toks); i++ {
@@ -476,12 +481,32 @@ func notCall(name string) bool {
 
 // graphPrograms extracts the functions graphRoot and the build_arch_graphs reach.
 func (g *generator) graphPrograms() error {
-	s := g.s
+	ix, err := g.s.graphIndex()
+	if err != nil {
+		return err
+	}
+	roots, err := ix.graphRoots()
+	if err != nil {
+		return err
+	}
+	g.graphAliases, g.graphTParams, g.graphSpecs = ix.aliases, ix.tparams, map[string]string{}
+	g.graphBases = ix.graphClassBases()
+	for _, d := range ix.reached(roots) {
+		if err := g.addGraphDef(ix, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// graphIndex indexes the function definitions of graphFiles and of every
+// model's source.
+func (s *source) graphIndex() (*gindex, error) {
 	ix := &gindex{byQual: map[string][]*gdef{}, byName: map[string][]*gdef{}, bases: map[string][]string{}, aliases: map[string]string{}, tparams: map[string]string{}}
 	files := append([]string{}, graphFiles...)
 	mf, err := filepath.Glob(filepath.Join(s.dir, "src/models/*.cpp"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, f := range mf {
 		rel, _ := filepath.Rel(s.dir, f)
@@ -490,22 +515,16 @@ func (g *generator) graphPrograms() error {
 	for _, f := range files {
 		toks, err := s.tokens(f)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ix.scan(f, toks, 0, len(toks), "")
 	}
-	seen := map[*gdef]bool{}
-	var queue, order []*gdef
-	push := func(ds ...*gdef) {
-		for _, d := range ds {
-			if !seen[d] {
-				seen[d] = true
-				queue = append(queue, d)
-			}
-		}
-	}
-	// the roots: llama_model::build_graph and every architecture's
-	// build_arch_graph
+	return ix, nil
+}
+
+// graphRoots are the definitions the graph programs start from:
+// llama_model::build_graph's, then every architecture's build_arch_graph's.
+func (ix *gindex) graphRoots() ([]*gdef, error) {
 	roots := []string{graphRoot}
 	for q := range ix.byQual {
 		if strings.HasSuffix(q, "::build_arch_graph") {
@@ -513,17 +532,20 @@ func (g *generator) graphPrograms() error {
 		}
 	}
 	slices.Sort(roots[1:])
+	var ds []*gdef
 	for _, r := range roots {
 		if len(ix.byQual[r]) == 0 {
-			return fmt.Errorf("graph root %s is defined nowhere", r)
+			return nil, fmt.Errorf("graph root %s is defined nowhere", r)
 		}
-		push(ix.byQual[r]...)
+		ds = append(ds, ix.byQual[r]...)
 	}
-	// the graph's classes' bases: of every class derived from one of
-	// llama.cpp's llm_graph_* classes or of its memories' (their
-	// contexts' accessors are the graph's too)
-	g.graphAliases, g.graphTParams, g.graphSpecs = ix.aliases, ix.tparams, map[string]string{}
-	g.graphBases = map[string][]string{}
+	return ds, nil
+}
+
+// graphClassBases are the bases of the graph's classes: of every class
+// derived from one of llama.cpp's llm_graph_* classes or of its memories'
+// (their contexts' accessors are the graph's too).
+func (ix *gindex) graphClassBases() map[string][]string {
 	var graphish func(c string, depth int) bool
 	graphish = func(c string, depth int) bool {
 		if strings.HasPrefix(c, "llm_graph_") || strings.HasPrefix(c, "llama_memory_") || strings.HasPrefix(c, "llama_kv_cache") {
@@ -536,11 +558,29 @@ func (g *generator) graphPrograms() error {
 		}
 		return false
 	}
+	out := map[string][]string{}
 	for c, bs := range ix.bases {
 		if len(bs) > 0 && graphish(c, 0) {
-			g.graphBases[c] = bs
+			out[c] = bs
 		}
 	}
+	return out
+}
+
+// reached are the definitions the calls from roots reach, breadth first
+// (a member initializer list's calls before the body's), each once.
+func (ix *gindex) reached(roots []*gdef) []*gdef {
+	seen := map[*gdef]bool{}
+	var queue, order []*gdef
+	push := func(ds ...*gdef) {
+		for _, d := range ds {
+			if !seen[d] {
+				seen[d] = true
+				queue = append(queue, d)
+			}
+		}
+	}
+	push(roots...)
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
@@ -553,34 +593,42 @@ func (g *generator) graphPrograms() error {
 			push(ix.callees(d, c)...)
 		}
 	}
-	for _, d := range order {
-		name := d.qual
-		if ds := ix.byQual[d.qual]; len(ds) > 1 {
-			for i, x := range ds {
-				if x == d {
-					name += "#" + strconv.Itoa(i+1)
-				}
+	return order
+}
+
+// programName is the name of d's program: its qualified name, and for an
+// overload #N, its place among the definitions of that name.
+func (ix *gindex) programName(d *gdef) string {
+	name := d.qual
+	if ds := ix.byQual[d.qual]; len(ds) > 1 {
+		for i, x := range ds {
+			if x == d {
+				name += "#" + strconv.Itoa(i+1)
 			}
-		}
-		if _, done := g.fns[name]; done {
-			continue
-		}
-		if d.spec != "" {
-			g.graphSpecs[name] = d.spec
-		}
-		body := d.body
-		if len(d.inits) > 0 {
-			pre, err := ix.initStatements(d)
-			if err != nil {
-				return err
-			}
-			body = append(pre, body...)
-		}
-		if err := g.addGraph(name, d, body); err != nil {
-			return err
 		}
 	}
-	return nil
+	return name
+}
+
+// addGraphDef adds d's program, once, its member initializer list run as
+// statements before its body.
+func (g *generator) addGraphDef(ix *gindex, d *gdef) error {
+	name := ix.programName(d)
+	if _, done := g.fns[name]; done {
+		return nil
+	}
+	if d.spec != "" {
+		g.graphSpecs[name] = d.spec
+	}
+	body := d.body
+	if len(d.inits) > 0 {
+		pre, err := ix.initStatements(d)
+		if err != nil {
+			return err
+		}
+		body = append(pre, body...)
+	}
+	return g.addGraph(name, d, body)
 }
 
 // callees are the definitions a call site may call: ggml's own functions
