@@ -49,128 +49,178 @@ var puncts = []string{
 // release build leaves out (conditionals); adjacent string literals are
 // joined.
 func lex(src string, firstLine int) ([]token, error) {
-	var out []token
-	var cond conditionals
-	line := firstLine
-	i := 0
-	bol := true // at the beginning of a line (only blanks so far)
-	for i < len(src) {
-		c := src[i]
-		switch {
-		case c == '\n':
-			line++
-			i++
-			bol = true
-			continue
-		case c == ' ' || c == '\t' || c == '\r':
-			i++
-			continue
-		case c == '/' && i+1 < len(src) && src[i+1] == '/':
-			for i < len(src) && src[i] != '\n' {
-				i++
-			}
-			continue
-		case c == '/' && i+1 < len(src) && src[i+1] == '*':
-			j := strings.Index(src[i+2:], "*/")
-			if j < 0 {
-				return nil, fmt.Errorf("line %d: unterminated comment", line)
-			}
-			line += strings.Count(src[i:i+2+j+2], "\n")
-			i += 2 + j + 2
-			continue
-		case c == '#' && bol:
-			// a preprocessor line (with continuations)
-			start, at := i, line
-			for i < len(src) && src[i] != '\n' {
-				if src[i] == '\\' && i+1 < len(src) && src[i+1] == '\n' {
-					line++
-					i++
-				}
-				i++
-			}
-			if err := cond.directive(src[start:i], at); err != nil {
-				return nil, err
-			}
+	lx := &lexer{src: src, line: firstLine, bol: true}
+	for lx.i < len(src) {
+		skipped, err := lx.layout()
+		if err != nil {
+			return nil, err
+		}
+		if skipped {
 			continue
 		}
-		if !cond.active() {
-			// a token in a branch the release build leaves out
-			bol = false
-			j := i + 1
-			if c == '"' || c == '\'' {
-				if _, n, err := unquote(src[i:], c); err == nil {
-					j = i + n
-				}
-			}
-			i = j
+		if !lx.cond.active() {
+			lx.skipInactive()
 			continue
 		}
-		bol = false
-		switch {
-		case isIdentStart(c):
-			j := i
-			for j < len(src) && isIdentChar(src[j]) {
-				j++
-			}
-			word := src[i:j]
-			i = j
-			if m := priMacro.FindStringSubmatch(word); m != nil {
-				// <inttypes.h> format macros: a string literal
-				spec := m[1]
-				if m[2] == "64" {
-					spec = "ll" + spec
-				}
-				if k := len(out) - 1; k >= 0 && out[k].k == tStr {
-					out[k].s += spec
-				} else {
-					out = append(out, token{tStr, spec, line})
-				}
-				continue
-			}
-			out = append(out, token{tIdent, word, line})
-		case c >= '0' && c <= '9' || c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
-			j := i
-			for j < len(src) && (isIdentChar(src[j]) || src[j] == '.' ||
-				(src[j] == '-' || src[j] == '+') && (src[j-1] == 'e' || src[j-1] == 'E') && !strings.HasPrefix(src[i:j], "0x")) {
-				j++
-			}
-			out = append(out, token{tNum, src[i:j], line})
-			i = j
-		case c == '"':
-			s, n, err := unquote(src[i:], '"')
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", line, err)
-			}
-			if k := len(out) - 1; k >= 0 && out[k].k == tStr {
-				out[k].s += s
-			} else {
-				out = append(out, token{tStr, s, line})
-			}
-			i += n
-		case c == '\'':
-			s, n, err := unquote(src[i:], '\'')
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", line, err)
-			}
-			out = append(out, token{tChar, s, line})
-			i += n
-		default:
-			matched := false
-			for _, p := range puncts {
-				if strings.HasPrefix(src[i:], p) {
-					out = append(out, token{tPunct, p, line})
-					i += len(p)
-					matched = true
-					break
-				}
-			}
-			if !matched {
-				return nil, fmt.Errorf("line %d: unexpected character %q", line, c)
-			}
+		lx.bol = false
+		if err := lx.scan(); err != nil {
+			return nil, err
 		}
 	}
-	out = append(out, token{tEOF, "", line})
-	return out, nil
+	lx.out = append(lx.out, token{tEOF, "", lx.line})
+	return lx.out, nil
+}
+
+// lexer is lex's state: the source, the position and line it has
+// reached, and the tokens so far.
+type lexer struct {
+	src  string
+	i    int
+	line int
+	bol  bool // at the beginning of a line (only blanks so far)
+	cond conditionals
+	out  []token
+}
+
+// layout skips what is no token at the position: a line break, blanks, a
+// comment, a preprocessor line (which conditionals reads). It reports
+// whether it skipped anything.
+func (lx *lexer) layout() (bool, error) {
+	src, i := lx.src, lx.i
+	switch c := src[i]; {
+	case c == '\n':
+		lx.line++
+		lx.i++
+		lx.bol = true
+	case c == ' ' || c == '\t' || c == '\r':
+		lx.i++
+	case c == '/' && i+1 < len(src) && src[i+1] == '/':
+		for lx.i < len(src) && src[lx.i] != '\n' {
+			lx.i++
+		}
+	case c == '/' && i+1 < len(src) && src[i+1] == '*':
+		j := strings.Index(src[i+2:], "*/")
+		if j < 0 {
+			return false, fmt.Errorf("line %d: unterminated comment", lx.line)
+		}
+		lx.line += strings.Count(src[i:i+2+j+2], "\n")
+		lx.i += 2 + j + 2
+	case c == '#' && lx.bol:
+		return true, lx.directive()
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// directive reads a preprocessor line (with its continuations) into the
+// conditionals.
+func (lx *lexer) directive() error {
+	start, at := lx.i, lx.line
+	for lx.i < len(lx.src) && lx.src[lx.i] != '\n' {
+		if lx.src[lx.i] == '\\' && lx.i+1 < len(lx.src) && lx.src[lx.i+1] == '\n' {
+			lx.line++
+			lx.i++
+		}
+		lx.i++
+	}
+	return lx.cond.directive(lx.src[start:lx.i], at)
+}
+
+// skipInactive skips a token in a branch the release build leaves out: a
+// character, or a whole literal.
+func (lx *lexer) skipInactive() {
+	lx.bol = false
+	j := lx.i + 1
+	if c := lx.src[lx.i]; c == '"' || c == '\'' {
+		if _, n, err := unquote(lx.src[lx.i:], c); err == nil {
+			j = lx.i + n
+		}
+	}
+	lx.i = j
+}
+
+// scan reads the token at the position.
+func (lx *lexer) scan() error {
+	src, i := lx.src, lx.i
+	switch c := src[i]; {
+	case isIdentStart(c):
+		lx.word()
+	case c >= '0' && c <= '9' || c == '.' && i+1 < len(src) && src[i+1] >= '0' && src[i+1] <= '9':
+		lx.number()
+	case c == '"':
+		s, n, err := unquote(src[i:], '"')
+		if err != nil {
+			return fmt.Errorf("line %d: %w", lx.line, err)
+		}
+		lx.str(s)
+		lx.i += n
+	case c == '\'':
+		s, n, err := unquote(src[i:], '\'')
+		if err != nil {
+			return fmt.Errorf("line %d: %w", lx.line, err)
+		}
+		lx.out = append(lx.out, token{tChar, s, lx.line})
+		lx.i += n
+	default:
+		return lx.punct()
+	}
+	return nil
+}
+
+// word reads an identifier or keyword; <inttypes.h>'s format macros
+// (PRId64) are the string literals they expand to.
+func (lx *lexer) word() {
+	j := lx.i
+	for j < len(lx.src) && isIdentChar(lx.src[j]) {
+		j++
+	}
+	word := lx.src[lx.i:j]
+	lx.i = j
+	if m := priMacro.FindStringSubmatch(word); m != nil {
+		spec := m[1]
+		if m[2] == "64" {
+			spec = "ll" + spec
+		}
+		lx.str(spec)
+		return
+	}
+	lx.out = append(lx.out, token{tIdent, word, lx.line})
+}
+
+// number reads a numeric literal, with its suffixes and a decimal
+// exponent's sign.
+func (lx *lexer) number() {
+	src, i := lx.src, lx.i
+	j := i
+	for j < len(src) && (isIdentChar(src[j]) || src[j] == '.' ||
+		(src[j] == '-' || src[j] == '+') && (src[j-1] == 'e' || src[j-1] == 'E') && !strings.HasPrefix(src[i:j], "0x")) {
+		j++
+	}
+	lx.out = append(lx.out, token{tNum, src[i:j], lx.line})
+	lx.i = j
+}
+
+// str adds a string literal's value, joined to a string literal just
+// before it.
+func (lx *lexer) str(s string) {
+	if k := len(lx.out) - 1; k >= 0 && lx.out[k].k == tStr {
+		lx.out[k].s += s
+		return
+	}
+	lx.out = append(lx.out, token{tStr, s, lx.line})
+}
+
+// punct reads an operator or punctuator, the longest that matches.
+func (lx *lexer) punct() error {
+	for _, p := range puncts {
+		if strings.HasPrefix(lx.src[lx.i:], p) {
+			lx.out = append(lx.out, token{tPunct, p, lx.line})
+			lx.i += len(p)
+			return nil
+		}
+	}
+	return fmt.Errorf("line %d: unexpected character %q", lx.line, lx.src[lx.i])
 }
 
 func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
