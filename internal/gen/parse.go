@@ -62,6 +62,18 @@ func (p *parser) expect(s string) token {
 	return p.next()
 }
 
+// skipPast skips the tokens up to the next end and the end itself; the
+// end of input there is an unterminated what.
+func (p *parser) skipPast(end, what string) {
+	for !p.is(end) {
+		if p.peek().k == tEOF {
+			p.fail("unterminated %s", what)
+		}
+		p.next()
+	}
+	p.next()
+}
+
 func (p *parser) ident() string {
 	t := p.peek()
 	if t.k != tIdent {
@@ -206,13 +218,7 @@ func (p *parser) statement() []*ast.Node {
 			body := p.block()
 			p.expect("catch")
 			p.expect("(")
-			for !p.is(")") {
-				if p.peek().k == tEOF {
-					p.fail("unterminated catch")
-				}
-				p.next()
-			}
-			p.next()
+			p.skipPast(")", "catch")
 			handler := p.block()
 			return []*ast.Node{{Op: ast.OpTry, Kids: []*ast.Node{body, handler}}}
 		case "using":
@@ -251,13 +257,7 @@ func (p *parser) localAlias() {
 	p.expect("using")
 	name := p.ident()
 	p.expect("=")
-	for !p.is(";") {
-		if p.peek().k == tEOF {
-			p.fail("unterminated using")
-		}
-		p.next()
-	}
-	p.next()
+	p.skipPast(";", "using")
 	if p.aliases == nil {
 		p.aliases = map[string]bool{}
 	}
@@ -1026,13 +1026,7 @@ func (p *parser) callArgs(callee *ast.Node) *ast.Node {
 
 func (p *parser) lambda() *ast.Node {
 	// capture list already opened
-	for !p.is("]") {
-		if p.peek().k == tEOF {
-			p.fail("unterminated lambda capture")
-		}
-		p.next()
-	}
-	p.next()
+	p.skipPast("]", "lambda capture")
 	params := &ast.Node{Op: ast.OpBlock}
 	if p.accept("(") {
 		params = p.params(tEOF)
