@@ -236,14 +236,40 @@ func (d *Decoder) Node() (*Node, error) {
 	if d.pos >= len(d.s) {
 		return nil, d.errorf("unexpected end")
 	}
+	if d.s[d.pos] != '(' {
+		return d.atom()
+	}
+	d.pos++
+	w, err := d.Word()
+	if err != nil {
+		return nil, err
+	}
+	op, ok := opByName[w]
+	if !ok {
+		return nil, d.errorf("unknown node %q", w)
+	}
+	if op == OpNil {
+		return nil, d.closeNil()
+	}
+	n := &Node{Op: op}
+	if err := d.attributes(n); err != nil {
+		return nil, err
+	}
+	if err := d.kids(n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// atom reads a node written without parentheses: a string, a number or
+// an identifier.
+func (d *Decoder) atom() (*Node, error) {
 	switch c := d.s[d.pos]; {
 	case c == '"':
-		q, err := strconv.QuotedPrefix(d.s[d.pos:])
+		s, err := d.quoted("bad string literal")
 		if err != nil {
-			return nil, d.errorf("bad string literal")
+			return nil, err
 		}
-		d.pos += len(q)
-		s, _ := strconv.Unquote(q)
 		return &Node{Op: OpStr, S: s}, nil
 	case c == '-' || c >= '0' && c <= '9':
 		w, err := d.Word()
@@ -262,93 +288,114 @@ func (d *Decoder) Node() (*Node, error) {
 			return nil, d.errorf("bad number %q", w)
 		}
 		return &Node{Op: OpInt, I: i}, nil
-	case c != '(':
-		w, err := d.Word()
-		if err != nil {
-			return nil, err
-		}
-		return &Node{Op: OpIdent, S: w}, nil
 	}
-	d.pos++
 	w, err := d.Word()
 	if err != nil {
 		return nil, err
 	}
-	op, ok := opByName[w]
-	if !ok {
-		return nil, d.errorf("unknown node %q", w)
-	}
-	if op == OpNil {
-		d.skip()
-		if d.pos >= len(d.s) || d.s[d.pos] != ')' {
-			return nil, d.errorf("expected ')' after nil")
-		}
-		d.pos++
-		return nil, nil
-	}
-	n := &Node{Op: op}
-	switch op {
+	return &Node{Op: OpIdent, S: w}, nil
+}
+
+// attributes reads a node's attributes after its op: its value (I, F or
+// S, by the op), its type (:T) and its container type (@"C").
+func (d *Decoder) attributes(n *Node) error {
+	var err error
+	switch n.Op {
 	case OpInt:
-		w, err := d.Word()
-		if err != nil {
-			return nil, err
-		}
-		if n.I, err = strconv.ParseInt(w, 10, 64); err != nil {
-			return nil, d.errorf("bad integer %q", w)
-		}
+		err = d.intValue(n)
 	case OpFloat:
-		w, err := d.Word()
-		if err != nil {
-			return nil, err
-		}
-		if n.F, err = strconv.ParseFloat(w, 64); err != nil {
-			return nil, d.errorf("bad float %q", w)
-		}
+		err = d.floatValue(n)
 	case OpStr, OpIdent, OpMember, OpUnary, OpBinary, OpAssign, OpDecl, OpRange:
 		d.skip()
-		q, err := strconv.QuotedPrefix(d.s[d.pos:])
-		if err != nil {
-			return nil, d.errorf("expected a quoted string")
-		}
-		d.pos += len(q)
-		n.S, _ = strconv.Unquote(q)
+		n.S, err = d.quoted("expected a quoted string")
+	}
+	if err != nil {
+		return err
 	}
 	d.skip()
 	if d.pos < len(d.s) && d.s[d.pos] == ':' {
 		d.pos++
 		w, err := d.Word()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t, ok := typeByName[w]
 		if !ok {
-			return nil, d.errorf("unknown type %q", w)
+			return d.errorf("unknown type %q", w)
 		}
 		n.T = t
 	}
 	d.skip()
 	if d.pos < len(d.s) && d.s[d.pos] == '@' {
 		d.pos++
-		q, err := strconv.QuotedPrefix(d.s[d.pos:])
-		if err != nil {
-			return nil, d.errorf("expected a quoted type")
+		if n.C, err = d.quoted("expected a quoted type"); err != nil {
+			return err
 		}
-		d.pos += len(q)
-		n.C, _ = strconv.Unquote(q)
 	}
+	return nil
+}
+
+// intValue reads an integer node's value.
+func (d *Decoder) intValue(n *Node) error {
+	w, err := d.Word()
+	if err != nil {
+		return err
+	}
+	if n.I, err = strconv.ParseInt(w, 10, 64); err != nil {
+		return d.errorf("bad integer %q", w)
+	}
+	return nil
+}
+
+// floatValue reads a float node's value.
+func (d *Decoder) floatValue(n *Node) error {
+	w, err := d.Word()
+	if err != nil {
+		return err
+	}
+	if n.F, err = strconv.ParseFloat(w, 64); err != nil {
+		return d.errorf("bad float %q", w)
+	}
+	return nil
+}
+
+// quoted reads a Go-quoted string at the position; bad says what is
+// wrong when there is none.
+func (d *Decoder) quoted(bad string) (string, error) {
+	q, err := strconv.QuotedPrefix(d.s[d.pos:])
+	if err != nil {
+		return "", d.errorf("%s", bad)
+	}
+	d.pos += len(q)
+	s, _ := strconv.Unquote(q)
+	return s, nil
+}
+
+// kids reads a node's children up to its closing parenthesis.
+func (d *Decoder) kids(n *Node) error {
 	for {
 		d.skip()
 		if d.pos >= len(d.s) {
-			return nil, d.errorf("unexpected end in %s", op)
+			return d.errorf("unexpected end in %s", n.Op)
 		}
 		if d.s[d.pos] == ')' {
 			d.pos++
-			return n, nil
+			return nil
 		}
 		k, err := d.Node()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		n.Kids = append(n.Kids, k)
 	}
+}
+
+// closeNil reads the closing parenthesis of (nil).
+func (d *Decoder) closeNil() error {
+	d.skip()
+	if d.pos >= len(d.s) || d.s[d.pos] != ')' {
+		return d.errorf("expected ')' after nil")
+	}
+	d.pos++
+	return nil
 }
