@@ -2,6 +2,7 @@ package cpp
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"strconv"
@@ -14,151 +15,202 @@ import (
 // StdBuiltins are the free functions of C++'s standard library (and the
 // asserts of ggml) that the interpreter provides to every library.
 func StdBuiltins() map[string]Builtin {
-	b := map[string]Builtin{
-		"format":                Format,
-		"std::to_string":        bToString,
-		"std::max":              bMinMax(false),
-		"std::min":              bMinMax(true),
-		"std::abs":              bMath(math.Abs),
-		"fabs":                  bMath(math.Abs),
-		"fabsf":                 bMath(math.Abs),
-		"std::sqrt":             bMath(math.Sqrt),
-		"sqrtf":                 bMath(math.Sqrt),
-		"std::log":              bMath(math.Log),
-		"logf":                  bMath(math.Log),
-		"expf":                  bMath(math.Exp),
-		"powf":                  bPow,
-		"std::pow":              bPow,
-		"pow":                   bPow,
-		"strcmp":                bStrcmp,
-		"std::fill":             bFill,
-		"std::copy":             bCopy,
-		"std::begin":            bBeginEnd(false),
-		"std::end":              bBeginEnd(true),
-		"std::string":           bString,
-		"std::runtime_error":    bString,
-		"std::invalid_argument": bString,
+	b := map[string]Builtin{}
+	for _, set := range []map[string]Builtin{
+		mathBuiltins(), stringBuiltins(), containerBuiltins(), cMemoryBuiltins(), errorBuiltins(),
+	} {
+		maps.Copy(b, set)
+	}
+	return b
+}
+
+// mathBuiltins are <cmath>'s functions, in their std:: and C spellings,
+// and <algorithm>'s and <numeric>'s on numbers.
+func mathBuiltins() map[string]Builtin {
+	return map[string]Builtin{
+		"std::max":  bMinMax(false),
+		"std::min":  bMinMax(true),
+		"std::abs":  bMath(math.Abs),
+		"fabs":      bMath(math.Abs),
+		"fabsf":     bMath(math.Abs),
+		"std::sqrt": bMath(math.Sqrt),
+		"sqrtf":     bMath(math.Sqrt),
+		"std::log":  bMath(math.Log),
+		"logf":      bMath(math.Log),
+		"expf":      bMath(math.Exp),
+		"powf":      bPow,
+		"std::pow":  bPow,
+		"pow":       bPow,
+		"std::lcm":  bLcm,
+	}
+}
+
+// stringBuiltins make, convert, compare and match strings: llama.cpp's
+// format, std::string and its conversions, strcmp, std::regex_match.
+func stringBuiltins() map[string]Builtin {
+	return map[string]Builtin{
+		"format":           Format,
+		"std::to_string":   bToString,
+		"std::string":      bString,
+		"std::stoull":      bStoull,
+		"strcmp":           bStrcmp,
+		"std::regex_match": bRegexMatch,
+	}
+}
+
+// containerBuiltins are <algorithm>'s and <iterator>'s functions over
+// arrays, std::vector's sized constructor, and std::move.
+func containerBuiltins() map[string]Builtin {
+	return map[string]Builtin{
+		"std::fill":   bFill,
+		"std::copy":   bCopy,
+		"std::begin":  bBeginEnd(false),
+		"std::end":    bBeginEnd(true),
+		"std::vector": bVector,
+		"std::move":   bMove,
+	}
+}
+
+// cMemoryBuiltins are C's memset and sizeof, as far as llama.cpp uses
+// them: to value-initialize a struct or an array.
+func cMemoryBuiltins() map[string]Builtin {
+	return map[string]Builtin{
+		"memset": bMemset,
+		"sizeof": bSizeof,
+	}
+}
+
+// errorBuiltins are ggml's asserts and aborts, C's assert, and the
+// exceptions llama.cpp throws (made from their message).
+func errorBuiltins() map[string]Builtin {
+	return map[string]Builtin{
 		"GGML_ASSERT":           bAssert,
 		"GGML_ABORT":            bAbort,
 		"assert":                Nop, // compiled out in llama.cpp's release builds (NDEBUG)
-		"std::regex_match": func(f *Frame, args []*ast.Node) (Val, error) {
-			if len(args) != 2 {
-				return Void, f.Errorf("std::regex_match arguments")
-			}
-			s, err := f.Eval(args[0])
-			if err != nil {
-				return Void, err
-			}
-			rv, err := f.Eval(args[1])
-			if err != nil {
-				return Void, err
-			}
-			if s.K != KStr || rv.K != KObj || rv.P.(*Object).Class != "std::regex" {
-				return Void, f.Errorf("std::regex_match arguments")
-			}
-			re, err := compiledRegex(rv.P.(*Object).Fields["pattern"].V.S)
-			if err != nil {
-				return Void, f.Errorf("%v", err)
-			}
-			return Bool(re.MatchString(s.S)), nil
-		},
-		"std::lcm": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := EvalArgs(f, args)
-			if err != nil {
-				return Void, err
-			}
-			if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt {
-				return Void, f.Errorf("std::lcm arguments")
-			}
-			t := Common(vs[0].T, vs[1].T)
-			a, b := abs64(vs[0].I), abs64(vs[1].I)
-			if a == 0 || b == 0 {
-				return Int(0, t), nil
-			}
-			x, y := a, b
-			for y != 0 {
-				x, y = y, x%y
-			}
-			return Int(a/x*b, t), nil
-		},
+		"std::runtime_error":    bString,
+		"std::invalid_argument": bString,
 	}
-	for n, f := range map[string]Builtin{
-		"std::stoull": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := EvalArgs(f, args)
-			if err != nil {
-				return Void, err
-			}
-			if len(vs) != 1 || vs[0].K != KStr {
-				return Void, f.Errorf("std::stoull arguments")
-			}
-			// the leading digits, after white space; none is std::invalid_argument
-			s := strings.TrimLeft(vs[0].S, " \t\n")
-			end := 0
-			for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-				end++
-			}
-			u, err := strconv.ParseUint(s[:end], 10, 64)
-			if err != nil {
-				return Void, &Throw{Msg: "stoull"}
-			}
-			return Int(int64(u), ast.TU64), nil
-		},
-		"std::vector": func(f *Frame, args []*ast.Node) (Val, error) {
-			vs, err := EvalArgs(f, args)
-			if err != nil {
-				return Void, err
-			}
-			if len(vs) != 2 || vs[0].K != KInt {
-				return Void, f.Errorf("std::vector(n, value) arguments")
-			}
-			a := &Array{Elem: ast.TAuto, Cells: make([]Cell, vs[0].I)}
-			for i := range a.Cells {
-				a.Cells[i].V = vs[1]
-			}
-			return Val{K: KArr, P: a}, nil
-		},
-		"memset": func(f *Frame, args []*ast.Node) (Val, error) {
-			// memset(&x, 0, sizeof(x)) or memset(array, 0, sizeof(array)):
-			// value-initializes x; the size is x's own
-			if len(args) != 3 {
-				return Void, f.Errorf("memset with %d arguments", len(args))
-			}
-			dst := args[0]
-			if dst.Op == ast.OpUnary && dst.S == "&" {
-				dst = dst.Kids[0]
-			}
-			v, err := f.Eval(dst)
-			if err != nil {
-				return Void, err
-			}
-			if z, err := f.Eval(args[1]); err != nil || z.K != KInt || z.I != 0 {
-				return Void, f.Errorf("memset to other than 0")
-			}
-			if s := args[2]; s.Op != ast.OpCall || len(s.Kids) != 2 || s.Kids[0].S != "sizeof" || ExprString(s.Kids[1]) != ExprString(dst) {
-				return Void, f.Errorf("memset of %s with a size other than its own", ExprString(dst))
-			}
-			return Void, zeroValue(v)
-		},
-		"sizeof": func(f *Frame, args []*ast.Node) (Val, error) {
-			// of a scalar type; an object's size is only memset's, which
-			// does not read it
-			if len(args) == 1 && args[0].Op == ast.OpIdent {
-				if n, ok := scalarSizes[args[0].S]; ok {
-					return Int(n, ast.TU64), nil
-				}
-			}
-			return Void, f.Errorf("sizeof(%s): only of a scalar type, or as memset's size", ExprString(args[0]))
-		},
-	} {
-		b[n] = f
+}
+
+// bRegexMatch is std::regex_match of a string and a std::regex.
+func bRegexMatch(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) != 2 {
+		return Void, f.Errorf("std::regex_match arguments")
 	}
-	b["std::move"] = func(f *Frame, args []*ast.Node) (Val, error) {
-		if len(args) != 1 {
-			return Void, f.Errorf("std::move of %d arguments", len(args))
+	vs, err := EvalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	s, rv := vs[0], vs[1]
+	if s.K != KStr || rv.K != KObj || rv.P.(*Object).Class != "std::regex" {
+		return Void, f.Errorf("std::regex_match arguments")
+	}
+	re, err := compiledRegex(rv.P.(*Object).Fields["pattern"].V.S)
+	if err != nil {
+		return Void, f.Errorf("%v", err)
+	}
+	return Bool(re.MatchString(s.S)), nil
+}
+
+// bLcm is std::lcm of two integers, in their common type.
+func bLcm(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := EvalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 2 || vs[0].K != KInt || vs[1].K != KInt {
+		return Void, f.Errorf("std::lcm arguments")
+	}
+	t := Common(vs[0].T, vs[1].T)
+	a, b := abs64(vs[0].I), abs64(vs[1].I)
+	if a == 0 || b == 0 {
+		return Int(0, t), nil
+	}
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return Int(a/x*b, t), nil
+}
+
+// bStoull is std::stoull: the leading digits, after white space; none
+// is std::invalid_argument.
+func bStoull(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := EvalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 1 || vs[0].K != KStr {
+		return Void, f.Errorf("std::stoull arguments")
+	}
+	s := strings.TrimLeft(vs[0].S, " \t\n")
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	u, err := strconv.ParseUint(s[:end], 10, 64)
+	if err != nil {
+		return Void, &Throw{Msg: "stoull"}
+	}
+	return Int(int64(u), ast.TU64), nil
+}
+
+// bVector is std::vector(n, value): n copies of value.
+func bVector(f *Frame, args []*ast.Node) (Val, error) {
+	vs, err := EvalArgs(f, args)
+	if err != nil {
+		return Void, err
+	}
+	if len(vs) != 2 || vs[0].K != KInt {
+		return Void, f.Errorf("std::vector(n, value) arguments")
+	}
+	a := &Array{Elem: ast.TAuto, Cells: make([]Cell, vs[0].I)}
+	for i := range a.Cells {
+		a.Cells[i].V = vs[1]
+	}
+	return Val{K: KArr, P: a}, nil
+}
+
+// bMove is std::move: its argument's value.
+func bMove(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) != 1 {
+		return Void, f.Errorf("std::move of %d arguments", len(args))
+	}
+	return f.Eval(args[0])
+}
+
+// bMemset is memset(&x, 0, sizeof(x)) or memset(array, 0, sizeof(array)):
+// it value-initializes x; the size is x's own.
+func bMemset(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) != 3 {
+		return Void, f.Errorf("memset with %d arguments", len(args))
+	}
+	dst := args[0]
+	if dst.Op == ast.OpUnary && dst.S == "&" {
+		dst = dst.Kids[0]
+	}
+	v, err := f.Eval(dst)
+	if err != nil {
+		return Void, err
+	}
+	if z, err := f.Eval(args[1]); err != nil || z.K != KInt || z.I != 0 {
+		return Void, f.Errorf("memset to other than 0")
+	}
+	if s := args[2]; s.Op != ast.OpCall || len(s.Kids) != 2 || s.Kids[0].S != "sizeof" || ExprString(s.Kids[1]) != ExprString(dst) {
+		return Void, f.Errorf("memset of %s with a size other than its own", ExprString(dst))
+	}
+	return Void, zeroValue(v)
+}
+
+// bSizeof is sizeof of a scalar type; an object's size is only memset's,
+// which does not read it.
+func bSizeof(f *Frame, args []*ast.Node) (Val, error) {
+	if len(args) == 1 && args[0].Op == ast.OpIdent {
+		if n, ok := scalarSizes[args[0].S]; ok {
+			return Int(n, ast.TU64), nil
 		}
-		return f.Eval(args[0])
 	}
-	return b
+	return Void, f.Errorf("sizeof(%s): only of a scalar type, or as memset's size", ExprString(args[0]))
 }
 
 func EvalArgs(f *Frame, args []*ast.Node) ([]Val, error) {
@@ -299,7 +351,6 @@ func bPow(f *Frame, args []*ast.Node) (Val, error) {
 	return Val{K: KFloat, T: ast.TF64, F: math.Pow(vs[0].Float(), vs[1].Float())}, nil
 }
 
-// bFill is std::fill(c.begin(), c.end(), v) over an array.
 // bBeginEnd is std::begin or std::end of an array.
 func bBeginEnd(end bool) Builtin {
 	return func(f *Frame, args []*ast.Node) (Val, error) {
@@ -352,22 +403,16 @@ func bCopy(f *Frame, args []*ast.Node) (Val, error) {
 	return Val{K: KIter, P: dst, I: at + to - from}, nil
 }
 
+// bFill is std::fill(c.begin(), c.end(), v) over an array.
 func bFill(f *Frame, args []*ast.Node) (Val, error) {
 	if len(args) != 3 {
 		return Void, f.Errorf("std::fill with %d arguments", len(args))
 	}
-	from, err := f.Eval(args[0])
+	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
-	to, err := f.Eval(args[1])
-	if err != nil {
-		return Void, err
-	}
-	v, err := f.Eval(args[2])
-	if err != nil {
-		return Void, err
-	}
+	from, to, v := vs[0], vs[1], vs[2]
 	if from.K != KIter || to.K != KIter || from.P != to.P {
 		return Void, f.Errorf("std::fill over %s and %s", from.Describe(), to.Describe())
 	}
