@@ -574,58 +574,22 @@ func (cp *compiler) compileScalarDecl(name string, t ast.Type, init *ast.Node) s
 
 func constant(v Val) exprFn { return func(*Frame) (Val, error) { return v, nil } }
 
+// compileExpr compiles an expression by its kind; a kind with no case
+// compiles to a closure that fails, naming it.
 func (cp *compiler) compileExpr(n *ast.Node) exprFn {
 	switch n.Op {
 	case ast.OpInt:
-		t := ast.TI32
-		if n.I > 1<<31-1 || n.I < -1<<31 {
-			t = ast.TI64
-		}
-		return constant(Int(n.I, t))
+		return compileInt(n)
 	case ast.OpFloat:
 		return constant(Val{K: KFloat, T: ast.TF64, F: n.F})
 	case ast.OpStr:
 		return constant(Str(n.S))
 	case ast.OpIdent:
-		if v, ok := n.Res.(Val); ok {
-			return constant(v)
-		}
-		ref := cp.identRef(n)
-		return func(f *Frame) (Val, error) {
-			c, v, err := ref(f)
-			if err != nil {
-				return Void, err
-			}
-			if c != nil {
-				return c.V, nil
-			}
-			return v, nil
-		}
+		return cp.compileIdent(n)
 	case ast.OpMember:
-		obj, name := cp.exprOf(n.Kids[0]), n.S
-		return func(f *Frame) (Val, error) {
-			o, err := obj(f)
-			if err != nil {
-				return Void, err
-			}
-			if o.K == KObj {
-				if c, ok := o.P.(*Object).Fields[name]; ok {
-					return c.V, nil
-				}
-			}
-			return f.member(o, name)
-		}
+		return cp.compileMember(n)
 	case ast.OpIndex:
-		cp.exprOf(n.Kids[0])
-		cp.exprOf(n.Kids[1])
-		ref := cp.compileIndexRef(n)
-		return func(f *Frame) (Val, error) {
-			c, err := ref(f)
-			if err != nil {
-				return Void, err
-			}
-			return c.V, nil
-		}
+		return cp.compileIndex(n)
 	case ast.OpCall:
 		return cp.compileCall(n)
 	case ast.OpUnary:
@@ -635,33 +599,9 @@ func (cp *compiler) compileExpr(n *ast.Node) exprFn {
 	case ast.OpAssign:
 		return cp.compileAssign(n)
 	case ast.OpCond:
-		c, a, b := cp.exprOf(n.Kids[0]), cp.exprOf(n.Kids[1]), cp.exprOf(n.Kids[2])
-		return func(f *Frame) (Val, error) {
-			v, err := c(f)
-			if err != nil {
-				return Void, err
-			}
-			if v.Truthy() {
-				return a(f)
-			}
-			return b(f)
-		}
+		return cp.compileCond(n)
 	case ast.OpCast:
-		x, t := cp.exprOf(n.Kids[0]), n.T
-		if t == ast.TAuto || t == ast.TRef || t == ast.TPtr || t == ast.TObj {
-			return x
-		}
-		return func(f *Frame) (Val, error) {
-			v, err := x(f)
-			if err != nil {
-				return Void, err
-			}
-			cv, err := Convert(v, t)
-			if err != nil {
-				return Void, f.Errorf("%v", err)
-			}
-			return cv, nil
-		}
+		return cp.compileCast(n)
 	case ast.OpList:
 		return cp.compileList(n)
 	case ast.OpLambda:
@@ -674,6 +614,102 @@ func (cp *compiler) compileExpr(n *ast.Node) exprFn {
 	}
 	op := n.Op
 	return func(f *Frame) (Val, error) { return Void, f.Errorf("expression %s", op) }
+}
+
+// compileInt is an integer literal: an int, or a long where an int cannot
+// hold it.
+func compileInt(n *ast.Node) exprFn {
+	t := ast.TI32
+	if n.I > 1<<31-1 || n.I < -1<<31 {
+		t = ast.TI64
+	}
+	return constant(Int(n.I, t))
+}
+
+// compileIdent is an identifier's value: a constant resolved at
+// decoding, or what its storage holds.
+func (cp *compiler) compileIdent(n *ast.Node) exprFn {
+	if v, ok := n.Res.(Val); ok {
+		return constant(v)
+	}
+	ref := cp.identRef(n)
+	return func(f *Frame) (Val, error) {
+		c, v, err := ref(f)
+		if err != nil {
+			return Void, err
+		}
+		if c != nil {
+			return c.V, nil
+		}
+		return v, nil
+	}
+}
+
+// compileMember is o.name: a struct object's field read directly,
+// anything else through Frame.member.
+func (cp *compiler) compileMember(n *ast.Node) exprFn {
+	obj, name := cp.exprOf(n.Kids[0]), n.S
+	return func(f *Frame) (Val, error) {
+		o, err := obj(f)
+		if err != nil {
+			return Void, err
+		}
+		if o.K == KObj {
+			if c, ok := o.P.(*Object).Fields[name]; ok {
+				return c.V, nil
+			}
+		}
+		return f.member(o, name)
+	}
+}
+
+// compileIndex is a[i]'s value (compileIndexRef).
+func (cp *compiler) compileIndex(n *ast.Node) exprFn {
+	cp.exprOf(n.Kids[0])
+	cp.exprOf(n.Kids[1])
+	ref := cp.compileIndexRef(n)
+	return func(f *Frame) (Val, error) {
+		c, err := ref(f)
+		if err != nil {
+			return Void, err
+		}
+		return c.V, nil
+	}
+}
+
+// compileCond is c ? a : b, which evaluates only the branch it takes.
+func (cp *compiler) compileCond(n *ast.Node) exprFn {
+	c, a, b := cp.exprOf(n.Kids[0]), cp.exprOf(n.Kids[1]), cp.exprOf(n.Kids[2])
+	return func(f *Frame) (Val, error) {
+		v, err := c(f)
+		if err != nil {
+			return Void, err
+		}
+		if v.Truthy() {
+			return a(f)
+		}
+		return b(f)
+	}
+}
+
+// compileCast converts to a scalar type; a cast to a reference, a
+// pointer, an object or auto leaves the value as it is.
+func (cp *compiler) compileCast(n *ast.Node) exprFn {
+	x, t := cp.exprOf(n.Kids[0]), n.T
+	if t == ast.TAuto || t == ast.TRef || t == ast.TPtr || t == ast.TObj {
+		return x
+	}
+	return func(f *Frame) (Val, error) {
+		v, err := x(f)
+		if err != nil {
+			return Void, err
+		}
+		cv, err := Convert(v, t)
+		if err != nil {
+			return Void, f.Errorf("%v", err)
+		}
+		return cv, nil
+	}
 }
 
 // identRef finds an identifier's storage (a variable, a member of this)
