@@ -63,7 +63,37 @@ func (in *Interp) tick() error {
 func (in *Interp) Call(p *Program, this Val, args []Val) (Val, error) {
 	f := &Frame{I: in, Fn: p.Name, This: this, sc: in.newScope(nil)}
 	defer in.release(f.sc)
-	for i, d := range p.Params.Kids {
+	if err := f.bindValues(p.Params, args, true); err != nil {
+		return Void, err
+	}
+	return f.run(p.Body)
+}
+
+// Invoke runs a program called from a frame with unevaluated arguments.
+func (in *Interp) Invoke(caller *Frame, p *Program, this Val, args []*ast.Node) (Val, error) {
+	return in.invoke(caller, &Frame{I: in, Fn: p.Name, This: this, sc: in.newScope(nil)}, p.Params, p.Body, args)
+}
+
+func (in *Interp) invokeClosure(caller *Frame, c *Closure, args []*ast.Node) (Val, error) {
+	return in.invoke(caller, &Frame{I: in, Fn: c.Fn, This: c.This, sc: in.newScope(c.Scope)}, c.Params, c.Body, args)
+}
+
+// invoke runs body in a new frame f, its parameters bound to the
+// caller's unevaluated arguments.
+func (in *Interp) invoke(caller, f *Frame, params, body *ast.Node, args []*ast.Node) (Val, error) {
+	defer in.release(f.sc)
+	if err := BindParams(caller, f, params, args); err != nil {
+		return Void, err
+	}
+	return f.run(body)
+}
+
+// bindValues binds parameters to evaluated arguments, each in a cell of
+// its type (a reference or an object takes the argument's own); a
+// parameter past the arguments takes its default argument where defaults
+// says so, else its type's zero value.
+func (f *Frame) bindValues(params *ast.Node, args []Val, defaults bool) error {
+	for i, d := range params.Kids {
 		c := f.sc.cell(d.T)
 		if d.T == ast.TRef || d.T == ast.TObj {
 			c.T = ast.TAuto
@@ -71,47 +101,27 @@ func (in *Interp) Call(p *Program, this Val, args []Val) (Val, error) {
 		switch {
 		case i < len(args):
 			if err := c.Set(args[i]); err != nil {
-				return Void, err
+				return err
 			}
-		case len(d.Kids) > 0:
+		case defaults && len(d.Kids) > 0:
 			v, err := f.Eval(d.Kids[0])
 			if err != nil {
-				return Void, err
+				return err
 			}
 			if err := c.Set(v); err != nil {
-				return Void, err
+				return err
 			}
 		}
 		if d.S != "" {
 			f.sc.define(d.S, c)
 		}
 	}
-	if _, err := f.Exec(p.Body); err != nil {
-		return Void, err
-	}
-	return f.Ret, nil
+	return nil
 }
 
-// Invoke runs a program called from a frame with unevaluated arguments.
-func (in *Interp) Invoke(caller *Frame, p *Program, this Val, args []*ast.Node) (Val, error) {
-	f := &Frame{I: in, Fn: p.Name, This: this, sc: in.newScope(nil)}
-	defer in.release(f.sc)
-	if err := BindParams(caller, f, p.Params, args); err != nil {
-		return Void, err
-	}
-	if _, err := f.Exec(p.Body); err != nil {
-		return Void, err
-	}
-	return f.Ret, nil
-}
-
-func (in *Interp) invokeClosure(caller *Frame, c *Closure, args []*ast.Node) (Val, error) {
-	f := &Frame{I: in, Fn: c.Fn, This: c.This, sc: in.newScope(c.Scope)}
-	defer in.release(f.sc)
-	if err := BindParams(caller, f, c.Params, args); err != nil {
-		return Void, err
-	}
-	if _, err := f.Exec(c.Body); err != nil {
+// run runs a body in f and returns what it returned.
+func (f *Frame) run(body *ast.Node) (Val, error) {
+	if _, err := f.Exec(body); err != nil {
 		return Void, err
 	}
 	return f.Ret, nil
@@ -130,10 +140,7 @@ func (in *Interp) CallCells(p *Program, this Val, args []*Cell) (Val, error) {
 			f.sc.define(d.S, args[i])
 		}
 	}
-	if _, err := f.Exec(p.Body); err != nil {
-		return Void, err
-	}
-	return f.Ret, nil
+	return f.run(p.Body)
 }
 
 // CallLocals runs a program and returns the values its body's variables
@@ -174,22 +181,8 @@ func (c *capture) scopeEnds(s *scope) {
 func (in *Interp) Apply(c *Closure, args []Val) (Val, error) {
 	f := &Frame{I: in, Fn: c.Fn, This: c.This, sc: in.newScope(c.Scope)}
 	defer in.release(f.sc)
-	for i, d := range c.Params.Kids {
-		cell := f.sc.cell(d.T)
-		if d.T == ast.TRef || d.T == ast.TObj {
-			cell.T = ast.TAuto
-		}
-		if i < len(args) {
-			if err := cell.Set(args[i]); err != nil {
-				return Void, err
-			}
-		}
-		if d.S != "" {
-			f.sc.define(d.S, cell)
-		}
-	}
-	if _, err := f.Exec(c.Body); err != nil {
+	if err := f.bindValues(c.Params, args, false); err != nil {
 		return Void, err
 	}
-	return f.Ret, nil
+	return f.run(c.Body)
 }
