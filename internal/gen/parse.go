@@ -676,14 +676,7 @@ func (p *parser) tryDecl() []*ast.Node {
 			d.Kids = []*ast.Node{p.braceList()}
 		case p.is("("):
 			p.next()
-			args := &ast.Node{Op: ast.OpList}
-			for !p.is(")") {
-				args.Kids = append(args.Kids, p.assignExpr())
-				if !p.accept(",") {
-					break
-				}
-			}
-			p.expect(")")
+			args := &ast.Node{Op: ast.OpList, Kids: p.exprsUntil(")")}
 			d.Kids = []*ast.Node{args}
 			if typ == ast.TObj && strings.HasPrefix(d.C, "std::vector<") {
 				// a vector's constructor, not its elements: vector(n) and
@@ -742,17 +735,10 @@ func (p *parser) typeText(save int) string {
 	return b.String()
 }
 
+// braceList reads a brace initializer list.
 func (p *parser) braceList() *ast.Node {
 	p.expect("{")
-	l := &ast.Node{Op: ast.OpList}
-	for !p.is("}") {
-		l.Kids = append(l.Kids, p.assignExpr())
-		if !p.accept(",") {
-			break
-		}
-	}
-	p.expect("}")
-	return l
+	return &ast.Node{Op: ast.OpList, Kids: p.exprsUntil("}")}
 }
 
 // expr is a full expression (comma operator not supported).
@@ -862,16 +848,7 @@ func (p *parser) postfix(n *ast.Node) *ast.Node {
 		}
 		switch t.s {
 		case "(":
-			p.next()
-			call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{n}}
-			for !p.is(")") {
-				call.Kids = append(call.Kids, p.assignExpr())
-				if !p.accept(",") {
-					break
-				}
-			}
-			p.expect(")")
-			n = call
+			n = p.callArgs(n)
 		case "[":
 			p.next()
 			i := p.expr()
@@ -1012,16 +989,22 @@ func (p *parser) vectorOf() *ast.Node {
 
 // callArgs reads "(a, b, ...)" as a call of callee.
 func (p *parser) callArgs(callee *ast.Node) *ast.Node {
-	call := &ast.Node{Op: ast.OpCall, Kids: []*ast.Node{callee}}
 	p.expect("(")
-	for !p.is(")") {
-		call.Kids = append(call.Kids, p.assignExpr())
+	return &ast.Node{Op: ast.OpCall, Kids: append([]*ast.Node{callee}, p.exprsUntil(")")...)}
+}
+
+// exprsUntil reads expressions separated by commas up to the token that
+// closes them, and that token.
+func (p *parser) exprsUntil(close string) []*ast.Node {
+	var out []*ast.Node
+	for !p.is(close) {
+		out = append(out, p.assignExpr())
 		if !p.accept(",") {
 			break
 		}
 	}
-	p.expect(")")
-	return call
+	p.expect(close)
+	return out
 }
 
 func (p *parser) lambda() *ast.Node {
