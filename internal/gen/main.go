@@ -197,28 +197,22 @@ func (g *generator) sharedPrograms() error {
 	s := g.s
 	// the shared functions: the base hyperparameters, the tensor helpers,
 	// the generic pass after load_arch_tensors, llama_hparams's methods
-	if err := g.extract("src/llama-model.cpp", "llama_model_base::load_hparams"); err != nil {
-		return err
-	}
-	// the memory module a context of the model gets (its constructors are
-	// the evaluator's)
-	if err := g.extract("src/llama-model.cpp", "llama_model::create_memory"); err != nil {
-		return err
-	}
-	// split mode tensor: which architectures take it, and how each tensor
-	// is sliced over the meta device's devices
-	if err := g.extract("src/llama-arch.cpp", "llm_arch_supports_sm_tensor"); err != nil {
-		return err
-	}
-	if err := g.extract("src/llama-model.cpp", "llama_meta_device_get_split_state"); err != nil {
-		return err
-	}
-	if err := g.extract("src/llama-context.cpp", "llama_context_default_params"); err != nil {
-		return err
-	}
-	// the graph size a context's scheduler and graphs are made with
-	if err := g.extract("src/llama-context.cpp", "llama_context::graph_max_nodes"); err != nil {
-		return err
+	for _, fn := range []struct{ rel, name string }{
+		{"src/llama-model.cpp", "llama_model_base::load_hparams"},
+		// the memory module a context of the model gets (its constructors
+		// are the evaluator's)
+		{"src/llama-model.cpp", "llama_model::create_memory"},
+		// split mode tensor: which architectures take it, and how each
+		// tensor is sliced over the meta device's devices
+		{"src/llama-arch.cpp", "llm_arch_supports_sm_tensor"},
+		{"src/llama-model.cpp", "llama_meta_device_get_split_state"},
+		{"src/llama-context.cpp", "llama_context_default_params"},
+		// the graph size a context's scheduler and graphs are made with
+		{"src/llama-context.cpp", "llama_context::graph_max_nodes"},
+	} {
+		if err := g.extract(fn.rel, fn.name); err != nil {
+			return err
+		}
 	}
 	// a context: llama_init_from_model's checks, up to the constructor it
 	// tries, and the constructor's parameters, up to its first backend
