@@ -81,7 +81,7 @@ func TestAddressSpaceLimit(t *testing.T) {
 	for _, devs := range targets {
 		for _, mode := range []place.LoadMode{place.LoadNone, place.LoadDirectIO, place.LoadMmap} {
 			for _, o := range []loader.Options{{}, {CheckTensors: true}} {
-				p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = devs })
+				p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = devs })
 				m := loader.MemoryOf(p, o)
 				what := fmt.Sprintf("%s %s check=%v", devs[0], mode, o.CheckTensors)
 				// warm up: the backends' first use maps what they keep

@@ -33,8 +33,8 @@ func BenchmarkLoad(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					gm := testenv.OpenModel(b, path)
 					params := place.Params{}
-					params.LoadMode, params.Devices = mode, []string{target}
-					p, err := place.New(rt, gm, params)
+					params.LoadMode, params.DeviceNames = mode, []string{target}
+					p, err := place.New(context.Background(), rt, gm, params)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -72,8 +72,8 @@ func BenchmarkLoadFromMapping(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			gm := testenv.OpenModel(b, path)
 			params := place.Params{}
-			params.LoadMode, params.Devices = place.LoadMmap, []string{target}
-			p, err := place.New(rt, gm, params)
+			params.LoadMode, params.DeviceNames = place.LoadMmap, []string{target}
+			p, err := place.New(context.Background(), rt, gm, params)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -33,7 +33,7 @@ func openOwn(t *testing.T) *ggml.Runtime {
 func loadTiny(t *testing.T, rt *ggml.Runtime, mode place.LoadMode) (*gguf.Model, *loader.Model) {
 	t.Helper()
 	gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
-	p, err := place.New(rt, gm, place.Params{LoadMode: mode, Devices: []string{"none"}, NoExtraBufts: true})
+	p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: mode, DeviceNames: []string{"none"}, NoExtraBufts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestUseAfterClose(t *testing.T) {
 					}
 					gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
 					// planning asks devices (supports_op) through the runtime
-					if _, err := place.New(rt, gm, place.Params{}); !errors.Is(err, ggml.ErrClosed) {
+					if _, err := place.New(context.Background(), rt, gm, place.Params{}); !errors.Is(err, ggml.ErrClosed) {
 						t.Errorf("place.New on a closed runtime: %v", err)
 					}
 				}
@@ -119,7 +119,7 @@ func TestUseAfterClose(t *testing.T) {
 func TestLoadAndRuntimeClose(t *testing.T) {
 	rt := openOwn(t)
 	gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
-	p, err := place.New(rt, gm, place.Params{Devices: []string{"none"}, LoadMode: place.LoadNone})
+	p, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: []string{"none"}, LoadMode: place.LoadNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestLoadDuringRuntimeClose(t *testing.T) {
 			for round := range 10 {
 				rt := openOwn(t)
 				gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
-				p, err := place.New(rt, gm, place.Params{LoadMode: mode, Devices: []string{"none"}})
+				p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: mode, DeviceNames: []string{"none"}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,7 +279,7 @@ func TestLoadRefusesClosedModel(t *testing.T) {
 	path := "testdata/tiny-llama.gguf"
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		gm := testenv.OpenModel(t, path)
-		p, err := place.New(rt, gm, place.Params{LoadMode: mode, Devices: []string{"none"}, NoExtraBufts: true})
+		p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: mode, DeviceNames: []string{"none"}, NoExtraBufts: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -172,7 +172,7 @@ func TestZeroCopyPagesMappedIn(t *testing.T) {
 	}
 	rt := testenv.Runtime(t)
 	gm := testenv.OpenModel(t, "testdata/tiny-llama.gguf")
-	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadMmap, Devices: []string{"none"}, NoExtraBufts: true})
+	p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: place.LoadMmap, DeviceNames: []string{"none"}, NoExtraBufts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestSoftwareHostBufferAdvised(t *testing.T) {
 	// token_embd stays on the host, in Vulkan_Host
 	spec := synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, Vocab: 32768, Weights: ggml.TypeQ8_0}
 	gm := testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
-	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadNone, Devices: []string{vk.Name()}, NGPULayers: place.NLayers(99), NoExtraBufts: true})
+	p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: place.LoadNone, DeviceNames: []string{vk.Name()}, NGPULayers: place.NLayers(99), NoExtraBufts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func closedModelLeavesNoPages(t *testing.T, by string) {
 	fromArenas(t, rt)
 	spec := synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, Vocab: 4096, Weights: ggml.TypeQ8_0}
 	gm := testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
-	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadNone, Devices: []string{"none"}})
+	p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: place.LoadNone, DeviceNames: []string{"none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func TestMmapReadsWhatLeavesTheMapping(t *testing.T) {
 	testenv.Vulkan(t)
 	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 8, Embd: 512, FF: 2048, Heads: 4, Vocab: 2048, Weights: ggml.TypeQ8_0, Embeddings: ggml.TypeQ8_0})
 	gm := testenv.OpenModel(t, path)
-	p, err := place.New(rt, gm, place.Params{LoadMode: place.LoadMmap, Devices: []string{"Vulkan0"}, NoExtraBufts: true})
+	p, err := place.New(context.Background(), rt, gm, place.Params{LoadMode: place.LoadMmap, DeviceNames: []string{"Vulkan0"}, NoExtraBufts: true})
 	if err != nil {
 		t.Fatal(err)
 	}

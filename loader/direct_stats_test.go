@@ -30,7 +30,7 @@ func TestDirectBounceCounted(t *testing.T) {
 		mode   place.LoadMode
 		direct bool
 	}{{place.LoadDirectIO, true}, {place.LoadNone, false}} {
-		p, err := place.New(rt, m, place.Params{Devices: []string{"none"}, LoadMode: c.mode, NoExtraBufts: true})
+		p, err := place.New(context.Background(), rt, m, place.Params{DeviceNames: []string{"none"}, LoadMode: c.mode, NoExtraBufts: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestDirectReadsLineUp(t *testing.T) {
 	}
 	unix.Close(fd)
 	m := testenv.OpenModel(t, path)
-	p, err := place.New(rt, m, place.Params{Devices: []string{"none"}, LoadMode: place.LoadDirectIO})
+	p, err := place.New(context.Background(), rt, m, place.Params{DeviceNames: []string{"none"}, LoadMode: place.LoadDirectIO})
 	if err != nil {
 		t.Fatal(err)
 	}

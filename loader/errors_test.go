@@ -72,7 +72,7 @@ func TestErrorsNameTheirPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		gm := testenv.OpenModel(t, path)
-		return gm, planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+		return gm, planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 	}
 	// strike loads p with f run before tensor k.
 	strike := func(ctx context.Context, p *place.Plan, o loader.Options, k int, f func(name string)) (string, error) {
@@ -151,7 +151,7 @@ func TestErrorsNameTheirPlace(t *testing.T) {
 				const bad = "blk.2.ffn_down.weight"
 				nan := plantNaN(t, testenv.ModelFile(t, rt, smallSpec), bad)
 				gm := testenv.OpenModel(t, nan)
-				p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+				p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 				_, err := loader.Load(context.Background(), p, loader.Options{CheckTensors: true})
 				w, _ := gm.Weight(bad)
 				wantPlace(t, "invalid", err, loader.Error{Op: "validate", Path: nan, Tensor: bad, Off: w.Offset, Device: "CPU"}, loader.ErrInvalidData)

@@ -27,7 +27,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	p, err := place.New(rt, m, place.Params{}) // the zero Params are llama.cpp's defaults
+	p, err := place.New(context.Background(), rt, m, place.Params{}) // the zero Params are llama.cpp's defaults
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestAllocationFailureIsNamedAndFreed(t *testing.T) {
 	gm := testenv.OpenModel(t, path)
 	p := planFor(t, rt, gm, func(p *place.Params) {
 		p.LoadMode = place.LoadNone
-		p.Devices = []string{devs[0].Name()}
+		p.DeviceNames = []string{devs[0].Name()}
 	})
 	before := testenv.LiveBuffers()
 	_, err = loader.Load(context.Background(), p, loader.Options{})
@@ -84,7 +84,7 @@ func TestMlockRefusedWarnsAndContinues(t *testing.T) {
 		path := testenv.ModelFile(t, rt, smallSpec)
 		gm := testenv.OpenModel(t, path)
 		for _, mode := range []place.LoadMode{place.LoadMmapMlock, place.LoadMlock} {
-			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -119,7 +119,7 @@ func TestReplacedFileIsRefused(t *testing.T) {
 	if err := os.Rename(other, path); err != nil {
 		t.Fatal(err)
 	}
-	p := planFor(t, rt, gm, func(p *place.Params) { p.Devices = []string{"none"} })
+	p := planFor(t, rt, gm, func(p *place.Params) { p.DeviceNames = []string{"none"} })
 	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err == nil {
 		lm.Close()

@@ -26,7 +26,7 @@ func planFor(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, set func(*place.Par
 	if set != nil {
 		set(&params)
 	}
-	p, err := place.New(rt, gm, params)
+	p, err := place.New(context.Background(), rt, gm, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestUnusedFragmentsReleased(t *testing.T) {
 	gm := testenv.OpenModel(t, path)
 	// token_embd (the first weight in the file) stays on the CPU; the
 	// layers and the output go to Vulkan0: only the start stays mapped
-	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"Vulkan0"} })
+	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.DeviceNames = []string{"Vulkan0"} })
 	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestStagingRingCycles(t *testing.T) {
 	path := testenv.ModelFile(t, rt, smallSpec)
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadDirectIO} {
 		gm := testenv.OpenModel(t, path)
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"Vulkan0"} })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"Vulkan0"} })
 		size := uint64(3000)
 		if mode == place.LoadDirectIO {
 			size = 3 * 4096 // room for aligned 4 KiB reads
@@ -179,7 +179,7 @@ func TestCheckTensorsFindsNaN(t *testing.T) {
 		devs []string
 	}{{place.LoadMmap, []string{"none"}}, {place.LoadNone, []string{"none"}}, {place.LoadNone, []string{"Vulkan0"}}, {place.LoadMmap, []string{"Vulkan0"}}} {
 		gm := testenv.OpenModel(t, path)
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = c.mode; p.Devices = c.devs })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = c.mode; p.DeviceNames = c.devs })
 		before := testenv.LiveBuffers()
 		_, err := loader.Load(context.Background(), p, loader.Options{CheckTensors: true})
 		if !errors.Is(err, loader.ErrInvalidData) || !strings.Contains(err.Error(), "'blk.2.ffn_down.weight'") || strings.Contains(err.Error(), "ffn_up") {
@@ -275,7 +275,7 @@ func TestTruncatedAfterOpen(t *testing.T) {
 	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
 		path := testenv.ModelFile(t, rt, smallSpec)
 		gm := testenv.OpenModel(t, path)
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 		last := gm.Weights[0]
 		for _, w := range gm.Weights {
 			if w.Offset > last.Offset {
@@ -301,7 +301,7 @@ func TestShrinksDuringLoad(t *testing.T) {
 	for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 		path := testenv.ModelFile(t, rt, smallSpec)
 		gm := testenv.OpenModel(t, path)
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"Vulkan0"} })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"Vulkan0"} })
 		calls := 0
 		_, err := loader.Load(context.Background(), p, loader.Options{Readers: 1, Progress: func(done, total uint64) bool {
 			calls++
@@ -345,7 +345,7 @@ func TestRepackedTensors(t *testing.T) {
 			p := planFor(t, rt, gm, func(p *place.Params) {
 				p.NoExtraBufts = false
 				p.LoadMode = mode
-				p.Devices = []string{"none"}
+				p.DeviceNames = []string{"none"}
 			})
 			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
@@ -392,7 +392,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	testenv.Vulkan(t)
 	path := testenv.ModelFile(t, rt, smallSpec)
 	gm := testenv.OpenModel(t, path)
-	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} })
+	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadNone; p.DeviceNames = []string{"Vulkan0"} })
 	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		t.Fatal(err)

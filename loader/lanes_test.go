@@ -38,7 +38,7 @@ func threeDevices(t *testing.T, mode place.LoadMode) (*gguf.Model, *place.Plan, 
 	gm := testenv.OpenModel(t, testenv.ModelFile(t, rt, spec))
 	p := planFor(t, rt, gm, func(p *place.Params) {
 		p.LoadMode = mode
-		p.Devices = []string{rpc, "Vulkan0"}
+		p.DeviceNames = []string{rpc, "Vulkan0"}
 		p.TensorSplit = []float32{1, 1}
 		p.NGPULayers = place.NLayers(99)
 	})

@@ -53,11 +53,11 @@ func TestLoadModesOnEveryDevice(t *testing.T) {
 				gm := testenv.OpenModel(t, path)
 				params := place.Params{}
 				params.LoadMode = mode
-				params.Devices = devs
+				params.DeviceNames = devs
 				// CPU_REPACK stores repacked data that cannot be read back;
 				// TestRepackedTensors covers it
 				params.NoExtraBufts = true
-				p, err := place.New(rt, gm, params)
+				p, err := place.New(context.Background(), rt, gm, params)
 				if err != nil {
 					t.Fatal(err)
 				}

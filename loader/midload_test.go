@@ -94,9 +94,9 @@ func stressPlan(t *testing.T, rt *ggml.Runtime, path string, target stressTarget
 	}
 	params := place.Params{}
 	params.LoadMode = mode
-	params.Devices = target.devices
+	params.DeviceNames = target.devices
 	params.NoExtraBufts = !target.extra
-	p, err := place.New(rt, gm, params)
+	p, err := place.New(context.Background(), rt, gm, params)
 	if err != nil {
 		gm.Close()
 		t.Fatal(err)
@@ -416,8 +416,8 @@ func TestTruncatedDuringMmapLoadToVulkan(t *testing.T) {
 		}
 		params := place.Params{}
 		params.LoadMode, params.NGPULayers = place.LoadMmap, place.NLayers(99)
-		params.Devices = []string{vk.Name()}
-		p, err := place.New(rt, gm, params)
+		params.DeviceNames = []string{vk.Name()}
+		p, err := place.New(context.Background(), rt, gm, params)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,7 +90,7 @@ func mlockChild(t *testing.T, kase string) {
 	base := vmLocked(t)
 	for round := range 5 {
 		for _, mode := range []place.LoadMode{place.LoadMlock, place.LoadMmapMlock} {
-			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 			lm, err := loader.Load(context.Background(), p, loader.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -151,7 +151,7 @@ func mlockChild(t *testing.T, kase string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := place.New(own, gm, place.Params{LoadMode: place.LoadMlock, Devices: []string{"none"}})
+	p, err := place.New(context.Background(), own, gm, place.Params{LoadMode: place.LoadMlock, DeviceNames: []string{"none"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestPanicsOfTheCallersCodeAreErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gm.Close()
-			p, err := place.New(rt, gm, place.Params{Devices: []string{"none"}, NoExtraBufts: true})
+			p, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: []string{"none"}, NoExtraBufts: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestPanicsOfTheCallersCodeAreErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer gm.Close()
-		p, err := place.New(rt, gm, place.Params{Devices: []string{"none"}, NoExtraBufts: true})
+		p, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: []string{"none"}, NoExtraBufts: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,19 +32,19 @@ func TestProgressMovesInsideTensors(t *testing.T) {
 		path   loader.Path // the path the big tensors take
 	}
 	cases := []tcase{
-		{"read/CPU", false, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"none"} },
+		{"read/CPU", false, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.DeviceNames = []string{"none"} },
 			loader.Options{Readers: 1}, loader.PathRead},
 		{"mmap/CPU_REPACK", false, true, func(p *place.Params) {
 			p.LoadMode = place.LoadMmap
-			p.Devices = []string{"none"}
+			p.DeviceNames = []string{"none"}
 			p.NoExtraBufts = false
 		},
 			loader.Options{}, loader.PathSync},
-		{"staged/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} },
+		{"staged/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.DeviceNames = []string{"Vulkan0"} },
 			loader.Options{StagingSize: piece}, loader.PathStaged},
-		{"mmap/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"Vulkan0"} },
+		{"mmap/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.DeviceNames = []string{"Vulkan0"} },
 			loader.Options{StagingSize: piece}, loader.PathStaged},
-		{"sync-upload/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.Devices = []string{"Vulkan0"} },
+		{"sync-upload/Vulkan0", true, false, func(p *place.Params) { p.LoadMode = place.LoadNone; p.DeviceNames = []string{"Vulkan0"} },
 			loader.Options{CheckTensors: true}, loader.PathSync},
 	}
 	for _, c := range cases {

@@ -27,7 +27,7 @@ func TestLoadedBuffersAddUp(t *testing.T) {
 			gm := testenv.OpenModel(t, path)
 			// on the CPU, repacking splits the mapping into many buffers
 			p := planFor(t, rt, gm, func(p *place.Params) {
-				p.Devices = devs
+				p.DeviceNames = devs
 				p.LoadMode = place.LoadMmap
 				p.NGPULayers = place.NLayers(4)
 				p.NoExtraBufts = !(devs[0] == "none" && len(rt.CPUDevice().ExtraBufferTypes()) > 0)

@@ -100,7 +100,7 @@ func TestResidentSizeAfterManyLoads(t *testing.T) {
 	}
 	for _, dev := range devices {
 		for _, mode := range []place.LoadMode{place.LoadNone, place.LoadDirectIO, place.LoadMmap} {
-			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{dev} })
+			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{dev} })
 			var first uint64
 			n := cycles
 			if mode != place.LoadNone {
@@ -120,7 +120,7 @@ func TestResidentSizeAfterManyLoads(t *testing.T) {
 			}
 			within(fmt.Sprintf("%s %s, %d cycles", dev, mode, n), first, residentSize(t))
 		}
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadDirectIO; p.Devices = []string{dev} })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadDirectIO; p.DeviceNames = []string{dev} })
 		var first uint64
 		rounds := max(cycles/50, 2)
 		for r := range rounds {

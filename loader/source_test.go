@@ -72,9 +72,9 @@ func TestModelInsideABiggerFile(t *testing.T) {
 					if prefix%32 != 0 {
 						// its tensors would lie unaligned in a mapping:
 						// mapping is refused, auto reads
-						params := place.Params{Devices: devs, NoExtraBufts: true}
+						params := place.Params{DeviceNames: devs, NoExtraBufts: true}
 						params.LoadMode = mode
-						p, err := place.New(rt, gm, params)
+						p, err := place.New(context.Background(), rt, gm, params)
 						switch {
 						case mode.UsesMmap() && mode != place.LoadAuto:
 							if err == nil || !strings.Contains(err.Error(), "not a multiple of 32") {
@@ -87,13 +87,13 @@ func TestModelInsideABiggerFile(t *testing.T) {
 							t.Fatalf("%s: auto maps an unaligned GGUF", what)
 						}
 					}
-					p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = devs })
-					want := planFor(t, rt, alone, func(p *place.Params) { p.LoadMode = mode; p.Devices = devs })
+					p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = devs })
+					want := planFor(t, rt, alone, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = devs })
 					if prefix%32 != 0 {
 						// as if a device could not map: auto reads, lazy
 						// tensors are off
 						want = planFor(t, rt, alone, func(p *place.Params) {
-							p.LoadMode, p.Lazy, p.Devices = mode, place.LazyOff, devs
+							p.LoadMode, p.Lazy, p.DeviceNames = mode, place.LazyOff, devs
 							if mode == place.LoadAuto {
 								p.LoadMode = place.LoadNone
 							}
@@ -142,7 +142,7 @@ func TestModelFromAReader(t *testing.T) {
 	}
 	defer gm.Close()
 	for _, devs := range [][]string{{"none"}, nil} {
-		p, err := place.New(rt, gm, place.Params{Devices: devs, NoExtraBufts: true})
+		p, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: devs, NoExtraBufts: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestModelFromAReader(t *testing.T) {
 	for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadMmapMlock, place.LoadDirectIO} {
 		params := place.Params{}
 		params.LoadMode = mode
-		_, err := place.New(rt, gm, params)
+		_, err := place.New(context.Background(), rt, gm, params)
 		if err == nil || !strings.Contains(err.Error(), "memory") || !strings.Contains(err.Error(), "needs a local file") {
 			t.Fatalf("%s: %v", mode, err)
 		}

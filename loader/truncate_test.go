@@ -45,7 +45,7 @@ func TestTruncationMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 		gm := testenv.OpenModel(t, path)
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = tg.mode; p.Devices = tg.devices })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = tg.mode; p.DeviceNames = tg.devices })
 		// the largest tensor, cut in its middle
 		var big *gguf.Weight
 		for i := range gm.Weights {
@@ -90,7 +90,7 @@ func TestTruncationMessages(t *testing.T) {
 	}
 	gm := testenv.OpenModel(t, path)
 	defer gm.Close()
-	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.Devices = []string{"none"} })
+	p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = place.LoadMmap; p.DeviceNames = []string{"none"} })
 	lm, err := loader.Load(context.Background(), p, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestTruncationIsGGUFTruncated(t *testing.T) {
 				t.Fatal(err)
 			}
 			gm := testenv.OpenModel(t, path)
-			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+			p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 			if err := os.Truncate(path, c.at); err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestTruncationIsGGUFTruncated(t *testing.T) {
 			t.Fatal(err)
 		}
 		gm := testenv.OpenModel(t, path)
-		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+		p := planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 		restore := loader.SetBeforeTensor(func(seq int, name string) {
 			if name == last.Name {
 				if err := os.Truncate(path, last.Offset+1); err != nil {
@@ -204,7 +204,7 @@ func TestTruncationIsGGUFTruncated(t *testing.T) {
 			t.Fatal(err)
 		}
 		gm = testenv.OpenModel(t, path)
-		p = planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.Devices = []string{"none"} })
+		p = planFor(t, rt, gm, func(p *place.Params) { p.LoadMode = mode; p.DeviceNames = []string{"none"} })
 		lm, err := loader.Load(context.Background(), p, loader.Options{})
 		if err != nil {
 			t.Fatal(err)

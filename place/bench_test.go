@@ -1,6 +1,7 @@
 package place_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func BenchmarkPlanTensors(b *testing.B) {
 			b.ReportMetric(float64(len(m.Weights)), "tensors")
 			var p *place.Plan
 			for b.Loop() {
-				if p, err = place.New(rt, m, place.Params{}); err != nil {
+				if p, err = place.New(context.Background(), rt, m, place.Params{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -141,7 +142,7 @@ func BenchmarkPlan1000Layers(b *testing.B) {
 			b.ReportMetric(float64(len(m.Weights)), "tensors")
 			params := place.Params{}
 			for b.Loop() {
-				if _, err := place.New(rt, m, params); err != nil {
+				if _, err := place.New(context.Background(), rt, m, params); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -185,7 +186,7 @@ func BenchmarkPlan1000LayersEvery(b *testing.B) {
 		best := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
-			if _, err := place.New(rt, m, place.Params{}); err != nil {
+			if _, err := place.New(context.Background(), rt, m, place.Params{}); err != nil {
 				b.Fatalf("%s: %v", a, err)
 			}
 			best = min(best, time.Since(start))
@@ -217,9 +218,9 @@ func BenchmarkPlanContext80Layers(b *testing.B) {
 				name = a + "/cpu"
 			}
 			b.Run(name, func(b *testing.B) {
-				params := place.Params{Devices: devs}
+				params := place.Params{DeviceNames: devs}
 				for b.Loop() {
-					p, err := place.New(rt, m, params)
+					p, err := place.New(context.Background(), rt, m, params)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -237,7 +238,7 @@ func BenchmarkFit80Layers(b *testing.B) {
 	vk := testenv.Vulkan(b)
 	m := model80(b, "llama")
 	free, _ := vk.Memory()
-	full, err := place.New(rt, m, place.Params{Devices: []string{vk.Name()}, LoadMode: place.LoadNone})
+	full, err := place.New(context.Background(), rt, m, place.Params{DeviceNames: []string{vk.Name()}, LoadMode: place.LoadNone})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func BenchmarkFit80Layers(b *testing.B) {
 	target := free - used/2
 	var res *place.FitResult
 	for b.Loop() {
-		if res, err = place.Fit(rt, m, place.Params{Devices: []string{vk.Name()}, Context: place.ContextParams{NCtx: 256}}, place.FitOptions{Targets: []uint64{target}}); err != nil {
+		if res, err = place.Fit(context.Background(), rt, m, place.Params{DeviceNames: []string{vk.Name()}, Context: place.ContextParams{NCtx: 256}}, place.FitOptions{Targets: []uint64{target}}); err != nil {
 			b.Fatal(err)
 		}
 	}

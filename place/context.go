@@ -93,12 +93,7 @@ func (pl *planner) planContext() error {
 		return fmt.Errorf("place: context: -c %d, -b %d, -ub %d, -np %d: negative sizes", cp.NCtx, cp.NBatch, cp.NUBatch, cp.NParallel)
 	}
 	p.Context = nil
-	c, err := h.run.InitContext(arch.ContextParams{
-		NCtx: uint32(cp.NCtx), NBatch: uint32(cp.batch()), NUBatch: uint32(cp.ubatch()), NSeqMax: uint32(cp.parallel()),
-		FlashAttn: cp.FlashAttn.Llama(), TypeK: cp.TypeK.Type(), TypeV: cp.TypeV.Type(),
-		OffloadKQV: !cp.NoKVOffload, KVUnified: cp.KVUnified, SWAFull: cp.SWAFull, NOutputsMax: uint32(cp.NOutputsMax),
-		SplitMode: p.Params.SplitMode.Llama(), MetaDevices: len(p.TensorDevices),
-	}, func(level, msg string) {
+	c, err := h.run.InitContext(cp.llama(p.Params.SplitMode, len(p.TensorDevices)), func(level, msg string) {
 		if level != "DEBUG" {
 			p.log(level, msg)
 		}
@@ -130,9 +125,7 @@ func (pl *planner) planContext() error {
 	cm.OutBT = out
 	p.info(fmt.Sprintf("llama_context: %10s  output buffer size = %8.2f MiB", out.Name(), float64(cm.Output.Size)/(1<<20)))
 
-	mem, err := h.run.CreateMemory(arch.MemoryParams{TypeK: cm.TypeK, TypeV: cm.TypeV, SWAFull: cp.SWAFull,
-		FlashAttn: c.FlashAttn, OffloadKQV: cm.OffloadKQV, KVUnified: cm.KVUnified,
-		NCtxSeq: cm.NCtxSeq, NSeqMax: cm.NSeqMax, NUBatch: cm.NUBatch})
+	mem, err := h.run.CreateMemory(c.Memory())
 	if err != nil {
 		return refused(p.Model, err)
 	}
@@ -382,6 +375,77 @@ func (p *Plan) Breakdown() []BreakdownEntry {
 	return kept
 }
 
+// DeviceMemory is one row of the memory breakdown as WriteBreakdown
+// prints it: a device of the plan (its buffer types together), the host
+// (every host buffer type; Device is the CPU), or a buffer type of
+// neither (BufferType set, Device nil).
+type DeviceMemory struct {
+	Device     *ggml.Device
+	Host       bool
+	BufferType ggml.BufferType // the row of a buffer type of no device of the plan
+
+	// Total and Free are a device's memory and what stays free once the
+	// plan's buffers are allocated (negative: it does not fit); zero on
+	// the other rows.
+	Total uint64
+	Free  int64
+	// Model, Context and Compute are what the plan puts there: the
+	// weights, the memory module and the compute buffers (ComputeKnown:
+	// ggload sized them).
+	Model, Context, Compute uint64
+	ComputeKnown            bool
+	// Unaccounted is what others hold on a device already.
+	Unaccounted int64
+}
+
+// Self is what the plan puts on the row's memory.
+func (d DeviceMemory) Self() uint64 { return d.Model + d.Context + d.Compute }
+
+// DeviceMemory is the plan's memory per device, then the host's and any
+// other buffer type's, as llama.cpp's breakdown table shows them (the
+// breakdown itself is per buffer type: Breakdown).
+func (p *Plan) DeviceMemory() []DeviceMemory {
+	bd := p.Breakdown()
+	known := len(bd) > 0
+	for _, e := range bd {
+		known = known && e.ComputeKnown
+	}
+	seen := map[int]bool{}
+	var out []DeviceMemory
+	for _, d := range p.Devices {
+		row := DeviceMemory{Device: d, ComputeKnown: known}
+		for i, e := range bd {
+			if e.Device == d && !e.BufferType.IsHost() {
+				row.Model, row.Context, row.Compute = row.Model+e.Model, row.Context+e.Context, row.Compute+e.Compute
+				seen[i] = true
+			}
+		}
+		free, total := d.Memory()
+		for _, u := range p.Usage {
+			if u.Device == d {
+				free, total = u.Free, u.Total
+			}
+		}
+		row.Total, row.Free = total, int64(free)-int64(row.Self())
+		row.Unaccounted = int64(total) - int64(free)
+		out = append(out, row)
+	}
+	host := DeviceMemory{Device: p.CPU, Host: true, ComputeKnown: known}
+	for i, e := range bd {
+		if e.BufferType.IsHost() {
+			host.Model, host.Context, host.Compute = host.Model+e.Model, host.Context+e.Context, host.Compute+e.Compute
+			seen[i] = true
+		}
+	}
+	out = append(out, host)
+	for i, e := range bd {
+		if !seen[i] {
+			out = append(out, DeviceMemory{BufferType: e.BufferType, Model: e.Model, Context: e.Context, Compute: e.Compute, ComputeKnown: known})
+		}
+	}
+	return out
+}
+
 // WriteBreakdown prints the plan's memory as llama.cpp's
 // common_memory_breakdown_print prints a context's: per device its total
 // and free memory (free as it will be once the plan's buffers are
@@ -391,11 +455,8 @@ func (p *Plan) Breakdown() []BreakdownEntry {
 func (p *Plan) WriteBreakdown(w io.Writer) {
 	const fn = "common_memory_breakdown_print"
 	const mib = 1 << 20
-	bd := p.Breakdown()
-	computeKnown := len(bd) > 0
-	for _, e := range bd {
-		computeKnown = computeKnown && e.ComputeKnown
-	}
+	rowsOf := p.DeviceMemory()
+	computeKnown := len(rowsOf) > 0 && rowsOf[0].ComputeKnown
 	compute := func(n uint64) string {
 		if !computeKnown {
 			return "?"
@@ -407,42 +468,20 @@ func (p *Plan) WriteBreakdown(w io.Writer) {
 		cols [8]string
 	}
 	rows := []row{{false, [8]string{"memory breakdown [MiB]", "total", "free", "self", "model", "context", "compute", "unaccounted"}}}
-	seen := map[int]bool{}
-	for _, d := range p.Devices {
-		var model, context, comp uint64
-		for i, e := range bd {
-			if e.Device == d && !e.BufferType.IsHost() {
-				model, context, comp = model+e.Model, context+e.Context, comp+e.Compute
-				seen[i] = true
+	for _, m := range rowsOf {
+		switch {
+		case m.Host:
+			rows = append(rows, row{false, [8]string{"  - Host", "", "", fmt.Sprint(m.Self() / mib), fmt.Sprint(m.Model / mib), fmt.Sprint(m.Context / mib), compute(m.Compute), ""}})
+		case m.Device == nil:
+			rows = append(rows, row{false, [8]string{"  - " + m.BufferType.Name(), "", "", fmt.Sprint(m.Self() / mib),
+				fmt.Sprint(m.Model / mib), fmt.Sprint(m.Context / mib), compute(m.Compute), ""}})
+		default:
+			desc := m.Device.Description()
+			for _, pre := range []string{"NVIDIA ", "GeForce ", "Tesla ", "AMD ", "Radeon ", "Instinct "} {
+				desc = strings.TrimPrefix(desc, pre)
 			}
-		}
-		free, total := d.Memory()
-		for _, u := range p.Usage {
-			if u.Device == d {
-				free, total = u.Free, u.Total
-			}
-		}
-		self := model + context + comp
-		after := int64(free) - int64(self)
-		desc := d.Description()
-		for _, pre := range []string{"NVIDIA ", "GeForce ", "Tesla ", "AMD ", "Radeon ", "Instinct "} {
-			desc = strings.TrimPrefix(desc, pre)
-		}
-		rows = append(rows, row{true, [8]string{"  - " + d.Name() + " (" + desc + ")", fmt.Sprint(total / mib), fmt.Sprint(after / mib),
-			fmt.Sprint(self / mib), fmt.Sprint(model / mib), fmt.Sprint(context / mib), compute(comp), fmt.Sprint((int64(total) - int64(free)) / mib)}})
-	}
-	var hm, hc, hp uint64
-	for i, e := range bd {
-		if e.BufferType.IsHost() {
-			hm, hc, hp = hm+e.Model, hc+e.Context, hp+e.Compute
-			seen[i] = true
-		}
-	}
-	rows = append(rows, row{false, [8]string{"  - Host", "", "", fmt.Sprint((hm + hc + hp) / mib), fmt.Sprint(hm / mib), fmt.Sprint(hc / mib), compute(hp), ""}})
-	for i, e := range bd {
-		if !seen[i] {
-			rows = append(rows, row{false, [8]string{"  - " + e.BufferType.Name(), "", "", fmt.Sprint((e.Model + e.Context + e.Compute) / mib),
-				fmt.Sprint(e.Model / mib), fmt.Sprint(e.Context / mib), compute(e.Compute), ""}})
+			rows = append(rows, row{true, [8]string{"  - " + m.Device.Name() + " (" + desc + ")", fmt.Sprint(m.Total / mib), fmt.Sprint(m.Free / mib),
+				fmt.Sprint(m.Self() / mib), fmt.Sprint(m.Model / mib), fmt.Sprint(m.Context / mib), compute(m.Compute), fmt.Sprint(m.Unaccounted / mib)}})
 		}
 	}
 	for j := 0; j < 8; j++ {

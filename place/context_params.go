@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/internal/arch"
 )
 
 // ContextParams are llama.cpp's context options, as its command line
@@ -153,6 +154,19 @@ func ParseFlashAttn(s string) (FlashAttn, error) {
 		return FlashAttnAuto, nil
 	}
 	return 0, fmt.Errorf("unknown value for --flash-attn: '%s'", s)
+}
+
+// llama is the llama_context_params the options make
+// (common_context_params_to_llama), with the model's split mode and the
+// devices of its meta device: what the replay of llama.cpp's context
+// takes. The sizes must have been checked (planContext).
+func (c ContextParams) llama(split SplitMode, metaDevices int) arch.ContextParams {
+	return arch.ContextParams{
+		NCtx: uint32(c.NCtx), NBatch: uint32(c.batch()), NUBatch: uint32(c.ubatch()), NSeqMax: uint32(c.parallel()),
+		FlashAttn: c.FlashAttn.Llama(), TypeK: c.TypeK.Type(), TypeV: c.TypeV.Type(),
+		OffloadKQV: !c.NoKVOffload, KVUnified: c.KVUnified, SWAFull: c.SWAFull, NOutputsMax: uint32(c.NOutputsMax),
+		SplitMode: split.Llama(), MetaDevices: metaDevices,
+	}
 }
 
 // batch, ubatch and parallel are the options with their defaults applied.

@@ -93,12 +93,12 @@ func applyMainGPU(all []candidate, devs []int, mode SplitMode, mainGPU int, log 
 // names in their order (["none"] for no offload), or the default selection.
 func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error) {
 	all := rt.Devices()
-	if len(p.Devices) > 0 {
-		if len(p.Devices) == 1 && strings.EqualFold(p.Devices[0], "none") {
+	if len(p.DeviceNames) > 0 {
+		if len(p.DeviceNames) == 1 && strings.EqualFold(p.DeviceNames[0], "none") {
 			return nil, nil, nil
 		}
 		var devs []*ggml.Device
-		for _, name := range p.Devices {
+		for _, name := range p.DeviceNames {
 			d, err := rt.DeviceByName(name)
 			if err != nil {
 				return nil, nil, fmt.Errorf("place: --device: %w", err)

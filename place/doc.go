@@ -20,20 +20,21 @@
 // the functions they share. ggload replays that code. internal/arch holds
 // it as generated data (programs.sx: the functions, as a small C++ subset;
 // tables_gen.go: architecture names and classes, metadata keys, tensor
-// names and infos, enum constants, llama_hparams's members) and evaluates
-// it on the model's metadata; Plan.Exact says the model was placed this
+// names and infos, enum constants, llama_hparams's members), and
+// internal/cpp evaluates it on the model's metadata; Plan.Exact says the model was placed this
 // way. Every architecture the pin loads is covered, and the
 // TestArchitectures conformance test compares each with llama.cpp itself.
 //
 // A later llama.cpp's architecture is added by a mechanical step:
 //
 //  1. Pin the new release (native/pin.env).
-//  2. Run scripts/gen-archs.sh: it unpacks the pinned source and
-//     regenerates internal/arch/programs.sx and tables_gen.go from it.
+//  2. Run scripts/gen-archs.sh (or go generate ./internal/arch): it unpacks
+//     the pinned source and regenerates internal/arch's programs and
+//     tables and internal/graph's tables from it.
 //  3. If the generator stops on a construct its C++ parser or the
 //     evaluator does not know (it names the function and line), teach
-//     internal/arch/gen or the evaluator that construct; never edit the
-//     generated files.
+//     internal/gen or internal/cpp that construct (internal/cpp's
+//     EVALUATOR.md says how); never edit the generated files.
 //  4. Run the tests: TestGeneratedFromThePin checks the committed files
 //     are the generator's, and TestArchitectures synthesizes a model of
 //     every architecture and compares ggload's placement with llama.cpp's.

@@ -387,15 +387,16 @@ func (e *fitFailure) Error() string { return e.msg }
 
 // Fit chooses the parameters the user left unset so that the model and
 // its context leave every device its target free, as llama.cpp's -fit
-// does (see the package comment above). It returns an error only when
-// params cannot be planned at all; a fit that cannot help has Status
-// FitFailed (or FitError) and the plan of the parameters as they stand.
-func Fit(rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
-	return FitContext(context.Background(), rt, m, params, o)
-}
-
-// FitContext is Fit within ctx (see NewContext).
-func FitContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
+// (common_fit_params) does, within ctx. It measures the model, its
+// context and its compute buffers as llama.cpp measures them (load mode
+// none); when a device misses its target it first shrinks an unset
+// context, down to o.MinCtx per sequence, then chooses -ngl and, over
+// several devices, the tensor split and the overrides that move tensors
+// off a full device. FitResult.Reasoning says each step. Fit returns an
+// error only when params cannot be planned at all; a fit that cannot help
+// has Status FitFailed (or FitError) and the plan of the parameters as
+// they stand.
+func Fit(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o FitOptions) (*FitResult, error) {
 	start := time.Now()
 	h, err := readHparams(m, params)
 	if err != nil {
@@ -487,7 +488,7 @@ func fitErr(format string, args ...any) error {
 
 // run is the fit; it returns the parameters chosen (given ones: no change).
 func (f *fitter) run(o FitOptions) (Params, error) {
-	params, res := &f.params, f.res
+	params := &f.params
 	if params.SplitMode == SplitTensor {
 		return *params, fail("llama_params_fit is not implemented for SPLIT_MODE_TENSOR, abort")
 	}
@@ -497,130 +498,168 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 	if cp.KVUnified {
 		nStreams = 1
 	}
-	ctxAuto := cp.NCtx == 0 && !cp.Skip
 	minCtx := o.MinCtx
 	if minCtx == 0 {
 		minCtx = DefaultFitMinCtx
 	}
-
 	// step 1: the model and its context as given
-	full, _, err := f.measure(*params)
+	full, err := f.measureGiven(nSeq)
 	if err != nil {
 		return *params, err
 	}
-	f.hpNgl = uint32(f.h.nLayerAll - f.h.nLayerNextn)
-	if params.LoadMTP {
-		f.hpNgl += uint32(f.h.nLayerNextn)
+	sums, fits := f.againstTargets(full, o)
+	if fits {
+		f.res.Status = FitUnchanged
+		return *params, nil
 	}
-	nCtxMax := uint32(min(uint64(uint32(f.h.nCtxTrain))*uint64(nSeq), math.MaxUint32))
-	f.ctxAuto, f.nCtxMax = ctxAuto, nCtxMax
-	nCtxMinTotal := uint32(min(uint64(minCtx)*uint64(nStreams), math.MaxUint32))
-	if ctxAuto {
-		// an unset context is the trained one for every sequence
-		cp.NCtx = int(nCtxMax)
-		if nSeq > 1 {
-			f.say("context unset: %d tokens for %d sequences", nCtxMax, nSeq)
-			if full, _, err = f.measure(*params); err != nil {
-				return *params, err
-			}
-		}
-	}
-	f.addExtra(&full)
-	nd := len(f.devs)
-	what := "the model and its context"
-	if cp.Skip {
-		what = "the weights (no context planned)"
-	}
-	f.say("%s as given (-ngl %s, -c %d), sized with load mode none as llama.cpp sizes them:", what, params.NGPULayers, cp.NCtx)
-	var sumFree, sumUsed, sumModel, sumMargin int64
-	if nd == 0 {
-		_, cpuTotal := f.rt.CPUDevice().Memory()
-		sumUsed, sumFree, sumMargin = full.host, int64(cpuTotal), int64(o.Target(0))
-		f.say("  no devices: %s of %s host memory, target %s kept free", human(uint64(sumUsed)), human(cpuTotal), human(uint64(sumMargin)))
-		if sumFree-sumUsed >= sumMargin {
-			f.say("will leave %s >= %s of host memory: no change needed", signedHuman(sumFree-sumUsed), human(uint64(sumMargin)))
-			res.Status = FitUnchanged
-			return *params, nil
-		}
-	} else {
-		hostFree, _ := f.rt.CPUDevice().Memory()
-		changes := false
-		f.targets = make([]int64, nd)
-		for id, d := range f.devs {
-			free, total := d.Memory()
-			if free == 0 && total == 0 {
-				if t := d.Type(); t == ggml.DeviceGPU || t == ggml.DeviceIGPU {
-					f.say("  %s did not report memory; fit will not use it", d.Name())
-				} else {
-					free = hostFree
-				}
-			}
-			margin := o.Target(id)
-			res.Devices = append(res.Devices, FitDevice{Device: d, Free: free, Target: margin, Before: uint64(full.dev[id])})
-			f.targets[id] = int64(free) - int64(margin)
-			left := int64(free) - full.dev[id]
-			sumFree += int64(free)
-			sumUsed += full.dev[id]
-			sumMargin += int64(margin)
-			verdict := "meets it"
-			if left < int64(margin) {
-				verdict, changes = fmt.Sprintf("misses it by %s", human(uint64(int64(margin)-left))), true
-			}
-			sumModel += full.model[id]
-			f.say("  %s: %s of %s free, %s would stay free; target %s: %s", d.Name(), human(uint64(full.dev[id])), human(free), signedHuman(left), human(margin), verdict)
-		}
-		if !changes {
-			f.say("every device keeps its target free: no change needed")
-			res.Status = FitUnchanged
-			return *params, nil
-		}
-	}
-
 	// step 2: a smaller context
-	if surplus := sumFree - sumUsed - sumMargin; surplus < 0 {
+	nCtxMinTotal := uint32(min(uint64(minCtx)*uint64(nStreams), math.MaxUint32))
+	if surplus := sums.free - sums.used - sums.margin; surplus < 0 {
 		f.say("%s too much in total", human(uint64(-surplus)))
-		done, err := f.shrinkContext(ctxAuto, nCtxMax, nCtxMinTotal, nStreams, minCtx, o, sumFree, sumUsed, sumModel)
+		done, err := f.shrinkContext(f.ctxAuto, f.nCtxMax, nCtxMinTotal, nStreams, minCtx, o, sums.free, sums.used, sums.model)
 		if err != nil || done {
 			return *params, err
 		}
 	}
-	if nd == 0 {
+	if len(f.devs) == 0 {
 		return *params, fail("was unable to fit model into system memory by reducing context, abort")
 	}
-
-	// step 3 needs the parameters it would set to be unset
-	if !params.NGPULayers.IsAuto() {
-		return *params, fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers.Llama())
-	}
-	if nd > 1 {
-		for _, s := range params.TensorSplit {
-			if s != 0 {
-				return *params, fail("model_params::tensor_split already set by user, abort")
-			}
-		}
-		if params.SplitMode == SplitRow {
-			return *params, fail("changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented, abort")
-		}
-	}
-	if len(params.allOverrides()) > 0 {
-		return *params, fail("model_params::tensor_buft_overrides already set by user, abort")
+	// step 3: the layers and tensors, where the user left them to fit
+	if err := f.canFill(); err != nil {
+		return *params, err
 	}
 	chosen, err := f.fill()
 	if err != nil {
 		return *params, err
 	}
-	res.Status = FitAdjusted
-	if chosen.Context.NCtx != int(nCtxMax) && ctxAuto {
-		res.Changed = append(res.Changed, "n_ctx")
+	f.res.Status = FitAdjusted
+	f.res.Changed = f.changed(chosen)
+	return chosen, nil
+}
+
+// setContext is the context size the fit measures with from now on.
+func (f *fitter) setContext(n uint32) { f.params.Context.NCtx = int(n) }
+
+// measureGiven is step 1's measure: the model and its context as given,
+// an unset context resolved to the trained one of every sequence.
+func (f *fitter) measureGiven(nSeq uint32) (memory, error) {
+	params := &f.params
+	full, _, err := f.measure(*params)
+	if err != nil {
+		return memory{}, err
 	}
-	res.Changed = append(res.Changed, "n_gpu_layers")
-	if nd > 1 {
-		res.Changed = append(res.Changed, "tensor_split")
+	f.hpNgl = uint32(f.h.nLayerAll - f.h.nLayerNextn)
+	if params.LoadMTP {
+		f.hpNgl += uint32(f.h.nLayerNextn)
+	}
+	f.ctxAuto = params.Context.NCtx == 0 && !params.Context.Skip
+	f.nCtxMax = uint32(min(uint64(uint32(f.h.nCtxTrain))*uint64(nSeq), math.MaxUint32))
+	if f.ctxAuto {
+		f.setContext(f.nCtxMax)
+		if nSeq > 1 {
+			f.say("context unset: %d tokens for %d sequences", f.nCtxMax, nSeq)
+			if full, _, err = f.measure(*params); err != nil {
+				return memory{}, err
+			}
+		}
+	}
+	f.addExtra(&full)
+	return full, nil
+}
+
+// fitSums are the devices' totals: free memory, what the model uses, its
+// weights, and the targets to keep free.
+type fitSums struct{ free, used, model, margin int64 }
+
+// againstTargets reports the measure against each device's free memory
+// and target (host memory, with no devices), and whether every one keeps
+// its target free.
+func (f *fitter) againstTargets(full memory, o FitOptions) (fitSums, bool) {
+	what := "the model and its context"
+	if f.params.Context.Skip {
+		what = "the weights (no context planned)"
+	}
+	f.say("%s as given (-ngl %s, -c %d), sized with load mode none as llama.cpp sizes them:", what, f.params.NGPULayers, f.params.Context.NCtx)
+	var s fitSums
+	if len(f.devs) == 0 {
+		_, cpuTotal := f.rt.CPUDevice().Memory()
+		s.used, s.free, s.margin = full.host, int64(cpuTotal), int64(o.Target(0))
+		f.say("  no devices: %s of %s host memory, target %s kept free", human(uint64(s.used)), human(cpuTotal), human(uint64(s.margin)))
+		if s.free-s.used >= s.margin {
+			f.say("will leave %s >= %s of host memory: no change needed", signedHuman(s.free-s.used), human(uint64(s.margin)))
+			return s, true
+		}
+		return s, false
+	}
+	hostFree, _ := f.rt.CPUDevice().Memory()
+	changes := false
+	f.targets = make([]int64, len(f.devs))
+	for id, d := range f.devs {
+		free, total := d.Memory()
+		if free == 0 && total == 0 {
+			if t := d.Type(); t == ggml.DeviceGPU || t == ggml.DeviceIGPU {
+				f.say("  %s did not report memory; fit will not use it", d.Name())
+			} else {
+				free = hostFree
+			}
+		}
+		margin := o.Target(id)
+		f.res.Devices = append(f.res.Devices, FitDevice{Device: d, Free: free, Target: margin, Before: uint64(full.dev[id])})
+		f.targets[id] = int64(free) - int64(margin)
+		left := int64(free) - full.dev[id]
+		s.free += int64(free)
+		s.used += full.dev[id]
+		s.margin += int64(margin)
+		verdict := "meets it"
+		if left < int64(margin) {
+			verdict, changes = fmt.Sprintf("misses it by %s", human(uint64(int64(margin)-left))), true
+		}
+		s.model += full.model[id]
+		f.say("  %s: %s of %s free, %s would stay free; target %s: %s", d.Name(), human(uint64(full.dev[id])), human(free), signedHuman(left), human(margin), verdict)
+	}
+	if !changes {
+		f.say("every device keeps its target free: no change needed")
+	}
+	return s, !changes
+}
+
+// canFill is step 3's condition: the parameters it would set are unset.
+func (f *fitter) canFill() error {
+	params := &f.params
+	if !params.NGPULayers.IsAuto() {
+		return fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers.Llama())
+	}
+	if len(f.devs) > 1 {
+		for _, s := range params.TensorSplit {
+			if s != 0 {
+				return fail("model_params::tensor_split already set by user, abort")
+			}
+		}
+		if params.SplitMode == SplitRow {
+			return fail("changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented, abort")
+		}
+	}
+	if len(params.allOverrides()) > 0 {
+		return fail("model_params::tensor_buft_overrides already set by user, abort")
+	}
+	return nil
+}
+
+// changed names the parameters step 3 set, as llama.cpp's fit reports
+// them.
+func (f *fitter) changed(chosen Params) []string {
+	var out []string
+	if chosen.Context.NCtx != int(f.nCtxMax) && f.ctxAuto {
+		out = append(out, "n_ctx")
+	}
+	out = append(out, "n_gpu_layers")
+	if len(f.devs) > 1 {
+		out = append(out, "tensor_split")
 	}
 	if len(chosen.Overrides) > 0 {
-		res.Changed = append(res.Changed, "tensor_buft_overrides")
+		out = append(out, "tensor_buft_overrides")
 	}
-	return chosen, nil
+	return out
 }
 
 // shrinkContext is llama.cpp's step 2: an unset context goes down,
@@ -672,7 +711,7 @@ func (f *fitter) shrinkContext(ctxAuto bool, nCtxMax, nCtxMinTotal, nStreams, mi
 		}
 		target -= int64(nd+1) * perLayer / share
 	}
-	cp.NCtx = int(nCtxMinTotal)
+	f.setContext(nCtxMinTotal)
 	minMem, _, err := f.measure(f.params)
 	if err != nil {
 		return false, err
@@ -690,7 +729,7 @@ func (f *fitter) shrinkContext(ctxAuto bool, nCtxMax, nCtxMinTotal, nStreams, mi
 	n := uint32(int64(nCtxMinTotal) + int64(nCtxMax-nCtxMinTotal)*(target-usedMin)/span)
 	align := 256 * nStreams
 	n = max(n-n%align, nCtxMinTotal)
-	cp.NCtx = int(n)
+	f.setContext(n)
 	perCtx := span / int64(nCtxMax-nCtxMinTotal)
 	f.say("context reduced from %d to %d: about %s less in total", nCtxMax, n, human(uint64(int64(nCtxMax-n)*perCtx)))
 	if nd <= 1 {

@@ -1,6 +1,7 @@
 package place_test
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ var fitDense = synth.Spec{Layers: 10, Embd: 512, FF: 1024, Heads: 4, Vocab: 1024
 // weight of an offloaded layer is in Vulkan0's memory).
 func vkParams() place.Params {
 	params := place.Params{}
-	params.Devices = []string{"Vulkan0"}
+	params.DeviceNames = []string{"Vulkan0"}
 	params.LoadMode = place.LoadNone
 	return params
 }
@@ -30,7 +31,7 @@ func TestFitDense(t *testing.T) {
 	vk := testenv.Vulkan(t)
 	m := writeModel(t, rt, fitDense)
 	params := vkParams()
-	all, err := place.New(rt, m, params)
+	all, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestFitDense(t *testing.T) {
 	free, _ := vk.Memory()
 	// leave room for about 60% of the full offload
 	target := free - need*6/10
-	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}})
+	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{target}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestFitDense(t *testing.T) {
 		t.Fatalf("devices %+v, load mode %s", res.Devices, res.Plan.LoadMode)
 	}
 	params.NGPULayers = place.NLayers(ngl + 1)
-	more, err := place.New(rt, m, params)
+	more, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestFitDense(t *testing.T) {
 	}
 	// with no target, everything fits at once and nothing changes
 	params.NGPULayers = place.AutoLayers()
-	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{0}})
+	res, err = place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{0}})
 	if err != nil || res.Status != place.FitUnchanged || !res.Plan.Params.NGPULayers.IsAuto() || res.Plan.GPULayers != 11 || len(res.Changed) != 0 {
 		t.Fatalf("no target: %v %+v %v", err, res, res.Reasoning)
 	}
@@ -96,7 +97,7 @@ func TestFitKeepsWhatTheUserSet(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			params := vkParams()
 			c.set(&params)
-			res, err := place.Fit(rt, m, params, tight)
+			res, err := place.Fit(context.Background(), rt, m, params, tight)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestFitKeepsWhatTheUserSet(t *testing.T) {
 	// the same -ngl where the model fits: no change needed, -ngl kept
 	params := vkParams()
 	params.NGPULayers = place.NLayers(3)
-	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{0}})
+	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{0}})
 	if err != nil || res.Status != place.FitUnchanged || res.Plan.GPULayers != 3 {
 		t.Fatalf("%v %s %d", err, res.Status, res.Plan.GPULayers)
 	}
@@ -124,8 +125,8 @@ func TestFitNoDevices(t *testing.T) {
 	rt := testenv.Runtime(t)
 	m := writeModel(t, rt, fitDense)
 	params := place.Params{}
-	params.Devices = []string{"none"}
-	res, err := place.Fit(rt, m, params, place.FitOptions{})
+	params.DeviceNames = []string{"none"}
+	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{})
 	if err != nil || res.Status != place.FitUnchanged || len(res.Plan.Devices) != 0 || !strings.Contains(strings.Join(res.Reasoning, "\n"), "host memory") {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -139,13 +140,13 @@ func TestFitMoE(t *testing.T) {
 	vk := testenv.Vulkan(t)
 	m := writeModel(t, rt, synth.Spec{Layers: 8, Embd: 256, FF: 512, Heads: 4, Vocab: 256, Experts: 8, ExpertsUsed: 2})
 	params := vkParams()
-	all, err := place.New(rt, m, params)
+	all, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	free, _ := vk.Memory()
 	target := free - vkUse(all, vk)*7/10
-	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}})
+	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{target}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestFitShrinksContext(t *testing.T) {
 	vk := testenv.Vulkan(t)
 	m := writeModel(t, rt, fitDense) // trained on 4096 tokens
 	params := vkParams()
-	full, err := place.New(rt, m, params)
+	full, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestFitShrinksContext(t *testing.T) {
 		t.Fatalf("context %+v", full.Context)
 	}
 	params.Context.NCtx = 256
-	least, err := place.New(rt, m, params)
+	least, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestFitShrinksContext(t *testing.T) {
 	free, _ := vk.Memory()
 	hi, lo := vkUse(full, vk), vkUse(least, vk)
 	target := free - (lo + (hi-lo)/2)
-	res, err := place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: 256})
+	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestFitShrinksContext(t *testing.T) {
 	}
 	// a context the user set stays, and the layers go instead
 	params.Context.NCtx = 4096
-	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: 256})
+	res, err = place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestFitShrinksContext(t *testing.T) {
 	}
 	// -c 0 given explicitly: the full context, the layers go
 	params.Context.NCtx = 0
-	res, err = place.Fit(rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: place.FitFullCtx})
+	res, err = place.Fit(context.Background(), rt, m, params, place.FitOptions{Targets: []uint64{target}, MinCtx: place.FitFullCtx})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,12 +268,12 @@ func TestFitTwoDevices(t *testing.T) {
 	testenv.RPC(t, 2)
 	m := writeModel(t, rt, fitDense)
 	params := vkParams()
-	all, err := place.New(rt, m, params)
+	all, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	need := vkUse(all, vk)
-	params.Devices = []string{"RPC0", "Vulkan0"}
+	params.DeviceNames = []string{"RPC0", "Vulkan0"}
 	rpc, err := rt.DeviceByName("RPC0")
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +282,7 @@ func TestFitTwoDevices(t *testing.T) {
 	vkFree, _ := vk.Memory()
 	// room for about a quarter of the weights on each
 	o := place.FitOptions{Targets: []uint64{rpcFree - need/4, vkFree - need/4}}
-	res, err := place.Fit(rt, m, params, o)
+	res, err := place.Fit(context.Background(), rt, m, params, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +314,12 @@ func TestFitCountsTheDraftModel(t *testing.T) {
 	vk := testenv.Vulkan(t)
 	m := writeModel(t, rt, fitDense)
 	params := vkParams()
-	full, err := place.New(rt, m, params)
+	full, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	params.Context.NCtx = 256
-	least, err := place.New(rt, m, params)
+	least, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +327,14 @@ func TestFitCountsTheDraftModel(t *testing.T) {
 	free, _ := vk.Memory()
 	hi, lo := vkUse(full, vk), vkUse(least, vk)
 	o := place.FitOptions{Targets: []uint64{free - (lo + (hi-lo)*3/4)}, MinCtx: 256}
-	alone, err := place.Fit(rt, m, params, o)
+	alone, err := place.Fit(context.Background(), rt, m, params, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	draft := params
 	draft.Context.NOutputsMax = 1
 	o.Extra = &place.FitExtra{Model: m, Params: draft}
-	with, err := place.Fit(rt, m, params, o)
+	with, err := place.Fit(context.Background(), rt, m, params, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestFitCountsTheDraftModel(t *testing.T) {
 	}
 	// one sharing the main model's weights (an MTP context) counts less
 	o.Extra.SharesModel = true
-	mtp, err := place.Fit(rt, m, params, o)
+	mtp, err := place.Fit(context.Background(), rt, m, params, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,9 +353,9 @@ func TestFitCountsTheDraftModel(t *testing.T) {
 	}
 	// an extra model that cannot be planned is fitted without, and said
 	bad := draft
-	bad.Devices = []string{"nonexistent"}
+	bad.DeviceNames = []string{"nonexistent"}
 	o.Extra = &place.FitExtra{Model: m, Params: bad}
-	res, err := place.Fit(rt, m, params, o)
+	res, err := place.Fit(context.Background(), rt, m, params, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package place_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestPlanConnectsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := writeModel(t, rt, small)
-	params := place.Params{Devices: []string{devs[0].Name()}}
+	params := place.Params{DeviceNames: []string{devs[0].Name()}}
 	n := s.Accepted()
 	step := func(what string, want int) {
 		t.Helper()
@@ -38,7 +39,7 @@ func TestPlanConnectsOnce(t *testing.T) {
 		}
 		n = got
 	}
-	p, err := place.New(rt, m, params)
+	p, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +47,14 @@ func TestPlanConnectsOnce(t *testing.T) {
 		t.Fatalf("no compute planned on %s: %s", devs[0].Name(), p.Context.ComputeWhy)
 	}
 	step("a plan", 1)
-	if _, err := place.Fit(rt, m, params, place.FitOptions{}); err != nil {
+	if _, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	step("-fit", 1)
 	// no device, but the layers on a server's buffer type by -ot: the
 	// plan asks the server little, and connects once (nothing is held)
-	ot := place.Params{Devices: []string{"none"}, Overrides: []place.Override{{Pattern: `blk\.`, BufferType: devs[0].BufferType().Name()}}}
-	if p, err = place.New(rt, m, ot); err != nil {
+	ot := place.Params{DeviceNames: []string{"none"}, Overrides: []place.Override{{Pattern: `blk\.`, BufferType: devs[0].BufferType().Name()}}}
+	if p, err = place.New(context.Background(), rt, m, ot); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(p.Tensors, func(tp place.TensorPlan) bool { return tp.BufferType == devs[0].BufferType() }) {
@@ -61,7 +62,7 @@ func TestPlanConnectsOnce(t *testing.T) {
 	}
 	step("a plan with -ot naming the server's buffer type", 1)
 	release := place.KeepConnected(rt, params)
-	if p, err = place.New(rt, m, params); err != nil {
+	if p, err = place.New(context.Background(), rt, m, params); err != nil {
 		t.Fatal(err)
 	}
 	lm, err := loader.Load(t.Context(), p, loader.Options{})

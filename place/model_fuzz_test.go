@@ -2,6 +2,7 @@ package place_test
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"testing"
 
@@ -110,7 +111,7 @@ func FuzzModelMetadata(f *testing.F) {
 		}
 		var p place.Params
 		p.Context.NCtx = 256
-		pl, err := place.New(rt, m, p)
+		pl, err := place.New(context.Background(), rt, m, p)
 		if err == nil {
 			checkPlan(t, m, pl)
 		} else if err.Error() == "" {

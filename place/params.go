@@ -310,9 +310,9 @@ type Params struct {
 	TensorSplit []float32 // share per device; empty: by free memory
 	Overrides   []Override
 	NoHost      bool     // keep host (pinned) buffer types out of the CPU list
-	LoadMode    LoadMode // zero: LoadAuto
-	Lazy        LazyMode // zero: LazyAuto
-	Devices     []string // device names to use, in order; empty: automatic; ["none"]: no offload
+	LoadMode    LoadMode // zero: LoadAuto (Plan.LoadMode and Plan.NoMmap say how it resolved)
+	Lazy        LazyMode // zero: LazyAuto (off where auto reads: Plan.Lazy)
+	DeviceNames []string // device names to use, in order; empty: automatic; ["none"]: no offload
 
 	// NoExtraBufts keeps the CPU's extra buffer types (CPU_REPACK, whose
 	// weights are rearranged for faster kernels and cannot be read back)

@@ -1,6 +1,7 @@
 package place_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -50,7 +51,7 @@ func FuzzParams(f *testing.F) {
 		}
 		p.LoadMode = place.LoadMode(lm)
 		if d := devs[int(dev)%len(devs)]; d != "" {
-			p.Devices = []string{d}
+			p.DeviceNames = []string{d}
 		}
 		if k := fuzzKeys[int(key)%len(fuzzKeys)]; k != "" {
 			p.KVOverrides = []place.KVOverride{{Key: k, Type: place.OverrideInt, Int: val}}
@@ -59,14 +60,14 @@ func FuzzParams(f *testing.F) {
 				p.KVOverrides[0].Float = float64(val) / 7
 			}
 		}
-		pl, err := place.New(rt, m, p)
+		pl, err := place.New(context.Background(), rt, m, p)
 		if err == nil {
 			checkPlan(t, m, pl)
 		} else if err.Error() == "" {
 			t.Fatal("an error without a message")
 		}
 		if flags&512 != 0 {
-			if r, err := place.Fit(rt, m, p, place.FitOptions{}); err == nil && r.Plan != nil {
+			if r, err := place.Fit(context.Background(), rt, m, p, place.FitOptions{}); err == nil && r.Plan != nil {
 				checkPlan(t, m, r.Plan)
 			}
 		}

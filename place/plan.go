@@ -111,15 +111,23 @@ type LogLine struct {
 // it and nothing changes it afterwards, so it is safe for concurrent
 // reads; loader.Load carries it out.
 type Plan struct {
-	Model    *gguf.Model
-	Arch     string
-	Exact    bool // the architecture's own tensor creation was replayed; false: the generic path, by tensor names
-	NLayer   int  // n_layer_all; the output layer is NLayer
-	Params   Params
-	LoadMode LoadMode // resolved: never LoadAuto
+	Model  *gguf.Model
+	Arch   string
+	Exact  bool // the architecture's own tensor creation was replayed; false: the generic path, by tensor names
+	NLayer int  // n_layer_all; the output layer is NLayer
+	Params Params
+	// LoadMode is the load mode resolved (never LoadAuto): auto maps the
+	// files where every device and every source can, and reads them
+	// (LoadNone) where one cannot, NoMmap saying why (a device lacks mmap
+	// support; a source is no local file, a URL or a reader; a GGUF
+	// inside a file at an offset ggml cannot use in place).
+	LoadMode LoadMode
 	UseMmap  bool
-	noMmap   string   // why AUTO does not map, when a source cannot be
-	Lazy     LazyMode // resolved
+	NoMmap   string
+	// Lazy is the lazy mode in effect: LazyOff where auto was asked and
+	// the files are not mapped (lazy tensors stay in a mapping); else as
+	// asked (auto: the candidates over 4 GiB are read on demand).
+	Lazy LazyMode
 
 	CPU           *ggml.Device
 	Devices       []*ggml.Device // the model's device list
@@ -164,17 +172,11 @@ func (p *Plan) Placements() iter.Seq[*TensorPlan] {
 	}
 }
 
-// New plans the placement of model m on the devices of rt. It is
-// NewContext with context.Background().
-func New(rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
-	return NewContext(context.Background(), rt, m, params)
-}
-
-// NewContext plans the placement of model m on the devices of rt, within
-// ctx. Planning asks RPC devices for their memory and buffer properties: a
-// few round trips, each bounded by the RPC guard's timeout; ctx ends it
+// New plans the placement of model m on the devices of rt, within ctx.
+// Planning asks RPC devices for their memory and buffer properties: a few
+// round trips, each bounded by the RPC guard's timeout; ctx ends it
 // between them.
-func NewContext(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
+func New(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params) (*Plan, error) {
 	h, err := readHparams(m, params)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func TestDeviceListOnRealDevices(t *testing.T) {
 	testenv.Vulkan(t)
 	testenv.RPC(t, 2)
 	m := writeModel(t, rt, small)
-	p, err := place.New(rt, m, place.Params{})
+	p, err := place.New(context.Background(), rt, m, place.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +48,13 @@ func TestDeviceListOnRealDevices(t *testing.T) {
 		t.Fatalf("default list %v", got)
 	}
 	params := place.Params{}
-	params.Devices = []string{"Vulkan0", "RPC1"}
-	if p, err = place.New(rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0", "RPC1"}) {
+	params.DeviceNames = []string{"Vulkan0", "RPC1"}
+	if p, err = place.New(context.Background(), rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0", "RPC1"}) {
 		t.Fatalf("explicit list %v %v", devNames(p.Devices), err)
 	}
 	params = place.Params{}
 	params.SplitMode, params.MainGPU = place.SplitNone, 2
-	if p, err = place.New(rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0"}) {
+	if p, err = place.New(context.Background(), rt, m, params); err != nil || !slices.Equal(devNames(p.Devices), []string{"Vulkan0"}) {
 		t.Fatalf("split none %v %v", devNames(p.Devices), err)
 	}
 	for _, l := range p.LayerDevices {
@@ -62,8 +62,8 @@ func TestDeviceListOnRealDevices(t *testing.T) {
 			t.Fatalf("split none put a layer on %s", l.Name())
 		}
 	}
-	params.Devices = []string{"none"}
-	if p, err = place.New(rt, m, params); err != nil || len(p.Devices) != 0 {
+	params.DeviceNames = []string{"none"}
+	if p, err = place.New(context.Background(), rt, m, params); err != nil || len(p.Devices) != 0 {
 		t.Fatalf("no devices %v %v", devNames(p.Devices), err)
 	}
 	for _, l := range p.LayerDevices {
@@ -86,17 +86,17 @@ func TestBadParameters(t *testing.T) {
 		{"main gpu out of range", func(p *place.Params) { p.SplitMode, p.MainGPU = place.SplitNone, 5 }, []string{"invalid main GPU 5", "0=RPC0", "2=Vulkan0"}},
 		{"row mode without split buffers", func(p *place.Params) { p.SplitMode = place.SplitRow }, []string{"does not support split buffers", "RPC0"}},
 		{"tensor mode with too many -ts values", func(p *place.Params) { p.SplitMode, p.TensorSplit = place.SplitTensor, []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "Vulkan0, RPC0, RPC1"}},
-		{"tensor mode without devices", func(p *place.Params) { p.SplitMode, p.Devices = place.SplitTensor, []string{"none"} }, []string{"split mode tensor needs at least one device"}},
+		{"tensor mode without devices", func(p *place.Params) { p.SplitMode, p.DeviceNames = place.SplitTensor, []string{"none"} }, []string{"split mode tensor needs at least one device"}},
 		{"bad regex", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: `blk\.(1`, BufferType: "CPU"}} }, []string{`-ot pattern 'blk\.(1'`}},
 		{"unknown buffer type", func(p *place.Params) { p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "VRAM9"}} }, []string{`"VRAM9"`, "CPU", "Vulkan0"}},
 		{"too many -ts values", func(p *place.Params) { p.TensorSplit = []float32{1, 1, 1, 1} }, []string{"4 tensor split values for 3 devices", "RPC0, RPC1, Vulkan0"}},
-		{"unknown device", func(p *place.Params) { p.Devices = []string{"CUDA7"} }, []string{`"CUDA7"`, "Vulkan0"}},
-		{"the CPU as a device", func(p *place.Params) { p.Devices = []string{"Vulkan0", "CPU"} }, []string{"invalid device: CPU"}},
+		{"unknown device", func(p *place.Params) { p.DeviceNames = []string{"CUDA7"} }, []string{`"CUDA7"`, "Vulkan0"}},
+		{"the CPU as a device", func(p *place.Params) { p.DeviceNames = []string{"Vulkan0", "CPU"} }, []string{"invalid device: CPU"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			params := place.Params{}
 			c.set(&params)
-			_, err := place.New(rt, m, params)
+			_, err := place.New(context.Background(), rt, m, params)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -127,7 +127,7 @@ func TestUnknownTensorNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	_, err = place.New(rt, m, place.Params{})
+	_, err = place.New(context.Background(), rt, m, place.Params{})
 	if err == nil || !strings.Contains(err.Error(), "blk.0.frobnicator.weight") {
 		t.Fatalf("llama file with a foreign tensor: %v", err)
 	}
@@ -151,7 +151,7 @@ func TestUnknownTensorNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m2.Close()
-	_, err = place.New(rt, m2, place.Params{})
+	_, err = place.New(context.Background(), rt, m2, place.Params{})
 	if !errors.Is(err, place.ErrUnknownTensor) || !strings.Contains(err.Error(), "missing tensor info mapping for blk.0.frobnicator.weight") {
 		t.Fatalf("unknown architecture: %v", err)
 	}
@@ -164,11 +164,11 @@ func TestProbeCacheChangesNothing(t *testing.T) {
 	m := writeModel(t, rt, synth.Spec{Layers: 8, Embd: 256, FF: 256, Heads: 2, Vocab: 128, Experts: 4, ExpertsUsed: 2, Weights: ggml.TypeQ8_K, Embeddings: ggml.TypeQ4_0})
 	params := place.Params{}
 	params.Overrides = []place.Override{{Pattern: `blk\.[0-3]\.ffn_up`, BufferType: "CPU"}}
-	cached, err := place.New(rt, m, params)
+	cached, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := place.New(rt, m, place.WithoutProbeCache(params))
+	fresh, err := place.New(context.Background(), rt, m, place.WithoutProbeCache(params))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestRefusalsNameTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = place.New(rt, m, place.Params{})
+		_, err = place.New(context.Background(), rt, m, place.Params{})
 		m.Close()
 		if !errors.Is(err, place.ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want ErrRefused naming %s and %q", c.name, err, path, c.want)
@@ -256,7 +256,7 @@ func TestRefusalsNameTheFile(t *testing.T) {
 // asked.
 func TestPlacements(t *testing.T) {
 	rt := testenv.Runtime(t)
-	p, err := place.New(rt, writeModel(t, rt, small), place.Params{})
+	p, err := place.New(context.Background(), rt, writeModel(t, rt, small), place.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,15 +281,15 @@ func TestPlanningEndsWithItsContext(t *testing.T) {
 	m := writeModel(t, rt, synth.Spec{Layers: 2, Embd: 64, FF: 128, Heads: 2, Vocab: 64})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := place.NewContext(ctx, rt, m, place.Params{}); !errors.Is(err, context.Canceled) {
+	if _, err := place.New(ctx, rt, m, place.Params{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("plan with a cancelled context: %v", err)
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), -time.Second)
 	defer cancel()
-	if _, err := place.FitContext(ctx, rt, m, place.Params{}, place.FitOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := place.Fit(ctx, rt, m, place.Params{}, place.FitOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("fit with an expired context: %v", err)
 	}
-	if _, err := place.NewContext(context.Background(), rt, m, place.Params{}); err != nil {
+	if _, err := place.New(context.Background(), rt, m, place.Params{}); err != nil {
 		t.Errorf("plan with a live context: %v", err)
 	}
 }

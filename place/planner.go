@@ -194,7 +194,7 @@ func (pl *planner) resolveModes() error {
 				return fmt.Errorf("place: lazy tensors stay in a file's mapping: %s is read through a reader and cannot be mapped", src.Name)
 			}
 			caps = append(caps, ggml.Caps{})
-			p.noMmap = src.Name + " is read through a reader"
+			p.NoMmap = src.Name + " is read through a reader"
 			break
 		}
 		// tensors used in place must be aligned in memory as ggml asks: a
@@ -204,11 +204,14 @@ func (pl *planner) resolveModes() error {
 				return fmt.Errorf("place: load mode %s maps the file: %s starts at byte %d of its file, not a multiple of %d, and its tensors cannot be used in place (load mode none or auto reads it)", p.Params.LoadMode, src.Name, src.Offset, ggml.HostPtrAlignment)
 			}
 			caps = append(caps, ggml.Caps{})
-			p.noMmap = fmt.Sprintf("%s starts at byte %d of its file, not a multiple of %d", src.Name, src.Offset, ggml.HostPtrAlignment)
+			p.NoMmap = fmt.Sprintf("%s starts at byte %d of its file, not a multiple of %d", src.Name, src.Offset, ggml.HostPtrAlignment)
 			break
 		}
 	}
 	p.LoadMode, p.UseMmap, p.Lazy = autoModes(p.Params.LoadMode, p.Params.Lazy, caps)
+	if p.Params.LoadMode == LoadAuto && !p.UseMmap && p.NoMmap == "" {
+		p.NoMmap = "a device lacks mmap support"
+	}
 	p.info(fmt.Sprintf("load_tensors: loading model tensors, this can take a while... (load_mode = %s)", p.LoadMode))
 	return nil
 }
@@ -557,7 +560,7 @@ func (pl *planner) metaDevice(devs []*ggml.Device) ([]*ggml.Device, error) {
 	if err := ggml.MetaDeviceSupported(); err != nil {
 		return nil, fmt.Errorf("place: split mode tensor: %w", err)
 	}
-	if len(p.Params.Devices) > 0 {
+	if len(p.Params.DeviceNames) > 0 {
 		p.info(fmt.Sprintf("llama_prepare_model_devices: creating a Meta device with %d devices", len(devs)))
 		for i, d := range devs {
 			p.info(fmt.Sprintf("llama_prepare_model_devices: - device %d: %s", i, d.Name()))

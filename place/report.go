@@ -196,11 +196,8 @@ func (p *Plan) loadModeChoice() string {
 		return p.LoadMode.String()
 	}
 	why := "every device supports mmap"
-	switch {
-	case p.noMmap != "":
-		why = p.noMmap
-	case !p.UseMmap:
-		why = "a device lacks mmap support"
+	if p.NoMmap != "" {
+		why = p.NoMmap
 	}
 	return fmt.Sprintf("auto -> %s (%s)", p.LoadMode, why)
 }

@@ -15,6 +15,7 @@ type jsonPlan struct {
 	NLayer          int             `json:"n_layer"`
 	LoadMode        string          `json:"load_mode"`
 	UseMmap         bool            `json:"use_mmap"`
+	NoMmap          string          `json:"no_mmap,omitempty"` // why load mode auto reads instead of mapping
 	Lazy            string          `json:"lazy"`
 	Devices         []jsonDevice    `json:"devices"`
 	TensorDevices   []string        `json:"tensor_split_devices,omitempty"`
@@ -167,7 +168,7 @@ type jsonBreakdown struct {
 // MarshalJSON renders the plan for people and programs.
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	out := jsonPlan{Model: p.Model.Paths[0], Arch: p.Arch, Exact: p.Exact, Placement: Placement(p.Exact), NLayer: p.NLayer,
-		LoadMode: p.LoadMode.String(), UseMmap: p.UseMmap, Lazy: p.Lazy.String(),
+		LoadMode: p.LoadMode.String(), UseMmap: p.UseMmap, NoMmap: p.NoMmap, Lazy: p.Lazy.String(),
 		Devices: p.jsonDevices(), TensorDevices: nameList(p.TensorDevices), GPUStart: p.GPUStart, GPULayers: p.GPULayers,
 		Layers: nameList(p.LayerDevices), Tensors: p.jsonTensors(), Buffers: p.jsonBuffers(), Usage: p.jsonUsage(),
 		Moved: p.jsonMoved(), Log: p.jsonLog(), Context: p.jsonContext(), MemoryBreakdown: p.jsonBreakdown(),

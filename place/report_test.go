@@ -2,6 +2,7 @@ package place_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -30,19 +31,19 @@ func TestBuffersAddUp(t *testing.T) {
 		gpu  bool
 	}
 	cases := []tcase{
-		{"mmap-span/CPU", func(p *place.Params) { p.Devices = []string{"none"}; p.LoadMode = place.LoadMmap }, false},
+		{"mmap-span/CPU", func(p *place.Params) { p.DeviceNames = []string{"none"}; p.LoadMode = place.LoadMmap }, false},
 		{"mmap-own-ranges/CPU", func(p *place.Params) {
-			p.Devices = []string{"none"}
+			p.DeviceNames = []string{"none"}
 			p.LoadMode = place.LoadMmap
 			p.MapRanges = place.MapOwnRanges
 		}, false},
-		{"none/CPU", func(p *place.Params) { p.Devices = []string{"none"}; p.LoadMode = place.LoadNone }, false},
+		{"none/CPU", func(p *place.Params) { p.DeviceNames = []string{"none"}; p.LoadMode = place.LoadNone }, false},
 		{"mmap/Vulkan0", func(p *place.Params) {
-			p.Devices = []string{"Vulkan0"}
+			p.DeviceNames = []string{"Vulkan0"}
 			p.LoadMode = place.LoadMmap
 			p.NGPULayers = place.NLayers(4)
 		}, true},
-		{"none/Vulkan0", func(p *place.Params) { p.Devices = []string{"Vulkan0"}; p.LoadMode = place.LoadNone }, true},
+		{"none/Vulkan0", func(p *place.Params) { p.DeviceNames = []string{"Vulkan0"}; p.LoadMode = place.LoadNone }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,7 +52,7 @@ func TestBuffersAddUp(t *testing.T) {
 			}
 			params := place.Params{}
 			c.set(&params)
-			p, err := place.New(rt, m, params)
+			p, err := place.New(context.Background(), rt, m, params)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +114,7 @@ func TestBuffersAddUp(t *testing.T) {
 func TestReportLabelsItsLines(t *testing.T) {
 	rt := testenv.Runtime(t)
 	m := writeModel(t, rt, small)
-	p, err := place.New(rt, m, place.Params{})
+	p, err := place.New(context.Background(), rt, m, place.Params{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,27 +49,27 @@ type archConfig struct {
 }
 
 var archConfigs = []archConfig{
-	{"ngl99", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(99) }, true},
-	{"ngl1", false, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.NGPULayers = place.NLayers(1) }, true},
+	{"ngl99", false, func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu}; p.NGPULayers = place.NLayers(99) }, true},
+	{"ngl1", false, func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu}; p.NGPULayers = place.NLayers(1) }, true},
 	{"load-none", false, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.LoadMode = place.LoadNone
 	}, false},
 	{"ot-ffn-cpu", false, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.Overrides = []place.Override{{Pattern: "ffn", BufferType: "CPU"}}
 	}, false},
 	{"rpc-split", true, func(p *place.Params, gpu string) {
-		p.Devices = []string{"RPC0", gpu}
+		p.DeviceNames = []string{"RPC0", gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.TensorSplit = []float32{1, 1}
 	}, false},
 	// a meta device over both, uneven: every tensor's slices are compared
 	// with llama.cpp's own split states too
 	{"sm-tensor", true, func(p *place.Params, gpu string) {
-		p.Devices = []string{"RPC0", gpu}
+		p.DeviceNames = []string{"RPC0", gpu}
 		p.NGPULayers = place.NLayers(99)
 		p.SplitMode = place.SplitTensor
 		p.TensorSplit = []float32{3, 1}
@@ -411,7 +411,7 @@ func compareArch(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c ar
 		return "ggload-refuses", err.Error()
 	}
 	defer m.Close()
-	plan, ourErr := place.New(rt, m, params)
+	plan, ourErr := place.New(context.Background(), rt, m, params)
 	planned(ourErr)
 	lm, lines, theirErr := l.LoadModel(llamaLoad(t, rt, path, params))
 	if theirErr == nil {
@@ -510,7 +510,7 @@ func planBoth(t *testing.T, rt *ggml.Runtime, l *llama.Lib, a string, c archConf
 	}
 	params := place.Params{}
 	c.params(&params, gpu)
-	plan, err := place.New(rt, testenv.OpenModel(t, path), params)
+	plan, err := place.New(context.Background(), rt, testenv.OpenModel(t, path), params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -647,7 +647,7 @@ func TestGenericPathMatchesLlamaCpp(t *testing.T) {
 				params := place.Params{}
 				c.params(&params, gpu)
 				m := testenv.OpenModel(t, later)
-				plan, err := place.New(rt, m, params)
+				plan, err := place.New(context.Background(), rt, m, params)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
 				}

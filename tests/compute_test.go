@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,19 +37,19 @@ func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 		rpc  bool
 		p    place.Params
 	}{
-		{"cpu", false, place.Params{Devices: []string{"none"}}},
-		{"cpu fa off", false, place.Params{Devices: []string{"none"}, Context: place.ContextParams{FlashAttn: place.FlashAttnOff}}},
-		{"cpu -c 2048 -ub 256 fa off", false, place.Params{Devices: []string{"none"}, Context: place.ContextParams{NCtx: 2048, NUBatch: 256, FlashAttn: place.FlashAttnOff}}},
-		{"vulkan", false, place.Params{Devices: []string{vk}}},
-		{"vulkan -ngl 4", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4)}},
-		{"vulkan -ngl 4 -nkvo", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Context: place.ContextParams{NoKVOffload: true}}},
+		{"cpu", false, place.Params{DeviceNames: []string{"none"}}},
+		{"cpu fa off", false, place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{FlashAttn: place.FlashAttnOff}}},
+		{"cpu -c 2048 -ub 256 fa off", false, place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NCtx: 2048, NUBatch: 256, FlashAttn: place.FlashAttnOff}}},
+		{"vulkan", false, place.Params{DeviceNames: []string{vk}}},
+		{"vulkan -ngl 4", false, place.Params{DeviceNames: []string{vk}, NGPULayers: place.NLayers(4)}},
+		{"vulkan -ngl 4 -nkvo", false, place.Params{DeviceNames: []string{vk}, NGPULayers: place.NLayers(4), Context: place.ContextParams{NoKVOffload: true}}},
 		// the attention output pinned to the CPU by the graph itself
-		{"vulkan -ngl 2 -nkvo fa off", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NoKVOffload: true, FlashAttn: place.FlashAttnOff}}},
-		{"vulkan -ngl 2 -np 2 fa off -ub 64", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NParallel: 2, FlashAttn: place.FlashAttnOff, NUBatch: 64}}},
-		{"vulkan -ot ffn=CPU", false, place.Params{Devices: []string{vk}, Overrides: []place.Override{{Pattern: "ffn", BufferType: "CPU"}}}},
-		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},
-		{"rpc + vulkan -sm tensor", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}, SplitMode: place.SplitTensor}},
-		{"vulkan -sm tensor", false, place.Params{Devices: []string{vk}, SplitMode: place.SplitTensor}},
+		{"vulkan -ngl 2 -nkvo fa off", false, place.Params{DeviceNames: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NoKVOffload: true, FlashAttn: place.FlashAttnOff}}},
+		{"vulkan -ngl 2 -np 2 fa off -ub 64", false, place.Params{DeviceNames: []string{vk}, NGPULayers: place.NLayers(2), Context: place.ContextParams{NParallel: 2, FlashAttn: place.FlashAttnOff, NUBatch: 64}}},
+		{"vulkan -ot ffn=CPU", false, place.Params{DeviceNames: []string{vk}, Overrides: []place.Override{{Pattern: "ffn", BufferType: "CPU"}}}},
+		{"rpc + vulkan", true, place.Params{DeviceNames: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}},
+		{"rpc + vulkan -sm tensor", true, place.Params{DeviceNames: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}, SplitMode: place.SplitTensor}},
+		{"vulkan -sm tensor", false, place.Params{DeviceNames: []string{vk}, SplitMode: place.SplitTensor}},
 	}
 	var k int
 	for _, c := range cases {
@@ -100,7 +101,7 @@ func computeOurs(rt *ggml.Runtime, path string, params place.Params) (map[string
 		return nil, nil, err
 	}
 	defer m.Close()
-	plan, err := place.New(rt, m, params)
+	plan, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,11 +179,11 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 		p    place.Params
 		spec *synth.Spec
 	}{
-		{"cpu", false, place.Params{Devices: []string{"none"}}, nil},
-		{"vulkan -c 4096", false, place.Params{Devices: []string{vk}, Context: place.ContextParams{NCtx: 4096}}, nil},
-		{"vulkan -ngl 4 -ot ffn_up=CPU", false, place.Params{Devices: []string{vk}, NGPULayers: place.NLayers(4), Overrides: []place.Override{{Pattern: "ffn_up", BufferType: "CPU"}}}, nil},
-		{"rpc + vulkan", true, place.Params{Devices: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}, nil},
-		{"907 MB llama, vulkan -c 4096", false, place.Params{Devices: []string{vk}, Context: place.ContextParams{NCtx: 4096}}, &big},
+		{"cpu", false, place.Params{DeviceNames: []string{"none"}}, nil},
+		{"vulkan -c 4096", false, place.Params{DeviceNames: []string{vk}, Context: place.ContextParams{NCtx: 4096}}, nil},
+		{"vulkan -ngl 4 -ot ffn_up=CPU", false, place.Params{DeviceNames: []string{vk}, NGPULayers: place.NLayers(4), Overrides: []place.Override{{Pattern: "ffn_up", BufferType: "CPU"}}}, nil},
+		{"rpc + vulkan", true, place.Params{DeviceNames: []string{"RPC0", vk}, TensorSplit: []float32{1, 1}}, nil},
+		{"907 MB llama, vulkan -c 4096", false, place.Params{DeviceNames: []string{vk}, Context: place.ContextParams{NCtx: 4096}}, &big},
 	}
 	// a row: its name, and its numbers (total, free, self, model, context,
 	// compute, unaccounted for a device; self, model, context, compute
@@ -237,7 +238,7 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan, err := place.New(rt, m, params)
+		plan, err := place.New(context.Background(), rt, m, params)
 		if err != nil {
 			m.Close()
 			t.Fatalf("%s: %v", c.name, err)

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -225,17 +226,17 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 		{"moe-ts", "moe4", func(p *place.Params) { p.TensorSplit = []float32{0, 1, 1} }},
 		{"no-host", "tied7", func(p *place.Params) { p.NoHost = true; p.NGPULayers = place.NLayers(3) }},
 		{"no-extra-bufts", "dense4", func(p *place.Params) { p.NoExtraBufts = true; p.NGPULayers = place.NLayers(1) }},
-		{"devices-vulkan-only", "tied7", func(p *place.Params) { p.Devices = []string{"Vulkan0"} }},
+		{"devices-vulkan-only", "tied7", func(p *place.Params) { p.DeviceNames = []string{"Vulkan0"} }},
 		{"devices-explicit-order", "dense12q4", func(p *place.Params) {
-			p.Devices = []string{"Vulkan0", "RPC1"}
+			p.DeviceNames = []string{"Vulkan0", "RPC1"}
 			p.TensorSplit = []float32{1, 2}
 		}},
 		{"split-files", "split3", nil},
-		{"split-files-ngl5", "split3", func(p *place.Params) { p.NGPULayers = place.NLayers(5); p.Devices = []string{"Vulkan0"} }},
+		{"split-files-ngl5", "split3", func(p *place.Params) { p.NGPULayers = place.NLayers(5); p.DeviceNames = []string{"Vulkan0"} }},
 		{"split-files-ot", "split3", func(p *place.Params) {
 			p.Overrides = []place.Override{{Pattern: `blk\.[4-7]\.ffn`, BufferType: "CPU"}}
 		}},
-		{"split-files-rpc", "split3", func(p *place.Params) { p.Devices = []string{"RPC0", "RPC1"}; p.NGPULayers = place.NLayers(7) }},
+		{"split-files-rpc", "split3", func(p *place.Params) { p.DeviceNames = []string{"RPC0", "RPC1"}; p.NGPULayers = place.NLayers(7) }},
 	}
 	for _, c := range cases {
 		for _, mode := range []place.LoadMode{place.LoadMmap, place.LoadNone} {
@@ -250,7 +251,7 @@ func TestConformanceWithLlamaCpp(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer m.Close()
-				plan, err := place.New(rt, m, params)
+				plan, err := place.New(context.Background(), rt, m, params)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,7 +280,7 @@ func TestOwnRangesDifferFromLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := place.Params{Devices: []string{"Vulkan0"}, NGPULayers: place.NLayers(3), LoadMode: place.LoadMmap}
+	params := place.Params{DeviceNames: []string{"Vulkan0"}, NGPULayers: place.NLayers(3), LoadMode: place.LoadMmap}
 	lm, lines, err := l.LoadModel(llamaLoad(t, rt, path, params))
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestOwnRangesDifferFromLlamaCpp(t *testing.T) {
 	theirs := llamaReport(rt, lm, lines)
 	for _, r := range []place.MapRanges{place.MapSpan, place.MapOwnRanges} {
 		params.MapRanges = r
-		plan, err := place.New(rt, testenv.OpenModel(t, path), params)
+		plan, err := place.New(context.Background(), rt, testenv.OpenModel(t, path), params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +327,7 @@ func TestKVOverridesMatchLlamaCpp(t *testing.T) {
 			}
 			params.KVOverrides = append(params.KVOverrides, o)
 		}
-		plan, ourErr := place.New(rt, testenv.OpenModel(t, path), params)
+		plan, ourErr := place.New(context.Background(), rt, testenv.OpenModel(t, path), params)
 		lm, lines, theirErr := l.LoadModel(llamaLoad(t, rt, path, params))
 		if c.refused != "" {
 			if ourErr == nil || theirErr == nil || !strings.Contains(ourErr.Error(), c.refused) || !strings.Contains(theirErr.Error(), c.refused) {

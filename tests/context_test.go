@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,35 +43,35 @@ type ctxConfig struct {
 func (c ctxConfig) runs(f archModel) bool { return f.Embd == c.embd }
 
 var ctxConfigs = []ctxConfig{
-	{"defaults", false, false, 0, func(p *place.Params, gpu string) { p.Devices = []string{gpu} }},
+	{"defaults", false, false, 0, func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu} }},
 	// heads of 64: a q8_0 block divides them
 	{"c8192-q8-fa", false, false, 256, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Context = place.ContextParams{NCtx: 8192, TypeK: place.CacheQ8_0, TypeV: place.CacheQ8_0, FlashAttn: place.FlashAttnOn}
 	}},
-	{"np4", false, false, 0, func(p *place.Params, gpu string) { p.Devices = []string{gpu}; p.Context.NParallel = 4 }},
+	{"np4", false, false, 0, func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu}; p.Context.NParallel = 4 }},
 	{"ngl2-nkvo", false, false, 0, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.NGPULayers = place.NLayers(2)
 		p.Context.NoKVOffload = true
 	}},
 	{"ub256-fa-off", false, false, 0, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Context = place.ContextParams{NCtx: 1024, NUBatch: 256, FlashAttn: place.FlashAttnOff, NParallel: 2, KVUnified: true}
 	}},
 	{"rpc-split", true, false, 0, func(p *place.Params, gpu string) {
-		p.Devices = []string{"RPC0", gpu}
+		p.DeviceNames = []string{"RPC0", gpu}
 		p.TensorSplit = []float32{1, 1}
 		p.Context.NCtx = 512
 	}},
 	{"sm-tensor", true, false, 0, func(p *place.Params, gpu string) {
-		p.Devices = []string{"RPC0", gpu}
+		p.DeviceNames = []string{"RPC0", gpu}
 		p.SplitMode = place.SplitTensor
 		p.TensorSplit = []float32{1, 1}
 		p.Context.NCtx = 512
 	}},
 	{"ot-exps-cpu", false, true, 0, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Overrides = []place.Override{{Pattern: "exps", BufferType: "CPU"}}
 		p.Context.SWAFull = true
 	}},
@@ -228,7 +229,7 @@ func compareContext(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c
 	if c.moe && !hasExperts(m) {
 		return "skip", "no experts"
 	}
-	plan, ourErr := place.New(rt, m, params)
+	plan, ourErr := place.New(context.Background(), rt, m, params)
 	if ourErr == nil && plan.ContextErr != nil {
 		ourErr = plan.ContextErr
 	}

@@ -171,7 +171,7 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 		params func(p *place.Params)
 	}{
 		{"all-layers", "dense8", false, nil},
-		{"auto-devices", "dense8", false, func(p *place.Params) { p.Devices = nil }},
+		{"auto-devices", "dense8", false, func(p *place.Params) { p.DeviceNames = nil }},
 		{"ngl-half", "dense8", false, func(p *place.Params) { p.NGPULayers = place.NLayers(4) }},
 		{"ngl0", "tied6", false, func(p *place.Params) { p.NGPULayers = place.NLayers(0) }},
 		{"ngl-over", "tied6", false, func(p *place.Params) { p.NGPULayers = place.NLayers(99) }},
@@ -208,12 +208,12 @@ func TestCUDAConformanceWithLlamaCpp(t *testing.T) {
 			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
 				params := place.Params{}
 				params.LoadMode = mode
-				params.Devices = on
+				params.DeviceNames = on
 				if c.params != nil {
 					c.params(&params)
 				}
 				gm := testenv.OpenModel(t, paths[c.model])
-				plan, err := place.New(rt, gm, params)
+				plan, err := place.New(context.Background(), rt, gm, params)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -286,11 +286,11 @@ func TestCUDALoadModes(t *testing.T) {
 				gm := testenv.OpenModel(t, path)
 				params := place.Params{}
 				params.LoadMode = mode
-				params.Devices = []string{cuda.Name()}
+				params.DeviceNames = []string{cuda.Name()}
 				params.NGPULayers = place.NLayers(5)
 				params.Overrides = []place.Override{{Pattern: `blk\.[34]\.ffn_(up|down)_exps`, BufferType: "CPU"}}
 				params.NoExtraBufts = true // CPU_REPACK cannot be read back
-				p, err := place.New(rt, gm, params)
+				p, err := place.New(context.Background(), rt, gm, params)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -382,8 +382,8 @@ func TestCUDACheckTensorsFindsNaN(t *testing.T) {
 			gm := testenv.OpenModel(t, path)
 			params := place.Params{}
 			params.LoadMode = mode
-			params.Devices = []string{cuda.Name()}
-			p, err := place.New(rt, gm, params)
+			params.DeviceNames = []string{cuda.Name()}
+			p, err := place.New(context.Background(), rt, gm, params)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -435,7 +435,7 @@ func TestCUDASplitRowMatchesLlamaCpp(t *testing.T) {
 			params := place.Params{}
 			params.LoadMode = mode
 			params.SplitMode = place.SplitRow
-			params.Devices = []string{cuda.Name()}
+			params.DeviceNames = []string{cuda.Name()}
 			ld, err := cudaLlamaLoad(rt, path, params, false)
 			if err != nil {
 				t.Fatal(err)
@@ -445,7 +445,7 @@ func TestCUDASplitRowMatchesLlamaCpp(t *testing.T) {
 				defer m.Free()
 			}
 			gm := testenv.OpenModel(t, path)
-			plan, err := place.New(rt, gm, params)
+			plan, err := place.New(context.Background(), rt, gm, params)
 			if llamaErr != nil {
 				if !cudaLlamaSaid(lines, "does not support split buffers") {
 					t.Fatalf("llama.cpp refused -sm row for another reason: %v", llamaErr)

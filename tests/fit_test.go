@@ -54,40 +54,40 @@ var fitCases = []fitCase{
 	// an unset context for 4 sequences sharing one buffer: it shrinks
 	// between 64 and the trained context of each, in steps of 256
 	{"ctx", false, false, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
 	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)*3/5 }, 64, "ctx", false},
 	// a set context: the layers fall back
 	{"layers", false, false, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Context.NCtx = 256
 	}, func(m fitMeasures) int64 { return m.base + (m.full-m.base)/2 }, 0, "ngl", false},
 	// the dense weights fit, the experts do not
 	{"moe", false, true, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Context.NCtx = 256
 	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/3 }, 0, "ot", false},
 	// no device: the host's total memory is the budget
 	{"host", false, false, func(p *place.Params, gpu string) {
-		p.Devices = []string{"none"}
+		p.DeviceNames = []string{"none"}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
 	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)/2 }, 64, "ctx", false},
 	// two devices, an unset context: it shrinks, less what whole layers
 	// may waste, and the layers are shared out back to front
 	{"split-ctx", true, false, func(p *place.Params, gpu string) {
-		p.Devices = []string{"RPC0", gpu}
+		p.DeviceNames = []string{"RPC0", gpu}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
 	}, func(m fitMeasures) int64 { return max(m.least, m.base) + (m.full-max(m.least, m.base))*3/4 }, 64, "ctx", false},
 	// two devices, experts: the first device's overflowing layer goes to
 	// the second
 	{"split-moe", true, true, func(p *place.Params, gpu string) {
-		p.Devices = []string{"RPC0", gpu}
+		p.DeviceNames = []string{"RPC0", gpu}
 		p.Context.NCtx = 256
 	}, func(m fitMeasures) int64 { return m.dense + (m.full-m.dense)/2 }, 0, "ot", false},
 	// a draft model beside it (the same file): its context follows the
 	// main one's as it shrinks, and both count
 	{"draft", false, false, func(p *place.Params, gpu string) {
-		p.Devices = []string{gpu}
+		p.DeviceNames = []string{gpu}
 		p.Context.NParallel, p.Context.KVUnified = 4, true
 	}, func(m fitMeasures) int64 { return m.least + (m.full-m.least)*3/5 }, 64, "ctx", true},
 }
@@ -287,7 +287,7 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 	}
 	measure := func(q place.Params) ([]int64, int64, *place.Plan, error) {
 		q.LoadMode = place.LoadNone
-		p, err := place.New(rt, m, q)
+		p, err := place.New(context.Background(), rt, m, q)
 		if err == nil && p.ContextErr != nil {
 			err = p.ContextErr
 		}
@@ -367,7 +367,7 @@ func compareFit(rt *ggml.Runtime, l *llama.Lib, path string, c fitCase, gpu stri
 		draft.Context.NOutputsMax = max(1, params.Context.NParallel)
 		opts.Extra = &place.FitExtra{Model: m, Params: draft}
 	}
-	res, err := place.Fit(rt, m, params, opts)
+	res, err := place.Fit(context.Background(), rt, m, params, opts)
 	t1 := time.Now()
 	if err != nil {
 		return "ggload-refuses", err.Error()

@@ -38,7 +38,7 @@ func TestArchitecturesSplitOverRPC(t *testing.T) {
 			continue
 		}
 		m := testenv.OpenModel(t, f.Path)
-		p, err := place.New(rt, m, place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{3, 1}})
+		p, err := place.New(context.Background(), rt, m, place.Params{SplitMode: place.SplitTensor, DeviceNames: devs, TensorSplit: []float32{3, 1}})
 		if err != nil {
 			// which architectures place this way is TestArchitectures'
 			// comparison with llama.cpp

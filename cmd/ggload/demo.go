@@ -51,8 +51,8 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "\n== %s ==\n", label)
 		params := place.Params{}
-		params.Devices = []string{target}
-		p, err := place.NewContext(ctx, rt, m, params)
+		params.DeviceNames = []string{target}
+		p, err := place.New(ctx, rt, m, params)
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}

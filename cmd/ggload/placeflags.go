@@ -378,7 +378,7 @@ func (f *placeFlags) draftParams() place.Params {
 	p := f.params()
 	d := f.draft
 	if len(d.devices) > 0 {
-		p.Devices = d.devices
+		p.DeviceNames = d.devices
 		if len(d.devices) == 1 && !strings.EqualFold(d.devices[0], "none") {
 			p.SplitMode = place.SplitLayer
 		}
@@ -465,7 +465,7 @@ func (f *placeFlags) params() place.Params {
 	p.TensorSplit = f.ts
 	p.Overrides = f.overrides
 	p.NoHost, p.NoExtraBufts = f.noHost, !f.repack
-	p.Devices = f.devices
+	p.DeviceNames = f.devices
 	p.LoadMode = f.loadMode
 	p.Lazy = f.lazy
 	p.MapRanges = f.mapRanges

@@ -73,12 +73,12 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 		o.Extra = &place.FitExtra{Model: out.draftModel, Params: pf.draftParams()}
 	}
 	if pf.fit {
-		out.fit, err = place.FitContext(ctx, rt, m, params, o)
+		out.fit, err = place.Fit(ctx, rt, m, params, o)
 		if err == nil {
 			out.plan = out.fit.Plan
 		}
 	} else {
-		out.plan, err = place.NewContext(ctx, rt, m, params)
+		out.plan, err = place.New(ctx, rt, m, params)
 	}
 	if err == nil && out.draftModel != nil {
 		// the draft as it runs beside the main model: its context
@@ -87,7 +87,7 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 		if out.plan.Context != nil {
 			dp.Context.NCtx = int(out.plan.Context.NCtx)
 		}
-		if out.draft, err = place.NewContext(ctx, rt, out.draftModel, dp); err != nil {
+		if out.draft, err = place.New(ctx, rt, out.draftModel, dp); err != nil {
 			err = fmt.Errorf("-md %s: %w", pf.draft.model, err)
 		}
 	}

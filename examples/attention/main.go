@@ -158,8 +158,8 @@ func compare(ref, got projections, tol float64) ([3]float64, bool) {
 func project(rt *ggml.Runtime, m *gguf.Model, target string, tokens []int32) (projections, error) {
 	res := projections{Device: target, Out: map[string][]float32{}}
 	params := place.Params{}
-	params.Devices = []string{target}
-	p, err := place.New(rt, m, params)
+	params.DeviceNames = []string{target}
+	p, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		return res, err
 	}

@@ -4,8 +4,11 @@
 // loader's readers ask at once. A plan needs the header alone, so "where
 // does this model go, and does it fit" is answered before a weight byte is
 // fetched; a load streams the weights to the devices with no local copy.
-// Download fetches a model into the cache instead, resumably, as
-// llama.cpp's -mu does.
+// Such a source cannot be mapped: a plan of it resolves load mode auto to
+// none and lazy auto to off, and says so (place.Plan.NoMmap); mmap,
+// mlock, direct I/O and lazy on are refused. Download fetches a model
+// into the cache instead, resumably, as llama.cpp's -mu does, after which
+// it loads as any local file.
 //
 // The header window is Options.HeaderWindow long at first and doubles
 // whenever the parse reads past it, so that it fetches at most twice the

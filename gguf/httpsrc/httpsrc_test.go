@@ -93,7 +93,7 @@ func loadAndCompare(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, local *gguf.
 // tensor against the local file's bytes.
 func loadOntoAndCompare(t *testing.T, rt *ggml.Runtime, gm *gguf.Model, local *gguf.Model, o loader.Options, device string) error {
 	t.Helper()
-	p, err := place.New(rt, gm, place.Params{Devices: []string{device}, NoExtraBufts: true})
+	p, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: []string{device}, NoExtraBufts: true})
 	if err != nil {
 		return err
 	}
@@ -146,15 +146,15 @@ func TestPlanAndLoadOverHTTPS(t *testing.T) {
 	}
 	t.Logf("header: %d requests, %d bytes of %d", r.Requests(), r.Received(), len(data))
 	for _, mode := range []place.LoadMode{place.LoadAuto, place.LoadNone} {
-		params := place.Params{Devices: []string{"none"}, NoExtraBufts: true}
+		params := place.Params{DeviceNames: []string{"none"}, NoExtraBufts: true}
 		params.LoadMode = mode
-		p, err := place.New(rt, gm, params)
+		p, err := place.New(context.Background(), rt, gm, params)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wp := place.Params{Devices: []string{"none"}, NoExtraBufts: true}
+		wp := place.Params{DeviceNames: []string{"none"}, NoExtraBufts: true}
 		wp.LoadMode = place.LoadNone
-		want, err := place.New(rt, local, wp)
+		want, err := place.New(context.Background(), rt, local, wp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,6 +172,10 @@ func TestPlanAndLoadOverHTTPS(t *testing.T) {
 		}
 		if strip(a.String()) != strip(b.String()) || p.LoadMode != place.LoadNone {
 			t.Fatalf("%s: the plan over HTTPS differs from the file's:\n%s\nwant:\n%s", mode, a.String(), b.String())
+		}
+		// auto resolves as for a device without mmap, and says why
+		if mode == place.LoadAuto && (p.Lazy != place.LazyOff || !strings.Contains(p.NoMmap, "is read through a reader")) {
+			t.Errorf("auto over HTTPS: lazy %s, no mmap %q", p.Lazy, p.NoMmap)
 		}
 	}
 	if err := loadAndCompare(t, rt, gm, local, loader.Options{Readers: 4}); err != nil {
@@ -432,7 +436,7 @@ func BenchmarkPlanTensors(b *testing.B) {
 		fs := &fileServer{data: data, etag: `"m"`}
 		srv, _ := served(b, fs, false)
 		url := srv.URL + "/model.gguf"
-		params := place.Params{Devices: []string{"none"}}
+		params := place.Params{DeviceNames: []string{"none"}}
 		for _, from := range []string{"file", "url"} {
 			b.Run(fmt.Sprintf("%dlayers/%s", layers, from), func(b *testing.B) {
 				var requests, header int64
@@ -448,7 +452,7 @@ func BenchmarkPlanTensors(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := place.New(rt, m, params); err != nil {
+					if _, err := place.New(context.Background(), rt, m, params); err != nil {
 						b.Fatal(err)
 					}
 					tensors = len(m.Weights)

@@ -102,7 +102,7 @@ func TestServerWithoutRanges(t *testing.T) {
 	if n := settle(open.Load, 0); n != 0 {
 		t.Fatalf("the header's stream was left open (%d connections)", n)
 	}
-	if _, err := place.New(rt, gm, place.Params{Devices: []string{"none"}, NoExtraBufts: true}); err != nil {
+	if _, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: []string{"none"}, NoExtraBufts: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := loadAndCompare(t, rt, gm, local, loader.Options{Readers: 4}); err != nil {

@@ -82,7 +82,7 @@ func TestPasswordIsRedacted(t *testing.T) {
 	if !strings.Contains(r.URL(), "user:xxxxx@") {
 		t.Errorf("Reader.URL %q is not the URL redacted", r.URL())
 	}
-	p, err := place.New(rt, gm, place.Params{Devices: []string{"none"}})
+	p, err := place.New(context.Background(), rt, gm, place.Params{DeviceNames: []string{"none"}})
 	if err != nil {
 		t.Fatal(err)
 	}

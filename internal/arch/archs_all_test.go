@@ -86,9 +86,7 @@ func TestEveryArchitectureReplays(t *testing.T) {
 			if ctx.NSeqMax != max(1, cx.p.NSeqMax) || ctx.NCtx%256 != 0 || ctx.NUBatch > ctx.NBatch || lines == 0 || ctx.OutputBytes == 0 {
 				t.Errorf("%s: %s: context %+v after %d log lines", a, cx.name, ctx, lines)
 			}
-			mem, err := r.CreateMemory(arch.MemoryParams{TypeK: ctx.TypeK, TypeV: ctx.TypeV, SWAFull: ctx.SWAFull,
-				FlashAttn: ctx.FlashAttn, OffloadKQV: ctx.OffloadKQV, KVUnified: ctx.KVUnified,
-				NCtxSeq: ctx.NCtxSeq, NSeqMax: ctx.NSeqMax, NUBatch: ctx.NUBatch})
+			mem, err := r.CreateMemory(ctx.Memory())
 			if err != nil {
 				if !llamaError(err) {
 					t.Errorf("%s: %s: memory: %v", a, cx.name, err)

@@ -65,16 +65,34 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 		}
 	}
 	defer func() { r.log = nil }()
+	r.setSplitMode(p)
+	params, err := r.contextParams(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.initFromModel(params, &lastErr); err != nil {
+		return nil, err
+	}
+	if err := r.construct(params); err != nil {
+		return nil, err
+	}
+	return r.resolved(params)
+}
 
-	// the model's split mode and meta device, which llama_init_from_model reads
+// setSplitMode gives the model its split mode and meta device, which
+// llama_init_from_model reads.
+func (r *Run) setSplitMode(p ContextParams) {
 	r.splitMode = p.SplitMode
 	ud := cpp.NewObject("llama_meta_device_get_split_state_userdata")
 	ud.Fields["n_devices"] = &cpp.Cell{V: cpp.Int(int64(p.MetaDevices), ast.TU64)}
 	ud.Fields["model"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: r.model}}
 	r.model.Fields["get_split_state_ud"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: ud}}
+}
 
-	prog := func(name string) (*cpp.Program, error) { return r.program(name) }
-	def, err := prog("llama_context_default_params")
+// contextParams is llama_context_default_params with p's values set, as
+// common_context_params_to_llama sets them.
+func (r *Run) contextParams(p ContextParams) (*cpp.Cell, error) {
+	def, err := r.program("llama_context_default_params")
 	if err != nil {
 		return nil, err
 	}
@@ -82,17 +100,9 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 	if err != nil {
 		return nil, err
 	}
-	params := &cpp.Cell{V: pv}
 	po, ok := pv.P.(*cpp.Object)
 	if pv.K != cpp.KObj || !ok {
 		return nil, fmt.Errorf("arch: llama_context_default_params returned %s", pv.Describe())
-	}
-	set := func(name string, v cpp.Val) error {
-		c, ok := po.Fields[name]
-		if !ok {
-			return fmt.Errorf("arch: llama_context_params has no %s", name)
-		}
-		return c.Set(v)
 	}
 	for _, kv := range []struct {
 		name string
@@ -105,49 +115,66 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 		{"offload_kqv", cpp.Bool(p.OffloadKQV)}, {"kv_unified", cpp.Bool(p.KVUnified)}, {"swa_full", cpp.Bool(p.SWAFull)},
 		{"n_outputs_max", cpp.Int(int64(p.NOutputsMax), ast.TU32)},
 	} {
-		if err := set(kv.name, kv.v); err != nil {
+		c, ok := po.Fields[kv.name]
+		if !ok {
+			return nil, fmt.Errorf("arch: llama_context_params has no %s", kv.name)
+		}
+		if err := c.Set(kv.v); err != nil {
 			return nil, err
 		}
 	}
+	return &cpp.Cell{V: pv}, nil
+}
 
-	// llama_init_from_model: its checks; a nullptr is the line it logged
-	initFn, err := prog("llama_init_from_model")
+// initFromModel is llama_init_from_model's checks, which may change the
+// params; where it returns nullptr, the error is the line it logged last.
+func (r *Run) initFromModel(params *cpp.Cell, lastErr *string) error {
+	initFn, err := r.program("llama_init_from_model")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v, err := r.CallCells(initFn, cpp.Void, []*cpp.Cell{{V: cpp.Val{K: cpp.KObj, P: r.model}}, params})
 	if err != nil {
-		return nil, r.wrap("llama_init_from_model: ", err)
+		return r.wrap("llama_init_from_model: ", err)
 	}
 	if v.K == cpp.KNull {
-		msg := strings.TrimPrefix(lastErr, "llama_init_from_model: ")
+		msg := strings.TrimPrefix(*lastErr, "llama_init_from_model: ")
 		if msg == "" {
 			msg = "llama_init_from_model returned no context"
 		}
-		return nil, &cpp.Throw{Msg: msg}
+		return &cpp.Throw{Msg: msg}
 	}
+	return nil
+}
 
-	// the constructor, with the params llama_init_from_model left
+// construct runs llama_context's constructor with the params
+// llama_init_from_model left: the context and its llama_cparams.
+func (r *Run) construct(params *cpp.Cell) error {
 	ctx, err := r.newContext()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ctor, err := prog("llama_context::llama_context")
+	ctor, err := r.program("llama_context::llama_context")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := r.CallCells(ctor, ctx, []*cpp.Cell{{V: cpp.Val{K: cpp.KObj, P: r.model}}, {V: params.V}}); err != nil {
-		return nil, r.wrap("llama_init_from_model: failed to initialize the context: ", err)
+		return r.wrap("llama_init_from_model: failed to initialize the context: ", err)
 	}
-	// output_reserve(n_seq_max): its size, before it allocates
-	or, err := prog("llama_context::output_reserve")
+	r.cparams, r.ctx = ctx.P.(*cpp.Object).Fields["cparams"].V.P.(*cpp.Object), ctx
+	return nil
+}
+
+// resolved is the context's parameters as the constructor resolved them,
+// and output_reserve(n_seq_max)'s size, before it allocates.
+func (r *Run) resolved(params *cpp.Cell) (*Context, error) {
+	or, err := r.program("llama_context::output_reserve")
 	if err != nil {
 		return nil, err
 	}
-	cp := ctx.P.(*cpp.Object).Fields["cparams"].V.P.(*cpp.Object)
-	r.cparams, r.ctx = cp, ctx
+	cp := r.cparams
 	u := func(name string) uint32 { return uint32(cp.Fields[name].V.I) }
-	locals, err := r.CallLocals(or, ctx, []cpp.Val{cpp.Int(int64(u("n_seq_max")), ast.TI32)}, "new_size")
+	locals, err := r.CallLocals(or, r.ctx, []cpp.Val{cpp.Int(int64(u("n_seq_max")), ast.TI32)}, "new_size")
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +188,13 @@ func (r *Run) InitContext(p ContextParams, log func(level, msg string)) (*Contex
 		SWAFull: pf("swa_full") != 0, TypeK: ggml.Type(pf("type_k")), TypeV: ggml.Type(pf("type_v")),
 		OutputBytes: uint64(locals["new_size"].I),
 	}, nil
+}
+
+// Memory is what create_memory reads of the context (llama_memory_params
+// and llama_cparams), for Run.CreateMemory.
+func (c *Context) Memory() MemoryParams {
+	return MemoryParams{TypeK: c.TypeK, TypeV: c.TypeV, SWAFull: c.SWAFull, FlashAttn: c.FlashAttn,
+		OffloadKQV: c.OffloadKQV, KVUnified: c.KVUnified, NCtxSeq: c.NCtxSeq, NSeqMax: c.NSeqMax, NUBatch: c.NUBatch, NRSSeq: c.NRSSeq}
 }
 
 // newContext is a llama_context object with the members the replayed

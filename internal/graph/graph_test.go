@@ -32,8 +32,7 @@ func demoContext(t *testing.T, path string, flash int) (*arch.Run, *arch.Context
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
-		OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax, NUBatch: cx.NUBatch})
+	mem, err := r.CreateMemory(cx.Memory())
 	if err != nil {
 		t.Fatal(err)
 	}

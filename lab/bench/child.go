@@ -166,7 +166,7 @@ func (l Load) params() (place.Params, error) {
 	}
 	params := place.Params{}
 	params.LoadMode = mode
-	params.Devices = l.Case.Devices()
+	params.DeviceNames = l.Case.Devices()
 	params.NGPULayers = l.Placement.Layers
 	params.TensorSplit = l.Placement.TensorSplit
 	params.SplitMode = l.Placement.SplitMode
@@ -200,7 +200,7 @@ func (l Load) run(ctx context.Context, open func(context.Context) (*ggml.Runtime
 		// (llama.cpp's load, in this process too, connects as it does)
 		defer place.KeepConnected(rt, params)()
 	}
-	p, err := place.New(rt, m, params)
+	p, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		return res, err
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -274,7 +275,7 @@ func (o *Options) floorOf(rt *ggml.Runtime, m *gguf.Model, c Case, r *Rates, siz
 	if err != nil {
 		return Floor{}, err
 	}
-	p, err := place.New(rt, m, params)
+	p, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		return Floor{}, fmt.Errorf("floor of %s: %w", c.Target, err)
 	}

@@ -173,7 +173,7 @@ func (o *Options) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf.Mod
 		if err != nil {
 			return nil, err
 		}
-		_, err = place.NewContext(ctx, rt, fm, params)
+		_, err = place.New(ctx, rt, fm, params)
 		fm.Close()
 		if err != nil {
 			return nil, err
@@ -184,7 +184,7 @@ func (o *Options) measureHTTP(ctx context.Context, rt *ggml.Runtime, m *gguf.Mod
 		if err != nil {
 			return nil, err
 		}
-		_, err = place.NewContext(ctx, rt, um, params)
+		_, err = place.New(ctx, rt, um, params)
 		fromURL = append(fromURL, time.Since(t0).Seconds())
 		rep.Requests, rep.HeaderB = 0, 0
 		for _, f := range um.Files {
@@ -231,8 +231,8 @@ func streamLoad(ctx context.Context, rt *ggml.Runtime, url string, o httpsrc.Opt
 		return 0, err
 	}
 	defer um.Close()
-	params.Devices = (Case{Target: target}).Devices()
-	p, err := place.NewContext(ctx, rt, um, params)
+	params.DeviceNames = (Case{Target: target}).Devices()
+	p, err := place.New(ctx, rt, um, params)
 	if err != nil {
 		return 0, err
 	}

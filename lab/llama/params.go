@@ -18,10 +18,10 @@ func LoadFor(rt *ggml.Runtime, path string, params place.Params) (Load, error) {
 	ld := Load{Path: path, NGPULayers: params.NGPULayers.Llama(), SplitMode: params.SplitMode.Llama(),
 		MainGPU: params.MainGPU, LoadMode: params.LoadMode.Llama(), LazyMode: params.Lazy.Llama(), TensorSplit: params.TensorSplit,
 		NoHost: params.NoHost, NoExtra: params.NoExtraBufts, LoadMTP: params.LoadMTP, KVOverrides: params.KVOverrides}
-	if len(params.Devices) == 1 && strings.EqualFold(params.Devices[0], "none") {
+	if len(params.DeviceNames) == 1 && strings.EqualFold(params.DeviceNames[0], "none") {
 		ld.Devices = []*ggml.Device{}
 	} else {
-		for _, n := range params.Devices {
+		for _, n := range params.DeviceNames {
 			d, err := rt.DeviceByName(n)
 			if err != nil {
 				return ld, err

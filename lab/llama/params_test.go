@@ -24,14 +24,14 @@ func TestLoadFor(t *testing.T) {
 	if ld.SplitMode != 1 || ld.NGPULayers != -1 || ld.LoadMode != -1 || ld.MainGPU != 0 || ld.Devices != nil || ld.NoExtra {
 		t.Errorf("the zero parameters: %+v", ld)
 	}
-	ld, err = llama.LoadFor(rt, "m.gguf", place.Params{Devices: []string{"none"}, SplitMode: place.SplitNone, MainGPU: 1, CPUMoE: true, NCPUMoE: 2})
+	ld, err = llama.LoadFor(rt, "m.gguf", place.Params{DeviceNames: []string{"none"}, SplitMode: place.SplitNone, MainGPU: 1, CPUMoE: true, NCPUMoE: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ld.Devices == nil || len(ld.Devices) != 0 || ld.SplitMode != 0 || ld.MainGPU != 1 || len(ld.Overrides) != 3 {
 		t.Errorf("no devices, split none, -mg 1, -cmoe, -ncmoe 2: %+v", ld)
 	}
-	if _, err := llama.LoadFor(rt, "m.gguf", place.Params{Devices: []string{"NoSuchDevice0"}}); err == nil {
+	if _, err := llama.LoadFor(rt, "m.gguf", place.Params{DeviceNames: []string{"NoSuchDevice0"}}); err == nil {
 		t.Error("an unknown device was accepted")
 	}
 }

@@ -70,9 +70,7 @@ func (m *ArchModel) checkGraph(lib *ops.Lib) error {
 			}
 			return &GraphError{Arch: m.Arch, Config: c.name, Err: err}
 		}
-		mem, err := r.CreateMemory(arch.MemoryParams{TypeK: cx.TypeK, TypeV: cx.TypeV, FlashAttn: cx.FlashAttn,
-			OffloadKQV: cx.OffloadKQV, KVUnified: cx.KVUnified, NCtxSeq: cx.NCtxSeq, NSeqMax: cx.NSeqMax,
-			NUBatch: cx.NUBatch, NRSSeq: cx.NRSSeq})
+		mem, err := r.CreateMemory(cx.Memory())
 		if err != nil {
 			return &GraphError{Arch: m.Arch, Config: c.name, Err: err}
 		}

@@ -34,8 +34,8 @@ func BenchmarkRPCLoad(b *testing.B) {
 				for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 					b.Run(mode.String(), func(b *testing.B) {
 						params := place.Params{}
-						params.LoadMode, params.Devices = mode, rpc
-						p, err := place.New(rt, m, params)
+						params.LoadMode, params.DeviceNames = mode, rpc
+						p, err := place.New(context.Background(), rt, m, params)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -36,11 +36,11 @@ func TestSeveralDevicesStopTogether(t *testing.T) {
 				rpc := register(t, rt, hosts, ggml.RPCOptions{IOTimeout: ioTimeout})
 				params := place.Params{}
 				params.LoadMode = mode
-				params.Devices = append(append([]string{}, rpc...), vk.Name())
+				params.DeviceNames = append(append([]string{}, rpc...), vk.Name())
 				params.TensorSplit = []float32{1, 1, 1}
 				params.NGPULayers = place.NLayers(99)
 				params.NoExtraBufts = true
-				p, err := place.New(rt, m, params)
+				p, err := place.New(context.Background(), rt, m, params)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -50,7 +50,7 @@ func TestSeveralDevicesStopTogether(t *testing.T) {
 						placed[tp.Device.Name()] += tp.Bytes
 					}
 				}
-				for _, d := range params.Devices {
+				for _, d := range params.DeviceNames {
 					if placed[d] == 0 {
 						t.Fatalf("nothing placed on %s: %v", d, placed)
 					}

@@ -103,7 +103,7 @@ func TestSplitTensorConfirms(t *testing.T) {
 		}
 		devs = append(devs, ds[0].Name())
 	}
-	p, err := place.New(rt, m, place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{1, 1}})
+	p, err := place.New(context.Background(), rt, m, place.Params{SplitMode: place.SplitTensor, DeviceNames: devs, TensorSplit: []float32{1, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSplitTensorConfirms(t *testing.T) {
 	// memory of the first load's buffer, which holds the first model's
 	// (the guards keep from it the clears that would zero it first)
 	m2 := writeModel(t, rt, synth.Spec{Layers: 2, Embd: 1024, FF: 2816, Heads: 8, Vocab: 8000, Seed: 2})
-	p2, err := place.New(rt, m2, place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{1, 1}})
+	p2, err := place.New(context.Background(), rt, m2, place.Params{SplitMode: place.SplitTensor, DeviceNames: devs, TensorSplit: []float32{1, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,8 +185,8 @@ func TestGarbageReplies(t *testing.T) {
 		}
 		params := place.Params{}
 		params.LoadMode = mode
-		params.Devices = []string{devs[0].Name()}
-		p, err := place.New(rt, m, params)
+		params.DeviceNames = []string{devs[0].Name()}
+		p, err := place.New(context.Background(), rt, m, params)
 		if err != nil {
 			return err, relay, "plan"
 		}

@@ -70,10 +70,10 @@ func TestLoadAcrossHosts(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			params := place.Params{}
 			params.LoadMode = mode
-			params.Devices = append(append([]string{}, rpc...), "Vulkan0")
+			params.DeviceNames = append(append([]string{}, rpc...), "Vulkan0")
 			params.TensorSplit = []float32{1, 1, 1}
 			params.NoExtraBufts = true
-			p, err := place.New(rt, m, params)
+			p, err := place.New(context.Background(), rt, m, params)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestLoadAcrossHosts(t *testing.T) {
 			for _, d := range p.LayerDevices {
 				layers[d.Name()] = true
 			}
-			for _, d := range params.Devices {
+			for _, d := range params.DeviceNames {
 				if !layers[d] {
 					t.Fatalf("no layer on %s: %v", d, p.LayerDevices)
 				}
@@ -141,8 +141,8 @@ func TestServerFailsMidLoad(t *testing.T) {
 			for _, mode := range []place.LoadMode{place.LoadNone, place.LoadMmap} {
 				params := place.Params{}
 				params.LoadMode = mode
-				params.Devices = rpc
-				p, err := place.New(rt, m, params)
+				params.DeviceNames = rpc
+				p, err := place.New(context.Background(), rt, m, params)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -218,8 +218,8 @@ func TestServerFailsMidTensorLoad(t *testing.T) {
 		servers = append(servers, s)
 		names = append(names, devs[0].Name())
 	}
-	params := place.Params{SplitMode: place.SplitTensor, Devices: names, TensorSplit: []float32{1, 2}}
-	p, err := place.New(rt, m, params)
+	params := place.Params{SplitMode: place.SplitTensor, DeviceNames: names, TensorSplit: []float32{1, 2}}
+	p, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +276,8 @@ func TestServerFileCache(t *testing.T) {
 	for i := range 2 {
 		params := place.Params{}
 		params.LoadMode = place.LoadNone
-		params.Devices = rpc
-		p, err := place.New(rt, m, params)
+		params.DeviceNames = rpc
+		p, err := place.New(context.Background(), rt, m, params)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,8 +114,8 @@ func TestGuardSetsAsNativeClient(t *testing.T) {
 					}
 					params := place.Params{}
 					params.LoadMode = place.LoadNone
-					params.Devices = []string{dev}
-					p, err := place.New(rt, m, params)
+					params.DeviceNames = []string{dev}
+					p, err := place.New(context.Background(), rt, m, params)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -214,9 +214,9 @@ func TestSplitTensorSetsAsNativeClient(t *testing.T) {
 	// of output.weight's the load brought back
 	load := func(devs []string, dir string, cold bool) (sent uint64, st loader.Stats, read int64) {
 		t.Helper()
-		params := place.Params{SplitMode: place.SplitTensor, Devices: devs, TensorSplit: []float32{1, 2}}
+		params := place.Params{SplitMode: place.SplitTensor, DeviceNames: devs, TensorSplit: []float32{1, 2}}
 		params.LoadMode = place.LoadNone
-		p, err := place.New(rt, m, params)
+		p, err := place.New(context.Background(), rt, m, params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,9 +343,9 @@ func TestCachedReloadLeavesCachedUnread(t *testing.T) {
 	// back and compared with the file
 	load := func(mode place.LoadMode, then func(loader.Stats)) {
 		t.Helper()
-		params := place.Params{Devices: []string{dev}}
+		params := place.Params{DeviceNames: []string{dev}}
 		params.LoadMode = mode
-		p, err := place.New(rt, m, params)
+		p, err := place.New(context.Background(), rt, m, params)
 		if err != nil {
 			t.Fatal(err)
 		}
