@@ -176,6 +176,19 @@ func tval(t *ops.Tensor) cpp.Val {
 
 type opFn func(c *gcall) (cpp.Val, error)
 
+// tensorOp registers name(ctx, t1, ..., tnt, ...) of n arguments (any
+// number where n < 0) whose first nt after the context are tensors; build
+// makes the result from them and the remaining arguments.
+func tensorOp(out map[string]cpp.Builtin, name string, n, nt int, build func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error)) {
+	op(out, name, n, func(c *gcall) (cpp.Val, error) {
+		ctx, ts, err := c.ctxTensors(nt)
+		if err != nil {
+			return cpp.Void, err
+		}
+		return c.result(build(c, ctx, ts))
+	})
+}
+
 // op registers a ggml function of n arguments (-1: any).
 func op(out map[string]cpp.Builtin, name string, n int, fn opFn) {
 	out[name] = func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
@@ -251,23 +264,15 @@ func unaryF(out map[string]cpp.Builtin, name string, fn op1f) {
 
 // ggml_NAME(ctx, a, b, x) of a float x
 func binaryF(out map[string]cpp.Builtin, name string, fn op2f) {
-	op(out, name, 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(fn(c.lib(), ctx, ts[0], ts[1], c.f32(3)))
+	tensorOp(out, name, 4, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return fn(c.lib(), ctx, ts[0], ts[1], c.f32(3))
 	})
 }
 
 // ggml_NAME(ctx, a, n) of an integer n
 func unaryI(out map[string]cpp.Builtin, name string, fn op1i) {
-	op(out, name, 3, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(fn(c.lib(), ctx, ts[0], c.i(2)))
+	tensorOp(out, name, 3, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return fn(c.lib(), ctx, ts[0], c.i(2))
 	})
 }
 
@@ -331,19 +336,11 @@ func elementwiseOps(out map[string]cpp.Builtin) {
 	} {
 		unaryI(out, name, fn)
 	}
-	op(out, "ggml_swiglu_oai", 5, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().SwigluOAI(ctx, ts[0], ts[1], c.f32(3), c.f32(4)))
+	tensorOp(out, "ggml_swiglu_oai", 5, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().SwigluOAI(ctx, ts[0], ts[1], c.f32(3), c.f32(4))
 	})
-	op(out, "ggml_clamp", 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Clamp(ctx, ts[0], c.f32(2), c.f32(3)))
+	tensorOp(out, "ggml_clamp", 4, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Clamp(ctx, ts[0], c.f32(2), c.f32(3))
 	})
 }
 
@@ -385,33 +382,17 @@ func shapeOps(out map[string]cpp.Builtin) {
 			return c.result(c.lib().ContND(ctx, ts[0], nd, c.ne(2, nd)))
 		})
 	}
-	op(out, "ggml_permute", 6, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Permute(ctx, ts[0], c.ne(2, 4)))
+	tensorOp(out, "ggml_permute", 6, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Permute(ctx, ts[0], c.ne(2, 4))
 	})
-	op(out, "ggml_cast", 3, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Cast(ctx, ts[0], c.i32(2)))
+	tensorOp(out, "ggml_cast", 3, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Cast(ctx, ts[0], c.i32(2))
 	})
-	op(out, "ggml_repeat_4d", 6, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Repeat4D(ctx, ts[0], c.ne(2, 4)))
+	tensorOp(out, "ggml_repeat_4d", 6, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Repeat4D(ctx, ts[0], c.ne(2, 4))
 	})
-	op(out, "ggml_concat", 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Concat(ctx, ts[0], ts[1], c.i(3)))
+	tensorOp(out, "ggml_concat", 4, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Concat(ctx, ts[0], ts[1], c.i(3))
 	})
 }
 
@@ -430,26 +411,14 @@ func layoutOps(out map[string]cpp.Builtin) {
 			return c.result(conv(c.lib(), ctx, ts[0], ts[1], c.i(3), c.i(4)))
 		})
 	}
-	op(out, "ggml_group_norm", 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().GroupNorm(ctx, ts[0], c.i32(2), c.f32(3)))
+	tensorOp(out, "ggml_group_norm", 4, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().GroupNorm(ctx, ts[0], c.i32(2), c.f32(3))
 	})
-	op(out, "ggml_xielu", 6, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Xielu(ctx, ts[0], c.f32(2), c.f32(3), c.f32(4), c.f32(5)))
+	tensorOp(out, "ggml_xielu", 6, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Xielu(ctx, ts[0], c.f32(2), c.f32(3), c.f32(4), c.f32(5))
 	})
-	op(out, "ggml_scale_bias", 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().ScaleBias(ctx, ts[0], c.f32(2), c.f32(3)))
+	tensorOp(out, "ggml_scale_bias", 4, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().ScaleBias(ctx, ts[0], c.f32(2), c.f32(3))
 	})
 }
 
@@ -514,12 +483,8 @@ func attentionOps(out map[string]cpp.Builtin) {
 		}
 		return c.result(c.lib().RopeSetOffset(a, c.i(1)))
 	})
-	op(out, "ggml_rope", 5, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Rope(ctx, ts[0], ts[1], c.i32(3), c.i32(4)))
+	tensorOp(out, "ggml_rope", 5, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Rope(ctx, ts[0], ts[1], c.i32(3), c.i32(4))
 	})
 	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
@@ -547,27 +512,15 @@ func attentionOps(out map[string]cpp.Builtin) {
 
 // rowOps registers the ops that write into a tensor and the pads.
 func rowOps(out map[string]cpp.Builtin) {
-	op(out, "ggml_set_1d", 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Set1D(ctx, ts[0], ts[1], c.i(3)))
+	tensorOp(out, "ggml_set_1d", 4, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Set1D(ctx, ts[0], ts[1], c.i(3))
 	})
 	// ggml_set_inplace(ctx, a, b, nb1, nb2, nb3, offset)
-	op(out, "ggml_set_inplace", 7, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().SetInplace(ctx, ts[0], ts[1], uintptr(c.i(3)), uintptr(c.i(4)), uintptr(c.i(5)), c.i(6)))
+	tensorOp(out, "ggml_set_inplace", 7, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().SetInplace(ctx, ts[0], ts[1], uintptr(c.i(3)), uintptr(c.i(4)), uintptr(c.i(5)), c.i(6))
 	})
-	op(out, "ggml_pad", 6, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(c.lib().Pad(ctx, ts[0], [4]int32{c.i32(2), c.i32(3), c.i32(4), c.i32(5)}))
+	tensorOp(out, "ggml_pad", 6, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return c.lib().Pad(ctx, ts[0], [4]int32{c.i32(2), c.i32(3), c.i32(4), c.i32(5)})
 	})
 	op(out, "ggml_pad_ext", 10, func(c *gcall) (cpp.Val, error) {
 		ctx, ts, err := c.ctxTensors(1)
