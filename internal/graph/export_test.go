@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 
 	"github.com/ggload/ggload/ggml/ops"
@@ -38,4 +39,14 @@ func RunOps(t *testing.T, lib *ops.Lib, r *arch.Run, body string) (int64, error)
 		return 0, fmt.Errorf("the body returned %s", v.Describe())
 	}
 	return v.I, nil
+}
+
+// GGMLOps are the ggml functions the graph programs call, by name.
+func GGMLOps() []string {
+	var out []string
+	for n := range ggmlBuiltins() {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
