@@ -220,45 +220,29 @@ type (
 
 // ggml_NAME(ctx, a)
 func unary(out map[string]cpp.Builtin, name string, fn op1) {
-	op(out, name, 2, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(fn(c.lib(), ctx, ts[0]))
+	tensorOp(out, name, 2, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return fn(c.lib(), ctx, ts[0])
 	})
 }
 
 // ggml_NAME(ctx, a, b)
 func binary(out map[string]cpp.Builtin, name string, fn op2) {
-	op(out, name, 3, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(fn(c.lib(), ctx, ts[0], ts[1]))
+	tensorOp(out, name, 3, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return fn(c.lib(), ctx, ts[0], ts[1])
 	})
 }
 
 // ggml_NAME(ctx, a, b, c)
 func ternary(out map[string]cpp.Builtin, name string, fn op3) {
-	op(out, name, 4, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(3)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(fn(c.lib(), ctx, ts[0], ts[1], ts[2]))
+	tensorOp(out, name, 4, 3, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return fn(c.lib(), ctx, ts[0], ts[1], ts[2])
 	})
 }
 
 // ggml_NAME(ctx, a, x) of a float x
 func unaryF(out map[string]cpp.Builtin, name string, fn op1f) {
-	op(out, name, 3, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return c.result(fn(c.lib(), ctx, ts[0], c.f32(2)))
+	tensorOp(out, name, 3, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		return fn(c.lib(), ctx, ts[0], c.f32(2))
 	})
 }
 
@@ -355,31 +339,19 @@ func shapeOps(out map[string]cpp.Builtin) {
 			}
 			return c.result(c.lib().NewTensor(ctx, c.i32(1), nd, c.ne(2, nd)))
 		})
-		op(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, func(c *gcall) (cpp.Val, error) {
-			ctx, ts, err := c.ctxTensors(1)
-			if err != nil {
-				return cpp.Void, err
-			}
-			return c.result(c.lib().Reshape(ctx, ts[0], nd, c.ne(2, nd)))
+		tensorOp(out, fmt.Sprintf("ggml_reshape_%dd", nd), 2+nd, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+			return c.lib().Reshape(ctx, ts[0], nd, c.ne(2, nd))
 		})
 		// ggml_view_Nd(ctx, a, ne0..ne(N-1), nb1..nb(N-1), offset)
-		op(out, fmt.Sprintf("ggml_view_%dd", nd), 2+nd+(nd-1)+1, func(c *gcall) (cpp.Val, error) {
-			ctx, ts, err := c.ctxTensors(1)
-			if err != nil {
-				return cpp.Void, err
-			}
+		tensorOp(out, fmt.Sprintf("ggml_view_%dd", nd), 2+nd+(nd-1)+1, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 			var nb [4]uintptr
 			for i := 1; i < nd; i++ {
 				nb[i] = uintptr(c.i(2 + nd + i - 1))
 			}
-			return c.result(c.lib().View(ctx, ts[0], nd, c.ne(2, nd), nb, uintptr(c.i(2+nd+nd-1))))
+			return c.lib().View(ctx, ts[0], nd, c.ne(2, nd), nb, uintptr(c.i(2+nd+nd-1)))
 		})
-		op(out, fmt.Sprintf("ggml_cont_%dd", nd), 2+nd, func(c *gcall) (cpp.Val, error) {
-			ctx, ts, err := c.ctxTensors(1)
-			if err != nil {
-				return cpp.Void, err
-			}
-			return c.result(c.lib().ContND(ctx, ts[0], nd, c.ne(2, nd)))
+		tensorOp(out, fmt.Sprintf("ggml_cont_%dd", nd), 2+nd, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+			return c.lib().ContND(ctx, ts[0], nd, c.ne(2, nd))
 		})
 	}
 	tensorOp(out, "ggml_permute", 6, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
@@ -403,12 +375,8 @@ func layoutOps(out map[string]cpp.Builtin) {
 		"ggml_conv_1d_ph": (*ops.Lib).Conv1DPh, "ggml_conv_1d_dw_ph": (*ops.Lib).Conv1DDwPh,
 	} {
 		// (stride s, padding half the kernel, dilation d)
-		op(out, name, 5, func(c *gcall) (cpp.Val, error) {
-			ctx, ts, err := c.ctxTensors(2)
-			if err != nil {
-				return cpp.Void, err
-			}
-			return c.result(conv(c.lib(), ctx, ts[0], ts[1], c.i(3), c.i(4)))
+		tensorOp(out, name, 5, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+			return conv(c.lib(), ctx, ts[0], ts[1], c.i(3), c.i(4))
 		})
 	}
 	tensorOp(out, "ggml_group_norm", 4, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
@@ -434,26 +402,18 @@ func (c *gcall) ropeParams(nDims, mode, from int) ops.RopeParams {
 func attentionOps(out map[string]cpp.Builtin) {
 	// ggml_rope_ext and ggml_rope_ext_back (the same rope, as ROPE_BACK)
 	for _, name := range []string{"ggml_rope_ext", "ggml_rope_ext_back"} {
-		op(out, name, 13, func(c *gcall) (cpp.Val, error) {
-			ctx, ts, err := c.ctxTensors(2)
-			if err != nil {
-				return cpp.Void, err
-			}
+		tensorOp(out, name, 13, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 			fr, err := c.opt(3)
 			if err != nil {
-				return cpp.Void, err
+				return nil, err
 			}
-			return c.result(c.lib().RopeExt(ctx, ts[0], ts[1], fr, c.ropeParams(4, 5, 6), name == "ggml_rope_ext_back"))
+			return c.lib().RopeExt(ctx, ts[0], ts[1], fr, c.ropeParams(4, 5, 6), name == "ggml_rope_ext_back")
 		})
 	}
-	op(out, "ggml_rope_multi", 14, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(2)
-		if err != nil {
-			return cpp.Void, err
-		}
+	tensorOp(out, "ggml_rope_multi", 14, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		fr, err := c.opt(3)
 		if err != nil {
-			return cpp.Void, err
+			return nil, err
 		}
 		// int sections[GGML_MROPE_SECTIONS]: four, read from the array
 		var sections [4]int32
@@ -463,16 +423,16 @@ func attentionOps(out map[string]cpp.Builtin) {
 		}
 		a, ok := v.P.(*cpp.Array)
 		if v.K != cpp.KArr || !ok || len(a.Cells) < 4 {
-			return cpp.Void, c.f.Errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].Describe())
+			return nil, c.f.Errorf("ggml_rope_multi: sections are %s, not an array of 4", c.v[5].Describe())
 		}
 		for i := range sections {
 			x, err := cpp.Convert(a.Cells[i].V, ast.TI32)
 			if err != nil {
-				return cpp.Void, err
+				return nil, err
 			}
 			sections[i] = int32(x.I)
 		}
-		return c.result(c.lib().RopeMulti(ctx, ts[0], ts[1], fr, sections, c.ropeParams(4, 6, 7)))
+		return c.lib().RopeMulti(ctx, ts[0], ts[1], fr, sections, c.ropeParams(4, 6, 7))
 	})
 	// ggml_rope_set_offset(a, n_offs): a rope whose first n_offs
 	// dimensions stay unrotated (an op parameter of the rope itself)
@@ -486,27 +446,19 @@ func attentionOps(out map[string]cpp.Builtin) {
 	tensorOp(out, "ggml_rope", 5, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		return c.lib().Rope(ctx, ts[0], ts[1], c.i32(3), c.i32(4))
 	})
-	op(out, "ggml_soft_max_ext", 5, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
+	tensorOp(out, "ggml_soft_max_ext", 5, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		mask, err := c.opt(2)
 		if err != nil {
-			return cpp.Void, err
+			return nil, err
 		}
-		return c.result(c.lib().SoftMaxExt(ctx, ts[0], mask, c.f32(3), c.f32(4)))
+		return c.lib().SoftMaxExt(ctx, ts[0], mask, c.f32(3), c.f32(4))
 	})
-	op(out, "ggml_flash_attn_ext", 8, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(3)
-		if err != nil {
-			return cpp.Void, err
-		}
+	tensorOp(out, "ggml_flash_attn_ext", 8, 3, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		mask, err := c.opt(4)
 		if err != nil {
-			return cpp.Void, err
+			return nil, err
 		}
-		return c.result(c.lib().FlashAttnExt(ctx, ts[0], ts[1], ts[2], mask, c.f32(5), c.f32(6), c.f32(7)))
+		return c.lib().FlashAttnExt(ctx, ts[0], ts[1], ts[2], mask, c.f32(5), c.f32(6), c.f32(7))
 	})
 }
 
@@ -522,16 +474,12 @@ func rowOps(out map[string]cpp.Builtin) {
 	tensorOp(out, "ggml_pad", 6, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		return c.lib().Pad(ctx, ts[0], [4]int32{c.i32(2), c.i32(3), c.i32(4), c.i32(5)})
 	})
-	op(out, "ggml_pad_ext", 10, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(1)
-		if err != nil {
-			return cpp.Void, err
-		}
+	tensorOp(out, "ggml_pad_ext", 10, 1, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		var p [8]int32
 		for i := range p {
 			p[i] = c.i32(2 + i)
 		}
-		return c.result(c.lib().PadExt(ctx, ts[0], p))
+		return c.lib().PadExt(ctx, ts[0], p)
 	})
 }
 

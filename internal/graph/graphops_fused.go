@@ -45,15 +45,11 @@ func fusedOps(out map[string]cpp.Builtin) {
 		return c.lib().DSV4HCComb(ctx, ts[0], ts[1], ts[2], c.f32(4), c.i(5))
 	})
 	// ggml_dsv4_hc_post(ctx, x, residual, post, comb): comb may be null
-	op(out, "ggml_dsv4_hc_post", 5, func(c *gcall) (cpp.Val, error) {
-		ctx, ts, err := c.ctxTensors(3)
-		if err != nil {
-			return cpp.Void, err
-		}
+	tensorOp(out, "ggml_dsv4_hc_post", 5, 3, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		comb, err := c.opt(4)
 		if err != nil {
-			return cpp.Void, err
+			return nil, err
 		}
-		return c.result(c.lib().DSV4HCPost(ctx, ts[0], ts[1], ts[2], comb))
+		return c.lib().DSV4HCPost(ctx, ts[0], ts[1], ts[2], comb)
 	})
 }
