@@ -1,5 +1,7 @@
 package loader
 
+import "github.com/ggload/ggload/loader/internal/sysmem"
+
 // A lane reads the tensors of a file that is not local (an HTTP reader,
 // say) through a pipeline that keeps aheadDepth reads of up to aheadPiece
 // bytes in flight, across tensors: the lane waits on the network's round
@@ -174,7 +176,7 @@ func (a *ahead) close() {
 		for _, r := range queue {
 			<-r.done
 		}
-		anonUnmap(mem)
+		sysmem.Unmap(mem)
 	}
 	for _, r := range queue {
 		select {

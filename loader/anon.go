@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 )
 
 // bounceMemory maps n bytes of memory outside Go's heap for a bounce
@@ -19,12 +20,12 @@ func bounceMemory(n int64, what string) ([]byte, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	b, err := anonMap(int(n))
+	b, err := sysmem.Map(int(n))
 	if err != nil {
 		return nil, fmt.Errorf("loader: cannot map %d bytes (%.2f MiB) of bounce memory for %s: %w: %w", n, float64(n)/(1<<20), what, err, ggml.ErrOutOfMemory)
 	}
 	if n >= 2<<20 {
-		adviseHugePages(unsafe.Pointer(&b[0]), uint64(n))
+		sysmem.AdviseHugePages(unsafe.Pointer(&b[0]), uint64(n))
 	}
 	return b, nil
 }

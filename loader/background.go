@@ -8,6 +8,8 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/loader/internal/hashindex"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
 
@@ -217,7 +219,7 @@ func (ln *lane) putBounce(b []byte) {
 // dropBounce unmaps a bounce buffer.
 func (ln *lane) dropBounce(b []byte) {
 	ln.trackBounce(-int64(cap(b)))
-	anonUnmap(b[:cap(b)])
+	sysmem.Unmap(b[:cap(b)])
 }
 
 // freeBounces unmaps the buffers the lane kept.
@@ -240,10 +242,10 @@ func (l *load) setTensor(t task, sp *ggml.Split, buf []byte) (conf *splitSet, er
 		if r.Direct {
 			l.countRPC(r.Cached, r.Hashed)
 			if len(r.Hashes) > 0 { // (the index is opened only then)
-				fh, at := l.hashesFor(t.w.File), l.rpcKey(t).off
+				fh, at := l.hashesFor(t.w.File), l.rpcKey(t).Off
 				for _, h := range r.Hashes {
 					if h.Off >= 0 {
-						fh.put(at+h.Off, h.Size, h.Hash)
+						fh.Put(hashindex.Key{Off: at + h.Off, Size: h.Size}, h.Hash)
 					}
 				}
 			}
@@ -267,14 +269,14 @@ func (ln *lane) askSplit(t task) (sp *ggml.Split, done bool, err error) {
 	if sp == nil || err != nil {
 		return nil, false, err
 	}
-	at := l.rpcKey(t).off
+	at := l.rpcKey(t).Off
 	known := func(j int) (uint64, bool) {
 		sl := sp.Slices()[j]
 		if !sl.Probes || sl.Off < 0 {
 			return 0, false
 		}
 		// (the index is opened only for such slices)
-		return l.hashesFor(t.w.File).get(at+sl.Off, sl.Size)
+		return l.hashesFor(t.w.File).Get(hashindex.Key{Off: at + sl.Off, Size: sl.Size})
 	}
 	asks := false
 	for j := range sp.Slices() {

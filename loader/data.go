@@ -36,8 +36,8 @@ func (l *load) zeroCopy(t task) error {
 		t.pl.Path = PathLazy
 	} else {
 		for _, lk := range mdl.locks {
-			if lk.addr == mp.Addr(0) {
-				lk.growTo(uintptr(w.Offset + w.Size))
+			if lk.Addr() == mp.Addr(0) {
+				lk.GrowTo(uintptr(w.Offset + w.Size))
 			}
 		}
 	}

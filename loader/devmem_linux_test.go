@@ -20,36 +20,9 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
-
-func TestMemorySince(t *testing.T) {
-	const M = 1 << 20
-	for _, c := range []struct {
-		name        string
-		before, now anonRanges
-		want        anonRanges
-	}{
-		{"nothing new", anonRanges{{0, 8 * M}}, anonRanges{{0, 8 * M}}, nil},
-		{"a new mapping", anonRanges{{0, 8 * M}}, anonRanges{{0, 8 * M}, {16 * M, 32 * M}}, anonRanges{{16 * M, 32 * M}}},
-		{"grown at the end (merged)", anonRanges{{0, 8 * M}}, anonRanges{{0, 24 * M}}, anonRanges{{8 * M, 24 * M}}},
-		{"grown at the start", anonRanges{{8 * M, 16 * M}}, anonRanges{{0, 16 * M}}, anonRanges{{0, 8 * M}}},
-		{"filled a hole", anonRanges{{0, 4 * M}, {12 * M, 16 * M}}, anonRanges{{0, 16 * M}}, anonRanges{{4 * M, 12 * M}}},
-		{"too small", anonRanges{{0, 8 * M}}, anonRanges{{0, 9 * M}}, nil},
-		{"gone", anonRanges{{0, 8 * M}}, nil, nil},
-	} {
-		got := c.before.since(c.now, 2*M)
-		if len(got) != len(c.want) {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != c.want[i] {
-				t.Errorf("%s: %v, want %v", c.name, got, c.want)
-			}
-		}
-	}
-}
 
 // eachSmaps calls fn with every field of /proc/self/smaps ("Rss:", "10
 // kB"), the bounds of the mapping it describes and the mapping's path (""
@@ -88,7 +61,7 @@ func eachSmaps(t *testing.T, fn func(start, end uintptr, path, key, value string
 
 // smapsOf sums what /proc/self/smaps says of the mappings inside rs: the
 // resident bytes, and the bytes of the mappings that may get huge pages.
-func smapsOf(t *testing.T, rs anonRanges) (rss, eligible uint64) {
+func smapsOf(t *testing.T, rs sysmem.Ranges) (rss, eligible uint64) {
 	t.Helper()
 	eachSmaps(t, func(s, e uintptr, _, key, value string) {
 		in := false
@@ -123,7 +96,7 @@ func TestDeviceMemoryInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := anonMemory()
+	before := sysmem.AnonMemory()
 	if before == nil {
 		t.Skip("no /proc/self/maps")
 	}
@@ -132,11 +105,11 @@ func TestDeviceMemoryInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer buf.Free()
-	rs := adviseNewMemory(before)
+	rs := sysmem.AdviseNewMemory(before)
 	if len(rs) == 0 {
 		t.Skipf("%s (%s) keeps its memory outside this process: nothing to advise", vk.Name(), vk.Description())
 	}
-	if got := rs.bytes(); got < n || got > n+64<<20 {
+	if got := rs.Bytes(); got < n || got > n+64<<20 {
 		t.Fatalf("%d bytes found for a buffer of %d: %v", got, n, rs)
 	}
 	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -146,8 +119,7 @@ func TestDeviceMemoryInProcess(t *testing.T) {
 	if _, eligible := smapsOf(t, rs); eligible < n && len(thp) > 0 && !strings.Contains(string(thp), "[never]") {
 		t.Errorf("%d of the buffer's %d bytes are eligible for huge pages (THP: %s)", eligible, n, strings.TrimSpace(string(thp)))
 	}
-	pf := prefault(rs)
-	<-pf.done
+	sysmem.Prefault(rs).Finish()
 	if rss, _ := smapsOf(t, rs); rss < n {
 		t.Fatalf("%d of %d bytes resident after faulting in (MADV_POPULATE_WRITE needs Linux 5.14)", rss, n)
 	}
@@ -167,7 +139,7 @@ func TestDeviceMemoryInProcess(t *testing.T) {
 // (MADV_POPULATE_READ): nothing of the tiny model is read through the
 // mapping otherwise, so without it they would not be resident.
 func TestZeroCopyPagesMappedIn(t *testing.T) {
-	if !populateLater() {
+	if !sysmem.PopulateLater() {
 		t.Skip("MADV_POPULATE_READ needs Linux 5.14 (mmap populates the whole mapping itself before)")
 	}
 	rt := testenv.Runtime(t)
@@ -182,7 +154,7 @@ func TestZeroCopyPagesMappedIn(t *testing.T) {
 	}
 	defer lm.Close()
 	const page = 4096
-	var rs anonRanges
+	var rs sysmem.Ranges
 	var want uint64
 	for _, b := range lm.buffers {
 		if !b.Mapped {
@@ -281,8 +253,8 @@ func TestSoftwareStagingRingFaultedIn(t *testing.T) {
 	if r.faults == nil {
 		t.Fatal("the ring's slots are not faulted in")
 	}
-	r.faults.finish()
-	var rs anonRanges
+	r.faults.Finish()
+	var rs sysmem.Ranges
 	for _, b := range r.slots {
 		base := uintptr(b.Base())
 		if thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); strings.Contains(string(thp), "[madvise]") && !thpEligible(t, base) {
@@ -307,7 +279,7 @@ func TestSoftwareStagingRingFaultedIn(t *testing.T) {
 
 // residentIn is the resident memory of the pages of rs (mincore); a page
 // no longer mapped counts as not resident.
-func residentIn(t *testing.T, rs anonRanges) uint64 {
+func residentIn(t *testing.T, rs sysmem.Ranges) uint64 {
 	t.Helper()
 	var n uint64
 	var vec [1]byte
@@ -377,10 +349,10 @@ func TestClosedStagingRingLeavesNoPages(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("no staging ring for %s: %v", vk.Name(), err)
 	}
-	r.faults.finish()
-	var rs anonRanges
+	r.faults.Finish()
+	var rs sysmem.Ranges
 	for _, b := range r.slots {
-		rs = append(rs, wholePages(b.Base(), b.Size())...)
+		rs = append(rs, sysmem.WholePages(b.Base(), b.Size())...)
 	}
 	if len(rs) != 4 {
 		r.close()
@@ -392,9 +364,9 @@ func TestClosedStagingRingLeavesNoPages(t *testing.T) {
 // freedLeavesNoPages checks that the pages of rs, faulted in, are gone
 // once free has freed them, but for the first page of each, which the
 // allocator writes into a freed chunk.
-func freedLeavesNoPages(t *testing.T, what string, rs anonRanges, free func() error) {
+func freedLeavesNoPages(t *testing.T, what string, rs sysmem.Ranges, free func() error) {
 	t.Helper()
-	if len(rs) == 0 || residentIn(t, rs) < rs.bytes()/2 {
+	if len(rs) == 0 || residentIn(t, rs) < rs.Bytes()/2 {
 		free()
 		t.Fatalf("%s %v are not faulted in", what, rs)
 	}
@@ -402,7 +374,7 @@ func freedLeavesNoPages(t *testing.T, what string, rs anonRanges, free func() er
 		t.Fatal(err)
 	}
 	if n := residentIn(t, rs); n > uint64(len(rs))*4096 {
-		t.Errorf("%d bytes of %s' %d stay resident once freed", n, what, rs.bytes())
+		t.Errorf("%d bytes of %s' %d stay resident once freed", n, what, rs.Bytes())
 	}
 }
 
@@ -436,9 +408,9 @@ func closedModelLeavesNoPages(t *testing.T, by string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs anonRanges
+	var rs sysmem.Ranges
 	for _, b := range lm.buffers {
-		rs = append(rs, wholePages(b.Buffer.Base(), b.Buffer.Size())...)
+		rs = append(rs, sysmem.WholePages(b.Buffer.Base(), b.Buffer.Size())...)
 	}
 	if by == "model" {
 		freedLeavesNoPages(t, "the CPU's weight buffers", rs, lm.Close)
@@ -517,7 +489,7 @@ func TestMmapReadsWhatLeavesTheMapping(t *testing.T) {
 	// MemoryOf counts what the load maps in: the zero-copy buffers' ranges
 	// (the whole files where mmap populates all of them itself)
 	want := spans
-	if !populateLater() {
+	if !sysmem.PopulateLater() {
 		want = uint64(gm.Files[0].Size)
 	}
 	if m := MemoryOf(p, Options{}); m.MappedIn != want || m.Mapped != uint64(gm.Files[0].Size) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/ggload/ggload/loader/internal/sysmem"
 )
 
 // modelFile is one file of the model, opened for reading: buffered, or
@@ -91,7 +93,7 @@ func (f *modelFile) buffered() *os.File {
 }
 
 // preread is the descriptor through which the pages of the file's
-// mapping are read before they are faulted in (populateMapped): the one
+// mapping are read before they are faulted in (sysmem.PopulateMapped): the one
 // without readahead where the load leaves tensors unread; -1 otherwise.
 func (f *modelFile) preread() int {
 	if !f.leaves {
@@ -333,7 +335,7 @@ func (f *modelFile) putBounce(b *dioBounce) {
 	f.bounceMu.Lock()
 	defer f.bounceMu.Unlock()
 	if f.bouncesFreed {
-		anonUnmap(b.raw)
+		sysmem.Unmap(b.raw)
 		return
 	}
 	f.bounces = append(f.bounces, b)
@@ -345,7 +347,7 @@ func (f *modelFile) freeBounces() {
 	f.bounceMu.Lock()
 	defer f.bounceMu.Unlock()
 	for _, b := range f.bounces {
-		anonUnmap(b.raw)
+		sysmem.Unmap(b.raw)
 	}
 	f.bounces, f.bouncesFreed = nil, true
 }

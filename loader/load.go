@@ -18,6 +18,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
 
@@ -50,11 +51,11 @@ type Options struct {
 	Sequential bool
 	// Logger receives warnings and debug lines (default slog.Default()).
 	Logger *slog.Logger
-	// HashIndex is the directory of the RPC hash index: the hashes of
-	// the weights that RPC servers' file caches are asked for, kept per
-	// file so that a later load asks before it reads (hashindex.go).
-	// "" is ggload/rpc-hashes in the user cache directory; "off" keeps
-	// none.
+	// HashIndex is the directory of the RPC hash index
+	// (loader/internal/hashindex): the hashes of the weights that RPC
+	// servers' file caches are asked for, kept per file so that a later
+	// load asks before it reads. "" is ggload/rpc-hashes in the user
+	// cache directory; "off" keeps none.
 	HashIndex string
 }
 
@@ -203,16 +204,16 @@ type buffers struct {
 }
 
 // prefaults are the memory a load faults in on goroutines of their own
-// (devmem_linux.go).
+// (sysmem.Prefaulter).
 type prefaults struct {
-	device []*prefaulter // device memory, ahead of the writes
-	mapped []*prefaulter // the zero-copy parts of mappings, as MAP_POPULATE did
+	device []*sysmem.Prefaulter // device memory, ahead of the writes
+	mapped []*sysmem.Prefaulter // the zero-copy parts of mappings, as MAP_POPULATE did
 }
 
 // stopDevice ends the faulting in of device memory.
 func (pf *prefaults) stopDevice() {
 	for _, p := range pf.device {
-		p.wait()
+		p.Wait()
 	}
 	pf.device = nil
 }
@@ -220,7 +221,7 @@ func (pf *prefaults) stopDevice() {
 // finishMapped waits until the mappings are faulted in.
 func (pf *prefaults) finishMapped() {
 	for _, p := range pf.mapped {
-		p.finish()
+		p.Finish()
 	}
 	pf.mapped = nil
 }
@@ -229,7 +230,7 @@ func (pf *prefaults) finishMapped() {
 func (pf *prefaults) stop() {
 	pf.stopDevice()
 	for _, p := range pf.mapped {
-		p.wait()
+		p.Wait()
 	}
 	pf.mapped = nil
 }
@@ -432,7 +433,7 @@ func (l *load) mapFiles() error {
 		l.model.mappings[i] = mp
 		l.bufs.used[i] = [2]int64{mp.Size(), 0}
 		if l.p.LoadMode == place.LoadMmapMlock {
-			l.model.locks = append(l.model.locks, newMemLock(mp.Addr(0), uintptr(mp.Size()), "the mapping of "+f.path, l.warn))
+			l.model.locks = append(l.model.locks, sysmem.NewLock(mp.Addr(0), uintptr(mp.Size()), "the mapping of "+f.path, l.warn))
 		}
 	}
 	return nil
@@ -549,11 +550,11 @@ func (l *load) mapBuffer(ci int, c place.ContextPlan, bp place.BufferPlan, maxT 
 			Err: fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)}
 	}
 	buf.SetUsage(ggml.UsageWeights)
-	if l.p.UseMmap && !c.Lazy && populateLater() && !l.rt.IsNUMA() {
+	if l.p.UseMmap && !c.Lazy && sysmem.PopulateLater() && !l.rt.IsNUMA() {
 		// what mmap's MAP_POPULATE did, for this buffer's pages only,
 		// while the load moves the rest
 		f := mdl.files[bp.File]
-		l.faults.mapped = append(l.faults.mapped, populateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First), f.preread(), f.base+bp.First))
+		l.faults.mapped = append(l.faults.mapped, sysmem.PopulateMapped(mp.Addr(bp.First), uint64(bp.Last-bp.First), f.preread(), f.base+bp.First))
 	}
 	lb := &LoadedBuffer{Buffer: buf, BufferType: c.BufferType, Device: c.Device, Mapped: true, Lazy: c.Lazy, File: bp.File, First: bp.First, Last: bp.Last, context: ci}
 	mdl.buffers = append(mdl.buffers, lb)
@@ -567,10 +568,10 @@ func (l *load) allocContext(ci int, c place.ContextPlan) error {
 	mdl := l.model
 	gc := mdl.contexts[ci]
 	need := gc.AllocSize(c.BufferType)
-	var before anonRanges
+	var before sysmem.Ranges
 	devMem := !c.BufferType.IsHost() && c.Device.Type() != ggml.DeviceCPU && !c.Device.IsRPC()
 	if devMem {
-		before = anonMemory()
+		before = sysmem.AnonMemory()
 	}
 	if c.Device.IsMeta() {
 		// a meta buffer aborts the process when one of its devices
@@ -605,20 +606,20 @@ func (l *load) allocContext(ci int, c place.ContextPlan) error {
 }
 
 // adviseDeviceMemory advises huge pages over the memory a software
-// device's new buffer mapped into this process (what anonMemory did not
-// hold before), and faults it in ahead of the uploads when it is the
-// buffer's own (devmem_linux.go).
-func (l *load) adviseDeviceMemory(c place.ContextPlan, buf *ggml.Buffer, before anonRanges) {
-	rs := adviseNewMemory(before)
+// device's new buffer mapped into this process (what sysmem.AnonMemory did
+// not hold before), and faults it in ahead of the uploads when it is the
+// buffer's own (package sysmem says why).
+func (l *load) adviseDeviceMemory(c place.ContextPlan, buf *ggml.Buffer, before sysmem.Ranges) {
+	rs := sysmem.AdviseNewMemory(before)
 	if len(rs) == 0 {
 		return
 	}
-	n := rs.bytes()
+	n := rs.Bytes()
 	how := "huge pages advised"
 	if n <= buf.Size()+64<<20 {
 		// the buffer's own memory, nothing else: fault it in ahead of
 		// the uploads
-		l.faults.device = append(l.faults.device, prefault(rs))
+		l.faults.device = append(l.faults.device, sysmem.Prefault(rs))
 		how += ", faulted in ahead of the uploads"
 	}
 	l.o.Logger.Debug(fmt.Sprintf("%s: %s over %.2f MiB mapped into this process for the %s buffer", c.Device.Name(), how, float64(n)/(1<<20), c.BufferType.Name()))
@@ -635,16 +636,16 @@ func (l *load) prepareHostMemory(c place.ContextPlan, buf *ggml.Buffer) {
 		// buffer type is pinned by its driver: left alone): huge
 		// pages, faulted in ahead of the readers and repacks
 		if rs := plainMemory(buf.Base(), buf.Size()); rs != nil {
-			l.faults.device = append(l.faults.device, prefault(rs))
+			l.faults.device = append(l.faults.device, sysmem.Prefault(rs))
 			// the pages go before the memory does, whoever frees it
 			// (the model's Close, or the runtime's first)
-			buf.BeforeFree(rs.release)
+			buf.BeforeFree(rs.Release)
 		}
 	}
 	if l.p.LoadMode == place.LoadMlock && buf.IsHost() && buf.Base() != nil {
-		lk := newMemLock(buf.Base(), uintptr(buf.Size()), "the "+c.BufferType.Name()+" weight buffer", l.warn)
-		buf.BeforeFree(lk.release) // unlocked before it is freed, whoever frees it
-		lk.growTo(uintptr(buf.Size()))
+		lk := sysmem.NewLock(buf.Base(), uintptr(buf.Size()), "the "+c.BufferType.Name()+" weight buffer", l.warn)
+		buf.BeforeFree(lk.Release) // unlocked before it is freed, whoever frees it
+		lk.GrowTo(uintptr(buf.Size()))
 		l.model.locks = append(l.model.locks, lk)
 	}
 }
@@ -653,18 +654,9 @@ func (l *load) prepareHostMemory(c place.ContextPlan, buf *ggml.Buffer) {
 // of this process that no driver pins (the CPU's buffers, a software
 // device's host memory), and returns them, to be faulted in ahead of the
 // writes.
-func plainMemory(p unsafe.Pointer, n uint64) anonRanges {
-	adviseHugePages(p, n)
-	return wholePages(p, n)
-}
-
-// wholePages are the whole pages of [p, p+n).
-func wholePages(p unsafe.Pointer, n uint64) anonRanges {
-	b := uintptr(p)
-	if start, end := (b+4095)&^4095, (b+uintptr(n))&^4095; end > start {
-		return anonRanges{{start, end}}
-	}
-	return nil
+func plainMemory(p unsafe.Pointer, n uint64) sysmem.Ranges {
+	sysmem.AdviseHugePages(p, n)
+	return sysmem.WholePages(p, n)
 }
 
 // tryParts allocates and frees the share of a meta device's buffer on

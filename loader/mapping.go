@@ -4,6 +4,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
 
@@ -23,9 +24,9 @@ func lazyRanges(p *place.Plan) (lazy [][][2]int64, some bool) {
 // populatesAll reports whether mapFile maps in every page of a file as it
 // maps it (MAP_POPULATE): when it prefetches, no range of the file is
 // lazy, and the kernel cannot populate part of a mapping later
-// (populateLater).
+// (sysmem.PopulateLater).
 func populatesAll(prefetch bool, lazy [][2]int64) bool {
-	return prefetch && len(lazy) == 0 && !populateLater()
+	return prefetch && len(lazy) == 0 && !sysmem.PopulateLater()
 }
 
 // Addr is the address of the byte at offset off of the file.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
 
@@ -238,7 +239,7 @@ var addressHeadroom uint64 = 256 << 20
 // would end the process (pthread_create failed, Go's fatal out of memory)
 // instead of failing the load.
 func checkAddressSpace(m Memory) error {
-	limit, used, ok := addressSpace()
+	limit, used, ok := sysmem.AddressSpace()
 	if !ok {
 		return nil
 	}

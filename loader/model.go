@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
 
@@ -106,7 +107,7 @@ type Model struct {
 	files      []*modelFile
 	stamps     []fileStamp // each file as opened
 	mappings   []*mapping
-	locks      []*memLock
+	locks      []*sysmem.Lock
 	contexts   []*ggml.Context
 	buffers    []*LoadedBuffer
 	placements []Placement
@@ -186,7 +187,7 @@ func (m *Model) free() error {
 	// unlock before the memory goes back (to the allocator, which may hand
 	// it to the next model, or to the system)
 	for _, l := range m.locks {
-		l.release()
+		l.Release()
 	}
 	m.locks = nil
 	for _, c := range m.contexts {

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/sysmem"
 )
 
 // stagingRing uploads file data to a device through a ring of pinned host
@@ -22,7 +23,7 @@ type stagingRing struct {
 	slotCount int
 	next      int
 	cycles    int
-	faults    *prefaulter // a software device's slots, faulted in ahead
+	faults    *sysmem.Prefaulter // a software device's slots, faulted in ahead
 }
 
 // ring returns the staging ring for the device of buffer b, or nil when the
@@ -68,7 +69,7 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 	// (lavapipe): huge pages, faulted in ahead of the first round of
 	// reads, as its weight buffers are
 	soft := softwareDevice(dev)
-	var fresh anonRanges
+	var fresh sysmem.Ranges
 	for range slots {
 		buf, err := host.Alloc(size)
 		if err != nil {
@@ -79,7 +80,7 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 			rs := plainMemory(buf.Base(), buf.Size())
 			fresh = append(fresh, rs...)
 			// its pages go before it does, whoever frees it
-			buf.BeforeFree(rs.release)
+			buf.BeforeFree(rs.Release)
 		}
 		ev, err := dev.NewEvent()
 		if err != nil {
@@ -88,7 +89,7 @@ func (ln *lane) ring(b *LoadedBuffer) (*stagingRing, error) {
 		r.events = append(r.events, ev)
 	}
 	if len(fresh) > 0 {
-		r.faults = prefault(fresh)
+		r.faults = sysmem.Prefault(fresh)
 	}
 	be, err := dev.NewBackend()
 	if err != nil {
@@ -182,7 +183,7 @@ func (r *stagingRing) close() error {
 	}
 	r.events = nil
 	if r.faults != nil {
-		r.faults.wait() // before the memory it faults in is freed
+		r.faults.Wait() // before the memory it faults in is freed
 		r.faults = nil
 	}
 	for _, b := range r.slots {

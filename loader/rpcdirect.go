@@ -7,6 +7,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/loader/internal/hashindex"
 	"github.com/ggload/ggload/place"
 )
 
@@ -16,7 +17,7 @@ import (
 // above 10 MiB, which the client would hash and ask of the server's file
 // cache before sending, the hash is worked out on another goroutine while
 // the lane reads the next tensor, or taken from the hash index
-// (hashindex.go) of an earlier load. A tensor whose hash the lane knows is
+// (package hashindex) of an earlier load. A tensor whose hash the lane knows is
 // asked of the server's cache where the lane comes to it, and the lane goes
 // on without waiting for the answer (rpcAsks): the server reads its cache
 // while the bytes of the tensors after it are on the wire, and a hit is a
@@ -36,8 +37,8 @@ type rpcFlight struct {
 	done   chan rpcDone
 	hashed chan struct{} // closed once hash is set; nil when not hashed here
 	hash   uint64
-	fh     *fileHashes
-	key    hashKey
+	fh     *hashindex.Index
+	key    hashindex.Key
 }
 
 type rpcDone struct {
@@ -49,12 +50,12 @@ type rpcDone struct {
 // (nil for a file that has none).
 type rpcHashes struct {
 	mu    sync.Mutex
-	files map[int]*fileHashes
+	files map[int]*hashindex.Index
 }
 
 // hashesFor is the index of the load's file i; nil when it has none (no
 // local file, or the index is off).
-func (l *load) hashesFor(i int) *fileHashes {
+func (l *load) hashesFor(i int) *hashindex.Index {
 	h := &l.hashes
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -62,11 +63,11 @@ func (l *load) hashesFor(i int) *fileHashes {
 		return fh
 	}
 	if h.files == nil {
-		h.files = map[int]*fileHashes{}
+		h.files = map[int]*hashindex.Index{}
 	}
-	var fh *fileHashes
-	if dir, f := hashIndexDir(l.o.HashIndex), l.model.files[i]; dir != "" && f.f != nil {
-		fh = openFileHashes(dir, f.f, f.scattered())
+	var fh *hashindex.Index
+	if dir, f := hashindex.Dir(l.o.HashIndex), l.model.files[i]; dir != "" && f.f != nil {
+		fh = hashindex.Open(dir, f.f, f.scattered())
 	}
 	h.files[i] = fh
 	return fh
@@ -78,8 +79,8 @@ func (h *rpcHashes) save(log *slog.Logger) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, fh := range h.files {
-		if err := fh.save(); err != nil {
-			log.Warn("the RPC hash index is not saved", "dir", fh.dir, "err", err)
+		if err := fh.Save(); err != nil {
+			log.Warn("the RPC hash index is not saved", "dir", fh.Dir(), "err", err)
 		}
 	}
 }
@@ -119,26 +120,25 @@ func (l *load) mayLeave(tp *place.TensorPlan) bool {
 	k := l.weightKey(w)
 	switch {
 	case d.SendsRPC():
-		_, ok := l.hashesFor(w.File).get(k.off, k.size)
+		_, ok := l.hashesFor(w.File).Get(k)
 		return ok
 	case d.SplitsRPC():
-		return l.hashesFor(w.File).within(k.off, k.size)
+		return l.hashesFor(w.File).Within(k)
 	}
 	return false
 }
 
 // rpcKey is t's range in the index of its file.
-func (l *load) rpcKey(t task) hashKey { return l.weightKey(t.w) }
+func (l *load) rpcKey(t task) hashindex.Key { return l.weightKey(t.w) }
 
 // weightKey is w's range in the index of its file.
-func (l *load) weightKey(w *gguf.Weight) hashKey {
-	return hashKey{off: l.model.files[w.File].base + w.Offset, size: w.Size}
+func (l *load) weightKey(w *gguf.Weight) hashindex.Key {
+	return hashindex.Key{Off: l.model.files[w.File].base + w.Offset, Size: w.Size}
 }
 
 // knownHash is t's hash from the index of its file, if it has it.
 func (l *load) knownHash(t task) (uint64, bool) {
-	k := l.rpcKey(t)
-	return l.hashesFor(t.w.File).get(k.off, k.size)
+	return l.hashesFor(t.w.File).Get(l.rpcKey(t))
 }
 
 // rpcError names t and its device in an error of sending it.
@@ -415,7 +415,7 @@ func (ln *lane) land() error {
 	var hashed, cached uint64
 	if fl.hashed != nil {
 		<-fl.hashed // the hash read the buffer
-		fl.fh.put(fl.key.off, fl.key.size, fl.hash)
+		fl.fh.Put(fl.key, fl.hash)
 		hashed = uint64(len(fl.buf))
 	}
 	if d.hit {

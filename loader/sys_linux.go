@@ -5,7 +5,6 @@ package loader
 import (
 	"fmt"
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,19 +31,6 @@ func openRandom(f *os.File) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), f.Name()), nil
-}
-
-// adviseHugePages asks for transparent huge pages over the page-aligned
-// part of [p, p+n): a fresh buffer filled by the load then takes one fault
-// per 2 MiB instead of one per 4 KiB. Best effort; errors are ignored.
-func adviseHugePages(p unsafe.Pointer, n uint64) {
-	const page = 4096
-	start := (uintptr(p) + page - 1) &^ (page - 1)
-	end := (uintptr(p) + uintptr(n)) &^ (page - 1)
-	if end <= start {
-		return
-	}
-	unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_HUGEPAGE)
 }
 
 // directAlign is what direct reads of a file need, as statx reports it

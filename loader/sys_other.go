@@ -5,7 +5,6 @@ package loader
 import (
 	"errors"
 	"os"
-	"unsafe"
 )
 
 const (
@@ -18,8 +17,6 @@ func adviseSequential(fd int) error { return nil }
 // openRandom is not done here: readWindow reads through the load's
 // descriptor.
 func openRandom(f *os.File) (*os.File, error) { return nil, errors.ErrUnsupported }
-
-func adviseHugePages(p unsafe.Pointer, n uint64) {}
 
 // directAlign is what direct reads need: the block size (no O_DIRECT
 // here). The file is path, or the open descriptor fd when path is empty.

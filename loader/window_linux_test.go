@@ -12,6 +12,7 @@ import (
 
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/lab/testenv"
+	"github.com/ggload/ggload/loader/internal/hashindex"
 )
 
 // A window read to confirm a tensor the load does not otherwise read
@@ -58,7 +59,7 @@ func TestReadWindowReadsNoMore(t *testing.T) {
 func TestIdentitySamplesReadNoMore(t *testing.T) {
 	const size = 32 << 20
 	path, _ := scatteredFile(t, size)
-	at := int64(size*5/(hashIndexSamples+1)) &^ (hashIndexPage - 1)
+	at := int64(size*5/(hashindex.Samples+1)) &^ (hashindex.SamplePage - 1)
 	read := func(scattered bool) (int64, uint64) {
 		t.Helper()
 		var sample uint64
@@ -67,7 +68,7 @@ func TestIdentitySamplesReadNoMore(t *testing.T) {
 			if scattered {
 				r = f.scattered()
 			}
-			id, err := identify(f.f, r)
+			id, err := hashindex.Identify(f.f, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +77,7 @@ func TestIdentitySamplesReadNoMore(t *testing.T) {
 		return n, sample
 	}
 	// the head, the samples and the tail
-	want := int64(hashIndexHead + (hashIndexSamples+1)*hashIndexPage)
+	want := int64(hashindex.SampleHead + (hashindex.Samples+1)*hashindex.SamplePage)
 	loadN, loadSample := read(false)
 	if loadN <= want+16*int64(os.Getpagesize()) {
 		t.Fatalf("the load's descriptor read %d bytes for the samples: no readahead here to avoid", loadN)

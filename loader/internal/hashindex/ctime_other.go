@@ -1,6 +1,6 @@
 //go:build unix && !linux && !darwin && !freebsd && !netbsd && !openbsd
 
-package loader
+package hashindex
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package loader
+package hashindex
 
 import (
 	"bytes"
@@ -16,74 +16,53 @@ import (
 	"time"
 )
 
-// The RPC hash index. An RPC server with a file cache (ggml-rpc-server -c)
-// is asked for each weight above 10 MiB by the FNV-1a hash of its bytes
-// before they are sent, and working that hash out means reading and
-// hashing the whole tensor, at about 1 GB/s a core. The index keeps the
-// hashes of a file's tensors in the user cache, so that the next load of
-// the same file asks the server first and reads only what it misses.
-//
-// An index belongs to one file, known by its identity: device, inode,
-// size, modification and change times, and a sampled content check (the
-// first 64 KiB, the last 4 KiB, and 32 pages of 4 KiB spread evenly,
-// hashed). An entry is trusted only when the identity of the file being
-// loaded is the index's. A file rewritten in place changes its change time
-// (which no program can set back); where a filesystem keeps no change time
-// or a file is restored with its old one, the samples catch a rewrite that
-// touches any of them, but not a change confined to bytes between them
-// with the size and both times kept. A hash taken from a stale entry asks
-// the server for bytes the file no longer has: the read-back confirmation
-// of every tensor (a window of its bytes, read from the file as it is now)
-// catches most such loads.
-//
-// Files are written whole to a temporary name and renamed, so a reader
-// sees an old index or a new one, never half of one; an index that is
-// truncated, corrupt (a checksum covers it) or of another version, or a
-// temporary left by a crashed process, is ignored. Two processes that load
-// at once each merge what is on disk before writing, so at worst one's new
-// entries are lost and taken again next time. The directory holds at most
-// hashIndexFiles indexes (the oldest are dropped) of at most
-// hashIndexEntries entries each.
-
+// The sampling of the content check: the first SampleHead bytes, the
+// last SamplePage, and Samples pages of SamplePage bytes spread evenly
+// between them, each at a multiple of SamplePage.
 const (
-	hashIndexMagic   = "GGLHIDX1"
-	hashIndexEntries = 1 << 20 // 24 MiB
-	hashIndexFiles   = 64
-	hashIndexExt     = ".hidx"
-	// sampling of the content check
-	hashIndexHead    = 64 << 10
-	hashIndexPage    = 4 << 10
-	hashIndexSamples = 32
+	SampleHead = 64 << 10
+	SamplePage = 4 << 10
+	Samples    = 32
 )
 
-// fileIdentity is what an index's file must match.
-type fileIdentity struct {
+const (
+	magic      = "GGLHIDX1"
+	maxEntries = 1 << 20 // 24 MiB
+	maxFiles   = 64
+	ext        = ".hidx"
+)
+
+// Identity is what a file must match for its index to be trusted. It is
+// written into the index as it is, so its layout is part of the format.
+type Identity struct {
 	Dev, Ino uint64
 	Size     int64
-	Mtime    int64 // ns
-	Ctime    int64 // ns
-	Sample   uint64
+	Mtime    int64  // ns
+	Ctime    int64  // ns
+	Sample   uint64 // the hash of the sampled pages
 }
 
-// hashKey is one tensor's range of the file.
-type hashKey struct{ off, size int64 }
+// Key is one tensor's range of the file: Size bytes from offset Off.
+type Key struct{ Off, Size int64 }
 
-// fileHashes is the index of one file: the entries read from disk and
-// those added by this load.
-type fileHashes struct {
+// Index is the index of one file: the entries read from disk and those
+// added since. Its methods may be called at once from several goroutines,
+// and on a nil *Index, which knows nothing and saves nothing.
+type Index struct {
 	dir  string
 	name string // file name in dir
-	id   fileIdentity
+	id   Identity
 
 	mu    sync.Mutex
-	known map[hashKey]uint64
+	known map[Key]uint64
 	added int
 }
 
-// hashIndexDir is where indexes go: dir, or ggload/rpc-hashes in the user
-// cache directory when dir is ""; "" with no user cache, or "off".
-func hashIndexDir(dir string) string {
-	switch dir {
+// Dir is where indexes go, given the option opt: opt itself, or
+// ggload/rpc-hashes in the user cache directory when opt is ""; "" (no
+// index) with no user cache, or when opt is "off".
+func Dir(opt string) string {
+	switch opt {
 	case "off":
 		return ""
 	case "":
@@ -93,36 +72,38 @@ func hashIndexDir(dir string) string {
 		}
 		return filepath.Join(c, "ggload", "rpc-hashes")
 	}
-	return dir
+	return opt
 }
 
-// openFileHashes takes the identity of f, its samples read through
-// samples (a descriptor of f with no readahead: 196 KiB read in all), and
-// the index kept for it in dir, if that is f's; nil when f's identity
-// cannot be taken.
-func openFileHashes(dir string, f *os.File, samples io.ReaderAt) *fileHashes {
-	id, err := identify(f, samples)
+// Open takes the identity of f, its samples read through samples (best a
+// descriptor of f with no readahead: 196 KiB are read in all), and the
+// index kept for it in dir, if that is f's; an index with no entries
+// otherwise. It is nil when f's identity cannot be taken.
+func Open(dir string, f *os.File, samples io.ReaderAt) *Index {
+	id, err := Identify(f, samples)
 	if err != nil {
 		return nil
 	}
 	h := fnv.New64a()
 	binary.Write(h, binary.LittleEndian, [2]uint64{id.Dev, id.Ino})
-	fh := &fileHashes{dir: dir, name: fmt.Sprintf("%016x%s", h.Sum64(), hashIndexExt), id: id, known: map[hashKey]uint64{}}
-	if m, err := readHashIndex(filepath.Join(dir, fh.name), id); err == nil {
+	fh := &Index{dir: dir, name: fmt.Sprintf("%016x%s", h.Sum64(), ext), id: id, known: map[Key]uint64{}}
+	if m, err := readIndex(filepath.Join(dir, fh.name), id); err == nil {
 		fh.known = m
 	}
 	return fh
 }
 
-// identify takes f's identity, its samples read through samples.
-func identify(f *os.File, samples io.ReaderAt) (fileIdentity, error) {
+// Identify takes f's identity, its samples read through samples (f
+// itself, or another descriptor of the same file). The error is
+// errors.ErrUnsupported where the system has no inode to know f by.
+func Identify(f *os.File, samples io.ReaderAt) (Identity, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return fileIdentity{}, err
+		return Identity{}, err
 	}
 	id, ok := statIdentity(st)
 	if !ok {
-		return fileIdentity{}, errors.ErrUnsupported
+		return Identity{}, errors.ErrUnsupported
 	}
 	id.Sample, err = sampleFile(samples, id.Size)
 	return id, err
@@ -131,7 +112,7 @@ func identify(f *os.File, samples io.ReaderAt) (fileIdentity, error) {
 // sampleFile hashes the sampled pages of a file of size bytes.
 func sampleFile(r io.ReaderAt, size int64) (uint64, error) {
 	h := fnv.New64a()
-	buf := make([]byte, hashIndexHead)
+	buf := make([]byte, SampleHead)
 	read := func(off, n int64) error {
 		off, n = max(off, 0), min(n, size-max(off, 0))
 		if n <= 0 {
@@ -146,69 +127,78 @@ func sampleFile(r io.ReaderAt, size int64) (uint64, error) {
 		h.Write(buf[:n])
 		return nil
 	}
-	if err := read(0, hashIndexHead); err != nil {
+	if err := read(0, SampleHead); err != nil {
 		return 0, err
 	}
-	for i := int64(1); i <= hashIndexSamples; i++ {
-		if err := read(size*i/(hashIndexSamples+1)&^(hashIndexPage-1), hashIndexPage); err != nil {
+	for i := int64(1); i <= Samples; i++ {
+		if err := read(size*i/(Samples+1)&^(SamplePage-1), SamplePage); err != nil {
 			return 0, err
 		}
 	}
-	if err := read(size-hashIndexPage, hashIndexPage); err != nil {
+	if err := read(size-SamplePage, SamplePage); err != nil {
 		return 0, err
 	}
 	return h.Sum64(), nil
 }
 
-// get is the hash of the range, if known.
-func (fh *fileHashes) get(off, size int64) (uint64, bool) {
+// Dir is the directory the index is kept in.
+func (fh *Index) Dir() string {
+	if fh == nil {
+		return ""
+	}
+	return fh.dir
+}
+
+// Get is the hash of the range k, if known.
+func (fh *Index) Get(k Key) (uint64, bool) {
 	if fh == nil {
 		return 0, false
 	}
 	fh.mu.Lock()
 	defer fh.mu.Unlock()
-	v, ok := fh.known[hashKey{off, size}]
+	v, ok := fh.known[k]
 	return v, ok
 }
 
-// within reports whether the index knows the hash of a range inside
-// [off, off+size): a slice of a tensor split over servers.
-func (fh *fileHashes) within(off, size int64) bool {
+// Within reports whether the index knows the hash of a range that lies
+// inside k (a slice of a tensor split over servers).
+func (fh *Index) Within(k Key) bool {
 	if fh == nil {
 		return false
 	}
 	fh.mu.Lock()
 	defer fh.mu.Unlock()
-	for k := range fh.known {
-		if k.off >= off && k.size <= off+size-k.off {
+	for e := range fh.known {
+		if e.Off >= k.Off && e.Size <= k.Off+k.Size-e.Off {
 			return true
 		}
 	}
 	return false
 }
 
-// put records the hash of a range.
-func (fh *fileHashes) put(off, size int64, v uint64) {
+// Put records v as the hash of the range k; an index that holds
+// maxEntries already takes no more.
+func (fh *Index) Put(k Key, v uint64) {
 	if fh == nil {
 		return
 	}
 	fh.mu.Lock()
 	defer fh.mu.Unlock()
-	k := hashKey{off, size}
 	if old, ok := fh.known[k]; ok && old == v {
 		return
 	}
-	if len(fh.known) >= hashIndexEntries {
+	if len(fh.known) >= maxEntries {
 		return
 	}
 	fh.known[k] = v
 	fh.added++
 }
 
-// save writes the index when this load added to it: what is on disk for
-// the same file is merged in, the whole written to a temporary file and
-// renamed over the index.
-func (fh *fileHashes) save() error {
+// Save writes the index when Put added to it since it was opened or last
+// saved: what is on disk for the same file is merged in, the whole written
+// to a temporary file and renamed over the index, and the directory pruned
+// to maxFiles indexes.
+func (fh *Index) Save() error {
 	if fh == nil {
 		return nil
 	}
@@ -221,26 +211,26 @@ func (fh *fileHashes) save() error {
 		return err
 	}
 	path := filepath.Join(fh.dir, fh.name)
-	if disk, err := readHashIndex(path, fh.id); err == nil {
+	if disk, err := readIndex(path, fh.id); err == nil {
 		for k, v := range disk {
-			if _, ok := fh.known[k]; !ok && len(fh.known) < hashIndexEntries {
+			if _, ok := fh.known[k]; !ok && len(fh.known) < maxEntries {
 				fh.known[k] = v
 			}
 		}
 	}
-	keys := make([]hashKey, 0, len(fh.known))
+	keys := make([]Key, 0, len(fh.known))
 	for k := range fh.known {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b hashKey) int {
-		return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.size, b.size))
+	slices.SortFunc(keys, func(a, b Key) int {
+		return cmp.Or(cmp.Compare(a.Off, b.Off), cmp.Compare(a.Size, b.Size))
 	})
 	var b bytes.Buffer
-	b.WriteString(hashIndexMagic)
+	b.WriteString(magic)
 	binary.Write(&b, binary.LittleEndian, fh.id)
 	binary.Write(&b, binary.LittleEndian, uint64(len(keys)))
 	for _, k := range keys {
-		binary.Write(&b, binary.LittleEndian, [3]uint64{uint64(k.off), uint64(k.size), fh.known[k]})
+		binary.Write(&b, binary.LittleEndian, [3]uint64{uint64(k.Off), uint64(k.Size), fh.known[k]})
 	}
 	sum := fnv.New64a()
 	sum.Write(b.Bytes())
@@ -261,13 +251,13 @@ func (fh *fileHashes) save() error {
 		return err
 	}
 	fh.added = 0
-	pruneHashIndexes(fh.dir, fh.name)
+	prune(fh.dir, fh.name)
 	return nil
 }
 
-// readHashIndex reads an index file, refusing one that is not whole, not
-// this version's, or of a file other than id.
-func readHashIndex(path string, id fileIdentity) (map[hashKey]uint64, error) {
+// readIndex reads an index file, refusing one that is not whole, not this
+// version's, or of a file other than id.
+func readIndex(path string, id Identity) (map[Key]uint64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -277,9 +267,9 @@ func readHashIndex(path string, id fileIdentity) (map[hashKey]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	const head = len(hashIndexMagic) + 6*8 + 8
+	const head = len(magic) + 6*8 + 8
 	n := st.Size()
-	if n < int64(head)+8 || n > int64(head)+8+24*hashIndexEntries || (n-int64(head)-8)%24 != 0 {
+	if n < int64(head)+8 || n > int64(head)+8+24*maxEntries || (n-int64(head)-8)%24 != 0 {
 		return nil, fmt.Errorf("%s: %d bytes is no index", path, n)
 	}
 	b := make([]byte, n)
@@ -288,11 +278,11 @@ func readHashIndex(path string, id fileIdentity) (map[hashKey]uint64, error) {
 	}
 	sum := fnv.New64a()
 	sum.Write(b[:n-8])
-	if string(b[:len(hashIndexMagic)]) != hashIndexMagic || sum.Sum64() != binary.LittleEndian.Uint64(b[n-8:]) {
+	if string(b[:len(magic)]) != magic || sum.Sum64() != binary.LittleEndian.Uint64(b[n-8:]) {
 		return nil, fmt.Errorf("%s: not a whole index of this version", path)
 	}
-	var got fileIdentity
-	if err := binary.Read(bytes.NewReader(b[len(hashIndexMagic):]), binary.LittleEndian, &got); err != nil {
+	var got Identity
+	if err := binary.Read(bytes.NewReader(b[len(magic):]), binary.LittleEndian, &got); err != nil {
 		return nil, err
 	}
 	if got != id {
@@ -302,17 +292,17 @@ func readHashIndex(path string, id fileIdentity) (map[hashKey]uint64, error) {
 	if count != uint64(n-int64(head)-8)/24 {
 		return nil, fmt.Errorf("%s: %d entries in %d bytes", path, count, n)
 	}
-	m := make(map[hashKey]uint64, count)
+	m := make(map[Key]uint64, count)
 	for p := head; p < int(n)-8; p += 24 {
-		m[hashKey{int64(binary.LittleEndian.Uint64(b[p:])), int64(binary.LittleEndian.Uint64(b[p+8:]))}] = binary.LittleEndian.Uint64(b[p+16:])
+		m[Key{int64(binary.LittleEndian.Uint64(b[p:])), int64(binary.LittleEndian.Uint64(b[p+8:]))}] = binary.LittleEndian.Uint64(b[p+16:])
 	}
 	return m, nil
 }
 
-// pruneHashIndexes keeps the directory to hashIndexFiles indexes (the
-// least recently written go; keep stays) and removes temporaries older
-// than an hour (left by a process that crashed while writing).
-func pruneHashIndexes(dir, keep string) {
+// prune keeps the directory to maxFiles indexes (the least recently
+// written go; keep stays) and removes temporaries older than an hour (left
+// by a process that crashed while writing).
+func prune(dir, keep string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -333,15 +323,15 @@ func pruneHashIndexes(dir, keep string) {
 			if time.Since(info.ModTime()) > time.Hour {
 				os.Remove(filepath.Join(dir, name))
 			}
-		case filepath.Ext(name) == hashIndexExt && name != keep:
+		case filepath.Ext(name) == ext && name != keep:
 			idxs = append(idxs, idx{name, info.ModTime()})
 		}
 	}
-	if len(idxs) < hashIndexFiles {
+	if len(idxs) < maxFiles {
 		return
 	}
 	slices.SortFunc(idxs, func(a, b idx) int { return a.mod.Compare(b.mod) })
-	for _, x := range idxs[:len(idxs)-(hashIndexFiles-1)] {
+	for _, x := range idxs[:len(idxs)-(maxFiles-1)] {
 		os.Remove(filepath.Join(dir, x.name))
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package hashindex
 
 import (
 	"bytes"
@@ -37,9 +37,9 @@ func indexFile(t *testing.T, dir, name string, n int, seed byte) *os.File {
 }
 
 // reopen takes f's index afresh, as the next load would.
-func reopen(t *testing.T, dir string, f *os.File) *fileHashes {
+func reopen(t *testing.T, dir string, f *os.File) *Index {
 	t.Helper()
-	fh := openFileHashes(dir, f, f)
+	fh := Open(dir, f, f)
 	if fh == nil {
 		t.Fatalf("%s: no identity", f.Name())
 	}
@@ -50,25 +50,25 @@ func TestHashIndexKeepsHashes(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
 	f := indexFile(t, data, "model.gguf", 1<<20, 1)
 	fh := reopen(t, dir, f)
-	if _, ok := fh.get(0, 100); ok {
+	if _, ok := fh.Get(Key{0, 100}); ok {
 		t.Fatal("a new index knows a hash")
 	}
-	fh.put(4096, 65536, 0xfeed)
-	fh.put(0, 100, 7)
-	if err := fh.save(); err != nil {
+	fh.Put(Key{4096, 65536}, 0xfeed)
+	fh.Put(Key{0, 100}, 7)
+	if err := fh.Save(); err != nil {
 		t.Fatal(err)
 	}
 	again := reopen(t, dir, f)
-	if h, ok := again.get(4096, 65536); !ok || h != 0xfeed {
+	if h, ok := again.Get(Key{4096, 65536}); !ok || h != 0xfeed {
 		t.Fatalf("after a save: %#x, %v", h, ok)
 	}
-	if _, ok := again.get(4096, 65535); ok {
+	if _, ok := again.Get(Key{4096, 65535}); ok {
 		t.Fatal("a hash for another range")
 	}
 	// nothing added: nothing written
 	st0, _ := os.Stat(filepath.Join(dir, again.name))
 	time.Sleep(10 * time.Millisecond)
-	if err := again.save(); err != nil {
+	if err := again.Save(); err != nil {
 		t.Fatal(err)
 	}
 	if st1, _ := os.Stat(filepath.Join(dir, again.name)); !st1.ModTime().Equal(st0.ModTime()) {
@@ -76,18 +76,18 @@ func TestHashIndexKeepsHashes(t *testing.T) {
 	}
 }
 
-// within finds the entries that lie inside a range (a tensor's slices),
+// Within finds the entries that lie inside a range (a tensor's slices),
 // none that only overlap it.
 func TestHashIndexWithin(t *testing.T) {
-	var none *fileHashes
-	if none.within(0, 1<<30) {
+	var none *Index
+	if none.Within(Key{0, 1 << 30}) {
 		t.Fatal("no index knows a range")
 	}
 	fh := reopen(t, t.TempDir(), indexFile(t, t.TempDir(), "model.gguf", 1<<20, 1))
-	if fh.within(0, 1<<20) {
+	if fh.Within(Key{0, 1 << 20}) {
 		t.Fatal("an empty index knows a range")
 	}
-	fh.put(4096, 8192, 1) // [4096, 12288)
+	fh.Put(Key{4096, 8192}, 1) // [4096, 12288)
 	for _, c := range []struct {
 		off, size int64
 		want      bool
@@ -95,8 +95,8 @@ func TestHashIndexWithin(t *testing.T) {
 		{4096, 8192, true}, {0, 12288, true}, {4096, 1 << 20, true},
 		{0, 12287, false}, {4097, 8192, false}, {8192, 8192, false}, {12288, 4096, false}, {0, 4096, false},
 	} {
-		if got := fh.within(c.off, c.size); got != c.want {
-			t.Errorf("within(%d, %d) = %v, want %v", c.off, c.size, got, c.want)
+		if got := fh.Within(Key{c.off, c.size}); got != c.want {
+			t.Errorf("Within(%d, %d) = %v, want %v", c.off, c.size, got, c.want)
 		}
 	}
 }
@@ -105,8 +105,8 @@ func TestHashIndexWithin(t *testing.T) {
 func saved(t *testing.T, dir string, f *os.File) string {
 	t.Helper()
 	fh := reopen(t, dir, f)
-	fh.put(0, 4096, 42)
-	if err := fh.save(); err != nil {
+	fh.Put(Key{0, 4096}, 42)
+	if err := fh.Save(); err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, fh.name)
@@ -114,7 +114,7 @@ func saved(t *testing.T, dir string, f *os.File) string {
 
 func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 	trusted := func(t *testing.T, dir string, f *os.File) bool {
-		_, ok := reopen(t, dir, f).get(0, 4096)
+		_, ok := reopen(t, dir, f).Get(Key{0, 4096})
 		return ok
 	}
 	t.Run("stale", func(t *testing.T) {
@@ -175,11 +175,11 @@ func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 			t.Fatal("an index of zeros is trusted")
 		}
 		fh := reopen(t, dir, f)
-		fh.put(0, 4096, 43)
-		if err := fh.save(); err != nil {
+		fh.Put(Key{0, 4096}, 43)
+		if err := fh.Save(); err != nil {
 			t.Fatal(err)
 		}
-		if h, _ := reopen(t, dir, f).get(0, 4096); h != 43 {
+		if h, _ := reopen(t, dir, f).Get(Key{0, 4096}); h != 43 {
 			t.Fatalf("rewritten over a broken index: %d", h)
 		}
 		if _, err := os.Stat(tmp); !os.IsNotExist(err) {
@@ -189,7 +189,7 @@ func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 	t.Run("rewritten in place", func(t *testing.T) {
 		dir, data := t.TempDir(), t.TempDir()
 		f := indexFile(t, data, "m", 1<<20, 1)
-		before, err := identify(f, f)
+		before, err := Identify(f, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestHashIndexRefusesWhatIsNotItsFile(t *testing.T) {
 		if trusted(t, dir, f) {
 			t.Fatal("the index of a file rewritten in place is trusted")
 		}
-		after, _ := identify(f, f)
+		after, _ := Identify(f, f)
 		if after.Mtime != before.Mtime || after.Size != before.Size {
 			t.Fatalf("the rewrite changed the size or time: %+v, %+v", before, after)
 		}
@@ -226,21 +226,21 @@ func indexFileBytes(t *testing.T, path string, n int, seed byte) {
 	}
 }
 
-// The directory keeps at most hashIndexFiles indexes: the least recently
+// The directory keeps at most maxFiles indexes: the least recently
 // written go.
 func TestHashIndexBounded(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
 	old := time.Now().Add(-time.Hour)
-	for i := range hashIndexFiles + 10 {
-		p := filepath.Join(dir, filepath.Base(data)+string(rune('a'+i%26))+strconv.Itoa(i)+hashIndexExt)
+	for i := range maxFiles + 10 {
+		p := filepath.Join(dir, filepath.Base(data)+string(rune('a'+i%26))+strconv.Itoa(i)+ext)
 		os.WriteFile(p, []byte("x"), 0o644)
 		at := old.Add(time.Duration(i) * time.Second)
 		os.Chtimes(p, at, at)
 	}
 	saved(t, dir, indexFile(t, data, "m", 1<<16, 1))
 	ents, _ := os.ReadDir(dir)
-	if len(ents) > hashIndexFiles {
-		t.Fatalf("%d indexes kept, at most %d", len(ents), hashIndexFiles)
+	if len(ents) > maxFiles {
+		t.Fatalf("%d indexes kept, at most %d", len(ents), maxFiles)
 	}
 }
 
@@ -256,11 +256,11 @@ func TestHashIndexConcurrentSaves(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fh := openFileHashes(dir, f, f)
+			fh := Open(dir, f, f)
 			for k := range 100 {
-				fh.put(int64(i*1000+k), 4096, uint64(i*1000+k))
+				fh.Put(Key{int64(i*1000 + k), 4096}, uint64(i*1000+k))
 			}
-			if err := fh.save(); err != nil {
+			if err := fh.Save(); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -271,14 +271,14 @@ func TestHashIndexConcurrentSaves(t *testing.T) {
 		t.Fatalf("%d entries after %d saves of 100", len(fh.known), n)
 	}
 	for k, v := range fh.known {
-		if uint64(k.off) != v {
+		if uint64(k.Off) != v {
 			t.Fatalf("entry %v holds %d", k, v)
 		}
 	}
 	// one more load, after all of them, keeps every entry it saw
 	last := reopen(t, dir, f)
-	last.put(1<<30, 1, 1<<30)
-	if err := last.save(); err != nil {
+	last.Put(Key{1 << 30, 1}, 1<<30)
+	if err := last.Save(); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(reopen(t, dir, f).known); got != len(fh.known)+1 {

@@ -1,8 +1,8 @@
 //go:build !unix
 
-package loader
+package hashindex
 
 import "io/fs"
 
 // statIdentity: no inode here to know a file by, so no index.
-func statIdentity(st fs.FileInfo) (fileIdentity, bool) { return fileIdentity{}, false }
+func statIdentity(st fs.FileInfo) (Identity, bool) { return Identity{}, false }

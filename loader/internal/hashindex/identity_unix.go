@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package hashindex
 
 import (
 	"io/fs"
@@ -8,10 +8,10 @@ import (
 )
 
 // statIdentity is a file's identity but for its samples.
-func statIdentity(st fs.FileInfo) (fileIdentity, bool) {
+func statIdentity(st fs.FileInfo) (Identity, bool) {
 	s, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fileIdentity{}, false
+		return Identity{}, false
 	}
-	return fileIdentity{Dev: uint64(s.Dev), Ino: uint64(s.Ino), Size: st.Size(), Mtime: st.ModTime().UnixNano(), Ctime: statCtime(s)}, true
+	return Identity{Dev: uint64(s.Dev), Ino: uint64(s.Ino), Size: st.Size(), Mtime: st.ModTime().UnixNano(), Ctime: statCtime(s)}, true
 }

@@ -1,4 +1,4 @@
-package loader
+package sysmem
 
 import (
 	"fmt"
@@ -6,13 +6,14 @@ import (
 	"unsafe"
 )
 
-// memLock locks a growing prefix of a memory range in RAM (llama_mlock):
-// growTo extends the locked prefix page by page, never past the pages the
+// Lock locks a growing prefix of a memory range in RAM (llama_mlock):
+// GrowTo extends the locked prefix page by page, never past the pages the
 // range covers (its first page holds its first byte, its last page its
 // last byte, whatever their alignment). The first failure is reported once,
-// with its cause, and locking stops; loading goes on. release unlocks what
-// was locked, before the memory is freed.
-type memLock struct {
+// with its cause, and locking stops; loading goes on. Release unlocks what
+// was locked, before the memory is freed. Its methods may be called at
+// once from several goroutines.
+type Lock struct {
 	mu     sync.Mutex
 	addr   unsafe.Pointer // the range's first byte
 	base   unsafe.Pointer // its page
@@ -23,8 +24,11 @@ type memLock struct {
 	warn   func(string)
 }
 
-func newMemLock(addr unsafe.Pointer, size uintptr, what string, warn func(string)) *memLock {
-	l := &memLock{addr: addr, what: what, warn: warn}
+// NewLock is the lock of the size bytes at addr, which locks nothing yet;
+// a failure to lock them is reported to warn, in a sentence that names
+// the range as what.
+func NewLock(addr unsafe.Pointer, size uintptr, what string, warn func(string)) *Lock {
+	l := &Lock{addr: addr, what: what, warn: warn}
 	if addr == nil || size == 0 {
 		return l
 	}
@@ -35,8 +39,11 @@ func newMemLock(addr unsafe.Pointer, size uintptr, what string, warn func(string
 	return l
 }
 
-// growTo locks the range's first target bytes (whole pages).
-func (l *memLock) growTo(target uintptr) {
+// Addr is the range's first byte.
+func (l *Lock) Addr() unsafe.Pointer { return l.addr }
+
+// GrowTo locks the range's first target bytes (whole pages).
+func (l *Lock) GrowTo(target uintptr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.failed || l.base == nil {
@@ -57,19 +64,12 @@ func (l *memLock) growTo(target uintptr) {
 	l.locked = want
 }
 
-// release unlocks what was locked.
-func (l *memLock) release() {
+// Release unlocks what was locked.
+func (l *Lock) Release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.locked > 0 {
 		unlockRange(l.base, l.locked)
 		l.locked = 0
 	}
-}
-
-// lockedBytes is how much of the range is locked (whole pages).
-func (l *memLock) lockedBytes() uintptr {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.locked
 }

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package loader
+package sysmem
 
 // canLockAnything: without Linux capabilities to read, the limit is taken
 // to apply.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package sysmem
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ func lockFailure(err error, n uintptr) string {
 	switch {
 	case errors.Is(err, unix.ENOMEM):
 		if !capable && haveLim && lim.Cur != unix.RLIM_INFINITY {
-			if locked, ok := lockedNow(); !ok || uint64(locked)+uint64(n) > lim.Cur {
+			if locked, ok := lockedNow(); !ok || uint64(locked)+uint64(n) > uint64(lim.Cur) {
 				return fmt.Sprintf("%v: RLIMIT_MEMLOCK is %s, too little for %d more bytes; %s", err, limit, n, raise)
 			}
 		}

@@ -1,30 +1,38 @@
 //go:build !linux
 
-package loader
+package sysmem
 
 import "unsafe"
 
-// anonRanges are address ranges of anonymous memory (Linux only).
-type anonRanges [][2]uintptr
+// AnonMemory lists nothing here: there is no /proc/self/maps to read.
+func AnonMemory() Ranges { return nil }
 
-func anonMemory() anonRanges { return nil }
+// AdviseNewMemory advises nothing here.
+func AdviseNewMemory(before Ranges) Ranges { return nil }
 
-func adviseNewMemory(before anonRanges) anonRanges { return nil }
+// AdviseHugePages does nothing here.
+func AdviseHugePages(p unsafe.Pointer, n uint64) {}
 
-func (rs anonRanges) bytes() uint64 { return 0 }
+// Release does nothing here.
+func (rs Ranges) Release() {}
 
-func (rs anonRanges) release() {}
+// Prefaulter faults nothing in here.
+type Prefaulter struct{}
 
-type prefaulter struct{}
+// Prefault faults nothing in here.
+func Prefault(rs Ranges) *Prefaulter { return &Prefaulter{} }
 
-func prefault(rs anonRanges) *prefaulter { return &prefaulter{} }
+// Wait returns at once.
+func (pf *Prefaulter) Wait() {}
 
-func (pf *prefaulter) wait() {}
+// Finish returns at once.
+func (pf *Prefaulter) Finish() {}
 
-func (pf *prefaulter) finish() {}
+// PopulateLater is false here: a mapping's pages are mapped in by mmap
+// or by faults.
+func PopulateLater() bool { return false }
 
-func populateLater() bool { return false }
-
-func populateMapped(p unsafe.Pointer, n uint64, fd int, off int64) *prefaulter {
-	return &prefaulter{}
+// PopulateMapped maps nothing in here.
+func PopulateMapped(p unsafe.Pointer, n uint64, fd int, off int64) *Prefaulter {
+	return &Prefaulter{}
 }
