@@ -210,8 +210,8 @@ func TestMessages(t *testing.T) {
 			t.Errorf("%v describes as %q, formats as %q", v.K, v.Describe(), cpp.FormatValue(v))
 		}
 	}
-	m := &cpp.Map{Keys: []cpp.Val{cpp.Int(1, ast.TI32)}, Vals: []cpp.Val{cpp.Str("a")}}
-	if c := m.Clone(); len(c.Keys) != 1 || c.Vals[0].S != "a" {
+	m := &cpp.Map{Keys: []cpp.Val{cpp.Int(1, ast.TI32)}, Vals: []*cpp.Cell{{V: cpp.Str("a")}}}
+	if c := m.Clone(); len(c.Keys) != 1 || c.Vals[0].V.S != "a" {
 		t.Error("map clone")
 	}
 	for _, c := range []struct {

@@ -221,7 +221,7 @@ func (r *Run) newContext() (cpp.Val, error) {
 		o.Fields[n] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: bv}}
 	}
 	sampling := cpp.NewObject("sampling_info")
-	sampling.Fields["samplers"] = &cpp.Cell{V: cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}}
+	sampling.Fields["samplers"] = &cpp.Cell{V: cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TPtr}}}
 	o.Fields["sampling"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: sampling}}
 	return cpp.Val{K: cpp.KObj, P: o}, nil
 }

@@ -791,8 +791,8 @@ func (cp *compiler) compileRef(n *ast.Node) refFn {
 }
 
 // compileIndexRef is a[i]: an element of an array (checked: reading past
-// a std::array's end is undefined in llama.cpp, and an abort here), or a
-// map's value (inserted if absent, as operator[] does).
+// a std::array's end is undefined in llama.cpp, and an abort here), or
+// the cell of a map's value (inserted if absent, as operator[] does).
 func (cp *compiler) compileIndexRef(n *ast.Node) refFn {
 	arr, idx := cp.exprOf(n.Kids[0]), cp.exprOf(n.Kids[1])
 	return func(f *Frame) (*Cell, error) {
@@ -820,13 +820,14 @@ func (cp *compiler) compileIndexRef(n *ast.Node) refFn {
 			return c, nil
 		case KMap:
 			m := a.P.(*Map)
+			if m.Vals == nil {
+				return nil, f.Errorf("index into a set")
+			}
 			k := m.Find(i)
 			if k < 0 {
-				m.Keys = append(m.Keys, i)
-				m.Vals = append(m.Vals, Int(0, ast.TI32))
-				k = len(m.Keys) - 1
+				k = m.add(i, &Cell{T: m.Elem, V: Zero(m.Elem)})
 			}
-			return &Cell{V: m.Vals[k]}, nil
+			return m.Vals[k], nil
 		}
 		return nil, f.Errorf("index into %s", a.Describe())
 	}

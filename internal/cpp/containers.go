@@ -211,15 +211,18 @@ func mapMethod(f *Frame, m *Map, name string, args []*ast.Node) (Val, error) {
 		if i >= 0 {
 			return Pair(Val{K: KIter, P: m, I: int64(i)}, False), nil
 		}
-		m.Keys = append(m.Keys, vs[0])
-		if m.Vals != nil {
-			v := Void
-			if len(vs) > 1 {
-				v = vs[1]
+		var c *Cell // none for a set's key
+		switch {
+		case m.Vals == nil:
+		case len(vs) > 1:
+			c = &Cell{T: m.Elem}
+			if err := c.Set(vs[1]); err != nil {
+				return Void, f.Errorf("%s: %v", name, err)
 			}
-			m.Vals = append(m.Vals, v)
+		default:
+			c = &Cell{T: m.Elem, V: Zero(m.Elem)}
 		}
-		return Pair(Val{K: KIter, P: m, I: int64(len(m.Keys) - 1)}, True), nil
+		return Pair(Val{K: KIter, P: m, I: int64(m.add(vs[0], c))}, True), nil
 	case "clear":
 		m.Keys, m.intsN = m.Keys[:0], 0
 		if m.Vals != nil {
@@ -234,30 +237,33 @@ func mapMethod(f *Frame, m *Map, name string, args []*ast.Node) (Val, error) {
 		if i < 0 {
 			return Void, &Throw{Msg: "map::at"}
 		}
-		return m.Vals[i], nil
+		return m.Vals[i].V, nil
 	}
 	return Void, f.Errorf("method %s of a map", name)
 }
 
 // Container makes an empty value of a std:: container type.
 func (in *Interp) Container(ctype string) (Val, error) {
-	base, args, _ := strings.Cut(ctype, "<")
-	args = strings.TrimSuffix(args, ">")
-	elem, n, _ := strings.Cut(args, ",")
-	et := elemType(strings.TrimSpace(elem))
+	base, args := templateArgs(ctype)
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
 	switch base {
 	case "std::vector":
-		return Val{K: KArr, P: &Array{Elem: et}}, nil
+		return Val{K: KArr, P: &Array{Elem: elemType(arg(0))}}, nil
 	case "std::array":
-		size, err := in.ArrayLen(strings.TrimSpace(n))
+		size, err := in.ArrayLen(arg(1))
 		if err != nil {
 			return Void, err
 		}
-		return Val{K: KArr, P: NewArray(et, int(size), true)}, nil
+		return Val{K: KArr, P: NewArray(elemType(arg(0)), int(size), true)}, nil
 	case "std::unordered_set", "std::set":
 		return Val{K: KMap, P: &Map{}}, nil
 	case "std::map", "std::unordered_map":
-		return Val{K: KMap, P: &Map{Vals: []Val{}}}, nil
+		return Val{K: KMap, P: &Map{Vals: []*Cell{}, Elem: elemType(arg(1))}}, nil
 	case "std::stringstream", "std::ostringstream":
 		o := NewObject("stringstream")
 		o.Fields["str"] = &Cell{V: Str("")}
@@ -266,7 +272,38 @@ func (in *Interp) Container(ctype string) (Val, error) {
 	return Void, fmt.Errorf("unsupported container %s", ctype)
 }
 
+// templateArgs splits a template's type, "std::map<K, std::vector<V>>",
+// into its name and its arguments, at the commas outside nested angle
+// brackets.
+func templateArgs(ctype string) (string, []string) {
+	base, rest, ok := strings.Cut(ctype, "<")
+	if !ok {
+		return ctype, nil
+	}
+	rest = strings.TrimSuffix(strings.TrimSpace(rest), ">")
+	var args []string
+	depth, start := 0, 0
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
+		case '<':
+			depth++
+		case '>':
+			depth--
+		case ',':
+			if depth == 0 {
+				args = append(args, strings.TrimSpace(rest[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return base, append(args, strings.TrimSpace(rest[start:]))
+}
+
+// elemType is the cells' type of a container's elements of C++ type s.
 func elemType(s string) ast.Type {
+	if strings.HasSuffix(s, "*") {
+		return ast.TPtr
+	}
 	switch s {
 	case "bool":
 		return ast.TBool

@@ -233,6 +233,9 @@ func TestLibrary(t *testing.T) {
 		{"map iterator's members", `(block (decl "m" :obj @"std::map<int, int>") (expr (call (mem "insert" m) 2 9)) (decl "it" (call (mem "find" m) 2))
 			(return (bin "+" (mem "first" it) (mem "second" it))))`, int64(11)},
 		{"map clear", `(block (decl "m" :obj @"std::map<int, int>") (expr (call (mem "insert" m) 2 9)) (expr (call (mem "clear" m))) (return (call (mem "empty" m))))`, int64(1)},
+		{"map operator[] assigns its element", `(block (decl "m" :obj @"std::map<int, int>") (expr (set "=" (idx m 3) 7)) (return (idx m 3)))`, int64(7)},
+		{"map operator[] adds to its element", `(block (decl "m" :obj @"std::map<int, int>") (expr (set "=" (idx m 3) 7)) (expr (set "+=" (idx m 3) 2))
+			(expr (un "post++" (idx m 3))) (expr (un "pre++" (idx m 4))) (return (bin "+" (bin "*" 10 (idx m 3)) (idx m 4))))`, int64(101)},
 		{"set", `(block (decl "s" :obj @"std::set<int>") (expr (call (mem "insert" s) 3)) (expr (call (mem "insert" s) 3)) (return (call (mem "size" s))))`, int64(1)},
 		{"vector push_back, back, front", `(block (decl "v" :obj @"std::vector<int>") (expr (call (mem "push_back" v) 4)) (expr (call (mem "emplace_back" v) 6))
 			(return (bin "+" (call (mem "back" v)) (bin "*" 10 (call (mem "front" v))))))`, int64(46)},
@@ -312,6 +315,8 @@ func TestMisusedConstructs(t *testing.T) {
 		`(block (decl "m" :obj @"std::map<int, int>") (return (call (mem "count" m))))`,
 		`(block (decl "m" :obj @"std::map<int, int>") (return (call (mem "insert" m))))`,
 		`(block (decl "m" :obj @"std::map<int, int>") (return (call (mem "nothing" m))))`,
+		`(block (decl "s" :obj @"std::set<int>") (return (idx s 1)))`,
+		`(block (decl "m" :obj @"std::map<int, int>") (expr (call (mem "insert" m) 1 "x")) (return 0))`,
 		`(block (decl "v" :obj @"std::vector<int>") (return (call (mem "resize" v) "a")))`,
 		`(block (decl "v" :obj @"std::array<int, 2>") (return (call (mem "clear" v))))`,
 		`(block (decl "v" :obj @"std::array<bool, 2>") (return (call (mem "test" v) 5)))`,

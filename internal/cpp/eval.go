@@ -220,7 +220,7 @@ func (f *Frame) rangeItems(coll Val) ([]Val, error) {
 		m := coll.P.(*Map)
 		for i, k := range m.Keys {
 			if m.Vals != nil {
-				items = append(items, Pair(k, m.Vals[i]))
+				items = append(items, Pair(k, m.Vals[i].V))
 			} else {
 				items = append(items, k)
 			}
@@ -332,7 +332,7 @@ func (f *Frame) member(obj Val, name string) (Val, error) {
 				return m.Keys[obj.I], nil
 			case "second":
 				if m.Vals != nil {
-					return m.Vals[obj.I], nil
+					return m.Vals[obj.I].V, nil
 				}
 			}
 		}

@@ -85,20 +85,26 @@ func (c *Cell) Set(v Val) error {
 	if err != nil {
 		return err
 	}
-	if c.T == ast.TPtr || c.T == ast.TRef {
-		c.V = cv // a pointer copies the address: both name one object
-		return nil
-	}
-	switch cv.K {
-	case KObj:
-		cv.P = cv.P.(*Object).Clone()
-	case KArr:
-		cv.P = cv.P.(*Array).Clone()
-	case KMap:
-		cv.P = cv.P.(*Map).Clone()
-	}
-	c.V = cv
+	c.V = byValue(cv, c.T)
 	return nil
+}
+
+// byValue is v as a cell of type t holds it: a struct or a container
+// copied (C++ assignment), but the object a pointer or a reference names
+// shared.
+func byValue(v Val, t ast.Type) Val {
+	if t == ast.TPtr || t == ast.TRef {
+		return v
+	}
+	switch v.K {
+	case KObj:
+		v.P = v.P.(*Object).Clone()
+	case KArr:
+		v.P = v.P.(*Array).Clone()
+	case KMap:
+		v.P = v.P.(*Map).Clone()
+	}
+	return v
 }
 
 // Convert applies C++'s implicit conversion of v to type t.
@@ -473,20 +479,7 @@ func NewObject(class string) *Object { return &Object{Class: class, Fields: map[
 func (o *Object) Clone() *Object {
 	c := &Object{Class: o.Class, Fields: make(map[string]*Cell, len(o.Fields)), Shared: o.Shared, Open: o.Open, Strict: o.Strict, Members: o.Members, Methods: o.Methods}
 	for k, f := range o.Fields {
-		nf := *f
-		if nf.T == ast.TPtr || nf.T == ast.TRef {
-			c.Fields[k] = &nf // a pointer member: the copy names the same object
-			continue
-		}
-		switch nf.V.K {
-		case KObj:
-			nf.V.P = nf.V.P.(*Object).Clone()
-		case KArr:
-			nf.V.P = nf.V.P.(*Array).Clone() // std::array and std::vector members copy by value
-		case KMap:
-			nf.V.P = nf.V.P.(*Map).Clone()
-		}
-		c.Fields[k] = &nf
+		c.Fields[k] = &Cell{V: byValue(f.V, f.T), T: f.T}
 	}
 	return c
 }
@@ -599,7 +592,11 @@ func (a *Array) Resize(n int64) error {
 // Map is a std::map, unordered_map or set with keys compared by value.
 type Map struct {
 	Keys []Val
-	Vals []Val
+	// Vals are the values' cells, the i-th of Keys[i]'s, each allocated
+	// once, so that a reference to one stays valid as the map grows; nil
+	// for a set.
+	Vals []*Cell
+	Elem ast.Type // the values' type (ast.TAuto: any)
 	// ints indexes integer keys (all of them integers) by value, as of
 	// len(keys) == intsN: the graph looks up a layer's index per layer
 	ints   map[int64]int
@@ -607,12 +604,28 @@ type Map struct {
 	noInts bool // as of intsN: a key is no integer
 }
 
+// Clone copies a map by value, its values as their cells hold them.
 func (m *Map) Clone() *Map {
-	c := &Map{Keys: append([]Val(nil), m.Keys...)}
+	c := &Map{Keys: append([]Val(nil), m.Keys...), Elem: m.Elem}
 	if m.Vals != nil {
-		c.Vals = append([]Val{}, m.Vals...)
+		c.Vals = make([]*Cell, len(m.Vals))
+		cells := make([]Cell, len(m.Vals))
+		for i, v := range m.Vals {
+			cells[i] = Cell{V: byValue(v.V, v.T), T: v.T}
+			c.Vals[i] = &cells[i]
+		}
 	}
 	return c
+}
+
+// add appends key k and, unless the map is a set, its value's cell c;
+// it returns the key's index.
+func (m *Map) add(k Val, c *Cell) int {
+	if m.Vals != nil {
+		m.Vals = append(m.Vals, c)
+	}
+	m.Keys = append(m.Keys, k)
+	return len(m.Keys) - 1
 }
 
 func (m *Map) Find(k Val) int {

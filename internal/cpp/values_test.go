@@ -292,7 +292,8 @@ func TestCopies(t *testing.T) {
 	o.Fields["p"] = &cpp.Cell{T: ast.TPtr, V: cpp.Val{K: cpp.KObj, P: target}}
 	o.Fields["sub"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: sub}}
 	o.Fields["arr"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TI32, 2, true)}}
-	o.Fields["m"] = &cpp.Cell{V: cpp.Val{K: cpp.KMap, P: &cpp.Map{Keys: []cpp.Val{i32(1)}, Vals: []cpp.Val{i32(2)}}}}
+	inner := cpp.NewArray(ast.TI32, 1, false)
+	o.Fields["m"] = &cpp.Cell{V: cpp.Val{K: cpp.KMap, P: &cpp.Map{Keys: []cpp.Val{i32(1), i32(2)}, Vals: []*cpp.Cell{{V: i32(2)}, {V: cpp.Val{K: cpp.KArr, P: inner}}}}}}
 	o.Fields["i"] = &cpp.Cell{T: ast.TI32, V: i32(7)}
 	c := o.Clone()
 	if c.Fields["p"].V.P != target {
@@ -304,8 +305,9 @@ func TestCopies(t *testing.T) {
 	if c.Fields["arr"].V.P == o.Fields["arr"].V.P || len(c.Fields["arr"].V.P.(*cpp.Array).Cells) != 2 {
 		t.Error("an array member is not copied by value")
 	}
-	if m := c.Fields["m"].V.P.(*cpp.Map); m == o.Fields["m"].V.P || len(m.Keys) != 1 || m.Vals[0].I != 2 {
-		t.Error("a map member is not copied by value")
+	if m := c.Fields["m"].V.P.(*cpp.Map); m == o.Fields["m"].V.P || len(m.Keys) != 2 || m.Vals[0].V.I != 2 ||
+		m.Vals[0] == o.Fields["m"].V.P.(*cpp.Map).Vals[0] || m.Vals[1].V.P == inner {
+		t.Error("a map member is not copied by value, with its values")
 	}
 	o.Fields["i"].V = i32(8)
 	if c.Fields["i"].V.I != 7 {

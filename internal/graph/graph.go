@@ -209,7 +209,7 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	cvec.Fields["layer_end"] = &cpp.Cell{V: cpp.Int(-1, ast.TI32)}
 	cvec.Fields["tensors"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, 0, false)}}
 	set(params, "cvec", cpp.Val{K: cpp.KObj, P: cvec})
-	set(params, "loras", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}) // no LoRA adapters
+	set(params, "loras", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TF32}}) // no LoRA adapters
 	set(params, "mctx", s.mctx)
 	// the context's llama_cross: no encoder output yet
 	cross := newShared("llama_cross")
@@ -218,7 +218,7 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	cross.Fields["v_embd"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TF32, 0, false)}}
 	cross.Fields["seq_ids_enc"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}}
 	set(params, "cross", cpp.Val{K: cpp.KObj, P: cross})
-	set(params, "samplers", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}) // no backend samplers
+	set(params, "samplers", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TPtr}}) // no backend samplers
 	set(params, "n_outputs", cpp.Int(int64(nOutputs), ast.TU32))
 	set(params, "res", cpp.Val{K: cpp.KObj, P: res})
 
@@ -623,7 +623,7 @@ func (s *GraphSession) kvCache(c *arch.Cache, ci int) (*cpp.Object, error) {
 // its role names) and the map from a layer to its index in the array.
 func (s *GraphSession) cacheLayers(c *arch.Cache, ci int, class string, members map[byte]string) (cpp.Val, cpp.Val, error) {
 	layers := cpp.NewArray(ast.TAuto, 0, false)
-	ids := &cpp.Map{Vals: []cpp.Val{}}
+	ids := &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TI32}
 	byLayer := map[int]*cpp.Object{}
 	for j, mt := range c.Tensors {
 		l, ok := byLayer[mt.Layer]
@@ -632,7 +632,7 @@ func (s *GraphSession) cacheLayers(c *arch.Cache, ci int, class string, members 
 			l.Fields["il"] = &cpp.Cell{V: cpp.Int(int64(mt.Layer), ast.TU32)}
 			byLayer[mt.Layer] = l
 			ids.Keys = append(ids.Keys, cpp.Int(int64(mt.Layer), ast.TI32))
-			ids.Vals = append(ids.Vals, cpp.Int(int64(len(layers.Cells)), ast.TI32))
+			ids.Vals = append(ids.Vals, &cpp.Cell{T: ast.TI32, V: cpp.Int(int64(len(layers.Cells)), ast.TI32)})
 			layers.Cells = append(layers.Cells, cpp.Cell{V: cpp.Val{K: cpp.KObj, P: l}})
 		}
 		t, err := s.cacheTensor(mt, ci, j)
@@ -931,7 +931,9 @@ type graphInit struct{ name, typ, val string }
 func (g graphInit) value(r *arch.Run) (cpp.Val, error) {
 	switch g.typ {
 	case "std::map":
-		return cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []cpp.Val{}}}, nil
+		// the graph structs' maps map to pointers (qwen4exp's qsa_inps,
+		// rs_rows)
+		return cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TPtr}}, nil
 	case "struct":
 		o, err := r.NewStruct(g.val, structs()[g.val])
 		return cpp.Val{K: cpp.KObj, P: o}, err
