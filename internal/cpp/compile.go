@@ -825,7 +825,7 @@ func (cp *compiler) compileIndexRef(n *ast.Node) refFn {
 			}
 			k := m.Find(i)
 			if k < 0 {
-				k = m.add(i, &Cell{T: m.Elem, V: Zero(m.Elem)})
+				k = m.add(i, &Cell{T: m.Elem, V: m.zero()})
 			}
 			return m.Vals[k], nil
 		}

@@ -220,7 +220,7 @@ func mapMethod(f *Frame, m *Map, name string, args []*ast.Node) (Val, error) {
 				return Void, f.Errorf("%s: %v", name, err)
 			}
 		default:
-			c = &Cell{T: m.Elem, V: Zero(m.Elem)}
+			c = &Cell{T: m.Elem, V: m.zero()}
 		}
 		return Pair(Val{K: KIter, P: m, I: int64(m.add(vs[0], c))}, True), nil
 	case "clear":
@@ -263,13 +263,39 @@ func (in *Interp) Container(ctype string) (Val, error) {
 	case "std::unordered_set", "std::set":
 		return Val{K: KMap, P: &Map{}}, nil
 	case "std::map", "std::unordered_map":
-		return Val{K: KMap, P: &Map{Vals: []*Cell{}, Elem: elemType(arg(1))}}, nil
+		t, mk, err := in.element(arg(1))
+		if err != nil {
+			return Void, err
+		}
+		return Val{K: KMap, P: &Map{Vals: []*Cell{}, Elem: t, Make: mk}}, nil
 	case "std::stringstream", "std::ostringstream":
 		o := NewObject("stringstream")
 		o.Fields["str"] = &Cell{V: Str("")}
 		return Val{K: KObj, P: o}, nil
 	}
 	return Void, fmt.Errorf("unsupported container %s", ctype)
+}
+
+// element is how a container value-initializes an element of C++ type
+// ctype: its cell's type and, for a struct of the headers or a container,
+// a maker of a fresh one (nil: Zero of the type).
+func (in *Interp) element(ctype string) (ast.Type, func() Val, error) {
+	if t := elemType(ctype); t != ast.TAuto {
+		return t, nil, nil
+	}
+	var proto Val
+	if fields, ok := in.Lib.structs[ctype]; ok {
+		o, err := in.Host.NewStruct(ctype, fields)
+		if err != nil {
+			return ast.TAuto, nil, err
+		}
+		proto = Val{K: KObj, P: o}
+	} else if v, err := in.Container(ctype); err == nil {
+		proto = v
+	} else {
+		return ast.TAuto, nil, nil // a type the programs never value-initialize
+	}
+	return ast.TAuto, func() Val { return byValue(proto, ast.TAuto) }, nil
 }
 
 // templateArgs splits a template's type, "std::map<K, std::vector<V>>",

@@ -236,6 +236,11 @@ func TestLibrary(t *testing.T) {
 		{"map operator[] assigns its element", `(block (decl "m" :obj @"std::map<int, int>") (expr (set "=" (idx m 3) 7)) (return (idx m 3)))`, int64(7)},
 		{"map operator[] adds to its element", `(block (decl "m" :obj @"std::map<int, int>") (expr (set "=" (idx m 3) 7)) (expr (set "+=" (idx m 3) 2))
 			(expr (un "post++" (idx m 3))) (expr (un "pre++" (idx m 4))) (return (bin "+" (bin "*" 10 (idx m 3)) (idx m 4))))`, int64(101)},
+		{"map operator[] value-initializes a vector", `(block (decl "m" :obj @"std::map<int, std::vector<uint32_t>>") (expr (call (mem "push_back" (idx m 3)) 1))
+			(return (call (mem "size" (idx m 3)))))`, int64(1)},
+		{"map insert of a key value-initializes its value", `(block (decl "m" :obj @"std::map<int, std::vector<int>>") (expr (call (mem "insert" m) 2))
+			(return (call (mem "size" (call (mem "at" m) 2)))))`, int64(0)},
+		{"map operator[] value-initializes a header struct", `(block (decl "m" :obj @"std::map<int, cfg>") (expr (set "=" (mem "b" (idx m 1)) 5)) (return (bin "+" (mem "a" (idx m 1)) (mem "b" (idx m 1)))))`, int64(5)},
 		{"set", `(block (decl "s" :obj @"std::set<int>") (expr (call (mem "insert" s) 3)) (expr (call (mem "insert" s) 3)) (return (call (mem "size" s))))`, int64(1)},
 		{"vector push_back, back, front", `(block (decl "v" :obj @"std::vector<int>") (expr (call (mem "push_back" v) 4)) (expr (call (mem "emplace_back" v) 6))
 			(return (bin "+" (call (mem "back" v)) (bin "*" 10 (call (mem "front" v))))))`, int64(46)},

@@ -78,6 +78,7 @@ func TestDeclarations(t *testing.T) {
 			(return (call (mem "str" ss))))`, "n=5array"},
 		{"an output string stream", `(block (decl "ss" :obj @"std::ostringstream") (return (call (mem "empty" (call (mem "str" ss))))))`, int64(1)},
 		{"an array sized by a product", `(block (decl "v" :obj @"std::array<int, 2*FOUR>") (return (call (mem "size" v))))`, int64(8)},
+		{"a map of a type the evaluator lacks holds anything", `(block (decl "m" :obj @"std::map<int, std::deque<int>>") (return (bin "==" (idx m 1) nullptr)))`, int64(1)},
 		{"a struct with a float and a string", `(block (decl "st" @"fcfg" (list 1.5 "s")) (return (mem "s" st)))`, "s"},
 	})
 	checkErrors(t, eval, []errorCase{
@@ -101,6 +102,7 @@ func TestDeclarations(t *testing.T) {
 		{"a regex's pattern fails", `(block (decl "re" :obj @"std::regex" (list (call nothing))) (return 0))`, "eval", "unknown function nothing"},
 		{"a regex of a number", `(block (decl "re" :obj @"std::regex" (list 5)) (return 0))`, "eval", "std::regex re"},
 		{"a struct assigned too long a list", `(block (decl "st" @"cfg") (expr (set "=" st (list 1 2 3))) (return 0))`, "eval", "3 initializers for cfg of 2 members"},
+		{"a map of a struct the host cannot make", `(block (decl "m" :obj @"std::map<int, unmade>") (return 0))`, "eval", "no unmade struct"},
 		{"a struct the host cannot make", `(block (decl "st" @"unmade") (return 0))`, "eval", "no unmade struct"},
 		{"a struct of too many initializers", `(block (decl "st" @"cfg" (list 1 2 3)) (return 0))`, "eval", "3 initializers for cfg of 2 members"},
 		{"a struct's initializer of the wrong type", `(block (decl "st" @"cfg" (list "x")) (return 0))`, "eval", `cfg.a = "x"`},

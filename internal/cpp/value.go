@@ -597,6 +597,9 @@ type Map struct {
 	// for a set.
 	Vals []*Cell
 	Elem ast.Type // the values' type (ast.TAuto: any)
+	// Make, when set, makes a value-initialized value (a struct, a
+	// container); else one is Zero(Elem).
+	Make func() Val
 	// ints indexes integer keys (all of them integers) by value, as of
 	// len(keys) == intsN: the graph looks up a layer's index per layer
 	ints   map[int64]int
@@ -606,7 +609,7 @@ type Map struct {
 
 // Clone copies a map by value, its values as their cells hold them.
 func (m *Map) Clone() *Map {
-	c := &Map{Keys: append([]Val(nil), m.Keys...), Elem: m.Elem}
+	c := &Map{Keys: append([]Val(nil), m.Keys...), Elem: m.Elem, Make: m.Make}
 	if m.Vals != nil {
 		c.Vals = make([]*Cell, len(m.Vals))
 		cells := make([]Cell, len(m.Vals))
@@ -616,6 +619,14 @@ func (m *Map) Clone() *Map {
 		}
 	}
 	return c
+}
+
+// zero is a value-initialized value of the map's type.
+func (m *Map) zero() Val {
+	if m.Make != nil {
+		return m.Make()
+	}
+	return Zero(m.Elem)
 }
 
 // add appends key k and, unless the map is a set, its value's cell c;
