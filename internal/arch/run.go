@@ -570,7 +570,7 @@ func (h *Hparams) Call(method string, args ...int64) (int64, error) {
 
 // newLayer is a llama_layer. Its struct-typed members (nextn, posnet,
 // ...) are members by value: they come into being on first use.
-func newLayer() *cpp.Object {
+func newLayer() cpp.Val {
 	o := &cpp.Object{Class: "llama_layer", Fields: make(map[string]*cpp.Cell, 64)}
 	o.Members = func(name string) *cpp.Object {
 		if st, ok := layerStructs[name]; ok {
@@ -578,7 +578,7 @@ func newLayer() *cpp.Object {
 		}
 		return nil
 	}
-	return o
+	return cpp.Val{K: cpp.KObj, P: o}
 }
 
 // runOf is the replay a frame of its programs runs in.

@@ -412,15 +412,17 @@ func (cp *compiler) compileVectorCtor(name, ctype string, args []*ast.Node) stmt
 	for _, a := range args {
 		xs = append(xs, cp.exprOf(a))
 	}
-	elem, _ := strings.CutPrefix(ctype, "std::vector<")
-	elem = strings.TrimSpace(strings.TrimSuffix(elem, ">"))
-	et := elemType(elem)
-	if strings.HasSuffix(elem, "*") {
-		et = ast.TPtr
+	elem := ""
+	if _, targs := templateArgs(ctype); len(targs) > 0 {
+		elem = targs[0]
 	}
 	return func(f *Frame) (ctl, error) {
 		if len(xs) > 2 {
 			return ctlNone, f.Errorf("%s(%d arguments)", ctype, len(xs))
+		}
+		et, mk, err := f.I.element(elem)
+		if err != nil {
+			return ctlNone, f.Errorf("%s %s: %v", ctype, name, err)
 		}
 		n, err := xs[0](f)
 		if err != nil {
@@ -429,16 +431,18 @@ func (cp *compiler) compileVectorCtor(name, ctype string, args []*ast.Node) stmt
 		if n, err = Convert(n, ast.TI64); err != nil || n.K != KInt || n.I < 0 || n.I > 1<<24 {
 			return ctlNone, f.Errorf("%s(%s)", ctype, n.Describe())
 		}
-		v := Zero(et)
+		var v Val
 		if len(xs) == 2 {
 			if v, err = xs[1](f); err != nil {
 				return ctlNone, err
 			}
 		}
-		a := &Array{Elem: et, Cells: make([]Cell, n.I)}
+		a := &Array{Elem: et, Make: mk, Cells: make([]Cell, n.I)}
 		for i := range a.Cells {
 			a.Cells[i].T = et
-			if err := a.Cells[i].Set(v); err != nil {
+			if len(xs) == 1 {
+				a.Cells[i].V = a.zero()
+			} else if err := a.Cells[i].Set(v); err != nil {
 				return ctlNone, err
 			}
 		}

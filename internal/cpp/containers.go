@@ -252,14 +252,24 @@ func (in *Interp) Container(ctype string) (Val, error) {
 		return ""
 	}
 	switch base {
-	case "std::vector":
-		return Val{K: KArr, P: &Array{Elem: elemType(arg(0))}}, nil
-	case "std::array":
+	case "std::vector", "std::array":
+		t, mk, err := in.element(arg(0))
+		if err != nil {
+			return Void, err
+		}
+		a := &Array{Elem: t, Make: mk}
+		if base == "std::vector" {
+			return Val{K: KArr, P: a}, nil
+		}
 		size, err := in.ArrayLen(arg(1))
 		if err != nil {
 			return Void, err
 		}
-		return Val{K: KArr, P: NewArray(elemType(arg(0)), int(size), true)}, nil
+		if err := a.Resize(size); err != nil {
+			return Void, err
+		}
+		a.Fixed = true
+		return Val{K: KArr, P: a}, nil
 	case "std::unordered_set", "std::set":
 		return Val{K: KMap, P: &Map{}}, nil
 	case "std::map", "std::unordered_map":

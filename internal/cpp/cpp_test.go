@@ -244,6 +244,12 @@ func TestLibrary(t *testing.T) {
 		{"set", `(block (decl "s" :obj @"std::set<int>") (expr (call (mem "insert" s) 3)) (expr (call (mem "insert" s) 3)) (return (call (mem "size" s))))`, int64(1)},
 		{"vector push_back, back, front", `(block (decl "v" :obj @"std::vector<int>") (expr (call (mem "push_back" v) 4)) (expr (call (mem "emplace_back" v) 6))
 			(return (bin "+" (call (mem "back" v)) (bin "*" 10 (call (mem "front" v))))))`, int64(46)},
+		{"vector resize value-initializes header structs", `(block (decl "v" :obj @"std::vector<split_state>") (expr (call (mem "resize" v) 2)) (expr (set "=" (mem "axis" (idx v 1)) 4))
+			(return (bin "+" (mem "axis" (idx v 1)) (bin "+" (mem "axis" (idx v 0)) (mem "n_segments" (idx v 0))))))`, int64(4)},
+		{"a sized vector value-initializes header structs", `(block (decl "v" :obj @"std::vector<split_state>" (call std::vector 2)) (return (mem "n_segments" (idx v 1))))`, int64(0)},
+		{"a std::array of header structs", `(block (decl "v" :obj @"std::array<split_state, 2>") (return (mem "n_segments" (idx v 1))))`, int64(0)},
+		{"vector resize value-initializes vectors, each its own", `(block (decl "v" :obj @"std::vector<std::vector<int>>") (expr (call (mem "resize" v) 2))
+			(expr (call (mem "push_back" (idx v 1)) 3)) (return (bin "+" (call (mem "size" (idx v 0))) (bin "*" 10 (call (mem "size" (idx v 1)))))))`, int64(10)},
 		{"vector resize and clear", `(block (decl "v" :obj @"std::vector<int>") (expr (call (mem "resize" v) 3)) (decl "n" (call (mem "size" v))) (expr (call (mem "clear" v)))
 			(return (bin "+" n (call (mem "size" v)))))`, int64(3)},
 		{"a range over a vector", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0) (range "x" :i32 v (block (expr (set "+=" s x)))) (return s))`, int64(6)},

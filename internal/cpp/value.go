@@ -3,6 +3,7 @@ package cpp
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/ggload/ggload/ggml/ops"
@@ -513,9 +514,9 @@ type Array struct {
 	Elem  ast.Type
 	Cells []Cell
 	Fixed bool // std::array/bitset: no resize
-	// Make, when set, makes an element: the struct a vector of structs
-	// holds (the model's layers).
-	Make func() *Object
+	// Make, when set, makes a value-initialized element (a struct, a
+	// container, the model's layers); else one is Zero(Elem).
+	Make func() Val
 }
 
 // Dims is a tensor's ne or nb as the C array it is.
@@ -572,18 +573,23 @@ func (a *Array) At(i int64) (*Cell, error) {
 	return &a.Cells[i], nil
 }
 
+// zero is a value-initialized element.
+func (a *Array) zero() Val {
+	if a.Make != nil {
+		return a.Make()
+	}
+	return Zero(a.Elem)
+}
+
 func (a *Array) Resize(n int64) error {
 	if n < 0 || n > 1<<24 {
 		return fmt.Errorf("resize to %d", n)
 	}
+	if more := int(n) - len(a.Cells); more > 0 {
+		a.Cells = slices.Grow(a.Cells, more)
+	}
 	for int64(len(a.Cells)) < n {
-		var v Val
-		if a.Make != nil {
-			v = Val{K: KObj, P: a.Make()}
-		} else {
-			v = Zero(a.Elem)
-		}
-		a.Cells = append(a.Cells, Cell{V: v, T: a.Elem})
+		a.Cells = append(a.Cells, Cell{V: a.zero(), T: a.Elem})
 	}
 	a.Cells = a.Cells[:n]
 	return nil

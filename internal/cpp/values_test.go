@@ -372,7 +372,7 @@ func TestArrays(t *testing.T) {
 		}
 	}
 	n := 0
-	a := &cpp.Array{Elem: ast.TAuto, Make: func() *cpp.Object { n++; return cpp.NewObject("llama_layer") }}
+	a := &cpp.Array{Elem: ast.TAuto, Make: func() cpp.Val { n++; return cpp.Val{K: cpp.KObj, P: cpp.NewObject("llama_layer")} }}
 	if err := a.Resize(3); err != nil || n != 3 || a.Cells[1].V.K != cpp.KObj {
 		t.Errorf("resize with a maker: %v, %d made", err, n)
 	}
