@@ -1093,7 +1093,9 @@ func (cp *compiler) compileFor(n *ast.Node) stmtFn {
 	})
 }
 
-// compileRange: a range-for over a container's elements.
+// compileRange: a range-for over a container's elements, as many as it
+// has when the loop begins; its variable is a copy of each, or the
+// element itself where it is a reference.
 func (cp *compiler) compileRange(n *ast.Node) stmtFn {
 	coll, body, name, t := cp.exprOf(n.Kids[0]), cp.stmtOf(n.Kids[1]), n.S, n.T
 	return func(f *Frame) (ctl, error) {
@@ -1101,21 +1103,31 @@ func (cp *compiler) compileRange(n *ast.Node) stmtFn {
 		if err != nil {
 			return ctlNone, err
 		}
-		items, err := f.rangeItems(cv)
-		if err != nil {
-			return ctlNone, err
+		var count int
+		switch cv.K {
+		case KArr:
+			count = len(cv.P.(*Array).Cells)
+		case KMap:
+			count = len(cv.P.(*Map).Keys)
+		default:
+			return ctlNone, f.Errorf("range over %s", cv.Describe())
 		}
-		for _, it := range items {
+		for i := 0; i < count; i++ {
+			elem := rangeElem(cv, i)
+			if elem == nil {
+				break // the body shrank the container
+			}
 			f.push()
-			c := f.sc.cell(t)
 			if t == ast.TRef {
-				c.T = ast.TAuto
+				f.sc.define(name, elem)
+			} else {
+				c := f.sc.cell(t)
+				if err := c.Set(elem.V); err != nil {
+					f.pop()
+					return ctlNone, err
+				}
+				f.sc.define(name, c)
 			}
-			if err := c.Set(it); err != nil {
-				f.pop()
-				return ctlNone, err
-			}
-			f.sc.define(name, c)
 			k, err := body(f)
 			f.pop()
 			if err != nil {

@@ -253,6 +253,18 @@ func TestLibrary(t *testing.T) {
 		{"vector resize and clear", `(block (decl "v" :obj @"std::vector<int>") (expr (call (mem "resize" v) 3)) (decl "n" (call (mem "size" v))) (expr (call (mem "clear" v)))
 			(return (bin "+" n (call (mem "size" v)))))`, int64(3)},
 		{"a range over a vector", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0) (range "x" :i32 v (block (expr (set "+=" s x)))) (return s))`, int64(6)},
+		{"a range by reference writes the elements", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (range "x" :ref v (block (expr (set "=" x 5))))
+			(return (bin "+" (bin "+" (idx v 0) (idx v 1)) (idx v 2))))`, int64(15)},
+		{"a range by value copies the elements", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (range "x" :i32 v (block (expr (set "=" x 5))))
+			(return (bin "+" (bin "+" (idx v 0) (idx v 1)) (idx v 2))))`, int64(6)},
+		{"a range by reference over a map writes its values", `(block (decl "m" :obj @"std::map<int, int>") (expr (call (mem "insert" m) 1 10)) (expr (call (mem "insert" m) 2 20))
+			(range "kv" :ref m (block (expr (set "+=" (mem "second" kv) (mem "first" kv))))) (return (bin "+" (idx m 1) (idx m 2))))`, int64(33)},
+		{"a range by value over a map copies its values", `(block (decl "m" :obj @"std::map<int, std::vector<int>>") (expr (call (mem "push_back" (idx m 1)) 4))
+			(range "kv" :auto m (block (expr (call (mem "push_back" (mem "second" kv)) 5)))) (return (call (mem "size" (idx m 1)))))`, int64(1)},
+		{"a range by reference over vectors appends to them", `(block (decl "v" :obj @"std::vector<std::vector<int>>") (expr (call (mem "resize" v) 2))
+			(range "x" :ref v (block (expr (call (mem "push_back" x) 1)))) (return (bin "+" (call (mem "size" (idx v 0))) (call (mem "size" (idx v 1))))))`, int64(2)},
+		{"a range by value over structs copies them", `(block (decl "v" :obj @"std::vector<cfg>") (expr (call (mem "resize" v) 1))
+			(range "x" :auto v (block (expr (set "=" (mem "a" x) 5)))) (return (mem "a" (idx v 0))))`, int64(0)},
 		{"std::fill", `(block (decl "v" :obj @"std::array<int, 3>") (expr (call std::fill (call (mem "begin" v)) (call (mem "end" v)) 7)) (return (idx v 2)))`, int64(7)},
 		{"std::copy from std::begin to an offset into a C array", `(block (decl "v" :obj @"std::array<int, 4>") (expr (call std::fill (call (mem "begin" v)) (call (mem "end" v)) 5)) (decl "s" :i32 @"array" 4) (expr (call std::copy (call std::begin v) (bin "+" (call std::begin v) 4) s)) (return (idx s 3)))`, int64(5)},
 		{"iterators subtract", `(block (decl "v" :obj @"std::array<int, 4>") (return (bin "-" (call std::end v) (bin "+" (call std::begin v) 1))))`, int64(3)},

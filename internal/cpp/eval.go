@@ -207,28 +207,27 @@ func (f *Frame) Ref(n *ast.Node) (*Cell, error) {
 	return nil, f.Errorf("%s is not an lvalue", n.Op)
 }
 
-// rangeItems are what a range-for walks: an array's elements, a map's
-// pairs (a set's keys).
-func (f *Frame) rangeItems(coll Val) ([]Val, error) {
-	var items []Val
-	switch coll.K {
-	case KArr:
-		for i := range coll.P.(*Array).Cells {
-			items = append(items, coll.P.(*Array).Cells[i].V)
+// rangeElem is the i-th element a range-for walks over coll, an array
+// or a map, nil past its end: an array's element's own cell, a map's
+// pair whose second is the map's own value cell, a set's key.
+func rangeElem(coll Val, i int) *Cell {
+	if coll.K == KArr {
+		if a := coll.P.(*Array); i < len(a.Cells) {
+			return &a.Cells[i]
 		}
-	case KMap:
-		m := coll.P.(*Map)
-		for i, k := range m.Keys {
-			if m.Vals != nil {
-				items = append(items, Pair(k, m.Vals[i].V))
-			} else {
-				items = append(items, k)
-			}
-		}
-	default:
-		return nil, f.Errorf("range over %s", coll.Describe())
+		return nil
 	}
-	return items, nil
+	m := coll.P.(*Map)
+	switch {
+	case i >= len(m.Keys):
+		return nil
+	case m.Vals == nil:
+		return &Cell{V: m.Keys[i]}
+	}
+	o := NewObject("pair")
+	o.Fields["first"] = &Cell{V: m.Keys[i]}
+	o.Fields["second"] = m.Vals[i]
+	return &Cell{V: Val{K: KObj, P: o}}
 }
 
 func Pair(k, v Val) Val {

@@ -27,6 +27,8 @@ func TestStatements(t *testing.T) {
 		{"a range over a set", `(block (decl "m" :obj @"std::set<int>") (expr (call (mem "insert" m) 3)) (expr (call (mem "insert" m) 4)) (decl "s" :i32 0)
 			(range "k" :i32 m (block (expr (set "+=" s k)))) (return s))`, int64(7)},
 		{"a range by reference", `(block (decl "v" :obj @"std::vector<int>" (list 1 2)) (decl "s" :i32 0) (range "x" :ref v (block (expr (set "+=" s x)))) (return s))`, int64(3)},
+		{"a range whose body empties its vector stops", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0)
+			(range "x" :i32 v (block (expr (set "+=" s x)) (expr (call (mem "clear" v))))) (return s))`, int64(1)},
 		{"a break from a range", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0)
 			(range "x" :i32 v (block (if (nil) (bin "==" x 2) (break) (nil)) (expr (set "+=" s x)))) (return s))`, int64(1)},
 		{"a return from a range", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (range "x" :i32 v (block (if (nil) (bin "==" x 2) (return x) (nil)))) (return 0))`, int64(2)},
