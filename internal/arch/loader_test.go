@@ -159,7 +159,8 @@ func TestLoaderReads(t *testing.T) {
 	}
 }
 
-// checkValueWith is checkValue of a body evaluated by eval.
+// checkValueWith evaluates body by eval and compares its value with
+// want, an int64 or a string.
 func checkValueWith(t *testing.T, eval func(*testing.T, string) (cpp.Val, error), name, body string, want any) {
 	t.Helper()
 	v, err := eval(t, body)

@@ -275,6 +275,10 @@ func TestSame(t *testing.T) {
 		{cpp.Val{K: cpp.KObj, P: o1}, cpp.Val{K: cpp.KObj, P: o1}, true},
 		{cpp.Val{K: cpp.KObj, P: o1}, cpp.Val{K: cpp.KObj, P: o2}, false},
 		{cpp.Val{K: cpp.KEnum, S: "X", I: 1}, cpp.Val{K: cpp.KEnum, S: "X", I: 1}, true},
+		{cpp.Val{K: cpp.KEnum, S: "X", I: 1}, cpp.Val{K: cpp.KEnum, S: "X", I: 2}, false},
+		{cpp.Str("a"), cpp.Val{K: cpp.KEnum, S: "a"}, false},
+		{cpp.Str("a"), cpp.Str("a"), true},
+		{cpp.Null, cpp.Void, true},
 	} {
 		if got := cpp.Same(c.a, c.b); got != c.want {
 			t.Errorf("Same(%s, %s) = %v, want %v", c.a.Describe(), c.b.Describe(), got, c.want)
