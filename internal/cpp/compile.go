@@ -412,10 +412,7 @@ func (cp *compiler) compileVectorCtor(name, ctype string, args []*ast.Node) stmt
 	for _, a := range args {
 		xs = append(xs, cp.exprOf(a))
 	}
-	elem := ""
-	if _, targs := templateArgs(ctype); len(targs) > 0 {
-		elem = targs[0]
-	}
+	elem := templateArg(ctype, 0)
 	return func(f *Frame) (ctl, error) {
 		if len(xs) > 2 {
 			return ctlNone, f.Errorf("%s(%d arguments)", ctype, len(xs))

@@ -244,95 +244,97 @@ func mapMethod(f *Frame, m *Map, name string, args []*ast.Node) (Val, error) {
 
 // Container makes an empty value of a std:: container type.
 func (in *Interp) Container(ctype string) (Val, error) {
-	base, args := templateArgs(ctype)
-	arg := func(i int) string {
-		if i < len(args) {
-			return args[i]
-		}
-		return ""
+	v, ok, err := in.container(ctype)
+	if !ok {
+		return Void, fmt.Errorf("unsupported container %s", ctype)
 	}
+	return v, err
+}
+
+// container makes an empty value of ctype, and reports whether ctype is
+// a container it knows.
+func (in *Interp) container(ctype string) (Val, bool, error) {
+	base, _, _ := strings.Cut(ctype, "<")
 	switch base {
 	case "std::vector", "std::array":
-		t, mk, err := in.element(arg(0))
+		t, mk, err := in.element(templateArg(ctype, 0))
 		if err != nil {
-			return Void, err
+			return Void, true, err
 		}
 		a := &Array{Elem: t, Make: mk}
 		if base == "std::vector" {
-			return Val{K: KArr, P: a}, nil
+			return Val{K: KArr, P: a}, true, nil
 		}
-		size, err := in.ArrayLen(arg(1))
-		if err != nil {
-			return Void, err
-		}
-		if err := a.Resize(size); err != nil {
-			return Void, err
+		size, err := in.ArrayLen(templateArg(ctype, 1))
+		if err == nil {
+			err = a.Resize(size)
 		}
 		a.Fixed = true
-		return Val{K: KArr, P: a}, nil
+		return Val{K: KArr, P: a}, true, err
 	case "std::unordered_set", "std::set":
-		return Val{K: KMap, P: &Map{}}, nil
+		return Val{K: KMap, P: &Map{}}, true, nil
 	case "std::map", "std::unordered_map":
-		t, mk, err := in.element(arg(1))
-		if err != nil {
-			return Void, err
-		}
-		return Val{K: KMap, P: &Map{Vals: []*Cell{}, Elem: t, Make: mk}}, nil
+		t, mk, err := in.element(templateArg(ctype, 1))
+		return Val{K: KMap, P: &Map{Vals: []*Cell{}, Elem: t, Make: mk}}, true, err
 	case "std::stringstream", "std::ostringstream":
 		o := NewObject("stringstream")
 		o.Fields["str"] = &Cell{V: Str("")}
-		return Val{K: KObj, P: o}, nil
+		return Val{K: KObj, P: o}, true, nil
 	}
-	return Void, fmt.Errorf("unsupported container %s", ctype)
+	return Void, false, nil
 }
 
 // element is how a container value-initializes an element of C++ type
 // ctype: its cell's type and, for a struct of the headers or a container,
-// a maker of a fresh one (nil: Zero of the type).
+// a maker of a fresh one (nil: Zero of the type; of a type it knows
+// neither, a null pointer).
 func (in *Interp) element(ctype string) (ast.Type, func() Val, error) {
 	if t := elemType(ctype); t != ast.TAuto {
 		return t, nil, nil
 	}
 	var proto Val
+	var err error
+	known := true
 	if fields, ok := in.Lib.structs[ctype]; ok {
-		o, err := in.Host.NewStruct(ctype, fields)
-		if err != nil {
-			return ast.TAuto, nil, err
-		}
+		var o *Object
+		o, err = in.Host.NewStruct(ctype, fields)
 		proto = Val{K: KObj, P: o}
-	} else if v, err := in.Container(ctype); err == nil {
-		proto = v
 	} else {
-		return ast.TAuto, nil, nil // a type the programs never value-initialize
+		proto, known, err = in.container(ctype)
+	}
+	if !known || err != nil {
+		return ast.TAuto, nil, err
 	}
 	return ast.TAuto, func() Val { return byValue(proto, ast.TAuto) }, nil
 }
 
-// templateArgs splits a template's type, "std::map<K, std::vector<V>>",
-// into its name and its arguments, at the commas outside nested angle
-// brackets.
-func templateArgs(ctype string) (string, []string) {
-	base, rest, ok := strings.Cut(ctype, "<")
-	if !ok {
-		return ctype, nil
-	}
+// templateArg is the i-th argument of a template's type, "" past its
+// last: of "std::map<K, std::vector<V>>", K and std::vector<V>, split at
+// the commas outside nested angle brackets.
+func templateArg(ctype string, i int) string {
+	_, rest, _ := strings.Cut(ctype, "<")
 	rest = strings.TrimSuffix(strings.TrimSpace(rest), ">")
-	var args []string
 	depth, start := 0, 0
-	for i := 0; i < len(rest); i++ {
-		switch rest[i] {
+	for j := 0; j < len(rest); j++ {
+		switch rest[j] {
 		case '<':
 			depth++
 		case '>':
 			depth--
 		case ',':
-			if depth == 0 {
-				args = append(args, strings.TrimSpace(rest[start:i]))
-				start = i + 1
+			if depth > 0 {
+				continue
 			}
+			if i == 0 {
+				return strings.TrimSpace(rest[start:j])
+			}
+			i, start = i-1, j+1
 		}
 	}
-	return base, append(args, strings.TrimSpace(rest[start:]))
+	if i > 0 {
+		return ""
+	}
+	return strings.TrimSpace(rest[start:])
 }
 
 // elemType is the cells' type of a container's elements of C++ type s.

@@ -29,6 +29,8 @@ func TestStatements(t *testing.T) {
 		{"a range by reference", `(block (decl "v" :obj @"std::vector<int>" (list 1 2)) (decl "s" :i32 0) (range "x" :ref v (block (expr (set "+=" s x)))) (return s))`, int64(3)},
 		{"a range whose body empties its vector stops", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0)
 			(range "x" :i32 v (block (expr (set "+=" s x)) (expr (call (mem "clear" v))))) (return s))`, int64(1)},
+		{"a range whose body empties its map stops", `(block (decl "m" :obj @"std::map<int, int>") (expr (set "=" (idx m 1) 1)) (expr (set "=" (idx m 2) 2)) (decl "s" :i32 0)
+			(range "kv" :ref m (block (expr (set "+=" s (mem "second" kv))) (expr (call (mem "clear" m))))) (return s))`, int64(1)},
 		{"a break from a range", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (decl "s" :i32 0)
 			(range "x" :i32 v (block (if (nil) (bin "==" x 2) (break) (nil)) (expr (set "+=" s x)))) (return s))`, int64(1)},
 		{"a return from a range", `(block (decl "v" :obj @"std::vector<int>" (list 1 2 3)) (range "x" :i32 v (block (if (nil) (bin "==" x 2) (return x) (nil)))) (return 0))`, int64(2)},
@@ -107,6 +109,8 @@ func TestDeclarations(t *testing.T) {
 		{"a map of a struct the host cannot make", `(block (decl "m" :obj @"std::map<int, unmade>") (return 0))`, "eval", "no unmade struct"},
 		{"a vector of a struct the host cannot make", `(block (decl "v" :obj @"std::vector<unmade>") (return 0))`, "eval", "no unmade struct"},
 		{"a sized vector of a struct the host cannot make", `(block (decl "v" :obj @"std::vector<unmade>" (call std::vector 2)) (return 0))`, "eval", "no unmade struct"},
+		{"a vector of arrays of an unknown length", `(block (decl "v" :obj @"std::vector<std::array<int, X>>") (return 0))`, "eval", "std::vector<std::array<int, X>> v"},
+		{"an array without a length", `(block (decl "v" :obj @"std::array<int>") (return 0))`, "eval", "std::array<int> v"},
 		{"an array of a negative size", `(block (decl "v" :obj @"std::array<int, -1>") (return 0))`, "eval", "resize to -1"},
 		{"a struct the host cannot make", `(block (decl "st" @"unmade") (return 0))`, "eval", "no unmade struct"},
 		{"a struct of too many initializers", `(block (decl "st" @"cfg" (list 1 2 3)) (return 0))`, "eval", "3 initializers for cfg of 2 members"},
