@@ -209,7 +209,10 @@ func (pl *planner) resolveModes() error {
 		}
 	}
 	p.LoadMode, p.UseMmap, p.Lazy = autoModes(p.Params.LoadMode, p.Params.Lazy, caps)
-	if p.Params.LoadMode == LoadAuto && !p.UseMmap && p.NoMmap == "" {
+	switch {
+	case p.Params.LoadMode != LoadAuto:
+		p.NoMmap = "" // a mode asked for needs no reason
+	case !p.UseMmap && p.NoMmap == "":
 		p.NoMmap = "a device lacks mmap support"
 	}
 	p.info(fmt.Sprintf("load_tensors: loading model tensors, this can take a while... (load_mode = %s)", p.LoadMode))

@@ -177,6 +177,10 @@ func TestPlanAndLoadOverHTTPS(t *testing.T) {
 		if mode == place.LoadAuto && (p.Lazy != place.LazyOff || !strings.Contains(p.NoMmap, "is read through a reader")) {
 			t.Errorf("auto over HTTPS: lazy %s, no mmap %q", p.Lazy, p.NoMmap)
 		}
+		// a mode asked for is no choice to explain
+		if mode != place.LoadAuto && p.NoMmap != "" {
+			t.Errorf("%s over HTTPS: no mmap %q, want none", mode, p.NoMmap)
+		}
 	}
 	if err := loadAndCompare(t, rt, gm, local, loader.Options{Readers: 4}); err != nil {
 		t.Fatal(err)
