@@ -64,12 +64,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 			bts[hb.Handle()] = hb
 		}
 	}
-	nTensors := 0
-	for _, t := range p.Tensors {
-		if t.Context >= 0 && !t.Shared {
-			nTensors++
-		}
-	}
+	nTensors := p.weightTensors()
 	var mismatch error
 	weight := func(t *arch.Tensor) ops.Buft {
 		if t.Index < 0 || t.Index >= len(p.Tensors) || p.Tensors[t.Index].Name != t.Name {
@@ -122,4 +117,16 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 		}
 	}
 	return nil
+}
+
+// weightTensors is llama_model::n_tensors(): the weights in their
+// contexts, each once.
+func (p *Plan) weightTensors() int {
+	n := 0
+	for _, t := range p.Tensors {
+		if t.Context >= 0 && !t.Shared {
+			n++
+		}
+	}
+	return n
 }

@@ -1,6 +1,10 @@
 package ops
 
-import "github.com/ggload/ggload/bindings"
+import (
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+)
 
 // Device types (enum ggml_backend_dev_type).
 const (
@@ -120,4 +124,66 @@ func (l *Lib) SchedReserveSize(s Sched, g *Graph, n int) []uintptr {
 		l.b.SchedReserveSize(bindings.Sched(s), g.h, &sizes[0])
 	}
 	return sizes
+}
+
+// SchedReserve is ggml_backend_sched_reserve: each backend's compute
+// buffer allocated for the graph (grown, never shrunk).
+func (l *Lib) SchedReserve(s Sched, g *Graph) bool { return l.b.SchedReserve(bindings.Sched(s), g.h) }
+
+// SchedBufferSize is the size of the backend's compute buffer.
+func (l *Lib) SchedBufferSize(s Sched, be Backend) uintptr {
+	return l.b.SchedGetBufferSize(bindings.Sched(s), bindings.Backend(be))
+}
+
+// SchedAllocGraph allocates the graph's tensors in the compute buffers.
+func (l *Lib) SchedAllocGraph(s Sched, g *Graph) bool { return l.b.SchedAllocGraph(bindings.Sched(s), g.h) }
+
+// SchedGraphCompute computes the graph, synchronously: its ggml_status.
+func (l *Lib) SchedGraphCompute(s Sched, g *Graph) int32 {
+	return l.b.SchedGraphCompute(bindings.Sched(s), g.h)
+}
+
+// TensorSet copies len(data) bytes into the tensor at offset, from
+// wherever it lives; the caller has checked the range.
+func (l *Lib) TensorSet(t *Tensor, data []byte, offset uintptr) {
+	if len(data) > 0 {
+		l.b.TensorSet(t.c(), unsafe.Pointer(&data[0]), offset, uintptr(len(data)))
+	}
+}
+
+// TensorGet copies len(data) bytes out of the tensor at offset.
+func (l *Lib) TensorGet(t *Tensor, data []byte, offset uintptr) {
+	if len(data) > 0 {
+		l.b.TensorGet(t.c(), unsafe.Pointer(&data[0]), offset, uintptr(len(data)))
+	}
+}
+
+// BufferIsHost says whether the tensor's buffer is in host memory.
+func (l *Lib) BufferIsHost(t *Tensor) bool {
+	return t.Buffer != 0 && l.b.BufferIsHost(t.Buffer)
+}
+
+// AllocCtxTensors allocates every tensor of the context in one buffer of
+// the buffer type; 0 where that fails.
+func (l *Lib) AllocCtxTensors(c *Context, b Buft) Buffer {
+	return Buffer(l.b.AllocCtxTensorsFromBuft(c.h, bindings.Buft(b)))
+}
+
+// BufferClear sets every byte of the buffer to v.
+func (l *Lib) BufferClear(b Buffer, v uint8) { l.b.BufferClear(bindings.Buffer(b), v) }
+
+// BufferSize is the buffer's size in bytes.
+func (l *Lib) BufferSize(b Buffer) uintptr { return l.b.BufferGetSize(bindings.Buffer(b)) }
+
+// BackendSetNThreads sets the thread count of a backend that has one (the
+// CPU's, through its registry's ggml_backend_set_n_threads); false where
+// it has none.
+func (l *Lib) BackendSetNThreads(be Backend, n int) bool {
+	reg := l.b.DevBackendReg(l.b.BackendGetDevice(bindings.Backend(be)))
+	fn, ok := bindings.Proc[func(bindings.Backend, int32)](l.b, reg, "ggml_backend_set_n_threads")
+	if !ok || n <= 0 {
+		return false
+	}
+	fn(bindings.Backend(be), int32(n))
+	return true
 }

@@ -59,6 +59,11 @@ type GraphSession struct {
 type Placement struct {
 	Weight func(t *arch.Tensor) ops.Buft
 	Cache  func(cache, i int) ops.Buft // the i-th tensor of Memory.Caches[cache]
+
+	// A context that computes gives its real tensors: the loaded weights
+	// and the allocated cache (then Weight and Cache are not asked).
+	WeightTensor func(t *arch.Tensor) *ops.Tensor
+	CacheTensor  func(cache, i int) *ops.Tensor
 }
 
 type dummyKey struct {
@@ -149,6 +154,7 @@ type graphState struct {
 	gf     *ops.Graph
 	inputs int         // the result's inputs
 	fused  []fusedNode // the result's fused nodes
+	res    *cpp.Object // the llm_graph_result
 }
 
 func (g *graphState) free() {
@@ -160,13 +166,19 @@ func (g *graphState) free() {
 // llama_model::build_graph) for a ubatch of nTokens tokens of nSeqs
 // sequences with nOutputs outputs, on a graph of maxNodes nodes.
 func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Graph, error) {
-	r, lib := s.r, s.lib
 	if maxNodes <= 0 || nSeqs == 0 || nOutputs == 0 {
 		return nil, fmt.Errorf("arch: graph of %d nodes, %d sequences, %d outputs", maxNodes, nSeqs, nOutputs)
 	}
 	if nTokens%nSeqs != 0 {
 		nTokens = (nTokens + nSeqs - 1) / nSeqs * nSeqs
 	}
+	return s.build(reserveUbatch(nTokens, nSeqs, nOutputs), nTokens, nOutputs, maxNodes)
+}
+
+// build is llama_model::build_graph for the ubatch u of nTokens tokens
+// with nOutputs outputs.
+func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes int) (*Graph, error) {
+	r, lib := s.r, s.lib
 	g := &graphState{GraphSession: s}
 	// llm_graph_result's constructor: a context for max_nodes tensors and
 	// the graph
@@ -194,7 +206,7 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	set(params, "arch", r.Model().Fields["arch"].V)
 	set(params, "hparams", cpp.Val{K: cpp.KObj, P: r.Hparams().Object()})
 	set(params, "cparams", cpp.Val{K: cpp.KObj, P: cp})
-	set(params, "ubatch", cpp.Val{K: cpp.KObj, P: reserveUbatch(nTokens, nSeqs, nOutputs)})
+	set(params, "ubatch", cpp.Val{K: cpp.KObj, P: u})
 	set(params, "gtype", cpp.Int(enumConst("LLM_GRAPH_TYPE_DEFAULT"), ast.TI32))
 	set(params, "sched", cpp.Null)
 	set(params, "backend_cpu", cpp.Null)
@@ -231,6 +243,7 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 		g.free()
 		return nil, err
 	}
+	g.res = res
 	g.inputs = len(res.Fields["inputs"].V.P.(*cpp.Array).Cells)
 	for _, c := range res.Fields["fused_nodes"].V.P.(*cpp.Array).Cells {
 		// an llm_graph_fused_node {op, tensor, il}, kept as the brace
@@ -548,6 +561,12 @@ func (s *GraphSession) recurrentContext(c *arch.Cache, ci int) (cpp.Val, error) 
 // cacheTensor makes tensor j of cache ci on the session's context and
 // places it on the buffer type the plan gives it.
 func (s *GraphSession) cacheTensor(mt arch.MemoryTensor, ci, j int) (*ops.Tensor, error) {
+	if real := s.at.CacheTensor; real != nil {
+		if t := real(ci, j); t != nil {
+			return t, nil
+		}
+		return nil, fmt.Errorf("arch: the cache tensor %s is not allocated", mt.Name)
+	}
 	ne := mt.Ne
 	nd := 4
 	for nd > 1 && ne[nd-1] == 1 {

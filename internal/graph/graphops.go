@@ -142,6 +142,14 @@ func (g *graphState) weight(f *cpp.Frame, w *arch.Tensor) (*ops.Tensor, error) {
 	if t, ok := g.weights[w]; ok {
 		return t, nil
 	}
+	if real := g.at.WeightTensor; real != nil {
+		t := real(w)
+		if t == nil {
+			return nil, f.Errorf("the weight %s is not loaded", w.Name)
+		}
+		g.weights[w] = t
+		return t, nil
+	}
 	l := g.lib
 	if !l.Room(g.wctx, 1) {
 		return nil, f.Errorf("the weights' context is full")

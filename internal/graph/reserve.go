@@ -156,6 +156,22 @@ func backendSetFor(lib *ops.Lib, devs []ops.Dev) (*backendSet, error) {
 			return s, nil
 		}
 	}
+	s, err := newBackendSet(lib, devs)
+	if err != nil {
+		return nil, err
+	}
+	if !s.transient {
+		if len(reserveSets) == maxBackendSets {
+			reserveSets[0].free(lib)
+			reserveSets = reserveSets[1:]
+		}
+		reserveSets = append(reserveSets, s)
+	}
+	return s, nil
+}
+
+// newBackendSet initializes a backend on each device.
+func newBackendSet(lib *ops.Lib, devs []ops.Dev) (*backendSet, error) {
 	s := &backendSet{lib: lib, devs: devs, scheds: map[schedKey]ops.Sched{}}
 	for _, d := range devs {
 		// an RPC server serves one client at a time, and a meta device
@@ -170,13 +186,6 @@ func backendSetFor(lib *ops.Lib, devs []ops.Dev) (*backendSet, error) {
 			return nil, &cpp.Throw{Msg: fmt.Sprintf("failed to initialize %s backend", lib.DevName(d))}
 		}
 		s.bes = append(s.bes, be)
-	}
-	if !s.transient {
-		if len(reserveSets) == maxBackendSets {
-			reserveSets[0].free(lib)
-			reserveSets = reserveSets[1:]
-		}
-		reserveSets = append(reserveSets, s)
 	}
 	return s, nil
 }
@@ -257,6 +266,7 @@ type reserver struct {
 	sched    ops.Sched
 	s        *GraphSession
 	placeErr error // a weight on a buffer type no backend uses
+	own      bool  // a context's: its backends and scheduler its own, its buffers allocated
 	nLayer   int   // hparams.n_layer_all
 
 	// the last probe graph resolve_fused_ops built: its key, its fused
@@ -305,7 +315,13 @@ func (rs *reserver) backends() error {
 		return &cpp.Throw{Msg: "failed to initialize CPU backend"}
 	}
 	devs = append(devs, cpuDev)
-	set, err := backendSetFor(lib, devs)
+	var set *backendSet
+	var err error
+	if rs.own {
+		set, err = newBackendSet(lib, devs)
+	} else {
+		set, err = backendSetFor(lib, devs)
+	}
 	if err != nil {
 		return err
 	}
@@ -354,7 +370,11 @@ func (rs *reserver) scheduler() error {
 	if rs.out.MaxNodes, err = graphMaxNodes(rs.r, nTokens, rs.p.NTensors); err != nil {
 		return err
 	}
-	rs.sched = rs.set.sched(rs.lib, rs.bufts, rs.out.MaxNodes, rs.out.PipelineParallel, rs.b("op_offload"))
+	if rs.own {
+		rs.sched = rs.lib.SchedNew(rs.bes, rs.bufts, rs.out.MaxNodes, rs.out.PipelineParallel, rs.b("op_offload"))
+	} else {
+		rs.sched = rs.set.sched(rs.lib, rs.bufts, rs.out.MaxNodes, rs.out.PipelineParallel, rs.b("op_offload"))
+	}
 	if rs.sched == 0 {
 		return fmt.Errorf("arch: ggml_backend_sched_new failed")
 	}
@@ -430,9 +450,14 @@ func (rs *reserver) reserve(nt, ns, no uint32, sizes *[]uintptr, split func(*Gra
 		return built{}, err
 	}
 	out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: lib.InputTensors(g.G)} // before the split rewires the inputs
-	if sizes != nil {
+	switch {
+	case sizes != nil:
 		*sizes = lib.SchedReserveSize(rs.sched, g.G, len(rs.bes))
-	} else {
+	case rs.own && split == nil:
+		if !lib.SchedReserve(rs.sched, g.G) {
+			return built{}, errAllocCompute
+		}
+	default:
 		lib.SchedSplitGraph(rs.sched, g.G)
 	}
 	out.splits = lib.SchedSplits(rs.sched)

@@ -81,6 +81,10 @@ type Lib struct {
 	ctxOnce sync.Once
 	ctxLib  *contextLib
 	ctxErr  error
+
+	decOnce sync.Once
+	decLib  *decodeLib
+	decErr  error
 }
 
 var (

@@ -1,0 +1,582 @@
+// Package infer runs a loaded model: a llama.cpp context on a
+// loader.Model (its KV cache allocated where the plan put it, its
+// scheduler over the plan's backends, its compute buffers reserved), and
+// llama_decode's forward pass, which builds llama.cpp's own graph for each
+// ubatch (replayed from the pinned release), sets its inputs, computes it
+// and copies out the logits.
+//
+// The context's options are the plan's (place.Params.Context): the plan
+// sized the cache and the compute buffers with them, and -fit chose them.
+//
+// What runs today: the architectures whose memory is one KV cache of one
+// stream (llama_kv_cache, no sliding window) or none, token batches,
+// causal attention. Other memories and inputs are refused before any
+// compute, saying which.
+package infer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/ggml/ops"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/planrun"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/place"
+)
+
+// ErrClosed is wrapped by the errors of a closed Context's methods.
+var ErrClosed = errors.New("infer: the context is closed")
+
+// Params are a context's own options (the rest are the plan's).
+type Params struct {
+	// Threads is the CPU backend's thread count for a batch of one token
+	// (llama.cpp's n_threads) and for larger ones (n_threads_batch);
+	// zero: 4, llama_context_default_params' GGML_DEFAULT_N_THREADS.
+	Threads int
+}
+
+// Context is a llama.cpp context on a loaded model. Its methods may be
+// called from several goroutines; they run one at a time. Close waits
+// for the call in progress; afterwards every method answers ErrClosed.
+// The model must stay open while the context is.
+type Context struct {
+	mu     sync.Mutex
+	closed bool
+
+	model *loader.Model
+	lib   *ops.Lib
+	rep   *planrun.Replay
+	gc    *graph.Context
+
+	cacheCtxs []*ggml.Context
+	cacheBufs []*ggml.Buffer
+	cache     [][]*ops.Tensor // per cache, per tensor
+	cells     *kvCells        // nil without memory
+	vTrans    bool
+	nPad      uint32
+
+	nBatch, nUBatch, nSeqMax uint32
+	causal                   bool
+
+	// the last batch's outputs: rows of logits, and each token's row
+	nVocab  int
+	logits  []float32
+	outRow  []int32 // per batch token: its row, -1 where it is no output
+	outputs int
+
+	Memory []Allocation // what the context allocated, per buffer
+}
+
+// Allocation is one buffer a context allocated.
+type Allocation struct {
+	What       string // "KV cache", "compute"
+	BufferType string
+	Bytes      uint64
+}
+
+// New makes a context on the model with the plan's context options, as
+// llama_init_from_model does.
+func New(m *loader.Model, p Params) (*Context, error) {
+	if m == nil || m.Plan == nil {
+		return nil, fmt.Errorf("infer: no model")
+	}
+	if p.Threads < 0 {
+		return nil, fmt.Errorf("infer: %d threads", p.Threads)
+	}
+	plan := m.Plan
+	rep, err := planrun.New(plan)
+	if err != nil {
+		return nil, fmt.Errorf("infer: %w", err)
+	}
+	cm := plan.Context
+	if cm == nil {
+		return nil, fmt.Errorf("infer: the plan has no context")
+	}
+	c := &Context{model: m, lib: plan.Runtime().Ops(), rep: rep,
+		nBatch: rep.Context.NBatch, nUBatch: rep.Context.NUBatch, nSeqMax: rep.Context.NSeqMax, causal: rep.Context.CausalAttn}
+	if err := c.checkMemory(cm); err != nil {
+		return nil, err
+	}
+	if err := c.allocCache(cm); err != nil {
+		c.free()
+		return nil, err
+	}
+	weights := map[int]*ops.Tensor{}
+	i := 0
+	for pl := range m.Placements() {
+		if pl.Tensor != nil {
+			weights[i] = pl.Tensor.Native()
+		}
+		i++
+	}
+	devs := make([]ops.Dev, 0, len(plan.Devices))
+	for _, d := range plan.Devices {
+		devs = append(devs, d.Handle())
+	}
+	at := graph.Placement{
+		WeightTensor: func(t *arch.Tensor) *ops.Tensor {
+			if t.Index < 0 || t.Index >= len(plan.Tensors) || plan.Tensors[t.Index].Name != t.Name {
+				return nil
+			}
+			return weights[t.Index]
+		},
+		CacheTensor: func(ci, j int) *ops.Tensor {
+			if ci < len(c.cache) && j < len(c.cache[ci]) {
+				return c.cache[ci][j]
+			}
+			return nil
+		},
+	}
+	c.gc, err = graph.NewContext(rep.Run, graph.ReserveParams{Lib: c.lib, Memory: rep.Memory, At: at, Devices: devs,
+		LayerDevice: func(il int) ops.Dev {
+			if il >= 0 && il < len(plan.LayerDevices) && plan.LayerDevices[il] != nil {
+				return plan.LayerDevices[il].Handle()
+			}
+			return plan.CPU.Handle()
+		},
+		NGPULayers: rep.NGPULayers, NTensors: rep.NTensors, TensorOverrides: len(plan.Params.Overrides) > 0})
+	if err != nil {
+		c.free()
+		return nil, fmt.Errorf("infer: %w", err)
+	}
+	c.gc.NThreads = 4
+	if p.Threads > 0 {
+		c.gc.NThreads = p.Threads
+	}
+	for _, b := range c.gc.Res.Buffers {
+		if b.Bytes > 1 {
+			c.Memory = append(c.Memory, Allocation{What: "compute", BufferType: c.lib.BuftName(b.Buft), Bytes: b.Bytes})
+		}
+	}
+	return c, nil
+}
+
+// checkMemory refuses the memories the forward pass does not run yet.
+func (c *Context) checkMemory(cm *place.ContextMemory) error {
+	mem := c.rep.Memory
+	if mem == nil || len(mem.Caches) == 0 {
+		return nil
+	}
+	if mem.Class != "llama_kv_cache" || len(mem.Caches) != 1 || mem.Caches[0].Streams > 1 {
+		return fmt.Errorf("infer: %s: memory %s of %d caches (%d streams): its forward pass is not run by ggload yet",
+			c.rep.Run.Arch, mem.Class, len(mem.Caches), mem.Caches[0].Streams)
+	}
+	if v, _ := c.rep.Run.Hparams().Field("swa_type"); v != 0 {
+		return fmt.Errorf("infer: %s: a KV cache with a sliding window: its forward pass is not run by ggload yet", c.rep.Run.Arch)
+	}
+	if len(cm.Caches) != 1 || len(cm.Caches[0].Tensors) != len(mem.Caches[0].Tensors) {
+		return fmt.Errorf("infer: the plan's KV cache is not the context's")
+	}
+	return nil
+}
+
+// allocCache allocates the KV cache's tensors in buffers of the buffer
+// types the plan gave them, one buffer per type, cleared, as
+// llama_kv_cache's constructor does.
+func (c *Context) allocCache(cm *place.ContextMemory) error {
+	mem := c.rep.Memory
+	if mem == nil || len(mem.Caches) == 0 {
+		return nil
+	}
+	rt := c.model.Plan.Runtime()
+	for ci, mc := range mem.Caches {
+		pc := cm.Caches[ci]
+		byBT := map[ggml.BufferType]*ggml.Context{}
+		var order []ggml.BufferType
+		for _, t := range pc.Tensors {
+			if _, ok := byBT[t.BufferType]; ok {
+				continue
+			}
+			ctx, err := rt.NewContext(ggml.ContextParams{Tensors: len(pc.Tensors), NoAlloc: true})
+			if err != nil {
+				return fmt.Errorf("infer: the KV cache: %w", err)
+			}
+			byBT[t.BufferType] = ctx
+			order = append(order, t.BufferType)
+			c.cacheCtxs = append(c.cacheCtxs, ctx)
+		}
+		ts := make([]*ops.Tensor, len(mc.Tensors))
+		for j, mt := range mc.Tensors {
+			nd := 4
+			for nd > 1 && mt.Ne[nd-1] == 1 {
+				nd--
+			}
+			t, err := byBT[pc.Tensors[j].BufferType].NewTensor(mt.Type, mt.Ne[:nd]...)
+			if err == nil {
+				err = t.SetName(mt.Name)
+			}
+			if err != nil {
+				return fmt.Errorf("infer: the cache tensor %s: %w", mt.Name, err)
+			}
+			ts[j] = t.Native()
+		}
+		for _, bt := range order {
+			b, err := byBT[bt].AllocTensors(bt)
+			if err != nil {
+				return fmt.Errorf("infer: the KV cache: %w", err)
+			}
+			if b == nil {
+				continue
+			}
+			c.cacheBufs = append(c.cacheBufs, b)
+			if err := b.Clear(0); err != nil {
+				return fmt.Errorf("infer: the KV cache: %w", err)
+			}
+			c.Memory = append(c.Memory, Allocation{What: "KV cache", BufferType: bt.Name(), Bytes: b.Size()})
+		}
+		c.cache = append(c.cache, ts)
+		c.cells = newKVCells(mc.Cells)
+		c.vTrans = mc.VTrans
+	}
+	c.nPad = max(mem.NPad, 256)
+	return nil
+}
+
+// free releases what the context holds.
+func (c *Context) free() {
+	if c.gc != nil {
+		c.gc.Close()
+		c.gc = nil
+	}
+	for _, ctx := range c.cacheCtxs {
+		ctx.Free()
+	}
+	for _, b := range c.cacheBufs {
+		b.Free()
+	}
+	c.cacheBufs = nil
+	c.cacheCtxs, c.cache = nil, nil
+}
+
+// Close frees the context; closing twice does nothing.
+func (c *Context) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		c.free()
+	}
+	return nil
+}
+
+func (c *Context) hold() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Batch is what llama_decode takes: tokens, and optionally their
+// positions, sequences and which of them output logits.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32   // nil: each sequence continues where its cache ends
+	SeqIDs [][]int32 // nil: every token in sequence 0
+	Logits []bool    // nil: the last token only
+}
+
+// Decode runs the model on the batch, as llama_decode does: validated,
+// split into ubatches of n_ubatch tokens, each put in the KV cache and
+// computed; the logits of the tokens that output are kept until the next
+// call (Logits).
+func (c *Context) Decode(b Batch) error {
+	if err := c.hold(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	u, err := c.prepare(b)
+	if err != nil {
+		return err
+	}
+	return c.decode(u)
+}
+
+// prepare validates the batch and fills in what it leaves out, as
+// llama_batch_allocr::init does.
+func (c *Context) prepare(b Batch) (*graph.Ubatch, error) {
+	n := len(b.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("infer: decode: n_tokens == 0")
+	}
+	if uint32(n) > c.nBatch {
+		return nil, fmt.Errorf("infer: decode: %d tokens, more than n_batch = %d", n, c.nBatch)
+	}
+	if !c.causal && uint32(n) > c.nUBatch {
+		return nil, fmt.Errorf("infer: decode: non-causal attention requires n_ubatch >= n_tokens (%d > %d)", n, c.nUBatch)
+	}
+	if (b.Pos != nil && len(b.Pos) != n) || (b.SeqIDs != nil && len(b.SeqIDs) != n) || (b.Logits != nil && len(b.Logits) != n) {
+		return nil, fmt.Errorf("infer: decode: %d tokens, %d positions, %d sequence lists, %d logit flags", n, len(b.Pos), len(b.SeqIDs), len(b.Logits))
+	}
+	nVocab := c.vocabSize()
+	u := &graph.Ubatch{Tokens: b.Tokens, Pos: b.Pos, SeqIDs: b.SeqIDs, Output: b.Logits}
+	for i, t := range b.Tokens {
+		if nVocab > 0 && (t < 0 || int(t) >= nVocab) {
+			return nil, fmt.Errorf("infer: decode: invalid token[%d] = %d (the vocabulary has %d)", i, t, nVocab)
+		}
+	}
+	if u.SeqIDs == nil {
+		u.SeqIDs = make([][]int32, n)
+		for i := range u.SeqIDs {
+			u.SeqIDs[i] = []int32{0}
+		}
+	}
+	for i, ids := range u.SeqIDs {
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("infer: decode: token %d has no sequence", i)
+		}
+		for _, s := range ids {
+			if s < 0 || uint32(s) >= c.nSeqMax {
+				return nil, fmt.Errorf("infer: decode: invalid seq_id[%d] = %d > %d", i, s, c.nSeqMax)
+			}
+		}
+	}
+	if u.Pos == nil {
+		// each sequence goes on from its last position in the cache
+		next := map[int32]int32{}
+		u.Pos = make([]int32, n)
+		for i, ids := range u.SeqIDs {
+			s := ids[0]
+			p, ok := next[s]
+			if !ok {
+				p = 0
+				if c.cells != nil {
+					p = c.cells.seqPosMax(s) + 1
+				}
+			}
+			u.Pos[i], next[s] = p, p+1
+		}
+	} else if c.cells != nil {
+		// the positions of a sequence continue its cache's: Y = X + 1
+		first := map[int32]int32{}
+		for i, ids := range u.SeqIDs {
+			if p, ok := first[ids[0]]; !ok || u.Pos[i] < p {
+				first[ids[0]] = u.Pos[i]
+			}
+		}
+		for s, p0 := range first {
+			if last := c.cells.seqPosMax(s); last >= 0 && p0 != last+1 {
+				return nil, fmt.Errorf("infer: decode: sequence %d: its cache ends at position %d and the batch starts at %d; "+
+					"the positions must go on consecutively (Y = X + 1)", s, last, p0)
+			}
+		}
+	}
+	if u.Output == nil {
+		u.Output = make([]bool, n)
+		u.Output[n-1] = true
+	}
+	return u, nil
+}
+
+// vocabSize is the output's width: the token embedding's rows.
+func (c *Context) vocabSize() int {
+	if c.nVocab > 0 {
+		return c.nVocab
+	}
+	if t, ok := c.model.Tensor("token_embd.weight"); ok {
+		return int(t.Shape()[1])
+	}
+	return 0
+}
+
+// decode is llama_context::decode for a prepared batch.
+func (c *Context) decode(b *graph.Ubatch) error {
+	n := len(b.Tokens)
+	nOutAll := 0
+	for _, o := range b.Output {
+		if o {
+			nOutAll++
+		}
+	}
+	// the ubatches (split_simple), and their slots, found on a copy of the
+	// cells first (prepare): where one does not fit, nothing changes
+	var ubs []*graph.Ubatch
+	for i := 0; i < n; i += int(c.nUBatch) {
+		j := min(n, i+int(c.nUBatch))
+		ubs = append(ubs, &graph.Ubatch{Tokens: b.Tokens[i:j], Pos: b.Pos[i:j], SeqIDs: b.SeqIDs[i:j], Output: b.Output[i:j]})
+	}
+	var slots [][]uint32
+	if c.cells != nil {
+		dry := c.cells.clone()
+		for _, u := range ubs {
+			idxs := dry.findSlot(uint32(len(u.Tokens)))
+			if idxs == nil {
+				return fmt.Errorf("infer: decode: failed to find a memory slot for batch of size %d", n)
+			}
+			dry.apply(idxs, u.Pos, u.SeqIDs)
+			slots = append(slots, idxs)
+		}
+	}
+	c.logits, c.outputs = nil, 0
+	c.outRow = make([]int32, n)
+	for i := range c.outRow {
+		c.outRow[i] = -1
+	}
+	tok := 0
+	for k, u := range ubs {
+		nOut := 0
+		for _, o := range u.Output {
+			if o {
+				nOut++
+			}
+		}
+		if nOutAll == n {
+			nOut = len(u.Tokens)
+		}
+		nKV := uint32(0)
+		var idxs []uint32
+		if c.cells != nil {
+			idxs = slots[k]
+			c.cells.apply(idxs, u.Pos, u.SeqIDs)
+			nKV = min(c.cells.size(), max(c.nPad, (c.cells.usedMaxP1()+c.nPad-1)/c.nPad*c.nPad))
+		}
+		if err := c.step(u, nOut, nKV, idxs, tok); err != nil {
+			// as llama.cpp does: the ubatch's sequences lose what it put
+			// in the cache, from its first position on
+			if c.cells != nil {
+				for i, ids := range u.SeqIDs {
+					c.cells.seqRm(ids[0], u.Pos[i], -1)
+				}
+			}
+			return err
+		}
+		tok += len(u.Tokens)
+	}
+	return nil
+}
+
+// step builds, fills and computes one ubatch's graph and keeps its
+// logits.
+func (c *Context) step(u *graph.Ubatch, nOut int, nKV uint32, idxs []uint32, first int) error {
+	st, err := c.gc.Build(u, nOut, nKV)
+	if err != nil {
+		return fmt.Errorf("infer: decode: %w", err)
+	}
+	defer st.Free()
+	if err := c.setInputs(st, u, nOut, idxs); err != nil {
+		return err
+	}
+	if err := st.Compute(); err != nil {
+		return fmt.Errorf("infer: decode: %w", err)
+	}
+	t := st.Result("t_logits")
+	if t == nil || nOut == 0 {
+		return nil
+	}
+	nVocab := int(t.Ne[0])
+	c.nVocab = nVocab
+	rows := make([]float32, nOut*nVocab)
+	c.lib.TensorGet(t, unsafe.Slice((*byte)(unsafe.Pointer(&rows[0])), len(rows)*4), 0)
+	c.logits = append(c.logits, rows...)
+	all := nOut == len(u.Tokens)
+	for i := range u.Tokens {
+		if all || u.Output[i] {
+			c.outRow[first+i] = int32(c.outputs)
+			c.outputs++
+		}
+	}
+	return nil
+}
+
+// Logits are the logits of the last batch's token i (negative: counted
+// from the last output), as llama_get_logits_ith gives them: a copy.
+func (c *Context) Logits(i int) ([]float32, error) {
+	if err := c.hold(); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	row := int32(-1)
+	switch {
+	case i < 0 && -i <= c.outputs:
+		row = int32(c.outputs + i)
+	case i >= 0 && i < len(c.outRow):
+		row = c.outRow[i]
+	}
+	if row < 0 || c.nVocab == 0 {
+		return nil, fmt.Errorf("infer: logits: token %d of the last batch has no logits (%d outputs)", i, c.outputs)
+	}
+	return append([]float32(nil), c.logits[int(row)*c.nVocab:int(row+1)*c.nVocab]...), nil
+}
+
+// NVocab is the logits' width (0 before the first decode).
+func (c *Context) NVocab() int { return c.nVocab }
+
+// SeqRm removes sequence seq's positions [p0, p1) from the cache (a
+// negative seq: every sequence's; a negative bound: open), as
+// llama_memory_seq_rm does.
+func (c *Context) SeqRm(seq, p0, p1 int32) error {
+	if err := c.hold(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if seq >= int32(c.nSeqMax) && seq >= 0 {
+		return fmt.Errorf("infer: seq_rm: sequence %d of %d", seq, c.nSeqMax)
+	}
+	if c.cells != nil {
+		c.cells.seqRm(seq, p0, p1)
+	}
+	return nil
+}
+
+// SeqCp makes the positions [p0, p1) of sequence src also dst's.
+func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
+	if err := c.hold(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if src < 0 || dst < 0 || uint32(src) >= c.nSeqMax || uint32(dst) >= c.nSeqMax {
+		return fmt.Errorf("infer: seq_cp: sequences %d, %d of %d", src, dst, c.nSeqMax)
+	}
+	if c.cells != nil && src != dst {
+		c.cells.seqCp(src, dst, p0, p1)
+	}
+	return nil
+}
+
+// SeqKeep removes every sequence but seq from the cache.
+func (c *Context) SeqKeep(seq int32) error {
+	if err := c.hold(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if seq < 0 || uint32(seq) >= c.nSeqMax {
+		return fmt.Errorf("infer: seq_keep: sequence %d of %d", seq, c.nSeqMax)
+	}
+	if c.cells != nil {
+		c.cells.seqKeep(seq)
+	}
+	return nil
+}
+
+// SeqPosMax is the last position of the sequence in the cache, -1 if none.
+func (c *Context) SeqPosMax(seq int32) int32 {
+	if c.hold() != nil {
+		return -1
+	}
+	defer c.mu.Unlock()
+	if c.cells == nil || seq < 0 || seq >= maxSeq {
+		return -1
+	}
+	return c.cells.seqPosMax(seq)
+}
+
+// Argmax is the index of the greatest logit, the first of equal ones.
+func Argmax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] || (math.IsNaN(float64(logits[best])) && !math.IsNaN(float64(v))) {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,219 @@
+package infer
+
+import "slices"
+
+// maxSeq is llama.cpp's LLAMA_MAX_SEQ.
+const maxSeq = 256
+
+// seqSet is a cell's sequences (llama_kv_cells' std::bitset<LLAMA_MAX_SEQ>).
+type seqSet [maxSeq / 64]uint64
+
+func (s *seqSet) has(id int32) bool { return s[id/64]&(1<<(id%64)) != 0 }
+func (s *seqSet) add(id int32)      { s[id/64] |= 1 << (id % 64) }
+func (s *seqSet) del(id int32)      { s[id/64] &^= 1 << (id % 64) }
+func (s *seqSet) empty() bool       { return *s == seqSet{} }
+func (s *seqSet) count() int {
+	n := 0
+	for _, w := range s {
+		for ; w != 0; w &= w - 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// first is the lowest sequence of a cell with one.
+func (s *seqSet) first() int32 {
+	for i := range int32(maxSeq) {
+		if s.has(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// kvCells is one stream of a KV cache's cells (llama_kv_cells) and its
+// head: each cell's position (-1: empty) and sequences.
+type kvCells struct {
+	pos  []int32
+	seq  []seqSet
+	used int
+	head uint32
+}
+
+func newKVCells(n uint32) *kvCells {
+	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n)}
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
+	return c
+}
+
+func (c *kvCells) clone() *kvCells {
+	return &kvCells{pos: slices.Clone(c.pos), seq: slices.Clone(c.seq), used: c.used, head: c.head}
+}
+
+func (c *kvCells) size() uint32          { return uint32(len(c.pos)) }
+func (c *kvCells) isEmpty(i uint32) bool { return c.pos[i] == -1 }
+
+// usedMaxP1 is one past the last cell in use.
+func (c *kvCells) usedMaxP1() uint32 {
+	for i := len(c.pos) - 1; i >= 0; i-- {
+		if c.pos[i] != -1 {
+			return uint32(i) + 1
+		}
+	}
+	return 0
+}
+
+// seqPosMin and seqPosMax are a sequence's least and greatest positions,
+// -1 where it has none.
+func (c *kvCells) seqPosMin(id int32) int32 {
+	m := int32(-1)
+	for i, p := range c.pos {
+		if p != -1 && c.seq[i].has(id) && (m == -1 || p < m) {
+			m = p
+		}
+	}
+	return m
+}
+
+func (c *kvCells) seqPosMax(id int32) int32 {
+	m := int32(-1)
+	for i, p := range c.pos {
+		if p != -1 && c.seq[i].has(id) && p > m {
+			m = p
+		}
+	}
+	return m
+}
+
+// rm empties a cell.
+func (c *kvCells) rm(i uint32) {
+	if c.pos[i] != -1 {
+		c.used--
+	}
+	c.pos[i], c.seq[i] = -1, seqSet{}
+}
+
+// seqRm removes the sequence's cells in [p0, p1) (a negative seq: every
+// sequence's), as llama_kv_cache::seq_rm does; a cell left with no
+// sequence is emptied.
+func (c *kvCells) seqRm(id, p0, p1 int32) {
+	if p0 < 0 {
+		p0 = 0
+	}
+	if p1 < 0 {
+		p1 = 1<<31 - 1
+	}
+	newHead := int64(-1)
+	for i := range c.pos {
+		p := c.pos[i]
+		if p == -1 || p < p0 || p >= p1 {
+			continue
+		}
+		if id < 0 {
+			c.rm(uint32(i))
+		} else if c.seq[i].has(id) {
+			c.seq[i].del(id)
+			if c.seq[i].empty() {
+				c.rm(uint32(i))
+			}
+		}
+		if c.pos[i] == -1 && newHead == -1 {
+			newHead = int64(i)
+		}
+	}
+	// a slot freed before the head: the next search starts there
+	if newHead != -1 && uint32(newHead) < c.head {
+		c.head = uint32(newHead)
+	}
+}
+
+// seqCp adds dst to the cells of src in [p0, p1).
+func (c *kvCells) seqCp(src, dst, p0, p1 int32) {
+	if p0 < 0 {
+		p0 = 0
+	}
+	if p1 < 0 {
+		p1 = 1<<31 - 1
+	}
+	for i, p := range c.pos {
+		if p != -1 && p >= p0 && p < p1 && c.seq[i].has(src) {
+			c.seq[i].add(dst)
+		}
+	}
+}
+
+// seqKeep keeps only the sequence's cells, and only it in them.
+func (c *kvCells) seqKeep(id int32) {
+	newHead := int64(-1)
+	for i, p := range c.pos {
+		if p == -1 {
+			continue
+		}
+		if !c.seq[i].has(id) {
+			c.rm(uint32(i))
+			if newHead == -1 {
+				newHead = int64(i)
+			}
+			continue
+		}
+		c.seq[i] = seqSet{}
+		c.seq[i].add(id)
+	}
+	if newHead != -1 && uint32(newHead) < c.head {
+		c.head = uint32(newHead)
+	}
+}
+
+// findSlot is llama_kv_cache::find_slot for one stream, cells not
+// necessarily contiguous: the cells the ubatch's tokens go to, nil where
+// there are not enough free ones. (A cache without a sliding window can
+// use empty cells only.)
+func (c *kvCells) findSlot(nTokens uint32) []uint32 {
+	head := c.head
+	if head > uint32(c.used)+2*nTokens {
+		head = 0
+	}
+	if nTokens > c.size() {
+		return nil
+	}
+	idxs := make([]uint32, 0, nTokens)
+	tested := uint32(0)
+	for {
+		if head+1 > c.size() {
+			tested += c.size() - head
+			head = 0
+			continue
+		}
+		idx := head
+		head++
+		tested++
+		if c.isEmpty(idx) {
+			idxs = append(idxs, idx)
+		}
+		if uint32(len(idxs)) == nTokens {
+			return idxs
+		}
+		if tested >= c.size() {
+			return nil
+		}
+	}
+}
+
+// apply is llama_kv_cache::apply_ubatch on the cells a slot found: each
+// token's position and sequences stored, the head after the slot.
+func (c *kvCells) apply(idxs []uint32, pos []int32, seqs [][]int32) {
+	for i, idx := range idxs {
+		if c.pos[idx] == -1 {
+			c.used++
+		}
+		c.pos[idx] = pos[i]
+		c.seq[idx] = seqSet{}
+		for _, s := range seqs[i] {
+			c.seq[idx].add(s)
+		}
+	}
+	c.head = idxs[len(idxs)-1] + 1
+}

@@ -1,0 +1,294 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ggload/ggload/ggml/ops"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/cpp/ast"
+)
+
+// A context that computes: llama_context's constructor on a loaded model
+// (its backends, its scheduler, the fused ops' resolution and the compute
+// buffers allocated by ggml_backend_sched_reserve, as sched_reserve does
+// for a model that is not no_alloc), then, per ubatch, process_ubatch:
+// the graph built over the real weights and cache, allocated, its inputs
+// set, computed. The memory's bookkeeping (the cells, the slots) is
+// kvcells.go's; the inputs' set_input is inputs.go's.
+
+var errAllocCompute = errors.New("failed to allocate compute buffers")
+
+// Context is a context's scheduler and graph session over real tensors.
+type Context struct {
+	rs       *reserver
+	Res      *Reservation
+	NThreads int // cparams.n_threads and n_threads_batch
+}
+
+// NewContext makes a context's scheduler and allocates its compute
+// buffers. p.At must give the real tensors (WeightTensor, CacheTensor).
+// InitContext, CreateMemory and CreateTensors must have run.
+func NewContext(r *arch.Run, p ReserveParams) (*Context, error) {
+	if p.Lib == nil || r.CParams() == nil || r.Context().K != cpp.KObj {
+		return nil, fmt.Errorf("arch: a context needs the native library and InitContext")
+	}
+	if p.LayerDevice == nil || p.At.WeightTensor == nil || (p.Memory != nil && len(p.Memory.Caches) > 0 && p.At.CacheTensor == nil) {
+		return nil, fmt.Errorf("arch: a context needs each layer's device and its real weights and cache")
+	}
+	rs := &reserver{r: r, p: p, lib: p.Lib, cp: r.CParams(), out: &Reservation{}, own: true}
+	c := &Context{rs: rs, NThreads: 4}
+	err := rs.backends()
+	if err == nil {
+		rs.pipelineParallel()
+		err = rs.scheduler()
+	}
+	if err == nil {
+		err = rs.session()
+	}
+	if err == nil {
+		err = rs.resolveFusedOps()
+	}
+	if err == nil {
+		err = rs.allocate()
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Res = rs.out
+	return c, nil
+}
+
+// Close frees the scheduler, the session and the backends.
+func (c *Context) Close() {
+	rs := c.rs
+	if rs == nil {
+		return
+	}
+	c.rs = nil
+	if rs.s != nil {
+		rs.s.Close()
+	}
+	if rs.sched != 0 {
+		rs.lib.SchedFree(rs.sched)
+	}
+	if rs.set != nil {
+		rs.set.free(rs.lib)
+	}
+}
+
+// allocate is sched_reserve for a model with its buffers: the prompt
+// graph reserved (allocated), the generation graph, then the prompt graph
+// again (with one sequence for the architectures whose inputs grow with
+// the tokens per sequence), each backend's buffer then its size. Where the
+// first allocation fails with pipeline parallelism, it is tried once more
+// without.
+func (rs *reserver) allocate() error {
+	nSeqs := rs.u("n_seq_max")
+	nTokens := min(rs.u("n_ctx"), rs.u("n_ubatch"))
+	nOut := min(nTokens, rs.u("n_outputs_max"))
+	ppg, err := rs.reserve(nTokens, nSeqs, nOut, nil, nil)
+	if errors.Is(err, errAllocCompute) && rs.out.PipelineParallel {
+		rs.logf("WARN", "sched_reserve: compute buffer allocation failed, retrying without pipeline parallelism")
+		rs.out.PipelineParallel = false
+		rs.setb("pipeline_parallel", false)
+		rs.lib.SchedFree(rs.sched)
+		rs.sched = 0
+		if err = rs.scheduler(); err != nil {
+			return err
+		}
+		rs.s.sched.h = rs.sched
+		ppg, err = rs.reserve(nTokens, nSeqs, nOut, nil, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to allocate compute pp buffers: %w", err)
+	}
+	tgg, err := rs.reserve(nSeqs, nSeqs, nSeqs, nil, nil)
+	if err != nil {
+		return fmt.Errorf("failed to allocate compute tg buffers: %w", err)
+	}
+	again := nSeqs
+	if a := rs.r.Arch; a == "kimi-linear" || a == "minimax-01" {
+		again = 1 // their inp_diag_decay grows with the tokens per sequence
+	}
+	if _, err := rs.reserve(nTokens, again, nOut, nil, nil); err != nil {
+		return fmt.Errorf("failed to allocate compute pp buffers: %w", err)
+	}
+	out := rs.out
+	out.NodesPP, out.SplitsPP, out.InputsPP, out.InputTensorsPP = ppg.nodes, ppg.splits, ppg.inputs, ppg.inputTensors
+	out.NodesTG, out.SplitsTG, out.InputsTG, out.InputTensorsTG = tgg.nodes, tgg.splits, tgg.inputs, tgg.inputTensors
+	for i, be := range rs.bes {
+		n := rs.lib.SchedBufferSize(rs.sched, be)
+		out.Buffers = append(out.Buffers, ComputeBuffer{Buft: rs.bufts[i], Dev: rs.lib.BackendDevice(be), Bytes: uint64(n)})
+		if n > 1 {
+			rs.logf("INFO", "sched_reserve: %10s compute buffer size = %8.2f MiB", rs.lib.BuftName(rs.bufts[i]), float64(n)/1024/1024)
+		}
+	}
+	rs.logGraphs(ppg, tgg, nTokens, nSeqs)
+	return nil
+}
+
+// Ubatch is a ubatch as llama_batch_allocr's split_simple makes it: its
+// tokens in batch order, each its own sequence set.
+type Ubatch struct {
+	Tokens []int32
+	Pos    []int32
+	SeqIDs [][]int32 // each token's sequences
+	Output []bool
+}
+
+// object is the ubatch as the graph's programs read it.
+func (u *Ubatch) object() *cpp.Object {
+	o := newShared("llama_ubatch")
+	n := len(u.Tokens)
+	u32 := func(x int) *cpp.Cell { return &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(x), ast.TU32)} }
+	arr := func(t ast.Type, vals []int64) *cpp.Cell {
+		a := cpp.NewArray(t, len(vals), false)
+		for i, v := range vals {
+			a.Cells[i].V = cpp.Int(v, t)
+		}
+		return &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: a}}
+	}
+	toks, pos, nsid, outs := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	seqs := cpp.NewArray(ast.TPtr, n, false)
+	var present [256]bool
+	for i := range n {
+		toks[i], pos[i], nsid[i] = int64(u.Tokens[i]), int64(u.Pos[i]), int64(len(u.SeqIDs[i]))
+		if u.Output[i] {
+			outs[i] = 1
+		}
+		ids := make([]int64, len(u.SeqIDs[i]))
+		for k, s := range u.SeqIDs[i] {
+			ids[k] = int64(s)
+			present[s] = true
+		}
+		seqs.Cells[i].V = arr(ast.TI32, ids).V
+	}
+	var unq []int64
+	idx := make([]int64, len(present))
+	for s := range present {
+		idx[s] = -1
+		if present[s] {
+			idx[s] = int64(len(unq))
+			unq = append(unq, int64(s))
+		}
+	}
+	o.Fields["n_tokens"] = u32(n)
+	o.Fields["n_seq_tokens"] = u32(1)
+	o.Fields["n_seqs"] = u32(n)
+	o.Fields["n_seqs_unq"] = u32(len(unq))
+	o.Fields["n_pos"] = u32(1)
+	o.Fields["equal_seqs"] = &cpp.Cell{T: ast.TBool, V: cpp.False}
+	o.Fields["b_equal_seqs"] = u32(0)
+	o.Fields["token"] = arr(ast.TI32, toks)
+	o.Fields["embd"] = &cpp.Cell{V: cpp.Null}
+	o.Fields["pos"] = arr(ast.TI32, pos)
+	o.Fields["output"] = arr(ast.TI32, outs)
+	o.Fields["n_seq_id"] = arr(ast.TI32, nsid)
+	o.Fields["seq_id"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: seqs}}
+	o.Fields["seq_id_unq"] = arr(ast.TI32, unq)
+	o.Fields["seq_idx"] = arr(ast.TI32, idx)
+	return o
+}
+
+// Step is one ubatch's graph, built and allocated: set its inputs, then
+// Compute.
+type Step struct {
+	c        *Context
+	g        *Graph
+	u        *Ubatch
+	nOutputs int
+}
+
+// Build builds and allocates the graph of a ubatch with nOutputs outputs
+// over the KV cache's first nKV cells (llama_kv_cache_context::apply's
+// n_kv), as process_ubatch does without graph reuse.
+func (c *Context) Build(u *Ubatch, nOutputs int, nKV uint32) (*Step, error) {
+	rs := c.rs
+	if rs == nil {
+		return nil, fmt.Errorf("arch: the context is closed")
+	}
+	n := len(u.Tokens)
+	if n == 0 || len(u.Pos) != n || len(u.SeqIDs) != n || len(u.Output) != n || nOutputs < 0 || nOutputs > n {
+		return nil, fmt.Errorf("arch: a ubatch of %d tokens, %d positions, %d outputs", n, len(u.Pos), nOutputs)
+	}
+	if kc, ok := rs.s.mctx.P.(*cpp.Object); ok && rs.s.mctx.K == cpp.KObj {
+		if kc.Class != "llama_kv_cache_context" {
+			return nil, fmt.Errorf("arch: decoding with memory %s is not replayed yet", kc.Class)
+		}
+		kc.Fields["n_kv"].V = cpp.Int(int64(nKV), ast.TU32)
+	}
+	rs.lib.SchedReset(rs.sched)
+	rs.s.fa = rs.b("flash_attn")
+	g, err := rs.s.build(u.object(), uint32(n), uint32(nOutputs), rs.out.MaxNodes)
+	if err != nil {
+		return nil, err
+	}
+	if err := schedulable(rs.lib, g.G, rs.bes, rs.cpu); err != nil {
+		g.Free()
+		return nil, err
+	}
+	if !rs.lib.SchedAllocGraph(rs.sched, g.G) {
+		g.Free()
+		return nil, fmt.Errorf("arch: failed to allocate the compute graph of %d tokens", n)
+	}
+	return &Step{c: c, g: g, u: u, nOutputs: nOutputs}, nil
+}
+
+// Free releases the step's graph.
+func (st *Step) Free() { st.g.Free() }
+
+// Inputs are the graph's inputs: each llm_graph_input_* object's class and
+// its members.
+func (st *Step) Inputs() []*cpp.Object {
+	var out []*cpp.Object
+	for _, c := range st.g.g.res.Fields["inputs"].V.P.(*cpp.Array).Cells {
+		if o, ok := c.V.P.(*cpp.Object); ok && c.V.K == cpp.KObj {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Compute runs the graph with the context's threads (the CPU backend's,
+// as graph_compute sets them), synchronously.
+func (st *Step) Compute() error {
+	rs := st.c.rs
+	for _, be := range rs.bes {
+		rs.lib.BackendSetNThreads(be, st.c.NThreads)
+	}
+	if status := rs.lib.SchedGraphCompute(rs.sched, st.g.G); status != 0 {
+		return fmt.Errorf("arch: graph compute failed: ggml status %d", status)
+	}
+	return nil
+}
+
+// Result is one of the result's tensors ("t_logits", "t_embd",
+// "t_embd_pooled"); nil where the graph has none.
+func (st *Step) Result(name string) *ops.Tensor {
+	c, ok := st.g.g.res.Fields[name]
+	if !ok {
+		return nil
+	}
+	t, _ := c.V.P.(*ops.Tensor)
+	return t
+}
+
+// Lib is the context's ggml.
+func (c *Context) Lib() *ops.Lib { return c.rs.lib }
+
+// CParam is a member of the context's llama_cparams, as an integer.
+func (c *Context) CParam(name string) int64 {
+	if cell, ok := c.rs.cp.Fields[name]; ok {
+		return cell.V.I
+	}
+	return 0
+}
+
+// Cache is the memory's context object of the graphs (nil without memory).
+func (c *Context) Cache() *cpp.Object {
+	o, _ := c.rs.s.mctx.P.(*cpp.Object)
+	return o
+}

@@ -1,0 +1,146 @@
+package llama
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/ggload/ggload/bindings"
+)
+
+// Batch mirrors struct llama_batch (include/llama.h of v0.5.0): 56 bytes.
+type Batch struct {
+	NTokens int32
+	_       int32
+	Token   *int32
+	Embd    *float32
+	Pos     *int32
+	NSeqID  *int32
+	SeqID   **int32
+	Logits  *int8
+}
+
+// decodeLib is libllama's decoding API.
+type decodeLib struct {
+	Decode        func(ctx uintptr, b Batch) int32        `c:"llama_decode"`
+	GetLogitsIth  func(ctx uintptr, i int32) *float32     `c:"llama_get_logits_ith"`
+	SetNThreads   func(ctx uintptr, n, nBatch int32)      `c:"llama_set_n_threads"`
+	GetMemory     func(ctx uintptr) uintptr               `c:"llama_get_memory"`
+	MemorySeqRm   func(m uintptr, seq, p0, p1 int32) bool `c:"llama_memory_seq_rm"`
+	MemorySeqCp   func(m uintptr, src, dst, p0, p1 int32) `c:"llama_memory_seq_cp"`
+	MemorySeqKeep func(m uintptr, seq int32)              `c:"llama_memory_seq_keep"`
+	ModelGetVocab func(m uintptr) uintptr                 `c:"llama_model_get_vocab"`
+	VocabNTokens  func(v uintptr) int32                   `c:"llama_vocab_n_tokens"`
+}
+
+func (l *Lib) decoder() (*decodeLib, error) {
+	l.decOnce.Do(func() {
+		d := &decodeLib{}
+		if err := bindings.Bind(d, l.handle); err != nil {
+			l.decErr = err
+			return
+		}
+		l.decLib = d
+	})
+	return l.decLib, l.decErr
+}
+
+// SetThreads is llama_set_n_threads.
+func (c *Context) SetThreads(n, nBatch int) error {
+	d, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	d.SetNThreads(c.h, int32(n), int32(nBatch))
+	return nil
+}
+
+// Decode is llama_decode of tokens: positions and sequences as given (nil:
+// llama.cpp fills them in), logits for the flagged tokens (nil: the
+// last). A non-zero return is an error naming it.
+func (c *Context) Decode(tokens, pos []int32, seqs [][]int32, logits []bool) error {
+	d, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	n := len(tokens)
+	if n == 0 {
+		return fmt.Errorf("llama: decode of no tokens")
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	b := Batch{NTokens: int32(n), Token: &tokens[0]}
+	pin.Pin(&tokens[0])
+	if pos != nil {
+		pin.Pin(&pos[0])
+		b.Pos = &pos[0]
+	}
+	if seqs != nil {
+		nsid := make([]int32, n)
+		ptrs := make([]*int32, n)
+		for i, s := range seqs {
+			nsid[i] = int32(len(s))
+			pin.Pin(&s[0])
+			ptrs[i] = &s[0]
+		}
+		pin.Pin(&nsid[0])
+		pin.Pin(&ptrs[0])
+		b.NSeqID, b.SeqID = &nsid[0], &ptrs[0]
+	}
+	if logits != nil {
+		lg := make([]int8, n)
+		for i, v := range logits {
+			if v {
+				lg[i] = 1
+			}
+		}
+		pin.Pin(&lg[0])
+		b.Logits = &lg[0]
+	}
+	if rc := d.Decode(c.h, b); rc != 0 {
+		return fmt.Errorf("llama: llama_decode returned %d", rc)
+	}
+	return nil
+}
+
+// Logits is a copy of llama_get_logits_ith(i): nVocab floats.
+func (c *Context) Logits(i int, nVocab int) ([]float32, error) {
+	d, err := c.l.decoder()
+	if err != nil {
+		return nil, err
+	}
+	p := d.GetLogitsIth(c.h, int32(i))
+	if p == nil {
+		return nil, fmt.Errorf("llama: no logits for token %d", i)
+	}
+	return append([]float32(nil), unsafe.Slice(p, nVocab)...), nil
+}
+
+// NVocab is the model's vocabulary size.
+func (m *Model) NVocab() (int, error) {
+	d, err := m.l.decoder()
+	if err != nil {
+		return 0, err
+	}
+	return int(d.VocabNTokens(d.ModelGetVocab(m.h))), nil
+}
+
+// SeqRm is llama_memory_seq_rm.
+func (c *Context) SeqRm(seq, p0, p1 int32) error {
+	d, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	d.MemorySeqRm(d.GetMemory(c.h), seq, p0, p1)
+	return nil
+}
+
+// SeqCp is llama_memory_seq_cp.
+func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
+	d, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	d.MemorySeqCp(d.GetMemory(c.h), src, dst, p0, p1)
+	return nil
+}
