@@ -136,7 +136,9 @@ func (l *Lib) SchedBufferSize(s Sched, be Backend) uintptr {
 }
 
 // SchedAllocGraph allocates the graph's tensors in the compute buffers.
-func (l *Lib) SchedAllocGraph(s Sched, g *Graph) bool { return l.b.SchedAllocGraph(bindings.Sched(s), g.h) }
+func (l *Lib) SchedAllocGraph(s Sched, g *Graph) bool {
+	return l.b.SchedAllocGraph(bindings.Sched(s), g.h)
+}
 
 // SchedGraphCompute computes the graph, synchronously: its ggml_status.
 func (l *Lib) SchedGraphCompute(s Sched, g *Graph) int32 {
