@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
@@ -71,6 +72,24 @@ type Context struct {
 	outputs int
 
 	Memory []Allocation // what the context allocated, per buffer
+
+	timings Timings
+}
+
+// Timings are what the context's decodes took.
+type Timings struct {
+	Graphs  int           // graphs built
+	Build   time.Duration // building and allocating them
+	Compute time.Duration // setting their inputs, computing them, reading the logits
+}
+
+// Timings are the decodes' timings so far.
+func (c *Context) Timings() Timings {
+	if c.hold() != nil {
+		return Timings{}
+	}
+	defer c.mu.Unlock()
+	return c.timings
 }
 
 // Allocation is one buffer a context allocated.
@@ -458,11 +477,16 @@ func (c *Context) decode(b *graph.Ubatch) error {
 // step builds, fills and computes one ubatch's graph and keeps its
 // logits.
 func (c *Context) step(u *graph.Ubatch, nOut int, nKV uint32, idxs []uint32, first int) error {
+	t0 := time.Now()
 	st, err := c.gc.Build(u, nOut, nKV)
 	if err != nil {
 		return fmt.Errorf("infer: decode: %w", err)
 	}
 	defer st.Free()
+	t1 := time.Now()
+	c.timings.Graphs++
+	c.timings.Build += t1.Sub(t0)
+	defer func() { c.timings.Compute += time.Since(t1) }()
 	if err := c.setInputs(st, u, nOut, idxs); err != nil {
 		return err
 	}
@@ -496,10 +520,21 @@ func (c *Context) Logits(i int) ([]float32, error) {
 	}
 	defer c.mu.Unlock()
 	row := int32(-1)
-	switch {
-	case i < 0 && -i <= c.outputs:
-		row = int32(c.outputs + i)
-	case i >= 0 && i < len(c.outRow):
+	if i < 0 && -i <= c.outputs {
+		// the outputs counted in batch order, as llama.cpp reorders them
+		k := c.outputs + i
+		for j, r := range c.outRow {
+			if r < 0 {
+				continue
+			}
+			if k == 0 {
+				i = j
+				break
+			}
+			k--
+		}
+	}
+	if i >= 0 && i < len(c.outRow) {
 		row = c.outRow[i]
 	}
 	if row < 0 || c.nVocab == 0 {

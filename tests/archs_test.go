@@ -261,6 +261,9 @@ func runChildren(t *testing.T, test, env, work string) []archResult {
 				r.Status = "ggload-accepts-crash"
 			case "graph":
 				r.Status = "graph-crash"
+			case "ggload ran":
+				// ggload ran what llama.cpp aborts on
+				r.Status = "ggload-runs-crash"
 			}
 			r.Detail = crashLine(string(out))
 			appendArchResult(t, work, r)

@@ -2,10 +2,17 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/infer"
 	"github.com/ggload/ggload/lab/llama"
 	"github.com/ggload/ggload/lab/synth"
@@ -14,113 +21,332 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// decodeCase is one configuration of the forward pass's comparison with
-// libllama: the plan's options, the prompt, the greedy steps.
+// The forward pass against libllama's: the same model, the same options,
+// the same prompt and the same greedy steps, on ggload's context and on a
+// libllama context in the same process; every output's logits must be
+// equal bit for bit.
+//
+//	go test -run 'TestDecode' -v ./tests
+
+// decodeCase is one configuration of the comparison: the plan's options,
+// the prompt's length, the greedy steps.
 type decodeCase struct {
 	name   string
-	params func(p *place.Params)
-	prompt int // tokens
+	params func(p *place.Params, gpu string)
+	prompt int
 	steps  int
 }
 
-// greedy runs a prompt then steps greedy tokens on ggload's context and
-// on libllama's, and compares every output's logits bit for bit.
-func greedy(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase) {
-	t.Helper()
+// decodeThreads is both sides' CPU thread count.
+const decodeThreads = 2
+
+// greedyRun runs the case on both sides and says how they compare:
+// match, differ, ggload-refuses (ggload does not run the model yet, or
+// refuses it), llama-refuses, both-refuse. ran is called once ggload's
+// side has run, before libllama's (which may abort the process).
+func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu string, ran func()) (string, string) {
 	params := place.Params{}
 	if c.params != nil {
-		c.params(&params)
+		c.params(&params, gpu)
 	}
-	m := testenv.OpenModel(t, path)
+	ours, ourErr := oursGreedy(rt, path, params, c)
+	if ourErr == nil && ran != nil {
+		ran()
+	}
+	theirs, theirErr := theirsGreedy(rt, l, path, params, c, ours)
+	switch {
+	case ourErr != nil && theirErr != nil:
+		return "both-refuse", theirErr.Error()
+	case ourErr != nil:
+		return "ggload-refuses", ourErr.Error()
+	case theirErr != nil:
+		return "llama-refuses", theirErr.Error()
+	}
+	for i := range ours {
+		if len(ours[i]) != len(theirs[i]) {
+			return "differ", fmt.Sprintf("output %d: %d logits, llama.cpp %d", i, len(ours[i]), len(theirs[i]))
+		}
+		for j := range ours[i] {
+			if math.Float32bits(ours[i][j]) != math.Float32bits(theirs[i][j]) {
+				return "differ", fmt.Sprintf("output %d (of %d): logit %d: ggload %v, llama.cpp %v", i, len(ours), j, ours[i][j], theirs[i][j])
+			}
+		}
+	}
+	return "match", fmt.Sprintf("%d outputs", len(ours))
+}
+
+// prompt is the case's prompt: tokens spread over the vocabulary.
+func prompt(n, nVocab int) []int32 {
+	tokens := make([]int32, n)
+	for i := range tokens {
+		tokens[i] = int32((i*7919 + 13) % nVocab)
+	}
+	return tokens
+}
+
+// oursGreedy decodes the prompt and steps greedy tokens with ggload: the
+// logits of each decode's last output.
+func oursGreedy(rt *ggml.Runtime, path string, params place.Params, c decodeCase) ([][]float32, error) {
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
 	plan, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
+	}
+	if plan.ContextErr != nil {
+		return nil, plan.ContextErr
 	}
 	mdl, err := loader.Load(context.Background(), plan, loader.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer mdl.Close()
-	ours, err := infer.New(mdl, infer.Params{Threads: 2})
+	ctx, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer ours.Close()
+	defer ctx.Close()
+	var out [][]float32
+	tokens := prompt(c.prompt, vocabOf(m))
+	for step := 0; step <= c.steps; step++ {
+		if err := ctx.Decode(infer.Batch{Tokens: tokens}); err != nil {
+			return nil, err
+		}
+		lg, err := ctx.Logits(-1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lg)
+		tokens = []int32{int32(infer.Argmax(lg))}
+	}
+	return out, nil
+}
 
+// vocabOf is the model's vocabulary size: the token embedding's rows.
+func vocabOf(m *gguf.Model) int {
+	for _, w := range m.Weights {
+		if w.Name == "token_embd.weight" {
+			return int(w.Shape[1])
+		}
+	}
+	return 1
+}
+
+// theirsGreedy does the same with libllama, feeding ggload's greedy
+// tokens where ggload ran (so that a difference shows where it starts).
+func theirsGreedy(rt *ggml.Runtime, l *llama.Lib, path string, params place.Params, c decodeCase, ours [][]float32) ([][]float32, error) {
 	ld, err := llama.LoadFor(rt, path, params)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	lm, _, err := l.LoadModel(ld)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer lm.Free()
 	cp, err := l.ContextParamsFor(params.Context)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	theirs, _, err := lm.NewContext(cp)
+	ctx, _, err := lm.NewContext(cp)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer theirs.Free()
-	if err := theirs.SetThreads(2, 2); err != nil {
-		t.Fatal(err)
+	defer ctx.Free()
+	if err := ctx.SetThreads(decodeThreads, decodeThreads); err != nil {
+		return nil, err
 	}
 	nVocab, err := lm.NVocab()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	tokens := make([]int32, c.prompt)
-	for i := range tokens {
-		tokens[i] = int32((i*7919 + 13) % nVocab)
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return nil, err
 	}
+	tokens := prompt(c.prompt, vocabOf(m))
+	m.Close()
+	var out [][]float32
 	for step := 0; step <= c.steps; step++ {
-		if err := ours.Decode(infer.Batch{Tokens: tokens}); err != nil {
-			t.Fatalf("step %d: %v", step, err)
+		if err := ctx.Decode(tokens, nil, nil, nil); err != nil {
+			return nil, err
 		}
-		if err := theirs.Decode(tokens, nil, nil, nil); err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-		a, err := ours.Logits(-1)
+		lg, err := ctx.Logits(-1, nVocab)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		b, err := theirs.Logits(-1, nVocab)
-		if err != nil {
-			t.Fatal(err)
+		out = append(out, lg)
+		next := infer.Argmax(lg)
+		if step < len(ours) {
+			next = infer.Argmax(ours[step])
 		}
-		if len(a) != len(b) {
-			t.Fatalf("step %d: %d logits, llama.cpp %d", step, len(a), len(b))
-		}
-		for i := range a {
-			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-				t.Fatalf("step %d: logit %d: ggload %v, llama.cpp %v", step, i, a[i], b[i])
-			}
-		}
-		next := int32(infer.Argmax(a))
-		t.Logf("step %d: argmax %d (%v)", step, next, a[next])
-		tokens = []int32{next}
+		tokens = []int32{int32(next)}
 	}
+	return out, nil
 }
 
 func TestDecodeLlama(t *testing.T) {
 	rt := testenv.Runtime(t)
 	l := openLlama(t, rt)
-	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true})
+	gpu := testenv.Vulkan(t).Name()
+	small := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true})
+	k4 := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true,
+		Weights: ggml.TypeQ4_K, Embeddings: ggml.TypeQ8_0, Seed: 7})
+	f16 := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Distinct: true,
+		Weights: ggml.TypeF16, Tied: true, Seed: 9})
 	cpu := func(p *place.Params) { p.DeviceNames = []string{"none"} }
-	for _, c := range []decodeCase{
-		{name: "defaults", prompt: 8, steps: 4},
-		{name: "cpu", params: cpu, prompt: 8, steps: 4},
-		{name: "ngl1", params: func(p *place.Params) { p.NGPULayers = place.NLayers(1) }, prompt: 8, steps: 3},
-		{name: "cpu-fa-on", params: func(p *place.Params) { cpu(p); p.Context.FlashAttn = place.FlashAttnOn }, prompt: 8, steps: 3},
-		{name: "fa-off", params: func(p *place.Params) { p.Context.FlashAttn = place.FlashAttnOff }, prompt: 8, steps: 3},
-		{name: "cpu-fa-off", params: func(p *place.Params) { cpu(p); p.Context.FlashAttn = place.FlashAttnOff }, prompt: 8, steps: 3},
-		{name: "q8-cache", params: func(p *place.Params) { p.Context.TypeK, p.Context.TypeV = place.CacheQ8_0, place.CacheQ8_0 }, prompt: 8, steps: 3},
-		{name: "cpu-ub32", params: func(p *place.Params) { cpu(p); p.Context.NUBatch = 32; p.Context.NBatch = 64 }, prompt: 60, steps: 2},
-		{name: "np2-kvu", params: func(p *place.Params) { p.Context.NParallel = 2; p.Context.KVUnified = true }, prompt: 8, steps: 2},
+	on := func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu} }
+	for _, c := range []struct {
+		decodeCase
+		path string
+	}{
+		{decodeCase{"defaults", nil, 8, 4}, small},
+		{decodeCase{"cpu", func(p *place.Params, _ string) { cpu(p) }, 8, 4}, small},
+		{decodeCase{"cpu-q4_K", func(p *place.Params, _ string) { cpu(p) }, 8, 3}, k4},
+		{decodeCase{"q4_K", on, 8, 3}, k4},
+		{decodeCase{"cpu-f16-tied", func(p *place.Params, _ string) { cpu(p) }, 8, 3}, f16},
+		{decodeCase{"ngl1", func(p *place.Params, gpu string) { on(p, gpu); p.NGPULayers = place.NLayers(1) }, 8, 3}, small},
+		{decodeCase{"cpu-fa-on", func(p *place.Params, _ string) { cpu(p); p.Context.FlashAttn = place.FlashAttnOn }, 8, 3}, small},
+		{decodeCase{"fa-off", func(p *place.Params, gpu string) { on(p, gpu); p.Context.FlashAttn = place.FlashAttnOff }, 8, 3}, small},
+		{decodeCase{"cpu-fa-off", func(p *place.Params, _ string) { cpu(p); p.Context.FlashAttn = place.FlashAttnOff }, 8, 3}, small},
+		{decodeCase{"q8-cache", func(p *place.Params, gpu string) {
+			on(p, gpu)
+			p.Context.TypeK, p.Context.TypeV = place.CacheQ8_0, place.CacheQ8_0
+		}, 8, 3}, small},
+		{decodeCase{"cpu-q8-k-fa-off", func(p *place.Params, _ string) {
+			cpu(p)
+			p.Context.TypeK, p.Context.FlashAttn = place.CacheQ8_0, place.FlashAttnOff
+		}, 8, 3}, k4},
+		{decodeCase{"cpu-ub32", func(p *place.Params, _ string) { cpu(p); p.Context.NUBatch = 32; p.Context.NBatch = 64 }, 60, 2}, small},
+		{decodeCase{"ub32", func(p *place.Params, gpu string) { on(p, gpu); p.Context.NUBatch = 32 }, 70, 2}, k4},
+		{decodeCase{"np2-kvu", func(p *place.Params, gpu string) { on(p, gpu); p.Context.NParallel = 2; p.Context.KVUnified = true }, 8, 2}, small},
 	} {
-		t.Run(c.name, func(t *testing.T) { greedy(t, rt, l, path, c) })
+		t.Run(c.name, func(t *testing.T) {
+			status, detail := greedyRun(rt, l, c.path, c.decodeCase, gpu, nil)
+			if status != "match" {
+				t.Fatalf("%s: %s", status, detail)
+			}
+		})
+	}
+}
+
+// The forward pass of every architecture of the pin, on the synthesized
+// models with pseudo-random weights of their types: where ggload runs
+// the architecture, its logits must be libllama's, bit for bit; where it
+// does not yet, the test says which and why. libllama may abort the
+// process, so the cases run in a child process as TestArchitectures'
+// do.
+var decodeArchConfigs = []decodeCase{
+	{"cpu", func(p *place.Params, _ string) { p.DeviceNames = []string{"none"} }, 6, 2},
+	{"vulkan", func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu} }, 6, 2},
+}
+
+const decodeChildEnv = "GGLOAD_DECODE_CHILD"
+
+func TestDecodeArchitectures(t *testing.T) {
+	if work := os.Getenv(decodeChildEnv); work != "" {
+		decodeChild(t, work)
+		return
+	}
+	rt := testenv.Runtime(t)
+	testenv.Vulkan(t)
+	openLlama(t, rt)
+	work := t.TempDir()
+	var models []archModel
+	for _, f := range archFiles(t, rt, 0) {
+		if f.Types != synth.ConverterTypes || f.Err != nil {
+			continue
+		}
+		path := filepath.Join(work, filepath.Base(f.Path))
+		if err := synth.FillFile(rt, f.Path, path, 1); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		models = append(models, archModel{Arch: f.Arch, Name: f.Name, Path: path})
+	}
+	list, err := json.Marshal(models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "models.json"), list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := runChildren(t, "TestDecodeArchitectures", decodeChildEnv, work)
+	final := map[[2]string]archResult{}
+	for _, r := range results {
+		if r.Status != "start" {
+			final[[2]string{r.Config, r.Arch}] = r
+		}
+	}
+	for _, c := range decodeArchConfigs {
+		var k, n int
+		notYet := map[string][]string{} // ggload's reason → architectures
+		refused := map[string][]string{}
+		for _, f := range models {
+			r, ok := final[[2]string{c.name, f.Name}]
+			if !ok {
+				t.Errorf("%s/%s: no result", c.name, f.Name)
+				continue
+			}
+			switch r.Status {
+			case "match":
+				k++
+				n++
+			case "ggload-refuses":
+				n++
+				notYet[reasonOf(r.Detail)] = append(notYet[reasonOf(r.Detail)], f.Name)
+			case "both-refuse", "crash":
+				refused[r.Detail] = append(refused[r.Detail], f.Name)
+			default:
+				n++
+				t.Errorf("%s/%s: %s: %s", c.name, f.Name, r.Status, r.Detail)
+			}
+		}
+		t.Logf("%-7s %d/%d architectures run with logits identical to llama.cpp's", c.name, k, n)
+		for _, m := range []struct {
+			what string
+			by   map[string][]string
+		}{{"not run by ggload yet", notYet}, {"refused or aborted on by llama.cpp too", refused}} {
+			var lines []string
+			for why, as := range m.by {
+				sort.Strings(as)
+				lines = append(lines, fmt.Sprintf("%d (%s): %s", len(as), strings.Join(as, " "), why))
+			}
+			sort.Strings(lines)
+			for _, l := range lines {
+				t.Logf("%-7s %s: %s", c.name, m.what, l)
+			}
+		}
+	}
+}
+
+// reasonOf is an error's reason without the architecture's name, so that
+// architectures group by it.
+func reasonOf(detail string) string {
+	if i := strings.Index(detail, ": "); i >= 0 && strings.HasPrefix(detail, "infer: ") {
+		rest := detail[i+2:]
+		if j := strings.Index(rest, ": "); j >= 0 && !strings.Contains(rest[:j], " ") {
+			return rest[j+2:]
+		}
+		return rest
+	}
+	return detail
+}
+
+func decodeChild(t *testing.T, work string) {
+	rt, gpu, l, files, done := childState(t, work)
+	for _, c := range decodeArchConfigs {
+		for _, f := range files {
+			if done[[2]string{c.name, f.Name}] {
+				continue
+			}
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start"})
+			status, detail := greedyRun(rt, l, f.Path, c, gpu, func() {
+				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: "ggload ran"})
+			})
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: status, Detail: detail})
+		}
 	}
 }

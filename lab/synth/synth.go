@@ -181,44 +181,93 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 		set(a+".embedding_length_per_layer_input", gguf.Uint32(uint32(s.PerLayer)))
 	}
 	set("tokenizer.ggml.model", gguf.String("none"))
-	r := rand.New(rand.NewPCG(s.Seed, 0x5eed))
-	cache := map[string][]byte{}
+	f := newFiller(rt, s.Seed)
 	for i, t := range s.Tensors() {
-		var sh ggml.Shape = ggml.Shape{1, 1, 1, 1}
-		copy(sh[:], t.shape)
-		size, err := t.typ.Bytes(sh)
+		data, err := f.data(t.typ, t.shape, i, s.Distinct)
 		if err != nil {
 			return nil, fmt.Errorf("synth: %s: %w", t.name, err)
 		}
-		row, err := t.typ.RowSize(sh[0])
-		if err != nil {
-			return nil, err
-		}
-		// a few distinct quantized rows, repeated: real data, cheap to make
-		key := fmt.Sprintf("%s/%d/%d", t.typ, sh[0], r.IntN(4))
-		rows := cache[key]
-		if rows == nil {
-			n := 8
-			src := make([]float32, int64(n)*sh[0])
-			for i := range src {
-				src[i] = float32(math.Sin(float64(i)*0.37+float64(r.IntN(1000)))) * 0.5
-			}
-			if rows, err = encodeRows(rt, t.typ, src, sh[0]); err != nil {
-				return nil, fmt.Errorf("synth: %s: %w", t.name, err)
-			}
-			cache[key] = rows
-		}
-		var first []byte
-		if s.Distinct {
-			if first, err = ownRow(rt, t.typ, sh[0], i); err != nil {
-				return nil, fmt.Errorf("synth: %s: %w", t.name, err)
-			}
-		}
-		if err := w.AddTensor(t.name, t.typ, t.shape, tiled(first, rows, row, size)); err != nil {
+		if err := w.AddTensor(t.name, t.typ, t.shape, data); err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
+}
+
+// filler makes tensors' data: a few pseudo-random quantized rows per
+// type and width, repeated (real data, cheap to make).
+type filler struct {
+	rt    *ggml.Runtime
+	r     *rand.Rand
+	cache map[string][]byte
+}
+
+func newFiller(rt *ggml.Runtime, seed uint64) *filler {
+	return &filler{rt: rt, r: rand.New(rand.NewPCG(seed, 0x5eed)), cache: map[string][]byte{}}
+}
+
+// data writes the i-th tensor, of type typ and shape: with distinct, its
+// first row its own.
+func (f *filler) data(typ ggml.Type, shape []int64, i int, distinct bool) (func(io.Writer) error, error) {
+	var sh ggml.Shape = ggml.Shape{1, 1, 1, 1}
+	copy(sh[:], shape)
+	size, err := typ.Bytes(sh)
+	if err != nil {
+		return nil, err
+	}
+	row, err := typ.RowSize(sh[0])
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s/%d/%d", typ, sh[0], f.r.IntN(4))
+	rows := f.cache[key]
+	if rows == nil {
+		n := 8
+		src := make([]float32, int64(n)*sh[0])
+		for i := range src {
+			src[i] = float32(math.Sin(float64(i)*0.37+float64(f.r.IntN(1000)))) * 0.5
+		}
+		if rows, err = encodeRows(f.rt, typ, src, sh[0]); err != nil {
+			return nil, err
+		}
+		f.cache[key] = rows
+	}
+	var first []byte
+	if distinct {
+		if first, err = ownRow(f.rt, typ, sh[0], i); err != nil {
+			return nil, err
+		}
+	}
+	return tiled(first, rows, row, size), nil
+}
+
+// FillFile writes a copy of the model at src to dst with pseudo-random
+// weights of its types (each tensor's first row its own) in place of its
+// data: a synthesized architecture's model, to run.
+func FillFile(rt *ggml.Runtime, src, dst string, seed uint64) error {
+	f, err := gguf.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KV {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			return err
+		}
+	}
+	fl := newFiller(rt, seed)
+	for i, t := range f.Tensors {
+		shape := t.Shape[:max(t.NDims, 1)]
+		data, err := fl.data(t.Type, shape, i, true)
+		if err != nil {
+			return fmt.Errorf("synth: %s: %w", t.Name, err)
+		}
+		if err := w.AddTensor(t.Name, t.Type, shape, data); err != nil {
+			return err
+		}
+	}
+	return w.WriteFile(dst)
 }
 
 // encodeRows stores src, rows of width values, as type typ: F32 as it is,
@@ -232,7 +281,8 @@ func encodeRows(rt *ggml.Runtime, typ ggml.Type, src []float32, width int64) ([]
 			binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
 		}
 		return b, nil
-	case ggml.TypeQ8_K, ggml.TypeQ8_1:
+	case ggml.TypeQ8_K, ggml.TypeQ8_1, ggml.TypeI8, ggml.TypeI16, ggml.TypeI32, ggml.TypeI64:
+		// (integer tensors are indices, such as a token's expert: zero is one)
 		row, err := typ.RowSize(width)
 		if err != nil {
 			return nil, err

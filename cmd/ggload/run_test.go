@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/lab/synth"
+)
+
+// run: the prompt, greedy steps, the logits file row by row, the JSON
+// report; bad options refused with exit 2 before anything loads, a token
+// outside the vocabulary with exit 1 naming it.
+func TestRunCommand(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Distinct: true})
+	logits := filepath.Join(t.TempDir(), "logits.f32")
+	out, err := runCLI(t, "run", path, "-dev", "none", "-t", "2", "--tokens", "1,7,42,250", "-n", "3", "--all-logits", "--logits-out", logits, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep runReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.NVocab != 300 || len(rep.Generated) != 3 || len(rep.Steps) != 4 || rep.Threads != 2 || rep.Timings.Graphs != 4 {
+		t.Fatalf("report: %+v", rep)
+	}
+	b, err := os.ReadFile(logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 prompt rows, then 3 steps' rows
+	if len(b) != 7*300*4 {
+		t.Fatalf("logits file of %d bytes, want %d", len(b), 7*300*4)
+	}
+	row := func(r int) []float32 {
+		v := make([]float32, 300)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[(r*300+i)*4:]))
+		}
+		return v
+	}
+	// each step's token is the argmax of the row before it, and the
+	// report's logit is that row's value
+	for s, st := range rep.Steps {
+		r := row(3 + s)
+		best := 0
+		for i, v := range r {
+			if v > r[best] {
+				best = i
+			}
+		}
+		if int32(best) != st.Token || r[best] != st.Logit {
+			t.Errorf("step %d: argmax %d (%v) in the file, the report says %d (%v)", s, best, r[best], st.Token, st.Logit)
+		}
+		if s < len(rep.Generated) && rep.Generated[s] != st.Token {
+			t.Errorf("step %d: generated %d, argmax %d", s, rep.Generated[s], st.Token)
+		}
+	}
+	text, err := runCLI(t, "run", path, "-dev", "none", "--tokens", "1,7,42,250", "-n", "3")
+	if err != nil || !strings.Contains(text, "ggload: generated: ") || !strings.Contains(text, "tokens/s") {
+		t.Errorf("text report: %v\n%s", err, text)
+	}
+
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", path}, 2, "--tokens: the prompt's token ids are required"},
+		{[]string{"run", path, "--tokens", "1,x"}, 2, "want token ids"},
+		{[]string{"run", path, "--tokens", "1", "-n", "-1"}, 2, "-n -1: out of range"},
+		{[]string{"run", path, "--tokens", "1", "-t", "0"}, 2, "out of range"},
+		{[]string{"run", path, "-dev", "none", "--tokens", "1,300"}, 1, "invalid token[1] = 300 (the vocabulary has 300)"},
+	} {
+		_, errOut, err := ggloadRun(t, nil, c.args...)
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: %v (want exit %d and %q): %s", c.args, err, c.code, c.want, errOut)
+		}
+	}
+}
