@@ -57,10 +57,7 @@ type Context struct {
 
 	cacheCtxs []*ggml.Context
 	cacheBufs []*ggml.Buffer
-	cache     [][]*ops.Tensor // per cache, per tensor
-	cells     *kvCells        // nil without memory
-	vTrans    bool
-	nPad      uint32
+	caches    []*kvCache // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
 
 	nBatch, nUBatch, nSeqMax uint32
 	causal                   bool
@@ -146,8 +143,8 @@ func New(m *loader.Model, p Params) (*Context, error) {
 			return weights[t.Index]
 		},
 		CacheTensor: func(ci, j int) *ops.Tensor {
-			if ci < len(c.cache) && j < len(c.cache[ci]) {
-				return c.cache[ci][j]
+			if ci < len(c.caches) && j < len(c.caches[ci].tensors) {
+				return c.caches[ci].tensors[j]
 			}
 			return nil
 		},
@@ -182,15 +179,17 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 	if mem == nil || len(mem.Caches) == 0 {
 		return nil
 	}
-	if mem.Class != "llama_kv_cache" || len(mem.Caches) != 1 || mem.Caches[0].Streams > 1 {
-		return fmt.Errorf("infer: %s: memory %s of %d caches (%d streams): its forward pass is not run by ggload yet",
-			c.rep.Run.Arch, mem.Class, len(mem.Caches), mem.Caches[0].Streams)
+	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2}[mem.Class]
+	if n == 0 || len(mem.Caches) != n {
+		return fmt.Errorf("infer: %s: memory %s of %d caches: its forward pass is not run by ggload yet", c.rep.Run.Arch, mem.Class, len(mem.Caches))
 	}
-	if v, _ := c.rep.Run.Hparams().Field("swa_type"); v != 0 {
-		return fmt.Errorf("infer: %s: a KV cache with a sliding window: its forward pass is not run by ggload yet", c.rep.Run.Arch)
+	if len(cm.Caches) != len(mem.Caches) {
+		return fmt.Errorf("infer: the plan's memory is not the context's")
 	}
-	if len(cm.Caches) != 1 || len(cm.Caches[0].Tensors) != len(mem.Caches[0].Tensors) {
-		return fmt.Errorf("infer: the plan's KV cache is not the context's")
+	for i := range cm.Caches {
+		if len(cm.Caches[i].Tensors) != len(mem.Caches[i].Tensors) {
+			return fmt.Errorf("infer: the plan's memory is not the context's")
+		}
 	}
 	return nil
 }
@@ -249,11 +248,8 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 			}
 			c.Memory = append(c.Memory, Allocation{What: "KV cache", BufferType: bt.Name(), Bytes: b.Size()})
 		}
-		c.cache = append(c.cache, ts)
-		c.cells = newKVCells(mc.Cells)
-		c.vTrans = mc.VTrans
+		c.caches = append(c.caches, newKVCache(mc, ts))
 	}
-	c.nPad = max(mem.NPad, 256)
 	return nil
 }
 
@@ -270,7 +266,7 @@ func (c *Context) free() {
 		b.Free()
 	}
 	c.cacheBufs = nil
-	c.cacheCtxs, c.cache = nil, nil
+	c.cacheCtxs, c.caches = nil, nil
 }
 
 // Close frees the context; closing twice does nothing.
@@ -368,14 +364,11 @@ func (c *Context) prepare(b Batch) (*graph.Ubatch, error) {
 			s := ids[0]
 			p, ok := next[s]
 			if !ok {
-				p = 0
-				if c.cells != nil {
-					p = c.cells.seqPosMax(s) + 1
-				}
+				p = c.seqPosMax(s) + 1
 			}
 			u.Pos[i], next[s] = p, p+1
 		}
-	} else if c.cells != nil {
+	} else if len(c.caches) > 0 {
 		// the positions of a sequence continue its cache's: Y = X + 1
 		first := map[int32]int32{}
 		for i, ids := range u.SeqIDs {
@@ -384,7 +377,7 @@ func (c *Context) prepare(b Batch) (*graph.Ubatch, error) {
 			}
 		}
 		for s, p0 := range first {
-			if last := c.cells.seqPosMax(s); last >= 0 && p0 != last+1 {
+			if last := c.seqPosMax(s); last >= 0 && p0 != last+1 {
 				return nil, fmt.Errorf("infer: decode: sequence %d: its cache ends at position %d and the batch starts at %d; "+
 					"the positions must go on consecutively (Y = X + 1)", s, last, p0)
 			}
@@ -417,23 +410,29 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			nOutAll++
 		}
 	}
-	// the ubatches (split_simple), and their slots, found on a copy of the
-	// cells first (prepare): where one does not fit, nothing changes
-	var ubs []*graph.Ubatch
-	for i := 0; i < n; i += int(c.nUBatch) {
-		j := min(n, i+int(c.nUBatch))
-		ubs = append(ubs, &graph.Ubatch{Tokens: b.Tokens[i:j], Pos: b.Pos[i:j], SeqIDs: b.SeqIDs[i:j], Output: b.Output[i:j]})
+	// the ubatches, as the memory's init_batch splits the batch (a cache
+	// of several streams: equal splits), and their slots, found on a copy
+	// of the cells first (prepare): where one does not fit, nothing changes
+	ubs := splitSimple(b, int(c.nUBatch))
+	if len(c.caches) > 0 && len(c.caches[0].streams) > 1 {
+		var err error
+		if ubs, err = splitEqual(b, int(c.nUBatch)); err != nil {
+			return err
+		}
 	}
-	var slots [][]uint32
-	if c.cells != nil {
-		dry := c.cells.clone()
-		for _, u := range ubs {
-			idxs := dry.findSlot(uint32(len(u.Tokens)))
-			if idxs == nil {
+	slots := make([][]slot, len(ubs)) // per ubatch, per cache
+	for k := range slots {
+		slots[k] = make([]slot, len(c.caches))
+	}
+	for ci, kc := range c.caches {
+		dry := kc.clone()
+		for k, u := range ubs {
+			sl, ok := dry.findSlot(u)
+			if !ok {
 				return fmt.Errorf("infer: decode: failed to find a memory slot for batch of size %d", n)
 			}
-			dry.apply(idxs, u.Pos, u.SeqIDs)
-			slots = append(slots, idxs)
+			dry.apply(sl, u)
+			slots[k][ci] = sl
 		}
 	}
 	c.logits, c.outputs = nil, 0
@@ -441,7 +440,6 @@ func (c *Context) decode(b *graph.Ubatch) error {
 	for i := range c.outRow {
 		c.outRow[i] = -1
 	}
-	tok := 0
 	for k, u := range ubs {
 		nOut := 0
 		for _, o := range u.Output {
@@ -452,33 +450,30 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		if nOutAll == n {
 			nOut = len(u.Tokens)
 		}
-		nKV := uint32(0)
-		var idxs []uint32
-		if c.cells != nil {
-			idxs = slots[k]
-			c.cells.apply(idxs, u.Pos, u.SeqIDs)
-			nKV = min(c.cells.size(), max(c.nPad, (c.cells.usedMaxP1()+c.nPad-1)/c.nPad*c.nPad))
+		views := make([]graph.KVView, len(c.caches))
+		for ci, kc := range c.caches {
+			kc.apply(slots[k][ci], u)
+			views[ci] = kc.view(slots[k][ci])
 		}
-		if err := c.step(u, nOut, nKV, idxs, tok); err != nil {
+		if err := c.step(u, nOut, views, slots[k]); err != nil {
 			// as llama.cpp does: the ubatch's sequences lose what it put
 			// in the cache, from its first position on
-			if c.cells != nil {
-				for i, ids := range u.SeqIDs {
-					c.cells.seqRm(ids[0], u.Pos[i], -1)
+			for i, ids := range u.SeqIDs {
+				for _, kc := range c.caches {
+					kc.seqRm(ids[0], u.Pos[i], -1)
 				}
 			}
 			return err
 		}
-		tok += len(u.Tokens)
 	}
 	return nil
 }
 
 // step builds, fills and computes one ubatch's graph and keeps its
 // logits.
-func (c *Context) step(u *graph.Ubatch, nOut int, nKV uint32, idxs []uint32, first int) error {
+func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, slots []slot) error {
 	t0 := time.Now()
-	st, err := c.gc.Build(u, nOut, nKV)
+	st, err := c.gc.Build(u.Ubatch, nOut, views)
 	if err != nil {
 		return fmt.Errorf("infer: decode: %w", err)
 	}
@@ -487,7 +482,7 @@ func (c *Context) step(u *graph.Ubatch, nOut int, nKV uint32, idxs []uint32, fir
 	c.timings.Graphs++
 	c.timings.Build += t1.Sub(t0)
 	defer func() { c.timings.Compute += time.Since(t1) }()
-	if err := c.setInputs(st, u, nOut, idxs); err != nil {
+	if err := c.setInputs(st, u, nOut, slots); err != nil {
 		return err
 	}
 	if err := st.Compute(); err != nil {
@@ -503,9 +498,9 @@ func (c *Context) step(u *graph.Ubatch, nOut int, nKV uint32, idxs []uint32, fir
 	c.lib.TensorGet(t, unsafe.Slice((*byte)(unsafe.Pointer(&rows[0])), len(rows)*4), 0)
 	c.logits = append(c.logits, rows...)
 	all := nOut == len(u.Tokens)
-	for i := range u.Tokens {
+	for i, bi := range u.index {
 		if all || u.Output[i] {
-			c.outRow[first+i] = int32(c.outputs)
+			c.outRow[bi] = int32(c.outputs)
 			c.outputs++
 		}
 	}
@@ -557,8 +552,8 @@ func (c *Context) SeqRm(seq, p0, p1 int32) error {
 	if seq >= int32(c.nSeqMax) && seq >= 0 {
 		return fmt.Errorf("infer: seq_rm: sequence %d of %d", seq, c.nSeqMax)
 	}
-	if c.cells != nil {
-		c.cells.seqRm(seq, p0, p1)
+	for _, kc := range c.caches {
+		kc.seqRm(seq, p0, p1)
 	}
 	return nil
 }
@@ -572,8 +567,15 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 	if src < 0 || dst < 0 || uint32(src) >= c.nSeqMax || uint32(dst) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_cp: sequences %d, %d of %d", src, dst, c.nSeqMax)
 	}
-	if c.cells != nil && src != dst {
-		c.cells.seqCp(src, dst, p0, p1)
+	for _, kc := range c.caches {
+		if len(kc.streams) > 1 && src != dst {
+			return fmt.Errorf("infer: seq_cp: sequences %d and %d are in streams of their own (-np without -kvu): copying between streams is not run by ggload yet", src, dst)
+		}
+	}
+	for _, kc := range c.caches {
+		if src != dst {
+			kc.streams[0].seqCp(src, dst, p0, p1)
+		}
 	}
 	return nil
 }
@@ -587,8 +589,8 @@ func (c *Context) SeqKeep(seq int32) error {
 	if seq < 0 || uint32(seq) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_keep: sequence %d of %d", seq, c.nSeqMax)
 	}
-	if c.cells != nil {
-		c.cells.seqKeep(seq)
+	for _, kc := range c.caches {
+		kc.stream(seq).seqKeep(seq)
 	}
 	return nil
 }
@@ -599,10 +601,16 @@ func (c *Context) SeqPosMax(seq int32) int32 {
 		return -1
 	}
 	defer c.mu.Unlock()
-	if c.cells == nil || seq < 0 || seq >= maxSeq {
+	return c.seqPosMax(seq)
+}
+
+// seqPosMax is the memory's last position of the sequence (the caches of
+// an iSWA memory hold the same positions), -1 where it has none.
+func (c *Context) seqPosMax(seq int32) int32 {
+	if len(c.caches) == 0 || seq < 0 || seq >= maxSeq {
 		return -1
 	}
-	return c.cells.seqPosMax(seq)
+	return c.caches[0].stream(seq).seqPosMax(seq)
 }
 
 // Argmax is the index of the greatest logit, the first of equal ones.

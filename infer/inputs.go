@@ -23,18 +23,23 @@ const (
 	typeI64 = 27
 )
 
-func (c *Context) setInputs(st *graph.Step, u *graph.Ubatch, nOutputs int, idxs []uint32) error {
+func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slot) error {
 	for _, in := range st.Inputs() {
 		var err error
 		switch in.Class {
 		case "llm_graph_input_embd":
-			err = c.setTokens(in, u)
+			err = c.setTokens(in, u.Ubatch)
 		case "llm_graph_input_pos":
-			err = c.setPos(in, u)
-		case "llm_graph_input_attn_kv":
-			err = c.setAttnKV(in, u, idxs)
+			err = c.setPos(in, u.Ubatch)
+		case "llm_graph_input_attn_kv", "llm_graph_input_attn_k":
+			err = c.setAttn(in, u, slots, 0, "")
+		case "llm_graph_input_attn_kv_iswa", "llm_graph_input_attn_k_iswa":
+			err = c.setAttn(in, u, slots, 0, "")
+			if err == nil {
+				err = c.setAttn(in, u, slots, 1, "_swa")
+			}
 		case "llm_graph_input_out_ids":
-			err = c.setOutIDs(in, u, nOutputs)
+			err = c.setOutIDs(in, u.Ubatch, nOutputs)
 		default:
 			err = fmt.Errorf("its input %s is not set by ggload yet", in.Class)
 		}
@@ -112,42 +117,57 @@ func (c *Context) setOutIDs(in *cpp.Object, u *graph.Ubatch, nOutputs int) error
 	return c.set(t, typeI32, i32s(ids), 4)
 }
 
-// setAttnKV is llm_graph_input_attn_kv::set_input: the cells each token
-// is stored in (K's rows; V's, element by element where V is
-// transposed), and the KQ mask over the first n_kv cells.
-func (c *Context) setAttnKV(in *cpp.Object, u *graph.Ubatch, idxs []uint32) error {
-	if c.cells == nil || len(idxs) != len(u.Tokens) {
+// setAttn is the set_input of an attention input over KV cache ci (its
+// members named with suffix): the cells each token is stored in (K's
+// rows; V's, element by element where V is transposed), counted over
+// every stream, the KQ mask over the first n_kv cells of each token's
+// stream, and the rotations of a quantized cache.
+func (c *Context) setAttn(in *cpp.Object, u *ubatch, slots []slot, ci int, suffix string) error {
+	if ci >= len(c.caches) {
 		return fmt.Errorf("attention over a KV cache without one")
 	}
+	kc, sl := c.caches[ci], slots[ci]
 	for _, name := range []string{"self_k_rot", "self_v_rot"} {
-		if t := member(in, name); t != nil {
+		if t := member(in, name+suffix); t != nil {
 			if err := c.setHadamard(t); err != nil {
 				return err
 			}
 		}
 	}
 	n := len(u.Tokens)
-	if t := member(in, "self_k_idxs"); t != nil {
+	size := int64(kc.size())
+	// each token's cell, counted over the streams
+	cells := make([]int64, 0, n)
+	for k, st := range sl.strm {
+		for _, idx := range sl.idxs[k] {
+			cells = append(cells, int64(st)*size+int64(idx))
+		}
+	}
+	if len(cells) != n {
+		return fmt.Errorf("a slot of %d cells for %d tokens", len(cells), n)
+	}
+	if t := member(in, "self_k_idxs"+suffix); t != nil {
 		b := make([]byte, 8*n)
-		for i, idx := range idxs {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(idx))
+		for i, cell := range cells {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(cell))
 		}
 		if err := c.set(t, typeI64, b, 8); err != nil {
 			return err
 		}
 	}
-	if t := member(in, "self_v_idxs"); t != nil {
+	if t := member(in, "self_v_idxs"+suffix); t != nil {
 		per := int64(1)
-		if c.vTrans {
+		if kc.vTrans {
 			per = t.Ne[0] / int64(n)
 		}
-		size := int64(c.cells.size())
 		b := make([]byte, 8*int64(n)*per)
-		for i, idx := range idxs {
+		for i, cell := range cells {
 			for j := range per {
-				v := int64(idx)
-				if c.vTrans {
-					v = j*size + int64(idx)
+				v := cell
+				if kc.vTrans {
+					// the stream's block of n_embd_v_gqa rows of kv_size
+					st, idx := cell/size, cell%size
+					v = st*size*per + j*size + idx
 				}
 				binary.LittleEndian.PutUint64(b[8*(int64(i)*per+j):], uint64(v))
 			}
@@ -156,8 +176,8 @@ func (c *Context) setAttnKV(in *cpp.Object, u *graph.Ubatch, idxs []uint32) erro
 			return err
 		}
 	}
-	if t := member(in, "self_kq_mask"); t != nil {
-		return c.setMask(t, u)
+	if t := member(in, "self_kq_mask"+suffix); t != nil {
+		return c.setMask(t, u.Ubatch, kc)
 	}
 	return nil
 }
@@ -166,13 +186,25 @@ func (c *Context) setAttnKV(in *cpp.Object, u *graph.Ubatch, idxs []uint32) erro
 // token i sees cell j (the cell holds the token's sequence at a position
 // not after it, for causal attention), -INF where not; with ALiBi, the
 // negative distance instead of 0.
-func (c *Context) setMask(t *ops.Tensor, u *graph.Ubatch) error {
-	nKV, rows := t.Ne[0], t.Ne[1]
-	if rows != int64(len(u.Tokens)) || t.Ne[2] != 1 || t.Ne[3] != 1 {
+func (c *Context) setMask(t *ops.Tensor, u *graph.Ubatch, kc *kvCache) error {
+	nKV, rows := t.Ne[0], t.Ne[1]*t.Ne[3] // [n_kv, tokens per stream, 1, streams]
+	if rows != int64(len(u.Tokens)) || t.Ne[2] != 1 {
 		return fmt.Errorf("a KQ mask of %v for %d tokens", t.Ne, len(u.Tokens))
 	}
 	alibi, _ := c.rep.Run.Hparams().Field("use_alibi")
 	causal := c.gc.CParam("causal_attn") != 0
+	// which layers a non-causal model keeps causal, and where its window
+	// does not apply (llama_non_causal_type)
+	nonCausal, _ := c.rep.Run.Hparams().Field("non_causal_type")
+	if !causal && nonCausal == 1 {
+		causal = kc.streams[0].swaType == 0
+	}
+	minPos := map[int32]int32{} // each sequence's least position in the ubatch
+	for i, ids := range u.SeqIDs {
+		if p, ok := minPos[ids[0]]; !ok || u.Pos[i] < p {
+			minPos[ids[0]] = u.Pos[i]
+		}
+	}
 	elem := 4
 	if t.Type == typeF16 {
 		elem = 2
@@ -190,12 +222,14 @@ func (c *Context) setMask(t *ops.Tensor, u *graph.Ubatch) error {
 	drop := float32(math.Inf(-1))
 	for i := range rows {
 		seq, p1 := u.SeqIDs[i][0], u.Pos[i]
+		cells := kc.stream(seq)
 		for j := range nKV {
 			v := drop
-			p0 := c.cells.pos[j]
+			p0 := cells.pos[j]
 			switch {
-			case p0 == -1 || !c.cells.seq[j].has(seq):
+			case p0 == -1 || !cells.seq[j].has(seq):
 			case causal && p0 > p1:
+			case cells.swaType != 0 && !(!causal && nonCausal == 2 && p0 >= minPos[seq]) && cells.maskedSWA(p0, p1):
 			case alibi != 0:
 				d := p0 - p1
 				if d < 0 {

@@ -39,10 +39,13 @@ type kvCells struct {
 	seq  []seqSet
 	used int
 	head uint32
+
+	nSWA    uint32 // the cache's sliding window
+	swaType int    // llama_swa_type: 0 none, 1 standard, 2 chunked, 3 symmetric
 }
 
-func newKVCells(n uint32) *kvCells {
-	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n)}
+func newKVCells(n, nSWA uint32, swaType int) *kvCells {
+	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n), nSWA: nSWA, swaType: swaType}
 	for i := range c.pos {
 		c.pos[i] = -1
 	}
@@ -50,7 +53,9 @@ func newKVCells(n uint32) *kvCells {
 }
 
 func (c *kvCells) clone() *kvCells {
-	return &kvCells{pos: slices.Clone(c.pos), seq: slices.Clone(c.seq), used: c.used, head: c.head}
+	d := *c
+	d.pos, d.seq = slices.Clone(c.pos), slices.Clone(c.seq)
+	return &d
 }
 
 func (c *kvCells) size() uint32          { return uint32(len(c.pos)) }
@@ -167,10 +172,26 @@ func (c *kvCells) seqKeep(id int32) {
 	}
 }
 
+// maskedSWA is llama_hparams::is_masked_swa: whether the cache's window
+// hides position p0 from position p1.
+func (c *kvCells) maskedSWA(p0, p1 int32) bool {
+	n := int32(c.nSWA)
+	switch c.swaType {
+	case 1:
+		return p1-p0 >= n
+	case 2:
+		return p0 < (p1/n)*n
+	case 3:
+		d := p1 - p0
+		return d < -n/2 || d > n/2
+	}
+	return false
+}
+
 // findSlot is llama_kv_cache::find_slot for one stream, cells not
 // necessarily contiguous: the cells the ubatch's tokens go to, nil where
-// there are not enough free ones. (A cache without a sliding window can
-// use empty cells only.)
+// there are not enough. A cell is free when it is empty, or holds one
+// sequence at a position its window no longer shows.
 func (c *kvCells) findSlot(nTokens uint32) []uint32 {
 	head := c.head
 	if head > uint32(c.used)+2*nTokens {
@@ -190,7 +211,12 @@ func (c *kvCells) findSlot(nTokens uint32) []uint32 {
 		idx := head
 		head++
 		tested++
-		if c.isEmpty(idx) {
+		free := c.isEmpty(idx)
+		if !free && c.seq[idx].count() == 1 {
+			s := c.seq[idx].first()
+			free = c.maskedSWA(c.pos[idx], c.seqPosMax(s)+1)
+		}
+		if free {
 			idxs = append(idxs, idx)
 		}
 		if uint32(len(idxs)) == nTokens {
@@ -203,16 +229,33 @@ func (c *kvCells) findSlot(nTokens uint32) []uint32 {
 }
 
 // apply is llama_kv_cache::apply_ubatch on the cells a slot found: each
-// token's position and sequences stored, the head after the slot.
+// token's position and sequences stored (a cell in use is taken from the
+// sequence it held, whose positions up to it then go too, so that every
+// sequence stays whole from its least position to its greatest), the
+// head after the slot.
 func (c *kvCells) apply(idxs []uint32, pos []int32, seqs [][]int32) {
+	var maxRm [maxSeq]int32
+	for i := range maxRm {
+		maxRm[i] = -1
+	}
 	for i, idx := range idxs {
-		if c.pos[idx] == -1 {
-			c.used++
+		if c.pos[idx] != -1 {
+			s := c.seq[idx].first()
+			maxRm[s] = max(maxRm[s], c.pos[idx])
+			c.rm(idx)
 		}
+		c.used++
 		c.pos[idx] = pos[i]
-		c.seq[idx] = seqSet{}
 		for _, s := range seqs[i] {
 			c.seq[idx].add(s)
+		}
+	}
+	for s, p := range maxRm {
+		if p == -1 {
+			continue
+		}
+		if lo := c.seqPosMin(int32(s)); lo != -1 && lo <= p {
+			c.seqRm(int32(s), lo, p+1)
 		}
 	}
 	c.head = idxs[len(idxs)-1] + 1

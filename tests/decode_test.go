@@ -350,3 +350,136 @@ func decodeChild(t *testing.T, work string) {
 		}
 	}
 }
+
+// Two sequences in one context, as -np 2 makes it (each in a stream of its
+// own, split equally) and with -kvu (one stream): one batch with both
+// prompts, then steps of one token each, then one sequence removed and
+// the other going on; every output's logits are libllama's, bit for bit.
+func TestDecodeSequences(t *testing.T) {
+	rt := testenv.Runtime(t)
+	l := openLlama(t, rt)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true, Seed: 3})
+	for _, c := range []struct {
+		name   string
+		params place.Params
+	}{
+		{"cpu-np2", place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: 2}}},
+		{"cpu-np2-kvu", place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: 2, KVUnified: true}}},
+		{"cpu-np3-ub4-fa-off", place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: 3, NUBatch: 4, FlashAttn: place.FlashAttnOff}}},
+		{"np2", place.Params{Context: place.ContextParams{NParallel: 2}}},
+	} {
+		t.Run(c.name, func(t *testing.T) { sequences(t, rt, l, path, c.params) })
+	}
+}
+
+// seqBatch is one decode of the sequences test.
+type seqBatch struct {
+	tokens []int32
+	seqs   []int32
+	rm     int32 // before the batch, remove this sequence (-1: none)
+}
+
+func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
+	m := testenv.OpenModel(t, path)
+	plan, err := place.New(context.Background(), rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdl, err := loader.Load(context.Background(), plan, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mdl.Close()
+	ours, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ours.Close()
+	ld, err := llama.LoadFor(rt, path, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, _, err := l.LoadModel(ld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Free()
+	cp, err := l.ContextParamsFor(params.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, _, err := lm.NewContext(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer theirs.Free()
+	if err := theirs.SetThreads(decodeThreads, decodeThreads); err != nil {
+		t.Fatal(err)
+	}
+	nVocab, _ := lm.NVocab()
+	n := params.Context.NParallel
+	var steps []seqBatch
+	// the prompts: sequence s has 5+s tokens, sequences one after another
+	first := seqBatch{rm: -1}
+	for s := range n {
+		for i := range 5 + s {
+			first.tokens = append(first.tokens, int32((i*31+s*97+5)%nVocab))
+			first.seqs = append(first.seqs, int32(s))
+		}
+	}
+	steps = append(steps, first)
+	for k := range 3 {
+		b := seqBatch{rm: -1}
+		if k == 2 {
+			b.rm = 0 // sequence 0 ends; the others go on
+		}
+		for s := range n {
+			if b.rm == int32(s) {
+				continue
+			}
+			b.tokens = append(b.tokens, int32((k*13+s*7+1)%nVocab))
+			b.seqs = append(b.seqs, int32(s))
+		}
+		steps = append(steps, b)
+	}
+	for k, b := range steps {
+		if b.rm >= 0 {
+			if err := ours.SeqRm(b.rm, -1, -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := theirs.SeqRm(b.rm, -1, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seqIDs := make([][]int32, len(b.seqs))
+		logits := make([]bool, len(b.seqs))
+		for i, s := range b.seqs {
+			seqIDs[i] = []int32{s}
+			logits[i] = i == len(b.seqs)-1 || b.seqs[i+1] != s
+		}
+		if err := ours.Decode(infer.Batch{Tokens: b.tokens, SeqIDs: seqIDs, Logits: logits}); err != nil {
+			t.Fatalf("batch %d: %v", k, err)
+		}
+		if err := theirs.Decode(b.tokens, nil, seqIDs, logits); err != nil {
+			t.Fatalf("batch %d: %v", k, err)
+		}
+		for i, out := range logits {
+			if !out {
+				continue
+			}
+			a, err := ours.Logits(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := theirs.Logits(i, nVocab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range want {
+				if math.Float32bits(a[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("batch %d, token %d (sequence %d): logit %d: ggload %v, llama.cpp %v", k, i, b.seqs[i], j, a[j], want[j])
+				}
+			}
+		}
+	}
+}

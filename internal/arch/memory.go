@@ -60,6 +60,9 @@ type Cache struct {
 	RotV    int
 	HeadV   int32
 	VTrans  bool // a KV cache's V is stored transposed (the context had no flash attention when it made the cache)
+	NPad    uint32
+	NSWA    uint32 // a KV cache's sliding window and its llama_swa_type (0: none)
+	SWAType int
 	Tensors []MemoryTensor
 
 	Hparams *cpp.Object // the llama_hparams a KV cache keeps a reference to (an indexer cache's own copy); nil: the model's
@@ -233,6 +236,8 @@ type kvCache struct {
 	forceRotK        bool                       // the DeepSeek indexer override (computed below)
 	nRSSeq           uint32
 	recurrent, state bool
+	nPad, nSWA       uint32
+	swaType          int
 }
 
 // newKVCache is llama_kv_cache's constructor: the layers that keep a K
@@ -245,7 +250,7 @@ func (r *Run) newKVCache(f *cpp.Frame, c kvCache) (*Cache, error) {
 	}
 	nLayer := int(h.field("n_layer_all"))
 	out := &Cache{Class: "llama_kv_cache", Pre: append([]string(nil), c.pre...), Cells: c.kvSize, Streams: nStream, NSeqMax: c.nSeqMax, TypeK: c.typeK, TypeV: c.typeV, VTrans: c.vTrans,
-		Hparams: h.obj}
+		NPad: c.nPad, NSWA: c.nSWA, SWAType: c.swaType, Hparams: h.obj}
 	if c.vTrans && h.call("is_n_embd_v_gqa_variable") != 0 {
 		out.Pre = append(out.Pre, fmt.Sprintf("WARN llama_kv_cache: the V embeddings have different sizes across layers and FA is not enabled - padding V cache to %d", h.call("n_embd_v_gqa_max")))
 	}
@@ -404,7 +409,7 @@ func (r *Run) iswa(f *cpp.Frame, h *hp, typeK, typeV ggml.Type, vTrans, swaFull,
 		return nil, err
 	}
 	s, err := r.newKVCache(f, kvCache{h: h, typeK: typeK, typeV: typeV, vTrans: vTrans, unified: unified, kvSize: sizeSWA, nSeqMax: nSeqMax,
-		filterFn: swa, reuse: reuse, pre: []string{fmt.Sprintf("INFO llama_kv_cache_iswa: creating     SWA KV cache, size = %d cells", sizeSWA)}})
+		nSWA: uint32(model.field("n_swa")), swaType: int(model.field("swa_type")), filterFn: swa, reuse: reuse, pre: []string{fmt.Sprintf("INFO llama_kv_cache_iswa: creating     SWA KV cache, size = %d cells", sizeSWA)}})
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +445,8 @@ func bNewMemory(class string) cpp.Builtin {
 				h = model
 			}
 			c, err := r.newKVCache(f, kvCache{h: h, typeK: a.typ(2), typeV: a.typ(3), vTrans: a.bool(4), unified: a.bool(6),
-				kvSize: a.u32(7), nSeqMax: a.u32(8), filter: a.callback(13), reuse: a.callback(14), share: a.callback(15)})
+				kvSize: a.u32(7), nSeqMax: a.u32(8), nPad: a.u32(9), nSWA: a.u32(10), swaType: int(int32(a.u32(11))),
+				filter: a.callback(13), reuse: a.callback(14), share: a.callback(15)})
 			if err != nil {
 				return cpp.Void, err
 			}
@@ -451,6 +457,7 @@ func bNewMemory(class string) cpp.Builtin {
 			if err != nil {
 				return cpp.Void, err
 			}
+			cs[0].NPad, cs[1].NPad = a.u32(10), a.u32(10)
 			m.Caches = cs
 		case "llama_memory_recurrent":
 			// (model, type_r, type_s, offload, mem_size, n_seq_max, n_rs_seq, filter)

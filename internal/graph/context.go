@@ -137,6 +137,10 @@ type Ubatch struct {
 	Pos    []int32
 	SeqIDs [][]int32 // each token's sequences
 	Output []bool
+	// NSeqs is n_seqs: the sequence sets of an equal split (split_equal),
+	// whose tokens come set by set; 0 for a simple split (a set per token)
+	NSeqs int
+	Equal bool
 }
 
 // object is the ubatch as the graph's programs read it.
@@ -175,13 +179,17 @@ func (u *Ubatch) object() *cpp.Object {
 			unq = append(unq, int64(s))
 		}
 	}
+	nSeqs := u.NSeqs
+	if nSeqs <= 0 {
+		nSeqs = n
+	}
 	o.Fields["n_tokens"] = u32(n)
-	o.Fields["n_seq_tokens"] = u32(1)
-	o.Fields["n_seqs"] = u32(n)
+	o.Fields["n_seq_tokens"] = u32(n / nSeqs)
+	o.Fields["n_seqs"] = u32(nSeqs)
 	o.Fields["n_seqs_unq"] = u32(len(unq))
 	o.Fields["n_pos"] = u32(1)
-	o.Fields["equal_seqs"] = &cpp.Cell{T: ast.TBool, V: cpp.False}
-	o.Fields["b_equal_seqs"] = u32(0)
+	o.Fields["equal_seqs"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(u.Equal)}
+	o.Fields["b_equal_seqs"] = u32(map[bool]int{false: 0, true: 1}[u.Equal])
 	o.Fields["token"] = arr(ast.TI32, toks)
 	o.Fields["embd"] = &cpp.Cell{V: cpp.Null}
 	o.Fields["pos"] = arr(ast.TI32, pos)
@@ -202,10 +210,17 @@ type Step struct {
 	nOutputs int
 }
 
+// KVView is what a ubatch's graph sees of a KV cache: the cells it
+// attends over (llama_kv_cache_context::apply's n_kv) and the streams its
+// slot spans (the slot info's s0 and s1).
+type KVView struct {
+	NKV, S0, S1 uint32
+}
+
 // Build builds and allocates the graph of a ubatch with nOutputs outputs
-// over the KV cache's first nKV cells (llama_kv_cache_context::apply's
-// n_kv), as process_ubatch does without graph reuse.
-func (c *Context) Build(u *Ubatch, nOutputs int, nKV uint32) (*Step, error) {
+// over the views of the memory's KV caches, in its order of caches, as
+// process_ubatch does without graph reuse.
+func (c *Context) Build(u *Ubatch, nOutputs int, views []KVView) (*Step, error) {
 	rs := c.rs
 	if rs == nil {
 		return nil, fmt.Errorf("arch: the context is closed")
@@ -214,11 +229,8 @@ func (c *Context) Build(u *Ubatch, nOutputs int, nKV uint32) (*Step, error) {
 	if n == 0 || len(u.Pos) != n || len(u.SeqIDs) != n || len(u.Output) != n || nOutputs < 0 || nOutputs > n {
 		return nil, fmt.Errorf("arch: a ubatch of %d tokens, %d positions, %d outputs", n, len(u.Pos), nOutputs)
 	}
-	if kc, ok := rs.s.mctx.P.(*cpp.Object); ok && rs.s.mctx.K == cpp.KObj {
-		if kc.Class != "llama_kv_cache_context" {
-			return nil, fmt.Errorf("arch: decoding with memory %s is not replayed yet", kc.Class)
-		}
-		kc.Fields["n_kv"].V = cpp.Int(int64(nKV), ast.TU32)
+	if err := rs.s.setViews(views); err != nil {
+		return nil, err
 	}
 	rs.lib.SchedReset(rs.sched)
 	rs.s.fa = rs.b("flash_attn")
@@ -291,4 +303,36 @@ func (c *Context) CParam(name string) int64 {
 func (c *Context) Cache() *cpp.Object {
 	o, _ := c.rs.s.mctx.P.(*cpp.Object)
 	return o
+}
+
+// setViews sets each KV cache context's n_kv and slot info, in the
+// memory's order of caches.
+func (s *GraphSession) setViews(views []KVView) error {
+	mc, ok := s.mctx.P.(*cpp.Object)
+	if !ok || s.mctx.K != cpp.KObj {
+		return nil
+	}
+	var kcs []*cpp.Object
+	switch mc.Class {
+	case "llama_kv_cache_context":
+		kcs = []*cpp.Object{mc}
+	case "llama_kv_cache_iswa_context":
+		for _, name := range []string{"ctx_base", "ctx_swa"} {
+			o, _ := mc.Fields[name].V.P.(*cpp.Object)
+			kcs = append(kcs, o)
+		}
+	default:
+		return fmt.Errorf("arch: decoding with memory %s is not replayed yet", mc.Class)
+	}
+	if len(kcs) != len(views) {
+		return fmt.Errorf("arch: %d views of the %d caches of %s", len(views), len(kcs), mc.Class)
+	}
+	for i, kc := range kcs {
+		v := views[i]
+		kc.Fields["n_kv"].V = cpp.Int(int64(v.NKV), ast.TU32)
+		si := kc.Fields["sinfos"].V.P.(*cpp.Array).Cells[0].V.P.(*cpp.Object)
+		si.Fields["s0"].V = cpp.Int(int64(v.S0), ast.TU32)
+		si.Fields["s1"].V = cpp.Int(int64(v.S1), ast.TU32)
+	}
+	return nil
 }

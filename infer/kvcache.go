@@ -1,0 +1,111 @@
+package infer
+
+import (
+	"github.com/ggload/ggload/ggml/ops"
+	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/graph"
+)
+
+// kvCache is one KV cache of the memory (llama_kv_cache): its streams'
+// cells (one stream, or one per sequence for -np N without -kvu) and its
+// tensors.
+type kvCache struct {
+	streams []*kvCells
+	tensors []*ops.Tensor
+	vTrans  bool   // V stored transposed
+	nPad    uint32 // get_n_kv's padding
+}
+
+func newKVCache(mc *arch.Cache, ts []*ops.Tensor) *kvCache {
+	kc := &kvCache{tensors: ts, vTrans: mc.VTrans, nPad: max(mc.NPad, 256)}
+	for range max(mc.Streams, 1) {
+		kc.streams = append(kc.streams, newKVCells(mc.Cells, mc.NSWA, mc.SWAType))
+	}
+	return kc
+}
+
+func (kc *kvCache) clone() *kvCache {
+	d := *kc
+	d.streams = make([]*kvCells, len(kc.streams))
+	for i, s := range kc.streams {
+		d.streams[i] = s.clone()
+	}
+	return &d
+}
+
+// streamOf is seq_to_stream: a sequence's stream.
+func (kc *kvCache) streamOf(seq int32) int {
+	if len(kc.streams) == 1 {
+		return 0
+	}
+	return int(seq)
+}
+
+func (kc *kvCache) stream(seq int32) *kvCells { return kc.streams[kc.streamOf(seq)] }
+
+// size is the cells of a stream.
+func (kc *kvCache) size() uint32 { return kc.streams[0].size() }
+
+// slot is a slot_info: for each stream a ubatch's sequence goes to, the
+// cells its tokens take.
+type slot struct {
+	strm []int
+	idxs [][]uint32
+}
+
+// findSlot is llama_kv_cache::find_slot: one stream takes every token;
+// several take the tokens of their sequence (the ubatch holds as many of
+// each, sequence after sequence).
+func (kc *kvCache) findSlot(u *ubatch) (slot, bool) {
+	if len(kc.streams) == 1 {
+		idxs := kc.streams[0].findSlot(uint32(len(u.Tokens)))
+		return slot{strm: []int{0}, idxs: [][]uint32{idxs}}, idxs != nil
+	}
+	seqs := u.seqsUnq()
+	per := len(u.Tokens) / len(seqs)
+	var sl slot
+	for _, s := range seqs {
+		idxs := kc.stream(s).findSlot(uint32(per))
+		if idxs == nil {
+			return slot{}, false
+		}
+		sl.strm = append(sl.strm, kc.streamOf(s))
+		sl.idxs = append(sl.idxs, idxs)
+	}
+	return sl, true
+}
+
+// apply is apply_ubatch: the ubatch's tokens into the slot's cells, the
+// tokens of the slot's k-th stream the ubatch's k-th run.
+func (kc *kvCache) apply(sl slot, u *ubatch) {
+	per := len(u.Tokens) / len(sl.strm)
+	for k, st := range sl.strm {
+		lo, hi := k*per, (k+1)*per
+		kc.streams[st].apply(sl.idxs[k], u.Pos[lo:hi], u.SeqIDs[lo:hi])
+	}
+}
+
+// view is what the graph of the ubatch sees of the cache: get_n_kv (the
+// cells it attends over, padded so that the graphs of consecutive steps
+// are alike) and the streams it spans.
+func (kc *kvCache) view(sl slot) graph.KVView {
+	v := graph.KVView{S0: uint32(sl.strm[0]), S1: uint32(sl.strm[0])}
+	for _, st := range sl.strm {
+		c := kc.streams[st]
+		v.NKV = max(v.NKV, min(c.size(), max(kc.nPad, (c.usedMaxP1()+kc.nPad-1)/kc.nPad*kc.nPad)))
+		v.S0, v.S1 = min(v.S0, uint32(st)), max(v.S1, uint32(st))
+	}
+	return v
+}
+
+// seqRm is llama_kv_cache::seq_rm: a sequence's stream, or every stream
+// for a negative sequence.
+func (kc *kvCache) seqRm(seq, p0, p1 int32) {
+	if seq >= 0 {
+		kc.stream(seq).seqRm(seq, p0, p1)
+		return
+	}
+	for _, c := range kc.streams {
+		c.seqRm(seq, p0, p1)
+	}
+}
