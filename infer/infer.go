@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -71,11 +73,15 @@ type Context struct {
 	Memory []Allocation // what the context allocated, per buffer
 
 	timings Timings
+	work    chan func() // the context's thread (worker)
+	last    *graph.Step // the last graph, kept for the next ubatch of its shape
+	lastKey string
 }
 
 // Timings are what the context's decodes took.
 type Timings struct {
 	Graphs  int           // graphs built
+	Reused  int           // ubatches that reused the graph before them
 	Build   time.Duration // building and allocating them
 	Compute time.Duration // setting their inputs, computing them, reading the logits
 }
@@ -119,6 +125,8 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if err := c.checkMemory(cm); err != nil {
 		return nil, err
 	}
+	c.work = make(chan func())
+	go worker(c.work)
 	if err := c.allocCache(cm); err != nil {
 		c.free()
 		return nil, err
@@ -255,6 +263,11 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 
 // free releases what the context holds.
 func (c *Context) free() {
+	if c.work != nil {
+		close(c.work)
+		c.work = nil
+	}
+	c.dropGraph()
 	if c.gc != nil {
 		c.gc.Close()
 		c.gc = nil
@@ -314,7 +327,28 @@ func (c *Context) Decode(b Batch) error {
 	if err != nil {
 		return err
 	}
-	return c.decode(u)
+	return c.onThread(func() error { return c.decode(u) })
+}
+
+// onThread runs fn on the context's own OS thread. The CPU backend's
+// workers spin at their barriers; a caller that hops between threads
+// leaves the Go scheduler a thread to hand its processor to and spin on,
+// which takes a core from them (on two cores, a third of the generation
+// speed).
+func (c *Context) onThread(fn func() error) error {
+	done := make(chan error, 1)
+	c.work <- func() { done <- fn() }
+	return <-done
+}
+
+// worker is the context's thread: it runs what onThread sends until the
+// channel closes.
+func worker(work <-chan func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for fn := range work {
+		fn()
+	}
 }
 
 // prepare validates the batch and fills in what it leaves out, as
@@ -473,19 +507,30 @@ func (c *Context) decode(b *graph.Ubatch) error {
 // logits.
 func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, slots []slot) error {
 	t0 := time.Now()
-	st, err := c.gc.Build(u.Ubatch, nOut, views)
-	if err != nil {
-		return fmt.Errorf("infer: decode: %w", err)
+	key := reuseKey(u, nOut, views)
+	st := c.last
+	if st == nil || key != c.lastKey || os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") != "" {
+		// a graph of another shape: built anew (llm_graph_result::can_reuse
+		// refuses the last one)
+		c.dropGraph()
+		var err error
+		if st, err = c.gc.Build(u.Ubatch, nOut, views); err != nil {
+			return fmt.Errorf("infer: decode: %w", err)
+		}
+		c.last, c.lastKey = st, key
+		c.timings.Graphs++
+	} else {
+		c.timings.Reused++
 	}
-	defer st.Free()
 	t1 := time.Now()
-	c.timings.Graphs++
 	c.timings.Build += t1.Sub(t0)
 	defer func() { c.timings.Compute += time.Since(t1) }()
 	if err := c.setInputs(st, u, nOut, slots); err != nil {
+		c.dropGraph()
 		return err
 	}
 	if err := st.Compute(); err != nil {
+		c.dropGraph()
 		return fmt.Errorf("infer: decode: %w", err)
 	}
 	t := st.Result("t_logits")
@@ -505,6 +550,28 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, slots []slot) 
 		}
 	}
 	return nil
+}
+
+// reuseKey says what a graph is built for, as llm_graph_params::allow_reuse
+// and the inputs' can_reuse compare it: the ubatch's shape (and with an
+// equal split, its sequences), the outputs, each cache's view.
+func reuseKey(u *ubatch, nOut int, views []graph.KVView) string {
+	return fmt.Sprint(len(u.Tokens), u.NSeqs, u.Equal, seqsIf(u), nOut, views)
+}
+
+func seqsIf(u *ubatch) []int32 {
+	if u.Equal {
+		return u.seqsUnq()
+	}
+	return []int32{int32(len(u.seqsUnq()))}
+}
+
+// dropGraph frees the graph kept for reuse.
+func (c *Context) dropGraph() {
+	if c.last != nil {
+		c.last.Free()
+		c.last, c.lastKey = nil, ""
+	}
 }
 
 // Logits are the logits of the last batch's token i (negative: counted

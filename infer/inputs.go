@@ -97,10 +97,20 @@ func (c *Context) setPos(in *cpp.Object, u *graph.Ubatch) error {
 	if t == nil {
 		return nil
 	}
-	if t.Ne[0] != int64(len(u.Tokens)) {
-		return fmt.Errorf("%d positions per token (M-RoPE) are not set by ggload yet", t.Ne[0]/int64(len(u.Tokens)))
+	n := len(u.Tokens)
+	switch t.Ne[0] {
+	case int64(n):
+		return c.set(t, typeI32, i32s(u.Pos), 4)
+	case 4 * int64(n):
+		// M-RoPE with text tokens: the position in each of the first
+		// three sections, 0 in the fourth
+		pos := make([]int32, 4*n)
+		copy(pos, u.Pos)
+		copy(pos[n:], u.Pos)
+		copy(pos[2*n:], u.Pos)
+		return c.set(t, typeI32, i32s(pos), 4)
 	}
-	return c.set(t, typeI32, i32s(u.Pos), 4)
+	return fmt.Errorf("%d positions per token are not set by ggload yet", t.Ne[0]/int64(n))
 }
 
 func (c *Context) setOutIDs(in *cpp.Object, u *graph.Ubatch, nOutputs int) error {

@@ -48,6 +48,7 @@ func benchOptions(bf *benchFlags) *optionSet {
 	bf.addModel(s)
 	bf.addLoaders(s)
 	bf.addSource(s)
+	bf.addDecode(s)
 	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { bf.o.JSON = on; return nil }})
 	s.add(&option{names: []string{"--save"}, value: "FILE", help: "also write the JSON report to FILE", set: func(v string) error { bf.o.Save = v; return nil }})
 	return s
@@ -92,6 +93,40 @@ func (bf *benchFlags) addCases(s *optionSet) {
 			bf.o.Runs = int(n)
 			return err
 		}})
+}
+
+// addDecode registers --decode and its measurements.
+func (bf *benchFlags) addDecode(s *optionSet) {
+	d := func() *bench.DecodeOptions {
+		if bf.o.Decode == nil {
+			bf.o.Decode = &bench.DecodeOptions{PP: 512, TG: 128, Threads: 4}
+		}
+		return bf.o.Decode
+	}
+	s.add(&option{names: []string{"--decode"}, help: "time the forward pass instead of the loads, as llama-bench does: a prompt of --pp tokens and --tg generated tokens, ggload's context against libllama's in one process, run after run (and say whether their logits are identical)",
+		on: func(on bool) error {
+			if on {
+				d()
+			} else {
+				bf.o.Decode = nil
+			}
+			return nil
+		}})
+	for _, c := range []struct {
+		name, help string
+		lo, hi     int64
+		dst        func() *int
+	}{
+		{"--pp", "prompt tokens of --decode, 1 to 4096 (default: 512)", 1, 4096, func() *int { return &d().PP }},
+		{"--tg", "generated tokens of --decode, 1 to 4096 (default: 128)", 1, 4096, func() *int { return &d().TG }},
+		{"--threads", "CPU threads of --decode, 1 to 1024 (default: 4, as llama_context_default_params)", 1, 1024, func() *int { return &d().Threads }},
+	} {
+		s.add(&option{names: []string{c.name}, value: "N", help: c.help, set: func(v string) error {
+			n, err := intIn(v, c.lo, c.hi)
+			*c.dst() = int(n)
+			return err
+		}})
+	}
 }
 
 // addModel registers the generated model's options.

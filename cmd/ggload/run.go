@@ -99,7 +99,8 @@ type runReport struct {
 		PromptTokensS    float64 `json:"prompt_tokens_per_s"`
 		GenerationS      float64 `json:"generation_s"`
 		GenerationTokS   float64 `json:"generation_tokens_per_s"`
-		Graphs           int     `json:"graphs"`
+		Graphs           int     `json:"graphs"`        // built
+		GraphsReused     int     `json:"graphs_reused"` // ubatches that reused the graph before them
 		GraphBuildS      float64 `json:"graph_build_s"`
 		GraphBuildPerTok float64 `json:"graph_build_s_per_token"`
 	} `json:"timings"`
@@ -209,7 +210,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		rt.GenerationTokS = float64(rf.steps) / max(genTime.Seconds(), 1e-9)
 		rt.GraphBuildPerTok = (tm.Build - promptGraphs.Build).Seconds() / float64(rf.steps)
 	}
-	rt.Graphs, rt.GraphBuildS = tm.Graphs, tm.Build.Seconds()
+	rt.Graphs, rt.GraphsReused, rt.GraphBuildS = tm.Graphs, tm.Reused, tm.Build.Seconds()
 	if rf.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -242,7 +243,7 @@ func writeRunReport(w io.Writer, rep *runReport, steps int) {
 			ids[i] = strconv.Itoa(int(g))
 		}
 		fmt.Fprintf(w, "ggload: generated: %s\n", strings.Join(ids, ","))
-		fmt.Fprintf(w, "ggload: generation: %d tokens in %.3f s (%.1f tokens/s), graph build %.3f ms per token\n",
-			steps, t.GenerationS, t.GenerationTokS, t.GraphBuildPerTok*1000)
+		fmt.Fprintf(w, "ggload: generation: %d tokens in %.3f s (%.1f tokens/s), graph build %.3f ms per token (%d graphs built, %d reused)\n",
+			steps, t.GenerationS, t.GenerationTokS, t.GraphBuildPerTok*1000, t.Graphs, t.GraphsReused)
 	}
 }

@@ -27,13 +27,15 @@ func TestRunCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if rep.NVocab != 300 || len(rep.Generated) != 3 || len(rep.Steps) != 4 || rep.Threads != 2 || rep.Timings.Graphs != 4 {
+	if rep.NVocab != 300 || len(rep.Generated) != 3 || len(rep.Steps) != 4 || rep.Threads != 2 || rep.Timings.Graphs+rep.Timings.GraphsReused != 4 || rep.Timings.GraphsReused != 2 {
 		t.Fatalf("report: %+v", rep)
 	}
 	b, err := os.ReadFile(logits)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// (the prompt's graph, then one for the steps, reused twice, as
+	// llama.cpp reuses it)
 	// 4 prompt rows, then 3 steps' rows
 	if len(b) != 7*300*4 {
 		t.Fatalf("logits file of %d bytes, want %d", len(b), 7*300*4)
@@ -83,5 +85,28 @@ func TestRunCommand(t *testing.T) {
 		if !ok || ee.ExitCode() != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: %v (want exit %d and %q): %s", c.args, err, c.code, c.want, errOut)
 		}
+	}
+}
+
+// bench --decode: ggload's and libllama's pp and tg on the same context
+// options, with their logits identical.
+func TestBenchDecode(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Distinct: true})
+	out, err := runCLI(t, "bench", "--decode", path, "--targets", "none", "--pp", "16", "--tg", "4", "--runs", "2", "--threads", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Target          string  `json:"target"`
+		GgloadTG        float64 `json:"ggload_tg_tokens_per_s"`
+		LlamaTG         float64 `json:"llama_tg_tokens_per_s"`
+		LogitsIdentical bool    `json:"logits_identical"`
+		Reused          int     `json:"graphs_reused_tg"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0].Target != "none" || !rows[0].LogitsIdentical || rows[0].GgloadTG <= 0 || rows[0].LlamaTG <= 0 || rows[0].Reused == 0 {
+		t.Fatalf("bench --decode: %s", out)
 	}
 }

@@ -74,6 +74,11 @@ type Options struct {
 	CPUModules func(p Process) bool
 	// Log is told when a generated model is written (nil: nothing is).
 	Log io.Writer
+
+	// Decode, when set, times the forward pass instead of the loads
+	// (RunDecode): its prompt and steps and threads; the targets, runs,
+	// layers and JSON are the options above.
+	Decode *DecodeOptions
 }
 
 // Placement is what both loaders are given besides the case: llama.cpp's
@@ -122,6 +127,24 @@ func (o Options) defaults() Options {
 	return o
 }
 
+// runDecode is bench --decode, on the model at path or the generated
+// model of the first size.
+func (o *Options) runDecode(ctx context.Context, rt *ggml.Runtime, path string, stdout io.Writer) error {
+	if path == "" {
+		var err error
+		if path, err = writeModel(rt, o.Sizes[0], o.Type, o.Log); err != nil {
+			return err
+		}
+	}
+	d := *o.Decode
+	var err error
+	if d.Targets, err = o.targets(rt); err != nil {
+		return err
+	}
+	d.Runs, d.Layers, d.JSON = o.Runs, o.Layers, o.JSON
+	return RunDecode(ctx, rt, path, d, stdout)
+}
+
 // Run times the model at path, or, with path empty, a generated model of
 // each of o.Sizes in turn (then each case's cost per GiB across them),
 // and writes the report to stdout: the floors as they are measured,
@@ -129,6 +152,9 @@ func (o Options) defaults() Options {
 // the floors, with every backend module of the set.
 func Run(ctx context.Context, rt *ggml.Runtime, path string, o Options, stdout io.Writer) error {
 	o = o.defaults()
+	if o.Decode != nil {
+		return o.runDecode(ctx, rt, path, stdout)
+	}
 	if path != "" {
 		rep, err := o.measure(ctx, rt, path, stdout)
 		if err != nil {

@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/infer"
+	"github.com/ggload/ggload/lab/llama"
+	"github.com/ggload/ggload/loader"
+	"github.com/ggload/ggload/place"
+)
+
+// DecodeOptions are bench --decode's: llama-bench's two measurements, a
+// prompt of PP tokens in one decode (ppN) and TG single-token steps after
+// a one-token prompt (tgN), on ggload's context and on libllama's, the
+// same model, options and threads, in one process, alternating run by
+// run.
+type DecodeOptions struct {
+	Targets []string // device names per target ("none": the CPU)
+	Layers  place.Layers
+	PP, TG  int
+	Runs    int
+	Threads int
+	JSON    bool
+}
+
+// DecodeRow is one target's figures: the medians of the runs.
+type DecodeRow struct {
+	Target           string  `json:"target"`
+	GgloadPP         float64 `json:"ggload_pp_tokens_per_s"`
+	LlamaPP          float64 `json:"llama_pp_tokens_per_s"`
+	GgloadTG         float64 `json:"ggload_tg_tokens_per_s"`
+	LlamaTG          float64 `json:"llama_tg_tokens_per_s"`
+	RatioPP          float64 `json:"pp_time_ratio"` // ggload's time per token over llama.cpp's
+	RatioTG          float64 `json:"tg_time_ratio"`
+	BuildPerTokenMS  float64 `json:"graph_build_ms_per_token"` // ggload's, in tg
+	GraphsBuiltTG    int     `json:"graphs_built_tg"`
+	GraphsReusedTG   int     `json:"graphs_reused_tg"`
+	LogitsIdentical  bool    `json:"logits_identical"`
+	FirstDifference  string  `json:"first_difference,omitempty"`
+	Runs             int     `json:"runs"`
+	ThreadsPerDecode int     `json:"threads"`
+}
+
+// RunDecode measures each target.
+func RunDecode(ctx context.Context, rt *ggml.Runtime, path string, o DecodeOptions, w io.Writer) error {
+	if o.PP <= 0 || o.TG <= 0 || o.Runs <= 0 || o.Threads <= 0 {
+		return fmt.Errorf("bench: --decode: pp %d, tg %d, runs %d, threads %d", o.PP, o.TG, o.Runs, o.Threads)
+	}
+	l, err := llama.Open(rt)
+	if err != nil {
+		return fmt.Errorf("bench: --decode compares with libllama: %w", err)
+	}
+	var rows []DecodeRow
+	for _, target := range o.Targets {
+		row, err := o.decodeTarget(ctx, rt, l, path, target)
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", target, err)
+		}
+		rows = append(rows, row)
+		if !o.JSON {
+			fmt.Fprintf(w, "%-10s pp%d: ggload %8.1f t/s, llama.cpp %8.1f t/s, time ratio %.3f | tg%d: ggload %7.1f t/s, llama.cpp %7.1f t/s, time ratio %.3f | graph build %.3f ms/token (%d built, %d reused) | logits identical: %v\n",
+				row.Target, o.PP, row.GgloadPP, row.LlamaPP, row.RatioPP, o.TG, row.GgloadTG, row.LlamaTG, row.RatioTG,
+				row.BuildPerTokenMS, row.GraphsBuiltTG, row.GraphsReusedTG, row.LogitsIdentical)
+		}
+	}
+	if o.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	return nil
+}
+
+// decodeSide is one implementation under measurement: a fresh sequence,
+// a decode, the last output's logits.
+type decodeSide struct {
+	clear  func() error
+	decode func(tokens []int32) error
+	logits func() ([]float32, error)
+}
+
+func (o DecodeOptions) decodeTarget(ctx context.Context, rt *ggml.Runtime, l *llama.Lib, path, target string) (DecodeRow, error) {
+	params := place.Params{DeviceNames: []string{target}, NGPULayers: o.Layers}
+	if target == "auto" {
+		params.DeviceNames = nil
+	}
+	params.Context.NBatch, params.Context.NUBatch = max(o.PP, 512), 512
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	defer m.Close()
+	plan, err := place.New(ctx, rt, m, params)
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	mdl, err := loader.Load(ctx, plan, loader.Options{})
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	defer mdl.Close()
+	ic, err := infer.New(mdl, infer.Params{Threads: o.Threads})
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	defer ic.Close()
+	ld, err := llama.LoadFor(rt, path, params)
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	lm, _, err := l.LoadModel(ld)
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	defer lm.Free()
+	cp, err := l.ContextParamsFor(params.Context)
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	lc, _, err := lm.NewContext(cp)
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	defer lc.Free()
+	if err := lc.SetThreads(o.Threads, o.Threads); err != nil {
+		return DecodeRow{}, err
+	}
+	nVocab, err := lm.NVocab()
+	if err != nil {
+		return DecodeRow{}, err
+	}
+	ours := decodeSide{
+		clear:  func() error { return ic.SeqRm(-1, -1, -1) },
+		decode: func(t []int32) error { return ic.Decode(infer.Batch{Tokens: t}) },
+		logits: func() ([]float32, error) { return ic.Logits(-1) },
+	}
+	theirs := decodeSide{
+		clear:  func() error { return lc.SeqRm(-1, -1, -1) },
+		decode: func(t []int32) error { return lc.Decode(t, nil, nil, nil) },
+		logits: func() ([]float32, error) { return lc.Logits(-1, nVocab) },
+	}
+	prompt := make([]int32, o.PP)
+	for i := range prompt {
+		prompt[i] = int32((i*7919 + 13) % nVocab)
+	}
+	row := DecodeRow{Target: target, LogitsIdentical: true, Runs: o.Runs, ThreadsPerDecode: o.Threads}
+	var ppA, ppB, tgA, tgB []float64
+	var build time.Duration
+	for r := 0; r < o.Runs+1; r++ { // the first run warms both up
+		a, la, err := timeDecode(ours, prompt)
+		if err != nil {
+			return row, fmt.Errorf("ggload: %w", err)
+		}
+		before := ic.Timings()
+		tgOurs, _, err := timeTG(ours, o.TG, nVocab)
+		if err != nil {
+			return row, fmt.Errorf("ggload: %w", err)
+		}
+		after := ic.Timings()
+		b, lb, err := timeDecode(theirs, prompt)
+		if err != nil {
+			return row, fmt.Errorf("llama.cpp: %w", err)
+		}
+		tgTheirs, _, err := timeTG(theirs, o.TG, nVocab)
+		if err != nil {
+			return row, fmt.Errorf("llama.cpp: %w", err)
+		}
+		if row.LogitsIdentical {
+			for i := range la {
+				if i >= len(lb) || la[i] != lb[i] {
+					row.LogitsIdentical = false
+					row.FirstDifference = fmt.Sprintf("pp logit %d: ggload %v, llama.cpp %v", i, la[i], lb[i])
+					break
+				}
+			}
+		}
+		if r == 0 {
+			continue
+		}
+		ppA, ppB = append(ppA, a.Seconds()), append(ppB, b.Seconds())
+		tgA, tgB = append(tgA, tgOurs.Seconds()), append(tgB, tgTheirs.Seconds())
+		build += after.Build - before.Build
+		row.GraphsBuiltTG += after.Graphs - before.Graphs
+		row.GraphsReusedTG += after.Reused - before.Reused
+	}
+	pa, pb, ta, tb := median(ppA), median(ppB), median(tgA), median(tgB)
+	row.GgloadPP, row.LlamaPP = float64(o.PP)/pa, float64(o.PP)/pb
+	row.GgloadTG, row.LlamaTG = float64(o.TG)/ta, float64(o.TG)/tb
+	row.RatioPP, row.RatioTG = pa/pb, ta/tb
+	row.BuildPerTokenMS = build.Seconds() * 1000 / float64(o.Runs*o.TG)
+	return row, nil
+}
+
+// timeDecode times the prompt on an empty memory and returns its last
+// logits.
+func timeDecode(s decodeSide, prompt []int32) (time.Duration, []float32, error) {
+	if err := s.clear(); err != nil {
+		return 0, nil, err
+	}
+	t0 := time.Now()
+	if err := s.decode(prompt); err != nil {
+		return 0, nil, err
+	}
+	d := time.Since(t0)
+	lg, err := s.logits()
+	return d, lg, err
+}
+
+// timeTG is llama-bench's tg: n steps of one token after a one-token
+// prompt (not timed), on an empty memory.
+func timeTG(s decodeSide, n, nVocab int) (time.Duration, []float32, error) {
+	if err := s.clear(); err != nil {
+		return 0, nil, err
+	}
+	if err := s.decode([]int32{1}); err != nil {
+		return 0, nil, err
+	}
+	t0 := time.Now()
+	for i := range n {
+		if err := s.decode([]int32{int32((i*31 + 7) % nVocab)}); err != nil {
+			return 0, nil, err
+		}
+	}
+	d := time.Since(t0)
+	lg, err := s.logits()
+	return d, lg, err
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
