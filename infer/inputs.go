@@ -2,6 +2,7 @@ package infer
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -40,6 +41,8 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			}
 		case "llm_graph_input_out_ids":
 			err = c.setOutIDs(in, u.Ubatch, nOutputs)
+		case "llm_graph_input_attn_temp":
+			err = c.setAttnTemp(in, u.Ubatch)
 		default:
 			err = fmt.Errorf("its input %s is not set by ggload yet", in.Class)
 		}
@@ -317,6 +320,40 @@ func (c *Context) setHadamard(t *ops.Tensor) error {
 	}
 	b := make([]byte, 4*len(data))
 	for i, v := range data {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return c.set(t, typeF32, b, 4)
+}
+
+// setAttnTemp is llm_graph_input_attn_temp::set_input: each token's
+// attention temperature, log(floor((pos + offset) / floor_scale) + 1) *
+// scale + 1, in C++'s float and double steps.
+func (c *Context) setAttnTemp(in *cpp.Object, u *graph.Ubatch) error {
+	t := member(in, "attn_scale")
+	if t == nil {
+		return nil
+	}
+	num := func(name string) (cpp.Val, error) {
+		cell, ok := in.Fields[name]
+		if !ok {
+			return cpp.Val{}, fmt.Errorf("the attention temperature's %s", name)
+		}
+		return cell.V, nil
+	}
+	fs, err1 := num("n_attn_temp_floor_scale")
+	sc, err2 := num("f_attn_temp_scale")
+	off, err3 := num("f_attn_temp_offset")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	floorScale, scale, offset := float32(fs.I), float32(sc.F), float32(off.F)
+	if floorScale == 0 || scale == 0 {
+		return fmt.Errorf("an attention temperature of scale %v, floor scale %v (llama.cpp asserts both non-zero)", scale, floorScale)
+	}
+	b := make([]byte, 4*len(u.Pos))
+	for i, p := range u.Pos {
+		q := (float32(p) + offset) / floorScale
+		v := float32(math.Log(math.Floor(float64(q))+1.0)*float64(scale) + 1.0)
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
 	return c.set(t, typeF32, b, 4)
