@@ -22,7 +22,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
@@ -63,10 +62,14 @@ type Context struct {
 
 	nBatch, nUBatch, nSeqMax uint32
 	causal                   bool
+	encoding                 bool // the graph being filled is the encoder's
 
 	// the last batch's outputs: rows of logits, and each token's row
 	nVocab  int
 	logits  []float32
+	nEmbd   int
+	embd    []float32           // per output, without pooling
+	embdSeq map[int32][]float32 // per sequence, pooled
 	outRow  []int32 // per batch token: its row, -1 where it is no output
 	outputs int
 
@@ -134,6 +137,9 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	weights := map[int]*ops.Tensor{}
 	i := 0
 	for pl := range m.Placements() {
+		if i >= len(plan.Tensors) || pl.Plan == nil || pl.Plan.Name != plan.Tensors[i].Name {
+			return nil, fmt.Errorf("infer: the model's placement %d is not its plan's", i)
+		}
 		if pl.Tensor != nil {
 			weights[i] = pl.Tensor.Native()
 		}
@@ -323,7 +329,11 @@ func (c *Context) Decode(b Batch) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	u, err := c.prepare(b)
+	if c.rep.Memory == nil || len(c.rep.Memory.Caches) == 0 {
+		// a model without memory encodes, as llama_decode does
+		return c.encodeLocked(b)
+	}
+	u, err := c.prepare(b, c.embeddings())
 	if err != nil {
 		return err
 	}
@@ -353,7 +363,7 @@ func worker(work <-chan func()) {
 
 // prepare validates the batch and fills in what it leaves out, as
 // llama_batch_allocr::init does.
-func (c *Context) prepare(b Batch) (*graph.Ubatch, error) {
+func (c *Context) prepare(b Batch, outputAll bool) (*graph.Ubatch, error) {
 	n := len(b.Tokens)
 	if n == 0 {
 		return nil, fmt.Errorf("infer: decode: n_tokens == 0")
@@ -417,7 +427,13 @@ func (c *Context) prepare(b Batch) (*graph.Ubatch, error) {
 			}
 		}
 	}
-	if u.Output == nil {
+	switch {
+	case outputAll:
+		u.Output = make([]bool, n)
+		for i := range u.Output {
+			u.Output[i] = true
+		}
+	case u.Output == nil:
 		u.Output = make([]bool, n)
 		u.Output[n-1] = true
 	}
@@ -469,7 +485,7 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			slots[k][ci] = sl
 		}
 	}
-	c.logits, c.outputs = nil, 0
+	c.resetOutputs()
 	c.outRow = make([]int32, n)
 	for i := range c.outRow {
 		c.outRow[i] = -1
@@ -533,15 +549,10 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, slots []slot) 
 		c.dropGraph()
 		return fmt.Errorf("infer: decode: %w", err)
 	}
-	t := st.Result("t_logits")
-	if t == nil || nOut == 0 {
+	if nOut == 0 {
 		return nil
 	}
-	nVocab := int(t.Ne[0])
-	c.nVocab = nVocab
-	rows := make([]float32, nOut*nVocab)
-	c.lib.TensorGet(t, unsafe.Slice((*byte)(unsafe.Pointer(&rows[0])), len(rows)*4), 0)
-	c.logits = append(c.logits, rows...)
+	c.keepOutputs(st, u, nOut)
 	all := nOut == len(u.Tokens)
 	for i, bi := range u.index {
 		if all || u.Output[i] {
@@ -581,9 +592,18 @@ func (c *Context) Logits(i int) ([]float32, error) {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	row := int32(-1)
+	row := c.row(i)
+	if row < 0 || c.nVocab == 0 || len(c.logits) < int(row+1)*c.nVocab {
+		return nil, fmt.Errorf("infer: logits: token %d of the last batch has no logits (%d outputs)", i, c.outputs)
+	}
+	return append([]float32(nil), c.logits[int(row)*c.nVocab:int(row+1)*c.nVocab]...), nil
+}
+
+// row is the output row of the last batch's token i (negative: counted
+// from the last output, the outputs in batch order, as llama.cpp
+// reorders them); -1 where it has none.
+func (c *Context) row(i int) int32 {
 	if i < 0 && -i <= c.outputs {
-		// the outputs counted in batch order, as llama.cpp reorders them
 		k := c.outputs + i
 		for j, r := range c.outRow {
 			if r < 0 {
@@ -597,12 +617,9 @@ func (c *Context) Logits(i int) ([]float32, error) {
 		}
 	}
 	if i >= 0 && i < len(c.outRow) {
-		row = c.outRow[i]
+		return c.outRow[i]
 	}
-	if row < 0 || c.nVocab == 0 {
-		return nil, fmt.Errorf("infer: logits: token %d of the last batch has no logits (%d outputs)", i, c.outputs)
-	}
-	return append([]float32(nil), c.logits[int(row)*c.nVocab:int(row+1)*c.nVocab]...), nil
+	return -1
 }
 
 // NVocab is the logits' width (0 before the first decode).

@@ -43,6 +43,12 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			err = c.setOutIDs(in, u.Ubatch, nOutputs)
 		case "llm_graph_input_attn_temp":
 			err = c.setAttnTemp(in, u.Ubatch)
+		case "llm_graph_input_attn_no_cache":
+			err = c.setAttnNoCache(in, u)
+		case "llm_graph_input_mean":
+			err = c.setMean(in, u)
+		case "llm_graph_input_cls":
+			err = c.setCLS(in, u)
 		default:
 			err = fmt.Errorf("its input %s is not set by ggload yet", in.Class)
 		}
@@ -205,7 +211,7 @@ func (c *Context) setMask(t *ops.Tensor, u *graph.Ubatch, kc *kvCache) error {
 		return fmt.Errorf("a KQ mask of %v for %d tokens", t.Ne, len(u.Tokens))
 	}
 	alibi, _ := c.rep.Run.Hparams().Field("use_alibi")
-	causal := c.gc.CParam("causal_attn") != 0
+	causal := c.causalAttn()
 	// which layers a non-causal model keeps causal, and where its window
 	// does not apply (llama_non_causal_type)
 	nonCausal, _ := c.rep.Run.Hparams().Field("non_causal_type")
@@ -358,3 +364,172 @@ func (c *Context) setAttnTemp(in *cpp.Object, u *graph.Ubatch) error {
 	}
 	return c.set(t, typeF32, b, 4)
 }
+
+// setAttnNoCache is llm_graph_input_attn_no_cache::set_input: the KQ mask
+// among the ubatch's own tokens (same sequence; not after for causal
+// attention; the model's window on the SWA mask).
+func (c *Context) setAttnNoCache(in *cpp.Object, u *ubatch) error {
+	causal := c.causalAttn()
+	alibi := c.hparam("use_alibi") != 0
+	fill := func(t *ops.Tensor, nSWA uint32, swaType int) error {
+		n := int64(len(u.Tokens))
+		if t.Ne[0] != n || t.Ne[1]*t.Ne[2]*t.Ne[3] != n {
+			return fmt.Errorf("a KQ mask of %v for %d tokens", t.Ne, n)
+		}
+		win := &kvCells{nSWA: nSWA, swaType: swaType}
+		vals := make([]float32, n*n)
+		for i1 := range n {
+			s1, p1 := u.SeqIDs[i1][0], u.Pos[i1]
+			for i0 := range n {
+				s0, p0 := u.SeqIDs[i0][0], u.Pos[i0]
+				v := float32(math.Inf(-1))
+				switch {
+				case s0 != s1, causal && p0 > p1, swaType != 0 && win.maskedSWA(p0, p1):
+				case alibi:
+					d := p0 - p1
+					if d < 0 {
+						d = -d
+					}
+					v = -float32(d)
+				default:
+					v = 0
+				}
+				vals[i1*n+i0] = v
+			}
+		}
+		return c.setFloats(t, vals)
+	}
+	t := member(in, "self_kq_mask")
+	if t == nil {
+		return fmt.Errorf("attention without a cache has no mask")
+	}
+	if err := fill(t, 0, 0); err != nil {
+		return err
+	}
+	if st := c.hparam("swa_type"); st != 0 {
+		t := member(in, "self_kq_mask_swa")
+		if t == nil {
+			return fmt.Errorf("attention with a window has no window's mask")
+		}
+		return fill(t, uint32(c.hparam("n_swa")), int(st))
+	}
+	return nil
+}
+
+// setFloats writes float values to an F32 or F16 tensor.
+func (c *Context) setFloats(t *ops.Tensor, vals []float32) error {
+	switch t.Type {
+	case typeF32:
+		b := make([]byte, 4*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		return c.set(t, typeF32, b, 4)
+	case typeF16:
+		b := make([]byte, 2*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint16(b[2*i:], fp16(v))
+		}
+		return c.set(t, typeF16, b, 2)
+	}
+	return fmt.Errorf("input %s of type %d", ops.NameOf(t), t.Type)
+}
+
+// poolingAsks says whether the context pools as one of kinds.
+func (c *Context) poolingAsks(kinds ...int64) bool {
+	if !c.embeddings() {
+		return false
+	}
+	p := c.gc.CParam("pooling_type")
+	for _, k := range kinds {
+		if p == k {
+			return true
+		}
+	}
+	return false
+}
+
+// setMean is llm_graph_input_mean::set_input: for mean (and rank)
+// pooling, each sequence's row weights its tokens 1/count.
+func (c *Context) setMean(in *cpp.Object, u *ubatch) error {
+	if !c.poolingAsks(1, poolingRank) {
+		return nil
+	}
+	t := member(in, "mean")
+	if t == nil {
+		return fmt.Errorf("mean pooling without its matrix")
+	}
+	n := len(u.Tokens)
+	seqs := u.seqsUnq()
+	idx := map[int32]int{}
+	for k, s := range seqs {
+		idx[s] = k
+	}
+	per := n / max(u.NSeqs, 1)
+	if u.NSeqs == 0 {
+		per = 1
+	}
+	sums := make([]uint64, len(seqs))
+	for i := 0; i < n; i += per {
+		for _, s := range u.SeqIDs[i] {
+			sums[idx[s]] += uint64(per)
+		}
+	}
+	vals := make([]float32, int64(t.Ne[0])*t.Ne[1])
+	for i := 0; i < n; i += per {
+		for _, s := range u.SeqIDs[i] {
+			k := idx[s]
+			d := float32(0)
+			if sums[k] > 0 {
+				d = 1 / float32(sums[k])
+			}
+			for j := range per {
+				vals[k*n+i+j] = d
+			}
+		}
+	}
+	return c.setFloats(t, vals)
+}
+
+// setCLS is llm_graph_input_cls::set_input: for CLS, rank and last
+// pooling, each sequence's row: its first token (last pooling, and rank
+// pooling of qwen3 and qwen3vl: its last).
+func (c *Context) setCLS(in *cpp.Object, u *ubatch) error {
+	if !c.poolingAsks(2, 3, poolingRank) {
+		return nil
+	}
+	t := member(in, "cls")
+	if t == nil {
+		return fmt.Errorf("cls pooling without its rows")
+	}
+	p := c.gc.CParam("pooling_type")
+	last := p == 3 || p == poolingRank && (c.rep.Run.Arch == "qwen3" || c.rep.Run.Arch == "qwen3vl")
+	seqs := u.seqsUnq()
+	idx := map[int32]int{}
+	for k, s := range seqs {
+		idx[s] = k
+	}
+	pos, row := make([]int32, len(seqs)), make([]int32, len(seqs))
+	for k := range pos {
+		pos[k], row[k] = -1, -1
+	}
+	for i, ids := range u.SeqIDs {
+		for _, s := range ids {
+			k := idx[s]
+			if pos[k] == -1 || last && u.Pos[i] >= pos[k] || !last && u.Pos[i] < pos[k] {
+				pos[k], row[k] = u.Pos[i], int32(i)
+			}
+		}
+	}
+	vals := make([]int32, t.Ne[0])
+	for k, r := range row {
+		if r >= 0 && k < len(vals) {
+			vals[k] = r
+		}
+	}
+	return c.set(t, t.Type, i32s(vals), 4)
+}
+
+// causalAttn is cparams.causal_attn as the graph being filled has it:
+// off while encoding (llama_context::encode turns it off).
+func (c *Context) causalAttn() bool { return !c.encoding && c.gc.CParam("causal_attn") != 0 }

@@ -33,6 +33,10 @@ type ContextParams struct {
 	// n_outputs_max); 0, as the CLI leaves it: n_batch. A draft model's
 	// context has -np.
 	NOutputsMax int
+	// Embeddings makes the context output embeddings (--embeddings),
+	// pooled as Pooling says (--pooling; zero: the model's pooling).
+	Embeddings bool
+	Pooling    Pooling
 
 	// Skip plans the weights alone: no context.
 	Skip bool
@@ -111,6 +115,45 @@ func ParseCacheType(s string) (CacheType, error) {
 	return 0, fmt.Errorf("Unsupported cache type: %s", s)
 }
 
+// Pooling is how a context pools its embeddings (llama_pooling_type); the
+// zero value is the model's own.
+type Pooling uint8
+
+// Pooling types.
+const (
+	PoolingModel Pooling = iota
+	PoolingNone
+	PoolingMean
+	PoolingCLS
+	PoolingLast
+	PoolingRank
+)
+
+var poolingNames = []string{"", "none", "mean", "cls", "last", "rank"}
+
+func (p Pooling) String() string {
+	if p == PoolingModel {
+		return "the model's"
+	}
+	if int(p) < len(poolingNames) {
+		return poolingNames[p]
+	}
+	return fmt.Sprintf("pooling(%d)", p)
+}
+
+// Llama is the pooling as llama_pooling_type: -1 for the model's.
+func (p Pooling) Llama() int { return int(p) - 1 }
+
+// ParsePooling reads --pooling's value.
+func ParsePooling(s string) (Pooling, error) {
+	for i, n := range poolingNames {
+		if i > 0 && s == n {
+			return Pooling(i), nil
+		}
+	}
+	return 0, fmt.Errorf("pooling %q: want none, mean, cls, last or rank", s)
+}
+
 // FlashAttn is llama_flash_attn_type; the zero value is auto.
 type FlashAttn uint8
 
@@ -165,6 +208,7 @@ func (c ContextParams) llama(split SplitMode, metaDevices int) arch.ContextParam
 		NCtx: uint32(c.NCtx), NBatch: uint32(c.batch()), NUBatch: uint32(c.ubatch()), NSeqMax: uint32(c.parallel()),
 		FlashAttn: c.FlashAttn.Llama(), TypeK: c.TypeK.Type(), TypeV: c.TypeV.Type(),
 		OffloadKQV: !c.NoKVOffload, KVUnified: c.KVUnified, SWAFull: c.SWAFull, NOutputsMax: uint32(c.NOutputsMax),
+		Embeddings: c.Embeddings, PoolingType: c.Pooling.Llama(),
 		SplitMode: split.Llama(), MetaDevices: metaDevices,
 	}
 }

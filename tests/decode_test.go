@@ -53,6 +53,11 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 	if ourErr == nil && ran != nil {
 		ran()
 	}
+	if ourErr != nil && strings.Contains(ourErr.Error(), "has no logits") {
+		// a model without an output head: its embeddings are compared
+		// where the configuration turns them on
+		return "no-logits", ourErr.Error()
+	}
 	theirs, theirErr := theirsGreedy(rt, l, path, params, c, ours)
 	switch {
 	case ourErr != nil && theirErr != nil:
@@ -61,6 +66,9 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 		return "ggload-refuses", ourErr.Error()
 	case theirErr != nil:
 		return "llama-refuses", theirErr.Error()
+	}
+	if len(ours) != len(theirs) {
+		return "differ", fmt.Sprintf("%d outputs, llama.cpp %d", len(ours), len(theirs))
 	}
 	for i := range ours {
 		if len(ours[i]) != len(theirs[i]) {
@@ -115,7 +123,20 @@ func oursGreedy(rt *ggml.Runtime, path string, params place.Params, c decodeCase
 		if err := ctx.Decode(infer.Batch{Tokens: tokens}); err != nil {
 			return nil, err
 		}
+		if params.Context.Embeddings {
+			e, err := ctx.Embeddings(0)
+			if err != nil {
+				e, err = ctx.EmbeddingsIth(-1)
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
 		lg, err := ctx.Logits(-1)
+		if err != nil && params.Context.Embeddings && len(out) > 0 {
+			break // an embedding model: no logits, no steps
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -169,19 +190,40 @@ func theirsGreedy(rt *ggml.Runtime, l *llama.Lib, path string, params place.Para
 	}
 	tokens := prompt(c.prompt, vocabOf(m))
 	m.Close()
+	nEmbd, err := lm.NEmbdOut()
+	if err != nil {
+		return nil, err
+	}
 	var out [][]float32
 	for step := 0; step <= c.steps; step++ {
 		if err := ctx.Decode(tokens, nil, nil, nil); err != nil {
 			return nil, err
 		}
+		if params.Context.Embeddings {
+			n := nEmbd
+			if len(out) < len(ours) {
+				n = len(ours[len(out)])
+			}
+			e, err := ctx.Embeddings(0, -1, n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+			if len(ours) > 0 && len(out) == len(ours) {
+				break // ggload found no logits: an embedding model
+			}
+		}
 		lg, err := ctx.Logits(-1, nVocab)
+		if err != nil && params.Context.Embeddings && len(out) > 0 {
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, lg)
 		next := infer.Argmax(lg)
-		if step < len(ours) {
-			next = infer.Argmax(ours[step])
+		if len(out)-1 < len(ours) {
+			next = infer.Argmax(ours[len(out)-1])
 		}
 		tokens = []int32{int32(next)}
 	}
@@ -241,6 +283,7 @@ func TestDecodeLlama(t *testing.T) {
 // do.
 var decodeArchConfigs = []decodeCase{
 	{"cpu", func(p *place.Params, _ string) { p.DeviceNames = []string{"none"} }, 6, 2},
+	{"cpu-embd", func(p *place.Params, _ string) { p.DeviceNames = []string{"none"}; p.Context.Embeddings = true }, 6, 1},
 	{"vulkan", func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu} }, 6, 2},
 }
 
@@ -284,6 +327,7 @@ func TestDecodeArchitectures(t *testing.T) {
 		var k, n int
 		notYet := map[string][]string{} // ggload's reason → architectures
 		refused := map[string][]string{}
+		var noLogits []string
 		for _, f := range models {
 			r, ok := final[[2]string{c.name, f.Name}]
 			if !ok {
@@ -294,6 +338,8 @@ func TestDecodeArchitectures(t *testing.T) {
 			case "match":
 				k++
 				n++
+			case "no-logits":
+				noLogits = append(noLogits, f.Name)
 			case "ggload-refuses":
 				n++
 				notYet[reasonOf(r.Detail)] = append(notYet[reasonOf(r.Detail)], f.Name)
@@ -304,7 +350,10 @@ func TestDecodeArchitectures(t *testing.T) {
 				t.Errorf("%s/%s: %s: %s", c.name, f.Name, r.Status, r.Detail)
 			}
 		}
-		t.Logf("%-7s %d/%d architectures run with logits identical to llama.cpp's", c.name, k, n)
+		t.Logf("%-7s %d/%d architectures run with logits (and with embeddings on, embeddings) identical to llama.cpp's", c.name, k, n)
+		if len(noLogits) > 0 {
+			t.Logf("%-7s %d without an output head (their embeddings are compared with embeddings on): %s", c.name, len(noLogits), strings.Join(noLogits, " "))
+		}
 		for _, m := range []struct {
 			what string
 			by   map[string][]string

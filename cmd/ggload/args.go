@@ -233,6 +233,7 @@ var pinEnv = map[string]string{
 	"-c": "LLAMA_ARG_CTX_SIZE", "-np": "LLAMA_ARG_N_PARALLEL", "-kvu": "LLAMA_ARG_KV_UNIFIED",
 	"-ctk": "LLAMA_ARG_CACHE_TYPE_K", "-ctv": "LLAMA_ARG_CACHE_TYPE_V", "-kvo": "LLAMA_ARG_KV_OFFLOAD",
 	"-fa": "LLAMA_ARG_FLASH_ATTN", "-b": "LLAMA_ARG_BATCH", "-ub": "LLAMA_ARG_UBATCH", "--swa-full": "LLAMA_ARG_SWA_FULL",
+	"--embedding": "LLAMA_ARG_EMBEDDINGS", "--pooling": "LLAMA_ARG_POOLING", "--rerank": "LLAMA_ARG_RERANKING",
 	"--repack": "LLAMA_ARG_REPACK", "--no-host": "LLAMA_ARG_NO_HOST",
 	"-mm": "LLAMA_ARG_MMPROJ", "-mmu": "LLAMA_ARG_MMPROJ_URL", "--mmproj-auto": "LLAMA_ARG_MMPROJ_AUTO",
 	"--mmproj-offload": "LLAMA_ARG_MMPROJ_OFFLOAD", "-mmdev": "MTMD_BACKEND_DEVICE",

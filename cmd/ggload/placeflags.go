@@ -541,6 +541,27 @@ func (f *placeFlags) addContext(s *optionSet) {
 	s.add(&option{names: []string{"--swa-full"},
 		help: "use a full-size cache for the sliding-window layers (default: false)",
 		on:   func(on bool) error { c.SWAFull = on; return nil }})
+	s.add(&option{names: []string{"--embedding", "--embeddings"},
+		help: "output embeddings: for dedicated embedding models (default: disabled)",
+		on:   func(on bool) error { c.Embeddings = on; return nil }})
+	s.add(&option{names: []string{"--pooling"}, value: "{none,mean,cls,last,rank}",
+		help: "pooling type for embeddings, use model default if unspecified",
+		set: func(v string) error {
+			p, err := place.ParsePooling(v)
+			if err != nil {
+				return withHint(fmt.Errorf("invalid value"), v, []string{"none", "mean", "cls", "last", "rank"})
+			}
+			c.Pooling = p
+			return nil
+		}})
+	s.add(&option{names: []string{"--rerank", "--reranking"},
+		help: "embeddings with rank pooling (default: disabled)",
+		on: func(on bool) error {
+			if on {
+				c.Embeddings, c.Pooling = true, place.PoolingRank
+			}
+			return nil
+		}})
 }
 
 // parseCSVRow splits a comma list as common/arg.cpp's parse_csv_row does:

@@ -27,6 +27,8 @@ type ContextParams struct {
 	TypeK, TypeV                   ggml.Type
 	OffloadKQV, KVUnified, SWAFull bool
 	NOutputsMax                    uint32 // the most outputs of a batch; 0: n_batch
+	Embeddings                     bool
+	PoolingType                    int // llama_pooling_type: -1 the model's
 
 	SplitMode   int // llama_split_mode of the model
 	MetaDevices int // split mode tensor: the meta device's devices
@@ -114,6 +116,7 @@ func (r *Run) contextParams(p ContextParams) (*cpp.Cell, error) {
 		{"type_k", cpp.Int(int64(p.TypeK), ast.TI32)}, {"type_v", cpp.Int(int64(p.TypeV), ast.TI32)},
 		{"offload_kqv", cpp.Bool(p.OffloadKQV)}, {"kv_unified", cpp.Bool(p.KVUnified)}, {"swa_full", cpp.Bool(p.SWAFull)},
 		{"n_outputs_max", cpp.Int(int64(p.NOutputsMax), ast.TU32)},
+		{"embeddings", cpp.Bool(p.Embeddings)}, {"pooling_type", cpp.Int(int64(p.PoolingType), ast.TI32)},
 	} {
 		c, ok := po.Fields[kv.name]
 		if !ok {

@@ -221,6 +221,16 @@ type KVView struct {
 // over the views of the memory's KV caches, in its order of caches, as
 // process_ubatch does without graph reuse.
 func (c *Context) Build(u *Ubatch, nOutputs int, views []KVView) (*Step, error) {
+	return c.build(u, nOutputs, views, false)
+}
+
+// BuildEncoder builds and allocates llama_context::encode's graph of the
+// ubatch: every token an output, no memory, attention not causal.
+func (c *Context) BuildEncoder(u *Ubatch) (*Step, error) {
+	return c.build(u, len(u.Tokens), nil, true)
+}
+
+func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, encoder bool) (*Step, error) {
 	rs := c.rs
 	if rs == nil {
 		return nil, fmt.Errorf("arch: the context is closed")
@@ -229,12 +239,14 @@ func (c *Context) Build(u *Ubatch, nOutputs int, views []KVView) (*Step, error) 
 	if n == 0 || len(u.Pos) != n || len(u.SeqIDs) != n || len(u.Output) != n || nOutputs < 0 || nOutputs > n {
 		return nil, fmt.Errorf("arch: a ubatch of %d tokens, %d positions, %d outputs", n, len(u.Pos), nOutputs)
 	}
-	if err := rs.s.setViews(views); err != nil {
-		return nil, err
+	if !encoder {
+		if err := rs.s.setViews(views); err != nil {
+			return nil, err
+		}
 	}
 	rs.lib.SchedReset(rs.sched)
 	rs.s.fa = rs.b("flash_attn")
-	g, err := rs.s.build(u.object(), uint32(n), uint32(nOutputs), rs.out.MaxNodes)
+	g, err := rs.s.build(u.object(), uint32(n), uint32(nOutputs), rs.out.MaxNodes, encoder)
 	if err != nil {
 		return nil, err
 	}

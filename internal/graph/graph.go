@@ -172,12 +172,14 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 	if nTokens%nSeqs != 0 {
 		nTokens = (nTokens + nSeqs - 1) / nSeqs * nSeqs
 	}
-	return s.build(reserveUbatch(nTokens, nSeqs, nOutputs), nTokens, nOutputs, maxNodes)
+	return s.build(reserveUbatch(nTokens, nSeqs, nOutputs), nTokens, nOutputs, maxNodes, false)
 }
 
 // build is llama_model::build_graph for the ubatch u of nTokens tokens
 // with nOutputs outputs.
-func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes int) (*Graph, error) {
+// An encoder's graph (llama_context::encode's) has no memory and
+// non-causal attention.
+func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes int, encoder bool) (*Graph, error) {
 	r, lib := s.r, s.lib
 	g := &graphState{GraphSession: s}
 	// llm_graph_result's constructor: a context for max_nodes tensors and
@@ -200,6 +202,11 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 	}
 	cp := r.CParams().Clone()
 	cp.Fields["flash_attn"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(s.fa)}
+	gtype, mctx := "LLM_GRAPH_TYPE_DEFAULT", s.mctx
+	if encoder {
+		gtype, mctx = "LLM_GRAPH_TYPE_ENCODER", cpp.Null
+		cp.Fields["causal_attn"] = &cpp.Cell{T: ast.TBool, V: cpp.False}
+	}
 
 	params := newShared("llm_graph_params")
 	set := func(o *cpp.Object, name string, v cpp.Val) { o.Fields[name] = &cpp.Cell{T: ast.TRef, V: v} }
@@ -207,7 +214,7 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 	set(params, "hparams", cpp.Val{K: cpp.KObj, P: r.Hparams().Object()})
 	set(params, "cparams", cpp.Val{K: cpp.KObj, P: cp})
 	set(params, "ubatch", cpp.Val{K: cpp.KObj, P: u})
-	set(params, "gtype", cpp.Int(enumConst("LLM_GRAPH_TYPE_DEFAULT"), ast.TI32))
+	set(params, "gtype", cpp.Int(enumConst(gtype), ast.TI32))
 	set(params, "sched", cpp.Null)
 	set(params, "backend_cpu", cpp.Null)
 	set(params, "cb", cpp.Null)
@@ -222,7 +229,7 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 	cvec.Fields["tensors"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, 0, false)}}
 	set(params, "cvec", cpp.Val{K: cpp.KObj, P: cvec})
 	set(params, "loras", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TF32}}) // no LoRA adapters
-	set(params, "mctx", s.mctx)
+	set(params, "mctx", mctx)
 	// the context's llama_cross: no encoder output yet
 	cross := newShared("llama_cross")
 	cross.Fields["n_embd"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(0, ast.TI64)}

@@ -144,3 +144,41 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 	d.MemorySeqCp(d.GetMemory(c.h), src, dst, p0, p1)
 	return nil
 }
+
+// embdLib is libllama's embeddings API.
+type embdLib struct {
+	GetEmbeddingsSeq func(ctx uintptr, seq int32) *float32 `c:"llama_get_embeddings_seq"`
+	GetEmbeddingsIth func(ctx uintptr, i int32) *float32   `c:"llama_get_embeddings_ith"`
+	Encode           func(ctx uintptr, b Batch) int32      `c:"llama_encode"`
+	NEmbdOut         func(m uintptr) int32                 `c:"llama_model_n_embd_out"`
+	PoolingType      func(ctx uintptr) int32               `c:"llama_pooling_type"`
+}
+
+// Embeddings are a copy of the context's embeddings: of sequence seq
+// where it pools them (llama_get_embeddings_seq), else of token i
+// (llama_get_embeddings_ith), n floats.
+func (c *Context) Embeddings(seq int32, i int, n int) ([]float32, error) {
+	e := &embdLib{}
+	if err := bindings.Bind(e, c.l.handle); err != nil {
+		return nil, err
+	}
+	var p *float32
+	if e.PoolingType(c.h) != 0 {
+		p = e.GetEmbeddingsSeq(c.h, seq)
+	} else {
+		p = e.GetEmbeddingsIth(c.h, int32(i))
+	}
+	if p == nil {
+		return nil, fmt.Errorf("llama: no embeddings")
+	}
+	return append([]float32(nil), unsafe.Slice(p, n)...), nil
+}
+
+// NEmbdOut is llama_model_n_embd_out: the embeddings' width.
+func (m *Model) NEmbdOut() (int, error) {
+	e := &embdLib{}
+	if err := bindings.Bind(e, m.l.handle); err != nil {
+		return 0, err
+	}
+	return int(e.NEmbdOut(m.h)), nil
+}

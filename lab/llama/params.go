@@ -65,5 +65,6 @@ func (l *Lib) ContextParamsFor(c place.ContextParams) (ContextParams, error) {
 	p.SWAFull = c.SWAFull
 	p.KVUnified = c.KVUnified
 	p.TypeK, p.TypeV = int32(c.TypeK.Type()), int32(c.TypeV.Type())
+	p.Embeddings, p.PoolingType = c.Embeddings, int32(c.Pooling.Llama())
 	return p, nil
 }
