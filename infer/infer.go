@@ -70,7 +70,7 @@ type Context struct {
 	nEmbd   int
 	embd    []float32           // per output, without pooling
 	embdSeq map[int32][]float32 // per sequence, pooled
-	outRow  []int32 // per batch token: its row, -1 where it is no output
+	outRow  []int32             // per batch token: its row, -1 where it is no output
 	outputs int
 
 	Memory []Allocation // what the context allocated, per buffer
