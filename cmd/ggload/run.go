@@ -35,6 +35,7 @@ type runFlags struct {
 	threads   int
 	allLogits bool
 	logitsOut string
+	embdOut   string
 	asJSON    bool
 }
 
@@ -74,6 +75,14 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 				return fmt.Errorf("want a file name")
 			}
 			rf.logitsOut = v
+			return nil
+		}})
+	s.add(&option{names: []string{"--embd-out"}, value: "FILE", help: "turn embeddings on (as llama-embedding does) and write the prompt's as little-endian float32: each sequence's pooled embedding, or where the context does not pool, one row per prompt token",
+		set: func(v string) error {
+			if v == "" {
+				return fmt.Errorf("want a file name")
+			}
+			rf.embdOut = v
 			return nil
 		}})
 	s.add(&option{names: []string{"--json"}, help: "print JSON: the tokens in and out, each step's argmax and its logit, the timings", on: func(on bool) error { rf.asJSON = on; return nil }})
@@ -117,6 +126,9 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if len(rf.tokens) == 0 {
 		return s.errorf("--tokens: the prompt's token ids are required")
+	}
+	if rf.embdOut != "" {
+		pf.context.Embeddings = true
 	}
 	pd, err := planModel(ctx, &pf, path)
 	if err != nil {
@@ -162,6 +174,11 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	promptTime := time.Since(t0)
 	promptGraphs := ic.Timings()
+	if rf.embdOut != "" {
+		if err := writeEmbeddings(rf.embdOut, ic, len(rf.tokens)); err != nil {
+			return err
+		}
+	}
 	first := len(rf.tokens) - 1
 	if rf.allLogits {
 		first = 0
@@ -169,6 +186,9 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	var last []float32
 	for i := first; i < len(rf.tokens); i++ {
 		lg, err := ic.Logits(i)
+		if err != nil && rf.embdOut != "" && rf.steps == 0 && ic.NVocab() == 0 {
+			break // an embedding model: no logits
+		}
 		if err != nil {
 			return err
 		}
@@ -179,7 +199,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	rep.NVocab = len(last)
 	t1 := time.Now()
-	for step := 0; ; step++ {
+	for step := 0; last != nil; step++ {
 		next := int32(infer.Argmax(last))
 		rep.Steps = append(rep.Steps, runStep{next, last[next]})
 		if step == rf.steps {
@@ -220,6 +240,38 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// writeEmbeddings writes the prompt's embeddings as llama-embedding takes
+// them: sequence 0's pooled embedding, else each token's.
+func writeEmbeddings(path string, ic *infer.Context, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("run: --embd-out: %w", err)
+	}
+	rows := [][]float32{}
+	if e, err := ic.Embeddings(0); err == nil {
+		rows = append(rows, e)
+	} else {
+		for i := range n {
+			e, err := ic.EmbeddingsIth(i)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			rows = append(rows, e)
+		}
+	}
+	for _, r := range rows {
+		if err := writeRow(f, r); err != nil {
+			f.Close()
+			return fmt.Errorf("run: --embd-out: %w", err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("run: --embd-out: %w", err)
+	}
+	return nil
+}
+
 // writeRow writes one row of logits as little-endian float32.
 func writeRow(w io.Writer, row []float32) error {
 	b := make([]byte, 4*len(row))
@@ -235,6 +287,10 @@ func writeRunReport(w io.Writer, rep *runReport, steps int) {
 		fmt.Fprintf(w, "ggload: context: %-9s %12s %10.2f MiB\n", m.What, m.BufferType, float64(m.Bytes)/(1<<20))
 	}
 	t := rep.Timings
+	if len(rep.Steps) == 0 {
+		fmt.Fprintf(w, "ggload: prompt: %d tokens in %.3f s (%.1f tokens/s), no logits (embeddings written)\n", len(rep.Prompt), t.PromptS, t.PromptTokensS)
+		return
+	}
 	fmt.Fprintf(w, "ggload: prompt: %d tokens in %.3f s (%.1f tokens/s), argmax %d (logit %g)\n",
 		len(rep.Prompt), t.PromptS, t.PromptTokensS, rep.Steps[0].Token, rep.Steps[0].Logit)
 	if steps > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math"
@@ -63,6 +64,27 @@ func TestRunCommand(t *testing.T) {
 		if s < len(rep.Generated) && rep.Generated[s] != st.Token {
 			t.Errorf("step %d: generated %d, argmax %d", s, rep.Generated[s], st.Token)
 		}
+	}
+	// --embd-out: each token's embedding without pooling, one pooled row
+	// with it
+	files := map[string][]byte{}
+	for _, c := range []struct {
+		pooling string
+		rows    int
+	}{{"none", 4}, {"mean", 1}, {"last", 1}} {
+		embd := filepath.Join(t.TempDir(), "embd.f32")
+		if _, err := runCLI(t, "run", path, "-dev", "none", "--tokens", "1,7,42,250", "--pooling", c.pooling, "--embd-out", embd); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(embd)
+		if err != nil || len(b) != c.rows*128*4 {
+			t.Errorf("--pooling %s --embd-out: %d bytes (%v), want %d rows of 128", c.pooling, len(b), err, c.rows)
+		}
+		files[c.pooling] = b
+	}
+	// last pooling is the last token's row
+	if none := files["none"]; len(none) == 4*128*4 && !bytes.Equal(files["last"], none[3*128*4:]) {
+		t.Error("--pooling last is not the last token's embedding")
 	}
 	text, err := runCLI(t, "run", path, "-dev", "none", "--tokens", "1,7,42,250", "-n", "3")
 	if err != nil || !strings.Contains(text, "ggload: generated: ") || !strings.Contains(text, "tokens/s") {
