@@ -115,7 +115,7 @@ func New(m *loader.Model, p Params) (*Context, error) {
 		return nil, fmt.Errorf("infer: %d threads", p.Threads)
 	}
 	plan := m.Plan
-	rep, err := planrun.New(plan)
+	rep, err := plan.ContextReplay()
 	if err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
 	}

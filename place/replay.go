@@ -7,21 +7,15 @@ import (
 	"github.com/ggload/ggload/internal/planrun"
 )
 
-func init() {
-	planrun.New = func(plan any) (*planrun.Replay, error) {
-		p, ok := plan.(*Plan)
-		if !ok || p == nil || p.Model == nil {
-			return nil, fmt.Errorf("place: no plan to replay")
-		}
-		return p.replay()
-	}
-}
-
-// replay makes the plan's model and context anew, as llama.cpp's
+// ContextReplay makes the plan's model and context anew, as llama.cpp's
 // llama_init_from_model makes them with the plan's final parameters: the
 // hyperparameters, the tensors (their placement is the plan's already),
-// the context and its memory module.
-func (p *Plan) replay() (*planrun.Replay, error) {
+// the context and its memory module. It is package infer's, which runs
+// the context (infer.New); its type is internal.
+func (p *Plan) ContextReplay() (*planrun.Replay, error) {
+	if p == nil || p.Model == nil {
+		return nil, fmt.Errorf("place: no plan to replay")
+	}
 	if p.Params.Context.Skip {
 		return nil, fmt.Errorf("place: the plan has no context (its context options say to skip it)")
 	}

@@ -1,7 +1,7 @@
-// Package planrun hands a plan's replay of llama.cpp to the package that
-// runs the model: package place makes it (it owns the hyperparameters,
-// the tensor creation and the context's parameters) and registers New;
-// package infer calls it. Neither exports the replay.
+// Package planrun is what a plan hands to the package that runs the
+// model: place.Plan.ContextReplay makes it (place owns the
+// hyperparameters, the tensor creation and the context's parameters);
+// package infer runs it.
 package planrun
 
 import "github.com/ggload/ggload/internal/arch"
@@ -18,6 +18,3 @@ type Replay struct {
 	NGPULayers int // llama_model::n_gpu_layers()
 	NTensors   int // llama_model::n_tensors(): the weights in their contexts
 }
-
-// New replays the plan (a *place.Plan); package place sets it.
-var New func(plan any) (*Replay, error)
