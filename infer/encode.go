@@ -2,7 +2,6 @@ package infer
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/graph"
@@ -117,13 +116,7 @@ func (c *Context) keepOutputs(st *graph.Step, u *ubatch, nOut int) {
 }
 
 // rows copies n floats of the tensor from element off.
-func (c *Context) rows(t *ops.Tensor, off, n int) []float32 {
-	out := make([]float32, n)
-	if n > 0 {
-		c.lib.TensorGet(t, unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 4*n), uintptr(4*off))
-	}
-	return out
-}
+func (c *Context) rows(t *ops.Tensor, off, n int) []float32 { return c.lib.TensorFloats(t, off, n) }
 
 // hparam is a member of the model's hyperparameters.
 func (c *Context) hparam(name string) int64 {

@@ -189,3 +189,13 @@ func (l *Lib) BackendSetNThreads(be Backend, n int) bool {
 	fn(bindings.Backend(be), int32(n))
 	return true
 }
+
+// TensorFloats copies n float32 values out of an F32 tensor from element
+// off; the caller has checked the range.
+func (l *Lib) TensorFloats(t *Tensor, off, n int) []float32 {
+	out := make([]float32, n)
+	if n > 0 {
+		l.b.TensorGet(t.c(), unsafe.Pointer(&out[0]), uintptr(4*off), uintptr(4*n))
+	}
+	return out
+}
