@@ -265,7 +265,22 @@ func TestDecodeLlama(t *testing.T) {
 		{decodeCase{"cpu-ub32", func(p *place.Params, _ string) { cpu(p); p.Context.NUBatch = 32; p.Context.NBatch = 64 }, 60, 2}, small},
 		{decodeCase{"ub32", func(p *place.Params, gpu string) { on(p, gpu); p.Context.NUBatch = 32 }, 70, 2}, k4},
 		{decodeCase{"np2-kvu", func(p *place.Params, gpu string) { on(p, gpu); p.Context.NParallel = 2; p.Context.KVUnified = true }, 8, 2}, small},
+		// RPC: a server on loopback alone, then -sm layer over it, Vulkan0
+		// and (the layers past -ngl) the CPU
+		{decodeCase{"rpc", func(p *place.Params, _ string) { p.DeviceNames = []string{"RPC0"} }, 8, 3}, k4},
+		{decodeCase{"sm-layer-rpc-vulkan-cpu", func(p *place.Params, gpu string) {
+			p.DeviceNames = []string{"RPC0", gpu}
+			p.NGPULayers = place.NLayers(1)
+			p.TensorSplit = []float32{1, 1}
+		}, 8, 3}, small},
+		{decodeCase{"sm-layer-rpc-vulkan", func(p *place.Params, gpu string) {
+			p.DeviceNames = []string{"RPC0", gpu}
+			p.TensorSplit = []float32{1, 1}
+		}, 8, 3}, k4},
 	} {
+		if strings.HasPrefix(c.name, "rpc") || strings.Contains(c.name, "-rpc") {
+			testenv.RPC(t, 1)
+		}
 		t.Run(c.name, func(t *testing.T) {
 			status, detail := greedyRun(rt, l, c.path, c.decodeCase, gpu, nil)
 			if status != "match" {
@@ -285,6 +300,7 @@ var decodeArchConfigs = []decodeCase{
 	{"cpu", func(p *place.Params, _ string) { p.DeviceNames = []string{"none"} }, 6, 2},
 	{"cpu-embd", func(p *place.Params, _ string) { p.DeviceNames = []string{"none"}; p.Context.Embeddings = true }, 6, 1},
 	{"vulkan", func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu} }, 6, 2},
+	{"rpc", func(p *place.Params, _ string) { p.DeviceNames = []string{"RPC0"} }, 6, 2},
 }
 
 const decodeChildEnv = "GGLOAD_DECODE_CHILD"
@@ -328,6 +344,7 @@ func TestDecodeArchitectures(t *testing.T) {
 		notYet := map[string][]string{} // ggload's reason → architectures
 		refused := map[string][]string{}
 		var noLogits []string
+		sampled, skipped := 0, ""
 		for _, f := range models {
 			r, ok := final[[2]string{c.name, f.Name}]
 			if !ok {
@@ -340,6 +357,10 @@ func TestDecodeArchitectures(t *testing.T) {
 				n++
 			case "no-logits":
 				noLogits = append(noLogits, f.Name)
+			case "sampled-out":
+				sampled++
+			case "skip":
+				skipped = r.Detail
 			case "ggload-refuses":
 				n++
 				notYet[reasonOf(r.Detail)] = append(notYet[reasonOf(r.Detail)], f.Name)
@@ -350,7 +371,14 @@ func TestDecodeArchitectures(t *testing.T) {
 				t.Errorf("%s/%s: %s: %s", c.name, f.Name, r.Status, r.Detail)
 			}
 		}
+		if skipped != "" {
+			t.Logf("%-7s skipped: %s", c.name, skipped)
+			continue
+		}
 		t.Logf("%-7s %d/%d architectures run with logits (and with embeddings on, embeddings) identical to llama.cpp's", c.name, k, n)
+		if sampled > 0 {
+			t.Logf("%-7s %d architectures left out of this run's sample (GGLOAD_DECODE_ALL=1 runs every one)", c.name, sampled)
+		}
 		if len(noLogits) > 0 {
 			t.Logf("%-7s %d without an output head (their embeddings are compared with embeddings on): %s", c.name, len(noLogits), strings.Join(noLogits, " "))
 		}
@@ -384,11 +412,54 @@ func reasonOf(detail string) string {
 	return detail
 }
 
+// decodeSampled says whether a configuration runs the i-th model of the
+// list: the CPU runs every one; the others a third of them each, and
+// cpu-embd every model without an output head too (GGLOAD_DECODE_ALL=1:
+// every configuration every model), to keep the suite within CI's time.
+func decodeSampled(config string, i int, noLogits bool) bool {
+	if os.Getenv("GGLOAD_DECODE_ALL") != "" {
+		return true
+	}
+	switch config {
+	case "vulkan":
+		return i%3 == 0
+	case "rpc":
+		return i%3 == 2
+	case "cpu-embd":
+		return i%3 == 1 || noLogits
+	}
+	return true
+}
+
 func decodeChild(t *testing.T, work string) {
 	rt, gpu, l, files, done := childState(t, work)
+	noLogits := map[string]bool{}
+	for _, r := range readArchResults(t, work) {
+		if r.Config == "cpu" && r.Status == "no-logits" {
+			noLogits[r.Arch] = true
+		}
+	}
 	for _, c := range decodeArchConfigs {
-		for _, f := range files {
+		if c.name == "rpc" {
+			if ok, why := testenv.HaveRPCServer(); !ok {
+				if testenv.Required("rpc") {
+					t.Fatalf("rpc is required (GGLOAD_REQUIRE) but missing: %s", why)
+				}
+				for _, f := range files {
+					if !done[[2]string{c.name, f.Name}] {
+						appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "skip", Detail: why})
+					}
+				}
+				continue
+			}
+			testenv.RPC(t, 1)
+		}
+		for i, f := range files {
 			if done[[2]string{c.name, f.Name}] {
+				continue
+			}
+			if !decodeSampled(c.name, i, noLogits[f.Name]) {
+				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "sampled-out"})
 				continue
 			}
 			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start"})
@@ -396,6 +467,9 @@ func decodeChild(t *testing.T, work string) {
 				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: "ggload ran"})
 			})
 			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: status, Detail: detail})
+			if c.name == "cpu" && status == "no-logits" {
+				noLogits[f.Name] = true
+			}
 		}
 	}
 }
