@@ -179,9 +179,21 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if p.Threads > 0 {
 		c.gc.NThreads = p.Threads
 	}
+	// the compute buffers by the plan's names of their buffer types
+	names := map[ops.Buft]string{plan.CPU.BufferType().Handle(): plan.CPU.BufferType().Name()}
+	for _, d := range plan.Devices {
+		names[d.BufferType().Handle()] = d.BufferType().Name()
+		if hb, ok := d.HostBufferType(); ok {
+			names[hb.Handle()] = hb.Name()
+		}
+	}
 	for _, b := range c.gc.Res.Buffers {
 		if b.Bytes > 1 {
-			c.Memory = append(c.Memory, Allocation{What: "compute", BufferType: c.lib.BuftName(b.Buft), Bytes: b.Bytes})
+			name, ok := names[b.Buft]
+			if !ok {
+				name = c.lib.BuftName(b.Buft)
+			}
+			c.Memory = append(c.Memory, Allocation{What: "compute", BufferType: name, Bytes: b.Bytes})
 		}
 	}
 	return c, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ggload/ggload/infer"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
 )
@@ -36,6 +37,7 @@ var onProgress func(done, total uint64)
 
 type loadFlags struct {
 	asJSON, tensors, verify, verbose bool
+	context                          bool
 	readers, slots                   int
 	slotSize                         uint64
 	progress                         string // on, off, auto
@@ -48,6 +50,7 @@ func loadOptions(pf *placeFlags, lf *loadFlags) *optionSet {
 	s.add(&option{names: []string{"--json"}, help: "print JSON: every tensor and buffer, timings, -fit's decisions, the memory per device", on: func(on bool) error { lf.asJSON = on; return nil }})
 	s.add(&option{names: []string{"--tensors"}, help: "list every tensor with its buffer and how its bytes arrived", on: func(on bool) error { lf.tensors = on; return nil }})
 	s.add(&option{names: []string{"--verify"}, help: "after loading, read every tensor back from its device and compare it with the file (with -mu, first check the downloaded file against the sha256 kept at its download)", on: func(on bool) error { lf.verify = on; return nil }})
+	s.add(&option{names: []string{"--context"}, help: "after loading, make llama.cpp's context (the KV cache and the compute buffers allocated) and print what it allocates beside the plan's estimate, which -fit decides on", on: func(on bool) error { lf.context = on; return nil }})
 	s.add(&option{names: []string{"-v", "--verbose", "--log-verbose"}, help: "log the loader's debug lines", on: func(on bool) error { lf.verbose = on; return nil }})
 	s.add(&option{names: []string{"--readers"}, value: "N", help: fmt.Sprintf("parallel file readers, 0 to %d (0: chosen for this machine, 1: sequential) (default: 0)", maxReaders),
 		set: func(v string) error {
@@ -128,13 +131,23 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		verified = &v
 	}
+	var made []contextAlloc
+	if lf.context {
+		if err := pd.refused(); err != nil {
+			return err
+		}
+		if made, err = makeContext(lm, pd.plan); err != nil {
+			return err
+		}
+	}
 	if lf.asJSON {
-		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes); err != nil {
+		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes, made); err != nil {
 			return err
 		}
 		return pd.refused()
 	}
 	writeLoadReport(stdout, lm, pd.plan, lf.tensors, rows, verified)
+	writeContextAllocs(stdout, made)
 	return pd.refused()
 }
 
@@ -165,7 +178,7 @@ func loadPlan(ctx context.Context, plan *place.Plan, pf *placeFlags, lf *loadFla
 // writeLoadJSON writes load --json: the loaded model, the plan's totals,
 // -fit's decisions, the memory per device, and the plan's context and
 // memory breakdown as plan --json has them.
-func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitReport, rows []memRow, verified *loader.Verified, notes []string) error {
+func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitReport, rows []memRow, verified *loader.Verified, notes []string, made []contextAlloc) error {
 	pj, err := json.Marshal(plan)
 	if err != nil {
 		return err
@@ -187,8 +200,9 @@ func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitRepor
 		Context         json.RawMessage  `json:"context,omitempty"`
 		MemoryBreakdown json.RawMessage  `json:"memory_breakdown"`
 		Verified        *loader.Verified `json:"verified,omitempty"`
+		Made            []contextAlloc   `json:"context_allocated,omitempty"`
 		Notes           []string         `json:"notes,omitempty"`
-	}{lm, plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, notes})
+	}{lm, plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, made, notes})
 }
 
 // writeLoadReport writes load's text: the loader's report, the memory
@@ -209,6 +223,54 @@ func writeLoadReport(w io.Writer, lm *loader.Model, plan *place.Plan, tensors bo
 	if isTerminalWriter(w) {
 		fmt.Fprintln(w)
 		drawMemory(w, rows, 80)
+	}
+}
+
+// contextAlloc is one buffer a context made: what the plan estimated for
+// it and what was allocated.
+type contextAlloc struct {
+	What       string `json:"what"`
+	BufferType string `json:"buffer_type"`
+	Estimate   uint64 `json:"estimate"`
+	Allocated  uint64 `json:"allocated"`
+}
+
+// makeContext makes the plan's context on the loaded model and pairs each
+// buffer it allocated with the plan's estimate of it.
+func makeContext(lm *loader.Model, plan *place.Plan) ([]contextAlloc, error) {
+	ic, err := infer.New(lm, infer.Params{})
+	if err != nil {
+		return nil, err
+	}
+	defer ic.Close()
+	est := map[[2]string]uint64{}
+	if cm := plan.Context; cm != nil {
+		for _, c := range cm.Caches {
+			for _, b := range c.Buffers {
+				est[[2]string{"KV cache", b.BufferType.Name()}] += b.Size
+			}
+		}
+		for bt, n := range cm.Compute {
+			est[[2]string{"compute", bt.Name()}] += n
+		}
+	}
+	var out []contextAlloc
+	for _, a := range ic.Memory {
+		out = append(out, contextAlloc{What: a.What, BufferType: a.BufferType, Estimate: est[[2]string{a.What, a.BufferType}], Allocated: a.Bytes})
+	}
+	return out, nil
+}
+
+// writeContextAllocs prints what the context allocated beside the plan's
+// estimate.
+func writeContextAllocs(w io.Writer, made []contextAlloc) {
+	if len(made) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nggload: the context made: what it allocated, beside the plan's estimate (-fit's):")
+	for _, a := range made {
+		fmt.Fprintf(w, "ggload:   %-8s %-14s estimate %10.2f MiB  allocated %10.2f MiB  (%+.2f MiB)\n", a.What, a.BufferType,
+			float64(a.Estimate)/(1<<20), float64(a.Allocated)/(1<<20), (float64(a.Allocated)-float64(a.Estimate))/(1<<20))
 	}
 }
 

@@ -132,3 +132,33 @@ func TestBenchDecode(t *testing.T) {
 		t.Fatalf("bench --decode: %s", out)
 	}
 }
+
+// load --context: the context made on the loaded weights, each buffer
+// beside the plan's estimate; on the CPU they are equal.
+func TestLoadContext(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 300})
+	out, err := runCLI(t, "load", path, "-dev", "none", "-c", "512", "--context", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Made []contextAlloc `json:"context_allocated"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, a := range rep.Made {
+		kinds[a.What] = true
+		if a.Allocated == 0 || a.Allocated != a.Estimate {
+			t.Errorf("%s on %s: allocated %d, estimated %d", a.What, a.BufferType, a.Allocated, a.Estimate)
+		}
+	}
+	if !kinds["KV cache"] || !kinds["compute"] {
+		t.Errorf("context allocations: %+v", rep.Made)
+	}
+	text, err := runCLI(t, "load", path, "-dev", "none", "--context")
+	if err != nil || !strings.Contains(text, "ggload: the context made") {
+		t.Errorf("load --context: %v\n%s", err, text)
+	}
+}
