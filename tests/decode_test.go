@@ -53,6 +53,12 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 	if ourErr == nil && ran != nil {
 		ran()
 	}
+	if ourErr != nil && strings.Contains(ourErr.Error(), "GGML_ASSERT") && c.name == "rpc" {
+		// what ggload refuses because a backend would abort: on an RPC
+		// server, llama.cpp would take the shared server down with it
+		// (the CPU configuration runs llama.cpp into the abort)
+		return "both-refuse", "llama.cpp aborts the RPC server: " + ourErr.Error()
+	}
 	if ourErr != nil && strings.Contains(ourErr.Error(), "has no logits") {
 		// a model without an output head: its embeddings are compared
 		// where the configuration turns them on

@@ -258,6 +258,10 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, encoder bool) (
 		g.Free()
 		return nil, fmt.Errorf("arch: failed to allocate the compute graph of %d tokens", n)
 	}
+	if err := rs.computable(g.G); err != nil {
+		g.Free()
+		return nil, err
+	}
 	return &Step{c: c, g: g, u: u, nOutputs: nOutputs}, nil
 }
 
@@ -345,6 +349,52 @@ func (s *GraphSession) setViews(views []KVView) error {
 		si := kc.Fields["sinfos"].V.P.(*cpp.Array).Cells[0].V.P.(*cpp.Object)
 		si.Fields["s0"].V = cpp.Int(int64(v.S0), ast.TU32)
 		si.Fields["s1"].V = cpp.Int(int64(v.S1), ast.TU32)
+	}
+	return nil
+}
+
+// ggml's rope modes (GGML_ROPE_TYPE_*).
+const (
+	ropeMRoPE  = 8
+	ropeVision = 24
+)
+
+// computable checks what the CPU backend asserts as it computes (a native
+// assert would end the process), for the nodes the scheduler gave the
+// CPU or an RPC server (which may compute on its CPU): the sections of a
+// multi-section rope.
+func (rs *reserver) computable(g *ops.Graph) error {
+	lib := rs.lib
+	n := lib.NNodes(g)
+	for i := 0; i < n; i++ {
+		node := lib.Node(g, i)
+		if lib.OpName(node.Op) != "ROPE" {
+			continue
+		}
+		mode := node.OpParams[2]
+		if mode&ropeMRoPE == 0 {
+			continue
+		}
+		be := lib.SchedTensorBackend(rs.sched, node)
+		if be == 0 {
+			continue
+		}
+		dev := lib.BackendDevice(be)
+		if lib.DevType(dev) != ops.DevTypeCPU && lib.DevRegName(dev) != "RPC" {
+			continue
+		}
+		sec := node.OpParams[11:15]
+		where := fmt.Sprintf("rope %s on %s", ops.NameOf(node), lib.DevName(dev))
+		abort := func(msg string) error { return &cpp.Abort{Msg: msg, Where: "ggml-cpu's rope, at compute"} }
+		if sec[0] <= 0 && sec[1] <= 0 && sec[2] <= 0 {
+			return abort(fmt.Sprintf("GGML_ASSERT(sections[0] > 0 || sections[1] > 0 || sections[2] > 0) failed (%s: sections %v)", where, sec))
+		}
+		if dims := sec[0] + sec[1] + sec[2] + sec[3]; int64(dims) > node.Ne[0] {
+			return abort(fmt.Sprintf("GGML_ASSERT(sect_dims <= ne0) failed (%s: sections %v over %d)", where, sec, node.Ne[0]))
+		}
+		if mode == ropeVision && int64(node.OpParams[1]) != node.Ne[0]/2 {
+			return abort(fmt.Sprintf("GGML_ASSERT(n_dims == ne0/2) failed (%s)", where))
+		}
 	}
 	return nil
 }
