@@ -29,8 +29,9 @@ func (u *ubatch) seqsUnq() []int32 {
 	return out
 }
 
-// pick makes the ubatch of the batch's tokens idxs, in that order.
-func pick(b *graph.Ubatch, idxs []int, nSeqs int) *ubatch {
+// pick makes the ubatch of the batch's tokens idxs, in that order: nSeqs
+// sequence sets, split equally or not.
+func pick(b *graph.Ubatch, idxs []int, nSeqs int, equal bool) *ubatch {
 	u := &ubatch{Ubatch: &graph.Ubatch{}, index: idxs}
 	for _, i := range idxs {
 		u.Tokens = append(u.Tokens, b.Tokens[i])
@@ -38,7 +39,7 @@ func pick(b *graph.Ubatch, idxs []int, nSeqs int) *ubatch {
 		u.SeqIDs = append(u.SeqIDs, b.SeqIDs[i])
 		u.Output = append(u.Output, b.Output[i])
 	}
-	u.NSeqs, u.Equal = nSeqs, nSeqs != len(idxs)
+	u.NSeqs, u.Equal = nSeqs, equal
 	return u
 }
 
@@ -52,19 +53,23 @@ func splitSimple(b *graph.Ubatch, n int) []*ubatch {
 		for k := i; k < j; k++ {
 			idxs = append(idxs, k)
 		}
-		out = append(out, pick(b, idxs, len(idxs)))
+		out = append(out, pick(b, idxs, len(idxs), false))
 	}
 	return out
 }
 
-// splitEqual is llama_batch_allocr::split_equal with sequential sequence
-// ids, as a KV cache of several streams splits: each ubatch takes the
-// same number of tokens from each of a run of consecutive sequences (at
-// most n tokens in all), its tokens grouped by sequence.
-func splitEqual(b *graph.Ubatch, n int) ([]*ubatch, error) {
+// splitEqual is llama_batch_allocr::split_equal, as a KV cache of several
+// streams and a recurrent state split: each ubatch takes the same number
+// of tokens from each of its sequences (at most n tokens in all; with
+// sequential, a run of consecutive sequence ids), its tokens grouped by
+// sequence.
+func splitEqual(b *graph.Ubatch, n int, sequential bool) ([]*ubatch, error) {
 	bySeq := map[int32][]int{} // each sequence's tokens, in batch order
 	for i, ids := range b.SeqIDs {
 		if len(ids) != 1 {
+			if !sequential {
+				return nil, fmt.Errorf("infer: decode: token %d is in %d sequences: an equal split of coupled sequences is not run by ggload yet", i, len(ids))
+			}
 			return nil, fmt.Errorf("infer: decode: token %d is in %d sequences: a sequential split does not take coupled sequences (llama.cpp: you may need to use the -kvu flag)", i, len(ids))
 		}
 		bySeq[ids[0]] = append(bySeq[ids[0]], i)
@@ -86,7 +91,7 @@ func splitEqual(b *graph.Ubatch, n int) ([]*ubatch, error) {
 			for _, t := range seqs {
 				dup = dup || t == s
 			}
-			if dup || (len(seqs) > 0 && s != last+1) {
+			if dup || (sequential && len(seqs) > 0 && s != last+1) {
 				continue
 			}
 			seqs = append(seqs, s)
@@ -121,6 +126,6 @@ func splitEqual(b *graph.Ubatch, n int) ([]*ubatch, error) {
 		for _, p := range per {
 			idxs = append(idxs, p...)
 		}
-		out = append(out, pick(b, idxs, len(seqs)))
+		out = append(out, pick(b, idxs, len(seqs), true))
 	}
 }

@@ -59,6 +59,8 @@ type Context struct {
 	cacheCtxs []*ggml.Context
 	cacheBufs []*ggml.Buffer
 	caches    []*kvCache // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
+	recr      *recCache  // its recurrent state (a recurrent or hybrid memory)
+	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
 	nBatch, nUBatch, nSeqMax uint32
 	causal                   bool
@@ -157,8 +159,8 @@ func New(m *loader.Model, p Params) (*Context, error) {
 			return weights[t.Index]
 		},
 		CacheTensor: func(ci, j int) *ops.Tensor {
-			if ci < len(c.caches) && j < len(c.caches[ci].tensors) {
-				return c.caches[ci].tensors[j]
+			if ci < len(c.memTensor) && j < len(c.memTensor[ci]) {
+				return c.memTensor[ci][j]
 			}
 			return nil
 		},
@@ -205,9 +207,20 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 	if mem == nil || len(mem.Caches) == 0 {
 		return nil
 	}
-	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2}[mem.Class]
+	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2, "llama_memory_recurrent": 1, "llama_memory_hybrid": 2}[mem.Class]
 	if n == 0 || len(mem.Caches) != n {
 		return fmt.Errorf("infer: %s: memory %s of %d caches: its forward pass is not run by ggload yet", c.rep.Run.Arch, mem.Class, len(mem.Caches))
+	}
+	for _, mc := range mem.Caches {
+		if mc.Class != "llama_memory_recurrent" {
+			continue
+		}
+		if mc.NRSSeq > 0 {
+			return fmt.Errorf("infer: %s: a recurrent state with rollback snapshots (n_rs_seq %d): its forward pass is not run by ggload yet", c.rep.Run.Arch, mc.NRSSeq)
+		}
+		if c.model.Plan.Params.Context.Embeddings {
+			return fmt.Errorf("infer: %s: embeddings of a recurrent state (split by sequence): not run by ggload yet", c.rep.Run.Arch)
+		}
 	}
 	if len(cm.Caches) != len(mem.Caches) {
 		return fmt.Errorf("infer: the plan's memory is not the context's")
@@ -274,7 +287,12 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 			}
 			c.Memory = append(c.Memory, Allocation{What: "KV cache", BufferType: bt.Name(), Bytes: b.Size()})
 		}
-		c.caches = append(c.caches, newKVCache(mc, ts))
+		c.memTensor = append(c.memTensor, ts)
+		if mc.Class == "llama_memory_recurrent" {
+			c.recr = newRecCache(mc.Cells, ts)
+		} else {
+			c.caches = append(c.caches, newKVCache(mc, ts))
+		}
 	}
 	return nil
 }
@@ -297,7 +315,7 @@ func (c *Context) free() {
 		b.Free()
 	}
 	c.cacheBufs = nil
-	c.cacheCtxs, c.caches = nil, nil
+	c.cacheCtxs, c.caches, c.recr, c.memTensor = nil, nil, nil, nil
 }
 
 // Close frees the context; closing twice does nothing.
@@ -424,7 +442,7 @@ func (c *Context) prepare(b Batch, outputAll bool) (*graph.Ubatch, error) {
 			}
 			u.Pos[i], next[s] = p, p+1
 		}
-	} else if len(c.caches) > 0 {
+	} else if len(c.caches) > 0 || c.recr != nil {
 		// the positions of a sequence continue its cache's: Y = X + 1
 		first := map[int32]int32{}
 		for i, ids := range u.SeqIDs {
@@ -476,15 +494,27 @@ func (c *Context) decode(b *graph.Ubatch) error {
 	// of several streams: equal splits), and their slots, found on a copy
 	// of the cells first (prepare): where one does not fit, nothing changes
 	ubs := splitSimple(b, int(c.nUBatch))
-	if len(c.caches) > 0 && len(c.caches[0].streams) > 1 {
+	multi := len(c.caches) > 0 && len(c.caches[0].streams) > 1
+	if multi || c.recr != nil {
+		// a recurrent state splits equally: sequentially, unless a hybrid's
+		// KV cache has one stream
+		sequential := multi || len(c.caches) == 0
 		var err error
-		if ubs, err = splitEqual(b, int(c.nUBatch)); err != nil {
+		if ubs, err = splitEqual(b, int(c.nUBatch), sequential); err != nil {
 			return err
 		}
 	}
 	slots := make([][]slot, len(ubs)) // per ubatch, per cache
 	for k := range slots {
 		slots[k] = make([]slot, len(c.caches))
+	}
+	if c.recr != nil {
+		dry := c.recr.clone()
+		for _, u := range ubs {
+			if err := dry.findSlot(u); err != nil {
+				return err
+			}
+		}
 	}
 	for ci, kc := range c.caches {
 		dry := kc.clone()
@@ -517,12 +547,23 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			kc.apply(slots[k][ci], u)
 			views[ci] = kc.view(slots[k][ci])
 		}
-		if err := c.step(u, nOut, views, slots[k]); err != nil {
+		var rs *graph.RSView
+		if c.recr != nil {
+			if err := c.recr.findSlot(u); err != nil {
+				return err
+			}
+			v := c.recr.view()
+			rs = &v
+		}
+		if err := c.step(u, nOut, views, rs, slots[k]); err != nil {
 			// as llama.cpp does: the ubatch's sequences lose what it put
 			// in the cache, from its first position on
 			for i, ids := range u.SeqIDs {
 				for _, kc := range c.caches {
 					kc.seqRm(ids[0], u.Pos[i], -1)
+				}
+				if c.recr != nil {
+					c.recr.seqRm(ids[0], u.Pos[i], -1)
 				}
 			}
 			return err
@@ -533,16 +574,16 @@ func (c *Context) decode(b *graph.Ubatch) error {
 
 // step builds, fills and computes one ubatch's graph and keeps its
 // logits.
-func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, slots []slot) error {
+func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSView, slots []slot) error {
 	t0 := time.Now()
-	key := reuseKey(u, nOut, views)
+	key := reuseKey(u, nOut, views, rs)
 	st := c.last
 	if st == nil || key != c.lastKey || os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") != "" {
 		// a graph of another shape: built anew (llm_graph_result::can_reuse
 		// refuses the last one)
 		c.dropGraph()
 		var err error
-		if st, err = c.gc.Build(u.Ubatch, nOut, views); err != nil {
+		if st, err = c.gc.Build(u.Ubatch, nOut, views, rs); err != nil {
 			return fmt.Errorf("infer: decode: %w", err)
 		}
 		c.last, c.lastKey = st, key
@@ -578,8 +619,12 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, slots []slot) 
 // reuseKey says what a graph is built for, as llm_graph_params::allow_reuse
 // and the inputs' can_reuse compare it: the ubatch's shape (and with an
 // equal split, its sequences), the outputs, each cache's view.
-func reuseKey(u *ubatch, nOut int, views []graph.KVView) string {
-	return fmt.Sprint(len(u.Tokens), u.NSeqs, u.Equal, seqsIf(u), nOut, views)
+func reuseKey(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSView) string {
+	k := fmt.Sprint(len(u.Tokens), u.NSeqs, u.Equal, seqsIf(u), nOut, views)
+	if rs != nil {
+		k += fmt.Sprint(*rs)
+	}
+	return k
 }
 
 func seqsIf(u *ubatch) []int32 {
@@ -648,6 +693,11 @@ func (c *Context) SeqRm(seq, p0, p1 int32) error {
 	if seq >= int32(c.nSeqMax) && seq >= 0 {
 		return fmt.Errorf("infer: seq_rm: sequence %d of %d", seq, c.nSeqMax)
 	}
+	if c.recr != nil {
+		if err := c.recr.seqRm(seq, p0, p1); err != nil {
+			return err
+		}
+	}
 	for _, kc := range c.caches {
 		kc.seqRm(seq, p0, p1)
 	}
@@ -662,6 +712,9 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 	defer c.mu.Unlock()
 	if src < 0 || dst < 0 || uint32(src) >= c.nSeqMax || uint32(dst) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_cp: sequences %d, %d of %d", src, dst, c.nSeqMax)
+	}
+	if c.recr != nil && src != dst {
+		return fmt.Errorf("infer: seq_cp: copying a recurrent state is not run by ggload yet")
 	}
 	for _, kc := range c.caches {
 		if len(kc.streams) > 1 && src != dst {
@@ -685,6 +738,9 @@ func (c *Context) SeqKeep(seq int32) error {
 	if seq < 0 || uint32(seq) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_keep: sequence %d of %d", seq, c.nSeqMax)
 	}
+	if c.recr != nil {
+		return fmt.Errorf("infer: seq_keep: on a recurrent state, not run by ggload yet")
+	}
 	for _, kc := range c.caches {
 		kc.stream(seq).seqKeep(seq)
 	}
@@ -703,10 +759,19 @@ func (c *Context) SeqPosMax(seq int32) int32 {
 // seqPosMax is the memory's last position of the sequence (the caches of
 // an iSWA memory hold the same positions), -1 where it has none.
 func (c *Context) seqPosMax(seq int32) int32 {
-	if len(c.caches) == 0 || seq < 0 || seq >= maxSeq {
+	if seq < 0 || seq >= maxSeq {
 		return -1
 	}
-	return c.caches[0].stream(seq).seqPosMax(seq)
+	switch {
+	case c.recr != nil && len(c.caches) > 0:
+		// a hybrid: the lesser of its two memories' (llama_memory_hybrid)
+		return min(c.recr.seqPosMax(seq), c.caches[0].stream(seq).seqPosMax(seq))
+	case c.recr != nil:
+		return c.recr.seqPosMax(seq)
+	case len(c.caches) > 0:
+		return c.caches[0].stream(seq).seqPosMax(seq)
+	}
+	return -1
 }
 
 // Argmax is the index of the greatest logit, the first of equal ones.

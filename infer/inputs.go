@@ -41,6 +41,18 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			}
 		case "llm_graph_input_out_ids":
 			err = c.setOutIDs(in, u.Ubatch, nOutputs)
+		case "llm_graph_input_rs":
+			err = c.setSCopy(in)
+		case "llm_graph_input_mem_hybrid", "llm_graph_input_mem_hybrid_k":
+			// its attention's input over the KV cache, its state's copies
+			attn, rs := sub(in, "inp_attn"), sub(in, "inp_rs")
+			if attn == nil || rs == nil {
+				err = fmt.Errorf("a hybrid memory's input without its parts")
+				break
+			}
+			if err = c.setAttn(attn, u, slots, 0, ""); err == nil {
+				err = c.setSCopy(rs)
+			}
 		case "llm_graph_input_attn_temp":
 			err = c.setAttnTemp(in, u.Ubatch)
 		case "llm_graph_input_attn_no_cache":
@@ -57,6 +69,29 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 		}
 	}
 	return nil
+}
+
+// sub is an input's member that is an input of its own.
+func sub(in *cpp.Object, name string) *cpp.Object {
+	cell, ok := in.Fields[name]
+	if !ok || cell.V.K != cpp.KObj {
+		return nil
+	}
+	o, _ := cell.V.P.(*cpp.Object)
+	return o
+}
+
+// setSCopy is llm_graph_input_rs::set_input: for each state of the range
+// the ubatch uses, the cell its state comes from.
+func (c *Context) setSCopy(in *cpp.Object) error {
+	t := member(in, "s_copy")
+	if t == nil {
+		return nil
+	}
+	if c.recr == nil {
+		return fmt.Errorf("recurrent states' copies without a recurrent state")
+	}
+	return c.set(t, typeI32, i32s(c.recr.sCopy()), 4)
 }
 
 // member is an input's tensor member; nil where it is null or has no

@@ -217,20 +217,28 @@ type KVView struct {
 	NKV, S0, S1 uint32
 }
 
+// RSView is what a ubatch's graph sees of a recurrent state: the range
+// of cells it uses and the cell it zeroes (llama_memory_recurrent's head,
+// n and rs_z after find_slot).
+type RSView struct {
+	Head, N uint32
+	RSZ     int32
+}
+
 // Build builds and allocates the graph of a ubatch with nOutputs outputs
 // over the views of the memory's KV caches, in its order of caches, as
 // process_ubatch does without graph reuse.
-func (c *Context) Build(u *Ubatch, nOutputs int, views []KVView) (*Step, error) {
-	return c.build(u, nOutputs, views, false)
+func (c *Context) Build(u *Ubatch, nOutputs int, views []KVView, rs *RSView) (*Step, error) {
+	return c.build(u, nOutputs, views, rs, false)
 }
 
 // BuildEncoder builds and allocates llama_context::encode's graph of the
 // ubatch: every token an output, no memory, attention not causal.
 func (c *Context) BuildEncoder(u *Ubatch) (*Step, error) {
-	return c.build(u, len(u.Tokens), nil, true)
+	return c.build(u, len(u.Tokens), nil, nil, true)
 }
 
-func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, encoder bool) (*Step, error) {
+func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, encoder bool) (*Step, error) {
 	rs := c.rs
 	if rs == nil {
 		return nil, fmt.Errorf("arch: the context is closed")
@@ -240,7 +248,7 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, encoder bool) (
 		return nil, fmt.Errorf("arch: a ubatch of %d tokens, %d positions, %d outputs", n, len(u.Pos), nOutputs)
 	}
 	if !encoder {
-		if err := rs.s.setViews(views); err != nil {
+		if err := rs.s.setViews(views, rsv); err != nil {
 			return nil, err
 		}
 	}
@@ -322,25 +330,31 @@ func (c *Context) Cache() *cpp.Object {
 }
 
 // setViews sets each KV cache context's n_kv and slot info, in the
-// memory's order of caches.
-func (s *GraphSession) setViews(views []KVView) error {
+// memory's order of caches, and the recurrent state's range.
+func (s *GraphSession) setViews(views []KVView, rsv *RSView) error {
 	mc, ok := s.mctx.P.(*cpp.Object)
 	if !ok || s.mctx.K != cpp.KObj {
 		return nil
 	}
+	obj := func(o *cpp.Object, name string) *cpp.Object {
+		v, _ := o.Fields[name].V.P.(*cpp.Object)
+		return v
+	}
 	var kcs []*cpp.Object
+	var rc *cpp.Object
 	switch mc.Class {
 	case "llama_kv_cache_context":
 		kcs = []*cpp.Object{mc}
 	case "llama_kv_cache_iswa_context":
-		for _, name := range []string{"ctx_base", "ctx_swa"} {
-			o, _ := mc.Fields[name].V.P.(*cpp.Object)
-			kcs = append(kcs, o)
-		}
+		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_swa")}
+	case "llama_memory_recurrent_context":
+		rc = mc
+	case "llama_memory_hybrid_context":
+		kcs, rc = []*cpp.Object{obj(mc, "ctx_attn")}, obj(mc, "ctx_recr")
 	default:
 		return fmt.Errorf("arch: decoding with memory %s is not replayed yet", mc.Class)
 	}
-	if len(kcs) != len(views) {
+	if len(kcs) != len(views) || (rc == nil) != (rsv == nil) {
 		return fmt.Errorf("arch: %d views of the %d caches of %s", len(views), len(kcs), mc.Class)
 	}
 	for i, kc := range kcs {
@@ -349,6 +363,13 @@ func (s *GraphSession) setViews(views []KVView) error {
 		si := kc.Fields["sinfos"].V.P.(*cpp.Array).Cells[0].V.P.(*cpp.Object)
 		si.Fields["s0"].V = cpp.Int(int64(v.S0), ast.TU32)
 		si.Fields["s1"].V = cpp.Int(int64(v.S1), ast.TU32)
+	}
+	if rc != nil {
+		rc.Fields["is_full"].V = cpp.False
+		m := obj(rc, "mem")
+		m.Fields["head"].V = cpp.Int(int64(rsv.Head), ast.TU32)
+		m.Fields["n"].V = cpp.Int(int64(rsv.N), ast.TU32)
+		m.Fields["rs_z"].V = cpp.Int(int64(rsv.RSZ), ast.TI32)
 	}
 	return nil
 }

@@ -1,0 +1,284 @@
+package infer
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ggload/ggload/ggml/ops"
+	"github.com/ggload/ggload/internal/graph"
+)
+
+// recCell is one cell of a recurrent state (llama_memory_recurrent's
+// mem_cell): the last position it holds, the cell its state comes from,
+// its sequences, and, for the cell indexed by a sequence id, that
+// sequence's tail (the cell holding its state).
+type recCell struct {
+	pos, src, src0, tail int32
+	seqs                 []int32 // sorted (a std::set)
+}
+
+func (c *recCell) empty() bool { return len(c.seqs) == 0 }
+func (c *recCell) has(s int32) bool {
+	_, ok := slices.BinarySearch(c.seqs, s)
+	return ok
+}
+func (c *recCell) add(s int32) {
+	if i, ok := slices.BinarySearch(c.seqs, s); !ok {
+		c.seqs = slices.Insert(c.seqs, i, s)
+	}
+}
+func (c *recCell) del(s int32) {
+	if i, ok := slices.BinarySearch(c.seqs, s); ok {
+		c.seqs = slices.Delete(c.seqs, i, i+1)
+	}
+}
+
+// recCache is a recurrent state (llama_memory_recurrent): one cell per
+// sequence, the range of cells a ubatch uses (head, n) and the cell whose
+// state is zeroed (rs_z).
+type recCache struct {
+	cells   []recCell
+	tensors []*ops.Tensor
+	head, n uint32
+	used    int
+	rsZ     int32
+}
+
+func newRecCache(size uint32, ts []*ops.Tensor) *recCache {
+	r := &recCache{cells: make([]recCell, size), tensors: ts, rsZ: -1}
+	for i := range r.cells {
+		r.cells[i] = recCell{pos: -1, src: -1, src0: -1, tail: -1}
+	}
+	return r
+}
+
+func (r *recCache) clone() *recCache {
+	d := *r
+	d.cells = make([]recCell, len(r.cells))
+	for i, c := range r.cells {
+		c.seqs = slices.Clone(c.seqs)
+		d.cells[i] = c
+	}
+	return &d
+}
+
+// findSlot is llama_memory_recurrent::find_slot: each sequence set of the
+// ubatch gets a cell of its own (its tail, or the next empty one, its
+// state copied there), the cells gathered into one range from head; the
+// range's first cell no state comes from is rs_z. false where a sequence
+// is past the cells.
+func (r *recCache) findSlot(u *ubatch) error {
+	size := uint32(len(r.cells))
+	nSeqs := uint32(max(u.NSeqs, 1))
+	per := uint32(len(u.Tokens)) / nSeqs
+	if r.head > uint32(r.used)+2*nSeqs {
+		r.head = 0
+	}
+	lo, hi := int32(size)-1, int32(0)
+	for s := range nSeqs {
+		i := s * per
+		for j, id := range u.SeqIDs[i] {
+			if id < 0 || uint32(id) >= size {
+				return fmt.Errorf("infer: decode: seq_id=%d >= n_seq_max=%d: try a bigger -np", id, size)
+			}
+			if j > 0 {
+				seq := &r.cells[id]
+				if seq.tail >= 0 {
+					cell := &r.cells[seq.tail]
+					cell.del(id)
+					seq.tail = -1
+					if cell.empty() {
+						cell.pos, cell.src = -1, -1
+						r.used--
+					}
+				}
+			}
+		}
+	}
+	next := r.head
+	for range size {
+		if next >= size {
+			next -= size
+		}
+		if r.cells[next].empty() {
+			break
+		}
+		next++
+	}
+	for s := range nSeqs {
+		id := u.SeqIDs[s*per][0]
+		meta := &r.cells[id]
+		own := meta.tail >= 0 && len(r.cells[meta.tail].seqs) == 1
+		if !own {
+			e := &r.cells[next]
+			if !e.empty() {
+				return fmt.Errorf("infer: decode: no empty recurrent state for sequence %d", id)
+			}
+			if meta.tail >= 0 {
+				orig := &r.cells[meta.tail]
+				e.pos, e.src = orig.pos, orig.src
+				orig.del(id)
+				e.add(id)
+			}
+			meta.tail = int32(next)
+			if s+1 < nSeqs {
+				for range size {
+					next++
+					if next >= size {
+						next -= size
+					}
+					if r.cells[next].empty() {
+						break
+					}
+				}
+			}
+		}
+		lo, hi = min(lo, meta.tail), max(hi, meta.tail)
+	}
+	// gather and reorder
+	for s := range nSeqs {
+		dst := int32(s) + lo
+		src := r.cells[u.SeqIDs[s*per][0]].tail
+		if dst == src {
+			continue
+		}
+		d, c := &r.cells[dst], &r.cells[src]
+		d.pos, c.pos = c.pos, d.pos
+		d.src, c.src = c.src, d.src
+		d.seqs, c.seqs = c.seqs, d.seqs
+		for j := range r.cells {
+			switch r.cells[j].tail {
+			case src:
+				r.cells[j].tail = dst
+			case dst:
+				r.cells[j].tail = src
+			}
+		}
+	}
+	for s := range nSeqs {
+		i := s * per
+		cell := &r.cells[int32(s)+lo]
+		cell.pos = u.Pos[i+per-1]
+		cell.seqs = cell.seqs[:0]
+		for _, id := range u.SeqIDs[i] {
+			cell.add(id)
+			r.cells[id].tail = int32(s) + lo
+		}
+	}
+	// the first cell of the range no state is taken from: the zeroed one
+	refs := make([]int, size)
+	for _, c := range r.cells {
+		if c.src >= 0 {
+			refs[c.src]++
+		}
+	}
+	r.rsZ = -1
+	for i := lo; i <= hi; i++ {
+		if refs[i] == 0 {
+			r.rsZ = i
+			break
+		}
+	}
+	for i := lo; i <= hi; i++ {
+		c := &r.cells[i]
+		if c.src < 0 {
+			if r.rsZ < 0 {
+				return fmt.Errorf("infer: decode: no recurrent state to zero")
+			}
+			c.src0 = r.rsZ
+		} else {
+			c.src0 = c.src
+		}
+		c.src = i
+	}
+	r.head, r.n = uint32(lo), uint32(hi-lo+1)
+	r.used = 0
+	for _, c := range r.cells {
+		if !c.empty() {
+			r.used++
+		}
+	}
+	if r.n < nSeqs {
+		return fmt.Errorf("infer: decode: %d recurrent states for %d sequences", r.n, nSeqs)
+	}
+	return nil
+}
+
+// view is what the ubatch's graph sees of the state.
+func (r *recCache) view() graph.RSView { return graph.RSView{Head: r.head, N: r.n, RSZ: r.rsZ} }
+
+// sCopy is each used cell's source: s_copy(i), i from head.
+func (r *recCache) sCopy() []int32 {
+	out := make([]int32, r.n)
+	for i := range out {
+		out[i] = r.cells[r.head+uint32(i)].src0
+	}
+	return out
+}
+
+// seqPosMax is the sequence's last position, -1 where it has none.
+func (r *recCache) seqPosMax(seq int32) int32 {
+	m := int32(-1)
+	for _, c := range r.cells {
+		if c.has(seq) {
+			m = max(m, c.pos)
+		}
+	}
+	return m
+}
+
+// seqRm is llama_memory_recurrent::seq_rm without rollback snapshots:
+// a state goes whole or not at all.
+func (r *recCache) seqRm(seq, p0, p1 int32) error {
+	size := uint32(len(r.cells))
+	if p0 < 0 {
+		p0 = 0
+	}
+	if p1 < 0 {
+		p1 = 1<<31 - 1
+	}
+	if seq >= int32(size) {
+		return fmt.Errorf("infer: seq_rm: sequence %d of %d", seq, size)
+	}
+	if seq >= 0 {
+		if t := r.cells[seq].tail; t >= 0 {
+			cell := &r.cells[t]
+			if 0 < p0 && p0 <= cell.pos && p1 > cell.pos {
+				return fmt.Errorf("infer: seq_rm: a recurrent state cannot lose its last positions (%d to %d of sequence %d)", p0, cell.pos, seq)
+			}
+			if p0 <= cell.pos && cell.pos < p1 {
+				r.cells[seq].tail = -1
+			}
+		}
+	} else if p0 != p1 && (p0 != 0 || p1 != 1<<31-1) {
+		return fmt.Errorf("infer: seq_rm: every sequence's positions from %d to %d: a recurrent state goes whole or not at all", p0, p1)
+	}
+	newHead := size
+	for i := range r.cells {
+		c := &r.cells[i]
+		if c.pos < p0 || c.pos >= p1 {
+			continue
+		}
+		switch {
+		case seq < 0:
+			c.seqs = c.seqs[:0]
+		case c.has(seq):
+			c.del(seq)
+		default:
+			continue
+		}
+		if c.empty() {
+			if c.pos >= 0 {
+				r.used--
+			}
+			c.pos, c.src = -1, -1
+			if newHead == size {
+				newHead = uint32(i)
+			}
+		}
+	}
+	if newHead != size && newHead < r.head {
+		r.head = newHead
+	}
+	return nil
+}
