@@ -58,8 +58,8 @@ type Context struct {
 
 	cacheCtxs []*ggml.Context
 	cacheBufs []*ggml.Buffer
-	caches    []*kvCache // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
-	recr      *recCache  // its recurrent state (a recurrent or hybrid memory)
+	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
+	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
 	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
 	nBatch, nUBatch, nSeqMax uint32
