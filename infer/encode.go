@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/graph"
@@ -65,6 +66,19 @@ func (c *Context) encode(b *graph.Ubatch) error {
 		return fmt.Errorf("infer: encode: %w", err)
 	}
 	c.keepOutputs(st, u, n)
+	if c.rep.Run.Arch == "t5" {
+		// the decoder attends to the encoder's output (llama_cross)
+		t := st.Result("t_embd")
+		if t == nil {
+			return fmt.Errorf("infer: encode: t5's encoder has no output")
+		}
+		x := &crossState{nEmbd: t.Ne[0], nEnc: t.Ne[1], embd: c.rows(t, 0, int(t.Ne[0]*t.Ne[1]))}
+		for _, ids := range b.SeqIDs {
+			x.seqs = append(x.seqs, slices.Clone(ids))
+		}
+		c.cross = x
+		c.gc.SetCross(graph.Cross{NEmbd: x.nEmbd, NEnc: x.nEnc})
+	}
 	for i := range c.outRow {
 		c.outRow[i] = int32(i)
 	}
@@ -152,4 +166,12 @@ func (c *Context) EmbeddingsIth(i int) ([]float32, error) {
 		return nil, fmt.Errorf("infer: embeddings: token %d of the last batch has no embeddings (embeddings on: %v)", i, c.embeddings())
 	}
 	return append([]float32(nil), c.embd[int(row)*c.nEmbd:int(row+1)*c.nEmbd]...), nil
+}
+
+// crossState is what the encoder leaves the decoder (llama_cross): its
+// output and each of its tokens' sequences.
+type crossState struct {
+	nEmbd, nEnc int64
+	embd        []float32
+	seqs        [][]int32
 }

@@ -60,6 +60,7 @@ type Context struct {
 	cacheBufs []*ggml.Buffer
 	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
 	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
+	cross     *crossState     // the encoder's output, for an encoder-decoder's decoder
 	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
 	nBatch, nUBatch, nSeqMax uint32

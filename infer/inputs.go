@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/cpp"
@@ -43,6 +44,14 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			err = c.setOutIDs(in, u.Ubatch, nOutputs)
 		case "llm_graph_input_rs":
 			err = c.setSCopy(in)
+		case "llm_graph_input_cross_embd":
+			err = c.setCrossEmbd(in)
+		case "llm_graph_input_attn_cross":
+			err = c.setCrossMask(in, u)
+		case "llm_graph_input_pos_bucket":
+			err = c.setPosBucket(in, u, false)
+		case "llm_graph_input_pos_bucket_kv":
+			err = c.setPosBucket(in, u, true)
 		case "llm_graph_input_mem_hybrid", "llm_graph_input_mem_hybrid_k":
 			// its attention's input over the KV cache, its state's copies
 			attn, rs := sub(in, "inp_attn"), sub(in, "inp_rs")
@@ -568,3 +577,115 @@ func (c *Context) setCLS(in *cpp.Object, u *ubatch) error {
 // causalAttn is cparams.causal_attn as the graph being filled has it:
 // off while encoding (llama_context::encode turns it off).
 func (c *Context) causalAttn() bool { return !c.encoding && c.gc.CParam("causal_attn") != 0 }
+
+// setCrossEmbd is llm_graph_input_cross_embd::set_input: the encoder's
+// output.
+func (c *Context) setCrossEmbd(in *cpp.Object) error {
+	t := member(in, "cross_embd")
+	if t == nil || c.cross == nil {
+		return nil
+	}
+	return c.setFloats(t, c.cross.embd)
+}
+
+// setCrossMask is llm_graph_input_attn_cross::set_input: a decoder token
+// sees the encoder's tokens of its sequences.
+func (c *Context) setCrossMask(in *cpp.Object, u *ubatch) error {
+	t := member(in, "cross_kq_mask")
+	if t == nil {
+		return fmt.Errorf("cross attention without its mask")
+	}
+	if c.cross == nil {
+		return fmt.Errorf("llama_encode must be called first: the decoder attends to the encoder's output")
+	}
+	if u.Equal {
+		return fmt.Errorf("cross attention over an equal split (GGML_ASSERT(!ubatch->equal_seqs()))")
+	}
+	nEnc, n := t.Ne[0], int64(len(u.Tokens))
+	if nEnc != int64(len(c.cross.seqs)) || t.Ne[1]*t.Ne[2]*t.Ne[3] != n {
+		return fmt.Errorf("a cross mask of %v for %d encoder tokens", t.Ne, len(c.cross.seqs))
+	}
+	vals := make([]float32, nEnc*n)
+	for i := range n {
+		for j := range nEnc {
+			f := float32(math.Inf(-1))
+			for _, s := range u.SeqIDs[i] {
+				if slices.Contains(c.cross.seqs[j], s) {
+					f = 0
+				}
+			}
+			vals[i*nEnc+j] = f
+		}
+	}
+	return c.setFloats(t, vals)
+}
+
+// setPosBucket is llm_graph_input_pos_bucket::set_input (T5's encoder:
+// the relative position buckets among the ubatch's tokens, both ways) and,
+// with kv, llm_graph_input_pos_bucket_kv's (its decoder: from each token
+// to each cell of the cache, backwards only).
+func (c *Context) setPosBucket(in *cpp.Object, u *ubatch, kv bool) error {
+	t := member(in, "pos_bucket")
+	if t == nil {
+		return nil
+	}
+	if u.Equal {
+		return fmt.Errorf("position buckets over an equal split (GGML_ASSERT(!ubatch->equal_seqs()))")
+	}
+	nb := uint64(c.hparam("n_rel_attn_bkts"))
+	n := int64(len(u.Tokens))
+	cols := t.Ne[0]
+	if t.Ne[1] != n {
+		return fmt.Errorf("position buckets of %v for %d tokens", t.Ne, n)
+	}
+	vals := make([]int32, cols*n)
+	for i := range n {
+		for j := range cols {
+			if kv {
+				if len(c.caches) != 1 || len(c.caches[0].streams) != 1 {
+					return fmt.Errorf("position buckets over a cache of several streams")
+				}
+				p0 := int32(-1)
+				if cells := c.caches[0].streams[0]; j < int64(cells.size()) {
+					p0 = cells.pos[j]
+				}
+				vals[i*cols+j] = relativeBucket(p0, u.Pos[i], nb, false)
+			} else {
+				vals[i*cols+j] = relativeBucket(u.Pos[j], u.Pos[i], nb, true)
+			}
+		}
+	}
+	return c.set(t, typeI32, i32s(vals), 4)
+}
+
+// relativeBucket is llama_relative_position_bucket, in C++'s float and
+// double steps.
+func relativeBucket(x, y int32, nBuckets uint64, bidirectional bool) int32 {
+	const maxDistance = 128
+	if bidirectional {
+		nBuckets >>= 1
+	}
+	maxExact := int64(nBuckets >> 1)
+	rel := x - y
+	bucket := int32(0)
+	if bidirectional {
+		if rel > 0 {
+			bucket += int32(nBuckets)
+		}
+		if rel < 0 {
+			rel = -rel
+		}
+	} else {
+		rel = -min(rel, 0)
+	}
+	l := float32(math.Log(float64(float32(1.0 * float64(rel) / float64(maxExact)))))
+	t := float64(l*float32(nBuckets-uint64(maxExact))) / math.Log(1.0*maxDistance/float64(maxExact))
+	large := int32(math.Floor(float64(float32(float64(maxExact) + t))))
+	large = min(large, int32(nBuckets)-1)
+	if int64(rel) < maxExact {
+		bucket += rel
+	} else {
+		bucket += large
+	}
+	return bucket
+}

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -87,6 +88,13 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 				return "llama-nondeterministic", "llama.cpp's logits are NaN: " + d
 			}
 		}
+		// the same graph read from uninitialized memory gives each run its
+		// own answer, on either side (rwkv7's with these weights)
+		if again, err := oursGreedy(rt, path, params, c); err == nil {
+			if d2 := firstDifference(ours, again, "ggload", "ggload again"); d2 != "" {
+				return "llama-nondeterministic", "the graph's answer differs from one run to the next, on ggload's side as on llama.cpp's: " + d2
+			}
+		}
 		return "differ", d
 	}
 	return "match", fmt.Sprintf("%d outputs", len(ours))
@@ -147,6 +155,14 @@ func oursGreedy(rt *ggml.Runtime, path string, params place.Params, c decodeCase
 	defer ctx.Close()
 	var out [][]float32
 	tokens := prompt(c.prompt, vocabOf(m))
+	if m.Architecture() == "t5" {
+		// an encoder-decoder: the prompt through the encoder, then the
+		// decoder from token 0
+		if err := ctx.Encode(infer.Batch{Tokens: tokens}); err != nil {
+			return nil, err
+		}
+		tokens = []int32{0}
+	}
 	for step := 0; step <= c.steps; step++ {
 		if err := ctx.Decode(infer.Batch{Tokens: tokens}); err != nil {
 			return nil, err
@@ -217,6 +233,13 @@ func theirsGreedy(rt *ggml.Runtime, l *llama.Lib, path string, params place.Para
 		return nil, err
 	}
 	tokens := prompt(c.prompt, vocabOf(m))
+	if m.Architecture() == "t5" {
+		if err := ctx.Encode(tokens); err != nil {
+			m.Close()
+			return nil, err
+		}
+		tokens = []int32{0}
+	}
 	m.Close()
 	nEmbd, err := lm.NEmbdOut()
 	if err != nil {
@@ -344,7 +367,10 @@ func TestDecodeArchitectures(t *testing.T) {
 	work := t.TempDir()
 	var models []archModel
 	for _, f := range archFiles(t, rt, 0) {
-		if f.Types != synth.ConverterTypes || f.Err != nil {
+		// (a model whose graph of some other configuration the replay
+		// refuses is run too: its own graphs may be fine)
+		var ge *synth.GraphError
+		if f.Types != synth.ConverterTypes || f.Err != nil && !errors.As(f.Err, &ge) {
 			continue
 		}
 		path := filepath.Join(work, filepath.Base(f.Path))

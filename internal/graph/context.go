@@ -312,6 +312,9 @@ func (st *Step) Result(name string) *ops.Tensor {
 	return t
 }
 
+// SetCross sets the encoder output the decoder's graphs are built for.
+func (c *Context) SetCross(x Cross) { c.rs.s.cross = x }
+
 // Lib is the context's ggml.
 func (c *Context) Lib() *ops.Lib { return c.rs.lib }
 

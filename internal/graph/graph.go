@@ -51,7 +51,12 @@ type GraphSession struct {
 	at      Placement
 	dummies map[dummyKey]ops.Buffer
 	sched   *schedState // nil: the graphs are for counting only
+	cross   Cross       // the encoder's output the decoder's graphs attend to (llama_cross)
 }
+
+// Cross is the shape of an encoder's output (llama_cross's n_embd and
+// n_enc); zero: none yet.
+type Cross struct{ NEmbd, NEnc int64 }
 
 // Placement says the buffer type of each weight and cache tensor of a
 // scheduled session; a nil function (or a zero buffer type) leaves the
@@ -232,9 +237,15 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 	set(params, "mctx", mctx)
 	// the context's llama_cross: no encoder output yet
 	cross := newShared("llama_cross")
-	cross.Fields["n_embd"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(0, ast.TI64)}
-	cross.Fields["n_enc"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(0, ast.TI64)}
-	cross.Fields["v_embd"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TF32, 0, false)}}
+	cross.Fields["n_embd"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(s.cross.NEmbd, ast.TI64)}
+	cross.Fields["n_enc"] = &cpp.Cell{T: ast.TI64, V: cpp.Int(s.cross.NEnc, ast.TI64)}
+	// the graph reads whether there is an encoder output and its shape;
+	// its values are the input's to set (one element stands for them)
+	nv := 0
+	if s.cross.NEnc > 0 {
+		nv = 1
+	}
+	cross.Fields["v_embd"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TF32, nv, false)}}
 	cross.Fields["seq_ids_enc"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}}
 	set(params, "cross", cpp.Val{K: cpp.KObj, P: cross})
 	set(params, "samplers", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TPtr}}) // no backend samplers

@@ -182,3 +182,22 @@ func (m *Model) NEmbdOut() (int, error) {
 	}
 	return int(e.NEmbdOut(m.h)), nil
 }
+
+// Encode is llama_encode of tokens (the positions and sequences llama.cpp
+// fills in).
+func (c *Context) Encode(tokens []int32) error {
+	e := &embdLib{}
+	if err := bindings.Bind(e, c.l.handle); err != nil {
+		return err
+	}
+	if len(tokens) == 0 {
+		return fmt.Errorf("llama: encode of no tokens")
+	}
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&tokens[0])
+	if rc := e.Encode(c.h, Batch{NTokens: int32(len(tokens)), Token: &tokens[0]}); rc != 0 {
+		return fmt.Errorf("llama: llama_encode returned %d", rc)
+	}
+	return nil
+}

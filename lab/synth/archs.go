@@ -792,6 +792,9 @@ var archOptionals = map[string][]string{
 	// (src/models/arwkv7.cpp), and without it the graph repeats five
 	// lerps (src/models/rwkv7-base.cpp has_gating)
 	"arwkv7": {"blk.N.time_mix_g1.weight", "blk.N.time_mix_g2.weight"},
+	// T5's relative attention biases (the converter writes layer 0's):
+	// without them its graphs take a null bias (src/models/t5.cpp)
+	"t5": {"enc.blk.N.attn_rel_b.weight", "dec.blk.N.attn_rel_b.weight"},
 }
 
 func t5Seed(o ArchOptions) []gguf.KV {

@@ -230,9 +230,9 @@ func (m *ArchModel) load() (*arch.Run, *recordPlacer, error) {
 	return r, rec, r.CreateTensors(rec)
 }
 
-var layerNumber = regexp.MustCompile(`^blk\.\d+\.`)
+var layerNumber = regexp.MustCompile(`^((?:enc\.|dec\.)?)blk\.\d+\.`)
 
-func layerless(name string) string { return layerNumber.ReplaceAllString(name, "blk.N.") }
+func layerless(name string) string { return layerNumber.ReplaceAllString(name, "${1}blk.N.") }
 
 type archSnapshot struct {
 	tensors []ArchTensor
