@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ggload/ggload/internal/graph"
 )
@@ -127,5 +128,44 @@ func splitEqual(b *graph.Ubatch, n int, sequential bool) ([]*ubatch, error) {
 			idxs = append(idxs, p...)
 		}
 		out = append(out, pick(b, idxs, len(seqs), true))
+	}
+}
+
+// splitSeq is llama_batch_allocr::split_seq, as a recurrent state splits
+// a batch whose every token outputs: one sequence set per ubatch, the
+// tokens after the first whose sequences are a subset of the ones before
+// (at most n).
+func splitSeq(b *graph.Ubatch, n int) []*ubatch {
+	used := make([]bool, len(b.Tokens))
+	subset := func(a, of []int32) bool {
+		for _, s := range a {
+			if !slices.Contains(of, s) {
+				return false
+			}
+		}
+		return true
+	}
+	var out []*ubatch
+	for {
+		cur := slices.Index(used, false)
+		if cur < 0 {
+			return out
+		}
+		set := b.SeqIDs[cur]
+		var idxs []int
+		for {
+			idxs = append(idxs, cur)
+			used[cur] = true
+			if len(idxs) >= n {
+				break
+			}
+			for cur++; cur < len(b.Tokens) && (used[cur] || !subset(b.SeqIDs[cur], set)); cur++ {
+			}
+			if cur == len(b.Tokens) {
+				break
+			}
+			set = b.SeqIDs[cur]
+		}
+		out = append(out, pick(b, idxs, 1, true))
 	}
 }

@@ -219,9 +219,6 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 		if mc.NRSSeq > 0 {
 			return fmt.Errorf("infer: %s: a recurrent state with rollback snapshots (n_rs_seq %d): its forward pass is not run by ggload yet", c.rep.Run.Arch, mc.NRSSeq)
 		}
-		if c.model.Plan.Params.Context.Embeddings {
-			return fmt.Errorf("infer: %s: embeddings of a recurrent state (split by sequence): not run by ggload yet", c.rep.Run.Arch)
-		}
 	}
 	if len(cm.Caches) != len(mem.Caches) {
 		return fmt.Errorf("infer: the plan's memory is not the context's")
@@ -496,7 +493,11 @@ func (c *Context) decode(b *graph.Ubatch) error {
 	// of the cells first (prepare): where one does not fit, nothing changes
 	ubs := splitSimple(b, int(c.nUBatch))
 	multi := len(c.caches) > 0 && len(c.caches[0].streams) > 1
-	if multi || c.recr != nil {
+	switch {
+	case c.recr != nil && c.embeddings():
+		// every token outputs: a recurrent state splits by sequence
+		ubs = splitSeq(b, int(c.nUBatch))
+	case multi || c.recr != nil:
 		// a recurrent state splits equally: sequentially, unless a hybrid's
 		// KV cache has one stream
 		sequential := multi || len(c.caches) == 0
