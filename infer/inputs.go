@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/cpp"
@@ -27,6 +28,9 @@ const (
 
 func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slot) error {
 	for _, in := range st.Inputs() {
+		if err := unallocated(in); err != nil {
+			return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, err)
+		}
 		var err error
 		switch in.Class {
 		case "llm_graph_input_embd":
@@ -75,6 +79,50 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 		}
 		if err != nil {
 			return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, err)
+		}
+	}
+	return nil
+}
+
+// unguarded are the members each input's set_input writes whenever they
+// are not null, allocated or not ("inp_attn.x": its attention part's):
+// llama.cpp aborts (GGML_ASSERT(buffer)) where the graph left one
+// unallocated.
+var unguarded = map[string][]string{
+	"llm_graph_input_embd":          {"tokens"},
+	"llm_graph_input_pos":           {"pos"},
+	"llm_graph_input_attn_kv":       {"self_k_idxs", "self_v_idxs"},
+	"llm_graph_input_attn_k":        {"self_k_idxs", "self_kq_mask"},
+	"llm_graph_input_mem_hybrid":    {"inp_attn.self_k_idxs", "inp_attn.self_v_idxs", "inp_attn.self_kq_mask", "inp_attn.self_k_rot", "inp_attn.self_v_rot", "inp_rs.s_copy"},
+	"llm_graph_input_mem_hybrid_k":  {"inp_attn.self_k_idxs", "inp_attn.self_kq_mask", "inp_rs.s_copy"},
+	"llm_graph_input_rs":            {"s_copy"},
+	"llm_graph_input_out_ids":       {"out_ids"},
+	"llm_graph_input_attn_no_cache": {"self_kq_mask"},
+	"llm_graph_input_cross_embd":    {"cross_embd"},
+	"llm_graph_input_attn_cross":    {"cross_kq_mask"},
+	"llm_graph_input_pos_bucket":    {"pos_bucket"},
+	"llm_graph_input_pos_bucket_kv": {"pos_bucket"},
+	"llm_graph_input_attn_temp":     {"attn_scale"},
+}
+
+// unallocated refuses an input whose set_input would write a tensor the
+// graph left without a buffer.
+func unallocated(in *cpp.Object) error {
+	for _, name := range unguarded[in.Class] {
+		o, field := in, name
+		if part, rest, ok := strings.Cut(name, "."); ok {
+			if o = sub(in, part); o == nil {
+				continue
+			}
+			field = rest
+		}
+		cell, ok := o.Fields[field]
+		if !ok || cell.V.K != cpp.KNative {
+			continue
+		}
+		if t, _ := cell.V.P.(*ops.Tensor); t != nil && t.Buffer == 0 {
+			return &cpp.Abort{Msg: fmt.Sprintf("GGML_ASSERT(buffer) failed: %s::set_input writes %s, which the graph does not use and left unallocated", in.Class, name),
+				Where: "ggml_backend_buffer_is_host, in llama.cpp's set_input"}
 		}
 	}
 	return nil

@@ -264,6 +264,9 @@ func runChildren(t *testing.T, test, env, work string) []archResult {
 			case "ggload ran":
 				// ggload ran what llama.cpp aborts on
 				r.Status = "ggload-runs-crash"
+			case "ggload runs":
+				// ggload itself ended the process
+				r.Status = "ggload-crash"
 			}
 			r.Detail = crashLine(string(out))
 			appendArchResult(t, work, r)

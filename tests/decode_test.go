@@ -44,22 +44,25 @@ const decodeThreads = 2
 
 // greedyRun runs the case on both sides and says how they compare:
 // match, differ, ggload-refuses (ggload does not run the model yet, or
-// refuses it), llama-refuses, both-refuse. ran is called once ggload's
-// side has run, before libllama's (which may abort the process).
-func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu string, ran func()) (string, string) {
+// refuses it), llama-refuses, both-refuse. ran is told how ggload's side
+// ended, before libllama's runs (which may abort the process).
+func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu string, ran func(error)) (string, string) {
 	params := place.Params{}
 	if c.params != nil {
 		c.params(&params, gpu)
 	}
 	ours, ourErr := oursGreedy(rt, path, params, c)
-	if ourErr == nil && ran != nil {
-		ran()
+	if ran != nil {
+		ran(ourErr)
 	}
-	if ourErr != nil && strings.Contains(ourErr.Error(), "GGML_ASSERT") && c.name == "rpc" {
-		// what ggload refuses because a backend would abort: on an RPC
-		// server, llama.cpp would take the shared server down with it
-		// (the CPU configuration runs llama.cpp into the abort)
-		return "both-refuse", "llama.cpp aborts the RPC server: " + ourErr.Error()
+	if ourErr != nil && c.name == "rpc" {
+		// llama.cpp is not run into what ggload refuses over RPC: where a
+		// backend would abort, it would take the shared server down (the
+		// CPU configuration runs llama.cpp into those aborts)
+		if strings.Contains(ourErr.Error(), "GGML_ASSERT") {
+			return "both-refuse", "llama.cpp aborts the RPC server: " + ourErr.Error()
+		}
+		return "ggload-refuses", ourErr.Error()
 	}
 	if ourErr != nil && strings.Contains(ourErr.Error(), "has no logits") {
 		// a model without an output head: its embeddings are compared
@@ -518,9 +521,15 @@ func decodeChild(t *testing.T, work string) {
 				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "sampled-out"})
 				continue
 			}
-			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start"})
-			status, detail := greedyRun(rt, l, f.Path, c, gpu, func() {
-				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: "ggload ran"})
+			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: "ggload runs"})
+			status, detail := greedyRun(rt, l, f.Path, c, gpu, func(ourErr error) {
+				// what ggload did, on record before llama.cpp runs (and
+				// perhaps aborts)
+				what := "ggload ran"
+				if ourErr != nil {
+					what = "ggload refused"
+				}
+				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: what})
 			})
 			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: status, Detail: detail})
 			if c.name == "cpu" && status == "no-logits" {

@@ -390,21 +390,34 @@ const (
 func (rs *reserver) computable(g *ops.Graph) error {
 	lib := rs.lib
 	n := lib.NNodes(g)
+	onCPU := func(node *ops.Tensor) (ops.Dev, bool) {
+		be := lib.SchedTensorBackend(rs.sched, node)
+		if be == 0 {
+			return 0, false
+		}
+		dev := lib.BackendDevice(be)
+		return dev, lib.DevType(dev) == ops.DevTypeCPU || lib.DevRegName(dev) == "RPC"
+	}
 	for i := 0; i < n; i++ {
 		node := lib.Node(g, i)
-		if lib.OpName(node.Op) != "ROPE" {
+		switch lib.OpName(node.Op) {
+		case "ADD", "SUB", "MUL", "DIV":
+			if dev, ok := onCPU(node); ok {
+				if err := binaryTypes(lib, node, dev); err != nil {
+					return err
+				}
+			}
+			continue
+		case "ROPE":
+		default:
 			continue
 		}
 		mode := node.OpParams[2]
 		if mode&ropeMRoPE == 0 {
 			continue
 		}
-		be := lib.SchedTensorBackend(rs.sched, node)
-		if be == 0 {
-			continue
-		}
-		dev := lib.BackendDevice(be)
-		if lib.DevType(dev) != ops.DevTypeCPU && lib.DevRegName(dev) != "RPC" {
+		dev, ok := onCPU(node)
+		if !ok {
 			continue
 		}
 		sec := node.OpParams[11:15]
@@ -421,4 +434,33 @@ func (rs *reserver) computable(g *ops.Graph) error {
 		}
 	}
 	return nil
+}
+
+// ggml's type ids of the binary ops' operands.
+const (
+	typeF32  = 0
+	typeF16  = 1
+	typeBF16 = 30
+)
+
+// binaryTypes is ggml-cpu's binary_op: a float operand (f32, f16, bf16)
+// computes only in the type combinations it has (a quantized first
+// operand takes another path, ADD's alone).
+func binaryTypes(lib *ops.Lib, node *ops.Tensor, dev ops.Dev) error {
+	a, b := node.Src[0], node.Src[1]
+	if a == nil || b == nil {
+		return nil
+	}
+	t0, t1, td := a.Type, b.Type, node.Type
+	if t0 != typeF32 && t0 != typeF16 && t0 != typeBF16 {
+		return nil
+	}
+	ok := t0 == t1 && t1 == td ||
+		t1 == typeF32 && (t0 == typeBF16 || t0 == typeF16) && (td == t0 || td == typeF32)
+	if ok {
+		return nil
+	}
+	return &cpp.Abort{Msg: fmt.Sprintf("binary_op: unsupported types: dst: %s, src0: %s, src1: %s (%s %s on %s)",
+		lib.TypeName(td), lib.TypeName(t0), lib.TypeName(t1), lib.OpName(node.Op), ops.NameOf(node), lib.DevName(dev)),
+		Where: "ggml-cpu's binary ops, at compute"}
 }
