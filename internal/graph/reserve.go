@@ -85,6 +85,7 @@ type schedState struct {
 	cpu         ops.Backend
 	layerDev    func(il int) ops.Dev
 	fullOffload bool
+	names       bool // name the tensors as llama.cpp's callback does
 }
 
 // callback is llama_context::graph_get_cb's callback for a graph of
@@ -103,9 +104,17 @@ func (sc *schedState) callback(s *GraphSession, nTokens uint32) func(f *cpp.Fram
 		if vs[1].K != cpp.KNative || !ok || cur == nil {
 			return cpp.Void, f.Errorf("the graph callback of %s", vs[1].Describe())
 		}
-		// (the callback names the tensor too; nothing the reservation
-		// measures reads a graph tensor's name, so that is left out)
+		// (the callback names the tensor too: a context that computes
+		// does, as backends may read the names; nothing a reservation
+		// measures reads them)
 		name, il := vs[2].S, int(vs[3].I)
+		if sc.names {
+			if il >= 0 {
+				sc.lib.SetName(cur, fmt.Sprintf("%s-%d", name, il))
+			} else {
+				sc.lib.SetName(cur, name)
+			}
+		}
 		if (nTokens < 32 || sc.fullOffload) && il != -1 && (name == "norm" || name == "l_last") {
 			dev := sc.layerDev(il)
 			for _, be := range sc.backends {
@@ -421,7 +430,7 @@ func (rs *reserver) session() error {
 	if err != nil {
 		return err
 	}
-	s.sched = &schedState{lib: rs.lib, h: rs.sched, backends: rs.bes, cpu: rs.cpu, layerDev: p.LayerDevice, fullOffload: p.NGPULayers > rs.nLayer}
+	s.sched = &schedState{lib: rs.lib, h: rs.sched, backends: rs.bes, cpu: rs.cpu, layerDev: p.LayerDevice, fullOffload: p.NGPULayers > rs.nLayer, names: rs.own}
 	rs.s = s
 	return nil
 }
