@@ -206,27 +206,12 @@ func vocabOf(m *gguf.Model) int {
 // theirsGreedy does the same with libllama, feeding ggload's greedy
 // tokens where ggload ran (so that a difference shows where it starts).
 func theirsGreedy(rt *ggml.Runtime, l *llama.Lib, path string, params place.Params, c decodeCase, ours [][]float32) ([][]float32, error) {
-	ld, err := llama.LoadFor(rt, path, params)
-	if err != nil {
-		return nil, err
-	}
-	lm, _, err := l.LoadModel(ld)
+	lm, ctx, err := l.OpenContext(rt, path, params, decodeThreads)
 	if err != nil {
 		return nil, err
 	}
 	defer lm.Free()
-	cp, err := l.ContextParamsFor(params.Context)
-	if err != nil {
-		return nil, err
-	}
-	ctx, _, err := lm.NewContext(cp)
-	if err != nil {
-		return nil, err
-	}
 	defer ctx.Free()
-	if err := ctx.SetThreads(decodeThreads, decodeThreads); err != nil {
-		return nil, err
-	}
 	nVocab, err := lm.NVocab()
 	if err != nil {
 		return nil, err
@@ -595,27 +580,12 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 		t.Fatal(err)
 	}
 	defer ours.Close()
-	ld, err := llama.LoadFor(rt, path, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm, _, err := l.LoadModel(ld)
+	lm, theirs, err := l.OpenContext(rt, path, params, decodeThreads)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lm.Free()
-	cp, err := l.ContextParamsFor(params.Context)
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs, _, err := lm.NewContext(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer theirs.Free()
-	if err := theirs.SetThreads(decodeThreads, decodeThreads); err != nil {
-		t.Fatal(err)
-	}
 	nVocab, _ := lm.NVocab()
 	n := params.Context.NParallel
 	var steps []seqBatch

@@ -28,23 +28,11 @@ func TestGreedy(t *testing.T) {
 	if err != nil {
 		testenv.Missing(t, "libllama", "%v (scripts/fetch-native.sh)", err)
 	}
-	ld, err := llama.LoadFor(rt, tiny, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm, _, err := l.LoadModel(ld)
+	lm, ctx, err := l.OpenContext(rt, tiny, params, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lm.Free()
-	cp, err := l.ContextParamsFor(params.Context)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, _, err := lm.NewContext(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer ctx.Free()
 	nVocab, err := lm.NVocab()
 	if err != nil {

@@ -111,27 +111,12 @@ func (o DecodeOptions) decodeTarget(ctx context.Context, rt *ggml.Runtime, l *ll
 		return DecodeRow{}, err
 	}
 	defer ic.Close()
-	ld, err := llama.LoadFor(rt, path, params)
-	if err != nil {
-		return DecodeRow{}, err
-	}
-	lm, _, err := l.LoadModel(ld)
+	lm, lc, err := l.OpenContext(rt, path, params, o.Threads)
 	if err != nil {
 		return DecodeRow{}, err
 	}
 	defer lm.Free()
-	cp, err := l.ContextParamsFor(params.Context)
-	if err != nil {
-		return DecodeRow{}, err
-	}
-	lc, _, err := lm.NewContext(cp)
-	if err != nil {
-		return DecodeRow{}, err
-	}
 	defer lc.Free()
-	if err := lc.SetThreads(o.Threads, o.Threads); err != nil {
-		return DecodeRow{}, err
-	}
 	nVocab, err := lm.NVocab()
 	if err != nil {
 		return DecodeRow{}, err

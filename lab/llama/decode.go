@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/place"
 )
 
 // Batch mirrors struct llama_batch (include/llama.h of v0.5.0): 56 bytes.
@@ -200,4 +202,31 @@ func (c *Context) Encode(tokens []int32) error {
 		return fmt.Errorf("llama: llama_encode returned %d", rc)
 	}
 	return nil
+}
+
+// OpenContext loads the model at path with libllama as llama.cpp's tools
+// would with params (LoadFor) and makes a context of its context options
+// computing on threads CPU threads: what a comparison with ggload's
+// forward pass runs. Free the context, then the model.
+func (l *Lib) OpenContext(rt *ggml.Runtime, path string, params place.Params, threads int) (*Model, *Context, error) {
+	ld, err := LoadFor(rt, path, params)
+	if err != nil {
+		return nil, nil, err
+	}
+	lm, _, err := l.LoadModel(ld)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := l.ContextParamsFor(params.Context)
+	if err == nil {
+		var ctx *Context
+		if ctx, _, err = lm.NewContext(cp); err == nil {
+			if err = ctx.SetThreads(threads, threads); err == nil {
+				return lm, ctx, nil
+			}
+			ctx.Free()
+		}
+	}
+	lm.Free()
+	return nil, nil, err
 }
