@@ -519,13 +519,20 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		}
 	}
 	for ci, kc := range c.caches {
-		dry := kc.clone()
+		// (one ubatch, as every step of a generation: its slot is found on
+		// the cells themselves, which finding does not change)
+		dry := kc
+		if len(ubs) > 1 {
+			dry = kc.clone()
+		}
 		for k, u := range ubs {
 			sl, ok := dry.findSlot(u)
 			if !ok {
 				return fmt.Errorf("infer: decode: failed to find a memory slot for batch of size %d", n)
 			}
-			dry.apply(sl, u)
+			if len(ubs) > 1 {
+				dry.apply(sl, u)
+			}
 			slots[k][ci] = sl
 		}
 	}

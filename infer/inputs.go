@@ -323,32 +323,41 @@ func (c *Context) setMask(t *ops.Tensor, u *graph.Ubatch, kc *kvCache) error {
 		return fmt.Errorf("a KQ mask of type %d", t.Type)
 	}
 	b := make([]byte, int64(elem)*nKV*rows)
-	put := func(k int64, v float32) {
+	// the two values almost every entry takes, as the tensor stores them
+	keep, drop := uint32(0), math.Float32bits(float32(math.Inf(-1)))
+	if elem == 2 {
+		keep, drop = uint32(fp16(0)), uint32(fp16(float32(math.Inf(-1))))
+	}
+	put := func(k int64, bits uint32) {
 		if elem == 2 {
-			binary.LittleEndian.PutUint16(b[2*k:], fp16(v))
+			binary.LittleEndian.PutUint16(b[2*k:], uint16(bits))
 		} else {
-			binary.LittleEndian.PutUint32(b[4*k:], math.Float32bits(v))
+			binary.LittleEndian.PutUint32(b[4*k:], bits)
 		}
 	}
-	drop := float32(math.Inf(-1))
+	window := kc.streams[0].swaType != 0
 	for i := range rows {
 		seq, p1 := u.SeqIDs[i][0], u.Pos[i]
 		cells := kc.stream(seq)
+		inSpan := !causal && nonCausal == 2
 		for j := range nKV {
 			v := drop
 			p0 := cells.pos[j]
 			switch {
 			case p0 == -1 || !cells.seq[j].has(seq):
 			case causal && p0 > p1:
-			case cells.swaType != 0 && !(!causal && nonCausal == 2 && p0 >= minPos[seq]) && cells.maskedSWA(p0, p1):
+			case window && !(inSpan && p0 >= minPos[seq]) && cells.maskedSWA(p0, p1):
 			case alibi != 0:
 				d := p0 - p1
 				if d < 0 {
 					d = -d
 				}
-				v = -float32(d)
+				v = math.Float32bits(-float32(d))
+				if elem == 2 {
+					v = uint32(fp16(-float32(d)))
+				}
 			default:
-				v = 0
+				v = keep
 			}
 			put(i*nKV+j, v)
 		}
