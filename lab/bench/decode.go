@@ -189,17 +189,18 @@ func timeDecode(s decodeSide, prompt []int32) (time.Duration, []float32, error) 
 	if err := s.clear(); err != nil {
 		return 0, nil, err
 	}
+	// (until the logits are out: libllama's decode returns while its
+	// backends may still compute)
 	t0 := time.Now()
 	if err := s.decode(prompt); err != nil {
 		return 0, nil, err
 	}
-	d := time.Since(t0)
 	lg, err := s.logits()
-	return d, lg, err
+	return time.Since(t0), lg, err
 }
 
 // timeTG is llama-bench's tg: n steps of one token after a one-token
-// prompt (not timed), on an empty memory.
+// prompt (not timed), on an empty memory, each step's logits read.
 func timeTG(s decodeSide, n, nVocab int) (time.Duration, []float32, error) {
 	if err := s.clear(); err != nil {
 		return 0, nil, err
@@ -208,14 +209,18 @@ func timeTG(s decodeSide, n, nVocab int) (time.Duration, []float32, error) {
 		return 0, nil, err
 	}
 	t0 := time.Now()
+	var lg []float32
 	for i := range n {
 		if err := s.decode([]int32{int32((i*31 + 7) % nVocab)}); err != nil {
 			return 0, nil, err
 		}
+		// a generation reads each step's logits
+		var err error
+		if lg, err = s.logits(); err != nil {
+			return 0, nil, err
+		}
 	}
-	d := time.Since(t0)
-	lg, err := s.logits()
-	return d, lg, err
+	return time.Since(t0), lg, nil
 }
 
 func median(v []float64) float64 {
