@@ -350,6 +350,11 @@ var decodeOpen = map[string]string{
 	// the prompt's logits are identical and so are the CPU's and RPC's
 	// throughout; on Vulkan0 (lavapipe) the first step's differ by an ulp
 	"vulkan/bailingmoe3": "the first step's logits differ by an ulp on Vulkan0 alone",
+	// rwkv7's graph reads memory it never wrote with these weights: each
+	// run, llama.cpp's or ggload's, has its own answer (the test tells it
+	// apart when two of llama.cpp's runs differ; these may happen to agree)
+	"*/rwkv7":  "llama.cpp's own logits differ from one run to the next",
+	"*/arwkv7": "llama.cpp's own logits differ from one run to the next",
 }
 
 func TestDecodeArchitectures(t *testing.T) {
@@ -420,7 +425,11 @@ func TestDecodeArchitectures(t *testing.T) {
 				refused[r.Detail] = append(refused[r.Detail], f.Name)
 			default:
 				n++
-				if why, ok := decodeOpen[c.name+"/"+f.Name]; ok && r.Status == "differ" {
+				why, ok := decodeOpen[c.name+"/"+f.Name]
+				if !ok {
+					why, ok = decodeOpen["*/"+f.Name]
+				}
+				if ok && r.Status == "differ" {
 					t.Logf("%s/%s: an open difference (%s): %s", c.name, f.Name, why, r.Detail)
 					continue
 				}
