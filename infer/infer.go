@@ -1,17 +1,22 @@
 // Package infer runs a loaded model: a llama.cpp context on a
-// loader.Model (its KV cache allocated where the plan put it, its
-// scheduler over the plan's backends, its compute buffers reserved), and
-// llama_decode's forward pass, which builds llama.cpp's own graph for each
-// ubatch (replayed from the pinned release), sets its inputs, computes it
-// and copies out the logits.
+// loader.Model (its memory allocated where the plan put it, its scheduler
+// over the plan's backends, its compute buffers reserved), and
+// llama_decode's and llama_encode's forward pass, which builds llama.cpp's
+// own graph for each ubatch (replayed from the pinned release), sets its
+// inputs, computes it and copies out the logits and embeddings.
 //
 // The context's options are the plan's (place.Params.Context): the plan
-// sized the cache and the compute buffers with them, and -fit chose them.
+// sized the memory and the compute buffers with them, and -fit chose them.
 //
-// What runs today: the architectures whose memory is one KV cache of one
-// stream (llama_kv_cache, no sliding window) or none, token batches,
-// causal attention. Other memories and inputs are refused before any
-// compute, saying which.
+// The memories that run: the KV cache (one stream, or one per sequence),
+// its iSWA pair, the recurrent state and the hybrid of a KV cache and a
+// recurrent state; the encoder of an encoder-decoder (T5) and of the
+// embedding models. The batch's bookkeeping and the inputs' set_input are
+// written to the pin's llama-batch.cpp, llama-kv-cache.cpp,
+// llama-memory-recurrent.cpp and llama-graph.cpp, and held to libllama's
+// logits bit for bit by the tests. What does not run yet (other memories
+// and inputs), and what a backend would abort on at compute, is refused
+// before anything computes, saying which.
 package infer
 
 import (
