@@ -68,6 +68,8 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			}
 		case "llm_graph_input_attn_temp":
 			err = c.setAttnTemp(in, u.Ubatch)
+		case "llm_graph_input_switch":
+			err = c.setSwitch(in, u.Ubatch)
 		case "llm_graph_input_attn_no_cache":
 			err = c.setAttnNoCache(in, u)
 		case "llm_graph_input_mean":
@@ -103,6 +105,7 @@ var unguarded = map[string][]string{
 	"llm_graph_input_pos_bucket":    {"pos_bucket"},
 	"llm_graph_input_pos_bucket_kv": {"pos_bucket"},
 	"llm_graph_input_attn_temp":     {"attn_scale"},
+	"llm_graph_input_switch":        {"sub_tokens", "router_ksig", "router_vval", "router_q"},
 }
 
 // unallocated refuses an input whose set_input would write a tensor the
@@ -745,4 +748,57 @@ func relativeBucket(x, y int32, nBuckets uint64, bidirectional bool) int32 {
 		bucket += large
 	}
 	return bucket
+}
+
+// setSwitch is granite-switch's llm_graph_input_switch::set_input: for
+// each token, its substitute, the router's K signal (+gain for an adapter
+// token, -gain otherwise), V value (the adapter's slot, else 0) and Q (1).
+func (c *Context) setSwitch(in *cpp.Object, u *graph.Ubatch) error {
+	model := sub(in, "smodel")
+	if model == nil {
+		return fmt.Errorf("granite-switch's input without its model")
+	}
+	lookup := func(name string, tok int32) (cpp.Val, bool) {
+		cell, ok := model.Fields[name]
+		if !ok || cell.V.K != cpp.KMap {
+			return cpp.Val{}, false
+		}
+		m := cell.V.P.(*cpp.Map)
+		for i, k := range m.Keys {
+			if k.I == int64(tok) && i < len(m.Vals) && m.Vals[i] != nil {
+				return m.Vals[i].V, true
+			}
+		}
+		return cpp.Val{}, false
+	}
+	gain := float32(0)
+	if cell, ok := model.Fields["router_gain"]; ok {
+		gain = float32(cell.V.F)
+	}
+	n := len(u.Tokens)
+	subs := make([]int32, n)
+	ksig, vval, q := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i, tok := range u.Tokens {
+		ksig[i], q[i], subs[i] = -gain, 1, tok
+		if v, ok := lookup("adapter_token_to_slot", tok); ok {
+			ksig[i], vval[i] = gain, float32(int32(v.I))
+		}
+		if v, ok := lookup("adapter_token_to_substitute", tok); ok {
+			subs[i] = int32(v.I)
+		}
+	}
+	for _, x := range []struct {
+		name string
+		f    []float32
+	}{{"router_ksig", ksig}, {"router_vval", vval}, {"router_q", q}} {
+		if t := member(in, x.name); t != nil {
+			if err := c.setFloats(t, x.f); err != nil {
+				return err
+			}
+		}
+	}
+	if t := member(in, "sub_tokens"); t != nil {
+		return c.set(t, typeI32, i32s(subs), 4)
+	}
+	return nil
 }
