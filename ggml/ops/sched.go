@@ -160,23 +160,6 @@ func (l *Lib) TensorGet(t *Tensor, data []byte, offset uintptr) {
 	}
 }
 
-// BufferIsHost says whether the tensor's buffer is in host memory.
-func (l *Lib) BufferIsHost(t *Tensor) bool {
-	return t.Buffer != 0 && l.b.BufferIsHost(t.Buffer)
-}
-
-// AllocCtxTensors allocates every tensor of the context in one buffer of
-// the buffer type; 0 where that fails.
-func (l *Lib) AllocCtxTensors(c *Context, b Buft) Buffer {
-	return Buffer(l.b.AllocCtxTensorsFromBuft(c.h, bindings.Buft(b)))
-}
-
-// BufferClear sets every byte of the buffer to v.
-func (l *Lib) BufferClear(b Buffer, v uint8) { l.b.BufferClear(bindings.Buffer(b), v) }
-
-// BufferSize is the buffer's size in bytes.
-func (l *Lib) BufferSize(b Buffer) uintptr { return l.b.BufferGetSize(bindings.Buffer(b)) }
-
 // BackendSetNThreads sets the thread count of a backend that has one (the
 // CPU's, through its registry's ggml_backend_set_n_threads); false where
 // it has none.

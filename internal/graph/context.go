@@ -315,21 +315,12 @@ func (st *Step) Result(name string) *ops.Tensor {
 // SetCross sets the encoder output the decoder's graphs are built for.
 func (c *Context) SetCross(x Cross) { c.rs.s.cross = x }
 
-// Lib is the context's ggml.
-func (c *Context) Lib() *ops.Lib { return c.rs.lib }
-
 // CParam is a member of the context's llama_cparams, as an integer.
 func (c *Context) CParam(name string) int64 {
 	if cell, ok := c.rs.cp.Fields[name]; ok {
 		return cell.V.I
 	}
 	return 0
-}
-
-// Cache is the memory's context object of the graphs (nil without memory).
-func (c *Context) Cache() *cpp.Object {
-	o, _ := c.rs.s.mctx.P.(*cpp.Object)
-	return o
 }
 
 // setViews sets each KV cache context's n_kv and slot info, in the
