@@ -2,6 +2,8 @@ package ops
 
 import (
 	"runtime"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
@@ -20,11 +22,12 @@ type Context struct {
 
 // NewContext makes a context of size bytes for objects (tensors, graphs).
 func (l *Lib) NewContext(size uintptr) *Context {
-	c := &Context{buf: make([]byte, size)}
+	c := &Context{buf: l.pool.get(size)}
 	c.pin.Pin(&c.buf[0])
 	c.h = l.b.Init(bindings.InitParams{MemSize: size, MemBuffer: unsafe.Pointer(&c.buf[0]), NoAlloc: true})
 	if c.h == 0 {
 		c.pin.Unpin()
+		l.pool.put(c.buf)
 		return nil
 	}
 	c.size = l.b.GetMemSize(c.h)
@@ -40,7 +43,73 @@ func (l *Lib) Free(c *Context) {
 	l.b.Free(c.h)
 	c.h = 0
 	c.pin.Unpin()
+	l.pool.put(c.buf)
 	c.buf = nil
+}
+
+// bufPool keeps the memory of freed contexts for the next ones, as
+// llama.cpp keeps a graph's metadata buffer from one build to the next:
+// a graph's context is megabytes, made for every graph built, and fresh
+// memory of that size costs more to clear and collect than the build
+// itself. ggml initializes every object it makes in a context, so a
+// buffer is handed on as it was left.
+type bufPool struct {
+	mu    sync.Mutex
+	bufs  [][]byte
+	bytes int
+}
+
+// The pool keeps buffers of at least poolMin bytes, at most poolBufs of
+// them and poolBytes in all.
+const (
+	poolMin   = 64 << 10
+	poolBufs  = 4
+	poolBytes = 64 << 20
+)
+
+// get is a buffer of size bytes: the smallest pooled one that holds
+// them, or a new one.
+func (p *bufPool) get(size uintptr) []byte {
+	if size >= poolMin {
+		p.mu.Lock()
+		best := -1
+		for i, b := range p.bufs {
+			if uintptr(cap(b)) >= size && (best < 0 || cap(b) < cap(p.bufs[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			b := p.bufs[best]
+			p.bufs = slices.Delete(p.bufs, best, best+1)
+			p.bytes -= cap(b)
+			p.mu.Unlock()
+			return b[:size]
+		}
+		p.mu.Unlock()
+	}
+	return make([]byte, size)
+}
+
+// put keeps b for a later context, dropping the smallest buffers when the
+// pool is full.
+func (p *bufPool) put(b []byte) {
+	if cap(b) < poolMin || cap(b) > poolBytes {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bufs = append(p.bufs, b[:cap(b)])
+	p.bytes += cap(b)
+	for len(p.bufs) > poolBufs || p.bytes > poolBytes {
+		small := 0
+		for i, o := range p.bufs {
+			if cap(o) < cap(p.bufs[small]) {
+				small = i
+			}
+		}
+		p.bytes -= cap(p.bufs[small])
+		p.bufs = slices.Delete(p.bufs, small, small+1)
+	}
 }
 
 // room checks that the context has room for n more tensors: ggml_new_object

@@ -10,6 +10,7 @@ import (
 type Lib struct {
 	b        *bindings.Lib
 	overhead uintptr // ggml_tensor_overhead
+	pool     bufPool // the memory of freed contexts
 }
 
 // New is the graph API of an opened native set. Package ggml makes the
