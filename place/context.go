@@ -125,6 +125,13 @@ func (pl *planner) planContext() error {
 	cm.OutBT = out
 	p.info(fmt.Sprintf("llama_context: %10s  output buffer size = %8.2f MiB", out.Name(), float64(cm.Output.Size)/(1<<20)))
 
+	return pl.planMemoryOnce(c)
+}
+
+// planMemory makes the context's memory module and sizes it, then its
+// compute buffers.
+func (pl *planner) planMemory(c *arch.Context) error {
+	p, h, cm := pl.p, pl.h, pl.p.Context
 	mem, err := h.run.CreateMemory(c.Memory())
 	if err != nil {
 		return refused(p.Model, err)

@@ -5,3 +5,7 @@ func WithoutProbeCache(p Params) Params {
 	p.noProbeCache = true
 	return p
 }
+
+// MemoryReplays is how many contexts' memories and compute buffers were
+// planned anew so far.
+func MemoryReplays() int64 { return memoryReplays.Load() }

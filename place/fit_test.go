@@ -2,6 +2,7 @@ package place_test
 
 import (
 	"context"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -129,6 +130,46 @@ func TestFitNoDevices(t *testing.T) {
 	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{})
 	if err != nil || res.Status != place.FitUnchanged || len(res.Plan.Devices) != 0 || !strings.Contains(strings.Join(res.Reasoning, "\n"), "host memory") {
 		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+// The plan fit returns has the context its measure planned: replayed
+// once, and as a plan of the chosen parameters has it (its memory, its
+// compute buffers and llama.cpp's lines), though fit measured with load
+// mode none and an unset context.
+func TestFitPlansTheContextOnce(t *testing.T) {
+	rt := testenv.Runtime(t)
+	m := writeModel(t, rt, fitDense)
+	params := place.Params{DeviceNames: []string{"none"}, LoadMode: place.LoadMmap}
+	before := place.MemoryReplays()
+	res, err := place.Fit(context.Background(), rt, m, params, place.FitOptions{})
+	if err != nil || res.Status != place.FitUnchanged {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := place.MemoryReplays() - before; n != 1 {
+		t.Errorf("fit planned the context's memory %d times, want 1", n)
+	}
+	fresh, err := place.New(context.Background(), rt, m, res.Plan.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := res.Plan.Context, fresh.Context
+	if got == nil || want == nil || !got.ComputeKnown || !reflect.DeepEqual(got, want) {
+		t.Fatalf("fit's context %+v, a plan's %+v", got, want)
+	}
+	if !reflect.DeepEqual(res.Plan.Log, fresh.Log) {
+		t.Errorf("fit's plan logs %d lines, a plan %d", len(res.Plan.Log), len(fresh.Log))
+	}
+	// another context size is planned anew
+	other := res.Plan.Params
+	other.Context.NCtx = 512
+	before = place.MemoryReplays()
+	p, err := place.New(context.Background(), rt, m, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := place.MemoryReplays() - before; n != 1 || p.Context.NCtx != 512 {
+		t.Errorf("a plan of -c 512: %d replays, n_ctx %d", n, p.Context.NCtx)
 	}
 }
 

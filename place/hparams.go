@@ -35,6 +35,9 @@ type hparams struct {
 	embdInp       int64 // n_embd_inp()
 
 	log []LogLine // llama.cpp's lines of the replay (overrides used or ignored)
+
+	contexts []*contextMemo // the contexts the model's plans made (planContextOnce)
+	plans    int
 }
 
 func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.isSWA[il] }
