@@ -44,6 +44,18 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			if err == nil {
 				err = c.setAttn(in, u, slots, 1, "_swa")
 			}
+		case "llm_graph_input_attn_k_dsa":
+			err = c.setDSA(in, u, slots)
+		case "llm_graph_input_attn_k_dsa_iswa":
+			// its DSA part, then the sliding-window layers' cache (the third)
+			dsa, swa := sub(in, "inp_dsa"), sub(in, "inp_swa")
+			if dsa == nil || swa == nil {
+				err = fmt.Errorf("a DSA iSWA input without its parts")
+				break
+			}
+			if err = c.setDSA(dsa, u, slots); err == nil {
+				err = c.setAttn(swa, u, slots, 2, "")
+			}
 		case "llm_graph_input_out_ids":
 			err = c.setOutIDs(in, u.Ubatch, nOutputs)
 		case "llm_graph_input_rs":
@@ -91,10 +103,13 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 // llama.cpp aborts (GGML_ASSERT(buffer)) where the graph left one
 // unallocated.
 var unguarded = map[string][]string{
-	"llm_graph_input_embd":          {"tokens"},
-	"llm_graph_input_pos":           {"pos"},
-	"llm_graph_input_attn_kv":       {"self_k_idxs", "self_v_idxs"},
-	"llm_graph_input_attn_k":        {"self_k_idxs", "self_kq_mask"},
+	"llm_graph_input_embd":       {"tokens"},
+	"llm_graph_input_pos":        {"pos"},
+	"llm_graph_input_attn_kv":    {"self_k_idxs", "self_v_idxs"},
+	"llm_graph_input_attn_k":     {"self_k_idxs", "self_kq_mask"},
+	"llm_graph_input_attn_k_dsa": {"self_k_idxs_mla", "self_kq_mask_mla", "self_k_idxs_lid", "self_kq_mask_lid"},
+	"llm_graph_input_attn_k_dsa_iswa": {"inp_dsa.self_k_idxs_mla", "inp_dsa.self_kq_mask_mla", "inp_dsa.self_k_idxs_lid", "inp_dsa.self_kq_mask_lid",
+		"inp_swa.self_k_idxs", "inp_swa.self_kq_mask"},
 	"llm_graph_input_mem_hybrid":    {"inp_attn.self_k_idxs", "inp_attn.self_v_idxs", "inp_attn.self_kq_mask", "inp_attn.self_k_rot", "inp_attn.self_v_rot", "inp_rs.s_copy"},
 	"llm_graph_input_mem_hybrid_k":  {"inp_attn.self_k_idxs", "inp_attn.self_kq_mask", "inp_rs.s_copy"},
 	"llm_graph_input_rs":            {"s_copy"},
@@ -294,6 +309,15 @@ func (c *Context) setAttn(in *cpp.Object, u *ubatch, slots []slot, ci int, suffi
 		return c.setMask(t, u.Ubatch, kc)
 	}
 	return nil
+}
+
+// setDSA is llm_graph_input_attn_k_dsa::set_input: the MLA cache's (the
+// memory's first) indices and mask, then the indexer's (its second).
+func (c *Context) setDSA(in *cpp.Object, u *ubatch, slots []slot) error {
+	if err := c.setAttn(in, u, slots, 0, "_mla"); err != nil {
+		return err
+	}
+	return c.setAttn(in, u, slots, 1, "_lid")
 }
 
 // setMask is llama_kv_cache::set_input_kq_mask for one stream: 0 where

@@ -341,6 +341,11 @@ func (s *GraphSession) setViews(views []KVView, rsv *RSView) error {
 		kcs = []*cpp.Object{mc}
 	case "llama_kv_cache_iswa_context":
 		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_swa")}
+	case "llama_kv_cache_dsa_context":
+		kcs = []*cpp.Object{obj(mc, "ctx_mla"), obj(mc, "ctx_lid")}
+	case "llama_kv_cache_dsa_iswa_context":
+		dsa := obj(mc, "ctx_dsa")
+		kcs = []*cpp.Object{obj(dsa, "ctx_mla"), obj(dsa, "ctx_lid"), obj(mc, "ctx_swa")}
 	case "llama_memory_recurrent_context":
 		rc = mc
 	case "llama_memory_hybrid_context":
