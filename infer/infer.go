@@ -213,7 +213,7 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 	if mem == nil || len(mem.Caches) == 0 {
 		return nil
 	}
-	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2, "llama_kv_cache_dsa": 2, "llama_kv_cache_dsa_iswa": 3, "llama_memory_recurrent": 1, "llama_memory_hybrid": 2}[mem.Class]
+	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2, "llama_kv_cache_dsa": 2, "llama_kv_cache_dsa_iswa": 3, "llama_kv_cache_msa": 2, "llama_memory_recurrent": 1, "llama_memory_hybrid": 2}[mem.Class]
 	if n == 0 || len(mem.Caches) != n {
 		return fmt.Errorf("infer: %s: memory %s of %d caches: its forward pass is not run by ggload yet", c.rep.Run.Arch, mem.Class, len(mem.Caches))
 	}
@@ -560,6 +560,9 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		for ci, kc := range c.caches {
 			kc.apply(slots[k][ci], u)
 			views[ci] = kc.view(slots[k][ci])
+		}
+		if c.rep.Memory.Class == "llama_kv_cache_msa" {
+			views[0].NPos = c.caches[0].nPos()
 		}
 		var rs *graph.RSView
 		if c.recr != nil {

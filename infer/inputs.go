@@ -46,6 +46,13 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			}
 		case "llm_graph_input_attn_k_dsa":
 			err = c.setDSA(in, u, slots)
+		case "llm_graph_input_attn_kv_msa":
+			// the base cache's, then the indexer cache's destinations
+			if err = c.setAttn(in, u, slots, 0, ""); err == nil {
+				err = c.setAttn(in, u, slots, 1, "_idx")
+			}
+		case "llm_graph_input_msa":
+			err = c.setMSA(in, u)
 		case "llm_graph_input_attn_k_dsa_iswa":
 			// its DSA part, then the sliding-window layers' cache (the third)
 			dsa, swa := sub(in, "inp_dsa"), sub(in, "inp_swa")
@@ -103,11 +110,13 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 // llama.cpp aborts (GGML_ASSERT(buffer)) where the graph left one
 // unallocated.
 var unguarded = map[string][]string{
-	"llm_graph_input_embd":       {"tokens"},
-	"llm_graph_input_pos":        {"pos"},
-	"llm_graph_input_attn_kv":    {"self_k_idxs", "self_v_idxs"},
-	"llm_graph_input_attn_k":     {"self_k_idxs", "self_kq_mask"},
-	"llm_graph_input_attn_k_dsa": {"self_k_idxs_mla", "self_kq_mask_mla", "self_k_idxs_lid", "self_kq_mask_lid"},
+	"llm_graph_input_embd":        {"tokens"},
+	"llm_graph_input_pos":         {"pos"},
+	"llm_graph_input_attn_kv":     {"self_k_idxs", "self_v_idxs"},
+	"llm_graph_input_attn_kv_msa": {"self_k_idxs", "self_v_idxs", "self_k_idxs_idx"},
+	"llm_graph_input_msa":         {"pos_slot_i", "pos_slot_f", "cell_blk", "pos_mask"},
+	"llm_graph_input_attn_k":      {"self_k_idxs", "self_kq_mask"},
+	"llm_graph_input_attn_k_dsa":  {"self_k_idxs_mla", "self_kq_mask_mla", "self_k_idxs_lid", "self_kq_mask_lid"},
 	"llm_graph_input_attn_k_dsa_iswa": {"inp_dsa.self_k_idxs_mla", "inp_dsa.self_kq_mask_mla", "inp_dsa.self_k_idxs_lid", "inp_dsa.self_kq_mask_lid",
 		"inp_swa.self_k_idxs", "inp_swa.self_kq_mask"},
 	"llm_graph_input_mem_hybrid":    {"inp_attn.self_k_idxs", "inp_attn.self_v_idxs", "inp_attn.self_kq_mask", "inp_attn.self_k_rot", "inp_attn.self_v_rot", "inp_rs.s_copy"},
@@ -823,6 +832,125 @@ func (c *Context) setSwitch(in *cpp.Object, u *graph.Ubatch) error {
 	}
 	if t := member(in, "sub_tokens"); t != nil {
 		return c.set(t, typeI32, i32s(subs), 4)
+	}
+	return nil
+}
+
+// setMSA is minimax-m3's llm_graph_input_msa::set_input over the MSA
+// memory's base cache (the first): for each stream of the ubatch, each
+// position's cell (pos_slot, as integers and as floats) and each cell's
+// position block (cell_blk); each token's mask by position (pos_mask:
+// the positions of its sequence it sees); and the local blocks' bias.
+func (c *Context) setMSA(in *cpp.Object, u *ubatch) error {
+	if len(c.caches) == 0 {
+		return fmt.Errorf("an MSA input without a KV cache")
+	}
+	kc := c.caches[0]
+	blk, local := in.Fields["blk"].V.I, in.Fields["local"].V.I
+	n := int64(len(u.Tokens))
+	if blk <= 0 {
+		return fmt.Errorf("an MSA input of blocks of %d positions", blk)
+	}
+	// per stream of the ubatch: its first token's sequence's cells
+	streamCells := func(t *ops.Tensor) (func(s int64) (*kvCells, int32), error) {
+		ns := t.Ne[1]
+		if ns <= 0 || n%ns != 0 {
+			return nil, fmt.Errorf("input %s: %d streams for %d tokens", ops.NameOf(t), ns, n)
+		}
+		per := n / ns
+		return func(s int64) (*kvCells, int32) {
+			seq := u.SeqIDs[s*per][0]
+			return kc.stream(seq), seq
+		}, nil
+	}
+	for _, name := range []string{"pos_slot_i", "pos_slot_f"} {
+		t := member(in, name)
+		if t == nil {
+			continue
+		}
+		cellsOf, err := streamCells(t)
+		if err != nil {
+			return err
+		}
+		nPos := t.Ne[0]
+		slots := make([]int32, nPos*t.Ne[1])
+		for s := range t.Ne[1] {
+			cells, seq := cellsOf(s)
+			for j, p := range cells.pos {
+				if p >= 0 && int64(p) < nPos && cells.seq[j].has(seq) {
+					slots[s*nPos+int64(p)] = int32(j)
+				}
+			}
+		}
+		if t.Type == typeI32 {
+			err = c.set(t, typeI32, i32s(slots), 4)
+		} else {
+			vals := make([]float32, len(slots))
+			for i, v := range slots {
+				vals[i] = float32(v)
+			}
+			err = c.setFloats(t, vals)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if t := member(in, "cell_blk"); t != nil {
+		cellsOf, err := streamCells(t)
+		if err != nil {
+			return err
+		}
+		nKV := t.Ne[0]
+		out := make([]int32, nKV*t.Ne[1])
+		for s := range t.Ne[1] {
+			cells, seq := cellsOf(s)
+			for j := range min(nKV, int64(cells.size())) {
+				if p := cells.pos[j]; p >= 0 && cells.seq[j].has(seq) {
+					out[s*nKV+j] = int32(int64(p) / blk)
+				}
+			}
+		}
+		if err := c.set(t, typeI32, i32s(out), 4); err != nil {
+			return err
+		}
+	}
+	if t := member(in, "pos_mask"); t != nil {
+		nPos := t.Ne[0]
+		if t.Ne[1] != n {
+			return fmt.Errorf("input %s: %d rows for %d tokens", ops.NameOf(t), t.Ne[1], n)
+		}
+		mask := make([]float32, nPos*n)
+		for i := range mask {
+			mask[i] = float32(math.Inf(-1))
+		}
+		for i := range n {
+			seq, p1 := u.SeqIDs[i][0], u.Pos[i]
+			cells := kc.stream(seq)
+			for j, p0 := range cells.pos {
+				if p0 < 0 || int64(p0) >= nPos || !cells.seq[j].has(seq) || p0 > p1 || cells.maskedSWA(p0, p1) {
+					continue
+				}
+				mask[i*nPos+int64(p0)] = 0
+			}
+		}
+		if err := c.setFloats(t, mask); err != nil {
+			return err
+		}
+	}
+	if t := member(in, "bias"); t != nil {
+		nBlk := t.Ne[0]
+		bias := make([]float32, nBlk*n)
+		for i := range n {
+			L := int64(u.Pos[i]) / blk
+			for l := int64(0); l < local && L-l >= 0; l++ {
+				if L-l < nBlk {
+					bias[i*nBlk+L-l] = 1e30
+				}
+			}
+		}
+		if err := c.setFloats(t, bias); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -98,6 +98,19 @@ func (kc *kvCache) view(sl slot) graph.KVView {
 	return v
 }
 
+// nPos is llama_kv_cache_msa_context::get_n_pos of its base cache: one
+// past the greatest position of any sequence, padded as get_n_kv pads
+// (at least one padding).
+func (kc *kvCache) nPos() uint32 {
+	m := int32(-1)
+	for _, c := range kc.streams {
+		for _, p := range c.pos {
+			m = max(m, p)
+		}
+	}
+	return max(kc.nPad, (uint32(m+1)+kc.nPad-1)/kc.nPad*kc.nPad)
+}
+
 // seqRm is llama_kv_cache::seq_rm: a sequence's stream, or every stream
 // for a negative sequence.
 func (kc *kvCache) seqRm(seq, p0, p1 int32) {

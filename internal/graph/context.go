@@ -215,6 +215,10 @@ type Step struct {
 // slot spans (the slot info's s0 and s1).
 type KVView struct {
 	NKV, S0, S1 uint32
+	// NPos is an MSA memory's position axis (its base cache's view:
+	// llama_kv_cache_msa_context::get_n_pos, every position in the cache
+	// padded); zero for other memories.
+	NPos uint32
 }
 
 // RSView is what a ubatch's graph sees of a recurrent state: the range
@@ -343,6 +347,11 @@ func (s *GraphSession) setViews(views []KVView, rsv *RSView) error {
 		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_swa")}
 	case "llama_kv_cache_dsa_context":
 		kcs = []*cpp.Object{obj(mc, "ctx_mla"), obj(mc, "ctx_lid")}
+	case "llama_kv_cache_msa_context":
+		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_idx")}
+		if len(views) > 0 {
+			obj(mc, "kv").Fields["n_pos"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(views[0].NPos), ast.TU32)}
+		}
 	case "llama_kv_cache_dsa_iswa_context":
 		dsa := obj(mc, "ctx_dsa")
 		kcs = []*cpp.Object{obj(dsa, "ctx_mla"), obj(dsa, "ctx_lid"), obj(mc, "ctx_swa")}

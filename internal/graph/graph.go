@@ -770,8 +770,15 @@ func graphMethod(o *cpp.Object, name string) (func(f *cpp.Frame, args []*ast.Nod
 	case o.Class == "llama_kv_cache" && name == "get_n_stream":
 		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields["n_stream"].V, nil }, true
 	case strings.HasPrefix(o.Class, "llama_kv_cache") && name == "seq_pos_max":
-		// the reservation's memory is empty: no sequence has a position
-		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return cpp.Int(-1, ast.TI32), nil }, true
+		// the reservation's memory is empty: no sequence has a position;
+		// a decoding MSA memory's greatest position is its view's (get_n_pos
+		// reads it alone, padded: one below the padded axis pads to it)
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) {
+			if c, ok := o.Fields["n_pos"]; ok && c.V.I > 0 {
+				return cpp.Int(c.V.I-1, ast.TI32), nil
+			}
+			return cpp.Int(-1, ast.TI32), nil
+		}, true
 	case strings.HasPrefix(o.Class, "llm_graph_input_mem_hybrid") && (name == "get_attn" || name == "get_recr"):
 		// the inputs of a hybrid memory: its attention's and its state's
 		field := map[string]string{"get_attn": "inp_attn", "get_recr": "inp_rs"}[name]
