@@ -9,8 +9,10 @@
 // sized the memory and the compute buffers with them, and -fit chose them.
 //
 // The memories that run: the KV cache (one stream, or one per sequence),
-// its iSWA pair, the recurrent state and the hybrid of a KV cache and a
-// recurrent state; the encoder of an encoder-decoder (T5) and of the
+// its iSWA pair, the DeepSeek sparse-attention pair (an MLA cache and its
+// indexer's, and with sliding-window layers beside them), MiniMax's
+// sparse-attention pair (MSA), the recurrent state and the hybrid of a KV
+// cache and a recurrent state; the encoder of an encoder-decoder (T5) and of the
 // embedding models. The batch's bookkeeping and the inputs' set_input are
 // written to the pin's llama-batch.cpp, llama-kv-cache.cpp,
 // llama-memory-recurrent.cpp and llama-graph.cpp, and held to libllama's
