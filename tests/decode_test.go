@@ -55,6 +55,11 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 	if ran != nil {
 		ran(ourErr)
 	}
+	if ourErr != nil && strings.Contains(ourErr.Error(), "has no logits") {
+		// a model without an output head: its embeddings are compared
+		// where the configuration turns them on
+		return "no-logits", ourErr.Error()
+	}
 	if ourErr != nil && c.name == "rpc" {
 		// llama.cpp is not run into what ggload refuses over RPC: where a
 		// backend would abort, it would take the shared server down (the
@@ -63,11 +68,6 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 			return "both-refuse", "llama.cpp aborts the RPC server: " + ourErr.Error()
 		}
 		return "ggload-refuses", ourErr.Error()
-	}
-	if ourErr != nil && strings.Contains(ourErr.Error(), "has no logits") {
-		// a model without an output head: its embeddings are compared
-		// where the configuration turns them on
-		return "no-logits", ourErr.Error()
 	}
 	theirs, theirErr := theirsGreedy(rt, l, path, params, c, ours)
 	switch {
