@@ -486,8 +486,23 @@ func (c *Context) vocabSize() int {
 	return 0
 }
 
+// update is llama_context::memory_update: the caches' pending stream
+// copies; a graph kept for reuse is not reused after an update.
+func (c *Context) update() {
+	updated := false
+	for _, kc := range c.caches {
+		if kc.update(c.lib) {
+			updated = true
+		}
+	}
+	if updated {
+		c.dropGraph()
+	}
+}
+
 // decode is llama_context::decode for a prepared batch.
 func (c *Context) decode(b *graph.Ubatch) error {
+	c.update()
 	n := len(b.Tokens)
 	nOutAll := 0
 	for _, o := range b.Output {
@@ -736,13 +751,8 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 		return fmt.Errorf("infer: seq_cp: copying a recurrent state is not run by ggload yet")
 	}
 	for _, kc := range c.caches {
-		if len(kc.streams) > 1 && src != dst {
-			return fmt.Errorf("infer: seq_cp: sequences %d and %d are in streams of their own (-np without -kvu): copying between streams is not run by ggload yet", src, dst)
-		}
-	}
-	for _, kc := range c.caches {
-		if src != dst {
-			kc.streams[0].seqCp(src, dst, p0, p1)
+		if err := kc.seqCp(src, dst, p0, p1); err != nil {
+			return err
 		}
 	}
 	return nil

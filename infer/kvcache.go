@@ -1,6 +1,8 @@
 package infer
 
 import (
+	"fmt"
+
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/arch"
 	"github.com/ggload/ggload/internal/graph"
@@ -14,6 +16,8 @@ type kvCache struct {
 	tensors []*ops.Tensor
 	vTrans  bool   // V stored transposed
 	nPad    uint32 // get_n_kv's padding
+
+	copies [][2]int // streams whose buffers are copied at the next update: source, destination
 }
 
 func newKVCache(mc *arch.Cache, ts []*ops.Tensor) *kvCache {
@@ -109,6 +113,50 @@ func (kc *kvCache) nPos() uint32 {
 		}
 	}
 	return max(kc.nPad, (uint32(m+1)+kc.nPad-1)/kc.nPad*kc.nPad)
+}
+
+// seqCp is llama_kv_cache::seq_cp: within a stream, the cells of src in
+// [p0, p1) are dst's too; across streams, dst's stream becomes a copy of
+// src's cells of src (all of them: llama.cpp asserts that the range is
+// whole), its buffers copied at the next update.
+func (kc *kvCache) seqCp(src, dst, p0, p1 int32) error {
+	s0, s1 := kc.streamOf(src), kc.streamOf(dst)
+	if s0 == s1 {
+		if src != dst {
+			kc.streams[s0].seqCp(src, dst, p0, p1)
+		}
+		return nil
+	}
+	size := int32(kc.size())
+	if (p0 > 0 && p0+1 < size) || (p1 > 0 && p1+1 < size) {
+		return fmt.Errorf("infer: seq_cp: positions [%d, %d) between streams: llama.cpp copies whole streams alone (GGML_ASSERT(is_full && \"seq_cp() is only supported for full KV buffers\"))", p0, p1)
+	}
+	kc.streams[s1].copyFrom(kc.streams[s0], src, dst)
+	kc.copies = append(kc.copies, [2]int{s0, s1})
+	return nil
+}
+
+// update is llama_kv_cache::update's stream copies: each copied stream's
+// slice of every tensor of the cache (the streams are a tensor's last
+// dimension) over the destination's. It reports whether it copied.
+func (kc *kvCache) update(lib *ops.Lib) bool {
+	if len(kc.copies) == 0 {
+		return false
+	}
+	n := uint64(len(kc.streams))
+	for _, cp := range kc.copies {
+		for _, t := range kc.tensors {
+			if t == nil {
+				continue
+			}
+			per := lib.NBytes(t) / n
+			buf := make([]byte, per)
+			lib.TensorGet(t, buf, uintptr(uint64(cp[0])*per))
+			lib.TensorSet(t, buf, uintptr(uint64(cp[1])*per))
+		}
+	}
+	kc.copies = nil
+	return true
 }
 
 // seqRm is llama_kv_cache::seq_rm: a sequence's stream, or every stream

@@ -150,6 +150,29 @@ func (c *kvCells) seqCp(src, dst, p0, p1 int32) {
 	}
 }
 
+// reset empties every cell.
+func (c *kvCells) reset() {
+	for i := range c.pos {
+		c.pos[i], c.seq[i] = -1, seqSet{}
+	}
+	c.used = 0
+}
+
+// copyFrom is the cells of a stream's copy of sequence src, as dst, from
+// the cells o of another stream: the same cells at the same positions
+// (llama_kv_cache::seq_cp across streams).
+func (c *kvCells) copyFrom(o *kvCells, src, dst int32) {
+	c.reset()
+	for i, p := range o.pos {
+		if p != -1 && o.seq[i].has(src) {
+			c.pos[i] = p
+			c.used++
+			c.seq[i].add(dst)
+		}
+	}
+	c.head = o.head
+}
+
 // seqKeep keeps only the sequence's cells, and only it in them.
 func (c *kvCells) seqKeep(id int32) {
 	newHead := int64(-1)

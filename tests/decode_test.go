@@ -573,7 +573,8 @@ func TestDecodeSequences(t *testing.T) {
 type seqBatch struct {
 	tokens []int32
 	seqs   []int32
-	rm     int32 // before the batch, remove this sequence (-1: none)
+	rm     int32    // before the batch, remove this sequence (-1: none)
+	cp     [2]int32 // then copy sequence cp[0] to cp[1] (equal: none)
 }
 
 func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
@@ -624,6 +625,20 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 		}
 		steps = append(steps, b)
 	}
+	// sequence 0, removed, becomes a copy of the last one (with a stream
+	// per sequence, its stream's cells and buffers), and every sequence
+	// goes on twice
+	for k := range 2 {
+		b := seqBatch{rm: -1}
+		if k == 0 {
+			b.cp = [2]int32{int32(n - 1), 0}
+		}
+		for s := range n {
+			b.tokens = append(b.tokens, int32((k*17+s*11+3)%nVocab))
+			b.seqs = append(b.seqs, int32(s))
+		}
+		steps = append(steps, b)
+	}
 	for k, b := range steps {
 		if b.rm >= 0 {
 			if err := ours.SeqRm(b.rm, -1, -1); err != nil {
@@ -631,6 +646,17 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 			}
 			if err := theirs.SeqRm(b.rm, -1, -1); err != nil {
 				t.Fatal(err)
+			}
+		}
+		if b.cp[0] != b.cp[1] {
+			if err := ours.SeqCp(b.cp[0], b.cp[1], -1, -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := theirs.SeqCp(b.cp[0], b.cp[1], -1, -1); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := ours.SeqPosMax(b.cp[1]), ours.SeqPosMax(b.cp[0]); a != b {
+				t.Fatalf("after seq_cp, the copy's last position %d, the source's %d", a, b)
 			}
 		}
 		seqIDs := make([][]int32, len(b.seqs))
