@@ -747,13 +747,13 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 	if src < 0 || dst < 0 || uint32(src) >= c.nSeqMax || uint32(dst) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_cp: sequences %d, %d of %d", src, dst, c.nSeqMax)
 	}
-	if c.recr != nil && src != dst {
-		return fmt.Errorf("infer: seq_cp: copying a recurrent state is not run by ggload yet")
-	}
 	for _, kc := range c.caches {
 		if err := kc.seqCp(src, dst, p0, p1); err != nil {
 			return err
 		}
+	}
+	if c.recr != nil {
+		c.recr.seqCp(src, dst)
 	}
 	return nil
 }
@@ -767,11 +767,11 @@ func (c *Context) SeqKeep(seq int32) error {
 	if seq < 0 || uint32(seq) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_keep: sequence %d of %d", seq, c.nSeqMax)
 	}
-	if c.recr != nil {
-		return fmt.Errorf("infer: seq_keep: on a recurrent state, not run by ggload yet")
-	}
 	for _, kc := range c.caches {
 		kc.stream(seq).seqKeep(seq)
+	}
+	if c.recr != nil {
+		c.recr.seqKeep(seq)
 	}
 	return nil
 }

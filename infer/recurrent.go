@@ -282,3 +282,52 @@ func (r *recCache) seqRm(seq, p0, p1 int32) error {
 	}
 	return nil
 }
+
+// seqCp is llama_memory_recurrent::seq_cp: dst's state is src's (the cell
+// of src's tail holds dst too); what dst held is let go.
+func (r *recCache) seqCp(src, dst int32) {
+	size := int32(len(r.cells))
+	if src == dst || src < 0 || dst < 0 || src >= size || dst >= size {
+		return
+	}
+	if t := r.cells[dst].tail; t >= 0 {
+		cell := &r.cells[t]
+		cell.del(dst)
+		r.cells[dst].tail = -1
+		if cell.empty() {
+			cell.pos, cell.src = -1, -1
+			r.used--
+		}
+	}
+	if t := r.cells[src].tail; t >= 0 {
+		r.cells[t].add(dst)
+		r.cells[dst].tail = t
+	}
+}
+
+// seqKeep is llama_memory_recurrent::seq_keep: every cell without the
+// sequence emptied, the others its alone; no other sequence has a tail.
+func (r *recCache) seqKeep(seq int32) {
+	size := uint32(len(r.cells))
+	newHead := size
+	for i := range r.cells {
+		c := &r.cells[i]
+		if int32(i) != seq {
+			c.tail = -1
+		}
+		if !c.has(seq) {
+			if c.pos >= 0 {
+				r.used--
+			}
+			c.pos, c.src, c.seqs = -1, -1, c.seqs[:0]
+			if newHead == size {
+				newHead = uint32(i)
+			}
+			continue
+		}
+		c.seqs = append(c.seqs[:0], seq)
+	}
+	if newHead != size && newHead < r.head {
+		r.head = newHead
+	}
+}

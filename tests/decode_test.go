@@ -567,6 +567,19 @@ func TestDecodeSequences(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { sequences(t, rt, l, path, c.params) })
 	}
+	// a recurrent state and a hybrid: a cell per sequence, copied and kept
+	work := t.TempDir()
+	for _, f := range archFiles(t, rt, 0) {
+		if f.Types != synth.ConverterTypes || (f.Name != "mamba" && f.Name != "jamba") {
+			continue
+		}
+		filled := filepath.Join(work, filepath.Base(f.Path))
+		if err := synth.FillFile(rt, f.Path, filled, 1); err != nil {
+			t.Fatal(err)
+		}
+		params := place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: 3, NCtx: 768}}
+		t.Run(f.Name+"-cpu-np3", func(t *testing.T) { sequences(t, rt, l, filled, params) })
+	}
 }
 
 // seqBatch is one decode of the sequences test.
@@ -575,6 +588,7 @@ type seqBatch struct {
 	seqs   []int32
 	rm     int32    // before the batch, remove this sequence (-1: none)
 	cp     [2]int32 // then copy sequence cp[0] to cp[1] (equal: none)
+	keep   int32    // then keep this sequence alone (-1: none)
 }
 
 func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
@@ -603,7 +617,7 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 	n := params.Context.NParallel
 	var steps []seqBatch
 	// the prompts: sequence s has 5+s tokens, sequences one after another
-	first := seqBatch{rm: -1}
+	first := seqBatch{rm: -1, keep: -1}
 	for s := range n {
 		for i := range 5 + s {
 			first.tokens = append(first.tokens, int32((i*31+s*97+5)%nVocab))
@@ -612,7 +626,7 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 	}
 	steps = append(steps, first)
 	for k := range 3 {
-		b := seqBatch{rm: -1}
+		b := seqBatch{rm: -1, keep: -1}
 		if k == 2 {
 			b.rm = 0 // sequence 0 ends; the others go on
 		}
@@ -629,7 +643,7 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 	// per sequence, its stream's cells and buffers), and every sequence
 	// goes on twice
 	for k := range 2 {
-		b := seqBatch{rm: -1}
+		b := seqBatch{rm: -1, keep: -1}
 		if k == 0 {
 			b.cp = [2]int32{int32(n - 1), 0}
 		}
@@ -639,6 +653,8 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 		}
 		steps = append(steps, b)
 	}
+	// then the last sequence alone goes on
+	steps = append(steps, seqBatch{rm: -1, keep: int32(n - 1), tokens: []int32{7}, seqs: []int32{int32(n - 1)}})
 	for k, b := range steps {
 		if b.rm >= 0 {
 			if err := ours.SeqRm(b.rm, -1, -1); err != nil {
@@ -655,8 +671,20 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 			if err := theirs.SeqCp(b.cp[0], b.cp[1], -1, -1); err != nil {
 				t.Fatal(err)
 			}
-			if a, b := ours.SeqPosMax(b.cp[1]), ours.SeqPosMax(b.cp[0]); a != b {
-				t.Fatalf("after seq_cp, the copy's last position %d, the source's %d", a, b)
+		}
+		if b.keep >= 0 {
+			if err := ours.SeqKeep(b.keep); err != nil {
+				t.Fatal(err)
+			}
+			if err := theirs.SeqKeep(b.keep); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// every sequence's last position is llama.cpp's (seq_keep keeps a
+		// stream per sequence as it is but the kept sequence's)
+		for s := range int32(n) {
+			if a, want := ours.SeqPosMax(s), theirs.SeqPosMax(s); a != want {
+				t.Fatalf("batch %d: sequence %d's last position %d, llama.cpp's %d", k, s, a, want)
 			}
 		}
 		seqIDs := make([][]int32, len(b.seqs))

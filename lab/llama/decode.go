@@ -24,15 +24,16 @@ type Batch struct {
 
 // decodeLib is libllama's decoding API.
 type decodeLib struct {
-	Decode        func(ctx uintptr, b Batch) int32        `c:"llama_decode"`
-	GetLogitsIth  func(ctx uintptr, i int32) *float32     `c:"llama_get_logits_ith"`
-	SetNThreads   func(ctx uintptr, n, nBatch int32)      `c:"llama_set_n_threads"`
-	GetMemory     func(ctx uintptr) uintptr               `c:"llama_get_memory"`
-	MemorySeqRm   func(m uintptr, seq, p0, p1 int32) bool `c:"llama_memory_seq_rm"`
-	MemorySeqCp   func(m uintptr, src, dst, p0, p1 int32) `c:"llama_memory_seq_cp"`
-	MemorySeqKeep func(m uintptr, seq int32)              `c:"llama_memory_seq_keep"`
-	ModelGetVocab func(m uintptr) uintptr                 `c:"llama_model_get_vocab"`
-	VocabNTokens  func(v uintptr) int32                   `c:"llama_vocab_n_tokens"`
+	Decode          func(ctx uintptr, b Batch) int32        `c:"llama_decode"`
+	GetLogitsIth    func(ctx uintptr, i int32) *float32     `c:"llama_get_logits_ith"`
+	SetNThreads     func(ctx uintptr, n, nBatch int32)      `c:"llama_set_n_threads"`
+	GetMemory       func(ctx uintptr) uintptr               `c:"llama_get_memory"`
+	MemorySeqRm     func(m uintptr, seq, p0, p1 int32) bool `c:"llama_memory_seq_rm"`
+	MemorySeqCp     func(m uintptr, src, dst, p0, p1 int32) `c:"llama_memory_seq_cp"`
+	MemorySeqKeep   func(m uintptr, seq int32)              `c:"llama_memory_seq_keep"`
+	MemorySeqPosMax func(m uintptr, seq int32) int32        `c:"llama_memory_seq_pos_max"`
+	ModelGetVocab   func(m uintptr) uintptr                 `c:"llama_model_get_vocab"`
+	VocabNTokens    func(v uintptr) int32                   `c:"llama_vocab_n_tokens"`
 }
 
 func (l *Lib) decoder() (*decodeLib, error) {
@@ -144,6 +145,25 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 		return err
 	}
 	d.MemorySeqCp(d.GetMemory(c.h), src, dst, p0, p1)
+	return nil
+}
+
+// SeqPosMax is llama_memory_seq_pos_max (-1 where an error stops it).
+func (c *Context) SeqPosMax(seq int32) int32 {
+	d, err := c.l.decoder()
+	if err != nil {
+		return -1
+	}
+	return d.MemorySeqPosMax(d.GetMemory(c.h), seq)
+}
+
+// SeqKeep is llama_memory_seq_keep.
+func (c *Context) SeqKeep(seq int32) error {
+	d, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	d.MemorySeqKeep(d.GetMemory(c.h), seq)
 	return nil
 }
 
