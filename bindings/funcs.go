@@ -170,6 +170,7 @@ type Funcs struct {
 	BuildForwardExpand func(g Graph, t *Tensor)                          `c:"ggml_build_forward_expand"`
 	GraphNNodes        func(g Graph) int32                               `c:"ggml_graph_n_nodes"`
 	GraphNode          func(g Graph, i int32) *Tensor                    `c:"ggml_graph_node"`
+	GraphNodes         func(g Graph) **Tensor                            `c:"ggml_graph_nodes"`
 
 	// buffer types
 	BuftName         func(b Buft) string                         `c:"ggml_backend_buft_name"`

@@ -89,12 +89,18 @@ type Context struct {
 	work    chan func() // the context's thread (worker)
 	last    *graph.Step // the last graph, kept for the next ubatch of its shape
 	lastKey string
+	// the graph before it, kept too: a ubatch of its shape allocates it
+	// again instead of building it (a prompt's graph after the steps of
+	// a generation)
+	kept    *graph.Step
+	keptKey string
 }
 
 // Timings are what the context's decodes took.
 type Timings struct {
 	Graphs  int           // graphs built
 	Reused  int           // ubatches that reused the graph before them
+	Kept    int           // ubatches that took the graph kept from before that, allocated again
 	Build   time.Duration // building and allocating them
 	Compute time.Duration // setting their inputs, computing them, reading the logits
 }
@@ -612,18 +618,32 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 	t0 := time.Now()
 	key := reuseKey(u, nOut, views, rs)
 	st := c.last
-	if st == nil || key != c.lastKey || os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") != "" {
+	switch {
+	case st != nil && key == c.lastKey && os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") == "":
+		c.timings.Reused++
+	case c.kept != nil && key == c.keptKey && os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") == "":
+		// the graph before the last one had this shape: the same graph
+		// llama.cpp would build, allocated again
+		st = c.kept
+		if err := st.Realloc(); err != nil {
+			c.dropGraph()
+			return fmt.Errorf("infer: decode: %w", err)
+		}
+		c.kept, c.keptKey, c.last, c.lastKey = c.last, c.lastKey, st, key
+		c.timings.Kept++
+	default:
 		// a graph of another shape: built anew (llm_graph_result::can_reuse
-		// refuses the last one)
-		c.dropGraph()
+		// refuses the last one); the last one is kept
+		if c.kept != nil {
+			c.kept.Free()
+		}
+		c.kept, c.keptKey, c.last, c.lastKey = c.last, c.lastKey, nil, ""
 		var err error
 		if st, err = c.gc.Build(u.Ubatch, nOut, views, rs); err != nil {
 			return fmt.Errorf("infer: decode: %w", err)
 		}
 		c.last, c.lastKey = st, key
 		c.timings.Graphs++
-	} else {
-		c.timings.Reused++
 	}
 	t1 := time.Now()
 	c.timings.Build += t1.Sub(t0)
@@ -668,12 +688,14 @@ func seqsIf(u *ubatch) []int32 {
 	return []int32{int32(len(u.seqsUnq()))}
 }
 
-// dropGraph frees the graph kept for reuse.
+// dropGraph frees the graphs kept for reuse.
 func (c *Context) dropGraph() {
-	if c.last != nil {
-		c.last.Free()
-		c.last, c.lastKey = nil, ""
+	for _, st := range []*graph.Step{c.last, c.kept} {
+		if st != nil {
+			st.Free()
+		}
 	}
+	c.last, c.lastKey, c.kept, c.keptKey = nil, "", nil, ""
 }
 
 // Logits are the logits of the last batch's token i (negative: counted
@@ -716,9 +738,31 @@ func (c *Context) row(i int) int32 {
 // NVocab is the logits' width (0 before the first decode).
 func (c *Context) NVocab() int { return c.nVocab }
 
+// Clear empties the memory, its cells and its buffers' data, as
+// llama_memory_clear(mem, true) does.
+func (c *Context) Clear() error {
+	if err := c.hold(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	for _, kc := range c.caches {
+		kc.clear()
+	}
+	if c.recr != nil {
+		c.recr.clear()
+	}
+	for _, b := range c.cacheBufs {
+		if err := b.Clear(0); err != nil {
+			return fmt.Errorf("infer: clear: %w", err)
+		}
+	}
+	return nil
+}
+
 // SeqRm removes sequence seq's positions [p0, p1) from the cache (a
 // negative seq: every sequence's; a negative bound: open), as
-// llama_memory_seq_rm does.
+// llama_memory_seq_rm does (a recurrent state's refuses a negative seq,
+// as the pin's does: Clear empties it).
 func (c *Context) SeqRm(seq, p0, p1 int32) error {
 	if err := c.hold(); err != nil {
 		return err

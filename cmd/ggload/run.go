@@ -110,6 +110,7 @@ type runReport struct {
 		GenerationTokS   float64 `json:"generation_tokens_per_s"`
 		Graphs           int     `json:"graphs"`        // built
 		GraphsReused     int     `json:"graphs_reused"` // ubatches that reused the graph before them
+		GraphsKept       int     `json:"graphs_kept"`   // ubatches that took the graph kept from before that
 		GraphBuildS      float64 `json:"graph_build_s"`
 		GraphBuildPerTok float64 `json:"graph_build_s_per_token"`
 	} `json:"timings"`
@@ -230,7 +231,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		rt.GenerationTokS = float64(rf.steps) / max(genTime.Seconds(), 1e-9)
 		rt.GraphBuildPerTok = (tm.Build - promptGraphs.Build).Seconds() / float64(rf.steps)
 	}
-	rt.Graphs, rt.GraphsReused, rt.GraphBuildS = tm.Graphs, tm.Reused, tm.Build.Seconds()
+	rt.Graphs, rt.GraphsReused, rt.GraphsKept, rt.GraphBuildS = tm.Graphs, tm.Reused, tm.Kept, tm.Build.Seconds()
 	if rf.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

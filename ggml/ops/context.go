@@ -147,3 +147,19 @@ func (l *Lib) SetInput(t *Tensor) { l.b.SetInput(t.c()) }
 
 // SetOutput is ggml_set_output.
 func (l *Lib) SetOutput(t *Tensor) { l.b.SetOutput(t.c()) }
+
+// Unallocate leaves the tensors of c that a graph allocator placed in a
+// compute buffer (ggml_gallocr's) without a buffer and data, as they
+// were made: the graph they are in can be allocated again, the
+// allocations of other graphs having reused that buffer since. Tensors
+// in other buffers (weights, caches, views of them) keep theirs.
+func (l *Lib) Unallocate(c *Context) {
+	if c == nil || c.h == 0 {
+		return
+	}
+	for t := l.b.GetFirstTensor(c.h); t != nil; t = l.b.GetNextTensor(c.h, t) {
+		if t.Buffer != 0 && l.b.BufferGetUsage(t.Buffer) == bindings.BufferUsageCompute {
+			t.Buffer, t.Data = 0, nil
+		}
+	}
+}

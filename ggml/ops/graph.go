@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/ggload/ggload/bindings"
@@ -114,4 +115,42 @@ func (l *Lib) InputTensors(g *Graph) int {
 		}
 	}
 	return len(seen)
+}
+
+// GraphShape is what a scheduler's split changes in a graph it is given:
+// the order of its nodes (a backend's graph_optimize reorders a split's
+// nodes in place) and their sources (an input from another backend is
+// replaced by the scheduler's copy of it, which lives until the
+// scheduler's next reset).
+type GraphShape struct {
+	nodes []*Tensor
+	srcs  [][bindings.MaxSrc]*bindings.Tensor
+}
+
+// Shape records g's nodes and their sources as they are now.
+func (l *Lib) Shape(g *Graph) GraphShape {
+	n := int(l.b.GraphNNodes(g.h))
+	s := GraphShape{nodes: make([]*Tensor, n), srcs: make([][bindings.MaxSrc]*bindings.Tensor, n)}
+	for i := range n {
+		t := wrap(l.b.GraphNode(g.h, int32(i)))
+		s.nodes[i], s.srcs[i] = t, t.Src
+	}
+	return s
+}
+
+// Restore puts g's nodes and their sources back as s recorded them.
+func (l *Lib) Restore(g *Graph, s GraphShape) error {
+	n := int(l.b.GraphNNodes(g.h))
+	if n != len(s.nodes) {
+		return fmt.Errorf("ggml: a graph of %d nodes restored to %d", n, len(s.nodes))
+	}
+	if n == 0 {
+		return nil
+	}
+	nodes := unsafe.Slice(l.b.GraphNodes(g.h), n)
+	for i, t := range s.nodes {
+		nodes[i] = t.c()
+		t.Src = s.srcs[i]
+	}
+	return nil
 }

@@ -208,6 +208,7 @@ type Step struct {
 	g        *Graph
 	u        *Ubatch
 	nOutputs int
+	shape    ops.GraphShape // the graph as built, before the scheduler split it
 }
 
 // KVView is what a ubatch's graph sees of a KV cache: the cells it
@@ -266,6 +267,7 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 		g.Free()
 		return nil, err
 	}
+	shape := rs.lib.Shape(g.G)
 	if !rs.lib.SchedAllocGraph(rs.sched, g.G) {
 		g.Free()
 		return nil, fmt.Errorf("arch: failed to allocate the compute graph of %d tokens", n)
@@ -274,11 +276,31 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 		g.Free()
 		return nil, err
 	}
-	return &Step{c: c, g: g, u: u, nOutputs: nOutputs}, nil
+	return &Step{c: c, g: g, u: u, nOutputs: nOutputs, shape: shape}, nil
 }
 
 // Free releases the step's graph.
 func (st *Step) Free() { st.g.Free() }
+
+// Realloc allocates a kept step's graph on the context's scheduler again,
+// after the scheduler allocated other graphs in its compute buffers: the
+// graph is put back as it was built (its nodes' order and sources, which
+// the scheduler's split changed), its tensors placed anew.
+func (st *Step) Realloc() error {
+	rs := st.c.rs
+	if rs == nil || st.g.g == nil {
+		return fmt.Errorf("arch: the graph is freed")
+	}
+	if err := rs.lib.Restore(st.g.G, st.shape); err != nil {
+		return err
+	}
+	rs.lib.Unallocate(st.g.g.ctx)
+	rs.lib.SchedReset(rs.sched)
+	if !rs.lib.SchedAllocGraph(rs.sched, st.g.G) {
+		return fmt.Errorf("arch: failed to allocate the compute graph again")
+	}
+	return nil
+}
 
 // Inputs are the graph's inputs: each llm_graph_input_* object's class and
 // its members.

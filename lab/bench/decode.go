@@ -42,6 +42,8 @@ type DecodeRow struct {
 	BuildPerTokenMS  float64 `json:"graph_build_ms_per_token"` // ggload's, in tg
 	GraphsBuiltTG    int     `json:"graphs_built_tg"`
 	GraphsReusedTG   int     `json:"graphs_reused_tg"`
+	GraphsKeptPP     int     `json:"graphs_kept_pp"` // prompts whose graph was kept from before the steps, not built
+	GraphsBuiltPP    int     `json:"graphs_built_pp"`
 	LogitsIdentical  bool    `json:"logits_identical"`
 	FirstDifference  string  `json:"first_difference,omitempty"`
 	Runs             int     `json:"runs"`
@@ -65,9 +67,9 @@ func RunDecode(ctx context.Context, rt *ggml.Runtime, path string, o DecodeOptio
 		}
 		rows = append(rows, row)
 		if !o.JSON {
-			fmt.Fprintf(w, "%-10s pp%d: ggload %8.1f t/s, llama.cpp %8.1f t/s, time ratio %.3f | tg%d: ggload %7.1f t/s, llama.cpp %7.1f t/s, time ratio %.3f | graph build %.3f ms/token (%d built, %d reused) | logits identical: %v\n",
+			fmt.Fprintf(w, "%-10s pp%d: ggload %8.1f t/s, llama.cpp %8.1f t/s, time ratio %.3f | tg%d: ggload %7.1f t/s, llama.cpp %7.1f t/s, time ratio %.3f | graph build %.3f ms/token (%d built, %d reused) | prompt graphs: %d built, %d kept | logits identical: %v\n",
 				row.Target, o.PP, row.GgloadPP, row.LlamaPP, row.RatioPP, o.TG, row.GgloadTG, row.LlamaTG, row.RatioTG,
-				row.BuildPerTokenMS, row.GraphsBuiltTG, row.GraphsReusedTG, row.LogitsIdentical)
+				row.BuildPerTokenMS, row.GraphsBuiltTG, row.GraphsReusedTG, row.GraphsBuiltPP, row.GraphsKeptPP, row.LogitsIdentical)
 		}
 	}
 	if o.JSON {
@@ -139,11 +141,16 @@ func (o DecodeOptions) decodeTarget(ctx context.Context, rt *ggml.Runtime, l *ll
 	var ppA, ppB, tgA, tgB []float64
 	var build time.Duration
 	for r := 0; r < o.Runs+1; r++ { // the first run warms both up
+		start := ic.Timings()
 		a, la, err := timeDecode(ours, prompt)
 		if err != nil {
 			return row, fmt.Errorf("ggload: %w", err)
 		}
 		before := ic.Timings()
+		if r > 0 {
+			row.GraphsBuiltPP += before.Graphs - start.Graphs
+			row.GraphsKeptPP += before.Kept - start.Kept
+		}
 		tgOurs, _, err := timeTG(ours, o.TG, nVocab)
 		if err != nil {
 			return row, fmt.Errorf("ggload: %w", err)
