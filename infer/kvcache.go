@@ -170,3 +170,12 @@ func (kc *kvCache) seqRm(seq, p0, p1 int32) {
 		c.seqRm(seq, p0, p1)
 	}
 }
+
+// clear is llama_kv_cache::clear's cells: every stream's empty, its head
+// at the start.
+func (kc *kvCache) clear() {
+	for _, c := range kc.streams {
+		c.reset()
+		c.head = 0
+	}
+}

@@ -237,8 +237,10 @@ func (r *recCache) seqRm(seq, p0, p1 int32) error {
 	if p1 < 0 {
 		p1 = 1<<31 - 1
 	}
-	if seq >= int32(size) {
-		return fmt.Errorf("infer: seq_rm: sequence %d of %d", seq, size)
+	if seq < 0 || seq >= int32(size) {
+		// (as the pin's llama_memory_recurrent::seq_rm: a negative
+		// sequence is refused too, the memory left as it is)
+		return fmt.Errorf("infer: seq_rm: invalid seq_id (%d) of a recurrent state of %d sequences: it removes one sequence at a time (Clear empties the memory)", seq, size)
 	}
 	if seq >= 0 {
 		if t := r.cells[seq].tail; t >= 0 {
@@ -330,4 +332,13 @@ func (r *recCache) seqKeep(seq int32) {
 	if newHead != size && newHead < r.head {
 		r.head = newHead
 	}
+}
+
+// clear is llama_memory_recurrent::clear's cells: every cell empty, no
+// sequence with a state.
+func (r *recCache) clear() {
+	for i := range r.cells {
+		r.cells[i] = recCell{pos: -1, src: -1, src0: -1, tail: -1}
+	}
+	r.head, r.used = 0, 0
 }

@@ -589,6 +589,7 @@ type seqBatch struct {
 	rm     int32    // before the batch, remove this sequence (-1: none)
 	cp     [2]int32 // then copy sequence cp[0] to cp[1] (equal: none)
 	keep   int32    // then keep this sequence alone (-1: none)
+	clear  bool     // first, empty the memory
 }
 
 func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
@@ -655,7 +656,21 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 	}
 	// then the last sequence alone goes on
 	steps = append(steps, seqBatch{rm: -1, keep: int32(n - 1), tokens: []int32{7}, seqs: []int32{int32(n - 1)}})
+	// a prompt and a step, twice over an emptied memory: the second time
+	// each takes the graph kept from the first (allocated again)
+	for range 2 {
+		steps = append(steps, seqBatch{rm: -1, keep: -1, clear: true, tokens: []int32{3, 1, 4}, seqs: []int32{0, 0, 0}},
+			seqBatch{rm: -1, keep: -1, tokens: []int32{2}, seqs: []int32{0}})
+	}
 	for k, b := range steps {
+		if b.clear {
+			if err := ours.Clear(); err != nil {
+				t.Fatal(err)
+			}
+			if err := theirs.Clear(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if b.rm >= 0 {
 			if err := ours.SeqRm(b.rm, -1, -1); err != nil {
 				t.Fatal(err)
@@ -717,5 +732,8 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 				}
 			}
 		}
+	}
+	if tm := ours.Timings(); tm.Kept < 2 && os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") == "" {
+		t.Errorf("the second prompt and step took %d kept graphs, want 2 (%+v)", tm.Kept, tm)
 	}
 }

@@ -31,6 +31,7 @@ type decodeLib struct {
 	MemorySeqRm     func(m uintptr, seq, p0, p1 int32) bool `c:"llama_memory_seq_rm"`
 	MemorySeqCp     func(m uintptr, src, dst, p0, p1 int32) `c:"llama_memory_seq_cp"`
 	MemorySeqKeep   func(m uintptr, seq int32)              `c:"llama_memory_seq_keep"`
+	MemoryClear     func(m uintptr, data bool)              `c:"llama_memory_clear"`
 	MemorySeqPosMax func(m uintptr, seq int32) int32        `c:"llama_memory_seq_pos_max"`
 	ModelGetVocab   func(m uintptr) uintptr                 `c:"llama_model_get_vocab"`
 	VocabNTokens    func(v uintptr) int32                   `c:"llama_vocab_n_tokens"`
@@ -155,6 +156,16 @@ func (c *Context) SeqPosMax(seq int32) int32 {
 		return -1
 	}
 	return d.MemorySeqPosMax(d.GetMemory(c.h), seq)
+}
+
+// Clear is llama_memory_clear(mem, true).
+func (c *Context) Clear() error {
+	d, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	d.MemoryClear(d.GetMemory(c.h), true)
+	return nil
 }
 
 // SeqKeep is llama_memory_seq_keep.
