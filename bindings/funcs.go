@@ -50,35 +50,36 @@ type Funcs struct {
 	SetOutput           func(t *Tensor)                                              `c:"ggml_set_output"`
 
 	// ops (the supports_op probes and what applications compute with)
-	GetRows       func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_get_rows"`
-	MulMat        func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_mul_mat"`
-	MulMatID      func(ctx Context, as, b, ids *Tensor) *Tensor                                                                                                                          `c:"ggml_mul_mat_id"`
-	Add           func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_add"`
-	Mul           func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_mul"`
-	Scale         func(ctx Context, a *Tensor, s float32) *Tensor                                                                                                                        `c:"ggml_scale"`
-	Rope          func(ctx Context, a, b *Tensor, nDims, mode int32) *Tensor                                                                                                             `c:"ggml_rope"`
-	RopeExt       func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext"`
-	RopeExtBack   func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext_back"`
-	RopeMulti     func(ctx Context, a, b, c *Tensor, nDims int32, sections *int32, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor `c:"ggml_rope_multi"`
-	RopeSetOffset func(a *Tensor, nOffs int32) *Tensor                                                                                                                                   `c:"ggml_rope_set_offset"`
-	AddID         func(ctx Context, a, b, ids *Tensor) *Tensor                                                                                                                           `c:"ggml_add_id"`
-	Div           func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_div"`
-	SSMConv       func(ctx Context, sx, c *Tensor) *Tensor                                                                                                                               `c:"ggml_ssm_conv"`
-	SSMScan       func(ctx Context, s, x, dt, A, B, C, ids *Tensor, k int64) *Tensor                                                                                                     `c:"ggml_ssm_scan"`
-	RWKVWKV6      func(ctx Context, k, v, r, tf, td, state *Tensor) *Tensor                                                                                                              `c:"ggml_rwkv_wkv6"`
-	IM2Col        func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32, is2D bool, dstType int32) *Tensor                                                                        `c:"ggml_im2col"`
-	RMSNorm       func(ctx Context, a *Tensor, eps float32) *Tensor                                                                                                                      `c:"ggml_rms_norm"`
-	Reshape1D     func(ctx Context, a *Tensor, ne0 int64) *Tensor                                                                                                                        `c:"ggml_reshape_1d"`
-	Reshape2D     func(ctx Context, a *Tensor, ne0, ne1 int64) *Tensor                                                                                                                   `c:"ggml_reshape_2d"`
-	Reshape3D     func(ctx Context, a *Tensor, ne0, ne1, ne2 int64) *Tensor                                                                                                              `c:"ggml_reshape_3d"`
-	Cont          func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_cont"`
-	Transpose     func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_transpose"`
-	Permute       func(ctx Context, a *Tensor, ax0, ax1, ax2, ax3 int32) *Tensor                                                                                                         `c:"ggml_permute"`
-	SoftMax       func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_soft_max"`
-	Silu          func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_silu"`
-	Cpy           func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_cpy"`
-	View1D        func(ctx Context, a *Tensor, ne0 int64, offset uintptr) *Tensor                                                                                                        `c:"ggml_view_1d"`
-	View2D        func(ctx Context, a *Tensor, ne0, ne1 int64, nb1, offset uintptr) *Tensor                                                                                              `c:"ggml_view_2d"`
+	GetRows        func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_get_rows"`
+	MulMat         func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_mul_mat"`
+	MulMatID       func(ctx Context, as, b, ids *Tensor) *Tensor                                                                                                                          `c:"ggml_mul_mat_id"`
+	Add            func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_add"`
+	Mul            func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_mul"`
+	Scale          func(ctx Context, a *Tensor, s float32) *Tensor                                                                                                                        `c:"ggml_scale"`
+	Rope           func(ctx Context, a, b *Tensor, nDims, mode int32) *Tensor                                                                                                             `c:"ggml_rope"`
+	RopeExt        func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext"`
+	RopeExtBack    func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext_back"`
+	RopeExtInplace func(ctx Context, a, b, c *Tensor, nDims, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor                        `c:"ggml_rope_ext_inplace"`
+	RopeMulti      func(ctx Context, a, b, c *Tensor, nDims int32, sections *int32, mode, nCtxOrig int32, freqBase, freqScale, extFactor, attnFactor, betaFast, betaSlow float32) *Tensor `c:"ggml_rope_multi"`
+	RopeSetOffset  func(a *Tensor, nOffs int32) *Tensor                                                                                                                                   `c:"ggml_rope_set_offset"`
+	AddID          func(ctx Context, a, b, ids *Tensor) *Tensor                                                                                                                           `c:"ggml_add_id"`
+	Div            func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_div"`
+	SSMConv        func(ctx Context, sx, c *Tensor) *Tensor                                                                                                                               `c:"ggml_ssm_conv"`
+	SSMScan        func(ctx Context, s, x, dt, A, B, C, ids *Tensor, k int64) *Tensor                                                                                                     `c:"ggml_ssm_scan"`
+	RWKVWKV6       func(ctx Context, k, v, r, tf, td, state *Tensor) *Tensor                                                                                                              `c:"ggml_rwkv_wkv6"`
+	IM2Col         func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32, is2D bool, dstType int32) *Tensor                                                                        `c:"ggml_im2col"`
+	RMSNorm        func(ctx Context, a *Tensor, eps float32) *Tensor                                                                                                                      `c:"ggml_rms_norm"`
+	Reshape1D      func(ctx Context, a *Tensor, ne0 int64) *Tensor                                                                                                                        `c:"ggml_reshape_1d"`
+	Reshape2D      func(ctx Context, a *Tensor, ne0, ne1 int64) *Tensor                                                                                                                   `c:"ggml_reshape_2d"`
+	Reshape3D      func(ctx Context, a *Tensor, ne0, ne1, ne2 int64) *Tensor                                                                                                              `c:"ggml_reshape_3d"`
+	Cont           func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_cont"`
+	Transpose      func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_transpose"`
+	Permute        func(ctx Context, a *Tensor, ax0, ax1, ax2, ax3 int32) *Tensor                                                                                                         `c:"ggml_permute"`
+	SoftMax        func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_soft_max"`
+	Silu           func(ctx Context, a *Tensor) *Tensor                                                                                                                                   `c:"ggml_silu"`
+	Cpy            func(ctx Context, a, b *Tensor) *Tensor                                                                                                                                `c:"ggml_cpy"`
+	View1D         func(ctx Context, a *Tensor, ne0 int64, offset uintptr) *Tensor                                                                                                        `c:"ggml_view_1d"`
+	View2D         func(ctx Context, a *Tensor, ne0, ne1 int64, nb1, offset uintptr) *Tensor                                                                                              `c:"ggml_view_2d"`
 
 	// the ops llama.cpp's graph builders call (internal/arch replays them
 	// on a no_alloc context: every call is checked in Go first, a failed

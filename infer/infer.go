@@ -5,6 +5,11 @@
 // own graph for each ubatch (replayed from the pinned release), sets its
 // inputs, computes it and copies out the logits and embeddings.
 //
+// Sequences are removed, copied (within a stream, or a whole stream's
+// cells and buffers into another's), kept and moved (SeqAdd, SeqDiv) as
+// llama_memory_seq_* do; a move's keys are rotated at the next Decode by
+// the K-shift graph the pin's llama_kv_cache::build_graph_shift builds.
+//
 // The context's options are the plan's (place.Params.Context): the plan
 // sized the memory and the compute buffers with them, and -fit chose them.
 //
@@ -302,7 +307,7 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 		if mc.Class == "llama_memory_recurrent" {
 			c.recr = newRecCache(mc.Cells, ts)
 		} else {
-			c.caches = append(c.caches, newKVCache(mc, ts))
+			c.caches = append(c.caches, newKVCache(mc, ts, c.rep.Run.Hparams()))
 		}
 	}
 	return nil
@@ -492,23 +497,72 @@ func (c *Context) vocabSize() int {
 	return 0
 }
 
-// update is llama_context::memory_update: the caches' pending stream
-// copies; a graph kept for reuse is not reused after an update.
-func (c *Context) update() {
+// update is llama_context::memory_update: each cache's pending stream
+// copies, then its K-shift where positions moved (the shift's graph
+// built by the pin's llama_kv_cache::build_graph_shift, computed, the
+// shifts forgotten); a graph kept for reuse is not reused after an
+// update.
+func (c *Context) update() error {
 	updated := false
-	for _, kc := range c.caches {
+	defer func() {
+		if updated {
+			c.dropGraph()
+		}
+	}()
+	for ci, kc := range c.caches {
 		if kc.update(c.lib) {
 			updated = true
 		}
+		if !kc.hasShift() {
+			continue
+		}
+		updated = true
+		if kc.rope {
+			if err := c.kShift(ci, kc); err != nil {
+				return err
+			}
+		}
+		for _, s := range kc.streams {
+			s.resetShift()
+		}
 	}
-	if updated {
-		c.dropGraph()
+	return nil
+}
+
+// kShift builds, fills and computes cache ci's K-shift graph.
+func (c *Context) kShift(ci int, kc *kvCache) error {
+	c.dropGraph() // (the scheduler's allocation is the shift's now)
+	st, err := c.gc.BuildShift(ci)
+	if err != nil {
+		return fmt.Errorf("infer: K-shift: %w", err)
 	}
+	defer st.Free()
+	for _, in := range st.Inputs() {
+		if in.Class != "llm_graph_input_k_shift" {
+			return fmt.Errorf("infer: K-shift: an input %s", in.Class)
+		}
+		if t := member(in, "k_shift"); t != nil {
+			if err := c.set(t, typeI32, i32s(kc.shifts()), 4); err != nil {
+				return fmt.Errorf("infer: K-shift: %w", err)
+			}
+		}
+		if t := member(in, "k_rot"); t != nil {
+			if err := c.setHadamard(t); err != nil {
+				return fmt.Errorf("infer: K-shift: %w", err)
+			}
+		}
+	}
+	if err := st.Compute(); err != nil {
+		return fmt.Errorf("infer: K-shift: %w", err)
+	}
+	return nil
 }
 
 // decode is llama_context::decode for a prepared batch.
 func (c *Context) decode(b *graph.Ubatch) error {
-	c.update()
+	if err := c.update(); err != nil {
+		return err
+	}
 	n := len(b.Tokens)
 	nOutAll := 0
 	for _, o := range b.Output {
@@ -798,6 +852,78 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 	}
 	if c.recr != nil {
 		c.recr.seqCp(src, dst)
+	}
+	return nil
+}
+
+// SeqAdd moves sequence seq's positions [p0, p1) by d (a negative bound:
+// open), as llama_memory_seq_add does; a position moved below 0 leaves
+// the cache. The keys of the moved cells are rotated to their new
+// positions at the next Decode (llama.cpp's K-shift), as llama.cpp does.
+func (c *Context) SeqAdd(seq, p0, p1, d int32) error {
+	return c.seqMove("seq_add", seq, func(kc *kvCells) { kc.seqAdd(seq, p0, p1, d) }, func(r *recCache) { r.seqAdd(seq, p0, p1, d) })
+}
+
+// SeqDiv divides sequence seq's positions [p0, p1) by d (a negative
+// bound: open), as llama_memory_seq_div does, the keys rotated at the
+// next Decode.
+func (c *Context) SeqDiv(seq, p0, p1, d int32) error {
+	if d <= 0 {
+		return fmt.Errorf("infer: seq_div: by %d", d)
+	}
+	return c.seqMove("seq_div", seq, func(kc *kvCells) { kc.seqDiv(seq, p0, p1, d) }, func(r *recCache) { r.seqDiv(seq, p0, p1, d) })
+}
+
+// CanShift says whether the memory's positions can move (SeqAdd,
+// SeqDiv), as llama_memory_can_shift does.
+func (c *Context) CanShift() bool {
+	if c.hold() != nil {
+		return false
+	}
+	defer c.mu.Unlock()
+	return c.canShift() == nil
+}
+
+// canShift is why the memory's caches cannot shift (llama_kv_cache's
+// get_can_shift, which its update aborts on), nil where they can.
+func (c *Context) canShift() error {
+	if len(c.caches) == 0 {
+		return nil
+	}
+	if c.rep.Run.Arch == "step35" {
+		return fmt.Errorf("step35's layers rope dimensions of their own, and llama.cpp's K-shift rotates one n_rot for all")
+	}
+	if rt, _ := c.rep.Run.Hparams().Field("rope_type"); rt == ropeTypeMRoPE || rt == ropeTypeIMRoPE {
+		return fmt.Errorf("positions of several dimensions (M-RoPE) do not move (GGML_ASSERT(hparams.n_pos_per_embd() == 1))")
+	}
+	return nil
+}
+
+// llama_rope_type's multi-section kinds.
+const (
+	ropeTypeNone   = -1
+	ropeTypeMRoPE  = 8
+	ropeTypeIMRoPE = 40
+)
+
+// seqMove is seq_add's and seq_div's: checked as llama.cpp asserts, then
+// each KV cache's stream of the sequence and the recurrent state moved.
+func (c *Context) seqMove(op string, seq int32, kv func(*kvCells), rec func(*recCache)) error {
+	if err := c.hold(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if seq < 0 || uint32(seq) >= c.nSeqMax {
+		return fmt.Errorf("infer: %s: sequence %d of %d", op, seq, c.nSeqMax)
+	}
+	if err := c.canShift(); err != nil {
+		return fmt.Errorf("infer: %s: %s: %w", op, c.rep.Run.Arch, err)
+	}
+	for _, kc := range c.caches {
+		kv(kc.stream(seq))
+	}
+	if c.recr != nil {
+		rec(c.recr)
 	}
 	return nil
 }

@@ -16,12 +16,25 @@ type kvCache struct {
 	tensors []*ops.Tensor
 	vTrans  bool   // V stored transposed
 	nPad    uint32 // get_n_kv's padding
+	rope    bool   // its keys are roped (its hparams' rope_type is not none): a K-shift rotates them
 
 	copies [][2]int // streams whose buffers are copied at the next update: source, destination
 }
 
-func newKVCache(mc *arch.Cache, ts []*ops.Tensor) *kvCache {
-	kc := &kvCache{tensors: ts, vTrans: mc.VTrans, nPad: max(mc.NPad, 256)}
+// ropeType is the rope_type of the hparams the cache keeps (an indexer
+// cache's own, or the model's).
+func ropeType(mc *arch.Cache, model *arch.Hparams) int64 {
+	if mc.Hparams != nil {
+		if c, ok := mc.Hparams.Fields["rope_type"]; ok {
+			return c.V.I
+		}
+	}
+	rt, _ := model.Field("rope_type")
+	return rt
+}
+
+func newKVCache(mc *arch.Cache, ts []*ops.Tensor, model *arch.Hparams) *kvCache {
+	kc := &kvCache{tensors: ts, vTrans: mc.VTrans, nPad: max(mc.NPad, 256), rope: ropeType(mc, model) != ropeTypeNone}
 	for range max(mc.Streams, 1) {
 		kc.streams = append(kc.streams, newKVCells(mc.Cells, mc.NSWA, mc.SWAType))
 	}
@@ -178,4 +191,30 @@ func (kc *kvCache) clear() {
 		c.reset()
 		c.head = 0
 	}
+}
+
+// hasShift is llama_kv_cache::get_has_shift: some stream's cells moved.
+func (kc *kvCache) hasShift() bool {
+	for _, c := range kc.streams {
+		if c.hasShift {
+			return true
+		}
+	}
+	return false
+}
+
+// shifts is set_input_k_shift's input: each cell's shift, stream after
+// stream (0 for an empty cell).
+func (kc *kvCache) shifts() []int32 {
+	out := make([]int32, 0, len(kc.streams)*int(kc.size()))
+	for _, c := range kc.streams {
+		for i, p := range c.pos {
+			v := int32(0)
+			if p != -1 {
+				v = c.shift[i]
+			}
+			out = append(out, v)
+		}
+	}
+	return out
 }

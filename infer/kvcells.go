@@ -40,12 +40,17 @@ type kvCells struct {
 	used int
 	head uint32
 
+	// each cell's shift since the last K-shift (seq_add, seq_div), and
+	// whether some cell has one
+	shift    []int32
+	hasShift bool
+
 	nSWA    uint32 // the cache's sliding window
 	swaType int    // llama_swa_type: 0 none, 1 standard, 2 chunked, 3 symmetric
 }
 
 func newKVCells(n, nSWA uint32, swaType int) *kvCells {
-	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n), nSWA: nSWA, swaType: swaType}
+	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n), shift: make([]int32, n), nSWA: nSWA, swaType: swaType}
 	for i := range c.pos {
 		c.pos[i] = -1
 	}
@@ -54,7 +59,7 @@ func newKVCells(n, nSWA uint32, swaType int) *kvCells {
 
 func (c *kvCells) clone() *kvCells {
 	d := *c
-	d.pos, d.seq = slices.Clone(c.pos), slices.Clone(c.seq)
+	d.pos, d.seq, d.shift = slices.Clone(c.pos), slices.Clone(c.seq), slices.Clone(c.shift)
 	return &d
 }
 
@@ -98,7 +103,7 @@ func (c *kvCells) rm(i uint32) {
 	if c.pos[i] != -1 {
 		c.used--
 	}
-	c.pos[i], c.seq[i] = -1, seqSet{}
+	c.pos[i], c.seq[i], c.shift[i] = -1, seqSet{}, 0
 }
 
 // seqRm removes the sequence's cells in [p0, p1) (a negative seq: every
@@ -153,9 +158,9 @@ func (c *kvCells) seqCp(src, dst, p0, p1 int32) {
 // reset empties every cell.
 func (c *kvCells) reset() {
 	for i := range c.pos {
-		c.pos[i], c.seq[i] = -1, seqSet{}
+		c.pos[i], c.seq[i], c.shift[i] = -1, seqSet{}, 0
 	}
-	c.used = 0
+	c.used, c.hasShift = 0, false
 }
 
 // copyFrom is the cells of a stream's copy of sequence src, as dst, from
@@ -165,9 +170,12 @@ func (c *kvCells) copyFrom(o *kvCells, src, dst int32) {
 	c.reset()
 	for i, p := range o.pos {
 		if p != -1 && o.seq[i].has(src) {
-			c.pos[i] = p
+			c.pos[i], c.shift[i] = p, o.shift[i]
 			c.used++
 			c.seq[i].add(dst)
+			if o.shift[i] != 0 {
+				c.hasShift = true
+			}
 		}
 	}
 	c.head = o.head
@@ -282,4 +290,75 @@ func (c *kvCells) apply(idxs []uint32, pos []int32, seqs [][]int32) {
 		}
 	}
 	c.head = idxs[len(idxs)-1] + 1
+}
+
+// seqAdd is llama_kv_cache::seq_add for one stream: the cells of the
+// sequence in [p0, p1) move by d (every sequence of such a cell with
+// them), a cell moved before position 0 is emptied; the head goes to the
+// first cell emptied, or to the start.
+func (c *kvCells) seqAdd(id, p0, p1, d int32) {
+	if d == 0 {
+		return
+	}
+	p0, p1 = openRange(p0, p1)
+	if p0 == p1 {
+		return
+	}
+	newHead := -1
+	for i, p := range c.pos {
+		if p == -1 || p < p0 || p >= p1 || !c.seq[i].has(id) {
+			continue
+		}
+		c.pos[i] += d
+		c.shift[i] += d
+		c.hasShift = true
+		if c.pos[i] < 0 {
+			c.pos[i], c.seq[i], c.shift[i] = -1, seqSet{}, 0
+			c.used--
+			if newHead == -1 {
+				newHead = i
+			}
+		}
+	}
+	c.head = 0
+	if newHead != -1 {
+		c.head = uint32(newHead)
+	}
+}
+
+// seqDiv is llama_kv_cache::seq_div for one stream: the positions of the
+// sequence's cells in [p0, p1) divided by d.
+func (c *kvCells) seqDiv(id, p0, p1, d int32) {
+	if d == 1 {
+		return
+	}
+	p0, p1 = openRange(p0, p1)
+	if p0 == p1 {
+		return
+	}
+	for i, p := range c.pos {
+		if p == -1 || p < p0 || p >= p1 || !c.seq[i].has(id) {
+			continue
+		}
+		c.pos[i] = p / d
+		c.shift[i] += p - c.pos[i]
+		c.hasShift = true
+	}
+}
+
+// resetShift forgets the shifts, once the K-shift applied them.
+func (c *kvCells) resetShift() {
+	clear(c.shift)
+	c.hasShift = false
+}
+
+// openRange is a range's negative bounds made open: [0, max int32).
+func openRange(p0, p1 int32) (int32, int32) {
+	if p0 < 0 {
+		p0 = 0
+	}
+	if p1 < 0 {
+		p1 = 1<<31 - 1
+	}
+	return p0, p1
 }

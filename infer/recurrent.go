@@ -342,3 +342,41 @@ func (r *recCache) clear() {
 	}
 	r.head, r.used = 0, 0
 }
+
+// seqAdd and seqDiv are llama_memory_recurrent's: the position of the
+// sequence's state moves, when it is in [p0, p1).
+func (r *recCache) seqAdd(seq, p0, p1, d int32) {
+	if d == 0 {
+		return
+	}
+	if c := r.tailIn(seq, p0, p1); c != nil {
+		c.pos += d
+	}
+}
+
+func (r *recCache) seqDiv(seq, p0, p1, d int32) {
+	if d == 1 {
+		return
+	}
+	if c := r.tailIn(seq, p0, p1); c != nil {
+		c.pos /= d
+	}
+}
+
+// tailIn is the cell of the sequence's state when its position is in
+// [p0, p1) (negative bounds open), nil otherwise.
+func (r *recCache) tailIn(seq, p0, p1 int32) *recCell {
+	p0, p1 = openRange(p0, p1)
+	if p0 == p1 || seq < 0 || int(seq) >= len(r.cells) {
+		return nil
+	}
+	t := r.cells[seq].tail
+	if t < 0 {
+		return nil
+	}
+	c := &r.cells[t]
+	if !c.has(seq) || c.pos < p0 || c.pos >= p1 {
+		return nil
+	}
+	return c
+}

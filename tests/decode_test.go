@@ -567,10 +567,11 @@ func TestDecodeSequences(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { sequences(t, rt, l, path, c.params) })
 	}
-	// a recurrent state and a hybrid: a cell per sequence, copied and kept
+	// a recurrent state and a hybrid (a cell per sequence, copied and kept),
+	// an iSWA pair of caches and a DSA pair (both caches shifted)
 	work := t.TempDir()
 	for _, f := range archFiles(t, rt, 0) {
-		if f.Types != synth.ConverterTypes || (f.Name != "mamba" && f.Name != "jamba") {
+		if f.Types != synth.ConverterTypes || !slices.Contains([]string{"mamba", "jamba", "gemma3", "deepseek32"}, f.Name) {
 			continue
 		}
 		filled := filepath.Join(work, filepath.Base(f.Path))
@@ -590,6 +591,9 @@ type seqBatch struct {
 	cp     [2]int32 // then copy sequence cp[0] to cp[1] (equal: none)
 	keep   int32    // then keep this sequence alone (-1: none)
 	clear  bool     // first, empty the memory
+	// then move sequence 0's positions: by move[0] (seq_add), then
+	// divided by move[1] (seq_div) where it is not 0
+	move [2]int32
 }
 
 func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
@@ -662,7 +666,28 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 		steps = append(steps, seqBatch{rm: -1, keep: -1, clear: true, tokens: []int32{3, 1, 4}, seqs: []int32{0, 0, 0}},
 			seqBatch{rm: -1, keep: -1, tokens: []int32{2}, seqs: []int32{0}})
 	}
+	// sequence 0's positions move (the K-shift rotates its keys), and it
+	// goes on from there
+	steps = append(steps, seqBatch{rm: -1, keep: -1, move: [2]int32{3, 0}, tokens: []int32{6}, seqs: []int32{0}},
+		seqBatch{rm: -1, keep: -1, move: [2]int32{0, 2}, tokens: []int32{8}, seqs: []int32{0}},
+		seqBatch{rm: -1, keep: -1, tokens: []int32{5}, seqs: []int32{0}})
 	for k, b := range steps {
+		if b.move[0] != 0 {
+			if err := ours.SeqAdd(0, -1, -1, b.move[0]); err != nil {
+				t.Fatal(err)
+			}
+			if err := theirs.SeqAdd(0, -1, -1, b.move[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.move[1] != 0 {
+			if err := ours.SeqDiv(0, -1, -1, b.move[1]); err != nil {
+				t.Fatal(err)
+			}
+			if err := theirs.SeqDiv(0, -1, -1, b.move[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if b.clear {
 			if err := ours.Clear(); err != nil {
 				t.Fatal(err)

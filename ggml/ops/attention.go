@@ -51,6 +51,19 @@ func (l *Lib) RopeExt(c *Context, a, pos, fr *Tensor, p RopeParams, back bool) (
 	return wrap(rope(c.h, a.c(), pos.c(), fr.c(), p.NDims, p.Mode, p.NCtxOrig, p.FreqBase, p.FreqScale, p.ExtFactor, p.AttnFactor, p.BetaFast, p.BetaSlow)), nil
 }
 
+// RopeExtInplace is ggml_rope_ext_inplace: the rope of a, written over a
+// (its result a view of a).
+func (l *Lib) RopeExtInplace(c *Context, a, pos, fr *Tensor, p RopeParams) (*Tensor, error) {
+	const op = "ggml_rope_ext_inplace"
+	if err := l.room(op, c, 1); err != nil {
+		return nil, err
+	}
+	if err := ropeChecks(op, a, pos, fr, int64(p.NDims), int64(p.Mode)); err != nil {
+		return nil, err
+	}
+	return wrap(l.b.RopeExtInplace(c.h, a.c(), pos.c(), fr.c(), p.NDims, p.Mode, p.NCtxOrig, p.FreqBase, p.FreqScale, p.ExtFactor, p.AttnFactor, p.BetaFast, p.BetaSlow)), nil
+}
+
 // RopeMulti is ggml_rope_multi(ctx, a, pos, freq_factors, n_dims,
 // sections, mode, ...).
 func (l *Lib) RopeMulti(c *Context, a, pos, fr *Tensor, sections [4]int32, p RopeParams) (*Tensor, error) {

@@ -456,6 +456,10 @@ func (ix *gindex) methodOf(cls, name string) []*gdef {
 // not have yet plans no compute buffers, and says why.
 const graphRoot = "llama_model::build_graph"
 
+// shiftRoot is the K-shift's graph (llama_kv_cache::update builds it when
+// a sequence's positions moved).
+const shiftRoot = "llama_kv_cache::build_graph_shift"
+
 // graphFiles are the sources the graph programs come from.
 var graphFiles = []string{"src/llama-graph.cpp", "src/llama-graph.h", "src/llama-kv-cache.cpp", "src/llama-kv-cache.h",
 	"src/llama-kv-cache-iswa.cpp", "src/llama-kv-cache-iswa.h", "src/llama-memory-recurrent.cpp", "src/llama-memory-recurrent.h",
@@ -525,13 +529,13 @@ func (s *source) graphIndex() (*gindex, error) {
 // graphRoots are the definitions the graph programs start from:
 // llama_model::build_graph's, then every architecture's build_arch_graph's.
 func (ix *gindex) graphRoots() ([]*gdef, error) {
-	roots := []string{graphRoot}
+	roots := []string{graphRoot, shiftRoot}
 	for q := range ix.byQual {
 		if strings.HasSuffix(q, "::build_arch_graph") {
 			roots = append(roots, q)
 		}
 	}
-	slices.Sort(roots[1:])
+	slices.Sort(roots[2:])
 	var ds []*gdef
 	for _, r := range roots {
 		if len(ix.byQual[r]) == 0 {

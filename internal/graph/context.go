@@ -279,6 +279,70 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 	return &Step{c: c, g: g, u: u, nOutputs: nOutputs, shape: shape}, nil
 }
 
+// BuildShift builds the K-shift's graph of the memory's KV cache ci
+// (llama_kv_cache::build_graph_shift: the keys of each cell rotated by
+// its position's shift) and allocates it, as llama_kv_cache::update does.
+// Its input, llm_graph_input_k_shift, is the caller's to set.
+func (c *Context) BuildShift(ci int) (*Step, error) {
+	rs := c.rs
+	if rs == nil {
+		return nil, fmt.Errorf("arch: the context is closed")
+	}
+	s := rs.s
+	mc, ok := s.mctx.P.(*cpp.Object)
+	if !ok || s.mctx.K != cpp.KObj {
+		return nil, fmt.Errorf("arch: a K-shift without a KV cache")
+	}
+	kcs, _, err := memoryContexts(mc)
+	if err != nil {
+		return nil, err
+	}
+	if ci < 0 || ci >= len(kcs) {
+		return nil, fmt.Errorf("arch: a K-shift of cache %d of %d", ci, len(kcs))
+	}
+	kv, ok := kcs[ci].Fields["kv"].V.P.(*cpp.Object)
+	if !ok {
+		return nil, fmt.Errorf("arch: the KV cache %d has no cache object", ci)
+	}
+	rs.lib.SchedReset(rs.sched)
+	g, res, err := s.result(rs.out.MaxNodes)
+	if err != nil {
+		return nil, err
+	}
+	r := s.r
+	r.Session = g
+	defer func() { r.Session = nil }()
+	prog, err := r.Program("llama_kv_cache::build_graph_shift")
+	if err == nil {
+		// the context it reads its parameters from (get_cparams)
+		lctx := newShared("llama_context")
+		lctx.Fields["cparams"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: r.CParams()}}
+		_, err = r.Call(prog, cpp.Val{K: cpp.KObj, P: kv}, []cpp.Val{{K: cpp.KObj, P: res}, {K: cpp.KObj, P: lctx}})
+	}
+	if err != nil {
+		g.free()
+		return nil, err
+	}
+	gr, err := g.done(res)
+	if err != nil {
+		return nil, err
+	}
+	if err := schedulable(rs.lib, gr.G, rs.bes, rs.cpu); err != nil {
+		gr.Free()
+		return nil, err
+	}
+	shape := rs.lib.Shape(gr.G)
+	if !rs.lib.SchedAllocGraph(rs.sched, gr.G) {
+		gr.Free()
+		return nil, fmt.Errorf("arch: failed to allocate compute graph for K-shift")
+	}
+	if err := rs.computable(gr.G); err != nil {
+		gr.Free()
+		return nil, err
+	}
+	return &Step{c: c, g: gr, shape: shape}, nil
+}
+
 // Free releases the step's graph.
 func (st *Step) Free() { st.g.Free() }
 
@@ -356,33 +420,16 @@ func (s *GraphSession) setViews(views []KVView, rsv *RSView) error {
 	if !ok || s.mctx.K != cpp.KObj {
 		return nil
 	}
+	kcs, rc, err := memoryContexts(mc)
+	if err != nil {
+		return err
+	}
 	obj := func(o *cpp.Object, name string) *cpp.Object {
 		v, _ := o.Fields[name].V.P.(*cpp.Object)
 		return v
 	}
-	var kcs []*cpp.Object
-	var rc *cpp.Object
-	switch mc.Class {
-	case "llama_kv_cache_context":
-		kcs = []*cpp.Object{mc}
-	case "llama_kv_cache_iswa_context":
-		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_swa")}
-	case "llama_kv_cache_dsa_context":
-		kcs = []*cpp.Object{obj(mc, "ctx_mla"), obj(mc, "ctx_lid")}
-	case "llama_kv_cache_msa_context":
-		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_idx")}
-		if len(views) > 0 {
-			obj(mc, "kv").Fields["n_pos"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(views[0].NPos), ast.TU32)}
-		}
-	case "llama_kv_cache_dsa_iswa_context":
-		dsa := obj(mc, "ctx_dsa")
-		kcs = []*cpp.Object{obj(dsa, "ctx_mla"), obj(dsa, "ctx_lid"), obj(mc, "ctx_swa")}
-	case "llama_memory_recurrent_context":
-		rc = mc
-	case "llama_memory_hybrid_context":
-		kcs, rc = []*cpp.Object{obj(mc, "ctx_attn")}, obj(mc, "ctx_recr")
-	default:
-		return fmt.Errorf("arch: decoding with memory %s is not replayed yet", mc.Class)
+	if mc.Class == "llama_kv_cache_msa_context" && len(views) > 0 {
+		obj(mc, "kv").Fields["n_pos"] = &cpp.Cell{T: ast.TU32, V: cpp.Int(int64(views[0].NPos), ast.TU32)}
 	}
 	if len(kcs) != len(views) || (rc == nil) != (rsv == nil) {
 		return fmt.Errorf("arch: %d views of the %d caches of %s", len(views), len(kcs), mc.Class)
@@ -402,6 +449,38 @@ func (s *GraphSession) setViews(views []KVView, rsv *RSView) error {
 		m.Fields["rs_z"].V = cpp.Int(int64(rsv.RSZ), ast.TI32)
 	}
 	return nil
+}
+
+// memoryContexts are a memory context's KV cache contexts, in the
+// memory's order of caches, and its recurrent state's context (nil where
+// it has none).
+func memoryContexts(mc *cpp.Object) ([]*cpp.Object, *cpp.Object, error) {
+	obj := func(o *cpp.Object, name string) *cpp.Object {
+		v, _ := o.Fields[name].V.P.(*cpp.Object)
+		return v
+	}
+	var kcs []*cpp.Object
+	var rc *cpp.Object
+	switch mc.Class {
+	case "llama_kv_cache_context":
+		kcs = []*cpp.Object{mc}
+	case "llama_kv_cache_iswa_context":
+		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_swa")}
+	case "llama_kv_cache_dsa_context":
+		kcs = []*cpp.Object{obj(mc, "ctx_mla"), obj(mc, "ctx_lid")}
+	case "llama_kv_cache_msa_context":
+		kcs = []*cpp.Object{obj(mc, "ctx_base"), obj(mc, "ctx_idx")}
+	case "llama_kv_cache_dsa_iswa_context":
+		dsa := obj(mc, "ctx_dsa")
+		kcs = []*cpp.Object{obj(dsa, "ctx_mla"), obj(dsa, "ctx_lid"), obj(mc, "ctx_swa")}
+	case "llama_memory_recurrent_context":
+		rc = mc
+	case "llama_memory_hybrid_context":
+		kcs, rc = []*cpp.Object{obj(mc, "ctx_attn")}, obj(mc, "ctx_recr")
+	default:
+		return nil, nil, fmt.Errorf("arch: decoding with memory %s is not replayed yet", mc.Class)
+	}
+	return kcs, rc, nil
 }
 
 // ggml's rope modes (GGML_ROPE_TYPE_*).

@@ -185,26 +185,13 @@ func (s *GraphSession) Build(nTokens, nSeqs, nOutputs uint32, maxNodes int) (*Gr
 // An encoder's graph (llama_context::encode's) has no memory and
 // non-causal attention.
 func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes int, encoder bool) (*Graph, error) {
-	r, lib := s.r, s.lib
-	g := &graphState{GraphSession: s}
-	// llm_graph_result's constructor: a context for max_nodes tensors and
-	// the graph
-	size := lib.TensorOverhead()*uintptr(maxNodes) + lib.GraphOverheadCustom(uintptr(maxNodes), false)
-	if g.ctx = lib.NewContext(size); g.ctx == nil {
-		return nil, fmt.Errorf("arch: ggml_init failed")
+	r := s.r
+	g, res, err := s.result(maxNodes)
+	if err != nil {
+		return nil, err
 	}
-	g.gf = lib.NewGraph(g.ctx, maxNodes)
 	r.Session = g
 	defer func() { r.Session = nil }()
-
-	res := newShared("llm_graph_result")
-	res.Fields["gf"] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: g.gf}}
-	res.Fields["ctx"] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: g.ctx}}
-	nLayer := len(r.Model().Fields["layers"].V.P.(*cpp.Array).Cells)
-	res.Fields["t_layer_inp"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, nLayer, false)}}
-	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
-		res.Fields[n] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}}
-	}
 	cp := r.CParams().Clone()
 	cp.Fields["flash_attn"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(s.fa)}
 	gtype, mctx := "LLM_GRAPH_TYPE_DEFAULT", s.mctx
@@ -261,6 +248,32 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 		g.free()
 		return nil, err
 	}
+	return g.done(res)
+}
+
+// result is llm_graph_result's constructor: a context for max_nodes
+// tensors and the graph, and the result object over them.
+func (s *GraphSession) result(maxNodes int) (*graphState, *cpp.Object, error) {
+	r, lib := s.r, s.lib
+	g := &graphState{GraphSession: s}
+	size := lib.TensorOverhead()*uintptr(maxNodes) + lib.GraphOverheadCustom(uintptr(maxNodes), false)
+	if g.ctx = lib.NewContext(size); g.ctx == nil {
+		return nil, nil, fmt.Errorf("arch: ggml_init failed")
+	}
+	g.gf = lib.NewGraph(g.ctx, maxNodes)
+	res := newShared("llm_graph_result")
+	res.Fields["gf"] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: g.gf}}
+	res.Fields["ctx"] = &cpp.Cell{V: cpp.Val{K: cpp.KNative, P: g.ctx}}
+	nLayer := len(r.Model().Fields["layers"].V.P.(*cpp.Array).Cells)
+	res.Fields["t_layer_inp"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, nLayer, false)}}
+	for _, n := range []string{"inputs", "fused_nodes", "t_sampled", "t_sampled_probs", "t_sampled_logits", "t_candidates"} {
+		res.Fields[n] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TAuto, 0, false)}}
+	}
+	return g, res, nil
+}
+
+// done is the graph a result was built into.
+func (g *graphState) done(res *cpp.Object) (*Graph, error) {
 	g.res = res
 	g.inputs = len(res.Fields["inputs"].V.P.(*cpp.Array).Cells)
 	for _, c := range res.Fields["fused_nodes"].V.P.(*cpp.Array).Cells {
@@ -274,7 +287,7 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 		t, _ := a.Cells[1].V.P.(*ops.Tensor)
 		g.fused = append(g.fused, fusedNode{op: a.Cells[0].V.I, t: t, il: int(a.Cells[2].V.I)})
 	}
-	return &Graph{Nodes: lib.NNodes(g.gf), G: g.gf, g: g}, nil
+	return &Graph{Nodes: g.lib.NNodes(g.gf), G: g.gf, g: g}, nil
 }
 
 // GraphParams are what BuildGraph builds a context's reserve graph with.
@@ -639,6 +652,7 @@ func (s *GraphSession) kvCache(c *arch.Cache, ci int) (*cpp.Object, error) {
 		hp = r.Hparams().Object()
 	}
 	kv.Fields["hparams"] = &cpp.Cell{T: ast.TRef, V: cpp.Val{K: cpp.KObj, P: hp}}
+	kv.Fields["model"] = &cpp.Cell{T: ast.TRef, V: cpp.Val{K: cpp.KObj, P: r.Model()}}
 	kv.Fields["v_trans"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(c.VTrans)}
 	kv.Fields["attn_rot_k"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(c.RotK != 0)}
 	kv.Fields["attn_rot_v"] = &cpp.Cell{T: ast.TBool, V: cpp.Bool(c.RotV != 0)}
@@ -763,6 +777,9 @@ func graphMethod(o *cpp.Object, name string) (func(f *cpp.Frame, args []*ast.Nod
 	switch {
 	case name == "get":
 		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return self, nil }, true
+	case o.Class == "llama_context" && name == "get_cparams":
+		// (the K-shift's graph reads the context's parameters)
+		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields["cparams"].V, nil }, true
 	case o.Class == "llm_graph_result" && name == "get_ctx":
 		return func(*cpp.Frame, []*ast.Node) (cpp.Val, error) { return o.Fields["ctx"].V, nil }, true
 	case o.Class == "llama_kv_cache" && name == "get_size":

@@ -418,6 +418,13 @@ func attentionOps(out map[string]cpp.Builtin) {
 			return c.lib().RopeExt(ctx, ts[0], ts[1], fr, c.ropeParams(4, 5, 6), name == "ggml_rope_ext_back")
 		})
 	}
+	tensorOp(out, "ggml_rope_ext_inplace", 13, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
+		fr, err := c.opt(3)
+		if err != nil {
+			return nil, err
+		}
+		return c.lib().RopeExtInplace(ctx, ts[0], ts[1], fr, c.ropeParams(4, 5, 6))
+	})
 	tensorOp(out, "ggml_rope_multi", 14, 2, func(c *gcall, ctx *ops.Context, ts []*ops.Tensor) (*ops.Tensor, error) {
 		fr, err := c.opt(3)
 		if err != nil {

@@ -32,6 +32,8 @@ type decodeLib struct {
 	MemorySeqCp     func(m uintptr, src, dst, p0, p1 int32) `c:"llama_memory_seq_cp"`
 	MemorySeqKeep   func(m uintptr, seq int32)              `c:"llama_memory_seq_keep"`
 	MemoryClear     func(m uintptr, data bool)              `c:"llama_memory_clear"`
+	MemorySeqAdd    func(m uintptr, seq, p0, p1, d int32)   `c:"llama_memory_seq_add"`
+	MemorySeqDiv    func(m uintptr, seq, p0, p1, d int32)   `c:"llama_memory_seq_div"`
 	MemorySeqPosMax func(m uintptr, seq int32) int32        `c:"llama_memory_seq_pos_max"`
 	ModelGetVocab   func(m uintptr) uintptr                 `c:"llama_model_get_vocab"`
 	VocabNTokens    func(v uintptr) int32                   `c:"llama_vocab_n_tokens"`
@@ -156,6 +158,26 @@ func (c *Context) SeqPosMax(seq int32) int32 {
 		return -1
 	}
 	return d.MemorySeqPosMax(d.GetMemory(c.h), seq)
+}
+
+// SeqAdd is llama_memory_seq_add.
+func (c *Context) SeqAdd(seq, p0, p1, d int32) error {
+	dl, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	dl.MemorySeqAdd(dl.GetMemory(c.h), seq, p0, p1, d)
+	return nil
+}
+
+// SeqDiv is llama_memory_seq_div.
+func (c *Context) SeqDiv(seq, p0, p1, d int32) error {
+	dl, err := c.l.decoder()
+	if err != nil {
+		return err
+	}
+	dl.MemorySeqDiv(dl.GetMemory(c.h), seq, p0, p1, d)
+	return nil
 }
 
 // Clear is llama_memory_clear(mem, true).
