@@ -192,6 +192,8 @@ func (bf *benchFlags) addLoaders(s *optionSet) {
 			return nil
 		}})
 	s.add(&option{names: []string{"--no-llama"}, help: "do not time llama.cpp", on: func(on bool) error { bf.o.NoLlama = on; return nil }})
+	s.add(&option{names: []string{"--fit"}, help: "both loaders fit first, in the timed load, as their CLIs' default -fit does: the model and a default context measured against the devices' memory (ggload's place.Fit, llama.cpp's common_fit_params), then the weights loaded",
+		on: func(on bool) error { bf.o.Fit = on; return nil }})
 	s.add(&option{names: []string{"-nr", "--no-repack"}, alias: []string{"--no-extra-bufts"}, help: "keep the CPU's extra buffer types (CPU_REPACK) out, for both loaders",
 		on: func(on bool) error { bf.o.NoExtraBufts = on; return nil }})
 	s.add(&option{names: []string{"--readers"}, value: "N", help: fmt.Sprintf("ggload's parallel readers, 0 to %d (0: automatic) (default: 0)", maxReaders),

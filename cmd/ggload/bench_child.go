@@ -60,6 +60,9 @@ func (bf *benchFlags) benchCommand(ctx context.Context, p bench.Process) (*exec.
 	if l.Placement.NoExtraBufts {
 		args = append(args, "--no-extra-bufts")
 	}
+	if l.Placement.Fit {
+		args = append(args, "--fit")
+	}
 	if p.EveryModule {
 		args = append(args, "--all-backends")
 	}
@@ -145,6 +148,7 @@ func addBenchLoad(s *optionSet, p *bench.Process) {
 	s.add(&option{names: []string{"--idle"}, on: func(on bool) error { p.Idle = on; return nil }})
 	s.add(&option{names: []string{"--all-backends"}, on: func(on bool) error { p.EveryModule = on; return nil }})
 	s.add(&option{names: []string{"--no-extra-bufts"}, on: func(on bool) error { p.Placement.NoExtraBufts = on; return nil }})
+	s.add(&option{names: []string{"--fit"}, on: func(on bool) error { p.Placement.Fit = on; return nil }})
 	s.add(&option{names: []string{"--readers"}, value: "N", set: func(v string) error {
 		n, err := intIn(v, 0, maxReaders)
 		p.Readers = int(n)

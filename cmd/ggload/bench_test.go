@@ -426,3 +426,24 @@ func moduleBackends(rt *ggml.Runtime) []string {
 	}
 	return out
 }
+
+// With --fit each load call fits first, on both sides: both run and say
+// so.
+func TestBenchFit(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "1", "--modes", "mmap", "--targets", "none", "--fit", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !rep.Fit || len(rep.Rows) != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	r := rep.Rows[0]
+	if r.Ggload.Err != "" || r.Ggload.LoadS <= 0 || r.Llama == nil || r.Llama.Err != "" || r.Llama.LoadS <= 0 {
+		t.Fatalf("ggload %+v, llama.cpp %+v", r.Ggload, r.Llama)
+	}
+}

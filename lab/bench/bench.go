@@ -88,6 +88,11 @@ type Placement struct {
 	TensorSplit  []float32 // the share of each device of a target over several
 	SplitMode    place.SplitMode
 	NoExtraBufts bool
+	// Fit makes each load fit first, in the timed call, as the CLIs'
+	// default -fit does: the model and a default context measured
+	// against the devices' memory (ggload's place.Fit and its plan;
+	// llama.cpp's common_fit_params), then the weights loaded.
+	Fit bool
 }
 
 // Case is one (load mode, target) pair.
@@ -195,7 +200,7 @@ func (o *Options) measure(ctx context.Context, rt *ggml.Runtime, path string, st
 	for _, f := range m.Files {
 		size += f.Size
 	}
-	rep := Report{Model: path, Bytes: size, Runs: o.Runs, Cold: o.Cold, FreePageReporting: FreePageReporting()}
+	rep := Report{Model: path, Bytes: size, Runs: o.Runs, Cold: o.Cold, Fit: o.Fit, FreePageReporting: FreePageReporting()}
 	targets, err := o.targets(rt)
 	if err != nil {
 		return rep, err

@@ -188,7 +188,8 @@ func (l Load) run(ctx context.Context, open func(context.Context) (*ggml.Runtime
 		return res, err
 	}
 	// the weights alone, as llama.cpp's process loads them (no context
-	// is made, and what a load keeps is the weights' buffers)
+	// is made, and what a load keeps is the weights' buffers); a fit
+	// sizes a default context first
 	params.Context.Skip = true
 	m, err := gguf.OpenModel(l.Model)
 	if err != nil {
@@ -200,11 +201,13 @@ func (l Load) run(ctx context.Context, open func(context.Context) (*ggml.Runtime
 		// (llama.cpp's load, in this process too, connects as it does)
 		defer place.KeepConnected(rt, params)()
 	}
-	p, err := place.New(context.Background(), rt, m, params)
-	if err != nil {
-		return res, err
+	var p *place.Plan
+	if l.Impl == ImplLlama || !l.Placement.Fit || l.Idle {
+		if p, err = place.New(context.Background(), rt, m, params); err != nil {
+			return res, err
+		}
+		res.HostResident = hostResident(p)
 	}
-	res.HostResident = hostResident(p)
 	if l.Impl == ImplLlama {
 		err := l.runLlama(rt, params, &res)
 		return res, err
@@ -213,8 +216,21 @@ func (l Load) run(ctx context.Context, open func(context.Context) (*ggml.Runtime
 		return res, nil
 	}
 	stop := res.timeLoad()
+	if l.Placement.Fit {
+		fp := params
+		fp.Context.Skip = false
+		fr, err := place.Fit(ctx, rt, m, fp, place.FitOptions{})
+		if err != nil {
+			stop()
+			return res, err
+		}
+		p = fr.Plan
+	}
 	lm, err := loader.Load(ctx, p, loader.Options{Readers: l.Readers, Sequential: l.Impl == ImplSequential})
 	stop()
+	if l.Placement.Fit {
+		res.HostResident = hostResident(p)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -241,7 +257,21 @@ func (l Load) runLlama(rt *ggml.Runtime, params place.Params, res *LoadResult) e
 	if err != nil {
 		return err
 	}
+	var cp llama.ContextParams
+	if l.Placement.Fit {
+		if cp, err = lib.ContextParamsFor(place.ContextParams{}); err != nil {
+			return err
+		}
+	}
 	stop := res.timeLoad()
+	if l.Placement.Fit {
+		// (a fit of the CPU alone, or of devices the model fits, changes
+		// nothing the load is given)
+		if _, _, err := lib.Fit(ld, cp, []uint64{place.DefaultFitTarget}, place.DefaultFitMinCtx); err != nil {
+			stop()
+			return err
+		}
+	}
 	lm, _, err := lib.LoadModel(ld)
 	stop()
 	if err != nil {

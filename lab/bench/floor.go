@@ -720,6 +720,9 @@ func memcpyBandwidth() (warm, fresh float64) {
 func printFloors(w io.Writer, rep Report) {
 	r := rep.Rates
 	fmt.Fprintf(w, "model %s: %.2f GiB; %d process(es) per measurement: median [min–max]\n", rep.Model, float64(rep.Bytes)/(1<<30), rep.Runs)
+	if rep.Fit {
+		fmt.Fprintln(w, "each load call fits first, as the CLIs' default -fit does (a default context sized, the plan and the load as the fit leaves them)")
+	}
 	fmt.Fprintf(w, "this machine: memcpy %.1f GB/s (fresh pages %.1f); the file read by %d readers into fresh host memory %.2f GB/s, into staging %.2f GB/s",
 		rep.MemcpyGBps, rep.FirstTouch, floorReaders(), r.ReadFresh, r.ReadWarm)
 	if r.ReadDirect > 0 {

@@ -117,6 +117,7 @@ type Report struct {
 	Rows           []Row       `json:"rows"`
 	HTTP           *HTTPReport `json:"http,omitempty"`
 	Cold           bool        `json:"cold,omitempty"` // --cold: every process began with the model's pages evicted
+	Fit            bool        `json:"fit,omitempty"`  // --fit: every load call fitted first (Placement.Fit)
 	// FreePageReporting: this is a virtual machine whose balloon reports
 	// free memory to its host; BackedMemory is the most the bench faulted
 	// in and freed before a process (0: none, --no-back-memory).
