@@ -564,7 +564,12 @@ func TestDecodeSequences(t *testing.T) {
 		{"cpu-np2-kvu", place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: 2, KVUnified: true}}},
 		{"cpu-np3-ub4-fa-off", place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: 3, NUBatch: 4, FlashAttn: place.FlashAttnOff}}},
 		{"np2", place.Params{Context: place.ContextParams{NParallel: 2}}},
+		// (last: an RPC server, once started, is one of the default devices)
+		{"rpc-np2", place.Params{DeviceNames: []string{"RPC0"}, Context: place.ContextParams{NParallel: 2}}},
 	} {
+		if strings.HasPrefix(c.name, "rpc") {
+			testenv.RPC(t, 1)
+		}
 		t.Run(c.name, func(t *testing.T) { sequences(t, rt, l, path, c.params) })
 	}
 	// a recurrent state and a hybrid (a cell per sequence, copied and kept),
