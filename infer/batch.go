@@ -35,6 +35,9 @@ func (u *ubatch) seqsUnq() []int32 {
 func pick(b *graph.Ubatch, idxs []int, nSeqs int, equal bool) *ubatch {
 	u := &ubatch{Ubatch: &graph.Ubatch{}, index: idxs}
 	for _, i := range idxs {
+		if b.Embd != nil {
+			u.Embd = append(u.Embd, b.Embd[i])
+		}
 		u.Tokens = append(u.Tokens, b.Tokens[i])
 		u.Pos = append(u.Pos, b.Pos[i])
 		u.SeqIDs = append(u.SeqIDs, b.SeqIDs[i])

@@ -5,6 +5,9 @@
 // own graph for each ubatch (replayed from the pinned release), sets its
 // inputs, computes it and copies out the logits and embeddings.
 //
+// A batch is tokens or input embeddings (Batch.Embd, llama_batch.embd:
+// what a projector gives), the graph's own selection between the two.
+//
 // Sequences are removed, copied (within a stream, or a whole stream's
 // cells and buffers into another's), kept and moved (SeqAdd, SeqDiv) as
 // llama_memory_seq_* do; a move's keys are rotated at the next Decode by
@@ -80,13 +83,15 @@ type Context struct {
 	encoding                 bool // the graph being filled is the encoder's
 
 	// the last batch's outputs: rows of logits, and each token's row
-	nVocab  int
-	logits  []float32
-	nEmbd   int
-	embd    []float32           // per output, without pooling
-	embdSeq map[int32][]float32 // per sequence, pooled
-	outRow  []int32             // per batch token: its row, -1 where it is no output
-	outputs int
+	nVocab int
+	// nEmbdInp is the width of an input embedding (n_embd_inp())
+	nEmbdInp int64
+	logits   []float32
+	nEmbd    int
+	embd     []float32           // per output, without pooling
+	embdSeq  map[int32][]float32 // per sequence, pooled
+	outRow   []int32             // per batch token: its row, -1 where it is no output
+	outputs  int
 
 	Memory []Allocation // what the context allocated, per buffer
 
@@ -148,6 +153,9 @@ func New(m *loader.Model, p Params) (*Context, error) {
 		nBatch: rep.Context.NBatch, nUBatch: rep.Context.NUBatch, nSeqMax: rep.Context.NSeqMax, causal: rep.Context.CausalAttn}
 	if err := c.checkMemory(cm); err != nil {
 		return nil, err
+	}
+	if c.nEmbdInp, err = rep.Run.Hparams().Call("n_embd_inp"); err != nil {
+		return nil, fmt.Errorf("infer: %w", err)
 	}
 	c.work = make(chan func())
 	go worker(c.work)
@@ -361,6 +369,10 @@ func (c *Context) hold() error {
 // positions, sequences and which of them output logits.
 type Batch struct {
 	Tokens []int32
+	// Embd, in place of Tokens, are the tokens' input embeddings
+	// (llama_batch.embd): one row each of the model's n_embd_inp floats,
+	// as a projector's output gives them.
+	Embd   [][]float32
 	Pos    []int32   // nil: each sequence continues where its cache ends
 	SeqIDs [][]int32 // nil: every token in sequence 0
 	Logits []bool    // nil: the last token only
@@ -411,6 +423,18 @@ func worker(work <-chan func()) {
 // llama_batch_allocr::init does.
 func (c *Context) prepare(b Batch, outputAll bool) (*graph.Ubatch, error) {
 	n := len(b.Tokens)
+	if b.Embd != nil {
+		if b.Tokens != nil {
+			return nil, fmt.Errorf("infer: decode: a batch of tokens and embeddings: one or the other")
+		}
+		n = len(b.Embd)
+		for i, row := range b.Embd {
+			if int64(len(row)) != c.nEmbdInp {
+				return nil, fmt.Errorf("infer: decode: embedding %d has %d values; the model takes %d (n_embd_inp)", i, len(row), c.nEmbdInp)
+			}
+		}
+		b.Tokens = make([]int32, n) // (not read)
+	}
 	if n == 0 {
 		return nil, fmt.Errorf("infer: decode: n_tokens == 0")
 	}
@@ -424,7 +448,7 @@ func (c *Context) prepare(b Batch, outputAll bool) (*graph.Ubatch, error) {
 		return nil, fmt.Errorf("infer: decode: %d tokens, %d positions, %d sequence lists, %d logit flags", n, len(b.Pos), len(b.SeqIDs), len(b.Logits))
 	}
 	nVocab := c.vocabSize()
-	u := &graph.Ubatch{Tokens: b.Tokens, Pos: b.Pos, SeqIDs: b.SeqIDs, Output: b.Logits}
+	u := &graph.Ubatch{Tokens: b.Tokens, Pos: b.Pos, SeqIDs: b.SeqIDs, Output: b.Logits, Embd: b.Embd}
 	for i, t := range b.Tokens {
 		if nVocab > 0 && (t < 0 || int(t) >= nVocab) {
 			return nil, fmt.Errorf("infer: decode: invalid token[%d] = %d (the vocabulary has %d)", i, t, nVocab)
@@ -728,7 +752,7 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 // and the inputs' can_reuse compare it: the ubatch's shape (and with an
 // equal split, its sequences), the outputs, each cache's view.
 func reuseKey(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSView) string {
-	k := fmt.Sprint(len(u.Tokens), u.NSeqs, u.Equal, seqsIf(u), nOut, views)
+	k := fmt.Sprint(len(u.Tokens), u.NSeqs, u.Equal, seqsIf(u), nOut, views, u.Embd != nil)
 	if rs != nil {
 		k += fmt.Sprint(*rs)
 	}

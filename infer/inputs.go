@@ -28,6 +28,16 @@ const (
 
 func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slot) error {
 	for _, in := range st.Inputs() {
+		if in.Class == "llm_graph_input_embd" && u.Embd != nil {
+			// (set_input writes the embeddings then, not the tokens)
+			if err := unallocatedOf(in, "embd"); err != nil {
+				return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, err)
+			}
+			if err := c.setTokens(in, u.Ubatch); err != nil {
+				return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, err)
+			}
+			continue
+		}
 		if err := unallocated(in); err != nil {
 			return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, err)
 		}
@@ -134,8 +144,12 @@ var unguarded = map[string][]string{
 
 // unallocated refuses an input whose set_input would write a tensor the
 // graph left without a buffer.
-func unallocated(in *cpp.Object) error {
-	for _, name := range unguarded[in.Class] {
+func unallocated(in *cpp.Object) error { return unallocatedOf(in, unguarded[in.Class]...) }
+
+// unallocatedOf refuses an input whose set_input would write one of the
+// named members the graph left without a buffer.
+func unallocatedOf(in *cpp.Object, names ...string) error {
+	for _, name := range names {
 		o, field := in, name
 		if part, rest, ok := strings.Cut(name, "."); ok {
 			if o = sub(in, part); o == nil {
@@ -214,6 +228,21 @@ func i32s(v []int32) []byte {
 }
 
 func (c *Context) setTokens(in *cpp.Object, u *graph.Ubatch) error {
+	if u.Embd != nil {
+		// the embeddings' input: one row of n_embd_inp per token
+		t := member(in, "embd")
+		if t == nil {
+			return nil
+		}
+		if t.Ne[0] != c.nEmbdInp || t.Ne[1] != int64(len(u.Embd)) {
+			return fmt.Errorf("input %s of %v for %d embeddings of %d", ops.NameOf(t), t.Ne, len(u.Embd), c.nEmbdInp)
+		}
+		vals := make([]float32, 0, int64(len(u.Embd))*c.nEmbdInp)
+		for _, row := range u.Embd {
+			vals = append(vals, row...)
+		}
+		return c.setFloats(t, vals)
+	}
 	if t := member(in, "tokens"); t != nil {
 		return c.set(t, typeI32, i32s(u.Tokens), 4)
 	}

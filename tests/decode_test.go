@@ -767,3 +767,103 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 		t.Errorf("the second prompt and step took %d kept graphs, want 2 (%+v)", tm.Kept, tm)
 	}
 }
+
+// A batch of input embeddings (llama_batch.embd, as a projector gives
+// them) in place of tokens: the prompt's embeddings, then tokens after
+// them, and a second prompt of embeddings taking the graph kept for its
+// shape; logits bit for bit libllama's on the CPU and Vulkan0, and what
+// does not fit a row refused.
+func TestDecodeEmbeddingBatches(t *testing.T) {
+	rt := testenv.Runtime(t)
+	l := openLlama(t, rt)
+	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true, Seed: 5})
+	rows := func(n, seed int) [][]float32 {
+		out := make([][]float32, n)
+		for i := range out {
+			out[i] = make([]float32, 256)
+			for j := range out[i] {
+				out[i][j] = float32((i*131+j*17+seed*7)%97-48) / 64
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name   string
+		params place.Params
+	}{
+		{"cpu", place.Params{DeviceNames: []string{"none"}}},
+		{"default", place.Params{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := testenv.OpenModel(t, path)
+			plan, err := place.New(context.Background(), rt, m, c.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mdl, err := loader.Load(context.Background(), plan, loader.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mdl.Close()
+			ours, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ours.Close()
+			lm, theirs, err := l.OpenContext(rt, path, c.params, decodeThreads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lm.Free()
+			defer theirs.Free()
+			nVocab, _ := lm.NVocab()
+			if err := ours.Decode(infer.Batch{Embd: [][]float32{make([]float32, 255)}}); err == nil || !strings.Contains(err.Error(), "n_embd_inp") {
+				t.Fatalf("an embedding of 255 values: %v", err)
+			}
+			if err := ours.Decode(infer.Batch{Tokens: []int32{1}, Embd: rows(1, 0)}); err == nil {
+				t.Fatal("a batch of tokens and embeddings")
+			}
+			compare := func(k int) {
+				t.Helper()
+				a, err := ours.Logits(-1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := theirs.Logits(-1, nVocab)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := firstDifference([][]float32{a}, [][]float32{want}, "ggload", "llama.cpp"); d != "" {
+					t.Fatalf("decode %d: %s", k, d)
+				}
+			}
+			for k := range 2 {
+				if err := ours.Clear(); err != nil {
+					t.Fatal(err)
+				}
+				if err := theirs.Clear(); err != nil {
+					t.Fatal(err)
+				}
+				e := rows(5, k)
+				if err := ours.Decode(infer.Batch{Embd: e}); err != nil {
+					t.Fatal(err)
+				}
+				if err := theirs.DecodeEmbd(e, nil, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				compare(2 * k)
+				tok := []int32{int32(3 + k)}
+				if err := ours.Decode(infer.Batch{Tokens: tok}); err != nil {
+					t.Fatal(err)
+				}
+				if err := theirs.Decode(tok, nil, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				compare(2*k + 1)
+			}
+			if tm := ours.Timings(); tm.Kept < 2 {
+				t.Errorf("the second prompt and step took %d kept graphs (%+v)", tm.Kept, tm)
+			}
+		})
+	}
+}

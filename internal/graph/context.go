@@ -141,6 +141,10 @@ type Ubatch struct {
 	// whose tokens come set by set; 0 for a simple split (a set per token)
 	NSeqs int
 	Equal bool
+	// Embd, when not nil, are the tokens' input embeddings (one row of
+	// n_embd_inp floats each; llama_batch.embd) in place of Tokens, whose
+	// values are then not read.
+	Embd [][]float32
 }
 
 // object is the ubatch as the graph's programs read it.
@@ -192,6 +196,12 @@ func (u *Ubatch) object() *cpp.Object {
 	o.Fields["b_equal_seqs"] = u32(map[bool]int{false: 0, true: 1}[u.Equal])
 	o.Fields["token"] = arr(ast.TI32, toks)
 	o.Fields["embd"] = &cpp.Cell{V: cpp.Null}
+	if u.Embd != nil {
+		// the graph reads whether the ubatch has tokens or embeddings (the
+		// values are the input's to set: one element stands for them)
+		o.Fields["token"] = &cpp.Cell{V: cpp.Null}
+		o.Fields["embd"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TF32, 1, false)}}
+	}
 	o.Fields["pos"] = arr(ast.TI32, pos)
 	o.Fields["output"] = arr(ast.TI32, outs)
 	o.Fields["n_seq_id"] = arr(ast.TI32, nsid)

@@ -65,18 +65,41 @@ func (c *Context) SetThreads(n, nBatch int) error {
 // llama.cpp fills them in), logits for the flagged tokens (nil: the
 // last). A non-zero return is an error naming it.
 func (c *Context) Decode(tokens, pos []int32, seqs [][]int32, logits []bool) error {
+	return c.decode(tokens, nil, pos, seqs, logits)
+}
+
+// DecodeEmbd is llama_decode of a batch of input embeddings (one row of
+// n_embd_inp floats per token): batch.embd in place of batch.token.
+func (c *Context) DecodeEmbd(embd [][]float32, pos []int32, seqs [][]int32, logits []bool) error {
+	return c.decode(nil, embd, pos, seqs, logits)
+}
+
+func (c *Context) decode(tokens []int32, embd [][]float32, pos []int32, seqs [][]int32, logits []bool) error {
 	d, err := c.l.decoder()
 	if err != nil {
 		return err
 	}
 	n := len(tokens)
+	if embd != nil {
+		n = len(embd)
+	}
 	if n == 0 {
 		return fmt.Errorf("llama: decode of no tokens")
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	b := Batch{NTokens: int32(n), Token: &tokens[0]}
-	pin.Pin(&tokens[0])
+	b := Batch{NTokens: int32(n)}
+	if embd != nil {
+		flat := make([]float32, 0, n*len(embd[0]))
+		for _, row := range embd {
+			flat = append(flat, row...)
+		}
+		pin.Pin(&flat[0])
+		b.Embd = &flat[0]
+	} else {
+		pin.Pin(&tokens[0])
+		b.Token = &tokens[0]
+	}
 	if pos != nil {
 		pin.Pin(&pos[0])
 		b.Pos = &pos[0]
