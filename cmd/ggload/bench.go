@@ -112,6 +112,8 @@ func (bf *benchFlags) addDecode(s *optionSet) {
 			}
 			return nil
 		}})
+	s.add(&option{names: []string{"--processes"}, help: "with --decode: each side in processes of its own, run after run (a fresh process each: the model loaded, a context made, a prompt and a generation untimed, then timed), and their peak resident memory compared",
+		on: func(on bool) error { d().Processes = on; return nil }})
 	for _, c := range []struct {
 		name, help string
 		lo, hi     int64
@@ -268,5 +270,10 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	o := bf.o
 	o.Command, o.CPUModules, o.Log = bf.benchCommand, benchCPUModules, os.Stderr
+	if o.Decode != nil {
+		d := *o.Decode
+		d.Command = bf.decodeCommand
+		o.Decode = &d
+	}
 	return bench.Run(ctx, rt, model, o, stdout)
 }

@@ -200,7 +200,7 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// The hidden command bench runs in its children never panics on a missing
+// The hidden commands bench runs in its children never panic on a missing
 // argument or value.
 func TestHiddenCommandArguments(t *testing.T) {
 	for _, args := range [][]string{
@@ -209,6 +209,11 @@ func TestHiddenCommandArguments(t *testing.T) {
 		{benchChildCmd, "--impl", "other", "m.gguf"},
 		{benchChildCmd, "--mode", "teleport", "m.gguf"},
 		{benchChildCmd, "a.gguf", "b.gguf"},
+		{decodeChildCmd},
+		{decodeChildCmd, "--impl"},
+		{decodeChildCmd, "--impl", "other", "m.gguf"},
+		{decodeChildCmd, "--pp", "0", "m.gguf"},
+		{decodeChildCmd, "a.gguf", "b.gguf"},
 	} {
 		func() {
 			defer func() {

@@ -129,6 +129,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch name {
 	case benchChildCmd:
 		return runBenchChild(ctx, args[1:], stdout)
+	case decodeChildCmd:
+		return runDecodeChild(ctx, args[1:], stdout)
 	case "help", "-h", "--help", "--usage":
 		if len(args) > 1 {
 			for _, c := range commands {

@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	// `ggload bench` re-executes its own binary for each measurement: here
 	// that binary is the test binary
-	if len(os.Args) > 1 && os.Args[1] == benchChildCmd {
+	if len(os.Args) > 1 && (os.Args[1] == benchChildCmd || os.Args[1] == decodeChildCmd) {
 		ownProcess = true
 		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 			os.Exit(1)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os/exec"
 	"slices"
 	"time"
 
@@ -28,6 +29,12 @@ type DecodeOptions struct {
 	Runs    int
 	Threads int
 	JSON    bool
+	// Processes runs each side in processes of its own, run after run,
+	// and compares their peak resident memory too; Command starts one
+	// (ggload runs its own executable with a hidden command that calls
+	// RunDecodeChild).
+	Processes bool
+	Command   func(ctx context.Context, c DecodeChild) (*exec.Cmd, error)
 }
 
 // DecodeRow is one target's figures: the medians of the runs.
@@ -48,6 +55,11 @@ type DecodeRow struct {
 	FirstDifference  string  `json:"first_difference,omitempty"`
 	Runs             int     `json:"runs"`
 	ThreadsPerDecode int     `json:"threads"`
+	// Processes: each side ran in processes of its own; their peak
+	// resident memory (VmHWM), medians of the runs.
+	Processes bool   `json:"processes,omitempty"`
+	GgloadRSS uint64 `json:"ggload_peak_rss,omitempty"`
+	LlamaRSS  uint64 `json:"llama_peak_rss,omitempty"`
 }
 
 // RunDecode measures each target.
@@ -59,13 +71,27 @@ func RunDecode(ctx context.Context, rt *ggml.Runtime, path string, o DecodeOptio
 	if err != nil {
 		return fmt.Errorf("bench: --decode compares with libllama: %w", err)
 	}
+	if o.Processes && o.Command == nil {
+		return errNoDecodeCommand
+	}
 	var rows []DecodeRow
 	for _, target := range o.Targets {
-		row, err := o.decodeTarget(ctx, rt, l, path, target)
+		var row DecodeRow
+		if o.Processes {
+			row, err = o.decodeProcesses(ctx, path, target)
+		} else {
+			row, err = o.decodeTarget(ctx, rt, l, path, target)
+		}
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", target, err)
 		}
 		rows = append(rows, row)
+		if !o.JSON && o.Processes {
+			fmt.Fprintf(w, "%-10s pp%d: ggload %8.1f t/s, llama.cpp %8.1f t/s, time ratio %.3f | tg%d: ggload %7.1f t/s, llama.cpp %7.1f t/s, time ratio %.3f | peak RSS: ggload %.1f MiB, llama.cpp %.1f MiB (%.3f×) | logits identical: %v\n",
+				row.Target, o.PP, row.GgloadPP, row.LlamaPP, row.RatioPP, o.TG, row.GgloadTG, row.LlamaTG, row.RatioTG,
+				float64(row.GgloadRSS)/(1<<20), float64(row.LlamaRSS)/(1<<20), float64(row.GgloadRSS)/float64(max(row.LlamaRSS, 1)), row.LogitsIdentical)
+			continue
+		}
 		if !o.JSON {
 			fmt.Fprintf(w, "%-10s pp%d: ggload %8.1f t/s, llama.cpp %8.1f t/s, time ratio %.3f | tg%d: ggload %7.1f t/s, llama.cpp %7.1f t/s, time ratio %.3f | graph build %.3f ms/token (%d built, %d reused) | prompt graphs: %d built, %d kept | logits identical: %v\n",
 				row.Target, o.PP, row.GgloadPP, row.LlamaPP, row.RatioPP, o.TG, row.GgloadTG, row.LlamaTG, row.RatioTG,
@@ -89,11 +115,7 @@ type decodeSide struct {
 }
 
 func (o DecodeOptions) decodeTarget(ctx context.Context, rt *ggml.Runtime, l *llama.Lib, path, target string) (DecodeRow, error) {
-	params := place.Params{DeviceNames: []string{target}, NGPULayers: o.Layers}
-	if target == "auto" {
-		params.DeviceNames = nil
-	}
-	params.Context.NBatch, params.Context.NUBatch = max(o.PP, 512), 512
+	params := decodeParams(target, o.Layers, o.PP)
 	m, err := gguf.OpenModel(path)
 	if err != nil {
 		return DecodeRow{}, err
@@ -133,10 +155,7 @@ func (o DecodeOptions) decodeTarget(ctx context.Context, rt *ggml.Runtime, l *ll
 		decode: func(t []int32) error { return lc.Decode(t, nil, nil, nil) },
 		logits: func() ([]float32, error) { return lc.Logits(-1, nVocab) },
 	}
-	prompt := make([]int32, o.PP)
-	for i := range prompt {
-		prompt[i] = int32((i*7919 + 13) % nVocab)
-	}
+	prompt := decodePrompt(o.PP, nVocab)
 	row := DecodeRow{Target: target, LogitsIdentical: true, Runs: o.Runs, ThreadsPerDecode: o.Threads}
 	var ppA, ppB, tgA, tgB []float64
 	var build time.Duration
