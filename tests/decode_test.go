@@ -601,7 +601,10 @@ type seqBatch struct {
 	move [2]int32
 }
 
-func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
+// bothContexts makes ggload's context and libllama's on the model at path
+// with params, closed when the test ends, and the vocabulary's size.
+func bothContexts(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) (*infer.Context, *llama.Context, int) {
+	t.Helper()
 	m := testenv.OpenModel(t, path)
 	plan, err := place.New(context.Background(), rt, m, params)
 	if err != nil {
@@ -611,19 +614,26 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mdl.Close()
+	t.Cleanup(func() { mdl.Close() })
 	ours, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ours.Close()
+	t.Cleanup(func() { ours.Close() })
 	lm, theirs, err := l.OpenContext(rt, path, params, decodeThreads)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lm.Free()
-	defer theirs.Free()
+	t.Cleanup(func() {
+		theirs.Free()
+		lm.Free()
+	})
 	nVocab, _ := lm.NVocab()
+	return ours, theirs, nVocab
+}
+
+func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params place.Params) {
+	ours, theirs, nVocab := bothContexts(t, rt, l, path, params)
 	n := params.Context.NParallel
 	var steps []seqBatch
 	// the prompts: sequence s has 5+s tokens, sequences one after another
@@ -795,28 +805,7 @@ func TestDecodeEmbeddingBatches(t *testing.T) {
 		{"default", place.Params{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m := testenv.OpenModel(t, path)
-			plan, err := place.New(context.Background(), rt, m, c.params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mdl, err := loader.Load(context.Background(), plan, loader.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mdl.Close()
-			ours, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ours.Close()
-			lm, theirs, err := l.OpenContext(rt, path, c.params, decodeThreads)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lm.Free()
-			defer theirs.Free()
-			nVocab, _ := lm.NVocab()
+			ours, theirs, nVocab := bothContexts(t, rt, l, path, c.params)
 			if err := ours.Decode(infer.Batch{Embd: [][]float32{make([]float32, 255)}}); err == nil || !strings.Contains(err.Error(), "n_embd_inp") {
 				t.Fatalf("an embedding of 255 values: %v", err)
 			}

@@ -273,20 +273,32 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 	if err != nil {
 		return nil, err
 	}
+	shape, err := rs.alloc(g, fmt.Sprintf("the compute graph of %d tokens", n))
+	if err != nil {
+		return nil, err
+	}
+	return &Step{c: c, g: g, u: u, nOutputs: nOutputs, shape: shape}, nil
+}
+
+// alloc allocates a built graph on the context's scheduler, checked
+// first for what the scheduler and the CPU backend would abort on, and
+// returns the graph as it was before the scheduler split it; on an error
+// the graph is freed.
+func (rs *reserver) alloc(g *Graph, what string) (ops.GraphShape, error) {
 	if err := schedulable(rs.lib, g.G, rs.bes, rs.cpu); err != nil {
 		g.Free()
-		return nil, err
+		return ops.GraphShape{}, err
 	}
 	shape := rs.lib.Shape(g.G)
 	if !rs.lib.SchedAllocGraph(rs.sched, g.G) {
 		g.Free()
-		return nil, fmt.Errorf("arch: failed to allocate the compute graph of %d tokens", n)
+		return ops.GraphShape{}, fmt.Errorf("arch: failed to allocate %s", what)
 	}
 	if err := rs.computable(g.G); err != nil {
 		g.Free()
-		return nil, err
+		return ops.GraphShape{}, err
 	}
-	return &Step{c: c, g: g, u: u, nOutputs: nOutputs, shape: shape}, nil
+	return shape, nil
 }
 
 // BuildShift builds the K-shift's graph of the memory's KV cache ci
@@ -337,17 +349,8 @@ func (c *Context) BuildShift(ci int) (*Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := schedulable(rs.lib, gr.G, rs.bes, rs.cpu); err != nil {
-		gr.Free()
-		return nil, err
-	}
-	shape := rs.lib.Shape(gr.G)
-	if !rs.lib.SchedAllocGraph(rs.sched, gr.G) {
-		gr.Free()
-		return nil, fmt.Errorf("arch: failed to allocate compute graph for K-shift")
-	}
-	if err := rs.computable(gr.G); err != nil {
-		gr.Free()
+	shape, err := rs.alloc(gr, "compute graph for K-shift")
+	if err != nil {
 		return nil, err
 	}
 	return &Step{c: c, g: gr, shape: shape}, nil
