@@ -20,8 +20,8 @@
 // its iSWA pair, the DeepSeek sparse-attention pair (an MLA cache and its
 // indexer's, and with sliding-window layers beside them), MiniMax's
 // sparse-attention pair (MSA), the recurrent state and the hybrid of a KV
-// cache and a recurrent state; the encoder of an encoder-decoder (T5) and of the
-// embedding models. The batch's bookkeeping and the inputs' set_input are
+// cache and a recurrent state; the encoder of an encoder-decoder (T5) and
+// of the embedding models. The batch's bookkeeping and the inputs' set_input are
 // written to the pin's llama-batch.cpp, llama-kv-cache.cpp,
 // llama-memory-recurrent.cpp and llama-graph.cpp, and held to libllama's
 // logits bit for bit by the tests. What does not run yet (other memories
