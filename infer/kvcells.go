@@ -110,12 +110,7 @@ func (c *kvCells) rm(i uint32) {
 // sequence's), as llama_kv_cache::seq_rm does; a cell left with no
 // sequence is emptied.
 func (c *kvCells) seqRm(id, p0, p1 int32) {
-	if p0 < 0 {
-		p0 = 0
-	}
-	if p1 < 0 {
-		p1 = 1<<31 - 1
-	}
+	p0, p1 = openRange(p0, p1)
 	newHead := int64(-1)
 	for i := range c.pos {
 		p := c.pos[i]
@@ -142,12 +137,7 @@ func (c *kvCells) seqRm(id, p0, p1 int32) {
 
 // seqCp adds dst to the cells of src in [p0, p1).
 func (c *kvCells) seqCp(src, dst, p0, p1 int32) {
-	if p0 < 0 {
-		p0 = 0
-	}
-	if p1 < 0 {
-		p1 = 1<<31 - 1
-	}
+	p0, p1 = openRange(p0, p1)
 	for i, p := range c.pos {
 		if p != -1 && p >= p0 && p < p1 && c.seq[i].has(src) {
 			c.seq[i].add(dst)

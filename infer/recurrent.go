@@ -231,12 +231,7 @@ func (r *recCache) seqPosMax(seq int32) int32 {
 // a state goes whole or not at all.
 func (r *recCache) seqRm(seq, p0, p1 int32) error {
 	size := uint32(len(r.cells))
-	if p0 < 0 {
-		p0 = 0
-	}
-	if p1 < 0 {
-		p1 = 1<<31 - 1
-	}
+	p0, p1 = openRange(p0, p1)
 	if seq < 0 || seq >= int32(size) {
 		// (as the pin's llama_memory_recurrent::seq_rm: a negative
 		// sequence is refused too, the memory left as it is)
