@@ -1,0 +1,11 @@
+package unicode
+
+import (
+	"testing"
+
+	"github.com/ggload/ggload/lab/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m)
+}
