@@ -85,6 +85,8 @@ type Lib struct {
 	decOnce sync.Once
 	decLib  *decodeLib
 	decErr  error
+
+	voc vocabState // the vocabulary API (vocab.go)
 }
 
 var (
