@@ -86,7 +86,8 @@ type Lib struct {
 	decLib  *decodeLib
 	decErr  error
 
-	voc vocabState // the vocabulary API (vocab.go)
+	voc vocabState   // the vocabulary API (vocab.go)
+	smp samplerState // the sampler API (sampler.go)
 }
 
 var (
