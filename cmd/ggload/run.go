@@ -16,10 +16,11 @@ import (
 )
 
 func init() {
-	register(command{"run", "MODEL [options] --tokens ID,ID,...", "load a model and run it: the prompt's tokens, then greedy steps, with llama.cpp's forward pass", runRun})
+	register(command{"run", "MODEL [options] -p TEXT | --tokens ID,ID,...", "load a model and run it with llama.cpp's forward pass: a prompt of text, sampled as llama-completion samples, or of token ids with greedy steps", runRun})
 	optionSets["run"] = func() *optionSet {
 		pf := defaultPlaceFlags()
-		return runOptions(&pf, &runFlags{})
+		rf := newRunFlags()
+		return runOptions(&pf, &rf)
 	}
 }
 
@@ -32,6 +33,8 @@ const (
 type runFlags struct {
 	tokens    []int32
 	steps     int
+	stepsSet  bool
+	text      textFlags
 	threads   int
 	allLogits bool
 	logitsOut string
@@ -40,8 +43,8 @@ type runFlags struct {
 }
 
 func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
-	s := newOptionSet("run", "Load MODEL with llama.cpp's options, decode the tokens as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then take N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
-		"ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL --tokens ID,ID,... [options]")
+	s := newOptionSet("run", "Load MODEL with llama.cpp's options and run it. With -p TEXT or -f FILE, as llama-completion -no-cnv: the prompt tokenized with the model's vocabulary, decoded, then tokens sampled by llama.cpp's sampler chain (its defaults and options) and printed until an end-of-generation token, -n tokens or a full context. With --tokens, the ids decoded as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
+		"ggload run MODEL -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
 	pf.add(s)
 	s.group("run")
 	s.add(&option{names: []string{"--tokens"}, value: "ID,ID,...", help: "the prompt's token ids (text comes with the tokenizer)",
@@ -56,10 +59,10 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 			}
 			return nil
 		}})
-	s.add(&option{names: []string{"-n", "--n-predict"}, value: "N", help: fmt.Sprintf("greedy steps after the prompt, 0 to %d (default: 0)", maxRunSteps),
+	s.add(&option{names: []string{"-n", "--predict", "--n-predict"}, value: "N", help: fmt.Sprintf("tokens to generate, up to %d (default: with --tokens 0, with a text prompt -1: until an end-of-generation token or a full context; -2 as -1)", maxRunSteps),
 		set: func(v string) error {
-			n, err := intIn(v, 0, maxRunSteps)
-			rf.steps = int(n)
+			n, err := intIn(v, -2, maxRunSteps)
+			rf.steps, rf.stepsSet = int(n), true
 			return err
 		}})
 	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, 1 to %d (default: 4, as llama_context_default_params)", maxRunThreads),
@@ -85,7 +88,8 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 			rf.embdOut = v
 			return nil
 		}})
-	s.add(&option{names: []string{"--json"}, help: "print JSON: the tokens in and out, each step's argmax and its logit, the timings", on: func(on bool) error { rf.asJSON = on; return nil }})
+	s.add(&option{names: []string{"--json"}, help: "print JSON: the tokens in and out (with a text prompt, their pieces and the text), each step's choice and its logit, the timings", on: func(on bool) error { rf.asJSON = on; return nil }})
+	rf.text.add(s)
 	return s
 }
 
@@ -119,14 +123,26 @@ type runReport struct {
 
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	pf := defaultPlaceFlags()
-	rf := runFlags{}
+	rf := newRunFlags()
 	s := runOptions(&pf, &rf)
 	path, done, err := pf.parseModel(ctx, s, args, stdout)
 	if done {
 		return err
 	}
+	if rf.text.given() {
+		if len(rf.tokens) > 0 {
+			return s.errorf("-p/-f and --tokens are exclusive: give the prompt as text or as token ids")
+		}
+		if rf.embdOut != "" || rf.allLogits {
+			return s.errorf("--embd-out and --all-logits take --tokens")
+		}
+		return runText(ctx, &pf, &rf, path, stdout)
+	}
 	if len(rf.tokens) == 0 {
-		return s.errorf("--tokens: the prompt's token ids are required")
+		return s.errorf("-p, -f or --tokens: a prompt is required")
+	}
+	if rf.steps < 0 {
+		return s.errorf("-n %d: with --tokens, -n counts greedy steps from 0", rf.steps)
 	}
 	if rf.embdOut != "" {
 		pf.context.Embeddings = true

@@ -96,9 +96,10 @@ func TestRunCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"run", path}, 2, "--tokens: the prompt's token ids are required"},
+		{[]string{"run", path}, 2, "-p, -f or --tokens: a prompt is required"},
 		{[]string{"run", path, "--tokens", "1,x"}, 2, "want token ids"},
-		{[]string{"run", path, "--tokens", "1", "-n", "-1"}, 2, "-n -1: out of range"},
+		{[]string{"run", path, "--tokens", "1", "-n", "-1"}, 2, "-n -1: with --tokens, -n counts greedy steps from 0"},
+		{[]string{"run", path, "--tokens", "1", "-n", "-3"}, 2, "-n -3: out of range"},
 		{[]string{"run", path, "--tokens", "1", "-t", "0"}, 2, "out of range"},
 		{[]string{"run", path, "-dev", "none", "--tokens", "1,300"}, 1, "invalid token[1] = 300 (the vocabulary has 300)"},
 	} {

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ggload/ggload/sample"
+)
+
+// sampleFlags are the sampling options of llama.cpp's common/arg.cpp, with
+// the parameters the user set, which a model's own sampling defaults leave
+// alone.
+type sampleFlags struct {
+	p    sample.Params
+	user sample.Set
+	// breakers: the first --dry-sequence-breaker clears the defaults
+	breakers bool
+}
+
+func newSampleFlags() sampleFlags { return sampleFlags{p: sample.DefaultParams()} }
+
+// floatArg reads a float as std::stof does, less its tolerance of
+// trailing text.
+func floatArg(v string) (float32, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 32)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("want a number")
+	}
+	return float32(f), nil
+}
+
+func int32Arg(v string) (int32, error) {
+	n, err := intIn(v, math.MinInt32, math.MaxInt32)
+	return int32(n), err
+}
+
+// skipped warns of the sampler names llama.cpp skips (it warns too) and
+// passes any other error on.
+func skipped(err error) error {
+	var ue *sample.UnknownError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(os.Stderr, "ggload: warning: %v: skipped, as llama.cpp skips it\n", err)
+		return nil
+	}
+	return err
+}
+
+// add registers the sampling options in s.
+func (sf *sampleFlags) add(s *optionSet) {
+	s.group("sampling (common_sampler, as llama-completion samples)")
+	p := &sf.p
+	fl := func(names []string, help string, dst *float32, set sample.Set, check func(float32) error) {
+		s.add(&option{names: names, value: "N", help: help, set: func(v string) error {
+			f, err := floatArg(v)
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				if err := check(f); err != nil {
+					return err
+				}
+			}
+			*dst, sf.user = f, sf.user|set
+			return nil
+		}})
+	}
+	in := func(names []string, help string, dst *int32, set sample.Set, check func(int32) error) {
+		s.add(&option{names: names, value: "N", help: help, set: func(v string) error {
+			n, err := int32Arg(v)
+			if err != nil {
+				return err
+			}
+			if check != nil {
+				if err := check(n); err != nil {
+					return err
+				}
+			}
+			*dst, sf.user = n, sf.user|set
+			return nil
+		}})
+	}
+	finite := func(what string) func(float32) error {
+		return func(f float32) error {
+			if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
+				return fmt.Errorf("%s must be finite", what)
+			}
+			return nil
+		}
+	}
+	nonNeg := func(what string) func(int32) error {
+		return func(n int32) error {
+			if n < 0 {
+				return fmt.Errorf("invalid %s = %d", what, n)
+			}
+			return nil
+		}
+	}
+	s.add(&option{names: []string{"--samplers"}, value: "SAMPLERS", help: "the samplers in order, separated by ';' (default: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)",
+		set: func(v string) error {
+			kinds, err := sample.ParseSamplers(v)
+			if err := skipped(err); err != nil {
+				return err
+			}
+			p.Samplers, sf.user = kinds, sf.user|sample.SetSamplers
+			return nil
+		}})
+	s.add(&option{names: []string{"-s", "--seed"}, value: "SEED", help: "the RNG's seed (default: 4294967295, a random seed)",
+		set: func(v string) error {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			if err != nil {
+				return fmt.Errorf("want an integer from 0 to %d", uint32(math.MaxUint32))
+			}
+			p.Seed = uint32(n)
+			return nil
+		}})
+	s.add(&option{names: []string{"--sampler-seq", "--sampling-seq"}, value: "SEQUENCE", help: "the samplers in order, one letter each (default: edskypmxt)",
+		set: func(v string) error {
+			kinds, err := sample.ParseSamplingSeq(v)
+			if err := skipped(err); err != nil {
+				return err
+			}
+			p.Samplers = kinds
+			return nil
+		}})
+	s.add(&option{names: []string{"--ignore-eos"}, help: "never end at an end-of-generation token (their logits biased by -inf)", on: func(on bool) error { p.IgnoreEOS = on; return nil }})
+	s.add(&option{names: []string{"--temp", "--temperature"}, value: "N", env: "LLAMA_ARG_TEMPERATURE", help: "temperature (default: 0.80; 0: the greatest logit)",
+		set: func(v string) error {
+			f, err := floatArg(v)
+			if err != nil {
+				return err
+			}
+			p.Temp, sf.user = max(f, 0), sf.user|sample.SetTemp
+			return nil
+		}})
+	in([]string{"--top-k"}, "top-k (default: 40, 0 = off)", &p.TopK, sample.SetTopK, nil)
+	fl([]string{"--top-p"}, "top-p (default: 0.95, 1.0 = off)", &p.TopP, sample.SetTopP, nil)
+	fl([]string{"--min-p"}, "min-p (default: 0.05, 0.0 = off)", &p.MinP, sample.SetMinP, nil)
+	fl([]string{"--top-nsigma", "--top-n-sigma"}, "top-n-sigma (default: -1.00, -1.0 = off)", &p.TopNSigma, 0, nil)
+	fl([]string{"--xtc-probability"}, "XTC probability (default: 0.00, 0.0 = off)", &p.XTCProbability, sample.SetXTCProbability, nil)
+	fl([]string{"--xtc-threshold"}, "XTC threshold (default: 0.10, 1.0 = off)", &p.XTCThreshold, sample.SetXTCThreshold, nil)
+	fl([]string{"--typical", "--typical-p"}, "locally typical sampling's p (default: 1.00, 1.0 = off)", &p.TypP, 0, nil)
+	in([]string{"--repeat-last-n"}, "the last N tokens the penalties look at (default: 64, 0 = off)", &p.PenaltyLastN, sample.SetPenaltyLastN, func(n int32) error {
+		if n < 0 {
+			return fmt.Errorf("invalid repeat-last-n = %d", n)
+		}
+		p.NPrev = max(p.NPrev, n)
+		return nil
+	})
+	fl([]string{"--repeat-penalty"}, "repetition penalty (default: 1.00, 1.0 = off)", &p.PenaltyRepeat, sample.SetPenaltyRepeat, func(f float32) error {
+		if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) || f <= 0 || math.IsInf(float64(1/f), 0) {
+			return fmt.Errorf("repeat-penalty must be finite and greater than 0")
+		}
+		return nil
+	})
+	fl([]string{"--presence-penalty"}, "presence penalty (default: 0.00, 0.0 = off)", &p.PenaltyPresent, 0, finite("presence-penalty"))
+	fl([]string{"--frequency-penalty"}, "frequency penalty (default: 0.00, 0.0 = off)", &p.PenaltyFreq, 0, finite("frequency-penalty"))
+	fl([]string{"--dry-multiplier"}, "DRY multiplier (default: 0.00, 0.0 = off)", &p.DryMultiplier, 0, nil)
+	s.add(&option{names: []string{"--dry-base"}, value: "N", help: "DRY base (default: 1.75; a value below 1 is ignored, as llama.cpp ignores it)",
+		set: func(v string) error {
+			f, err := floatArg(v)
+			if err != nil {
+				return err
+			}
+			if f >= 1 {
+				p.DryBase = f
+			}
+			return nil
+		}})
+	in([]string{"--dry-allowed-length"}, "DRY allowed length (default: 2)", &p.DryAllowedLength, 0, nil)
+	in([]string{"--dry-penalty-last-n"}, "DRY's last N tokens (default: 64, 0 = off)", &p.DryPenaltyLastN, 0, nonNeg("dry-penalty-last-n"))
+	s.add(&option{names: []string{"--dry-sequence-breaker"}, value: "STRING", help: "add a DRY sequence breaker, the first one clearing the defaults ('\\n', ':', '\"', '*'); \"none\" for none",
+		set: func(v string) error {
+			if !sf.breakers {
+				p.DrySequenceBreakers, sf.breakers = nil, true
+			}
+			if v == "none" {
+				p.DrySequenceBreakers = nil
+			} else {
+				p.DrySequenceBreakers = append(p.DrySequenceBreakers, v)
+			}
+			return nil
+		}})
+	fl([]string{"--adaptive-target"}, "adaptive-p target (default: -1.00, negative = off)", &p.AdaptiveTarget, 0, nil)
+	fl([]string{"--adaptive-decay"}, "adaptive-p decay (default: 0.90)", &p.AdaptiveDecay, 0, nil)
+	fl([]string{"--dynatemp-range"}, "dynamic temperature range (default: 0.00, 0.0 = off)", &p.DynatempRange, 0, nil)
+	fl([]string{"--dynatemp-exp"}, "dynamic temperature exponent (default: 1.00)", &p.DynatempExponent, 0, nil)
+	in([]string{"--mirostat"}, "Mirostat (default: 0; 1 = Mirostat, 2 = Mirostat 2.0)", &p.Mirostat, sample.SetMirostat, nil)
+	fl([]string{"--mirostat-lr"}, "Mirostat learning rate, eta (default: 0.10)", &p.MirostatEta, sample.SetMirostatEta, nil)
+	fl([]string{"--mirostat-ent"}, "Mirostat target entropy, tau (default: 5.00)", &p.MirostatTau, sample.SetMirostatTau, nil)
+	s.add(&option{names: []string{"-l", "--logit-bias"}, value: "TOKEN_ID(+/-)BIAS", help: "add BIAS to a token's logit, e.g. 15043+1 or 15043-1",
+		set: func(v string) error {
+			i := strings.IndexAny(v, "+-")
+			for i == 0 { // a sign of the id itself
+				j := strings.IndexAny(v[1:], "+-")
+				if j < 0 {
+					i = -1
+					break
+				}
+				i = j + 1
+			}
+			if i < 0 {
+				return fmt.Errorf("invalid input format")
+			}
+			id, err := strconv.ParseInt(strings.TrimSpace(v[:i]), 10, 32)
+			if err != nil {
+				return fmt.Errorf("invalid input format")
+			}
+			b, err := floatArg(v[i+1:])
+			if err != nil {
+				return fmt.Errorf("invalid input format")
+			}
+			if v[i] == '-' {
+				b = -b
+			}
+			p.LogitBias = append(p.LogitBias, sample.LogitBias{Token: int32(id), Bias: b})
+			return nil
+		}})
+	why := "grammar-constrained sampling (llama_sampler_init_grammar and its GBNF parser) is not part of ggload's sampler"
+	for _, u := range []struct {
+		names []string
+		value string
+	}{{[]string{"--grammar"}, "GRAMMAR"}, {[]string{"--grammar-file"}, "FNAME"}, {[]string{"-j", "--json-schema"}, "SCHEMA"}, {[]string{"-jf", "--json-schema-file"}, "FILE"}} {
+		s.add(&option{names: u.names, value: u.value, unsupported: why})
+	}
+}

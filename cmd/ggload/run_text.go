@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ggload/ggload/infer"
+	"github.com/ggload/ggload/sample"
+	"github.com/ggload/ggload/vocab"
+)
+
+// textFlags are run's options for a prompt of text, as llama-completion
+// takes them (-no-cnv: no chat template).
+type textFlags struct {
+	prompt   string
+	file     string
+	set      bool // -p given
+	escape   bool
+	special  bool
+	sampling sampleFlags
+}
+
+func newRunFlags() runFlags {
+	return runFlags{text: textFlags{escape: true, sampling: newSampleFlags()}}
+}
+
+func (tf *textFlags) given() bool { return tf.set || tf.file != "" }
+
+func (tf *textFlags) add(s *optionSet) {
+	s.group("text (llama.cpp's tokenizer and samplers: the generated text, as llama-completion -no-cnv prints it)")
+	s.add(&option{names: []string{"-p", "--prompt"}, value: "PROMPT", help: "the prompt, as text: tokenized with the model's vocabulary (BOS as it says, special tokens parsed)",
+		set: func(v string) error { tf.prompt, tf.set = v, true; return nil }})
+	s.add(&option{names: []string{"-f", "--file"}, value: "FNAME", help: "a file holding the prompt (one final newline dropped, as llama.cpp drops it)",
+		set: func(v string) error {
+			if v == "" {
+				return fmt.Errorf("want a file name")
+			}
+			tf.file = v
+			return nil
+		}})
+	s.add(&option{names: []string{"-e", "--escape"}, neg: []string{"--no-escape"}, help: "process escapes (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt (default: true)",
+		on: func(on bool) error { tf.escape = on; return nil }})
+	s.add(&option{names: []string{"-sp", "--special"}, help: "print special tokens' text too (default: false)", on: func(on bool) error { tf.special = on; return nil }})
+	whyChat := "chat templates (llama_chat_apply_template, Jinja) and interactive sessions are not part of ggload: run takes the prompt as it is, as llama-completion -no-cnv does"
+	s.add(&option{names: []string{"-cnv", "--conversation"}, neg: []string{"-no-cnv", "--no-conversation"}, help: "llama.cpp's conversation mode; -no-cnv is what ggload run always does",
+		on: func(on bool) error {
+			if on {
+				return fmt.Errorf("not supported: %s", whyChat)
+			}
+			return nil
+		}})
+	for _, u := range []struct {
+		names []string
+		value string
+	}{{[]string{"-sys", "--system-prompt"}, "PROMPT"}, {[]string{"-sysf", "--system-prompt-file"}, "FNAME"}, {[]string{"-i", "--interactive"}, ""}, {[]string{"-if", "--interactive-first"}, ""},
+		{[]string{"--chat-template"}, "JINJA_TEMPLATE"}, {[]string{"--chat-template-file"}, "JINJA_TEMPLATE_FILE"}} {
+		s.add(&option{names: u.names, value: u.value, unsupported: whyChat})
+	}
+	tf.sampling.add(s)
+}
+
+// promptText is the prompt as llama.cpp's argument parsing leaves it.
+func (tf *textFlags) promptText() (string, error) {
+	p := tf.prompt
+	if tf.file != "" {
+		b, err := os.ReadFile(tf.file)
+		if err != nil {
+			return "", fmt.Errorf("run: -f: %w", err)
+		}
+		p = strings.TrimSuffix(string(b), "\n")
+	}
+	if tf.escape {
+		p = processEscapes(p)
+	}
+	return p, nil
+}
+
+// processEscapes is string_process_escapes of llama.cpp's common library:
+// \n \r \t \' \" \\ and \xHH (two hex digits) become their characters; any
+// other backslash stays as it is.
+func processEscapes(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			out = append(out, s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case '\'', '"', '\\':
+			out = append(out, c)
+		case 'x':
+			if i+2 < len(s) {
+				if v, ok := strtolHex2(s[i+1 : i+3]); ok {
+					out = append(out, byte(v))
+					i += 2
+					continue
+				}
+			}
+			out = append(out, '\\', c)
+		default:
+			out = append(out, '\\', c)
+		}
+	}
+	return string(out)
+}
+
+// strtolHex2 is strtol(x, &end, 16) on two characters, true where it
+// reads both: two hex digits, or a space or sign before one.
+func strtolHex2(x string) (int, bool) {
+	hex := func(c byte) (int, bool) {
+		switch {
+		case c >= '0' && c <= '9':
+			return int(c - '0'), true
+		case c >= 'a' && c <= 'f':
+			return int(c-'a') + 10, true
+		case c >= 'A' && c <= 'F':
+			return int(c-'A') + 10, true
+		}
+		return 0, false
+	}
+	if h, ok := hex(x[0]); ok {
+		l, ok := hex(x[1])
+		return h*16 + l, ok
+	}
+	l, ok := hex(x[1])
+	switch {
+	case !ok:
+		return 0, false
+	case x[0] == '-':
+		return -l, true
+	case x[0] == '+' || x[0] == ' ' || x[0] >= '\t' && x[0] <= '\r':
+		return l, true
+	}
+	return 0, false
+}
+
+// textReport is run --json with a text prompt.
+type textReport struct {
+	Model           string   `json:"model"`
+	Prompt          string   `json:"prompt"`
+	PromptTokens    []int32  `json:"prompt_tokens"`
+	PromptPieces    []string `json:"prompt_pieces"`
+	Generated       []int32  `json:"generated"`
+	GeneratedPieces []string `json:"generated_pieces"`
+	Text            string   `json:"text"` // the generated pieces, joined
+	Stop            string   `json:"stop"` // "eog", "n_predict" or "context"
+	Sampler         string   `json:"sampler"`
+	Seed            uint32   `json:"seed"`
+	Timings         struct {
+		PromptS        float64 `json:"prompt_s"`
+		GenerationS    float64 `json:"generation_s"`
+		GenerationTokS float64 `json:"generation_tokens_per_s"`
+	} `json:"timings"`
+}
+
+// runText is run with a prompt of text: llama-completion -no-cnv on the
+// zero context parameters plus the options: the prompt tokenized as
+// common_tokenize(ctx, prompt, true, true), accepted by the sampler,
+// decoded in batches of -b tokens; then each step samples the last logits,
+// accepts the token, prints its piece, and stops at an end-of-generation
+// token (printing " [end of text]"), after -n tokens, or when the next
+// token would not fit the context (llama.cpp's context shift is off by
+// default). Text goes to stdout as llama-completion prints it; with
+// --json, a report instead.
+func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, stdout io.Writer) error {
+	tf := &rf.text
+	prompt, err := tf.promptText()
+	if err != nil {
+		return err
+	}
+	steps := rf.steps
+	if !rf.stepsSet {
+		steps = -1
+	}
+	pd, err := planModel(ctx, pf, path)
+	if err != nil {
+		return err
+	}
+	defer pd.Close()
+	if err := pd.refused(); err != nil {
+		return err
+	}
+	v, err := vocab.Load(pd.m)
+	if err != nil {
+		return err
+	}
+	if v.Type() == vocab.TypeNone {
+		return fmt.Errorf("run: %s has no vocabulary (tokenizer.ggml.model is \"none\"): give the prompt as --tokens", path)
+	}
+	sp := tf.sampling.p
+	sp.FromModel(pd.m, tf.sampling.user)
+	smpl, err := sample.New(v, sp)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	toks, err := v.Tokenize(prompt, true, true)
+	if err != nil {
+		return fmt.Errorf("run: tokenizing the prompt: %w", err)
+	}
+	if len(toks) == 0 {
+		if !v.AddBOS() {
+			return fmt.Errorf("run: the prompt is empty")
+		}
+		toks = []int32{v.BOS()}
+	}
+	nCtx, nBatch := 0, len(toks)
+	if cm := pd.plan.Context; cm != nil {
+		nCtx, nBatch = int(cm.NCtx), int(cm.NBatch)
+	}
+	if nCtx > 0 && len(toks) > nCtx-4 {
+		return fmt.Errorf("run: the prompt is too long (%d tokens, max %d)", len(toks), nCtx-4)
+	}
+	lm, err := loadPlan(ctx, pd.plan, pf, &loadFlags{progress: "off"})
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	ic, err := infer.New(lm, infer.Params{Threads: rf.threads})
+	if err != nil {
+		return err
+	}
+	defer ic.Close()
+
+	rep := textReport{Model: path, Prompt: prompt, PromptTokens: toks, Generated: []int32{}, PromptPieces: []string{}, GeneratedPieces: []string{}, Sampler: smpl.String(), Seed: smpl.Seed()}
+	piece := func(t int32) (string, error) {
+		b, err := v.AppendPiece(nil, t, 0, tf.special)
+		return string(b), err
+	}
+	// the text goes out as llama-completion writes it, byte for byte,
+	// except to a terminal, where control characters and bytes that are
+	// not UTF-8 are escaped (a model's text may hold sequences a terminal
+	// would act on)
+	text := stdout
+	if !isTerminalWriter(stdout) {
+		text = unwrapped(stdout)
+	}
+	// (each piece as printf's "%s" prints it: up to a NUL byte)
+	emit := func(s string) error {
+		if rf.asJSON {
+			return nil
+		}
+		if i := strings.IndexByte(s, 0); i >= 0 {
+			s = s[:i]
+		}
+		_, err := io.WriteString(text, s)
+		return err
+	}
+	for _, t := range toks {
+		smpl.Accept(t)
+		p, err := piece(t)
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		rep.PromptPieces = append(rep.PromptPieces, p)
+		if err := emit(p); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	if nBatch <= 0 {
+		nBatch = len(toks)
+	}
+	for i := 0; i < len(toks); i += nBatch {
+		if err := ic.Decode(infer.Batch{Tokens: toks[i:min(i+nBatch, len(toks))]}); err != nil {
+			return err
+		}
+	}
+	rep.Timings.PromptS = time.Since(t0).Seconds()
+	t1 := time.Now()
+	nPast := len(toks)
+	rep.Stop = "n_predict"
+	for remain := steps; remain != 0; {
+		logits, err := ic.Logits(-1)
+		if err != nil {
+			return err
+		}
+		id, err := smpl.Sample(logits)
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		smpl.Accept(id)
+		remain--
+		p, err := piece(id)
+		if err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		rep.Generated = append(rep.Generated, id)
+		rep.GeneratedPieces = append(rep.GeneratedPieces, p)
+		rep.Text += p
+		if err := emit(p); err != nil {
+			return err
+		}
+		if v.IsEOG(id) {
+			rep.Stop = "eog"
+			if err := emit(" [end of text]\n"); err != nil {
+				return err
+			}
+			break
+		}
+		if remain == 0 {
+			break
+		}
+		if nCtx > 0 && nPast+1 >= nCtx {
+			rep.Stop = "context"
+			fmt.Fprintf(os.Stderr, "\n\nggload: run: context full (%d tokens) and llama.cpp's context shift is off: stopping\n", nCtx)
+			break
+		}
+		if err := ic.Decode(infer.Batch{Tokens: []int32{id}}); err != nil {
+			return err
+		}
+		nPast++
+	}
+	gen := time.Since(t1)
+	rep.Timings.GenerationS = gen.Seconds()
+	if n := len(rep.Generated); n > 0 {
+		rep.Timings.GenerationTokS = float64(n) / max(gen.Seconds(), 1e-9)
+	}
+	if rf.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if err := emit("\n\n"); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "ggload: prompt: %d tokens in %.3f s; generated %d tokens in %.3f s (%.1f tokens/s); sampler: %s\n",
+		len(toks), rep.Timings.PromptS, len(rep.Generated), rep.Timings.GenerationS, rep.Timings.GenerationTokS, rep.Sampler)
+	return nil
+}
