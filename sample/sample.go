@@ -208,7 +208,8 @@ func ParseSamplingSeq(chars string) ([]Kind, error) {
 }
 
 // Sampler is common_sampler without grammar: the chain of samplers and
-// the last accepted tokens.
+// the last accepted tokens. Like llama.cpp's, it serves one generation at
+// a time: it is not safe for concurrent use.
 type Sampler struct {
 	params Params
 	v      *vocab.Vocab

@@ -199,3 +199,53 @@ func TestDetokenizeRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// One Vocab serves Tokenize, AppendPiece and Detokenize from several
+// goroutines at once, each getting what it gets alone.
+func TestConcurrentUse(t *testing.T) {
+	dir := filepath.Join(testenv.SourceTree(t), "models")
+	for _, name := range []string{"llama-spm", "qwen2", "bert-bge"} {
+		v := openOnce(t, filepath.Join(dir, "ggml-vocab-"+name+".gguf"))
+		inp, err := os.ReadFile(filepath.Join(dir, "ggml-vocab-"+name+".gguf.inp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
+		want := make([][]vocab.Token, len(texts))
+		for i, s := range texts {
+			if want[i], err = v.Tokenize(s, true, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make(chan string, 4*len(texts))
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range texts {
+					i := (k + g*7) % len(texts)
+					got, err := v.Tokenize(texts[i], true, true)
+					if err != nil || !slices.Equal(got, want[i]) {
+						errs <- name + ": input " + strconv.Itoa(i) + " tokenized differently at once"
+						continue
+					}
+					if _, err := v.Detokenize(got, false, false); err != nil {
+						errs <- name + ": " + err.Error()
+					}
+					var p []byte
+					for _, tok := range got {
+						if p, err = v.AppendPiece(p[:0], tok, 0, true); err != nil {
+							errs <- name + ": " + err.Error()
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+	}
+}
