@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -132,6 +133,22 @@ func TestRunTextMatchesLlamaCompletion(t *testing.T) {
 					}
 					if !bytes.Equal([]byte(got), want) {
 						t.Fatalf("ggload run printed\n%q\nllama-completion printed\n%q", got, want)
+					}
+					if c[0] != "-p" || c[1] != "Hello world" {
+						return
+					}
+					// --json: the same tokens, with their pieces
+					js, err := runCLI(t, append([]string{"run", model, "-t", "2", "-dev", "none", "--json"}, c...)...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var rep textReport
+					if err := json.Unmarshal([]byte(js), &rep); err != nil {
+						t.Fatalf("%v\n%s", err, js)
+					}
+					text := strings.Join(rep.PromptPieces, "") + rep.Text + "\n\n"
+					if text != got || len(rep.Generated) != 12 || len(rep.GeneratedPieces) != 12 || rep.Stop != "n_predict" || rep.Prompt != "Hello world" {
+						t.Fatalf("--json: %+v\nits text %q, printed %q", rep, text, got)
 					}
 				})
 			}
