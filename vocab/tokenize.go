@@ -129,10 +129,9 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 	case TypeSPM:
 		prevSpecial := true
 		if addSpecial && v.addBOS {
-			if v.bos == Null {
-				return nil, v.errorf("the model adds BOS but has no BOS token")
+			if out, err = v.appendSpecial(out, v.bos, "BOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.bos)
 		}
 		for _, f := range s.frags {
 			if !f.isText {
@@ -152,17 +151,15 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 			prevSpecial = false
 		}
 		if addSpecial && v.addEOS {
-			if v.eos == Null {
-				return nil, v.errorf("the model adds EOS but has no EOS token")
+			if out, err = v.appendSpecial(out, v.eos, "EOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.eos)
 		}
 	case TypeBPE:
 		if addSpecial && v.addBOS {
-			if v.bos == Null {
-				return nil, v.errorf("the model adds BOS but has no BOS token")
+			if out, err = v.appendSpecial(out, v.bos, "BOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.bos)
 		}
 		for _, f := range s.frags {
 			if !f.isText {
@@ -187,17 +184,15 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 			}
 		}
 		if addSpecial && v.addEOS {
-			if v.eos == Null {
-				return nil, v.errorf("the model adds EOS but has no EOS token")
+			if out, err = v.appendSpecial(out, v.eos, "EOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.eos)
 		}
 	case TypeWPM:
 		if addSpecial {
-			if v.bos == Null {
-				return nil, v.errorf("the model adds BOS but has no BOS token")
+			if out, err = v.appendSpecial(out, v.bos, "BOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.bos)
 		}
 		for _, f := range s.frags {
 			if !f.isText {
@@ -209,17 +204,15 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 			}
 		}
 		if addSpecial {
-			if v.sep == Null {
-				return nil, v.errorf("the model adds SEP but has no SEP token")
+			if out, err = v.appendSpecial(out, v.sep, "SEP"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.sep)
 		}
 	case TypeUGM:
 		if addSpecial && v.addBOS {
-			if v.bos == Null {
-				return nil, v.errorf("the model adds BOS but has no BOS token")
+			if out, err = v.appendSpecial(out, v.bos, "BOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.bos)
 		}
 		for _, f := range s.frags {
 			if !f.isText {
@@ -231,10 +224,9 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 			}
 		}
 		if addSpecial && v.addEOS {
-			if v.eos == Null {
-				return nil, v.errorf("the model adds EOS but has no EOS token")
+			if out, err = v.appendSpecial(out, v.eos, "EOS"); err != nil {
+				return nil, err
 			}
-			out = append(out, v.eos)
 		}
 	case TypeRWKV:
 		for _, f := range s.frags {
@@ -403,4 +395,14 @@ func cleanSpaces(text []byte) []byte {
 		total++
 	}
 	return text[:total]
+}
+
+// appendSpecial appends the special token tok (named what) that the
+// vocabulary says to add, refusing where the vocabulary has none, where
+// llama.cpp's tokenize asserts.
+func (v *Vocab) appendSpecial(out []Token, tok Token, what string) ([]Token, error) {
+	if tok == Null {
+		return nil, v.errorf("the model adds %s but has no %s token", what, what)
+	}
+	return append(out, tok), nil
 }
