@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -218,6 +219,19 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 		}
 		toks = []int32{v.BOS()}
 	}
+	// an encoder-decoder (T5): the prompt through the encoder, then the
+	// decoder from its start token, as llama-completion does
+	arch := pd.m.Architecture()
+	switch arch {
+	case "t5encoder", "eagle3", "dflash":
+		return fmt.Errorf("run: %s: a %s model has no decoder of its own to generate text with", path, arch)
+	case "t5":
+	default:
+		if v.AddEOS() {
+			return fmt.Errorf("run: %s: the vocabulary adds EOS to every prompt, which llama-completion refuses for a model without an encoder (it asserts)", path)
+		}
+	}
+	encoded := arch == "t5"
 	nCtx, nBatch := 0, len(toks)
 	if cm := pd.plan.Context; cm != nil {
 		nCtx, nBatch = int(cm.NCtx), int(cm.NBatch)
@@ -236,6 +250,16 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 	}
 	defer ic.Close()
 
+	if encoded {
+		if err := ic.Encode(infer.Batch{Tokens: toks}); err != nil {
+			return err
+		}
+		start := v.BOS()
+		if u, err := pd.m.Uint(arch + ".decoder_start_token_id"); err == nil && u <= math.MaxInt32 {
+			start = int32(u)
+		}
+		toks = []int32{start}
+	}
 	rep := textReport{Model: path, Prompt: prompt, PromptTokens: toks, Generated: []int32{}, PromptPieces: []string{}, GeneratedPieces: []string{}, Sampler: smpl.String(), Seed: smpl.Seed()}
 	piece := func(t int32) (string, error) {
 		b, err := v.AppendPiece(nil, t, 0, tf.special)
