@@ -362,7 +362,8 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 	if err := emit("\n\n"); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "ggload: prompt: %d tokens in %.3f s; generated %d tokens in %.3f s (%.1f tokens/s); sampler: %s\n",
-		len(toks), rep.Timings.PromptS, len(rep.Generated), rep.Timings.GenerationS, rep.Timings.GenerationTokS, rep.Sampler)
+	tm := ic.Timings()
+	fmt.Fprintf(os.Stderr, "ggload: prompt: %d tokens in %.3f s; generated %d tokens in %.3f s (%.1f tokens/s); graphs: %d built, %d reused, %d kept; sampler: %s\n",
+		len(toks), rep.Timings.PromptS, len(rep.Generated), rep.Timings.GenerationS, rep.Timings.GenerationTokS, tm.Graphs, tm.Reused, tm.Kept, rep.Sampler)
 	return nil
 }
