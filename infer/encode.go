@@ -41,6 +41,9 @@ func (c *Context) encodeLocked(b Batch) error {
 // encode is llama_context::encode's ubatch: built as the encoder's graph,
 // computed, its outputs kept.
 func (c *Context) encode(b *graph.Ubatch) error {
+	if err := c.reserveAgain(); err != nil {
+		return err
+	}
 	n := len(b.Tokens)
 	c.resetOutputs()
 	c.outRow = make([]int32, n)

@@ -104,6 +104,14 @@ type Context struct {
 	// a generation)
 	kept    *graph.Step
 	keptKey string
+
+	cvec *cvecState // the control vector (cvec.go); nil: none applied yet
+
+	loras []loraEntry // the LoRA adapters applied (lora.go)
+	// needReserve is llama_context's sched_need_reserve: the adapters or
+	// the control vector changed, and the next decode reserves the
+	// compute buffers again and builds its graphs anew (reserveAgain)
+	needReserve bool
 }
 
 // Timings are what the context's decodes took.
@@ -208,7 +216,14 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if p.Threads > 0 {
 		c.gc.NThreads = p.Threads
 	}
-	// the compute buffers by the plan's names of their buffer types
+	c.noteCompute()
+	return c, nil
+}
+
+// noteCompute lists the reserve's compute buffers in Memory, by the plan's
+// names of their buffer types, in place of those it listed before.
+func (c *Context) noteCompute() {
+	plan := c.model.Plan
 	names := map[ops.Buft]string{plan.CPU.BufferType().Handle(): plan.CPU.BufferType().Name()}
 	for _, d := range plan.Devices {
 		names[d.BufferType().Handle()] = d.BufferType().Name()
@@ -216,6 +231,13 @@ func New(m *loader.Model, p Params) (*Context, error) {
 			names[hb.Handle()] = hb.Name()
 		}
 	}
+	var kept []Allocation // (a new slice: a caller may hold the old one)
+	for _, a := range c.Memory {
+		if a.What != "compute" {
+			kept = append(kept, a)
+		}
+	}
+	c.Memory = kept
 	for _, b := range c.gc.Res.Buffers {
 		if b.Bytes > 1 {
 			name, ok := names[b.Buft]
@@ -225,7 +247,6 @@ func New(m *loader.Model, p Params) (*Context, error) {
 			c.Memory = append(c.Memory, Allocation{What: "compute", BufferType: name, Bytes: b.Bytes})
 		}
 	}
-	return c, nil
 }
 
 // checkMemory refuses the memories the forward pass does not run yet.
@@ -328,6 +349,7 @@ func (c *Context) free() {
 		c.work = nil
 	}
 	c.dropGraph()
+	c.freeControlVector()
 	if c.gc != nil {
 		c.gc.Close()
 		c.gc = nil
@@ -584,6 +606,9 @@ func (c *Context) kShift(ci int, kc *kvCache) error {
 
 // decode is llama_context::decode for a prepared batch.
 func (c *Context) decode(b *graph.Ubatch) error {
+	if err := c.reserveAgain(); err != nil {
+		return err
+	}
 	if err := c.update(); err != nil {
 		return err
 	}

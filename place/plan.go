@@ -152,8 +152,9 @@ type Plan struct {
 	ProbeQuestions int // supports_op questions
 	Probes         int // questions that reached a device (cache misses)
 
-	rt        *ggml.Runtime
-	splitKeep any // keeps the meta device's splitter alive
+	rt         *ggml.Runtime
+	splitKeep  any          // keeps the meta device's splitter alive
+	layerLists [][]bufEntry // per layer 0..NLayer: its buffer type list (dev_layer's buft_list)
 }
 
 // Runtime is the runtime whose devices the plan uses.

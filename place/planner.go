@@ -293,6 +293,7 @@ func (pl *planner) assignLayers() {
 	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.Params.NGPULayers.resolve(p.NLayer), n)
 	p.LayerDevices = make([]*ggml.Device, p.NLayer+1)
 	pl.layerLst = make([][]bufEntry, p.NLayer+1)
+	p.layerLists = pl.layerLst
 	for il := 0; il <= p.NLayer; il++ {
 		i := layerDevice(il, p.GPUStart, p.GPULayers, p.Splits)
 		dev, list := pl.cpu, pl.cpuList

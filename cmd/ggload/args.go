@@ -26,6 +26,9 @@ type option struct {
 	help     string
 	set      func(string) error // options with a value
 	on       func(bool) error   // switches
+	// set2 takes an option of two values (value "START END"), each its
+	// own argument, as llama.cpp's options with a second value hint
+	set2 func(a, b string) error
 	// env is the environment variable that sets the option, as in
 	// llama.cpp (pinEnv).
 	env string
@@ -164,6 +167,24 @@ func (s *optionSet) parse(args []string) ([]string, error) {
 		}
 		s.overriddenByEnv(o, name)
 		s.given[o] = true
+		if o.set2 != nil {
+			a := val
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, s.errorf("%s needs two values (%s)", name, o.value)
+				}
+				i++
+				a = args[i]
+			}
+			if i+1 >= len(args) {
+				return nil, s.errorf("%s needs two values (%s)", name, o.value)
+			}
+			i++
+			if err := o.set2(a, args[i]); err != nil {
+				return nil, s.errorf("%s %s %s: %v", name, a, args[i], err)
+			}
+			continue
+		}
 		if o.value == "" || o.optValue && !hasVal && (i+1 >= len(args) || !optValueNext(o, args[i+1])) {
 			on := !contains(o.neg, name)
 			if hasVal && !o.optValue {

@@ -123,6 +123,11 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer lm.Close()
+	_, closeLoRAs, err := pf.lora.load(ctx, lm) // (lora.go)
+	if err != nil {
+		return err
+	}
+	defer closeLoRAs()
 	var verified *loader.Verified
 	if lf.verify {
 		v, err := lm.Verify()
@@ -141,12 +146,13 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if lf.asJSON {
-		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes, made); err != nil {
+		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes, made, pf.lora.reports()); err != nil {
 			return err
 		}
 		return pd.refused()
 	}
 	writeLoadReport(stdout, lm, pd.plan, lf.tensors, rows, verified)
+	pf.lora.write(stdout)
 	writeContextAllocs(stdout, made)
 	return pd.refused()
 }
@@ -178,7 +184,7 @@ func loadPlan(ctx context.Context, plan *place.Plan, pf *placeFlags, lf *loadFla
 // writeLoadJSON writes load --json: the loaded model, the plan's totals,
 // -fit's decisions, the memory per device, and the plan's context and
 // memory breakdown as plan --json has them.
-func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitReport, rows []memRow, verified *loader.Verified, notes []string, made []contextAlloc) error {
+func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitReport, rows []memRow, verified *loader.Verified, notes []string, made []contextAlloc, adapters []adapterReport) error {
 	pj, err := json.Marshal(plan)
 	if err != nil {
 		return err
@@ -202,7 +208,8 @@ func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitRepor
 		Verified        *loader.Verified `json:"verified,omitempty"`
 		Made            []contextAlloc   `json:"context_allocated,omitempty"`
 		Notes           []string         `json:"notes,omitempty"`
-	}{lm, plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, made, notes})
+		Adapters        []adapterReport  `json:"adapters,omitempty"` // the LoRA adapters loaded beside it (lora.go)
+	}{lm, plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, made, notes, adapters})
 }
 
 // writeLoadReport writes load's text: the loader's report, the memory

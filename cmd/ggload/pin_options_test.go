@@ -76,6 +76,10 @@ func TestOptionsOfThePin(t *testing.T) {
 		"<dev1,dev2,..>": {"none", "Vulkan0", "Vulkan0,RPC0"}, "SERVERS": {"127.0.0.1:50052", "10.0.0.2:50052,10.0.0.3:50052"},
 		"-ctk TYPE": {"q8_0", "f32"}, "-ctv TYPE": {"q5_1", "bf16"}, "KEY=TYPE:VALUE,...": {"llama.context_length=int:512", `tokenizer.ggml.add_bos_token=bool:false,"general.name=str:a,b"`},
 	}
+	// control vectors (cvec.go): scaled files, and a range of two values,
+	// each its own argument
+	example["FNAME:SCALE,..."] = append(example["FNAME:SCALE,..."], modelPath+":0.5", modelPath+":1,"+modelPath+":-2")
+	example["START END"] = []string{"1 3"}
 	pf := defaultPlaceFlags()
 	ref, _, _, _ := planOptions(&pf)
 	var help bytes.Buffer
@@ -134,6 +138,11 @@ func TestOptionsOfThePin(t *testing.T) {
 				tries = [][]string{{n}}
 			}
 			for _, v := range values {
+				if len(po.hints) == 2 {
+					a, b, _ := strings.Cut(v, " ")
+					tries = append(tries, []string{n, a, b}, []string{n + "=" + a, b})
+					continue
+				}
 				tries = append(tries, []string{n, v}, []string{n + "=" + v})
 			}
 			for _, args := range tries {
@@ -228,6 +237,18 @@ func checkEffect(f *placeFlags, primary string, args []string, commonH string) e
 	case "-fitt":
 		if len(f.fitTargets) == 0 || f.fitTargets[0]>>20 == 0 {
 			return fmt.Errorf("targets %v", f.fitTargets)
+		}
+	case "--control-vector-layer-range":
+		if f.cvec.start != 1 || f.cvec.end != 3 {
+			return fmt.Errorf("layer range %d %d", f.cvec.start, f.cvec.end)
+		}
+	case "--control-vector", "--control-vector-scaled":
+		if len(f.cvec.files) == 0 {
+			return fmt.Errorf("no control vector")
+		}
+	case "--lora", "--lora-scaled":
+		if len(f.lora.files) == 0 {
+			return fmt.Errorf("no LoRA adapter")
 		}
 	}
 	return nil

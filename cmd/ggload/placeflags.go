@@ -57,6 +57,8 @@ type placeFlags struct {
 	mapRanges   place.MapRanges
 	context     place.ContextParams
 	draft       draftFlags
+	cvec        cvecFlags // --control-vector* (cvec.go)
+	lora        loraFlags // --lora* (lora.go)
 }
 
 // draftFlags are the draft model's options (-md, -ngld, -devd, -otd): a
@@ -82,6 +84,8 @@ func (f *placeFlags) add(s *optionSet) {
 	f.addLoading(s)
 	f.addPlacement(s)
 	f.addContext(s)
+	f.cvec.add(s)
+	f.lora.add(s)
 	f.addFit(s)
 	f.addDraft(s)
 	f.addUnsupported(s)

@@ -91,6 +91,12 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 			err = fmt.Errorf("-md %s: %w", pf.draft.model, err)
 		}
 	}
+	if err == nil {
+		err = pf.cvec.check(m) // (cvec.go)
+	}
+	if err == nil {
+		err = pf.lora.plan(out.plan) // (lora.go)
+	}
 	if err != nil {
 		out.Close()
 		return nil, err
@@ -231,7 +237,9 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 			Fit    fitReport   `json:"fit"`
 			Memory []memRow    `json:"memory"`
 			Notes  []string    `json:"notes,omitempty"`
-		}{pd.plan, pd.draft, fit, rows, s.notes}); err != nil {
+			// Adapters are the LoRA adapters beside the model (lora.go)
+			Adapters []adapterReport `json:"adapters,omitempty"`
+		}{pd.plan, pd.draft, fit, rows, s.notes, pf.lora.reports()}); err != nil {
 			return err
 		}
 		return pd.refused()
@@ -242,6 +250,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	printFit(stdout, fit)
 	fmt.Fprintln(stdout)
 	pd.plan.Report(stdout, place.ReportOptions{Tensors: *tensors, Debug: *verbose})
+	pf.lora.write(stdout)
 	if pd.draft != nil {
 		fmt.Fprintf(stdout, "\ndraft model %s (-md), beside it at -c %d:\n", pf.draft.model, pd.draft.Params.Context.NCtx)
 		pd.draft.WriteBreakdown(stdout)

@@ -165,6 +165,14 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer ic.Close()
+	if err := pf.cvec.apply(ic); err != nil {
+		return err
+	}
+	detach, err := pf.lora.attach(ctx, lm, ic) // (lora.go)
+	if err != nil {
+		return err
+	}
+	defer detach()
 	var out io.Writer = io.Discard
 	var outFile *os.File
 	if rf.logitsOut != "" {
@@ -248,6 +256,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		rt.GraphBuildPerTok = (tm.Build - promptGraphs.Build).Seconds() / float64(rf.steps)
 	}
 	rt.Graphs, rt.GraphsReused, rt.GraphsKept, rt.GraphBuildS = tm.Graphs, tm.Reused, tm.Kept, tm.Build.Seconds()
+	rep.Memory = ic.Memory // (with a control vector, the compute buffers as the first decode reserved them again)
 	if rf.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -249,6 +249,14 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 		return err
 	}
 	defer ic.Close()
+	if err := pf.cvec.apply(ic); err != nil {
+		return err
+	}
+	detach, err := pf.lora.attach(ctx, lm, ic) // (lora.go)
+	if err != nil {
+		return err
+	}
+	defer detach()
 
 	if encoded {
 		if err := ic.Encode(infer.Batch{Tokens: toks}); err != nil {

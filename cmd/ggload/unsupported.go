@@ -6,7 +6,6 @@ package main
 
 const (
 	whyProject  = "a multimodal projector is a file of its own that libmtmd loads beside the model; ggload places one model's weights and loads no projector"
-	whyAdapter  = "adapters and control vectors are applied by a llama.cpp context on top of a loaded model; ggload loads the base model's weights only"
 	whyDownload = "model repositories: ggload loads a local file, a URL given as MODEL (read in place), or -mu's download, and resolves no repository or quantization name"
 	whyDraft    = "model repositories: ggload's draft model is a local file (-md), and resolves no repository or quantization name"
 	whyPreset   = "llama-server presets: they download a model and set serving options"
@@ -24,11 +23,6 @@ var unsupportedOptions = []struct {
 	{[]string{"--mmproj-auto", "--no-mmproj", "--no-mmproj-auto"}, "", whyProject},
 	{[]string{"--mmproj-offload", "--no-mmproj-offload"}, "", whyProject},
 	{[]string{"-mmdev", "--mmproj-device"}, "DEVICE", whyProject},
-	{[]string{"--lora"}, "FNAME", whyAdapter},
-	{[]string{"--lora-scaled"}, "FNAME:SCALE,...", whyAdapter},
-	{[]string{"--control-vector"}, "FNAME", whyAdapter},
-	{[]string{"--control-vector-scaled"}, "FNAME:SCALE,...", whyAdapter},
-	{[]string{"--control-vector-layer-range"}, "START END", whyAdapter},
 	{[]string{"-dr", "--docker-repo"}, "[<repo>/]<model>[:quant]", whyDownload},
 	{[]string{"-hf", "-hfr", "--hf-repo"}, "<user>/<model>[:quant]", whyDownload},
 	{[]string{"-hff", "--hf-file"}, "FILE", whyDownload},

@@ -26,8 +26,8 @@ import (
 // said where it is: the llm_graph_result, the reserve ubatch, the KV
 // cache's context (made here from CreateMemory's cache, as
 // llama_kv_cache_context's reserve constructor makes it), and the stubs
-// (no graph callback, no LoRA adapters, an empty control vector, no
-// samplers).
+// (no graph callback, no LoRA adapters, no samplers); the control vector
+// is the context's (cvec.go).
 //
 // Every ggml call is checked in Go first (package ops): a failed
 // GGML_ASSERT in the native library would end the process.
@@ -50,8 +50,10 @@ type GraphSession struct {
 	fa      bool
 	at      Placement
 	dummies map[dummyKey]ops.Buffer
-	sched   *schedState // nil: the graphs are for counting only
-	cross   Cross       // the encoder's output the decoder's graphs attend to (llama_cross)
+	sched   *schedState   // nil: the graphs are for counting only
+	cross   Cross         // the encoder's output the decoder's graphs attend to (llama_cross)
+	cvec    ControlVector // the context's control vector (cvec.go)
+	loras   []LoRA        // the context's LoRA adapters (lora.go)
 }
 
 // Cross is the shape of an encoder's output (llama_cross's n_embd and
@@ -215,12 +217,8 @@ func (s *GraphSession) build(u *cpp.Object, nTokens, nOutputs uint32, maxNodes i
 		set(params, "backend_cpu", cpp.Val{K: cpp.KNative, P: sc.cpu})
 		set(params, "cb", cpp.Val{K: cpp.KFunc, P: cpp.Builtin(sc.callback(s, nTokens))})
 	}
-	cvec := newShared("llama_adapter_cvec") // no control vector: tensor_for finds none
-	cvec.Fields["layer_start"] = &cpp.Cell{V: cpp.Int(-1, ast.TI32)}
-	cvec.Fields["layer_end"] = &cpp.Cell{V: cpp.Int(-1, ast.TI32)}
-	cvec.Fields["tensors"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, 0, false)}}
-	set(params, "cvec", cpp.Val{K: cpp.KObj, P: cvec})
-	set(params, "loras", cpp.Val{K: cpp.KMap, P: &cpp.Map{Vals: []*cpp.Cell{}, Elem: ast.TF32}}) // no LoRA adapters
+	set(params, "cvec", cpp.Val{K: cpp.KObj, P: s.cvecObject()}) // the context's control vector (cvec.go)
+	set(params, "loras", cpp.Val{K: cpp.KMap, P: s.lorasMap()})  // the context's LoRA adapters (lora.go)
 	set(params, "mctx", mctx)
 	// the context's llama_cross: no encoder output yet
 	cross := newShared("llama_cross")
@@ -310,7 +308,7 @@ func BuildGraph(r *arch.Run, p GraphParams) (*Graph, error) {
 		return nil, err
 	}
 	if p.MaxNodes <= 0 {
-		if p.MaxNodes, err = graphMaxNodes(r, p.NTokens, p.NTensors); err != nil {
+		if p.MaxNodes, err = graphMaxNodes(r, p.NTokens, p.NTensors, nil); err != nil {
 			s.Close()
 			return nil, err
 		}

@@ -376,7 +376,11 @@ func (rs *reserver) pipelineParallel() {
 func (rs *reserver) scheduler() error {
 	var err error
 	nTokens := min(rs.u("n_ctx"), rs.u("n_ubatch"))
-	if rs.out.MaxNodes, err = graphMaxNodes(rs.r, nTokens, rs.p.NTensors); err != nil {
+	var loras []LoRA
+	if rs.s != nil {
+		loras = rs.s.loras
+	}
+	if rs.out.MaxNodes, err = graphMaxNodes(rs.r, nTokens, rs.p.NTensors, loras); err != nil {
 		return err
 	}
 	if rs.own {
@@ -628,9 +632,9 @@ type fusedNode struct {
 // graphMaxNodes is llama_context::graph_max_nodes for a graph of nTokens
 // tokens of a model of nTensors weights (llama_model::n_tensors), on the
 // context InitContext made.
-func graphMaxNodes(r *arch.Run, nTokens uint32, nTensors int) (int, error) {
+func graphMaxNodes(r *arch.Run, nTokens uint32, nTensors int, loras []LoRA) (int, error) {
 	r.SetTensorCount(nTensors)
-	r.Model().Fields["loras"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: cpp.NewArray(ast.TPtr, 0, false)}} // no LoRA adapters
+	r.Model().Fields["loras"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: modelLoRAs(loras)}} // the LoRA adapters (lora.go)
 	gmn, err := r.Program("llama_context::graph_max_nodes")
 	if err != nil {
 		return 0, err
