@@ -371,7 +371,7 @@ func (s *Sampler) String() string {
 	return b.String()
 }
 
-// Seed is common_sampler_get_seed: the seed in use by the last dist or
+// Seed is common_sampler_get_seed: the RNG seed in use by the last dist or
 // mirostat sampler of the chain, or DefaultSeed.
 func (s *Sampler) Seed() uint32 {
 	for i := len(s.chain) - 1; i >= 0; i-- {
