@@ -155,24 +155,11 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := pd.refused(); err != nil {
 		return err
 	}
-	lm, err := loadPlan(ctx, pd.plan, &pf, &loadFlags{progress: "off"})
+	ic, release, err := runContext(ctx, pd, &pf, rf.threads)
 	if err != nil {
 		return err
 	}
-	defer lm.Close()
-	ic, err := infer.New(lm, infer.Params{Threads: rf.threads})
-	if err != nil {
-		return err
-	}
-	defer ic.Close()
-	if err := pf.cvec.apply(ic); err != nil {
-		return err
-	}
-	detach, err := pf.lora.attach(ctx, lm, ic) // (lora.go)
-	if err != nil {
-		return err
-	}
-	defer detach()
+	defer release()
 	var out io.Writer = io.Discard
 	var outFile *os.File
 	if rf.logitsOut != "" {
@@ -264,6 +251,34 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	writeRunReport(stdout, &rep, rf.steps)
 	return nil
+}
+
+// runContext loads the planned model and makes run's context on it, with
+// the control vector and the LoRA adapters of the options applied as
+// common_init_from_params applies them; done frees them all, in turn.
+func runContext(ctx context.Context, pd *planned, pf *placeFlags, threads int) (ic *infer.Context, done func(), err error) {
+	lm, err := loadPlan(ctx, pd.plan, pf, &loadFlags{progress: "off"})
+	if err != nil {
+		return nil, nil, err
+	}
+	if ic, err = infer.New(lm, infer.Params{Threads: threads}); err != nil {
+		lm.Close()
+		return nil, nil, err
+	}
+	detach := func() {}
+	if err = pf.cvec.apply(ic); err == nil {
+		detach, err = pf.lora.attach(ctx, lm, ic) // (lora.go)
+	}
+	if err != nil {
+		ic.Close()
+		lm.Close()
+		return nil, nil, err
+	}
+	return ic, func() {
+		detach()
+		ic.Close()
+		lm.Close()
+	}, nil
 }
 
 // writeEmbeddings writes the prompt's embeddings as llama-embedding takes

@@ -239,24 +239,11 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 	if nCtx > 0 && len(toks) > nCtx-4 {
 		return fmt.Errorf("run: the prompt is too long (%d tokens, max %d)", len(toks), nCtx-4)
 	}
-	lm, err := loadPlan(ctx, pd.plan, pf, &loadFlags{progress: "off"})
+	ic, release, err := runContext(ctx, pd, pf, rf.threads)
 	if err != nil {
 		return err
 	}
-	defer lm.Close()
-	ic, err := infer.New(lm, infer.Params{Threads: rf.threads})
-	if err != nil {
-		return err
-	}
-	defer ic.Close()
-	if err := pf.cvec.apply(ic); err != nil {
-		return err
-	}
-	detach, err := pf.lora.attach(ctx, lm, ic) // (lora.go)
-	if err != nil {
-		return err
-	}
-	defer detach()
+	defer release()
 
 	if encoded {
 		if err := ic.Encode(infer.Batch{Tokens: toks}); err != nil {
