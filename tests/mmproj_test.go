@@ -1,0 +1,202 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/lab/mtmd"
+	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/lab/testenv"
+	"github.com/ggload/ggload/place"
+)
+
+// mmprojSynth synthesizes a projector of every type the pin's clip loads,
+// with the oracle as the judge. Every tensor has
+// dimensions of its own, so that a width clip reads names its tensor.
+func mmprojSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
+	t.Helper()
+	pin, err := synth.ReadProjectorPin(testenv.SourceTree(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{} // projector type → file
+	{
+		try := func(path string) (synth.ProjectorAnswer, error) {
+			r, err := o.Load(path, mtmd.Load{})
+			if err != nil {
+				return synth.ProjectorAnswer{}, err
+			}
+			if r.Crashed {
+				return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
+			}
+			return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
+		}
+		for _, typ := range pin.ProjectorTypes() {
+			if _, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{Distinct: true}); err != nil {
+				t.Logf("not loadable by the pin: %v", err)
+				continue
+			}
+			files[typ] = dir + "/" + synth.ProjectorFileName(typ)
+		}
+	}
+	return files
+}
+
+// TestMmproj holds ggload's reading and placement of projector files to
+// the pin's clip, for a projector of every type the pin loads.
+func TestMmproj(t *testing.T) {
+	o := mtmd.Start(t)
+	files := mmprojSynth(t, o)
+	t.Run("placement", func(t *testing.T) { mmprojPlacement(t, o, files) })
+	t.Run("refused", func(t *testing.T) { mmprojRefused(t, files) })
+}
+
+// mmprojPlacement: each encoder's output width, device, buffer type and
+// weight buffer size equal clip's, in llama-server's default
+// configuration, with --no-mmproj-offload, and with -mmdev naming the
+// GPU or none.
+func mmprojPlacement(t *testing.T, o *mtmd.Oracle, files map[string]string) {
+	rt := testenv.Runtime(t)
+	if len(files) < 50 {
+		t.Fatalf("only %d projector types synthesized", len(files))
+	}
+	type config struct {
+		name string
+		opts place.MmprojOptions
+		load mtmd.Load
+	}
+	configs := []config{
+		{"default", place.MmprojOptions{}, mtmd.Load{UseGPU: true}},
+		{"no-offload", place.MmprojOptions{NoOffload: true}, mtmd.Load{}},
+	}
+	var gpus []*ggml.Device
+	for _, d := range rt.Devices() {
+		if d.Type() == ggml.DeviceGPU {
+			gpus = append(gpus, d)
+		}
+	}
+	if len(gpus) > 0 {
+		v := testenv.Vulkan(t)
+		configs = append(configs, config{"mmdev-" + v.Name(), place.MmprojOptions{Device: v.Name()}, mtmd.Load{UseGPU: true, Device: v.Name()}})
+	}
+	configs = append(configs, config{"mmdev-none", place.MmprojOptions{Device: "none"}, mtmd.Load{}})
+	for _, c := range configs {
+		dev, err := place.MmprojDevice(rt, c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		bt := dev.BufferType()
+		t.Logf("%s: %d projector types on %s (%s)", c.name, len(files), dev.Name(), bt.Name())
+		// the device ggml gives the buffer type ("-": none, as the CPU's)
+		btDev := "-"
+		if d, ok := bt.Device(); ok {
+			btDev = d.Name()
+		}
+		for typ, path := range files {
+			r, err := o.Load(path, c.load)
+			if err != nil || r.Crashed || r.Err != "" {
+				t.Fatalf("%s %s: the oracle: %v %v %s", c.name, typ, err, r.Crashed, r.Err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			infos := map[string]gguf.TensorInfo{}
+			for _, ti := range f.Tensors {
+				infos[ti.Name] = ti
+			}
+			h, err := place.ReadMmprojHeader(path, f)
+			f.Close()
+			if err != nil {
+				// mtmd refuses encoders of two widths, and an audio
+				// generator alone; clip by itself loads both
+				if len(r.Contexts) == 2 && r.Contexts[0].Embd != r.Contexts[1].Embd && strings.Contains(err.Error(), "disagree") ||
+					len(r.Contexts) == 1 && r.Contexts[0].Modality == "gen_audio" && strings.Contains(err.Error(), "no vision or audio encoder") {
+					h = nil
+				} else {
+					t.Fatalf("%s: %v", typ, err)
+				}
+			}
+			if h != nil && len(h.Contexts) != len(r.Contexts) {
+				t.Errorf("%s %s: ggload reads %d encoders, clip loads %d", c.name, typ, len(h.Contexts), len(r.Contexts))
+			}
+			for _, rc := range r.Contexts {
+				if h == nil {
+					break
+				}
+				hc := h.Context(rc.Modality)
+				if hc == nil || hc.Embd != int64(rc.Embd) {
+					t.Errorf("%s %s: %s output width: clip %d, ggload %+v", c.name, typ, rc.Modality, rc.Embd, hc)
+				}
+			}
+			byModality := map[string][]place.MmprojTensor{}
+			for _, tt := range r.Tensors {
+				if tt.BufferType != bt.Name() || tt.Device != btDev {
+					t.Errorf("%s %s: tensor %s in %s on %s, want %s on %s", c.name, typ, tt.Name, tt.BufferType, tt.Device, bt.Name(), btDev)
+				}
+				ti := infos[tt.Name]
+				byModality[tt.Modality] = append(byModality[tt.Modality], place.MmprojTensor{Name: ti.Name, Type: ti.Type, Shape: ti.Shape})
+			}
+			for _, b := range r.Buffers {
+				size, err := place.MmprojBufferSize(rt, bt, byModality[b.Modality])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b.BufferType != bt.Name() || uint64(b.Size) != size {
+					t.Errorf("%s %s: %s buffer %s (%s) of %d bytes, ggload: %s of %d", c.name, typ, b.Modality, b.Name, b.BufferType, b.Size, bt.Name(), size)
+				}
+			}
+			for _, ctx := range r.Contexts {
+				if len(ctx.Weights) != 1 || ctx.Weights[dev.Name()] == 0 {
+					t.Errorf("%s %s: clip counts the %s weights on %v, ggload on %s", c.name, typ, ctx.Modality, ctx.Weights, dev.Name())
+				}
+			}
+			if len(r.Buffers) != len(r.Contexts) {
+				t.Errorf("%s %s: %d buffers for %d contexts", c.name, typ, len(r.Buffers), len(r.Contexts))
+			}
+		}
+	}
+}
+
+// mmprojRefused: a projector made for a model of another width is
+// refused with the file and both widths named, as mtmd refuses it; and so
+// is a file that is no projector.
+func mmprojRefused(t *testing.T, files map[string]string) {
+	path := files["gemma4v"]
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := place.ReadMmprojHeader(path, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embd := h.Contexts[0].Embd
+	if err := h.CheckText(embd); err != nil {
+		t.Fatalf("the right width refused: %v", err)
+	}
+	err = h.CheckText(embd + 1)
+	if err == nil {
+		t.Fatal("a projector for another model accepted")
+	}
+	for _, want := range []string{path, "another model", fmt.Sprint(embd), fmt.Sprint(embd + 1)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	// a model file is no projector
+	model := testenv.ModelFile(t, testenv.Runtime(t), synth.Spec{Layers: 1, Embd: 64, FF: 128, Heads: 2, Vocab: 300, Seed: 1})
+	mf, err := gguf.Open(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mf.Close()
+	if _, err := place.ReadMmprojHeader(model, mf); err == nil || !strings.Contains(err.Error(), model) {
+		t.Errorf("a model file read as a projector: %v", err)
+	}
+}
