@@ -79,9 +79,11 @@ func cpuDevice(rt *ggml.Runtime) (*ggml.Device, error) {
 
 // MmprojTensor is one tensor of a projector's weight buffer.
 type MmprojTensor struct {
-	Name  string
-	Type  ggml.Type
-	Shape ggml.Shape
+	Name   string
+	Type   ggml.Type
+	Shape  ggml.Shape
+	Bytes  int64 // the size of its data
+	Offset int64 // absolute offset of its data in the file
 }
 
 // MmprojBufferSize is the size of the weight buffer clip allocates for

@@ -12,3 +12,4 @@ src=${1:-$(source_tree)}
 cd "$ROOT"
 CGO_ENABLED=0 go run ./internal/gen -src "$src" -out internal -pin "$LLAMA_CPP_TAG"
 say "internal/arch: $(grep -c '^fn ' internal/arch/programs.sx) programs from $src"
+say "internal/clip: $(grep -c '^fn ' internal/clip/programs.sx) programs"

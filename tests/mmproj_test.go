@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func mmprojSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
 			return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
 		}
 		for _, typ := range pin.ProjectorTypes() {
-			if _, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{Distinct: true}); err != nil {
+			if _, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{Distinct: true, Unused: true}); err != nil {
 				t.Logf("not loadable by the pin: %v", err)
 				continue
 			}
@@ -131,6 +132,26 @@ func mmprojPlacement(t *testing.T, o *mtmd.Oracle, files map[string]string) {
 				hc := h.Context(rc.Modality)
 				if hc == nil || hc.Embd != int64(rc.Embd) {
 					t.Errorf("%s %s: %s output width: clip %d, ggload %+v", c.name, typ, rc.Modality, rc.Embd, hc)
+				}
+			}
+			// the tensors clip loads, in its order, from the replay of its loader
+			if h != nil {
+				for _, rc := range r.Contexts {
+					var want []string
+					for _, tt := range r.Tensors {
+						if tt.Modality == rc.Modality {
+							want = append(want, tt.Name)
+						}
+					}
+					var got []string
+					if hc := h.Context(rc.Modality); hc != nil {
+						for _, tt := range hc.Tensors {
+							got = append(got, tt.Name)
+						}
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("%s %s: %s tensors:\n ggload %v\n clip   %v", c.name, typ, rc.Modality, got, want)
+					}
 				}
 			}
 			byModality := map[string][]place.MmprojTensor{}

@@ -26,7 +26,7 @@ func TestGeneratedFromThePin(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v\n%s", err, b)
 	}
-	for _, f := range []string{"arch/programs.sx", "arch/tables_gen.go", "arch/converter_gen.go", "graph/tables_gen.go"} {
+	for _, f := range []string{"arch/programs.sx", "arch/tables_gen.go", "arch/converter_gen.go", "graph/tables_gen.go", "clip/programs.sx", "clip/tables_gen.go"} {
 		want, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "internal", f))
 		if err != nil {
 			t.Fatal(err)

@@ -39,7 +39,7 @@ func (in *Interp) hasMethod(obj Val, name string) bool {
 		return false
 	case KArr:
 		switch name {
-		case "size", "resize", "reserve", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test", "data":
+		case "size", "resize", "reserve", "assign", "begin", "end", "empty", "push_back", "emplace_back", "clear", "back", "front", "reset", "set", "test", "data":
 			return true
 		}
 		return false
@@ -123,6 +123,25 @@ func arrayMethod(f *Frame, a *Array, name string, args []*ast.Node) (Val, error)
 		return Void, a.Resize(vs[0].I)
 	case "reserve":
 		return Void, nil // capacity only
+	case "assign":
+		// assign(first, last): the elements of another array's range
+		if len(vs) != 2 || vs[0].K != KIter || vs[1].K != KIter || vs[0].P != vs[1].P || a.Fixed {
+			return Void, f.Errorf("assign arguments")
+		}
+		src, ok := vs[0].P.(*Array)
+		if !ok || vs[0].I < 0 || vs[1].I < vs[0].I || vs[1].I > int64(len(src.Cells)) {
+			return Void, f.Errorf("assign of a range of %s", vs[0].Describe())
+		}
+		cells := make([]Cell, 0, vs[1].I-vs[0].I)
+		for _, sc := range src.Cells[vs[0].I:vs[1].I] {
+			c := Cell{T: a.Elem}
+			if err := c.Set(sc.V); err != nil {
+				return Void, err
+			}
+			cells = append(cells, c)
+		}
+		a.Cells = cells
+		return Void, nil
 	case "push_back", "emplace_back":
 		if len(vs) != 1 || a.Fixed {
 			return Void, f.Errorf("%s arguments", name)

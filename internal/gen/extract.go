@@ -18,6 +18,9 @@ type source struct {
 	toks      map[string][]token
 	text      map[string]string
 	enumTypes map[string]bool // enum type names seen by enums
+	// braceInits: members reads a member's brace initializer as part of
+	// its declaration (clip's headers), not as a body to skip
+	braceInits bool
 }
 
 func (s *source) read(rel string) (string, error) {
@@ -413,6 +416,16 @@ func (s *source) members(rel, name string, pointers bool) ([]field, error) {
 		c := body[i]
 		switch c {
 		case '{':
+			if depth == 1 && s.braceInits && strings.Contains(cur.String(), "=") {
+				// a member's brace initializer (= {nullptr}): part of its line
+				j := strings.IndexByte(body[i:], '}')
+				if j < 0 {
+					return nil, fmt.Errorf("%s: struct %s: unterminated initializer", rel, name)
+				}
+				cur.WriteString(body[i : i+j+1])
+				i += j
+				continue
+			}
 			depth++
 			if depth == 1 {
 				continue

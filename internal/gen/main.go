@@ -101,7 +101,11 @@ func run(dir, out, pin string) error {
 	if err != nil {
 		return fmt.Errorf("formatting converter keys: %w", err)
 	}
-	return os.WriteFile(filepath.Join(archDir, "converter_gen.go"), src, 0o644)
+	if err := os.WriteFile(filepath.Join(archDir, "converter_gen.go"), src, 0o644); err != nil {
+		return err
+	}
+	// the projector's loader
+	return clipRun(s, out, header, pin)
 }
 
 // tables are what the generator reads from the pin besides the programs,
@@ -828,7 +832,8 @@ func (g *generator) extract(rel, name string) error {
 
 // dropped calls: logging and markers with no effect on what is loaded.
 var droppedCalls = map[string]bool{"LLAMA_LOG_INFO": true, "LLAMA_LOG_WARN": true, "LLAMA_LOG_DEBUG": true,
-	"LLAMA_LOG_ERROR": true, "LLAMA_LOG_CONT": true, "GGML_UNUSED": true}
+	"LLAMA_LOG_ERROR": true, "LLAMA_LOG_CONT": true, "GGML_UNUSED": true,
+	"LOG_INF": true, "LOG_WRN": true, "LOG_DBG": true, "LOG_ERR": true, "LOG_CNT": true}
 
 // extractPrefix extracts the statements of a function before its first
 // top-level statement that begins with anchor (tokens separated by
@@ -912,6 +917,9 @@ func (g *generator) add(fn *function) error {
 		name := x.Kids[0].S
 		if class == "llama_hparams" && !strings.Contains(name, "::") && !ast.Builtins[name] {
 			name = "llama_hparams::" + name
+		}
+		if clipMethodClasses[class] && !strings.Contains(name, "::") && !clipBuiltins[name] {
+			name = class + "::" + name
 		}
 		g.pending = append(g.pending, pendingCall{name, fn.file})
 	})

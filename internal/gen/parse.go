@@ -608,7 +608,7 @@ done:
 	// a bare identifier is a type only when a name follows it directly
 	// ("a * b" and "a & b" are expressions), unless it is spelled like one
 	// of llama.cpp's or the standard library's types
-	if !builtin && !sawQual && !p.aliases[name] && !strings.HasPrefix(name, "std::") && !strings.HasPrefix(name, "llama_") && !strings.HasPrefix(name, "ggml_") && !strings.HasPrefix(name, "llm_") && !strings.HasPrefix(name, "gguf_") {
+	if !builtin && !sawQual && !p.aliases[name] && !strings.HasPrefix(name, "std::") && !strings.HasPrefix(name, "llama_") && !strings.HasPrefix(name, "ggml_") && !strings.HasPrefix(name, "llm_") && !strings.HasPrefix(name, "gguf_") && !strings.HasPrefix(name, "clip_") {
 		if ptr || ref || p.peek().k != tIdent {
 			p.pos = save
 			return 0, false
@@ -940,6 +940,10 @@ func (p *parser) primary() *ast.Node {
 		}
 		if name == "this" {
 			return &ast.Node{Op: ast.OpIdent, S: "this"}
+		}
+		if strings.HasPrefix(name, "clip_") && p.is("{") {
+			// clip_image_size{w, h}: a struct by its members' order
+			return p.braceList()
 		}
 		if name == "new" {
 			// new T(args): a call of T's constructor, named "new::T"

@@ -132,7 +132,15 @@ type ProjectorOptions struct {
 	// added: a weight [ProjDim+2k+2, ProjDim+2k+1], a vector
 	// [ProjDim+2k+2]), so that a width read from a tensor names it.
 	Distinct bool
+	// Unused adds, first in the file, a tensor that clip loads under no
+	// name (UnusedProjectorTensor): what clip loads is then a strict
+	// subset of the file.
+	Unused bool
 }
+
+// UnusedProjectorTensor is the tensor Unused adds: named like a block's
+// tensor, read by no projector type.
+const UnusedProjectorTensor = "v.blk.0.unused.weight"
 
 func (o *ProjectorOptions) defaults() {
 	if o.Embd == 0 {
@@ -166,6 +174,9 @@ func NewProjector(pin *ProjectorPin, typ string, dir string, try ProjectorTryer,
 	}
 	if mod == "gen_audio" {
 		p.set("clip.has_gen_audio_encoder", gguf.Bool(true))
+	}
+	if o.Unused {
+		p.Tensors = append(p.Tensors, ArchTensor{Name: UnusedProjectorTensor, Type: ggml.TypeF32, Shape: []int64{8, 3}})
 	}
 	path := filepath.Join(dir, ProjectorFileName(typ))
 	last := ""

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"fmt"
+	"go/format"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ggload/ggload/internal/cpp/ast"
+)
+
+// The projector's loader (tools/mtmd/clip.cpp's clip_model_loader):
+// load_hparams and load_tensors, the clip_hparams methods they call, and
+// the tables they use, written into internal/clip.
+
+const (
+	clipDir   = "tools/mtmd"
+	clipCpp   = clipDir + "/clip.cpp"
+	clipImpl  = clipDir + "/clip-impl.h"
+	clipModel = clipDir + "/clip-model.h"
+	clipH     = clipDir + "/clip.h"
+)
+
+// clipMethodClasses are the structs whose methods are programs: a call
+// of a bare name inside one is a call of its own method.
+var clipMethodClasses = map[string]bool{"clip_hparams": true, "clip_layer": true, "clip_model": true}
+
+// clipBuiltins are the functions the clip replay provides itself.
+var clipBuiltins = map[string]bool{
+	"string_format": true, "clip_projector_type_from_string": true, "open_ifstream_binary": true,
+	"string_replace_all": true, "string_ends_with": true,
+	"gguf_get_n_tensors": true, "gguf_get_tensor_name": true, "gguf_get_data_offset": true, "gguf_get_tensor_offset": true,
+	"gguf_find_tensor": true, "gguf_get_tensor_type": true, "gguf_get_tensor_size": true,
+	"ggml_tensor_overhead": true, "ggml_init": true, "ggml_get_tensor": true, "ggml_dup_tensor": true, "ggml_set_name": true,
+	"ggml_nbytes": true, "ggml_type_name": true, "ggml_backend_get_device": true,
+	"ggml_backend_get_default_buffer_type": true, "ggml_backend_alloc_ctx_tensors_from_buft": true,
+	"ggml_backend_buffer_set_usage": true, "ggml_backend_buft_is_host": true, "ggml_backend_tensor_set": true,
+	"get_bool": true, "get_i32": true, "get_u32": true, "get_f32": true, "get_arr_f32": true, "get_string": true, "get_arr_int": true,
+	"std::runtime_error": true, "GGML_ASSERT": true, "GGML_ABORT": true, "std::max": true, "std::min": true, "std::sqrt": true,
+	"std::move": true, "sizeof": true, "LOG_INF": true, "LOG_WRN": true, "LOG_DBG": true, "LOG_ERR": true,
+	"progress_callback": true,
+	// clip_hparams::is_feature_layer's, which the loader never calls
+	"std::find": true,
+}
+
+// structDefRe is a struct's definition, nested ones included.
+var structDefRe = regexp.MustCompile(`(?m)^\s*struct ([a-z_0-9]+) \{`)
+
+func clipRun(s *source, out, header, pin string) error {
+	g := &generator{s: s, fns: map[string]*ast.Node{}, locs: map[string]string{}}
+	for _, m := range []string{"load_hparams", "load_tensors"} {
+		fn, err := s.findDef(clipCpp, m)
+		if err != nil {
+			return err
+		}
+		if fn == nil {
+			return fmt.Errorf("%s: no %s", clipCpp, m)
+		}
+		fn.name = "clip_model_loader::" + m
+		if err := g.add(fn); err != nil {
+			return err
+		}
+	}
+	// the encoder's output width
+	if fn, err := s.findDef(clipCpp, "clip_n_mmproj_embd"); err != nil || fn == nil {
+		return fmt.Errorf("%s: clip_n_mmproj_embd: %v", clipCpp, err)
+	} else if err := g.add(fn); err != nil {
+		return err
+	}
+	// the methods of the structs they fill (an overloaded one is named
+	// by its number of parameters)
+	for _, class := range []string{"clip_hparams", "clip_layer", "clip_model"} { // clipMethodClasses
+		fns, err := s.findDefsIn(clipModel, class, "")
+		if err != nil {
+			return err
+		}
+		count := map[string]int{}
+		for _, fn := range fns {
+			count[fn.name]++
+		}
+		for _, fn := range fns {
+			if count[fn.name] > 1 {
+				fn.name += "/" + strconv.Itoa(countParams(fn.params))
+			}
+			if err := g.add(fn); err != nil {
+				return err
+			}
+		}
+	}
+	// the free and static functions they call
+	var missing []string
+	for len(g.pending) > 0 {
+		pc := g.pending[0]
+		g.pending = g.pending[1:]
+		if _, done := g.fns[pc.name]; done || clipBuiltins[pc.name] || ast.Builtins[pc.name] {
+			continue
+		}
+		found := false
+		for _, rel := range []string{clipCpp, clipImpl, clipModel} {
+			fn, err := s.findDef(rel, pc.name)
+			if err != nil {
+				return err
+			}
+			if fn != nil {
+				if err := g.add(fn); err != nil {
+					return err
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, pc.name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("clip: neither builtins nor defined in the source: %s", strings.Join(slicesCompact(missing), ", "))
+	}
+	dir := filepath.Join(out, "clip")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := g.writePrograms(dir, pin); err != nil {
+		return err
+	}
+	return g.writeClipTables(dir, header)
+}
+
+// countParams counts a parameter list's parameters.
+func countParams(toks []token) int {
+	if len(toks) == 0 {
+		return 0
+	}
+	n, depth := 1, 0
+	for _, t := range toks {
+		switch t.s {
+		case "(", "<", "[", "{":
+			depth++
+		case ")", ">", "]", "}":
+			depth--
+		case ",":
+			if depth == 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// findDefsIn finds every definition of a method inside the body of
+// struct class in a header (overloads included); of every method, when
+// method is "".
+func (s *source) findDefsIn(rel, class, method string) ([]*function, error) {
+	toks, err := s.tokens(rel)
+	if err != nil {
+		return nil, err
+	}
+	start := -1
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].s == "struct" && toks[i+1].s == class && toks[i+2].s == "{" {
+			start = i + 2
+			break
+		}
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("%s: no struct %s", rel, class)
+	}
+	end, err := matchBrace(toks, start)
+	if err != nil {
+		return nil, err
+	}
+	var out []*function
+	for i := start + 1; i+1 < end; i++ {
+		if toks[i].k != tIdent || method != "" && toks[i].s != method || toks[i+1].s != "(" || toks[i-1].s == "." || toks[i-1].s == "->" {
+			continue
+		}
+		k := matchParen(toks, i+1)
+		params := toks[i+2 : k]
+		k++
+		for k < end && (toks[k].s == "const" || toks[k].s == "override" || toks[k].s == "noexcept") {
+			k++
+		}
+		if toks[k].s != "{" {
+			continue
+		}
+		e, err := matchBrace(toks, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &function{name: class + "::" + toks[i].s, file: rel, line: toks[i].line, params: params, body: toks[k+1 : e]})
+		i = e
+	}
+	return out, nil
+}
+
+var strDefineRe = regexp.MustCompile(`(?m)^#define\s+((?:TN|KEY)_[A-Z0-9_]+)\s+("(?:[^"\\]|\\.)*")`)
+
+// writeClipTables writes internal/clip/tables_gen.go: the name and key
+// formats (TN_*, KEY_*), the projector types' names, the enum constants
+// and the structs' members.
+func (g *generator) writeClipTables(dir, header string) error {
+	s := g.s
+	text, err := s.read(clipImpl)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("package clip\n\nimport (\n\t\"github.com/ggload/ggload/internal/cpp\"\n\t\"github.com/ggload/ggload/internal/cpp/ast\"\n)\n\n")
+	b.WriteString("// formats: the tensor-name and metadata-key formats of clip-impl.h.\nvar formats = map[string]string{\n")
+	defined := map[string]bool{}
+	for _, m := range strDefineRe.FindAllStringSubmatch(text, -1) {
+		if defined[m[1]] {
+			continue // defined again, to the same text
+		}
+		defined[m[1]] = true
+		fmt.Fprintf(&b, "\t%q: %s,\n", m[1], m[2])
+	}
+	b.WriteString("}\n\n")
+	names, err := s.mapPairs(clipImpl, "PROJECTOR_TYPE_NAMES")
+	if err != nil {
+		return err
+	}
+	b.WriteString("// projectorNames: PROJECTOR_TYPE_NAMES, in the map's order.\nvar projectorNames = [][2]string{\n")
+	for _, p := range names {
+		fmt.Fprintf(&b, "\t{%q, %q},\n", p[0], p[1])
+	}
+	b.WriteString("}\n\n")
+	// every constant of clip's enums (the structs' initializers name
+	// some), and those of ggml's that the programs name
+	consts, ggmlConsts := map[string]int64{}, map[string]int64{}
+	for _, rel := range []string{clipImpl, clipModel, clipH} {
+		if err := s.enums(rel, consts); err != nil {
+			return err
+		}
+	}
+	for _, rel := range []string{"ggml/include/ggml.h", "ggml/include/ggml-backend.h"} {
+		if err := s.enums(rel, ggmlConsts); err != nil {
+			return err
+		}
+	}
+	for n, v := range ggmlConsts {
+		if g.identifiers()[n] {
+			consts[n] = v
+		}
+	}
+	var names2 []string
+	for n := range consts {
+		names2 = append(names2, n)
+	}
+	sort.Strings(names2)
+	b.WriteString("// enumConsts: the enum constants the programs name.\nvar enumConsts = map[string]int64{\n")
+	for _, n := range names2 {
+		fmt.Fprintf(&b, "\t%q: %d,\n", n, consts[n])
+	}
+	b.WriteString("}\n\n")
+	model, err := s.read(clipModel)
+	if err != nil {
+		return err
+	}
+	// every struct of clip-model.h, nested ones included
+	var clipStructs []string
+	for _, m := range structDefRe.FindAllStringSubmatch(model, -1) {
+		clipStructs = append(clipStructs, m[1])
+	}
+	known := map[string]bool{}
+	for _, st := range clipStructs {
+		known[st] = true
+	}
+	s.braceInits = true
+	defer func() { s.braceInits = false }()
+	b.WriteString("// structFields: the data members of clip-model.h's structs.\nvar structFields = map[string][]cpp.FieldDef{\n")
+	for _, st := range clipStructs {
+		fs, err := s.structFields(clipModel, st)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "\t%q: {\n", st)
+		for _, f := range fs {
+			ct := strings.TrimPrefix(f.CType, "const ")
+			if known[ct] {
+				f.Struct, f.Type = ct, ast.TObj
+			}
+			if f.Type == ast.TAuto && consts != nil && isClipEnum(ct) {
+				f.Type, f.Enum = ast.TI32, true
+			}
+			fmt.Fprintf(&b, "\t\t{Name: %q, CType: %q, Type: ast.%s, Enum: %v, Len: %q, Struct: %q, Default: %q},\n",
+				f.Name, f.CType, goType(f.Type), f.Enum, f.Len, f.Struct, f.Default)
+		}
+		b.WriteString("\t},\n")
+	}
+	b.WriteString("}\n")
+	src, err := format.Source([]byte(b.String()))
+	if err != nil {
+		return fmt.Errorf("formatting clip tables: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "tables_gen.go"), src, 0o644)
+}
+
+func isClipEnum(ct string) bool {
+	switch ct {
+	case "projector_type", "clip_modality", "ffn_op_type", "norm_type", "patch_merge_type", "resize_algo", "pad_style",
+		"clip_flash_attn_type", "clip_gen_process_type", "ggml_type":
+		return true
+	}
+	return false
+}
