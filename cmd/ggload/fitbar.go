@@ -25,6 +25,9 @@ type memRow struct {
 	Fits    bool   `json:"fits"`             // weights, context and compute fit the free memory
 	// LeavesTarget: they leave the target free as well.
 	LeavesTarget bool `json:"leaves_target"`
+	// Projector is the multimodal projector's weights there (-mm,
+	// mmproj.go).
+	Projector uint64 `json:"projector,omitempty"`
 }
 
 // memRows are the plan's devices (in the model's order), then the host:
@@ -65,7 +68,7 @@ func memRows(p *place.Plan, o place.FitOptions) []memRow {
 }
 
 // need is what the row's memory must hold.
-func (r memRow) need() uint64 { return r.Weights + r.Context + r.Compute }
+func (r memRow) need() uint64 { return r.Weights + r.Context + r.Compute + r.Projector }
 
 // drawMemory draws a bar per row, at most width columns wide: the weights
 // (#), the context's memory (=) and its compute buffers (+) against free
@@ -101,7 +104,7 @@ func drawMemory(w io.Writer, rows []memRow, width int) {
 			for _, part := range []struct {
 				c byte
 				n uint64
-			}{{'#', r.Weights}, {'=', r.Context}, {'+', r.Compute}} {
+			}{{'#', r.Weights + r.Projector}, {'=', r.Context}, {'+', r.Compute}} {
 				n := int(float64(part.n) / float64(r.Free) * float64(barW))
 				if part.n > 0 {
 					n = max(n, 1)

@@ -110,7 +110,7 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	fit := pd.fitReport(&pf)
-	rows := memRows(pd.plan, pf.fitOptions())
+	rows := pf.mmproj.rows(memRows(pd.plan, pf.fitOptions()))
 	if !lf.asJSON {
 		for _, n := range s.notes {
 			fmt.Fprintln(stdout, n)
@@ -128,6 +128,12 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeLoRAs()
+	mm, closeMmproj, err := pf.mmproj.load(ctx, pd.rt, pd.plan.LoadMode) // (mmproj.go)
+	if err != nil {
+		return err
+	}
+	defer closeMmproj()
+	adapters := append(pf.lora.reports(), pf.mmproj.reports()...)
 	var verified *loader.Verified
 	if lf.verify {
 		v, err := lm.Verify()
@@ -135,6 +141,13 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		verified = &v
+		if mm != nil {
+			mv, err := mm.Verify()
+			if err != nil {
+				return err
+			}
+			adapters[len(adapters)-1].Verified = mv.Tensors
+		}
 	}
 	var made []contextAlloc
 	if lf.context {
@@ -146,13 +159,17 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	if lf.asJSON {
-		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes, made, pf.lora.reports()); err != nil {
+		if err := writeLoadJSON(stdout, lm, pd.plan, fit, rows, verified, s.notes, made, adapters); err != nil {
 			return err
 		}
 		return pd.refused()
 	}
 	writeLoadReport(stdout, lm, pd.plan, lf.tensors, rows, verified)
 	pf.lora.write(stdout)
+	pf.mmproj.write(stdout)
+	if mm != nil && lf.verify {
+		fmt.Fprintf(stdout, "ggload: verified: %d projector tensors read back from %s equal the file\n", adapters[len(adapters)-1].Verified, mm.Plan.Device.Name())
+	}
 	writeContextAllocs(stdout, made)
 	return pd.refused()
 }
@@ -208,7 +225,7 @@ func writeLoadJSON(w io.Writer, lm *loader.Model, plan *place.Plan, fit fitRepor
 		Verified        *loader.Verified `json:"verified,omitempty"`
 		Made            []contextAlloc   `json:"context_allocated,omitempty"`
 		Notes           []string         `json:"notes,omitempty"`
-		Adapters        []adapterReport  `json:"adapters,omitempty"` // the LoRA adapters loaded beside it (lora.go)
+		Adapters        []adapterReport  `json:"adapters,omitempty"` // the LoRA adapters (lora.go) and the projector (mmproj.go) loaded beside it
 	}{lm, plan.Totals(), fit, rows, ctxJSON.Context, ctxJSON.MemoryBreakdown, verified, made, notes, adapters})
 }
 

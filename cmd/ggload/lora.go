@@ -96,6 +96,9 @@ type adapterReport struct {
 	Kind    string                `json:"kind"` // mmproj, lora, cvec
 	Tensors []adapterTensorReport `json:"tensors"`
 	Buffers []adapterBufferReport `json:"buffers"`
+	// Verified is the tensors load --verify read back equal to the file
+	// (a projector's; 0 when not verified)
+	Verified int `json:"verified,omitempty"`
 }
 
 type adapterTensorReport struct {

@@ -80,6 +80,10 @@ func TestOptionsOfThePin(t *testing.T) {
 	// each its own argument
 	example["FNAME:SCALE,..."] = append(example["FNAME:SCALE,..."], modelPath+":0.5", modelPath+":1,"+modelPath+":-2")
 	example["START END"] = []string{"1 3"}
+	// multimodal projectors (mmproj.go)
+	example["FILE"] = []string{filepath.Join(t.TempDir(), "mmproj.gguf")}
+	example["URL"] = []string{"https://127.0.0.1:1/mmproj.gguf"}
+	example["DEVICE"] = []string{"Vulkan0"}
 	pf := defaultPlaceFlags()
 	ref, _, _, _ := planOptions(&pf)
 	var help bytes.Buffer
@@ -245,6 +249,26 @@ func checkEffect(f *placeFlags, primary string, args []string, commonH string) e
 	case "--control-vector", "--control-vector-scaled":
 		if len(f.cvec.files) == 0 {
 			return fmt.Errorf("no control vector")
+		}
+	case "-mm":
+		if f.mmproj.path != v {
+			return fmt.Errorf("mmproj %q", f.mmproj.path)
+		}
+	case "-mmu":
+		if f.mmproj.url != v {
+			return fmt.Errorf("mmproj url %q", f.mmproj.url)
+		}
+	case "--mmproj-offload":
+		if f.mmproj.offload != (flag == "--mmproj-offload") {
+			return fmt.Errorf("mmproj offload %v", f.mmproj.offload)
+		}
+	case "--mmproj-auto":
+		if f.mmproj.auto != (flag == "--mmproj-auto") {
+			return fmt.Errorf("mmproj auto %v", f.mmproj.auto)
+		}
+	case "-mmdev":
+		if want := v != "none"; f.mmproj.offload != want || want && f.mmproj.device != v {
+			return fmt.Errorf("mmproj device %q, offload %v", f.mmproj.device, f.mmproj.offload)
 		}
 	case "--lora", "--lora-scaled":
 		if len(f.lora.files) == 0 {

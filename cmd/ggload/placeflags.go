@@ -59,6 +59,8 @@ type placeFlags struct {
 	draft       draftFlags
 	cvec        cvecFlags // --control-vector* (cvec.go)
 	lora        loraFlags // --lora* (lora.go)
+	// -mm* (mmproj.go)
+	mmproj mmprojFlags
 }
 
 // draftFlags are the draft model's options (-md, -ngld, -devd, -otd): a
@@ -74,7 +76,7 @@ type draftFlags struct {
 func defaultPlaceFlags() placeFlags {
 	d := place.Params{}
 	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: !d.NoExtraBufts, loadMode: d.LoadMode,
-		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}}
+		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}, mmproj: defaultMmprojFlags()}
 }
 
 var numaNames = map[string]ggml.NUMAStrategy{"distribute": ggml.NUMADistribute, "isolate": ggml.NUMAIsolate, "numactl": ggml.NUMANumactl}
@@ -86,6 +88,7 @@ func (f *placeFlags) add(s *optionSet) {
 	f.addContext(s)
 	f.cvec.add(s)
 	f.lora.add(s)
+	f.mmproj.add(s)
 	f.addFit(s)
 	f.addDraft(s)
 	f.addUnsupported(s)
@@ -731,6 +734,12 @@ func openModel(ctx context.Context, path string, o httpsrc.Options) (*gguf.Model
 // empty), with a bar by bytes on a terminal, and returns its local path.
 // A download that waits for another of the same file says so.
 func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writer) (string, error) {
+	return f.download(ctx, f.modelURL, path, stderr)
+}
+
+// download downloads url as -mu downloads a model (to path, or into the
+// cache when it is empty) and returns its local path.
+func (f *placeFlags) download(ctx context.Context, url, path string, stderr io.Writer) (string, error) {
 	o := f.httpOptions()
 	o.Waiting = func(url, local string) {
 		fmt.Fprintf(safe(stderr), "ggload: waiting for another download of %s (%s)\n", local, url)
@@ -747,7 +756,7 @@ func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writ
 			}
 		}
 	}
-	local, err := httpsrc.Download(ctx, f.modelURL, path, o)
+	local, err := httpsrc.Download(ctx, url, path, o)
 	if bar != nil {
 		bar.finish()
 	}

@@ -97,6 +97,9 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	if err == nil {
 		err = pf.lora.plan(out.plan) // (lora.go)
 	}
+	if err == nil {
+		err = pf.mmproj.plan(ctx, pf, out.plan, os.Stderr) // (mmproj.go)
+	}
 	if err != nil {
 		out.Close()
 		return nil, err
@@ -227,7 +230,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer pd.Close()
 	fit := pd.fitReport(&pf)
-	rows := memRows(pd.plan, pf.fitOptions())
+	rows := pf.mmproj.rows(memRows(pd.plan, pf.fitOptions()))
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -237,9 +240,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 			Fit    fitReport   `json:"fit"`
 			Memory []memRow    `json:"memory"`
 			Notes  []string    `json:"notes,omitempty"`
-			// Adapters are the LoRA adapters beside the model (lora.go)
+			// Adapters are the LoRA adapters (lora.go) and the multimodal
+			// projector (mmproj.go) beside the model
 			Adapters []adapterReport `json:"adapters,omitempty"`
-		}{pd.plan, pd.draft, fit, rows, s.notes, pf.lora.reports()}); err != nil {
+		}{pd.plan, pd.draft, fit, rows, s.notes, append(pf.lora.reports(), pf.mmproj.reports()...)}); err != nil {
 			return err
 		}
 		return pd.refused()
@@ -251,6 +255,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout)
 	pd.plan.Report(stdout, place.ReportOptions{Tensors: *tensors, Debug: *verbose})
 	pf.lora.write(stdout)
+	pf.mmproj.write(stdout)
 	if pd.draft != nil {
 		fmt.Fprintf(stdout, "\ndraft model %s (-md), beside it at -c %d:\n", pf.draft.model, pd.draft.Params.Context.NCtx)
 		pd.draft.WriteBreakdown(stdout)

@@ -5,7 +5,6 @@ package main
 // the reason. TestOptionsOfThePin holds this list to the pin's source.
 
 const (
-	whyProject  = "a multimodal projector is a file of its own that libmtmd loads beside the model; ggload places one model's weights and loads no projector"
 	whyDownload = "model repositories: ggload loads a local file, a URL given as MODEL (read in place), or -mu's download, and resolves no repository or quantization name"
 	whyDraft    = "model repositories: ggload's draft model is a local file (-md), and resolves no repository or quantization name"
 	whyPreset   = "llama-server presets: they download a model and set serving options"
@@ -18,11 +17,6 @@ var unsupportedOptions = []struct {
 	why   string
 }{
 	{[]string{"-fitp", "--fit-print"}, "[on|off]", whyFitPrint},
-	{[]string{"-mm", "--mmproj"}, "FILE", whyProject},
-	{[]string{"-mmu", "--mmproj-url"}, "URL", whyProject},
-	{[]string{"--mmproj-auto", "--no-mmproj", "--no-mmproj-auto"}, "", whyProject},
-	{[]string{"--mmproj-offload", "--no-mmproj-offload"}, "", whyProject},
-	{[]string{"-mmdev", "--mmproj-device"}, "DEVICE", whyProject},
 	{[]string{"-dr", "--docker-repo"}, "[<repo>/]<model>[:quant]", whyDownload},
 	{[]string{"-hf", "-hfr", "--hf-repo"}, "<user>/<model>[:quant]", whyDownload},
 	{[]string{"-hff", "--hf-file"}, "FILE", whyDownload},
