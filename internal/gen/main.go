@@ -3,7 +3,8 @@
 // and tensor-creation functions (load_arch_hparams, load_arch_tensors and
 // the shared functions they call) as programs over a small C++ subset, and
 // the tables they refer to (architecture names and classes, metadata keys,
-// tensor names and infos, enum constants, llama_hparams's members).
+// tensor names and infos, enum constants, llama_hparams's members); and
+// libmtmd's projector loader (clip.go).
 //
 //	go run ./internal/gen -src /path/to/llama.cpp [-out internal]
 //
