@@ -91,6 +91,13 @@ type MmprojTensor struct {
 // each tensor's allocation size padded to the type's alignment, plus what
 // the backend adds to an allocation).
 func MmprojBufferSize(rt *ggml.Runtime, bt ggml.BufferType, tensors []MmprojTensor) (uint64, error) {
+	return ctxBufferSize(rt, bt, tensors, "projector")
+}
+
+// ctxBufferSize is the size of the buffer that
+// ggml_backend_alloc_ctx_tensors_from_buft gives a context of these
+// tensors (what names them in errors).
+func ctxBufferSize(rt *ggml.Runtime, bt ggml.BufferType, tensors []MmprojTensor, what string) (uint64, error) {
 	align := max(bt.Alignment(), 1)
 	ctx, err := rt.NewContext(ggml.ContextParams{Tensors: len(tensors) + 1, NoAlloc: true})
 	if err != nil {
@@ -101,7 +108,7 @@ func MmprojBufferSize(rt *ggml.Runtime, bt ggml.BufferType, tensors []MmprojTens
 	for _, t := range tensors {
 		gt, err := ctx.NewTensor(t.Type, t.Shape[:]...)
 		if err != nil {
-			return 0, fmt.Errorf("place: projector tensor %s: %w", t.Name, err)
+			return 0, fmt.Errorf("place: %s tensor %s: %w", what, t.Name, err)
 		}
 		total += (bt.AllocSize(gt) + align - 1) / align * align
 	}
@@ -109,7 +116,7 @@ func MmprojBufferSize(rt *ggml.Runtime, bt ggml.BufferType, tensors []MmprojTens
 		return 0, nil
 	}
 	if max := bt.MaxSize(); max > 0 && total > max {
-		return 0, fmt.Errorf("place: projector weights of %d bytes exceed %s's largest buffer (%d bytes)", total, bt.Name(), max)
+		return 0, fmt.Errorf("place: %s tensors of %d bytes exceed %s's largest buffer (%d bytes)", what, total, bt.Name(), max)
 	}
 	slack, err := bt.AllocSlack()
 	if err != nil {

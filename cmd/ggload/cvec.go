@@ -6,6 +6,7 @@ import (
 
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/infer"
+	"github.com/ggload/ggload/place"
 )
 
 // cvecFlags are llama.cpp's control vector options. The vectors are read
@@ -109,4 +110,29 @@ func (f *cvecFlags) apply(ic *infer.Context) error {
 		return nil
 	}
 	return ic.ApplyControlVector(f.loaded, f.start, f.end)
+}
+
+// reports is the control vector for --json's adapters: where a context
+// puts it (place.Plan.ControlVectorLayout), each layer's direction named
+// as the files name it. Its path is the files', comma-separated.
+func (f *cvecFlags) reports(p *place.Plan) ([]adapterReport, error) {
+	if f.loaded == nil {
+		return nil, nil
+	}
+	tensors, bufs, err := p.ControlVectorLayout(int64(f.loaded.NEmbd))
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(f.files))
+	for i, cf := range f.files {
+		paths[i] = cf.Path
+	}
+	r := adapterReport{Path: strings.Join(paths, ","), Kind: "cvec", Tensors: []adapterTensorReport{}, Buffers: []adapterBufferReport{}}
+	for _, t := range tensors {
+		r.Tensors = append(r.Tensors, adapterTensorReport{fmt.Sprintf("direction.%d", t.Layer), t.BufferType.Name(), deviceName(t.Device)})
+	}
+	for _, b := range bufs {
+		r.Buffers = append(r.Buffers, adapterBufferReport{b.BufferType.Name(), b.BufferType.Name(), deviceName(b.Device), b.Size})
+	}
+	return []adapterReport{r}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -156,5 +157,64 @@ func TestRunTextControlVectorMatchesLlamaCompletion(t *testing.T) {
 	}
 	if outs[0] == outs[1] && outs[0] == outs[2] && outs[0] == outs[3] {
 		t.Errorf("the control vectors changed no token")
+	}
+}
+
+// plan --json lists the control vector among the adapters ("kind":
+// "cvec"): a direction per layer from 1 to n_layer-1 on the buffer type
+// llama.cpp picks for it, and one buffer per buffer type, each the size
+// of the buffer run's context then allocates for it.
+func TestPlanControlVectorJSON(t *testing.T) {
+	path := writeSynth(t, synth.Spec{Layers: 3, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Distinct: true, Seed: 5})
+	cv := filepath.Join(t.TempDir(), "cv.gguf")
+	writeDirections(t, cv, 3, 128)
+	configs := [][]string{{"-dev", "none"}}
+	if v := testenv.Vulkan(t); v != nil {
+		configs = append(configs, []string{"-dev", v.Name(), "-ngl", "2"})
+	}
+	for _, c := range configs {
+		args := append(append([]string{}, c...), "--control-vector", cv)
+		out, err := runCLI(t, append([]string{"plan", path, "--json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan struct {
+			Adapters []adapterReport `json:"adapters"`
+		}
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Adapters) != 1 || plan.Adapters[0].Kind != "cvec" || plan.Adapters[0].Path != cv {
+			t.Fatalf("%v: adapters %+v", c, plan.Adapters)
+		}
+		a := plan.Adapters[0]
+		if len(a.Tensors) != 2 || a.Tensors[0].Name != "direction.1" || a.Tensors[1].Name != "direction.2" {
+			t.Errorf("%v: tensors %+v, want direction.1 and direction.2", c, a.Tensors)
+		}
+		out, err = runCLI(t, append([]string{"run", path, "--json", "--tokens", "1", "-n", "1"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run struct {
+			Memory []infer.Allocation `json:"context_memory"`
+		}
+		if err := json.Unmarshal([]byte(out), &run); err != nil {
+			t.Fatal(err)
+		}
+		var made []adapterBufferReport
+		for _, m := range run.Memory {
+			if m.What == "control vector" {
+				made = append(made, adapterBufferReport{Name: m.BufferType, BufferType: m.BufferType, Size: m.Bytes})
+			}
+		}
+		if len(made) != len(a.Buffers) {
+			t.Fatalf("%v: plan %+v, the context allocated %+v", c, a.Buffers, made)
+		}
+		for i, b := range a.Buffers {
+			if b.BufferType != made[i].BufferType || b.Size != made[i].Size {
+				t.Errorf("%v: buffer %d: plan %s of %d bytes, the context %s of %d", c, i, b.BufferType, b.Size, made[i].BufferType, made[i].Size)
+			}
+		}
+		t.Logf("%v: %+v", c, a.Buffers)
 	}
 }

@@ -133,7 +133,10 @@ func runLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeMmproj()
-	adapters := append(pf.lora.reports(), pf.mmproj.reports()...)
+	adapters, err := pf.adapterReports(pd.plan)
+	if err != nil {
+		return err
+	}
 	var verified *loader.Verified
 	if lf.verify {
 		v, err := lm.Verify()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/infer"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
@@ -114,26 +115,37 @@ type adapterBufferReport struct {
 	Size       uint64 `json:"size"`
 }
 
+// adapterReports are --json's "adapters": the LoRA adapters, the control
+// vector and the projector (last), as planned beside p's model.
+func (pf *placeFlags) adapterReports(p *place.Plan) ([]adapterReport, error) {
+	cv, err := pf.cvec.reports(p) // (cvec.go)
+	if err != nil {
+		return nil, err
+	}
+	out := append(pf.lora.reports(), cv...)
+	return append(out, pf.mmproj.reports()...), nil // (mmproj.go)
+}
+
+// deviceName is a device's name, "" for none.
+func deviceName(d *ggml.Device) string {
+	if d == nil {
+		return ""
+	}
+	return d.Name()
+}
+
 // reports are the adapters for --json.
 func (f *loraFlags) reports() []adapterReport {
 	var out []adapterReport
 	for _, l := range f.planned {
 		r := adapterReport{Path: l.Path, Kind: "lora", Tensors: []adapterTensorReport{}, Buffers: []adapterBufferReport{}}
 		for _, pr := range l.Pairs {
-			dev := ""
-			if pr.Device != nil {
-				dev = pr.Device.Name()
-			}
 			for _, t := range []place.LoRATensor{pr.A, pr.B} {
-				r.Tensors = append(r.Tensors, adapterTensorReport{t.Name, pr.BufferType.Name(), dev})
+				r.Tensors = append(r.Tensors, adapterTensorReport{t.Name, pr.BufferType.Name(), deviceName(pr.Device)})
 			}
 		}
 		for _, b := range l.Buffers {
-			dev := ""
-			if b.Device != nil {
-				dev = b.Device.Name()
-			}
-			r.Buffers = append(r.Buffers, adapterBufferReport{b.Name, b.BufferType.Name(), dev, b.Size})
+			r.Buffers = append(r.Buffers, adapterBufferReport{b.Name, b.BufferType.Name(), deviceName(b.Device), b.Size})
 		}
 		out = append(out, r)
 	}

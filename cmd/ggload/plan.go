@@ -232,6 +232,10 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 	fit := pd.fitReport(&pf)
 	rows := pf.mmproj.rows(memRows(pd.plan, pf.fitOptions()))
 	if *asJSON {
+		adapters, err := pf.adapterReports(pd.plan)
+		if err != nil {
+			return err
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
@@ -243,7 +247,7 @@ func runPlan(ctx context.Context, args []string, stdout io.Writer) error {
 			// Adapters are the LoRA adapters (lora.go) and the multimodal
 			// projector (mmproj.go) beside the model
 			Adapters []adapterReport `json:"adapters,omitempty"`
-		}{pd.plan, pd.draft, fit, rows, s.notes, append(pf.lora.reports(), pf.mmproj.reports()...)}); err != nil {
+		}{pd.plan, pd.draft, fit, rows, s.notes, adapters}); err != nil {
 			return err
 		}
 		return pd.refused()
