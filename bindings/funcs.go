@@ -165,10 +165,44 @@ type Funcs struct {
 	BuildForwardSel  func(g Graph, tensors **Tensor, n, idx int32) *Tensor                                         `c:"ggml_build_forward_select"`
 	GraphSize        func(g Graph) int32                                                                           `c:"ggml_graph_size"`
 
+	// the multimodal projectors' ops (convolutions, windows, resampling,
+	// the activations of vision and audio encoders)
+	Conv2D          func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32) *Tensor       `c:"ggml_conv_2d"`
+	Conv2DDirect    func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32) *Tensor       `c:"ggml_conv_2d_direct"`
+	Conv2DDw        func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32) *Tensor       `c:"ggml_conv_2d_dw"`
+	Conv2DDwDirect  func(ctx Context, a, b *Tensor, s0, s1, p0, p1, d0, d1 int32) *Tensor       `c:"ggml_conv_2d_dw_direct"`
+	Conv1D          func(ctx Context, a, b *Tensor, s0, p0, d0 int32) *Tensor                   `c:"ggml_conv_1d"`
+	Conv1DDw        func(ctx Context, a, b *Tensor, s0, p0, d0 int32) *Tensor                   `c:"ggml_conv_1d_dw"`
+	Col2Im1D        func(ctx Context, a *Tensor, s0, oc, p0 int32) *Tensor                      `c:"ggml_col2im_1d"`
+	Pool1D          func(ctx Context, a *Tensor, op, k0, s0, p0 int32) *Tensor                  `c:"ggml_pool_1d"`
+	PadReflect1D    func(ctx Context, a *Tensor, p0, p1 int32) *Tensor                          `c:"ggml_pad_reflect_1d"`
+	Roll            func(ctx Context, a *Tensor, shift0, shift1, shift2, shift3 int32) *Tensor  `c:"ggml_roll"`
+	Interpolate     func(ctx Context, a *Tensor, ne0, ne1, ne2, ne3 int64, mode uint32) *Tensor `c:"ggml_interpolate"`
+	Upscale         func(ctx Context, a *Tensor, factor, mode int32) *Tensor                    `c:"ggml_upscale"`
+	WinPart         func(ctx Context, a *Tensor, w int32) *Tensor                               `c:"ggml_win_part"`
+	WinUnpart       func(ctx Context, a *Tensor, w0, h0, w int32) *Tensor                       `c:"ggml_win_unpart"`
+	Argsort         func(ctx Context, a *Tensor, order int32) *Tensor                           `c:"ggml_argsort"`
+	Sum             func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_sum"`
+	Sin             func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_sin"`
+	Cos             func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_cos"`
+	Log             func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_log"`
+	Step            func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_step"`
+	Elu             func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_elu"`
+	GeluErf         func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_gelu_erf"`
+	GeluQuick       func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_gelu_quick"`
+	GeluInplace     func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_gelu_inplace"`
+	ReluInplace     func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_relu_inplace"`
+	Hardswish       func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_hardswish"`
+	Hardsigmoid     func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_hardsigmoid"`
+	SwigluSwapped   func(ctx Context, a *Tensor) *Tensor                                        `c:"ggml_swiglu_swapped"`
+	GegluQuickSplit func(ctx Context, a, b *Tensor) *Tensor                                     `c:"ggml_geglu_quick_split"`
+	GegluErfSplit   func(ctx Context, a, b *Tensor) *Tensor                                     `c:"ggml_geglu_erf_split"`
+
 	// graphs
 	NewGraph           func(ctx Context) Graph                           `c:"ggml_new_graph"`
 	NewGraphCustom     func(ctx Context, size uintptr, grads bool) Graph `c:"ggml_new_graph_custom"`
 	BuildForwardExpand func(g Graph, t *Tensor)                          `c:"ggml_build_forward_expand"`
+	BuildForwardOrder  func(g Graph, t *Tensor)                          `c:"ggml_build_forward_order"`
 	GraphNNodes        func(g Graph) int32                               `c:"ggml_graph_n_nodes"`
 	GraphNode          func(g Graph, i int32) *Tensor                    `c:"ggml_graph_node"`
 	GraphNodes         func(g Graph) **Tensor                            `c:"ggml_graph_nodes"`

@@ -73,6 +73,17 @@ func (l *Lib) Expand(g *Graph, t *Tensor) error {
 	return nil
 }
 
+// Order is ggml_build_forward_order(g, t): t and its parents in the
+// graph, in this order, none marked to compute until a node that computes
+// reaches them.
+func (l *Lib) Order(g *Graph, t *Tensor) error {
+	if err := g.fits("ggml_build_forward_order", t); err != nil {
+		return err
+	}
+	l.b.BuildForwardOrder(g.h, t.c())
+	return nil
+}
+
 // Select is ggml_build_forward_select(g, ts, n, idx): the graph gets each
 // of ts, and idx's result.
 func (l *Lib) Select(g *Graph, ts []*Tensor, idx int) (*Tensor, error) {

@@ -285,7 +285,7 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 // returns the graph as it was before the scheduler split it; on an error
 // the graph is freed.
 func (rs *reserver) alloc(g *Graph, what string) (ops.GraphShape, error) {
-	if err := schedulable(rs.lib, g.G, rs.bes, rs.cpu); err != nil {
+	if err := Schedulable(rs.lib, g.G, rs.bes, rs.cpu); err != nil {
 		g.Free()
 		return ops.GraphShape{}, err
 	}

@@ -22,10 +22,32 @@ type gcall struct {
 	f  *cpp.Frame
 	fn string
 	v  []cpp.Val
-	g  *graphState
+	g  OpSession
 }
 
-func (c *gcall) lib() *ops.Lib { return c.g.lib }
+// OpSession is what the op builtins (OpBuiltins) build with, the
+// interpreter's Session while they run: the op library, and the native
+// tensor of a value (a host's tensor made native; null: nil).
+type OpSession interface {
+	OpLib() *ops.Lib
+	NativeTensor(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error)
+}
+
+// OpLib is the session's op library.
+func (g *graphState) OpLib() *ops.Lib { return g.lib }
+
+// NativeTensor is the native tensor of a value: a weight's made on first
+// use.
+func (g *graphState) NativeTensor(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
+	return g.native(f, v)
+}
+
+// OpBuiltins are ggml's functions as builtins of the evaluator, for
+// another library's programs (the projector's graphs): they build with
+// the OpSession the interpreter's Session is.
+func OpBuiltins() map[string]cpp.Builtin { return ggmlBuiltins() }
+
+func (c *gcall) lib() *ops.Lib { return c.g.OpLib() }
 
 // abort is an op's failed check, as the Abort it is for llama.cpp.
 func (c *gcall) abort(err error) error {
@@ -79,7 +101,7 @@ func (c *gcall) opt(i int) (*ops.Tensor, error) {
 	if i >= len(c.v) {
 		return nil, nil
 	}
-	return c.g.native(c.f, c.v[i])
+	return c.g.NativeTensor(c.f, c.v[i])
 }
 
 // t is a tensor argument: ggml dereferences it.
@@ -93,7 +115,7 @@ func (c *gcall) t(i int) (*ops.Tensor, error) {
 
 // t0 is the tensor a value names, not null.
 func (c *gcall) t0(v cpp.Val) (*ops.Tensor, error) {
-	t, err := c.g.native(c.f, v)
+	t, err := c.g.NativeTensor(c.f, v)
 	if err == nil && t == nil {
 		err = &cpp.Abort{Msg: "null tensor passed to " + c.fn, Where: c.f.Fn}
 	}
@@ -200,7 +222,8 @@ func tensorOp(out map[string]cpp.Builtin, name string, n, nt int, build func(c *
 // op registers a ggml function of n arguments (-1: any).
 func op(out map[string]cpp.Builtin, name string, n int, fn opFn) {
 	out[name] = func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
-		if graphOf(f) == nil {
+		s, _ := f.I.Session.(OpSession)
+		if s == nil {
 			return cpp.Void, f.Errorf("%s outside BuildGraph", name)
 		}
 		if n >= 0 && len(args) != n {
@@ -210,7 +233,7 @@ func op(out map[string]cpp.Builtin, name string, n int, fn opFn) {
 		if err != nil {
 			return cpp.Void, err
 		}
-		return fn(&gcall{f: f, fn: name, v: append([]cpp.Val(nil), vs...), g: graphOf(f)})
+		return fn(&gcall{f: f, fn: name, v: append([]cpp.Val(nil), vs...), g: s})
 	}
 }
 
@@ -281,6 +304,7 @@ func ggmlBuiltins() map[string]cpp.Builtin {
 	linearOps(out)
 	fusedOps(out)
 	extraOps(out)
+	clipOps(out)
 	return out
 }
 
@@ -637,6 +661,17 @@ func graphBuildOps(out map[string]cpp.Builtin) {
 			return cpp.Void, err
 		}
 		return cpp.Void, c.abort(c.lib().Expand(gf, t))
+	})
+	op(out, "ggml_build_forward_order", 2, func(c *gcall) (cpp.Val, error) {
+		gf, err := c.graph(0)
+		if err != nil {
+			return cpp.Void, err
+		}
+		t, err := c.t(1)
+		if err != nil {
+			return cpp.Void, err
+		}
+		return cpp.Void, c.abort(c.lib().Order(gf, t))
 	})
 	op(out, "ggml_build_forward_select", 4, func(c *gcall) (cpp.Val, error) {
 		gf, err := c.graph(0)

@@ -459,7 +459,7 @@ func (rs *reserver) reserve(nt, ns, no uint32, sizes *[]uintptr, split func(*Gra
 		// the scheduler's hash set holds at least max_nodes tensors
 		return built{}, &cpp.Abort{Msg: fmt.Sprintf("GGML_ASSERT((int)sched->hash_set.size >= measure_graph->n_nodes + measure_graph->n_leafs) failed (%d tensors)", n)}
 	}
-	if err := schedulable(lib, g.G, rs.bes, rs.cpu); err != nil {
+	if err := Schedulable(lib, g.G, rs.bes, rs.cpu); err != nil {
 		return built{}, err
 	}
 	out := built{nodes: g.Nodes, inputs: g.g.inputs, inputTensors: lib.InputTensors(g.G)} // before the split rewires the inputs
@@ -670,11 +670,11 @@ func Replayed(r *arch.Run, mem *arch.Memory) (bool, string) {
 // scheduler gives them their source's backend, unasked.
 var viewOps = map[string]bool{"NONE": true, "VIEW": true, "RESHAPE": true, "PERMUTE": true, "TRANSPOSE": true}
 
-// schedulable refuses a graph with a node no backend can run: the
+// Schedulable refuses a graph with a node no backend can run: the
 // scheduler, left with it unassigned, aborts the process
 // (GGML_ASSERT(*cur_backend_id != -1) in ggml_backend_sched_split_graph).
 // The CPU, last in the list, runs almost everything and is asked first.
-func schedulable(lib *ops.Lib, g *ops.Graph, bes []ops.Backend, cpu ops.Backend) error {
+func Schedulable(lib *ops.Lib, g *ops.Graph, bes []ops.Backend, cpu ops.Backend) error {
 	cpuDev := lib.BackendDevice(cpu)
 	views := map[int32]bool{}
 	n := lib.NNodes(g)
