@@ -2,12 +2,15 @@ package tests
 
 import (
 	"fmt"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/clip"
 	"github.com/ggload/ggload/lab/mtmd"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
@@ -54,6 +57,7 @@ func TestMmproj(t *testing.T) {
 	files := mmprojSynth(t, o)
 	t.Run("placement", func(t *testing.T) { mmprojPlacement(t, o, files) })
 	t.Run("refused", func(t *testing.T) { mmprojRefused(t, files) })
+	t.Run("warmup", func(t *testing.T) { mmprojWarmup(t, o, mmprojWarmSynth(t, o)) })
 }
 
 // mmprojPlacement: each encoder's output width, device, buffer type and
@@ -219,5 +223,127 @@ func mmprojRefused(t *testing.T, files map[string]string) {
 	defer mf.Close()
 	if _, err := place.ReadMmprojHeader(model, mf); err == nil || !strings.Contains(err.Error(), model) {
 		t.Errorf("a model file read as a projector: %v", err)
+	}
+}
+
+// mmprojWarmSynth synthesizes a projector of every type the pin's clip
+// loads whose graphs build: its tensors reshaped until ggload's replay of
+// the warm-up builds them (synth's Warm). Types ggload cannot warm up
+// are logged and left out.
+func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
+	t.Helper()
+	pin, err := synth.ReadProjectorPin(testenv.SourceTree(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := testenv.Runtime(t)
+	dir := t.TempDir()
+	try := func(path string) (synth.ProjectorAnswer, error) {
+		r, err := o.Load(path, mtmd.Load{})
+		if err != nil {
+			return synth.ProjectorAnswer{}, err
+		}
+		if r.Crashed {
+			return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
+		}
+		return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
+	}
+	warm := func(path string, learn func(string, []clip.OpArg)) error {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h, err := place.ReadMmprojHeader(path, f)
+		if err != nil {
+			return err
+		}
+		for _, c := range h.Contexts {
+			e, err := clip.Load(path, f, c.Modality)
+			if err != nil {
+				return err
+			}
+			if _, err := e.Warmup(clip.WarmupParams{Lib: rt.Ops(), Device: rt.CPUDevice().Handle(), CPU: rt.CPUDevice().Handle(), FlashAttn: clip.FlashAttnAuto, Learn: learn}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	files := map[string]string{}
+	types := pin.ProjectorTypes()
+	if s := os.Getenv("GGLOAD_MMPROJ_TYPES"); s != "" {
+		types = strings.Split(s, ",")
+	}
+	for _, typ := range types {
+		p, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{})
+		if err != nil {
+			continue
+		}
+		path := dir + "/" + synth.ProjectorFileName(typ)
+		if err := p.Warm(path, warm); err != nil {
+			t.Logf("no warm-up: %v", err)
+			continue
+		}
+		files[typ] = path
+	}
+	t.Logf("%d projector types warm up", len(files))
+	return files
+}
+
+// mmprojWarmup: each encoder's warm-up compute buffers, per device, equal
+// clip's after its warm-up (mem_compute), with the projector on the GPU
+// and on the CPU.
+func mmprojWarmup(t *testing.T, o *mtmd.Oracle, files map[string]string) {
+	rt := testenv.Runtime(t)
+	type config struct {
+		name string
+		opts place.MmprojOptions
+		load mtmd.Load
+	}
+	configs := []config{
+		{"no-offload", place.MmprojOptions{NoOffload: true}, mtmd.Load{Warmup: true}},
+		{"default", place.MmprojOptions{}, mtmd.Load{UseGPU: true, Warmup: true}},
+	}
+	types := slices.Sorted(maps.Keys(files))
+	for _, c := range configs {
+		dev, err := place.MmprojDevice(rt, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range types {
+			path := files[typ]
+			r, err := o.Load(path, c.load)
+			if err != nil || r.Crashed || r.Err != "" {
+				t.Errorf("%s %s: the oracle: %v %v %s %s", c.name, typ, err, r.Crashed, r.Err, r.Output)
+				continue
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rc := range r.Contexts {
+				e, err := clip.Load(path, f, rc.Modality)
+				if err != nil {
+					t.Errorf("%s %s: %v", c.name, typ, err)
+					continue
+				}
+				w, err := e.Warmup(clip.WarmupParams{Lib: rt.Ops(), Device: dev.Handle(), CPU: rt.CPUDevice().Handle(), FlashAttn: clip.FlashAttnAuto})
+				if err != nil {
+					t.Errorf("%s %s: %s warm-up: %v", c.name, typ, rc.Modality, err)
+					continue
+				}
+				got := map[string]int64{}
+				for _, b := range w.Buffers {
+					got[rt.Ops().DevName(b.Dev)] += int64(b.Bytes)
+				}
+				if rc.Modality == "gen_audio" {
+					got = map[string]int64{}
+				}
+				if !maps.Equal(got, rc.Compute) && !(len(got) == 0 && len(rc.Compute) == 0) {
+					t.Errorf("%s %s: %s compute: ggload %v, clip %v", c.name, typ, rc.Modality, got, rc.Compute)
+				}
+			}
+			f.Close()
+		}
 	}
 }

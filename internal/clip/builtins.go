@@ -169,7 +169,6 @@ var builtins = map[string]cpp.Builtin{
 	"ggml_tensor_overhead": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 		return cpp.Int(368, ast.TU64), nil
 	},
-	"ggml_init": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) { return handle("ggml_context"), nil },
 	"ggml_get_tensor": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 		vs, err := evalArgs(f, args, 2, "ggml_get_tensor")
 		if err != nil {
@@ -178,7 +177,8 @@ var builtins = map[string]cpp.Builtin{
 		r := run(f)
 		i := r.tensorIndex(vs[1].S)
 		if i < 0 {
-			return cpp.Null, nil
+			// null, naming the tensor the file lacks
+			return cpp.Val{K: cpp.KNull, S: "the absent tensor " + vs[1].S}, nil
 		}
 		return cpp.Val{K: cpp.KTensor, P: &tensorVal{info: r.f.Tensors[i]}}, nil
 	},
@@ -194,6 +194,24 @@ var builtins = map[string]cpp.Builtin{
 		}
 		r := run(f)
 		r.loaded = append(r.loaded, t.info)
+		return vs[1], nil
+	},
+	// std::find(first, last, value) over a vector: the iterator of the
+	// first element equal to value, else last
+	"std::find": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		vs, err := evalArgs(f, args, 3, "std::find")
+		if err != nil {
+			return cpp.Void, err
+		}
+		a, ok := vs[0].P.(*cpp.Array)
+		if vs[0].K != cpp.KIter || vs[1].K != cpp.KIter || !ok || vs[0].P != vs[1].P || vs[0].I < 0 || vs[1].I > int64(len(a.Cells)) {
+			return cpp.Void, f.Errorf("std::find over %s and %s", vs[0].Describe(), vs[1].Describe())
+		}
+		for i := vs[0].I; i < vs[1].I; i++ {
+			if cpp.Same(a.Cells[i].V, vs[2]) {
+				return cpp.Val{K: cpp.KIter, P: a, I: i}, nil
+			}
+		}
 		return vs[1], nil
 	},
 	"ggml_set_name": cpp.Nop,

@@ -28,7 +28,25 @@ var programsText string
 
 var programs = cpp.NewLibrary(programsText, staticGlobal, structFields)
 
-func init() { programs.Register(builtins) }
+func init() {
+	// the loader's builtins and the graphs': where both have a function,
+	// the graphs' while a graph is built, the loader's otherwise
+	all := graphBuiltins()
+	for name, b := range builtins {
+		if gb, ok := all[name]; ok {
+			loader := b
+			all[name] = func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+				if _, building := f.I.Session.(*session); building {
+					return gb(f, args)
+				}
+				return loader(f, args)
+			}
+			continue
+		}
+		all[name] = b
+	}
+	programs.Register(all)
+}
 
 // Modalities are clip's encoders, in the order clip_init creates them.
 var Modalities = []string{"vision", "audio", "gen_audio"}
@@ -49,6 +67,10 @@ type Encoder struct {
 	Hparams *cpp.Object
 	// Model is clip_model as load_tensors left it.
 	Model *cpp.Object
+
+	path string
+	run  *Run
+	ctx  *cpp.Object // clip_ctx
 }
 
 // Int is an integer member of the encoder's clip_hparams.
@@ -150,7 +172,7 @@ func Load(path string, f *gguf.File, modality string) (*Encoder, error) {
 	if err != nil {
 		return fail(err)
 	}
-	e := &Encoder{Modality: modality, Tensors: r.loaded, Model: model, Embd: int64(int32(embd.I))}
+	e := &Encoder{Modality: modality, Tensors: r.loaded, Model: model, Embd: int64(int32(embd.I)), path: path, run: r, ctx: ctx}
 	e.Hparams = model.Fields["hparams"].V.P.(*cpp.Object)
 	pt := model.Fields["proj_type"].V.I
 	for _, p := range projectorNames {
@@ -302,9 +324,17 @@ func (r *Run) HasMethod(obj cpp.Val, name string) bool {
 		return r.method(o.Class, name, -1) != nil
 	case "handle":
 		switch name {
-		case "get", "reset", "seekg", "read", "close":
+		case "get", "reset", "seekg", "read", "close", "size", "data":
 			return true
 		}
+	case "unique_ptr":
+		return name == "get" || name == "reset"
+	case "clip_image_f32":
+		return name == "nx" || name == "ny" || name == "get_size"
+	case "anyres_info":
+		return name == "is_tiled"
+	case "clip_ctx":
+		return name == "proj_type"
 	}
 	return false
 }
@@ -347,6 +377,10 @@ func (r *Run) CallMethod(f *cpp.Frame, m *cpp.Method, args []*ast.Node) (cpp.Val
 			return m.Recv, nil
 		case "reset", "close":
 			return cpp.Void, nil
+		case "size":
+			return o.Field("n").V, nil
+		case "data":
+			return cpp.Null, nil
 		case "seekg":
 			vs, err := cpp.EvalArgs(f, args)
 			if err != nil {
@@ -357,9 +391,40 @@ func (r *Run) CallMethod(f *cpp.Frame, m *cpp.Method, args []*ast.Node) (cpp.Val
 		case "read":
 			return r.read(f, args)
 		}
+	case "unique_ptr":
+		if m.Name == "get" {
+			return o.Fields["p"].V, nil
+		}
+		vs, err := cpp.EvalArgs(f, args)
+		if err != nil {
+			return cpp.Void, err
+		}
+		o.Fields["p"].V = cpp.Null
+		if len(vs) == 1 {
+			o.Fields["p"].V = vs[0]
+		}
+		return cpp.Void, nil
+	case "clip_image_f32":
+		switch m.Name {
+		case "nx":
+			return o.Fields["nx_"].V, nil
+		case "ny":
+			return o.Fields["ny_"].V, nil
+		case "get_size":
+			sz := cpp.NewObject("clip_image_size")
+			sz.Fields["width"] = &cpp.Cell{V: o.Fields["nx_"].V, T: ast.TI32}
+			sz.Fields["height"] = &cpp.Cell{V: o.Fields["ny_"].V, T: ast.TI32}
+			return cpp.Val{K: cpp.KObj, P: sz}, nil
+		}
+	case "anyres_info":
+		return cpp.Bool(o.Fields["grid_x"].V.I > 0 && o.Fields["grid_y"].V.I > 0), nil
+	case "clip_ctx":
+		return o.Fields["model"].V.P.(*cpp.Object).Fields["proj_type"].V, nil
 	}
 	return cpp.Void, f.Errorf("method %s of %s", m.Name, m.Recv.Describe())
 }
+
+func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
 
 // read is fin.read(reinterpret_cast<char *>(v.data()), n): n bytes of
 // little-endian floats from the file into the vector v.

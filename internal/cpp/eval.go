@@ -319,7 +319,12 @@ func (f *Frame) member(obj Val, name string) (Val, error) {
 			return a.Cells[1].V, nil
 		}
 	case KNull:
-		return Void, &Abort{Msg: "null pointer dereference reading ->" + name, Where: f.Fn}
+		msg := "null pointer dereference reading ->" + name
+		if obj.S != "" {
+			// a host's null that says what it stands for
+			msg += " of " + obj.S
+		}
+		return Void, &Abort{Msg: msg, Where: f.Fn}
 	case KNative:
 		if v, ok := nativeMember(obj, name); ok {
 			return v, nil
@@ -390,7 +395,7 @@ func BindParams(caller, callee *Frame, params *ast.Node, args []*ast.Node) error
 				return caller.Errorf("argument %d of %s: %v", i, callee.Fn, err)
 			}
 		case len(p.Kids) > 0:
-			v, err := callee.Eval(p.Kids[0])
+			v, err := callee.defaultArg(p)
 			if err != nil {
 				return err
 			}
@@ -406,6 +411,19 @@ func BindParams(caller, callee *Frame, params *ast.Node, args []*ast.Node) error
 		}
 	}
 	return nil
+}
+
+// defaultArg is a parameter's default argument: "= {}" of a struct of
+// the headers (the parameter names it) a value-initialized one.
+func (f *Frame) defaultArg(d *ast.Node) (Val, error) {
+	if fields, ok := f.I.Lib.structs[d.C]; ok && d.C != "" && d.Kids[0].Op == ast.OpList && len(d.Kids[0].Kids) == 0 {
+		o, err := f.I.Host.NewStruct(d.C, fields)
+		if err != nil {
+			return Void, err
+		}
+		return Val{K: KObj, P: o}, nil
+	}
+	return f.Eval(d.Kids[0])
 }
 
 // ExprString prints an expression as C++, for assertion messages.

@@ -104,7 +104,7 @@ func (f *Frame) bindValues(params *ast.Node, args []Val, defaults bool) error {
 				return err
 			}
 		case defaults && len(d.Kids) > 0:
-			v, err := f.Eval(d.Kids[0])
+			v, err := f.defaultArg(d)
 			if err != nil {
 				return err
 			}

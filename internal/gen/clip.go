@@ -92,6 +92,50 @@ func clipRun(s *source, out, header, pin string) error {
 		}
 	}
 	// the free and static functions they call
+	if err := g.resolveClip(); err != nil {
+		return err
+	}
+	// the graph builders: clip_get_graph_builder, every graph class's
+	// build and support_batch, and what they reach
+	ix, err := s.indexFiles([]string{clipCpp, clipDir + "/clip-graph.h", clipDir + "/models/models.h"}, clipDir+"/models/*.cpp")
+	if err != nil {
+		return err
+	}
+	roots := append([]*gdef{}, ix.byQual["clip_get_graph_builder"]...)
+	if len(roots) == 0 {
+		return fmt.Errorf("%s: no clip_get_graph_builder", clipCpp)
+	}
+	for _, d := range ix.all {
+		if (d.name == "build" || d.name == "support_batch") && strings.HasPrefix(d.class, "clip_graph") {
+			roots = append(roots, d)
+		}
+	}
+	g.headers = []string{clipDir + "/clip-graph.h", clipDir + "/models/models.h"}
+	for _, d := range ix.reached(roots) {
+		if err := g.addGraphDef(ix, d); err != nil {
+			return err
+		}
+	}
+	g.graphBases = map[string][]string{}
+	for c, bs := range ix.bases {
+		if strings.HasPrefix(c, "clip_graph") {
+			g.graphBases[c] = bs
+		}
+	}
+	dir := filepath.Join(out, "clip")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := g.writePrograms(dir, pin); err != nil {
+		return err
+	}
+	return g.writeClipTables(dir, header)
+}
+
+// resolveClip extracts the functions the programs call that the source
+// defines, and fails on those that neither it nor the replay has.
+func (g *generator) resolveClip() error {
+	s := g.s
 	var missing []string
 	for len(g.pending) > 0 {
 		pc := g.pending[0]
@@ -121,14 +165,7 @@ func clipRun(s *source, out, header, pin string) error {
 		sort.Strings(missing)
 		return fmt.Errorf("clip: neither builtins nor defined in the source: %s", strings.Join(slicesCompact(missing), ", "))
 	}
-	dir := filepath.Join(out, "clip")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := g.writePrograms(dir, pin); err != nil {
-		return err
-	}
-	return g.writeClipTables(dir, header)
+	return nil
 }
 
 // countParams counts a parameter list's parameters.
@@ -293,6 +330,42 @@ func (g *generator) writeClipTables(dir, header string) error {
 				f.Name, f.CType, goType(f.Type), f.Enum, f.Len, f.Struct, f.Default)
 		}
 		b.WriteString("\t},\n")
+	}
+	// the graph's structs: clip_graph's members with their defaults,
+	// build_vit_opts
+	for _, st := range []string{"clip_graph", "build_vit_opts"} {
+		fs, err := s.structFields(clipDir+"/clip-graph.h", st)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "\t%q: {\n", st)
+		for _, f := range fs {
+			fmt.Fprintf(&b, "\t\t{Name: %q, CType: %q, Type: ast.%s, Enum: %v, Len: %q, Struct: %q, Default: %q},\n",
+				f.Name, f.CType, goType(f.Type), f.Enum || isClipEnum(strings.TrimPrefix(f.CType, "const ")), f.Len, f.Struct, f.Default)
+		}
+		b.WriteString("\t},\n")
+	}
+	// ggml_init's parameters, brace-initialized by position
+	fs, err := s.cStructFields("ggml/include/ggml.h", "ggml_init_params")
+	if err != nil {
+		return err
+	}
+	b.WriteString("\t\"ggml_init_params\": {\n")
+	for _, f := range fs {
+		fmt.Fprintf(&b, "\t\t{Name: %q, CType: %q, Type: ast.%s},\n", f.Name, f.CType, goType(f.Type))
+	}
+	b.WriteString("\t},\n")
+	b.WriteString("}\n\n")
+	b.WriteString("// graphBases: the graph classes' bases.\nvar graphBases = map[string][]string{\n")
+	for _, c := range sortedKeys(g.graphBases) {
+		fmt.Fprintf(&b, "\t%q: {", c)
+		for i, x := range g.graphBases[c] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%q", x)
+		}
+		b.WriteString("},\n")
 	}
 	b.WriteString("}\n")
 	src, err := format.Source([]byte(b.String()))

@@ -506,9 +506,15 @@ func (g *generator) graphPrograms() error {
 // graphIndex indexes the function definitions of graphFiles and of every
 // model's source.
 func (s *source) graphIndex() (*gindex, error) {
+	return s.indexFiles(graphFiles, "src/models/*.cpp")
+}
+
+// indexFiles indexes the function definitions of files and of the files
+// glob matches.
+func (s *source) indexFiles(files []string, glob string) (*gindex, error) {
 	ix := &gindex{byQual: map[string][]*gdef{}, byName: map[string][]*gdef{}, bases: map[string][]string{}, aliases: map[string]string{}, tparams: map[string]string{}}
-	files := append([]string{}, graphFiles...)
-	mf, err := filepath.Glob(filepath.Join(s.dir, "src/models/*.cpp"))
+	files = append([]string{}, files...)
+	mf, err := filepath.Glob(filepath.Join(s.dir, glob))
 	if err != nil {
 		return nil, err
 	}
@@ -888,7 +894,11 @@ func paramSig(ps []token) []string {
 // (the one whose parameter types are the definition's).
 func (g *generator) graphDefaults(d *gdef, params *ast.Node) error {
 	want := strings.Join(paramSig(d.params), ",")
-	for _, h := range graphHeaders {
+	headers := graphHeaders
+	if g.headers != nil {
+		headers = g.headers
+	}
+	for _, h := range headers {
 		toks, err := g.s.tokens(h)
 		if err != nil {
 			return err
@@ -915,6 +925,9 @@ func (g *generator) graphDefaults(d *gdef, params *ast.Node) error {
 			for pi, x := range decl.Kids {
 				if len(x.Kids) > 0 && len(params.Kids[pi].Kids) == 0 {
 					params.Kids[pi].Kids = x.Kids
+					if x.C != "" && params.Kids[pi].C == "" {
+						params.Kids[pi].C = x.C // the struct a {} default makes
+					}
 				}
 			}
 			return nil

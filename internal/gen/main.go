@@ -55,6 +55,9 @@ type generator struct {
 	// graphSpecs: the programs of explicit specializations (template <>
 	// Class<true>::f), with their argument
 	graphSpecs map[string]string
+	// headers declare the graph programs' methods with their default
+	// arguments (nil: graphHeaders)
+	headers []string
 }
 
 type pendingCall struct{ name, file string }

@@ -127,17 +127,23 @@ func recoverParse(err *error) {
 func (p *parser) params(end tokKind) *ast.Node {
 	ps := &ast.Node{Op: ast.OpBlock}
 	for p.peek().k != end && !p.is(")") {
+		start := p.pos
 		typ, ok := p.tryType()
 		if !ok {
 			p.fail("expected a parameter type, found %s", p.peek())
 		}
-		name := ""
+		name, text := "", ""
 		if p.peek().k == tIdent {
 			name = p.ident()
+			text = p.typeText(start)
 		}
 		d := &ast.Node{Op: ast.OpDecl, S: name, T: typ}
 		if p.accept("=") {
 			d.Kids = []*ast.Node{p.assignExpr()}
+			if k := d.Kids[0]; k.Op == ast.OpList && len(k.Kids) == 0 && typ == ast.TRef {
+				// const T & x = {}: a value-initialized T
+				d.C = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(text, "const "), "&"))
+			}
 		}
 		ps.Kids = append(ps.Kids, d)
 		if !p.accept(",") {
@@ -686,9 +692,16 @@ func (p *parser) tryDecl() []*ast.Node {
 		case p.accept("["):
 			// a local C array, "T a[N] = { ... };": (decl a :array N
 			// [list]), its elements value-initialized past the list
+			d.C = "array"
+			if p.accept("]") {
+				// T a[] = { ... }: as long as its list
+				p.expect("=")
+				list := p.braceList()
+				d.Kids = []*ast.Node{{Op: ast.OpInt, I: int64(len(list.Kids))}, list}
+				break
+			}
 			n := p.expr()
 			p.expect("]")
-			d.C = "array"
 			d.Kids = []*ast.Node{n}
 			if p.accept("=") {
 				d.Kids = append(d.Kids, p.braceList())
