@@ -27,6 +27,16 @@ func (t *tensorVal) Member(name string) (cpp.Val, bool) {
 		var d [4]int64
 		copy(d[:], t.info.Shape[:])
 		return cpp.Dims(ast.TI64, d), true
+	case "nb":
+		// ggml_new_tensor's strides: a row of blocks, then the rows
+		ty := t.info.Type
+		var nb [4]int64
+		nb[0] = ty.TypeSize()
+		nb[1] = nb[0] * (t.info.Shape[0] / max(ty.BlockSize(), 1))
+		for i := 2; i < 4; i++ {
+			nb[i] = nb[i-1] * t.info.Shape[i-1]
+		}
+		return cpp.Dims(ast.TU64, nb), true
 	}
 	return cpp.Void, false
 }
@@ -213,6 +223,24 @@ var builtins = map[string]cpp.Builtin{
 			}
 		}
 		return vs[1], nil
+	},
+	// CLIP_ALIGN(x, n): x rounded up to a multiple of n
+	"CLIP_ALIGN": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		vs, err := evalArgs(f, args, 2, "CLIP_ALIGN")
+		if err != nil {
+			return cpp.Void, err
+		}
+		if vs[1].I == 0 {
+			return cpp.Void, &cpp.Abort{Msg: "CLIP_ALIGN: division by zero", Where: f.Fn}
+		}
+		return cpp.Arith("*", cpp.Int((vs[0].I+vs[1].I-1)/vs[1].I, vs[0].T), vs[1])
+	},
+	"sqrt": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		vs, err := evalArgs(f, args, 1, "sqrt")
+		if err != nil {
+			return cpp.Void, err
+		}
+		return cpp.Val{K: cpp.KFloat, T: ast.TF64, F: math.Sqrt(vs[0].Float())}, nil
 	},
 	"ggml_set_name": cpp.Nop,
 	"ggml_nbytes": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {

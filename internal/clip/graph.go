@@ -228,10 +228,23 @@ func (e *Encoder) reserveWith(reserve func() (bool, bool, error), learn func(str
 }
 
 // members are clip_model's members that hold a weight or stand for an
-// absent one.
+// absent one, and its first layer's (as "layer.NAME").
 func (e *Encoder) members() []OpArg {
+	out := objectMembers(e.Model, "")
+	if c, ok := e.Model.Fields["layers"]; ok {
+		if a, ok := c.V.P.(*cpp.Array); ok && c.V.K == cpp.KArr && len(a.Cells) > 0 {
+			if l, ok := a.Cells[0].V.P.(*cpp.Object); ok {
+				out = append(out, objectMembers(l, "layer.")...)
+			}
+		}
+	}
+	return out
+}
+
+func objectMembers(o *cpp.Object, prefix string) []OpArg {
 	var out []OpArg
-	for name, c := range e.Model.Fields {
+	for name, c := range o.Fields {
+		name = prefix + name
 		switch v := c.V; v.K {
 		case cpp.KTensor:
 			if w, ok := v.P.(*tensorVal); ok {

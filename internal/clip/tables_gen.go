@@ -430,6 +430,7 @@ var enumConsts = map[string]int64{
 	"CLIP_MODALITY_AUDIO":               1,
 	"CLIP_MODALITY_GEN_AUDIO":           2,
 	"CLIP_MODALITY_VISION":              0,
+	"DEFAULT_INTERPOLATION_MODE":        513,
 	"FFN_GELU":                          0,
 	"FFN_GELU_ERF":                      1,
 	"FFN_GELU_QUICK":                    3,
@@ -438,6 +439,9 @@ var enumConsts = map[string]int64{
 	"GGML_BACKEND_BUFFER_USAGE_WEIGHTS": 1,
 	"GGML_OP_POOL_AVG":                  1,
 	"GGML_PREC_F32":                     10,
+	"GGML_ROPE_TYPE_NEOX":               2,
+	"GGML_ROPE_TYPE_NORMAL":             0,
+	"GGML_ROPE_TYPE_VISION":             24,
 	"GGML_SCALE_FLAG_ALIGN_CORNERS":     256,
 	"GGML_SCALE_MODE_BICUBIC":           2,
 	"GGML_SCALE_MODE_BILINEAR":          1,
@@ -450,6 +454,8 @@ var enumConsts = map[string]int64{
 	"PAD_CEIL":                          1,
 	"PAD_NEAREST":                       2,
 	"PAD_NONE":                          0,
+	"PARAKEET_LOCAL_ATTN_THRESHOLD":     8192,
+	"PARAKEET_LOCAL_ATTN_WINDOW":        128,
 	"PATCH_MERGE_FLAT":                  0,
 	"PATCH_MERGE_SPATIAL_UNPAD":         1,
 	"PROJECTOR_TYPE_COGVLM":             34,
@@ -518,6 +524,7 @@ var enumConsts = map[string]int64{
 	"RESIZE_ALGO_BICUBIC":               1,
 	"RESIZE_ALGO_BILINEAR":              0,
 	"RESIZE_ALGO_LANCZOS":               2,
+	"SPK_RES2NET_SCALE":                 8,
 }
 
 // structFields: the data members of clip-model.h's structs.

@@ -43,8 +43,7 @@ var clipBuiltins = map[string]bool{
 	"std::runtime_error": true, "GGML_ASSERT": true, "GGML_ABORT": true, "std::max": true, "std::min": true, "std::sqrt": true,
 	"std::move": true, "sizeof": true, "LOG_INF": true, "LOG_WRN": true, "LOG_DBG": true, "LOG_ERR": true,
 	"progress_callback": true,
-	// clip_hparams::is_feature_layer's, which the loader never calls
-	"std::find": true,
+	"std::find":         true, "sqrt": true,
 }
 
 // structDefRe is a struct's definition, nested ones included.
@@ -279,6 +278,44 @@ func (g *generator) writeClipTables(dir, header string) error {
 	for _, rel := range []string{"ggml/include/ggml.h", "ggml/include/ggml-backend.h"} {
 		if err := s.enums(rel, ggmlConsts); err != nil {
 			return err
+		}
+		if err := s.defines(rel, ggmlConsts); err != nil {
+			return err
+		}
+	}
+	for _, rel := range []string{clipImpl, clipModel, clipH, clipDir + "/clip-graph.h"} {
+		if err := s.defines(rel, consts); err != nil {
+			return err
+		}
+	}
+	// the sources' static constants
+	models, err := filepath.Glob(filepath.Join(s.dir, clipDir, "models", "*.cpp"))
+	if err != nil {
+		return err
+	}
+	for _, f := range append([]string{filepath.Join(s.dir, clipCpp)}, models...) {
+		rel, _ := filepath.Rel(s.dir, f)
+		if err := s.staticConsts(rel, consts); err != nil {
+			return err
+		}
+	}
+	// the graph header's constant expressions over ggml's constants
+	// (DEFAULT_INTERPOLATION_MODE)
+	hdr, err := s.read(clipDir + "/clip-graph.h")
+	if err != nil {
+		return err
+	}
+	for _, m := range regexp.MustCompile(`(?m)^#define\s+([A-Z_][A-Z0-9_]*)\s+\(`).FindAllStringSubmatch(hdr, -1) {
+		toks, err := s.macro(clipDir+"/clip-graph.h", m[1])
+		if err != nil {
+			return err
+		}
+		n, err := parseExpr(clipDir+"/clip-graph.h", append(toks, token{k: tEOF}))
+		if err != nil {
+			return err
+		}
+		if v, ok := constEval(n, ggmlConsts); ok {
+			consts[m[1]] = v
 		}
 	}
 	for n, v := range ggmlConsts {

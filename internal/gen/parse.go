@@ -104,6 +104,13 @@ func parseBodyReturning(file string, toks []token, ret string, members []*ast.No
 	return &ast.Node{Op: ast.OpBlock, Kids: kids}, nil
 }
 
+// parseExpr parses one expression.
+func parseExpr(file string, toks []token) (n *ast.Node, err error) {
+	defer recoverParse(&err)
+	p := &parser{toks: toks, file: file}
+	return p.expr(), nil
+}
+
 // parseParams parses a parameter list "(T a, U & b = 1)" (without the
 // parentheses) into declarations.
 func parseParams(file string, toks []token) (n *ast.Node, err error) {

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/ggload/ggload/gguf"
 
 	"github.com/ggload/ggload/internal/clip"
 )
@@ -65,15 +68,36 @@ func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
 		}
 		remove := ""
 		if add == "" && fix == nil {
+			if strings.Contains(msg, "scale_factor > 1") && !p.hasKey("clip.vision.projector.scale_factor") {
+				p.set("clip.vision.projector.scale_factor", gguf.Uint32(2))
+				p.Log = append(p.Log, "warm-up key clip.vision.projector.scale_factor")
+				continue
+			}
+			if m := reAtLeast.FindStringSubmatch(msg); m != nil {
+				for _, a := range members {
+					if a.Member == m[1] && !a.Null {
+						for i := range p.Tensors {
+							if t := &p.Tensors[i]; t.Name == a.Weight {
+								d, _ := strconv.Atoi(m[2])
+								ne := pad4(t.Shape)
+								ne[d] *= 8
+								fix = &shapeFix{name: t.Name, ne: ne[:]}
+							}
+						}
+					}
+				}
+			}
+		}
+		if add == "" && fix == nil {
 			for _, m := range reMember.FindAllStringSubmatch(msg, -1) {
 				for _, a := range members {
-					if a.Member != m[1] {
+					if a.Member != m[1] && a.Member != "layer."+m[2] {
 						continue
 					}
 					switch {
-					case a.Null && !strings.Contains(msg, "model."+m[1]+" == nullptr"):
+					case a.Null && !strings.Contains(msg, m[0]+" == nullptr"):
 						add = a.Weight
-					case !a.Null && strings.Contains(msg, "model."+m[1]+" == nullptr"):
+					case !a.Null && strings.Contains(msg, m[0]+" == nullptr"):
 						remove = a.Weight
 					}
 				}
@@ -84,7 +108,16 @@ func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
 		}
 		switch {
 		case add != "" && !p.has(add):
-			p.Tensors = append(p.Tensors, ArchTensor{Name: add, Type: projectorTensorType(add), Shape: projectorShape(add, len(p.Tensors), ProjectorOptions{Embd: 32, ProjDim: 32})})
+			// a block's tensor: every block's
+			names := []string{add}
+			if strings.Contains(add, ".blk.0.") {
+				for il := 1; p.has(strings.Replace(p.firstBlockTensor(), ".blk.0.", fmt.Sprintf(".blk.%d.", il), 1)); il++ {
+					names = append(names, strings.Replace(add, ".blk.0.", fmt.Sprintf(".blk.%d.", il), 1))
+				}
+			}
+			for _, n := range names {
+				p.Tensors = append(p.Tensors, ArchTensor{Name: n, Type: projectorTensorType(n), Shape: projectorShape(n, len(p.Tensors), ProjectorOptions{Embd: 32, ProjDim: 32})})
+			}
 			p.convShapes()
 			p.Log = append(p.Log, "warm-up tensor "+add)
 		case remove != "":
@@ -100,9 +133,29 @@ func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
 }
 
 var (
-	reAbsent = regexp.MustCompile(`of the absent tensor (\S+)`)
-	reMember = regexp.MustCompile(`model\.(\w+)`)
+	reAbsent  = regexp.MustCompile(`of the absent tensor (\S+)`)
+	reMember  = regexp.MustCompile(`(?:model\.(?:layers\[0\]\.)?|layer\.)((\w+))`)
+	reAtLeast = regexp.MustCompile(`model\.(\w+)\.ne\[(\d)\] >= `)
 )
+
+// firstBlockTensor is a tensor of block 0 ("" if none).
+func (p *Projector) firstBlockTensor() string {
+	for _, t := range p.Tensors {
+		if strings.Contains(t.Name, ".blk.0.") {
+			return t.Name
+		}
+	}
+	return ""
+}
+
+func (p *Projector) hasKey(key string) bool {
+	for _, kv := range p.KV {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
+}
 
 // shapeFix is a weight's new shape.
 type shapeFix struct {
@@ -180,7 +233,8 @@ func learnShape(op string, args []clip.OpArg) *shapeFix {
 		}
 	case "ggml_conv_2d", "ggml_conv_2d_direct":
 		if w(a) && b != nil {
-			return set(a, [4]int64{a.Ne[0], a.Ne[1], b.Ne[2], a.Ne[3]})
+			// the input's channels, a kernel no larger than the input
+			return set(a, [4]int64{min(a.Ne[0], b.Ne[0]), min(a.Ne[1], b.Ne[1]), b.Ne[2], a.Ne[3]})
 		}
 	case "ggml_conv_2d_dw", "ggml_conv_2d_dw_direct":
 		if w(a) && b != nil {
