@@ -235,6 +235,14 @@ var builtins = map[string]cpp.Builtin{
 		}
 		return cpp.Arith("*", cpp.Int((vs[0].I+vs[1].I-1)/vs[1].I, vs[0].T), vs[1])
 	},
+	// GGML_PAD(x, n): x rounded up to a multiple of n, a power of two
+	"GGML_PAD": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
+		vs, err := evalArgs(f, args, 2, "GGML_PAD")
+		if err != nil {
+			return cpp.Void, err
+		}
+		return cpp.Int((vs[0].I+vs[1].I-1)&^(vs[1].I-1), cpp.Common(vs[0].T, vs[1].T)), nil
+	},
 	"sqrt": func(f *cpp.Frame, args []*ast.Node) (cpp.Val, error) {
 		vs, err := evalArgs(f, args, 1, "sqrt")
 		if err != nil {

@@ -96,9 +96,14 @@ func clipRun(s *source, out, header, pin string) error {
 	}
 	// the graph builders: clip_get_graph_builder, every graph class's
 	// build and support_batch, and what they reach
-	ix, err := s.indexFiles([]string{clipCpp, clipDir + "/clip-graph.h", clipDir + "/models/models.h"}, clipDir+"/models/*.cpp")
+	ix, err := s.indexFiles([]string{clipCpp, clipImpl, clipDir + "/clip-graph.h", clipDir + "/models/models.h"}, clipDir+"/models/*.cpp")
 	if err != nil {
 		return err
+	}
+	// the replay's own functions are none of the programs
+	for name := range clipBuiltins {
+		delete(ix.byQual, name)
+		delete(ix.byName, name)
 	}
 	roots := append([]*gdef{}, ix.byQual["clip_get_graph_builder"]...)
 	if len(roots) == 0 {

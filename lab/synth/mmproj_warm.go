@@ -270,6 +270,20 @@ func learnShape(op string, args []clip.OpArg) *shapeFix {
 			}
 			return set(a, ne)
 		}
+	case "ggml_flash_attn_ext_add_sinks":
+		// a sink per head: the result is [d_head, n_head, tokens]
+		if s, r := t(1), t(0); w(s) && r != nil {
+			return set(s, [4]int64{r.Ne[1], 1, 1, 1})
+		}
+	case "ggml_ssm_conv":
+		// a kernel row per channel of the input
+		if w(b) && a != nil {
+			k := b.Ne[0]
+			if k > 8 {
+				k = 4
+			}
+			return set(b, [4]int64{k, a.Ne[1], 1, 1})
+		}
 	case "ggml_reshape":
 		if w(a) && b != nil {
 			return set(a, b.Ne)
