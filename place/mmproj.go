@@ -19,6 +19,9 @@ type MmprojOptions struct {
 	Device string
 	// Devices is --device's list ("none" alone: no device).
 	Devices []string
+	// FlashAttn is the context's -fa (auto: clip tries it and falls
+	// back): the warm-up's graphs depend on it.
+	FlashAttn FlashAttn
 }
 
 // MmprojDevice is the device the pin's clip runs a projector on, and so

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/clip"
 )
 
 // MmprojContext is one encoder of a projector file as the pin's clip
@@ -17,6 +18,8 @@ type MmprojContext struct {
 	// Tensors are the tensors clip loads for this encoder, in the order
 	// it creates them (the order of its weight buffer).
 	Tensors []MmprojTensor
+
+	enc *clip.Encoder // the replay of clip's loader, for the warm-up
 }
 
 // MmprojHeader is what a projector file's header says to clip.
@@ -44,7 +47,7 @@ func ReadMmprojHeader(path string, f *gguf.File) (*MmprojHeader, error) {
 		if err != nil {
 			return err // it names the file and the encoder
 		}
-		h.Contexts = append(h.Contexts, MmprojContext{Modality: modality, Projector: e.Projector, Embd: e.Embd, Tensors: tensors})
+		h.Contexts = append(h.Contexts, MmprojContext{Modality: modality, Projector: e.Projector, Embd: e.Embd, Tensors: tensors, enc: e})
 		return nil
 	}
 	skipAudio := false

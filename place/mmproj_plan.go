@@ -2,9 +2,11 @@ package place
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/clip"
 )
 
 // Mmproj is a multimodal projector file placed as the pin's clip_init
@@ -47,11 +49,17 @@ type MmprojEncoder struct {
 	// each with its place in Buffer.
 	Tensors []MmprojPlacedTensor
 	Buffer  MmprojBuffer
-	// Compute is the compute buffer the encoder's warm-up allocates, in
-	// bytes by device name, as clip counts it (mem_compute); nil where it
-	// is not known: the plan does not replay clip's graphs, and this is
-	// where their size goes.
-	Compute map[string]uint64
+	// Compute is the compute buffers the encoder's warm-up reserves, in
+	// bytes by device name, as clip counts them (mem_compute): clip's
+	// graphs replayed for its dummy image or audio. Nil for an encoder
+	// clip does not warm up (audio generation), and where the replay
+	// could not build the graph: ComputeErr says why.
+	Compute    map[string]uint64
+	ComputeErr error
+	// FlashAttn is whether the warm-up left flash attention on.
+	FlashAttn bool
+
+	warmLog []LogLine
 }
 
 // MmprojPlacedTensor is a projector tensor and its place in its encoder's
@@ -135,6 +143,10 @@ func PlanMmproj(rt *ggml.Runtime, path string, opts MmprojOptions) (*Mmproj, err
 		if err != nil {
 			return nil, fmt.Errorf("place: mmproj %s: %s encoder: %w", path, c.Modality, err)
 		}
+		if c.Modality != "gen_audio" {
+			warmMmproj(rt, dev, c, &e, opts.FlashAttn)
+			m.Log = append(m.Log, e.warmLog...)
+		}
 		m.Encoders = append(m.Encoders, e)
 		m.Log = append(m.Log,
 			LogLine{"INFO", fmt.Sprintf("clip_ctx: CLIP using %s backend", m.Backend)},
@@ -157,14 +169,23 @@ func (p *Plan) PlanMmproj(path string, opts MmprojOptions) (*Mmproj, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := readHparams(p.Model, p.Params)
-	if err != nil {
+	if err := p.CheckMmproj(m); err != nil {
 		return nil, err
 	}
-	if err := m.Header.CheckText(h.embdInp); err != nil {
-		return nil, fmt.Errorf("place: %w", err)
-	}
 	return m, nil
+}
+
+// CheckMmproj refuses a projector, as mtmd refuses it, whose embeddings
+// are not as wide as the plan's model takes them (llama_model_n_embd_inp).
+func (p *Plan) CheckMmproj(m *Mmproj) error {
+	h, err := readHparams(p.Model, p.Params)
+	if err != nil {
+		return err
+	}
+	if err := m.Header.CheckText(h.embdInp); err != nil {
+		return fmt.Errorf("place: %w", err)
+	}
+	return nil
 }
 
 // mmprojTypeName is the projector type as the file names it for an
@@ -250,3 +271,84 @@ func planMmprojEncoder(rt *ggml.Runtime, dev *ggml.Device, bt ggml.BufferType, c
 	e.Buffer = MmprojBuffer{Name: bt.Name(), BufferType: bt, Device: dev, Requested: at, Size: size}
 	return e, nil
 }
+
+// warmMmproj replays clip's warm-up of an encoder on dev (and the CPU, the
+// scheduler's last backend): its compute buffers by device.
+func warmMmproj(rt *ggml.Runtime, dev *ggml.Device, c MmprojContext, e *MmprojEncoder, fa FlashAttn) {
+	cpu := rt.CPUDevice()
+	if c.enc == nil || cpu == nil {
+		e.ComputeErr = fmt.Errorf("no CPU device")
+		return
+	}
+	mode := clip.FlashAttnAuto
+	switch fa {
+	case FlashAttnOn:
+		mode = clip.FlashAttnEnabled
+	case FlashAttnOff:
+		mode = clip.FlashAttnDisabled
+	}
+	w, err := c.enc.Warmup(clip.WarmupParams{Lib: rt.Ops(), Device: dev.Handle(), CPU: cpu.Handle(), FlashAttn: mode})
+	if err != nil {
+		e.ComputeErr = err
+		return
+	}
+	e.FlashAttn = w.FlashAttn
+	e.Compute = map[string]uint64{}
+	for _, b := range w.Buffers {
+		e.Compute[rt.Ops().DevName(b.Dev)] += b.Bytes
+	}
+	for _, l := range w.Log {
+		level, text, _ := strings.Cut(l, " ")
+		e.warmLog = append(e.warmLog, LogLine{level, text})
+	}
+}
+
+// Memory is what llama-server's mtmd_get_memory_usage counts of the
+// projector, by device: each warmed-up encoder's weights (their bytes,
+// unpadded, on the projector's device) and its warm-up's compute
+// buffers; an encoder for audio generation counts nothing. An error where
+// an encoder's warm-up was not replayed.
+func (m *Mmproj) Memory() (map[*ggml.Device]uint64, error) {
+	out := map[*ggml.Device]uint64{}
+	for _, e := range m.Encoders {
+		if e.Modality == "gen_audio" {
+			continue
+		}
+		if e.ComputeErr != nil {
+			return nil, fmt.Errorf("place: mmproj %s: %s encoder: its warm-up: %w", m.Path, e.Modality, e.ComputeErr)
+		}
+		for _, t := range e.Tensors {
+			out[m.Device] += uint64(t.Bytes)
+		}
+		for name, n := range e.Compute {
+			d, err := m.Device.Runtime().DeviceByName(name)
+			if err != nil {
+				return nil, err
+			}
+			out[d] += n
+		}
+	}
+	return out, nil
+}
+
+// MmprojFitTargets are the fit targets llama-server fits the model with
+// beside a projector: targets (as FitOptions takes them) for each of
+// llama.cpp's device slots, the projector's memory on each device added
+// to the slot of the device's place in ggml's registry, as
+// server-context.cpp adds it, where there is such a slot.
+func MmprojFitTargets(rt *ggml.Runtime, targets []uint64, mem map[*ggml.Device]uint64) []uint64 {
+	out := make([]uint64, llamaMaxDevices)
+	o := FitOptions{Targets: targets}
+	for i := range out {
+		out[i] = o.Target(i)
+	}
+	for i, d := range rt.Devices() {
+		if n, ok := mem[d]; ok && i < len(out) {
+			out[i] += n
+		}
+	}
+	return out
+}
+
+// llamaMaxDevices is llama_max_devices() of the pin: fit's targets.
+const llamaMaxDevices = 16

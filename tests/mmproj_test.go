@@ -291,8 +291,9 @@ func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
 }
 
 // mmprojWarmup: each encoder's warm-up compute buffers, per device, equal
-// clip's after its warm-up (mem_compute), with the projector on the GPU
-// and on the CPU.
+// clip's after its warm-up (mem_compute), and the projector's memory as
+// llama-server measures it for -fit (mtmd_get_memory_usage), with the
+// projector on the GPU and on the CPU.
 func mmprojWarmup(t *testing.T, o *mtmd.Oracle, files map[string]string) {
 	rt := testenv.Runtime(t)
 	type config struct {
@@ -305,11 +306,10 @@ func mmprojWarmup(t *testing.T, o *mtmd.Oracle, files map[string]string) {
 		{"default", place.MmprojOptions{}, mtmd.Load{UseGPU: true, Warmup: true}},
 	}
 	types := slices.Sorted(maps.Keys(files))
+	if len(types) < 30 {
+		t.Errorf("only %d projector types warm up", len(types))
+	}
 	for _, c := range configs {
-		dev, err := place.MmprojDevice(rt, c.opts)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, typ := range types {
 			path := files[typ]
 			r, err := o.Load(path, c.load)
@@ -317,33 +317,46 @@ func mmprojWarmup(t *testing.T, o *mtmd.Oracle, files map[string]string) {
 				t.Errorf("%s %s: the oracle: %v %v %s %s", c.name, typ, err, r.Crashed, r.Err, r.Output)
 				continue
 			}
-			f, err := gguf.Open(path)
+			mp, err := place.PlanMmproj(rt, path, c.opts)
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("%s %s: %v", c.name, typ, err)
+				continue
 			}
 			for _, rc := range r.Contexts {
-				e, err := clip.Load(path, f, rc.Modality)
-				if err != nil {
-					t.Errorf("%s %s: %v", c.name, typ, err)
+				e := mp.Encoder(rc.Modality)
+				if e == nil {
+					t.Errorf("%s %s: no %s encoder", c.name, typ, rc.Modality)
 					continue
 				}
-				w, err := e.Warmup(clip.WarmupParams{Lib: rt.Ops(), Device: dev.Handle(), CPU: rt.CPUDevice().Handle(), FlashAttn: clip.FlashAttnAuto})
-				if err != nil {
-					t.Errorf("%s %s: %s warm-up: %v", c.name, typ, rc.Modality, err)
+				if e.ComputeErr != nil {
+					t.Errorf("%s %s: %s warm-up: %v", c.name, typ, rc.Modality, e.ComputeErr)
 					continue
 				}
 				got := map[string]int64{}
-				for _, b := range w.Buffers {
-					got[rt.Ops().DevName(b.Dev)] += int64(b.Bytes)
-				}
-				if rc.Modality == "gen_audio" {
-					got = map[string]int64{}
+				for name, n := range e.Compute {
+					got[name] = int64(n)
 				}
 				if !maps.Equal(got, rc.Compute) && !(len(got) == 0 && len(rc.Compute) == 0) {
 					t.Errorf("%s %s: %s compute: ggload %v, clip %v", c.name, typ, rc.Modality, got, rc.Compute)
 				}
 			}
-			f.Close()
+			mem, err := mp.Memory()
+			if err != nil {
+				t.Errorf("%s %s: %v", c.name, typ, err)
+				continue
+			}
+			want, err := o.Memory(path, c.load)
+			if err != nil {
+				t.Errorf("%s %s: %v", c.name, typ, err)
+				continue
+			}
+			got := map[string]int64{}
+			for d, n := range mem {
+				got[d.Name()] = int64(n)
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("%s %s: memory: ggload %v, mtmd_get_memory_usage %v", c.name, typ, got, want)
+			}
 		}
 	}
 }

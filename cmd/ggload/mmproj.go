@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf/httpsrc"
@@ -15,9 +17,9 @@ import (
 // is read, checked against the model's input width and placed when the
 // model is planned (plan and load), and loaded beside it by load, as
 // libmtmd's clip_init loads it; run refuses it, since ggload encodes no
-// image or audio. llama.cpp's -fit counts the projector (its weights and
-// its warm-up's compute buffers, mtmd_get_memory_usage) in llama-server
-// only: ggload's -fit does not.
+// image or audio. -fit counts the projector as llama-server does (its
+// weights and its warm-up's compute buffers, mtmd_get_memory_usage, added
+// to the targets of their devices).
 type mmprojFlags struct {
 	path    string // -mm; with -mmu, where the download goes
 	url     string // -mmu
@@ -89,9 +91,10 @@ func (f *mmprojFlags) options(devices []string) place.MmprojOptions {
 	return place.MmprojOptions{Devices: devices}
 }
 
-// plan downloads -mmu's projector, then reads, checks and places it
-// beside the model's plan.
-func (f *mmprojFlags) plan(ctx context.Context, pf *placeFlags, p *place.Plan, stderr io.Writer) error {
+// prepare downloads -mmu's projector, then reads and places it as
+// llama-server does before the model is fitted and loaded: its warm-up
+// replayed, its memory (mtmd_get_memory_usage) added to -fit's targets.
+func (f *mmprojFlags) prepare(ctx context.Context, pf *placeFlags, rt *ggml.Runtime, o *place.FitOptions, stderr io.Writer) error {
 	f.planned = nil
 	if !f.given() {
 		return nil
@@ -106,16 +109,36 @@ func (f *mmprojFlags) plan(ctx context.Context, pf *placeFlags, p *place.Plan, s
 	if f.device != "" && !f.offload {
 		// llama.cpp looks -mmdev's device up as it parses the option,
 		// whatever --no-mmproj-offload says after it
-		if _, err := place.MmprojDevice(p.Runtime(), place.MmprojOptions{Device: f.device}); err != nil {
+		if _, err := place.MmprojDevice(rt, place.MmprojOptions{Device: f.device}); err != nil {
 			return err
 		}
 	}
-	mp, err := p.PlanMmproj(path, f.options(pf.devices))
+	opts := f.options(pf.devices)
+	opts.FlashAttn = pf.params().Context.FlashAttn
+	mp, err := place.PlanMmproj(rt, path, opts)
 	if err != nil {
 		return err
 	}
 	f.planned = mp
+	if !pf.fit {
+		return nil
+	}
+	mem, err := mp.Memory()
+	if err != nil {
+		// llama-server fits without the projector when it cannot measure it
+		mp.Log = append(mp.Log, place.LogLine{Level: "WARN", Text: fmt.Sprintf("ggload: -fit does not count the projector: %v", err)})
+		return nil
+	}
+	o.Targets = place.MmprojFitTargets(rt, o.Targets, mem)
 	return nil
+}
+
+// check refuses a projector made for another model than the plan's.
+func (f *mmprojFlags) check(p *place.Plan) error {
+	if f.planned == nil {
+		return nil
+	}
+	return p.CheckMmproj(f.planned)
 }
 
 // write prints the projector's lines as clip words them, and its buffers.
@@ -133,6 +156,10 @@ func (f *mmprojFlags) write(w io.Writer) {
 	for _, e := range mp.Encoders {
 		fmt.Fprintf(w, "  ggload: %-9s %-16s width %5d, %3d tensors, %10s buffer size = %8.2f MiB\n", e.Modality, e.Projector, e.Embd,
 			len(e.Tensors), e.Buffer.Name, float64(e.Buffer.Size)/(1<<20))
+		if e.ComputeErr != nil {
+			// (clip's own lines above give the compute buffers it replayed)
+			fmt.Fprintf(w, "  ggload: %-9s warm-up not replayed: %v\n", e.Modality, e.ComputeErr)
+		}
 	}
 }
 
@@ -153,30 +180,44 @@ func (f *mmprojFlags) reports() []adapterReport {
 	return []adapterReport{r}
 }
 
-// rows adds the projector's weights to the memory rows: on its device's
-// row, or the host's for the CPU (a device the model does not use gets a
-// row of its own).
+// rows adds the projector's weights and its warm-up's compute buffers to
+// the memory rows: each on its device's row, the host's for the CPU (a
+// device the model does not use gets a row of its own).
 func (f *mmprojFlags) rows(rows []memRow) []memRow {
 	mp := f.planned
 	if mp == nil {
 		return rows
 	}
-	name := mp.Device.Name()
-	host := mp.Device.Type() == ggml.DeviceCPU
-	for i := range rows {
-		if host && rows[i].Host || !host && !rows[i].Host && rows[i].Name == name {
-			rows[i].Projector += mp.Size()
-			rows[i].Fits = rows[i].need() <= rows[i].Free
-			rows[i].LeavesTarget = rows[i].need()+rows[i].Target <= rows[i].Free
-			return rows
+	add := func(d *ggml.Device, n uint64) {
+		if n == 0 {
+			return
+		}
+		host := d.Type() == ggml.DeviceCPU
+		for i := range rows {
+			if host && rows[i].Host || !host && !rows[i].Host && rows[i].Name == d.Name() {
+				rows[i].Projector += n
+				rows[i].Fits = rows[i].need() <= rows[i].Free
+				rows[i].LeavesTarget = rows[i].need()+rows[i].Target <= rows[i].Free
+				return
+			}
+		}
+		free, total := d.Memory()
+		r := memRow{Name: d.Name(), Projector: n, Free: free, Total: total}
+		r.Fits = r.need() <= r.Free
+		r.LeavesTarget = r.Fits
+		// before the host's row, which stays last
+		rows = append(rows[:len(rows)-1:len(rows)-1], r, rows[len(rows)-1])
+	}
+	add(mp.Device, mp.Size())
+	rt := mp.Device.Runtime()
+	for _, e := range mp.Encoders {
+		for _, name := range slices.Sorted(maps.Keys(e.Compute)) {
+			if d, err := rt.DeviceByName(name); err == nil {
+				add(d, e.Compute[name])
+			}
 		}
 	}
-	free, total := mp.Device.Memory()
-	r := memRow{Name: name, Projector: mp.Size(), Free: free, Total: total}
-	r.Fits = r.need() <= r.Free
-	r.LeavesTarget = r.Fits
-	// before the host's row, which stays last
-	return append(rows[:len(rows)-1:len(rows)-1], r, rows[len(rows)-1])
+	return rows
 }
 
 // load loads the planned projector onto its device, reading its file as

@@ -72,6 +72,10 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 		}
 		o.Extra = &place.FitExtra{Model: out.draftModel, Params: pf.draftParams()}
 	}
+	if err := pf.mmproj.prepare(ctx, pf, rt, &o, os.Stderr); err != nil { // (mmproj.go)
+		out.Close()
+		return nil, err
+	}
 	if pf.fit {
 		out.fit, err = place.Fit(ctx, rt, m, params, o)
 		if err == nil {
@@ -98,7 +102,7 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 		err = pf.lora.plan(out.plan) // (lora.go)
 	}
 	if err == nil {
-		err = pf.mmproj.plan(ctx, pf, out.plan, os.Stderr) // (mmproj.go)
+		err = pf.mmproj.check(out.plan) // (mmproj.go)
 	}
 	if err != nil {
 		out.Close()
