@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -57,7 +56,7 @@ func TestMmproj(t *testing.T) {
 	files := mmprojSynth(t, o)
 	t.Run("placement", func(t *testing.T) { mmprojPlacement(t, o, files) })
 	t.Run("refused", func(t *testing.T) { mmprojRefused(t, files) })
-	t.Run("warmup", func(t *testing.T) { mmprojWarmup(t, o, mmprojWarmSynth(t, o)) })
+	t.Run("warmup", func(t *testing.T) { mmprojWarmup(t, o, mmprojWarmSynth(t, o, nil)) })
 }
 
 // mmprojPlacement: each encoder's output width, device, buffer type and
@@ -230,7 +229,7 @@ func mmprojRefused(t *testing.T, files map[string]string) {
 // loads whose graphs build: its tensors reshaped until ggload's replay of
 // the warm-up builds them (synth's Warm). Types ggload cannot warm up
 // are logged and left out.
-func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
+func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, types []string) map[string]string {
 	t.Helper()
 	pin, err := synth.ReadProjectorPin(testenv.SourceTree(t))
 	if err != nil {
@@ -270,9 +269,8 @@ func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
 		return nil
 	}
 	files := map[string]string{}
-	types := pin.ProjectorTypes()
-	if s := os.Getenv("GGLOAD_MMPROJ_TYPES"); s != "" {
-		types = strings.Split(s, ",")
+	if types == nil {
+		types = pin.ProjectorTypes()
 	}
 	for _, typ := range types {
 		p, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{})
