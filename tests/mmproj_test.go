@@ -3,8 +3,10 @@ package tests
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
@@ -56,7 +58,9 @@ func TestMmproj(t *testing.T) {
 	files := mmprojSynth(t, o)
 	t.Run("placement", func(t *testing.T) { mmprojPlacement(t, o, files) })
 	t.Run("refused", func(t *testing.T) { mmprojRefused(t, files) })
-	t.Run("warmup", func(t *testing.T) { mmprojWarmup(t, o, mmprojWarmSynth(t, o, nil)) })
+	warm := mmprojWarmSynth(t, o, nil)
+	t.Run("warmup", func(t *testing.T) { mmprojWarmup(t, o, warm) })
+	t.Run("bad", func(t *testing.T) { mmprojBad(t, warm) })
 }
 
 // mmprojPlacement: each encoder's output width, device, buffer type and
@@ -283,10 +287,87 @@ func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, types []string) map[string]st
 			continue
 		}
 		files[typ] = path
+		mmprojWarmed.Store(path, p)
 	}
 	t.Logf("%d projector types warm up", len(files))
 	return files
 }
+
+// mmprojWarmed holds each warmed-up projector file's synthesis (path →
+// *synth.Projector), for the tests that rewrite it.
+var mmprojWarmed sync.Map
+
+// mmprojBad: projectors with every integer key set to 0, to -1 where
+// it is signed and to 2^30, and with every tensor dropped or of a wrong
+// shape, planned (clip's loader and warm-up replayed) on the CPU: each
+// is planned or refused with an error that names the file; none crashes
+// the process.
+func mmprojBad(t *testing.T, files map[string]string) {
+	rt := testenv.Runtime(t)
+	dir := t.TempDir()
+	var planned, refused, warmErr int
+	try := func(name string, p *synth.Projector) {
+		path := filepath.Join(dir, name+".gguf")
+		if err := p.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		mp, err := place.PlanMmproj(rt, path, place.MmprojOptions{NoOffload: true})
+		switch {
+		case err == nil:
+			planned++
+			for _, e := range mp.Encoders {
+				if e.ComputeErr != nil {
+					warmErr++
+					if !strings.Contains(e.ComputeErr.Error(), path) {
+						t.Errorf("%s: the warm-up's error does not name the file: %v", name, e.ComputeErr)
+					}
+				}
+			}
+		case !strings.Contains(err.Error(), path):
+			t.Errorf("%s: the error does not name the file: %v", name, err)
+		default:
+			refused++
+		}
+	}
+	for _, typ := range []string{"gemma3", "qwen2vl_merger", "ultravox", "lfm2", "pixtral"} {
+		v, ok := mmprojWarmed.Load(files[typ])
+		if !ok {
+			continue
+		}
+		p := v.(*synth.Projector)
+		for i, kv := range p.KV {
+			var vals []gguf.Value
+			switch kv.Value.Kind() {
+			case gguf.TypeUint32:
+				vals = []gguf.Value{gguf.Uint32(0), gguf.Uint32(1 << 30)}
+			case gguf.TypeInt32:
+				vals = []gguf.Value{gguf.Int32(0), gguf.Int32(-1), gguf.Int32(1 << 30)}
+			}
+			for j, v := range vals {
+				q := *p
+				q.KV = slices.Clone(p.KV)
+				q.KV[i].Value = v
+				try(fmt.Sprintf("%s-key%d-%d", typ, i, j), &q)
+			}
+		}
+		for i := range p.Tensors {
+			q := *p
+			q.Tensors = slices.Delete(slices.Clone(p.Tensors), i, i+1)
+			try(fmt.Sprintf("%s-drop%d", typ, i), &q)
+			for j, shape := range [][]int64{{1}, {7, 3, 5}} {
+				q := *p
+				q.Tensors = slices.Clone(p.Tensors)
+				q.Tensors[i].Shape = shape
+				try(fmt.Sprintf("%s-shape%d-%d", typ, i, j), &q)
+			}
+		}
+	}
+	t.Logf("%d bad projectors planned (%d of their warm-ups refused), %d refused", planned, warmErr, refused)
+	if refused == 0 {
+		t.Error("no bad projector refused")
+	}
+}
+
 
 // mmprojWarmup: each encoder's warm-up compute buffers, per device, equal
 // clip's after its warm-up (mem_compute), and the projector's memory as
