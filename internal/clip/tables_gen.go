@@ -446,6 +446,8 @@ var enumConsts = map[string]int64{
 	"GGML_SCALE_MODE_BICUBIC":           2,
 	"GGML_SCALE_MODE_BILINEAR":          1,
 	"GGML_SORT_ORDER_ASC":               0,
+	"GGML_SORT_ORDER_DESC":              1,
+	"GGML_TRI_TYPE_LOWER_DIAG":          2,
 	"GGML_TYPE_F16":                     1,
 	"GGML_TYPE_F32":                     0,
 	"GGML_TYPE_I32":                     26,

@@ -110,7 +110,8 @@ func clipRun(s *source, out, header, pin string) error {
 		return fmt.Errorf("%s: no clip_get_graph_builder", clipCpp)
 	}
 	for _, d := range ix.all {
-		if (d.name == "build" || d.name == "support_batch") && strings.HasPrefix(d.class, "clip_graph") {
+		short := d.class[strings.LastIndex(d.class, ":")+1:]
+		if (d.name == "build" || d.name == "support_batch" || d.name == short) && strings.HasPrefix(d.class, "clip_graph") {
 			roots = append(roots, d)
 		}
 	}
@@ -119,6 +120,16 @@ func clipRun(s *source, out, header, pin string) error {
 		if err := g.addGraphDef(ix, d); err != nil {
 			return err
 		}
+	}
+	// a graph class made on the stack (clip_graph_X name(args)): its
+	// construction, as make_unique's
+	for _, fn := range g.fns {
+		walk(fn, func(n *ast.Node) {
+			if n.Op == ast.OpDecl && strings.HasPrefix(n.C, "clip_graph") && len(n.Kids) == 1 && n.Kids[0].Op == ast.OpList {
+				n.Kids[0] = &ast.Node{Op: ast.OpCall, Kids: append([]*ast.Node{{Op: ast.OpIdent, S: "new::" + n.C}}, n.Kids[0].Kids...)}
+				n.C, n.T = "", ast.TAuto
+			}
+		})
 	}
 	g.graphBases = map[string][]string{}
 	for c, bs := range ix.bases {

@@ -698,9 +698,10 @@ func (ix *gindex) callees(d *gdef, c callSite) []*gdef {
 		}
 		if len(cands) == 0 {
 			// every class of the graph's inputs, memories, adapters and
-			// result with such a method
+			// result with such a method; a projector graph's helper
+			// object (a clip_graph made on the stack)
 			for _, x := range ix.byName[name] {
-				if x.class != "" && (strings.HasPrefix(x.class, "llm_graph_input") || strings.HasPrefix(x.class, "llama_kv_cache") || strings.HasPrefix(x.class, "llama_memory") || strings.HasPrefix(x.class, "llama_dsv4") || strings.HasPrefix(x.class, "llama_adapter") || x.class == "llm_graph_result") {
+				if x.class != "" && (strings.HasPrefix(x.class, "llm_graph_input") || strings.HasPrefix(x.class, "llama_kv_cache") || strings.HasPrefix(x.class, "llama_memory") || strings.HasPrefix(x.class, "llama_dsv4") || strings.HasPrefix(x.class, "llama_adapter") || x.class == "llm_graph_result" || strings.HasPrefix(x.class, "clip_graph")) {
 					cands = append(cands, x)
 				}
 			}

@@ -66,6 +66,14 @@ func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
 		if m := reAbsent.FindStringSubmatch(msg); m != nil && add == "" {
 			add = m[1]
 		}
+		if strings.Contains(msg, "GGML_ASSERT(pos_embd)") && add == "" {
+			// the graph's position embedding, made from the model's
+			for _, a := range members {
+				if a.Member == "position_embeddings" && a.Null {
+					add = a.Weight
+				}
+			}
+		}
 		remove := ""
 		if add == "" && fix == nil {
 			if strings.Contains(msg, "scale_factor > 1") && !p.hasKey("clip.vision.projector.scale_factor") {
@@ -283,6 +291,19 @@ func learnShape(op string, args []clip.OpArg) *shapeFix {
 				k = 4
 			}
 			return set(b, [4]int64{k, a.Ne[1], 1, 1})
+		}
+	case "ggml_view_2d":
+		// a weight viewed past its end: as many more rows as the view
+		// reaches (f32)
+		if w(a) && len(args) == 6 {
+			ne0, ne1, nb1, off := args[2].Int, args[3].Int, args[4].Int, args[5].Int
+			need := off + nb1*(ne1-1) + 4*ne0
+			row := 4 * a.Ne[0]
+			if rows := (need + row - 1) / row; row > 0 && rows <= 1<<16 {
+				ne := a.Ne
+				ne[1] = max(ne[1], rows)
+				return set(a, ne)
+			}
 		}
 	case "ggml_reshape":
 		if w(a) && b != nil {
