@@ -368,7 +368,6 @@ func mmprojBad(t *testing.T, files map[string]string) {
 	}
 }
 
-
 // mmprojWarmup: each encoder's warm-up compute buffers, per device, equal
 // clip's after its warm-up (mem_compute), and the projector's memory as
 // llama-server measures it for -fit (mtmd_get_memory_usage), with the
