@@ -58,9 +58,17 @@ func TestMmproj(t *testing.T) {
 	files := mmprojSynth(t, o)
 	t.Run("placement", func(t *testing.T) { mmprojPlacement(t, o, files) })
 	t.Run("refused", func(t *testing.T) { mmprojRefused(t, files) })
-	warm := mmprojWarmSynth(t, o, nil)
-	t.Run("warmup", func(t *testing.T) { mmprojWarmup(t, o, warm) })
-	t.Run("bad", func(t *testing.T) { mmprojBad(t, warm) })
+	var warm map[string]string
+	t.Run("warmup", func(t *testing.T) {
+		warm = mmprojWarmSynth(t, o, nil)
+		mmprojWarmup(t, o, warm)
+	})
+	t.Run("bad", func(t *testing.T) {
+		if warm == nil {
+			warm = mmprojWarmSynth(t, o, []string{"gemma3", "qwen2vl_merger", "ultravox", "lfm2", "pixtral"})
+		}
+		mmprojBad(t, warm)
+	})
 }
 
 // mmprojPlacement: each encoder's output width, device, buffer type and

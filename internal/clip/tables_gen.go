@@ -529,8 +529,46 @@ var enumConsts = map[string]int64{
 	"SPK_RES2NET_SCALE":                 8,
 }
 
-// structFields: the data members of clip-model.h's structs.
+// structFields: the data members of clip-model.h's structs, clip_graph's and ggml_init_params.
 var structFields = map[string][]cpp.FieldDef{
+	"block": {},
+	"build_vit_opts": {
+		{Name: "attn_mask_layers", CType: "std::vector<ggml_tensor *>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "skip_post_ln", CType: "bool", Type: ast.TBool, Enum: false, Len: "", Struct: "", Default: "false"},
+	},
+	"clamp_info": {
+		{Name: "inp_max", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "inp_min", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "out_max", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "out_min", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+	},
+	"clip_code2wav": {
+		{Name: "tfm_layers", CType: "std::vector<clip_layer>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "upsample", CType: "std::vector<upsample_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "dac", CType: "std::vector<dac_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+	},
+	"clip_flow_net": {
+		{Name: "time", CType: "std::vector<time_embd>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "blocks", CType: "std::vector<block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+	},
+	"clip_graph": {
+		{Name: "proj_type", CType: "projector_type", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: ""},
+		{Name: "patch_size", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_patches_x", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_patches_y", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_patches", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_embd", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_head", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_head_kv", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "d_head", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_layer", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_mmproj_embd", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "eps", CType: "const float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "kq_scale", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "flash_attn_type", CType: "const clip_flash_attn_type", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: ""},
+		{Name: "n_batch", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "1"},
+		{Name: "ctx0_ptr", CType: "ggml_context_ptr", Type: ast.TAuto, Enum: false, Len: "", Struct: "", Default: ""},
+	},
 	"clip_hparams": {
 		{Name: "image_size", CType: "int32_t", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "0"},
 		{Name: "patch_size", CType: "int32_t", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "0"},
@@ -631,34 +669,6 @@ var structFields = map[string][]cpp.FieldDef{
 		{Name: "res2_conv_w", CType: "std::vector<ggml_tensor *>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 		{Name: "res2_conv_b", CType: "std::vector<ggml_tensor *>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
-	"mobilenetv5_block": {},
-	"yasa2_block":       {},
-	"yasa2_stage": {
-		{Name: "blocks", CType: "std::vector<yasa2_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-	},
-	"qf_block": {
-		{Name: "qf_proj_layers", CType: "std::vector<clip_layer>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-	},
-	"clip_seanet": {
-		{Name: "stages", CType: "std::vector<stage>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-	},
-	"stage": {},
-	"clip_flow_net": {
-		{Name: "time", CType: "std::vector<time_embd>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "blocks", CType: "std::vector<block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-	},
-	"block":     {},
-	"time_embd": {},
-	"clip_code2wav": {
-		{Name: "tfm_layers", CType: "std::vector<clip_layer>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "upsample", CType: "std::vector<upsample_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "dac", CType: "std::vector<dac_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-	},
-	"upsample_block": {},
-	"dac_res":        {},
-	"dac_block": {
-		{Name: "res", CType: "std::vector<dac_res>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-	},
 	"clip_model": {
 		{Name: "modality", CType: "clip_modality", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: "CLIP_MODALITY_VISION"},
 		{Name: "proj_type", CType: "projector_type", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: "PROJECTOR_TYPE_MLP"},
@@ -683,38 +693,28 @@ var structFields = map[string][]cpp.FieldDef{
 		{Name: "sscp_norm_w", CType: "std::array<ggml_tensor *, 2>", Type: ast.TAuto, Enum: false, Len: "2", Struct: "", Default: "{nullptr}"},
 		{Name: "qf_proj_blocks", CType: "std::vector<qf_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
-	"clamp_info": {
-		{Name: "inp_max", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "inp_min", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "out_max", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "out_min", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
+	"clip_seanet": {
+		{Name: "stages", CType: "std::vector<stage>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
-	"clip_graph": {
-		{Name: "proj_type", CType: "projector_type", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: ""},
-		{Name: "patch_size", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_patches_x", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_patches_y", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_patches", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_embd", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_head", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_head_kv", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "d_head", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_layer", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "n_mmproj_embd", CType: "const int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "eps", CType: "const float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "kq_scale", CType: "float", Type: ast.TF32, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "flash_attn_type", CType: "const clip_flash_attn_type", Type: ast.TI32, Enum: true, Len: "", Struct: "", Default: ""},
-		{Name: "n_batch", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "1"},
-		{Name: "ctx0_ptr", CType: "ggml_context_ptr", Type: ast.TAuto, Enum: false, Len: "", Struct: "", Default: ""},
+	"dac_block": {
+		{Name: "res", CType: "std::vector<dac_res>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
-	"build_vit_opts": {
-		{Name: "attn_mask_layers", CType: "std::vector<ggml_tensor *>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
-		{Name: "skip_post_ln", CType: "bool", Type: ast.TBool, Enum: false, Len: "", Struct: "", Default: "false"},
-	},
+	"dac_res": {},
 	"ggml_init_params": {
-		{Name: "mem_size", CType: "size_t", Type: ast.TU64},
-		{Name: "mem_buffer", CType: "void *", Type: ast.TPtr},
-		{Name: "no_alloc", CType: "bool", Type: ast.TBool},
+		{Name: "mem_size", CType: "size_t", Type: ast.TU64, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "mem_buffer", CType: "void *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "no_alloc", CType: "bool", Type: ast.TBool, Enum: false, Len: "", Struct: "", Default: ""},
+	},
+	"mobilenetv5_block": {},
+	"qf_block": {
+		{Name: "qf_proj_layers", CType: "std::vector<clip_layer>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
+	},
+	"stage":          {},
+	"time_embd":      {},
+	"upsample_block": {},
+	"yasa2_block":    {},
+	"yasa2_stage": {
+		{Name: "blocks", CType: "std::vector<yasa2_block>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
 }
 

@@ -364,25 +364,23 @@ func (g *generator) writeClipTables(dir, header string) error {
 	}
 	s.braceInits = true
 	defer func() { s.braceInits = false }()
-	b.WriteString("// structFields: the data members of clip-model.h's structs.\nvar structFields = map[string][]cpp.FieldDef{\n")
+	structs := map[string][]field{}
 	for _, st := range clipStructs {
 		fs, err := s.structFields(clipModel, st)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "\t%q: {\n", st)
-		for _, f := range fs {
+		for i := range fs {
+			f := &fs[i]
 			ct := strings.TrimPrefix(f.CType, "const ")
 			if known[ct] {
 				f.Struct, f.Type = ct, ast.TObj
 			}
-			if f.Type == ast.TAuto && consts != nil && isClipEnum(ct) {
+			if f.Type == ast.TAuto && isClipEnum(ct) {
 				f.Type, f.Enum = ast.TI32, true
 			}
-			fmt.Fprintf(&b, "\t\t{Name: %q, CType: %q, Type: ast.%s, Enum: %v, Len: %q, Struct: %q, Default: %q},\n",
-				f.Name, f.CType, goType(f.Type), f.Enum, f.Len, f.Struct, f.Default)
 		}
-		b.WriteString("\t},\n")
+		structs[st] = fs
 	}
 	// the graph's structs: clip_graph's members with their defaults,
 	// build_vit_opts
@@ -391,36 +389,19 @@ func (g *generator) writeClipTables(dir, header string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "\t%q: {\n", st)
-		for _, f := range fs {
-			fmt.Fprintf(&b, "\t\t{Name: %q, CType: %q, Type: ast.%s, Enum: %v, Len: %q, Struct: %q, Default: %q},\n",
-				f.Name, f.CType, goType(f.Type), f.Enum || isClipEnum(strings.TrimPrefix(f.CType, "const ")), f.Len, f.Struct, f.Default)
+		for i := range fs {
+			fs[i].Enum = fs[i].Enum || isClipEnum(strings.TrimPrefix(fs[i].CType, "const "))
 		}
-		b.WriteString("\t},\n")
+		structs[st] = fs
 	}
 	// ggml_init's parameters, brace-initialized by position
 	fs, err := s.cStructFields("ggml/include/ggml.h", "ggml_init_params")
 	if err != nil {
 		return err
 	}
-	b.WriteString("\t\"ggml_init_params\": {\n")
-	for _, f := range fs {
-		fmt.Fprintf(&b, "\t\t{Name: %q, CType: %q, Type: ast.%s},\n", f.Name, f.CType, goType(f.Type))
-	}
-	b.WriteString("\t},\n")
-	b.WriteString("}\n\n")
-	b.WriteString("// graphBases: the graph classes' bases.\nvar graphBases = map[string][]string{\n")
-	for _, c := range sortedKeys(g.graphBases) {
-		fmt.Fprintf(&b, "\t%q: {", c)
-		for i, x := range g.graphBases[c] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%q", x)
-		}
-		b.WriteString("},\n")
-	}
-	b.WriteString("}\n")
+	structs["ggml_init_params"] = fs
+	writeFieldMap(&b, "structFields: the data members of clip-model.h's structs, clip_graph's and ggml_init_params.", "structFields", structs)
+	writeLists(&b, "graphBases: the graph classes' bases.", "graphBases", g.graphBases)
 	src, err := format.Source([]byte(b.String()))
 	if err != nil {
 		return fmt.Errorf("formatting clip tables: %w", err)

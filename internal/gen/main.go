@@ -686,18 +686,8 @@ func (g *generator) writeGraphTables(out, header string, tb *tables) error {
 	var t strings.Builder
 	t.WriteString(header)
 	t.WriteString("package graph\n\n")
-	t.WriteString("// graphBases: the base classes of the graph's classes, from their declarations.\nvar graphBases = map[string][]string{\n")
-	for _, c := range sortedKeys(g.graphBases) {
-		fmt.Fprintf(&t, "\t%q: {", c)
-		for i, b := range g.graphBases[c] {
-			if i > 0 {
-				t.WriteString(", ")
-			}
-			fmt.Fprintf(&t, "%q", b)
-		}
-		t.WriteString("},\n")
-	}
-	t.WriteString("}\n\n")
+	writeLists(&t, "graphBases: the base classes of the graph's classes, from their declarations.", "graphBases", g.graphBases)
+	t.WriteString("\n")
 	writeMap(&t, "graphAliases: a model class's graph that is another's (using graph = Other::graph<arg>;).", "graphAliases", g.graphAliases)
 	writeMap(&t, "graphTParams: the template parameter of a templated graph class (template <bool name> struct graph).", "graphTParams", g.graphTParams)
 	writeMap(&t, "graphSpecs: the programs of explicit specializations (template <> Class<arg>::f), with their argument.", "graphSpecs", g.graphSpecs)
@@ -740,6 +730,22 @@ func goType(t ast.Type) string {
 	return map[ast.Type]string{ast.TAuto: "TAuto", ast.TBool: "TBool", ast.TI32: "TI32", ast.TU32: "TU32",
 		ast.TI64: "TI64", ast.TU64: "TU64", ast.TF32: "TF32", ast.TF64: "TF64", ast.TStr: "TStr",
 		ast.TRef: "TRef", ast.TPtr: "TPtr", ast.TObj: "TObj"}[t]
+}
+
+// writeLists writes a map of string lists, its keys sorted.
+func writeLists(t *strings.Builder, doc, name string, m map[string][]string) {
+	fmt.Fprintf(t, "// %s\nvar %s = map[string][]string{\n", doc, name)
+	for _, c := range sortedKeys(m) {
+		fmt.Fprintf(t, "\t%q: {", c)
+		for i, x := range m[c] {
+			if i > 0 {
+				t.WriteString(", ")
+			}
+			fmt.Fprintf(t, "%q", x)
+		}
+		t.WriteString("},\n")
+	}
+	t.WriteString("}\n")
 }
 
 // writeMap writes a map of strings, its keys sorted.
