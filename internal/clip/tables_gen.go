@@ -665,6 +665,10 @@ var structFields = map[string][]cpp.FieldDef{
 		{Name: "custom_image_min_tokens", CType: "int32_t", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "-1"},
 		{Name: "custom_image_max_tokens", CType: "int32_t", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: "-1"},
 	},
+	"clip_image_size": {
+		{Name: "width", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "height", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+	},
 	"clip_layer": {
 		{Name: "res2_conv_w", CType: "std::vector<ggml_tensor *>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 		{Name: "res2_conv_b", CType: "std::vector<ggml_tensor *>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
@@ -700,6 +704,12 @@ var structFields = map[string][]cpp.FieldDef{
 		{Name: "res", CType: "std::vector<dac_res>", Type: ast.TObj, Enum: false, Len: "", Struct: "", Default: ""},
 	},
 	"dac_res": {},
+	"dsv4_block_layout": {
+		{Name: "rows", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "row_len", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "pad_last", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+		{Name: "n_out", CType: "int", Type: ast.TI32, Enum: false, Len: "", Struct: "", Default: ""},
+	},
 	"ggml_init_params": {
 		{Name: "mem_size", CType: "size_t", Type: ast.TU64, Enum: false, Len: "", Struct: "", Default: ""},
 		{Name: "mem_buffer", CType: "void *", Type: ast.TPtr, Enum: false, Len: "", Struct: "", Default: ""},

@@ -394,6 +394,18 @@ func (g *generator) writeClipTables(dir, header string) error {
 		}
 		structs[st] = fs
 	}
+	// clip-impl.h's plain structs (dsv4_block_layout, clip_image_size)
+	for _, st := range []string{"dsv4_block_layout", "clip_image_size"} {
+		file := clipImpl
+		if st == "clip_image_size" {
+			file = clipH
+		}
+		fs, err := s.structFields(file, st)
+		if err != nil {
+			return err
+		}
+		structs[st] = fs
+	}
 	// ggml_init's parameters, brace-initialized by position
 	fs, err := s.cStructFields("ggml/include/ggml.h", "ggml_init_params")
 	if err != nil {

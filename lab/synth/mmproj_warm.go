@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 
 	"github.com/ggload/ggload/internal/clip"
@@ -33,6 +34,36 @@ const maxWarmSteps = 200
 // it), one the graph asserts absent removed. It fails with the warm-up's
 // last error when nothing tells what to change.
 func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
+	// a graph may take the image's grid for granted (a fixed number of
+	// patches): the geometries of real vision encoders, in turn
+	var first error
+	for i, g := range warmGeometries {
+		q := *p
+		q.KV, q.Tensors, q.Log = slices.Clone(p.KV), slices.Clone(p.Tensors), slices.Clone(p.Log)
+		if i > 0 {
+			if !q.hasKey("clip.vision.image_size") {
+				break // an audio encoder: no grid to change
+			}
+			q.set("clip.vision.image_size", gguf.Uint32(uint32(g[0])))
+			q.set("clip.vision.patch_size", gguf.Uint32(uint32(g[1])))
+		}
+		err := q.warm(path, warm)
+		if err == nil {
+			*p = q
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// warmGeometries are image and patch sizes to try: the projector's own,
+// then those of common vision encoders.
+var warmGeometries = [][2]int64{{0, 0}, {336, 14}, {224, 14}, {224, 16}, {384, 16}, {448, 14}}
+
+func (p *Projector) warm(path string, warm ProjectorWarmer) error {
 	p.convShapes()
 	for step := 0; step < maxWarmSteps; step++ {
 		if err := p.WriteFile(path); err != nil {
@@ -65,6 +96,20 @@ func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
 		msg := err.Error()
 		if m := reAbsent.FindStringSubmatch(msg); m != nil && add == "" {
 			add = m[1]
+		}
+		if m := reF16.FindStringSubmatch(msg); m != nil && add == "" && fix == nil {
+			// a kernel whose product with an f16 im2col no backend runs:
+			// f16, as the converter writes convolution kernels
+			changed := false
+			for i := range p.Tensors {
+				if p.Tensors[i].Name == m[1] && p.Tensors[i].Type != ggml.TypeF16 {
+					p.Tensors[i].Type, changed = ggml.TypeF16, true
+				}
+			}
+			if changed {
+				p.Log = append(p.Log, "warm-up f16 "+m[1])
+				continue
+			}
 		}
 		if strings.Contains(msg, "GGML_ASSERT(pos_embd)") && add == "" {
 			// the graph's position embedding, made from the model's
@@ -144,6 +189,7 @@ var (
 	reAbsent  = regexp.MustCompile(`of the absent tensor (\S+)`)
 	reMember  = regexp.MustCompile(`(?:model\.(?:layers\[0\]\.)?|layer\.)((\w+))`)
 	reAtLeast = regexp.MustCompile(`model\.(\w+)\.ne\[(\d)\] >= `)
+	reF16     = regexp.MustCompile(`MUL_MAT of f32 (\S+) .*, f16 `)
 )
 
 // firstBlockTensor is a tensor of block 0 ("" if none).
@@ -197,6 +243,15 @@ func pad4(ne []int64) [4]int64 {
 	return out
 }
 
+// fitKernel is a kernel's width no larger than its input's: its own, or
+// 3 (the input's where that is less).
+func fitKernel(k, in int64) int64 {
+	if k <= in {
+		return k
+	}
+	return min(3, in)
+}
+
 // learnShape is the change to a weight that the failed op asks for, nil
 // when it asks for none this knows. args[0] is the context for every op
 // below.
@@ -242,11 +297,11 @@ func learnShape(op string, args []clip.OpArg) *shapeFix {
 	case "ggml_conv_2d", "ggml_conv_2d_direct":
 		if w(a) && b != nil {
 			// the input's channels, a kernel no larger than the input
-			return set(a, [4]int64{min(a.Ne[0], b.Ne[0]), min(a.Ne[1], b.Ne[1]), b.Ne[2], a.Ne[3]})
+			return set(a, [4]int64{fitKernel(a.Ne[0], b.Ne[0]), fitKernel(a.Ne[1], b.Ne[1]), b.Ne[2], a.Ne[3]})
 		}
 	case "ggml_conv_2d_dw", "ggml_conv_2d_dw_direct":
 		if w(a) && b != nil {
-			return set(a, [4]int64{a.Ne[0], a.Ne[1], 1, b.Ne[2]})
+			return set(a, [4]int64{fitKernel(a.Ne[0], b.Ne[0]), fitKernel(a.Ne[1], b.Ne[1]), 1, b.Ne[2]})
 		}
 	case "ggml_conv_1d", "ggml_conv_1d_ph":
 		if w(a) && b != nil {
@@ -299,7 +354,7 @@ func learnShape(op string, args []clip.OpArg) *shapeFix {
 			ne0, ne1, nb1, off := args[2].Int, args[3].Int, args[4].Int, args[5].Int
 			need := off + nb1*(ne1-1) + 4*ne0
 			row := 4 * a.Ne[0]
-			if rows := (need + row - 1) / row; row > 0 && rows <= 1<<16 {
+			if rows := (need + row - 1) / row; row > 0 && rows <= 1<<18 {
 				ne := a.Ne
 				ne[1] = max(ne[1], rows)
 				return set(a, ne)
