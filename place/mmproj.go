@@ -22,6 +22,10 @@ type MmprojOptions struct {
 	// FlashAttn is the context's -fa (auto: clip tries it and falls
 	// back): the warm-up's graphs depend on it.
 	FlashAttn FlashAttn
+	// ImageMinTokens and ImageMaxTokens are --image-min-tokens and
+	// --image-max-tokens (0: the model's own): the dynamic-resolution
+	// encoders' image sizes, the warm-up's among them.
+	ImageMinTokens, ImageMaxTokens int
 }
 
 // MmprojDevice is the device the pin's clip runs a projector on, and so

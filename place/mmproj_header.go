@@ -33,6 +33,10 @@ type MmprojHeader struct {
 // and output width, and the checks mtmd makes between them. Errors name
 // the file.
 func ReadMmprojHeader(path string, f *gguf.File) (*MmprojHeader, error) {
+	return readMmprojHeader(path, f, clip.Options{})
+}
+
+func readMmprojHeader(path string, f *gguf.File, o clip.Options) (*MmprojHeader, error) {
 	flag := func(key string) bool {
 		v, ok := f.Lookup(key)
 		if !ok {
@@ -43,7 +47,7 @@ func ReadMmprojHeader(path string, f *gguf.File) (*MmprojHeader, error) {
 	}
 	h := &MmprojHeader{Path: path}
 	add := func(modality string) error {
-		tensors, e, err := mmprojTensors(path, f, modality)
+		tensors, e, err := mmprojTensors(path, f, modality, o)
 		if err != nil {
 			return err // it names the file and the encoder
 		}

@@ -122,7 +122,7 @@ func PlanMmproj(rt *ggml.Runtime, path string, opts MmprojOptions) (*Mmproj, err
 		return nil, fmt.Errorf("place: mmproj %s: failed to load CLIP model: %w", path, err)
 	}
 	defer f.Close()
-	h, err := ReadMmprojHeader(path, f)
+	h, err := readMmprojHeader(path, f, clip.Options{ImageMinTokens: opts.ImageMinTokens, ImageMaxTokens: opts.ImageMaxTokens})
 	if err != nil {
 		return nil, fmt.Errorf("place: %w", err)
 	}

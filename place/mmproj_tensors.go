@@ -8,8 +8,8 @@ import (
 // mmprojTensors lists the tensors clip loads for one encoder, in the
 // order it loads them, and the encoder as clip's loader (replayed on the
 // file) leaves it.
-func mmprojTensors(path string, f *gguf.File, modality string) ([]MmprojTensor, *clip.Encoder, error) {
-	e, err := clip.Load(path, f, modality)
+func mmprojTensors(path string, f *gguf.File, modality string, o clip.Options) ([]MmprojTensor, *clip.Encoder, error) {
+	e, err := clip.LoadWith(path, f, modality, o)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -63,6 +63,13 @@ func TestMmproj(t *testing.T) {
 		warm = mmprojWarmSynth(t, o, nil)
 		mmprojWarmup(t, o, warm)
 	})
+	t.Run("image-tokens", func(t *testing.T) {
+		types := []string{"qwen2vl_merger", "qwen3vl_merger", "pixtral", "lfm2", "kimivl"}
+		if warm == nil {
+			warm = mmprojWarmSynth(t, o, types)
+		}
+		mmprojImageTokens(t, o, warm, types)
+	})
 	t.Run("bad", func(t *testing.T) {
 		if warm == nil {
 			warm = mmprojWarmSynth(t, o, []string{"gemma3", "qwen2vl_merger", "ultravox", "lfm2", "pixtral"})
@@ -445,4 +452,52 @@ func mmprojWarmup(t *testing.T, o *mtmd.Oracle, files map[string]string) {
 			}
 		}
 	}
+}
+
+// mmprojImageTokens: --image-min-tokens and --image-max-tokens change a
+// dynamic-resolution encoder's warm-up as they change clip's: the
+// projector's memory equals mtmd_get_memory_usage's with the same
+// settings, and differs from its memory without them.
+func mmprojImageTokens(t *testing.T, o *mtmd.Oracle, files map[string]string, types []string) {
+	rt := testenv.Runtime(t)
+	changed := 0
+	for _, typ := range types {
+		path, ok := files[typ]
+		if !ok {
+			continue
+		}
+		for _, n := range [][2]int{{4, 16}, {0, 64}} {
+			mp, err := place.PlanMmproj(rt, path, place.MmprojOptions{NoOffload: true, ImageMinTokens: n[0], ImageMaxTokens: n[1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem, err := mp.Memory()
+			if err != nil {
+				t.Errorf("%s %v: %v", typ, n, err)
+				continue
+			}
+			want, err := o.Memory(path, mtmd.Load{ImageMinTokens: n[0], ImageMaxTokens: n[1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, err := o.Memory(path, mtmd.Load{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for d, b := range mem {
+				got[d.Name()] = int64(b)
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("%s %v: memory: ggload %v, mtmd_get_memory_usage %v", typ, n, got, want)
+			}
+			if !maps.Equal(want, base) {
+				changed++
+			}
+		}
+	}
+	if changed == 0 {
+		t.Error("the image token limits changed no projector's memory")
+	}
+	t.Logf("%d settings changed the memory", changed)
 }

@@ -258,6 +258,7 @@ var pinEnv = map[string]string{
 	"--repack": "LLAMA_ARG_REPACK", "--no-host": "LLAMA_ARG_NO_HOST",
 	"-mm": "LLAMA_ARG_MMPROJ", "-mmu": "LLAMA_ARG_MMPROJ_URL", "--mmproj-auto": "LLAMA_ARG_MMPROJ_AUTO",
 	"--mmproj-offload": "LLAMA_ARG_MMPROJ_OFFLOAD", "-mmdev": "MTMD_BACKEND_DEVICE",
+	"--image-min-tokens": "LLAMA_ARG_IMAGE_MIN_TOKENS", "--image-max-tokens": "LLAMA_ARG_IMAGE_MAX_TOKENS",
 	"--rpc": "LLAMA_ARG_RPC", "-lm": "LLAMA_ARG_LOAD_MODE", "-lzm": "LLAMA_ARG_LAZY_MODE", "--numa": "LLAMA_ARG_NUMA",
 	"-dev": "LLAMA_ARG_DEVICE", "-ot": "LLAMA_ARG_OVERRIDE_TENSOR", "-cmoe": "LLAMA_ARG_CPU_MOE",
 	"-ncmoe": "LLAMA_ARG_N_CPU_MOE", "-ncffn": "LLAMA_ARG_N_CPU_FFN", "-ngl": "LLAMA_ARG_N_GPU_LAYERS",

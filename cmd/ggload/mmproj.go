@@ -26,7 +26,9 @@ type mmprojFlags struct {
 	auto    bool   // --mmproj-auto: only -hf's downloads look at it
 	offload bool   // --mmproj-offload (mmproj_use_gpu)
 	device  string // -mmdev's device ("": follows --device)
-	planned *place.Mmproj
+	// --image-min-tokens, --image-max-tokens (0: the model's own)
+	minTokens, maxTokens int32
+	planned              *place.Mmproj
 }
 
 func defaultMmprojFlags() mmprojFlags { return mmprojFlags{auto: true, offload: true} }
@@ -61,6 +63,12 @@ func (f *mmprojFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"--mmproj-offload"}, neg: []string{"--no-mmproj-offload"},
 		help: "whether to offload the multimodal projector to a GPU (default: enabled)",
 		on:   func(on bool) error { f.offload = on; return nil }})
+	s.add(&option{names: []string{"--image-min-tokens"}, value: "N",
+		help: "minimum number of tokens each image can take, only used by vision models with dynamic resolution (default: read from model)",
+		set:  func(v string) (err error) { f.minTokens, err = int32Arg(v); return err }})
+	s.add(&option{names: []string{"--image-max-tokens"}, value: "N",
+		help: "maximum number of tokens each image can take, only used by vision models with dynamic resolution (default: read from model)",
+		set:  func(v string) (err error) { f.maxTokens, err = int32Arg(v); return err }})
 	s.add(&option{names: []string{"-mmdev", "--mmproj-device"}, value: "DEVICE",
 		help: "device for the multimodal projector (none: no offload; default: --device's first)\n--list-devices lists them",
 		set: func(v string) error {
@@ -115,6 +123,7 @@ func (f *mmprojFlags) prepare(ctx context.Context, pf *placeFlags, rt *ggml.Runt
 	}
 	opts := f.options(pf.devices)
 	opts.FlashAttn = pf.params().Context.FlashAttn
+	opts.ImageMinTokens, opts.ImageMaxTokens = int(f.minTokens), int(f.maxTokens)
 	mp, err := place.PlanMmproj(rt, path, opts)
 	if err != nil {
 		return err

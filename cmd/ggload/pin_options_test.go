@@ -34,7 +34,7 @@ type pinOption struct {
 // parameters, NUMA, RPC servers and the device list, the model's file and
 // where it comes from, and what is loaded with it (projector, adapters,
 // control vectors, a draft model).
-var inScope = regexp.MustCompile(`params\.(n_gpu_layers|main_gpu|split_mode|tensor_split|load_mode|lazy_mode|check_tensors|no_extra_bufts|no_host|devices|tensor_buft_overrides|kv_overrides|numa|fit_params\w*|no_op_offload|model\.\w+|mmproj\w*|no_mmproj\w*|lora_adapters|control_vector\w*|hf_token|n_ctx|n_parallel|kv_unified|cache_type_k|cache_type_v|no_kv_offload|flash_attn_type|n_batch|n_ubatch|swa_full|embedding|pooling_type)\b|params\.speculative\.draft\.(n_gpu_layers|devices|tensor_buft_overrides|mparams)\b|add_rpc_devices|common_print_available_devices|llama_print_build_info`)
+var inScope = regexp.MustCompile(`params\.(n_gpu_layers|main_gpu|split_mode|tensor_split|load_mode|lazy_mode|check_tensors|no_extra_bufts|no_host|devices|tensor_buft_overrides|kv_overrides|numa|fit_params\w*|no_op_offload|model\.\w+|mmproj\w*|no_mmproj\w*|image_m(?:in|ax)_tokens|lora_adapters|control_vector\w*|hf_token|n_ctx|n_parallel|kv_unified|cache_type_k|cache_type_v|no_kv_offload|flash_attn_type|n_batch|n_ubatch|swa_full|embedding|pooling_type)\b|params\.speculative\.draft\.(n_gpu_layers|devices|tensor_buft_overrides|mparams)\b|add_rpc_devices|common_print_available_devices|llama_print_build_info`)
 
 // TestOptionsOfThePin holds ggload's options to the pin's common/arg.cpp:
 // every model loading, placement, fit and device option there is either

@@ -92,9 +92,22 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("mmproj %s: %s encoder: %s", e.Path, e.Modality, strings.TrimSpace(e.Msg))
 }
 
+// Options are clip_context_params' settings that change what the loader
+// reads: --image-min-tokens and --image-max-tokens (0: not given, the
+// model's own).
+type Options struct {
+	ImageMinTokens, ImageMaxTokens int
+}
+
 // Load replays clip_model_loader's load_hparams and load_tensors for one
 // encoder of the projector file f (read from path).
 func Load(path string, f *gguf.File, modality string) (*Encoder, error) {
+	return LoadWith(path, f, modality, Options{})
+}
+
+// LoadWith is Load with clip_context_params' options, set on the model
+// before its hyperparameters are read, as clip_ctx's constructor sets them.
+func LoadWith(path string, f *gguf.File, modality string, o Options) (*Encoder, error) {
 	mc, ok := modalityConst[modality]
 	if !ok {
 		return nil, fmt.Errorf("clip: unknown modality %q", modality)
@@ -124,6 +137,13 @@ func Load(path string, f *gguf.File, modality string) (*Encoder, error) {
 		return nil, err
 	}
 	model.Open = true
+	hparams := model.Fields["hparams"].V.P.(*cpp.Object)
+	if o.ImageMinTokens > 0 {
+		hparams.Fields["custom_image_min_tokens"].V = cpp.Int(int64(o.ImageMinTokens), ast.TI32)
+	}
+	if o.ImageMaxTokens > 0 {
+		hparams.Fields["custom_image_max_tokens"].V = cpp.Int(int64(o.ImageMaxTokens), ast.TI32)
+	}
 	ctx := cpp.NewObject("clip_ctx")
 	ctx.Open = true
 	ctx.Fields["model"] = &cpp.Cell{V: cpp.Val{K: cpp.KObj, P: model}}

@@ -116,6 +116,9 @@ type Load struct {
 	UseGPU bool
 	Device string
 	Warmup bool
+	// ImageMinTokens and ImageMaxTokens are mtmd_context_params' (0: the
+	// model's own); the memory mode alone takes them.
+	ImageMinTokens, ImageMaxTokens int
 }
 
 // Oracle is a running oracle that answers one load at a time.
@@ -213,7 +216,13 @@ func (o *Oracle) Memory(path string, l Load) (map[string]int64, error) {
 	if dev == "" {
 		dev = "-"
 	}
-	cmd := cxx.Command(o.t, o.bin, "memory", strconv.Itoa(b2i(l.UseGPU)), dev, path)
+	tokens := func(n int) string {
+		if n <= 0 {
+			return "-1"
+		}
+		return strconv.Itoa(n)
+	}
+	cmd := cxx.Command(o.t, o.bin, "memory", strconv.Itoa(b2i(l.UseGPU)), dev, tokens(l.ImageMinTokens), tokens(l.ImageMaxTokens), path)
 	cmd.Env = append(cmd.Env, "GGML_NO_BACKTRACE=1")
 	out, err := cmd.Output()
 	if err != nil {

@@ -6,8 +6,9 @@
 //
 //   mmproj-oracle serve             lines "USE_GPU DEVICE|- WARMUP PATH" on
 //                                   stdin, one report each, ended by "END"
-//   mmproj-oracle memory USE_GPU DEVICE|- PATH
-//                                   mtmd_get_memory_usage's answer
+//   mmproj-oracle memory USE_GPU DEVICE|- MIN_TOKENS MAX_TOKENS PATH
+//                                   mtmd_get_memory_usage's answer (image
+//                                   tokens -1: the model's own)
 //
 // Report lines (fields separated by tabs):
 //   CTX  modality projector backend
@@ -172,7 +173,7 @@ int main(int argc, char ** argv) {
         }
         return 0;
     }
-    if (argc == 5 && std::string(argv[1]) == "memory") {
+    if (argc == 7 && std::string(argv[1]) == "memory") {
         ggml_backend_dev_t dev;
         if (!find_device(argv[3], dev)) {
             fprintf(stderr, "no device %s\n", argv[3]);
@@ -181,7 +182,9 @@ int main(int argc, char ** argv) {
         mtmd_context_params mp = mtmd_context_params_default();
         mp.use_gpu = std::string(argv[2]) == "1";
         mp.device  = dev;
-        auto mem = mtmd_get_memory_usage(argv[4], mp);
+        mp.image_min_tokens = std::atoi(argv[4]);
+        mp.image_max_tokens = std::atoi(argv[5]);
+        auto mem = mtmd_get_memory_usage(argv[6], mp);
         if (mem.empty()) {
             printf("ERR\t%s\n", one_line(g_err).c_str());
         }
@@ -190,6 +193,6 @@ int main(int argc, char ** argv) {
         }
         return 0;
     }
-    fprintf(stderr, "usage: %s serve | memory USE_GPU DEVICE|- PATH\n", argv[0]);
+    fprintf(stderr, "usage: %s serve | memory USE_GPU DEVICE|- MIN_TOKENS MAX_TOKENS PATH\n", argv[0]);
     return 2;
 }
