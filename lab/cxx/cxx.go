@@ -9,6 +9,7 @@ package cxx
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ggload/ggload/bindings"
 	"github.com/ggload/ggload/lab/testenv"
@@ -77,7 +79,30 @@ func Build(t testing.TB, name string, sources []string, flags ...string) string 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("cxx: %v", err)
 	}
-	args := []string{"-std=c++17", "-O1", "-o", bin + ".tmp"}
+	// one build at a time across the test processes (go test runs
+	// packages at once): the others wait for its program
+	lock := bin + ".lock"
+	for {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.Close()
+			defer os.Remove(lock)
+			break
+		}
+		if _, err := os.Stat(bin); err == nil {
+			return bin
+		}
+		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > 20*time.Minute {
+			os.Remove(lock) // left by a process that died building
+			continue
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
+	args := []string{"-std=c++17", "-O1", "-o", tmp}
 	for _, inc := range []string{"include", "common", "ggml/include", "vendor", "tools/mtmd"} {
 		args = append(args, "-I", filepath.Join(src, inc))
 	}
@@ -88,7 +113,7 @@ func Build(t testing.TB, name string, sources []string, flags ...string) string 
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("cxx: building %s: %v\n%s", name, err, out)
 	}
-	if err := os.Rename(bin+".tmp", bin); err != nil {
+	if err := os.Rename(tmp, bin); err != nil {
 		t.Fatalf("cxx: %v", err)
 	}
 	return bin
