@@ -26,7 +26,7 @@ func TestMmprojFit(t *testing.T) {
 		testenv.Missing(t, "llama", "%v", err)
 	}
 	o := mtmd.Start(t)
-	files := mmprojWarmSynth(t, o, []string{"gemma3", "ultravox"})
+	files := mmprojWarmSynth(t, o, t.TempDir(), []string{"gemma3", "ultravox"})
 	path := testenv.ModelFile(t, rt, synth.Spec{Layers: 12, Embd: 256, FF: 1024, Heads: 4, Vocab: 300, Seed: 7})
 	m, err := gguf.OpenModel(path)
 	if err != nil {

@@ -59,20 +59,21 @@ func TestMmproj(t *testing.T) {
 	t.Run("placement", func(t *testing.T) { mmprojPlacement(t, o, files) })
 	t.Run("refused", func(t *testing.T) { mmprojRefused(t, files) })
 	var warm map[string]string
+	warmDir := t.TempDir() // the warm projectors outlive their subtest
 	t.Run("warmup", func(t *testing.T) {
-		warm = mmprojWarmSynth(t, o, nil)
+		warm = mmprojWarmSynth(t, o, warmDir, nil)
 		mmprojWarmup(t, o, warm)
 	})
 	t.Run("image-tokens", func(t *testing.T) {
 		types := []string{"qwen2vl_merger", "qwen3vl_merger", "pixtral", "lfm2", "kimivl"}
 		if warm == nil {
-			warm = mmprojWarmSynth(t, o, types)
+			warm = mmprojWarmSynth(t, o, warmDir, types)
 		}
 		mmprojImageTokens(t, o, warm, types)
 	})
 	t.Run("bad", func(t *testing.T) {
 		if warm == nil {
-			warm = mmprojWarmSynth(t, o, []string{"gemma3", "qwen2vl_merger", "ultravox", "lfm2", "pixtral"})
+			warm = mmprojWarmSynth(t, o, warmDir, []string{"gemma3", "qwen2vl_merger", "ultravox", "lfm2", "pixtral"})
 		}
 		mmprojBad(t, warm)
 	})
@@ -248,14 +249,13 @@ func mmprojRefused(t *testing.T, files map[string]string) {
 // loads whose graphs build: its tensors reshaped until ggload's replay of
 // the warm-up builds them (synth's Warm). Types ggload cannot warm up
 // are logged and left out.
-func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, types []string) map[string]string {
+func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, dir string, types []string) map[string]string {
 	t.Helper()
 	pin, err := synth.ReadProjectorPin(testenv.SourceTree(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt := testenv.Runtime(t)
-	dir := t.TempDir()
 	try := func(path string) (synth.ProjectorAnswer, error) {
 		r, err := o.Load(path, mtmd.Load{})
 		if err != nil {
