@@ -55,19 +55,9 @@ func mmprojFew(t *testing.T, o *mtmd.Oracle, types []string, opts synth.Projecto
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	try := func(path string) (synth.ProjectorAnswer, error) {
-		r, err := o.Load(path, mtmd.Load{})
-		if err != nil {
-			return synth.ProjectorAnswer{}, err
-		}
-		if r.Crashed {
-			return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
-		}
-		return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
-	}
 	files := map[string]string{}
 	for _, typ := range types {
-		if _, err := synth.NewProjector(pin, typ, dir, try, opts); err != nil {
+		if _, err := synth.NewProjector(pin, typ, dir, o.Judge, opts); err != nil {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		files[typ] = filepath.Join(dir, synth.ProjectorFileName(typ))

@@ -29,24 +29,12 @@ func mmprojSynth(t *testing.T, o *mtmd.Oracle) map[string]string {
 	}
 	dir := t.TempDir()
 	files := map[string]string{} // projector type → file
-	{
-		try := func(path string) (synth.ProjectorAnswer, error) {
-			r, err := o.Load(path, mtmd.Load{})
-			if err != nil {
-				return synth.ProjectorAnswer{}, err
-			}
-			if r.Crashed {
-				return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
-			}
-			return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
+	for _, typ := range pin.ProjectorTypes() {
+		if _, err := synth.NewProjector(pin, typ, dir, o.Judge, synth.ProjectorOptions{Distinct: true, Unused: true}); err != nil {
+			t.Logf("not loadable by the pin: %v", err)
+			continue
 		}
-		for _, typ := range pin.ProjectorTypes() {
-			if _, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{Distinct: true, Unused: true}); err != nil {
-				t.Logf("not loadable by the pin: %v", err)
-				continue
-			}
-			files[typ] = dir + "/" + synth.ProjectorFileName(typ)
-		}
+		files[typ] = dir + "/" + synth.ProjectorFileName(typ)
 	}
 	return files
 }
@@ -256,16 +244,6 @@ func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, dir string, types []string) m
 		t.Fatal(err)
 	}
 	rt := testenv.Runtime(t)
-	try := func(path string) (synth.ProjectorAnswer, error) {
-		r, err := o.Load(path, mtmd.Load{})
-		if err != nil {
-			return synth.ProjectorAnswer{}, err
-		}
-		if r.Crashed {
-			return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
-		}
-		return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
-	}
 	warm := func(path string, learn func(string, []clip.OpArg)) error {
 		f, err := gguf.Open(path)
 		if err != nil {
@@ -292,7 +270,7 @@ func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, dir string, types []string) m
 		types = pin.ProjectorTypes()
 	}
 	for _, typ := range types {
-		p, err := synth.NewProjector(pin, typ, dir, try, synth.ProjectorOptions{})
+		p, err := synth.NewProjector(pin, typ, dir, o.Judge, synth.ProjectorOptions{})
 		if err != nil {
 			continue
 		}

@@ -27,17 +27,7 @@ func mmprojCLIFiles(t *testing.T, o *mtmd.Oracle) (proj, model, other string, wi
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	try := func(path string) (synth.ProjectorAnswer, error) {
-		r, err := o.Load(path, mtmd.Load{})
-		if err != nil {
-			return synth.ProjectorAnswer{}, err
-		}
-		if r.Crashed {
-			return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
-		}
-		return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
-	}
-	if _, err := synth.NewProjector(pin, "gemma3", dir, try, synth.ProjectorOptions{ProjDim: 64, Distinct: true}); err != nil {
+	if _, err := synth.NewProjector(pin, "gemma3", dir, o.Judge, synth.ProjectorOptions{ProjDim: 64, Distinct: true}); err != nil {
 		t.Fatal(err)
 	}
 	proj = filepath.Join(dir, synth.ProjectorFileName("gemma3"))

@@ -651,28 +651,23 @@ func sizeOps(out map[string]cpp.Builtin) {
 
 // graphBuildOps registers the ops on the graph.
 func graphBuildOps(out map[string]cpp.Builtin) {
-	op(out, "ggml_build_forward_expand", 2, func(c *gcall) (cpp.Val, error) {
-		gf, err := c.graph(0)
-		if err != nil {
-			return cpp.Void, err
-		}
-		t, err := c.t(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return cpp.Void, c.abort(c.lib().Expand(gf, t))
-	})
-	op(out, "ggml_build_forward_order", 2, func(c *gcall) (cpp.Val, error) {
-		gf, err := c.graph(0)
-		if err != nil {
-			return cpp.Void, err
-		}
-		t, err := c.t(1)
-		if err != nil {
-			return cpp.Void, err
-		}
-		return cpp.Void, c.abort(c.lib().Order(gf, t))
-	})
+	// ggml_build_forward_expand and _order(gf, t): t and its parents in
+	// the graph, to compute or in order only
+	for name, add := range map[string]func(*ops.Lib, *ops.Graph, *ops.Tensor) error{
+		"ggml_build_forward_expand": (*ops.Lib).Expand, "ggml_build_forward_order": (*ops.Lib).Order,
+	} {
+		op(out, name, 2, func(c *gcall) (cpp.Val, error) {
+			gf, err := c.graph(0)
+			if err != nil {
+				return cpp.Void, err
+			}
+			t, err := c.t(1)
+			if err != nil {
+				return cpp.Void, err
+			}
+			return cpp.Void, c.abort(add(c.lib(), gf, t))
+		})
+	}
 	op(out, "ggml_build_forward_select", 4, func(c *gcall) (cpp.Val, error) {
 		gf, err := c.graph(0)
 		if err != nil {

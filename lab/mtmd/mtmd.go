@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/lab/cxx"
+	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -301,4 +302,17 @@ func lastWords(s string) string {
 		}
 	}
 	return lines[len(lines)-1]
+}
+
+// Judge is the oracle as a projector synthesizer's judge: clip's answer
+// to loading the file at path, offloading nothing.
+func (o *Oracle) Judge(path string) (synth.ProjectorAnswer, error) {
+	r, err := o.Load(path, Load{})
+	if err != nil {
+		return synth.ProjectorAnswer{}, err
+	}
+	if r.Crashed {
+		return synth.ProjectorAnswer{Err: r.Output, Crashed: true, Missing: r.Missing}, nil
+	}
+	return synth.ProjectorAnswer{Err: r.Err, Missing: r.Missing}, nil
 }
