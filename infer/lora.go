@@ -1,8 +1,10 @@
 package infer
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/graph"
 	"github.com/ggload/ggload/loader"
@@ -38,6 +40,11 @@ func (c *Context) SetLoRAs(adapters []*loader.LoRA, scales []float32) error {
 		for _, pr := range a.Plan.Pairs {
 			if _, ok := c.model.Tensor(pr.Base); !ok {
 				return fmt.Errorf("infer: LoRA adapter %s adapts '%s', which the context's model lacks", a.Plan.Path, pr.Base)
+			}
+		}
+		if scales[i] != 0 {
+			if err := c.loraSplitRefused(a); err != nil {
+				return err
 			}
 		}
 	}
@@ -119,4 +126,33 @@ func (c *Context) lorasSame(adapters []*loader.LoRA, scales []float32) bool {
 		}
 	}
 	return n == len(c.loras)
+}
+
+// loraSplitRefused refuses an adapter that llama.cpp's meta backend
+// would abort on: under split mode tensor, an adapter's product (its
+// tensors mirrored on every device) meets the product of a weight split
+// over the devices, and ggml-backend-meta.cpp asserts when it finds no
+// split state for the sum (or for lora_a's product with a split input).
+// An adapter of mirrored weights alone (the token embedding) runs.
+func (c *Context) loraSplitRefused(a *loader.LoRA) error {
+	p := c.model.Plan
+	if len(p.TensorDevices) == 0 {
+		return nil
+	}
+	split := map[string]*ggml.SplitState{}
+	for i := range p.Tensors {
+		t := &p.Tensors[i]
+		if t.Split != nil {
+			if _, ok := split[t.Name]; !ok {
+				split[t.Name] = t.Split
+			}
+		}
+	}
+	for _, pr := range a.Plan.Pairs {
+		if st := split[pr.Base]; st != nil && (st.Axis.IsDim() || st.Axis == ggml.SplitPartial) {
+			return fmt.Errorf("infer: LoRA adapter %s adapts '%s', which split mode tensor splits (%s) over the meta device's %d device(s): llama.cpp's meta backend aborts on the adapter's product beside it (ggml-backend-meta.cpp: no split state for the sum): %w",
+				a.Plan.Path, pr.Base, st.Axis, len(p.TensorDevices), errors.ErrUnsupported)
+		}
+	}
+	return nil
 }

@@ -167,6 +167,14 @@ func (pl *planner) sizeCache(c *arch.Cache) (CachePlan, error) {
 		}
 		bt := dev.BufferType()
 		shape := ggml.Shape{t.Ne[0], t.Ne[1], t.Ne[2], t.Ne[3]}
+		if dev.IsMeta() {
+			// the meta device asks the model's callback how it holds each
+			// cache tensor when the context allocates it: answer as for
+			// the weights
+			if err := pl.recordSplit(t.Name, t.Type, shape); err != nil {
+				return out, err
+			}
+		}
 		out.Tensors = append(out.Tensors, CacheTensor{Name: t.Name, Layer: t.Layer, Type: t.Type, Shape: shape, BufferType: bt, Device: dev})
 		n, err := pl.tensorAllocSize(bt, t.Type, shape)
 		if err != nil {
@@ -268,6 +276,20 @@ func (pl *planner) metaCacheSize(c *arch.Cache, tensors []CacheTensor, bt ggml.B
 		size = max(size, part.Size)
 	}
 	return size, nil
+}
+
+// recordSplit computes the split of a tensor that a meta device will
+// hold and keeps it where the meta device's callback looks.
+func (pl *planner) recordSplit(name string, typ ggml.Type, shape ggml.Shape) error {
+	if pl.splitter == nil {
+		return fmt.Errorf("place: tensor %s on a meta device without a tensor split", name)
+	}
+	st, err := pl.splitter.state(name, typ, shape)
+	if err != nil {
+		return err
+	}
+	pl.splitTable[name] = st
+	return nil
 }
 
 func (m *ContextMemory) offload() bool { return m == nil || m.OffloadKQV }

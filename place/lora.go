@@ -76,6 +76,9 @@ type LoRABuffer struct {
 	Requested  uint64 // what is asked for: the tensors' padded sizes
 	Size       uint64 // as the buffer will report it
 	Pairs      []int  // indexes into LoRA.Pairs, in allocation order
+	// Parts are, on the meta device of split mode tensor, what the buffer
+	// allocates on each of its devices (every tensor whole on each).
+	Parts []BufferPart
 }
 
 // LoRA keys of the GGUF metadata.
@@ -243,8 +246,6 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 		c := &p.Contexts[mt.Context]
 		buft, dev := c.BufferType, c.Device
 		switch {
-		case c.Device.IsMeta():
-			return nil, fmt.Errorf("LoRA tensor '%s': the model tensor is on the meta device of split mode tensor, where ggload does not place adapters: %w", name, errors.ErrUnsupported)
 		case c.Mapped:
 			// a weight in a buffer made over the mapped file: the buffer's
 			// type is the host-pointer type (CPU_Mapped), not the device's
@@ -316,11 +317,20 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 				lb.Requested += t.Alloc
 			}
 		}
-		slack, err := g.buft.AllocSlack()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", g.buft.Name(), err)
+		if g.dev.IsMeta() {
+			// split mode tensor: the meta device's callback has no rule
+			// for an adapter's names and mirrors each tensor whole on every
+			// device; the buffer reports its largest device's share
+			if err := lb.metaParts(p.rt, g.dev, l.Pairs); err != nil {
+				return nil, err
+			}
+		} else {
+			slack, err := g.buft.AllocSlack()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", g.buft.Name(), err)
+			}
+			lb.Size = lb.Requested + uint64(parts)*slack
 		}
-		lb.Size = lb.Requested + uint64(parts)*slack
 		l.Buffers = append(l.Buffers, lb)
 		l.Log = append(l.Log, LogLine{"INFO", fmt.Sprintf(fn+"%10s LoRA buffer size = %8.2f MiB", lb.Name, float64(lb.Size)/1024/1024)})
 	}
@@ -330,6 +340,28 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 
 func loraTensor(f *gguf.File, t *gguf.TensorInfo) LoRATensor {
 	return LoRATensor{Name: t.Name, Type: t.Type, Shape: t.Shape, Bytes: t.Size, Offset: f.DataOffset + int64(t.Offset)}
+}
+
+// metaParts lays the buffer out on the devices of meta device d, every
+// tensor mirrored, and sizes it as ggml's meta buffer reports itself.
+func (lb *LoRABuffer) metaParts(rt *ggml.Runtime, d *ggml.Device, pairs []LoRAPair) error {
+	var ts []metaSlices
+	for _, pi := range lb.Pairs {
+		for _, t := range []*LoRATensor{&pairs[pi].A, &pairs[pi].B} {
+			ts = append(ts, metaSlices{t.Type, t.Shape, nil})
+		}
+	}
+	parts, err := metaPartsOf(d.Parts(), ts, func(b ggml.BufferType, typ ggml.Type, ne ggml.Shape) (uint64, error) {
+		return loraAllocSize(rt, b, &LoRATensor{Name: "", Type: typ, Shape: ne})
+	})
+	if err != nil {
+		return err
+	}
+	lb.Parts, lb.Size, lb.Requested = parts, 0, 0
+	for _, part := range parts {
+		lb.Size, lb.Requested = max(lb.Size, part.Size), max(lb.Requested, part.Requested)
+	}
+	return nil
 }
 
 // loraAllocSize is ggml_backend_buft_get_alloc_size of the tensor.

@@ -172,6 +172,12 @@ type metaSlices struct {
 // device): each tensor's slice there, aligned, and the buffer type's
 // slack where anything is allocated.
 func (pl *planner) metaParts(devices []*ggml.Device, ts []metaSlices) ([]BufferPart, error) {
+	return metaPartsOf(devices, ts, pl.tensorAllocSize)
+}
+
+// metaPartsOf is metaParts with allocSize saying what a buffer type
+// allocates for a tensor.
+func metaPartsOf(devices []*ggml.Device, ts []metaSlices, allocSize func(ggml.BufferType, ggml.Type, ggml.Shape) (uint64, error)) ([]BufferPart, error) {
 	var parts []BufferPart
 	for j, d := range devices {
 		b := d.BufferType()
@@ -182,7 +188,7 @@ func (pl *planner) metaParts(devices []*ggml.Device, ts []metaSlices) ([]BufferP
 			if t.split != nil && t.split.Axis.IsDim() {
 				shape[t.split.Axis] = t.split.Share(j)
 			}
-			n, err := pl.tensorAllocSize(b, t.typ, shape)
+			n, err := allocSize(b, t.typ, shape)
 			if err != nil {
 				return nil, err
 			}

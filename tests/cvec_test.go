@@ -113,6 +113,14 @@ func TestControlVector(t *testing.T) {
 		p := place.Params{DeviceNames: []string{gpu.Name()}, NGPULayers: place.NLayers(2)}
 		controlVectorCase(t, rt, l, models[0].path, p, false)
 	})
+	// split mode tensor over an RPC server and Vulkan0: the directions on
+	// the meta device, mirrored
+	t.Run("llama-sm-tensor-rpc-vulkan", func(t *testing.T) {
+		gpu := testenv.Vulkan(t)
+		testenv.RPC(t, 1)
+		p := place.Params{DeviceNames: []string{"RPC0", gpu.Name()}, SplitMode: place.SplitTensor, TensorSplit: []float32{1, 1}}
+		controlVectorCase(t, rt, l, models[0].path, p, false)
+	})
 }
 
 // controlVectorCase runs one model's comparison: the vector applied to

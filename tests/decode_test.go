@@ -316,6 +316,18 @@ func TestDecodeLlama(t *testing.T) {
 			p.DeviceNames = []string{"RPC0", gpu}
 			p.TensorSplit = []float32{1, 1}
 		}, 8, 3}, k4},
+		// split mode tensor: ggml's meta device over Vulkan0 alone, then
+		// over an RPC server and Vulkan0, each holding a slice of each
+		// split weight and cache
+		{decodeCase{"sm-tensor-vulkan", func(p *place.Params, gpu string) {
+			on(p, gpu)
+			p.SplitMode = place.SplitTensor
+		}, 8, 3}, small},
+		{decodeCase{"sm-tensor-rpc-vulkan", func(p *place.Params, gpu string) {
+			p.DeviceNames = []string{"RPC0", gpu}
+			p.SplitMode = place.SplitTensor
+			p.TensorSplit = []float32{1, 1}
+		}, 8, 3}, small},
 	} {
 		if strings.HasPrefix(c.name, "rpc") || strings.Contains(c.name, "-rpc") {
 			testenv.RPC(t, 1)

@@ -241,7 +241,11 @@ func TestLoRAPlacement(t *testing.T) {
 			cfg{"ngl1", place.Params{DeviceNames: []string{gpu}, NGPULayers: place.NLayers(1)}},
 			// read, not mapped: the CPU's weights in the Vulkan host type
 			cfg{"ngl1-no-mmap", place.Params{DeviceNames: []string{gpu}, NGPULayers: place.NLayers(1), LoadMode: place.LoadNone}},
+			// split mode tensor: the adapter on the meta device, mirrored
+			cfg{"sm-tensor", place.Params{DeviceNames: []string{gpu}, SplitMode: place.SplitTensor}},
+			cfg{"sm-tensor-rpc-vulkan", place.Params{DeviceNames: []string{"RPC0", gpu}, SplitMode: place.SplitTensor, TensorSplit: []float32{1, 1}}},
 		)
+		testenv.RPC(t, 1)
 	}
 	for _, mc := range []struct{ name, path string }{{"dense", models.dense}, {"moe", models.moe}, {"hybrid", models.hybrid}} {
 		adapter := writeLoRA(t, mc.path, dir, mc.name, loraSpec{rank: 4, alpha: 8, tokens: []uint32{3, 5, 7}, seed: 1})
@@ -249,6 +253,13 @@ func TestLoRAPlacement(t *testing.T) {
 			t.Run(mc.name+"/"+c.name, func(t *testing.T) {
 				m := testenv.OpenModel(t, mc.path)
 				plan, err := place.New(context.Background(), rt, m, c.params)
+				if mc.name == "hybrid" && c.params.SplitMode == place.SplitTensor {
+					// llama.cpp refuses the model itself
+					if err == nil || !strings.Contains(err.Error(), "LLAMA_SPLIT_MODE_TENSOR not implemented for architecture 'jamba'") {
+						t.Fatalf("planned: %v", err)
+					}
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -404,11 +415,24 @@ func TestLoRADecode(t *testing.T) {
 		// one scale: with the compute buffers reserved again and again,
 		// the pin's Vulkan backend on lavapipe corrupts the heap, under
 		// libllama as under ggload
-		cfgs = append(cfgs, cfg{"full", place.Params{DeviceNames: []string{gpu}}, []float32{0.75}})
+		cfgs = append(cfgs, cfg{"full", place.Params{DeviceNames: []string{gpu}}, []float32{0.75}},
+			// split mode tensor: an adapter of the token embedding alone
+			// (mirrored on every device, as the adapter is); one of split
+			// weights llama.cpp aborts on (TestLoRASplitTensorRefused)
+			cfg{"sm-tensor-rpc-vulkan", place.Params{DeviceNames: []string{"RPC0", gpu}, SplitMode: place.SplitTensor, TensorSplit: []float32{1, 1}}, []float32{0.75}})
+		testenv.RPC(t, 1)
 	}
 	for _, mc := range []struct{ name, path string }{{"dense", models.dense}, {"moe", models.moe}, {"hybrid", models.hybrid}} {
 		adapter := writeLoRA(t, mc.path, dir, mc.name+"-decode", loraSpec{rank: 8, alpha: 16, seed: 3})
+		embd := writeLoRA(t, mc.path, dir, mc.name+"-embd", loraSpec{rank: 8, alpha: 16, seed: 3, pick: func(n string) bool { return n == "token_embd.weight" }})
 		for _, c := range cfgs {
+			adapter := adapter
+			if c.params.SplitMode == place.SplitTensor {
+				if mc.name == "hybrid" {
+					continue // llama.cpp refuses split mode tensor for jamba
+				}
+				adapter = embd
+			}
 			t.Run(mc.name+"/"+c.name, func(t *testing.T) {
 				ours := loraLogitsOurs(t, rt, mc.path, adapter, c.params, c.scales)
 				theirs := loraLogitsTheirs(t, rt, l, mc.path, adapter, c.params, c.scales)
@@ -420,6 +444,61 @@ func TestLoRADecode(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLoRASplitTensorRefused: under split mode tensor, llama.cpp's meta
+// backend aborts the decode of an adapter of a split weight (its
+// mirrored product added to the weight's split one, ggml-backend-meta.cpp
+// asserts); ggload places and loads it as llama.cpp does, and refuses to
+// apply it, naming the adapter and the tensor.
+func TestLoRASplitTensorRefused(t *testing.T) {
+	rt := testenv.Runtime(t)
+	models := loraModels(t, rt)
+	gpu := testenv.Vulkan(t).Name()
+	for _, c := range []struct{ name, base string }{
+		{"output", "output.weight"},           // split along dimension 1
+		{"ffn_down", "blk.0.ffn_down.weight"}, // along dimension 0
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			adapter := writeLoRA(t, models.dense, t.TempDir(), c.name, loraSpec{rank: 4, alpha: 4, seed: 2, pick: func(n string) bool { return n == c.base }})
+			m := testenv.OpenModel(t, models.dense)
+			plan, err := place.New(context.Background(), rt, m, place.Params{DeviceNames: []string{gpu}, SplitMode: place.SplitTensor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mdl, err := loader.Load(context.Background(), plan, loader.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mdl.Close()
+			lp, err := plan.PlanLoRA(adapter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := loader.LoadLoRA(context.Background(), mdl, lp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			ctx, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctx.Close()
+			err = ctx.SetLoRAs([]*loader.LoRA{a}, []float32{1})
+			if err == nil || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), adapter) || !strings.Contains(err.Error(), "'"+c.base+"'") {
+				t.Fatalf("applied: %v", err)
+			}
+			t.Log(err)
+			// at scale 0 the adapter is not in the graph, as in llama.cpp
+			if err := ctx.SetLoRAs([]*loader.LoRA{a}, []float32{0}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ctx.Decode(infer.Batch{Tokens: loraPrompt}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
