@@ -35,7 +35,7 @@ func (c *Context) encodeLocked(b Batch) error {
 	if len(u.Tokens) > int(c.nUBatch) {
 		return fmt.Errorf("infer: encode: the encoder requires n_ubatch >= n_tokens (%d > %d)", len(u.Tokens), c.nUBatch)
 	}
-	return c.onThread(func() error { return c.encode(u) })
+	return c.checked("encode", func() error { return c.encode(u) })
 }
 
 // encode is llama_context::encode's ubatch: built as the encoder's graph,

@@ -251,6 +251,9 @@ func (c *Context) noteCompute() {
 
 // checkMemory refuses the memories the forward pass does not run yet.
 func (c *Context) checkMemory(cm *place.ContextMemory) error {
+	if cm.AllocErr != nil {
+		return fmt.Errorf("infer: %s: llama.cpp would abort allocating the context's memory: %w", c.rep.Run.Arch, cm.AllocErr)
+	}
 	mem := c.rep.Memory
 	if mem == nil || len(mem.Caches) == 0 {
 		return nil
@@ -417,7 +420,34 @@ func (c *Context) Decode(b Batch) error {
 	if err != nil {
 		return err
 	}
-	return c.onThread(func() error { return c.decode(u) })
+	return c.checked("decode", func() error { return c.decode(u) })
+}
+
+// checked runs fn on the context's thread between two looks at the
+// devices: a device whose RPC server failed (before, or while fn ran) makes
+// the outputs meaningless, so they are dropped and the failure returned.
+func (c *Context) checked(what string, fn func() error) error {
+	if err := c.devicesErr(); err != nil {
+		return fmt.Errorf("infer: %s: %w", what, err)
+	}
+	err := c.onThread(fn)
+	if derr := c.devicesErr(); derr != nil {
+		c.resetOutputs()
+		c.dropGraph()
+		return errors.Join(fmt.Errorf("infer: %s: %w", what, derr), err)
+	}
+	return err
+}
+
+// devicesErr is the first failure of a device the model runs on (an RPC
+// server gone, on its own or under a meta device).
+func (c *Context) devicesErr() error {
+	for _, d := range c.model.Plan.Devices {
+		if err := d.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // onThread runs fn on the context's own OS thread. The CPU backend's

@@ -40,6 +40,12 @@ type ContextMemory struct {
 	ComputeKnown bool
 	ComputePlan  *ComputePlan
 	ComputeWhy   string
+
+	// AllocErr is what llama.cpp would abort on when a real context
+	// allocates this memory (a no_alloc measure, as -fit's, never
+	// allocates it): under split mode tensor, a cache tensor's split that
+	// the model's callback asserts on. A context of this plan refuses it.
+	AllocErr error
 }
 
 // CachePlan is one cache of a memory module: its tensors and, per buffer
@@ -144,6 +150,7 @@ func (pl *planner) planMemory(c *arch.Context) error {
 		}
 		cm.Caches = append(cm.Caches, cpl)
 	}
+	cm.AllocErr = pl.cacheSplitErr
 	return pl.planCompute(mem)
 }
 
@@ -171,8 +178,8 @@ func (pl *planner) sizeCache(c *arch.Cache) (CachePlan, error) {
 			// the meta device asks the model's callback how it holds each
 			// cache tensor when the context allocates it: answer as for
 			// the weights
-			if err := pl.recordSplit(t.Name, t.Type, shape); err != nil {
-				return out, err
+			if err := pl.recordSplit(t.Name, t.Type, shape); err != nil && pl.cacheSplitErr == nil {
+				pl.cacheSplitErr = fmt.Errorf("place: the cache tensor %s on the meta device of split mode tensor: %w", t.Name, err)
 			}
 		}
 		out.Tensors = append(out.Tensors, CacheTensor{Name: t.Name, Layer: t.Layer, Type: t.Type, Shape: shape, BufferType: bt, Device: dev})

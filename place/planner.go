@@ -34,6 +34,9 @@ type planner struct {
 
 	splitTable map[string]ggml.SplitState // split mode tensor: what the meta device asks
 	splitter   *tensorSplitter            // and asks it of the weights and the cache
+	// cacheSplitErr is the first cache tensor's split the callback
+	// refuses (ContextMemory.AllocErr)
+	cacheSplitErr error
 
 	ctxIndex  map[ctxKey]int
 	members   map[member]bool // which weights each context holds

@@ -250,6 +250,9 @@ func runChildren(t *testing.T, test, env, work string) []archResult {
 		// a crash: the last case started and not finished is its cause
 		// (notes a case leaves on the way do not end it)
 		n := len(results)
+		if n > 0 && results[n-1].Status == "restart" {
+			continue // the child asked for a fresh process (a server it lost)
+		}
 		for n > 0 && results[n-1].Status == "note" {
 			n--
 		}
@@ -359,7 +362,7 @@ func childState(t *testing.T, work string) (*ggml.Runtime, string, *llama.Lib, [
 	}
 	done := map[[2]string]bool{}
 	for _, r := range readArchResults(t, work) {
-		if r.Status != "start" {
+		if r.Status != "start" && r.Status != "note" && r.Status != "restart" {
 			done[[2]string{r.Config, r.Arch}] = true
 		}
 	}

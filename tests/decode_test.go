@@ -60,6 +60,11 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 		// where the configuration turns them on
 		return "no-logits", ourErr.Error()
 	}
+	if errors.Is(ourErr, ggml.ErrRPCFailed) {
+		// ggload's graph took an RPC server down: llama.cpp's run, on a
+		// server of its own, says whose abort it is (decodeChild)
+		return "server-down", ourErr.Error()
+	}
 	if ourErr != nil && c.name == "rpc" {
 		// llama.cpp is not run into what ggload refuses over RPC: where a
 		// backend would abort, it would take the shared server down (the
@@ -70,6 +75,10 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 		return "ggload-refuses", ourErr.Error()
 	}
 	theirs, theirErr := theirsGreedy(rt, l, path, params, c, ours)
+	if down := rpcDown(rt); down != nil {
+		// llama.cpp's graph took the server down where ggload's ran
+		return "llama-downs-server", fmt.Sprintf("ggload ran (%v); llama.cpp's run took the RPC server down: %v", ourErr, down)
+	}
 	switch {
 	case ourErr != nil && theirErr != nil:
 		return "both-refuse", theirErr.Error()
@@ -352,6 +361,26 @@ var decodeArchConfigs = []decodeCase{
 	{"cpu-embd", func(p *place.Params, _ string) { p.DeviceNames = []string{"none"}; p.Context.Embeddings = true }, 6, 1},
 	{"vulkan", func(p *place.Params, gpu string) { p.DeviceNames = []string{gpu} }, 6, 2},
 	{"rpc", func(p *place.Params, _ string) { p.DeviceNames = []string{"RPC0"} }, 6, 2},
+	// split mode tensor: the meta device over an RPC server and Vulkan0
+	{"sm-tensor", func(p *place.Params, gpu string) {
+		p.DeviceNames, p.SplitMode, p.TensorSplit = []string{"RPC0", gpu}, place.SplitTensor, []float32{1, 1}
+	}, 6, 2},
+}
+
+// decodeConfigs are the configurations of this run: GGLOAD_DECODE_CONFIGS,
+// a comma-separated list, runs those alone.
+func decodeConfigs() []decodeCase {
+	only := os.Getenv("GGLOAD_DECODE_CONFIGS")
+	if only == "" {
+		return decodeArchConfigs
+	}
+	var out []decodeCase
+	for _, c := range decodeArchConfigs {
+		if slices.Contains(strings.Split(only, ","), c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 const decodeChildEnv = "GGLOAD_DECODE_CHILD"
@@ -409,7 +438,7 @@ func TestDecodeArchitectures(t *testing.T) {
 			final[[2]string{r.Config, r.Arch}] = r
 		}
 	}
-	for _, c := range decodeArchConfigs {
+	for _, c := range decodeConfigs() {
 		var k, n int
 		notYet := map[string][]string{} // ggload's reason → architectures
 		refused := map[string][]string{}
@@ -514,13 +543,17 @@ func decodeSampled(config string, i int, noLogits bool) bool {
 func decodeChild(t *testing.T, work string) {
 	rt, gpu, l, files, done := childState(t, work)
 	noLogits := map[string]bool{}
+	downs := map[[2]string]bool{} // cases whose ggload run took an RPC server down
 	for _, r := range readArchResults(t, work) {
 		if r.Config == "cpu" && r.Status == "no-logits" {
 			noLogits[r.Arch] = true
 		}
+		if r.Status == "note" && strings.HasPrefix(r.Detail, "server-down: ") {
+			downs[[2]string{r.Config, r.Arch}] = true
+		}
 	}
-	for _, c := range decodeArchConfigs {
-		if c.name == "rpc" {
+	for _, c := range decodeConfigs() {
+		if c.name == "rpc" || c.name == "sm-tensor" {
 			if ok, why := testenv.HaveRPCServer(); !ok {
 				if testenv.Required("rpc") {
 					t.Fatalf("rpc is required (GGLOAD_REQUIRE) but missing: %s", why)
@@ -538,6 +571,24 @@ func decodeChild(t *testing.T, work string) {
 			if done[[2]string{c.name, f.Name}] {
 				continue
 			}
+			if downs[[2]string{c.name, f.Name}] {
+				// ggload's run took the server down: llama.cpp's alone,
+				// on this child's fresh server
+				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: "llama.cpp runs alone"})
+				params := place.Params{}
+				c.params(&params, gpu)
+				_, theirErr := theirsGreedy(rt, l, f.Path, params, c, nil)
+				r := archResult{Config: c.name, Arch: f.Name, Status: "both-refuse", Detail: "the RPC server aborts on llama.cpp's graph as on ggload's"}
+				if rpcDown(rt) == nil {
+					r.Status, r.Detail = "ggload-downs-server", fmt.Sprintf("ggload's graph took the RPC server down, llama.cpp's did not (%v)", theirErr)
+				}
+				appendArchResult(t, work, r)
+				if rpcDown(rt) != nil {
+					appendArchResult(t, work, archResult{Status: "restart"})
+					os.Exit(3)
+				}
+				continue
+			}
 			if !decodeSampled(c.name, i, noLogits[f.Name]) {
 				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "sampled-out"})
 				continue
@@ -552,12 +603,32 @@ func decodeChild(t *testing.T, work string) {
 				}
 				appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: "start", Detail: what})
 			})
+			if status == "server-down" {
+				// a note: the case goes on in the next child, with a fresh
+				// server (decodeChild's downs)
+				status, detail = "note", "server-down: "+detail
+			}
 			appendArchResult(t, work, archResult{Config: c.name, Arch: f.Name, Status: status, Detail: detail})
+			if status == "note" || status == "llama-downs-server" {
+				appendArchResult(t, work, archResult{Status: "restart"})
+				os.Exit(3)
+			}
 			if c.name == "cpu" && status == "no-logits" {
 				noLogits[f.Name] = true
 			}
 		}
 	}
+}
+
+// rpcDown is the failure of an RPC device of the process, nil if none
+// failed.
+func rpcDown(rt *ggml.Runtime) error {
+	for _, d := range rt.Devices() {
+		if err := d.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Two sequences in one context, as -np 2 makes it (each in a stream of its
