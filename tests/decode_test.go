@@ -534,6 +534,8 @@ func decodeSampled(config string, i int, noLogits bool) bool {
 		return i%3 == 0
 	case "rpc":
 		return i%3 == 2
+	case "sm-tensor":
+		return i%3 == 1
 	case "cpu-embd":
 		return i%3 == 1 || noLogits
 	}
