@@ -11,6 +11,7 @@ import (
 	"weak"
 
 	"github.com/ggload/ggload/bindings"
+	"github.com/ggload/ggload/ggml/ops"
 )
 
 // SplitAxis is enum ggml_backend_meta_split_axis: how a meta device lays a
@@ -168,21 +169,62 @@ func metaSplitState(t *bindings.Tensor, ud uintptr) bindings.SplitState {
 	if v, ok := metaSplitters.Load(ud); ok {
 		if ms := v.(weak.Pointer[metaSplit]).Value(); ms != nil {
 			n = ms.n
-			name := bindings.GoString(&t.Name[0])
-			if got, ok := ms.fn(name); ok {
-				// a split the meta buffer would abort on is mirrored (which
-				// it always takes) and reported by the device's Err
-				if err := got.Check(Type(t.Type), Shape(t.Ne), n); err != nil {
-					ms.refuse(name, err)
-				} else {
-					s = got
-				}
+			var name string
+			var err error
+			if s, name, err = ms.answer(t); err != nil {
+				ms.refuse(name, err)
 			}
 		}
 	}
 	var c bindings.SplitState
 	s.put(&c, n)
 	return c
+}
+
+// answer is the split the device's callback gives tensor t, and its name:
+// the splitter's, or mirrored where it has none; a split the meta buffer
+// would abort on is mirrored (which it always takes), with the reason.
+func (ms *metaSplit) answer(t *bindings.Tensor) (SplitState, string, error) {
+	name := bindings.GoString(&t.Name[0])
+	got, ok := ms.fn(name)
+	if !ok {
+		return SplitState{Axis: SplitMirrored}, name, nil
+	}
+	if err := got.Check(Type(t.Type), Shape(t.Ne), ms.n); err != nil {
+		return SplitState{Axis: SplitMirrored}, name, err
+	}
+	return got, name, nil
+}
+
+// metaStatic is the registry's view of the callback of the device whose
+// splitter is held weakly by w: the same answers, as ops.MetaSplit; a
+// device whose splitter is gone mirrors every tensor, as its callback
+// does.
+func metaStatic(w weak.Pointer[metaSplit]) ops.MetaStatic {
+	return func(t *ops.Tensor) ops.MetaSplit {
+		ms := w.Value()
+		if ms == nil {
+			return ops.MetaSplit{Axis: int32(SplitMirrored), Ne: []int64{0}, Nr: []uint32{1}}
+		}
+		s, _, _ := ms.answer((*bindings.Tensor)(t))
+		return s.opsSplit(ms.n)
+	}
+}
+
+// opsSplit is s as ops.MetaSplit over n devices, laid out as put lays
+// out the native struct.
+func (s SplitState) opsSplit(n int) ops.MetaSplit {
+	if s.Axis == SplitMirrored || len(s.Segments) == 0 {
+		return ops.MetaSplit{Axis: int32(s.Axis), Ne: make([]int64, n), Nr: []uint32{1}}
+	}
+	out := ops.MetaSplit{Axis: int32(s.Axis), Ne: make([]int64, len(s.Segments)*n), Nr: make([]uint32, len(s.Segments))}
+	for i, sg := range s.Segments {
+		out.Nr[i] = sg.Repeat
+		for j := 0; j < n && j < len(sg.Lengths); j++ {
+			out.Ne[i*n+j] = sg.Lengths[j]
+		}
+	}
+	return out
 }
 
 // metaCallbackFunc is the callback in the form this platform's purego
@@ -252,6 +294,7 @@ func (rt *Runtime) MetaDevice(devs []*Device, split Splitter) (d *Device, keep a
 	d.parts = append([]*Device(nil), devs...)
 	d.split = weak.Make(ms)
 	rt.devMu.Unlock()
+	ops.RegisterMetaDevice(ops.Dev(h), len(devs), metaStatic(d.split))
 	return d, ms, nil
 }
 

@@ -74,6 +74,9 @@ func (c *Context) Close() {
 	if rs.sched != 0 {
 		rs.lib.SchedFree(rs.sched)
 	}
+	if rs.metaProbe != 0 {
+		rs.lib.SchedFree(rs.metaProbe)
+	}
 	if rs.set != nil {
 		rs.set.free(rs.lib)
 	}
@@ -286,6 +289,10 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 // the graph is freed.
 func (rs *reserver) alloc(g *Graph, what string) (ops.GraphShape, error) {
 	if err := Schedulable(rs.lib, g.G, rs.bes, rs.cpu); err != nil {
+		g.Free()
+		return ops.GraphShape{}, err
+	}
+	if err := rs.metaSplits(g.G); err != nil {
 		g.Free()
 		return ops.GraphShape{}, err
 	}

@@ -278,6 +278,9 @@ type reserver struct {
 	own      bool  // a context's: its backends and scheduler its own, its buffers allocated
 	nLayer   int   // hparams.n_layer_all
 
+	metaProbe ops.Sched // the scheduler MetaSplits splits graphs on (meta backends only)
+	metaKnown int8      // 0 not yet asked, 1 a meta backend among bes, -1 none
+
 	// the last probe graph resolve_fused_ops built: its key, its fused
 	// nodes' devices, and what it was
 	last struct {
