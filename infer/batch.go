@@ -62,67 +62,96 @@ func splitSimple(b *graph.Ubatch, n int) []*ubatch {
 	return out
 }
 
+// seqSetOf is a token's set of sequences (llama_batch_allocr's seq_set).
+func seqSetOf(ids []int32) seqSet {
+	var s seqSet
+	for _, id := range ids {
+		s.add(id)
+	}
+	return s
+}
+
+func (s *seqSet) overlaps(t *seqSet) bool {
+	for i := range s {
+		if s[i]&t[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // splitEqual is llama_batch_allocr::split_equal, as a KV cache of several
-// streams and a recurrent state split: each ubatch takes the same number
-// of tokens from each of its sequences (at most n tokens in all; with
-// sequential, a run of consecutive sequence ids), its tokens grouped by
-// sequence.
+// streams, a unified iSWA or hybrid memory and a recurrent state split:
+// each ubatch takes the same number of tokens from each of its sequence
+// sets (the sets of sequences its tokens belong to, none overlapping
+// another; with sequential, single sequences of consecutive ids), at most
+// n tokens in all, its tokens grouped by set.
 func splitEqual(b *graph.Ubatch, n int, sequential bool) ([]*ubatch, error) {
-	bySeq := map[int32][]int{} // each sequence's tokens, in batch order
+	sets := make([]seqSet, len(b.Tokens))
+	bySet := map[seqSet][]int{} // each set's tokens, in batch order
 	for i, ids := range b.SeqIDs {
-		if len(ids) != 1 {
-			if !sequential {
-				return nil, fmt.Errorf("infer: decode: token %d is in %d sequences: an equal split of coupled sequences is not run by ggload yet", i, len(ids))
-			}
+		if len(ids) != 1 && sequential {
 			return nil, fmt.Errorf("infer: decode: token %d is in %d sequences: a sequential split does not take coupled sequences (llama.cpp: you may need to use the -kvu flag)", i, len(ids))
 		}
-		bySeq[ids[0]] = append(bySeq[ids[0]], i)
+		sets[i] = seqSetOf(ids)
+		bySet[sets[i]] = append(bySet[sets[i]], i)
 	}
 	used := make([]bool, len(b.Tokens))
-	next := map[int32]int{} // each sequence's first unused token, in bySeq
 	var out []*ubatch
 	for {
-		// the sequences of this ubatch: from the first unused token on,
-		// each the one after the last
-		var seqs []int32
+		// the sets of this ubatch: from the first unused token on, each
+		// overlapping none before it (and, sequential, the sequence after
+		// the last)
+		var cur []seqSet
 		last := int32(-1)
 		for i := range b.Tokens {
 			if used[i] {
 				continue
 			}
-			s := b.SeqIDs[i][0]
-			dup := false
-			for _, t := range seqs {
-				dup = dup || t == s
+			add := true
+			for k := range cur {
+				if cur[k].overlaps(&sets[i]) {
+					add = false
+					break
+				}
 			}
-			if dup || (sequential && len(seqs) > 0 && s != last+1) {
+			if sequential && len(cur) > 0 && b.SeqIDs[i][0] != last+1 {
+				add = false
+			}
+			if !add {
 				continue
 			}
-			seqs = append(seqs, s)
-			last = s
-			if len(seqs) > n {
+			cur = append(cur, sets[i])
+			last = b.SeqIDs[i][0]
+			if len(cur) > n {
 				break
 			}
 		}
-		if len(seqs) == 0 {
+		if len(cur) == 0 {
 			return out, nil
 		}
-		per := make([][]int, len(seqs))
+		next := make([]int, len(cur)) // each set's first unused token, in bySet
+		for k, t := range cur {
+			for used[bySet[t][next[k]]] {
+				next[k]++
+			}
+		}
+		per := make([][]int, len(cur))
 		for {
 			expand := true
-			for _, s := range seqs {
-				expand = expand && next[s] < len(bySeq[s])
+			for k, t := range cur {
+				expand = expand && next[k] < len(bySet[t])
 			}
 			if !expand {
 				break
 			}
-			for k, s := range seqs {
-				i := bySeq[s][next[s]]
+			for k, t := range cur {
+				i := bySet[t][next[k]]
 				per[k] = append(per[k], i)
 				used[i] = true
-				next[s]++
+				next[k]++
 			}
-			if (len(per[0])+1)*len(seqs) > n {
+			if (len(per[0])+1)*len(cur) > n {
 				break
 			}
 		}
@@ -130,7 +159,7 @@ func splitEqual(b *graph.Ubatch, n int, sequential bool) ([]*ubatch, error) {
 		for _, p := range per {
 			idxs = append(idxs, p...)
 		}
-		out = append(out, pick(b, idxs, len(seqs), true))
+		out = append(out, pick(b, idxs, len(cur), true))
 	}
 }
 

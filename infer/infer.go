@@ -30,11 +30,14 @@
 package infer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -523,31 +526,25 @@ func (c *Context) prepare(b Batch, outputAll bool) (*graph.Ubatch, error) {
 		}
 	}
 	if u.Pos == nil {
-		// each sequence goes on from its last position in the cache
+		// each token goes on from its first sequence's next position;
+		// every sequence it is in moves on past it
 		next := map[int32]int32{}
+		at := func(s int32) int32 {
+			if p, ok := next[s]; ok {
+				return p
+			}
+			return c.seqPosMax(s) + 1
+		}
 		u.Pos = make([]int32, n)
 		for i, ids := range u.SeqIDs {
-			s := ids[0]
-			p, ok := next[s]
-			if !ok {
-				p = c.seqPosMax(s) + 1
-			}
-			u.Pos[i], next[s] = p, p+1
-		}
-	} else if len(c.caches) > 0 || c.recr != nil {
-		// the positions of a sequence continue its cache's: Y = X + 1
-		first := map[int32]int32{}
-		for i, ids := range u.SeqIDs {
-			if p, ok := first[ids[0]]; !ok || u.Pos[i] < p {
-				first[ids[0]] = u.Pos[i]
+			u.Pos[i] = at(ids[0])
+			for _, s := range ids {
+				next[s] = u.Pos[i] + 1
 			}
 		}
-		for s, p0 := range first {
-			if last := c.seqPosMax(s); last >= 0 && p0 != last+1 {
-				return nil, fmt.Errorf("infer: decode: sequence %d: its cache ends at position %d and the batch starts at %d; "+
-					"the positions must go on consecutively (Y = X + 1)", s, last, p0)
-			}
-		}
+	}
+	if err := c.checkPositions(u); err != nil {
+		return nil, err
 	}
 	switch {
 	case outputAll:
@@ -560,6 +557,126 @@ func (c *Context) prepare(b Batch, outputAll bool) (*graph.Ubatch, error) {
 		u.Output[n-1] = true
 	}
 	return u, nil
+}
+
+// checkPositions holds the batch's sequences and positions to what
+// llama_batch_allocr::init requires of them (llama_decode then fails
+// with -1): each sequence's positions continue the memory's (Y = X + 1;
+// with M-RoPE, past it) without gaps, sequences coupled by a token have
+// not diverged in the memory, no sequence is in two incompatible sets,
+// and no sequence's positions decrease.
+func (c *Context) checkPositions(u *graph.Ubatch) error {
+	type span struct {
+		lo, hi int32
+		at     map[int32]bool
+	}
+	spans := map[int32]*span{}
+	var order []int32
+	coupled := map[[2]int32]bool{} // s1 coupled to s0: a token of both, s0 first
+	for i, ids := range u.SeqIDs {
+		for k, s := range ids {
+			sp := spans[s]
+			if sp == nil {
+				sp = &span{lo: u.Pos[i], hi: u.Pos[i], at: map[int32]bool{}}
+				spans[s] = sp
+				order = append(order, s)
+			}
+			sp.lo, sp.hi = min(sp.lo, u.Pos[i]), max(sp.hi, u.Pos[i])
+			sp.at[u.Pos[i]] = true
+			if k > 0 {
+				coupled[[2]int32{s, ids[0]}] = true
+			}
+		}
+	}
+	slices.Sort(order)
+	hasMemory := len(c.caches) > 0 || c.recr != nil
+	mrope := false
+	if rt, _ := c.rep.Run.Hparams().Field("rope_type"); rt == ropeTypeMRoPE || rt == ropeTypeIMRoPE {
+		mrope = true
+	}
+	for _, s := range order {
+		sp := spans[s]
+		p0 := int32(-1)
+		if hasMemory {
+			p0 = c.seqPosMax(s)
+		}
+		const inconsistent = "infer: decode: the tokens of sequence %d in the batch have inconsistent positions: the memory's last position for it is X = %d, the batch's first is Y = %d; %s"
+		switch {
+		case mrope && u.Embd == nil && p0 >= 0 && p0 >= sp.lo:
+			return fmt.Errorf(inconsistent, s, p0, sp.lo, "with M-RoPE it must be X < Y")
+		case mrope && u.Embd != nil && p0 >= 0 && p0 > sp.lo:
+			return fmt.Errorf(inconsistent, s, p0, sp.lo, "with M-RoPE it must be X <= Y")
+		case mrope:
+		case p0 >= 0 && sp.lo != p0+1:
+			return fmt.Errorf(inconsistent, s, p0, sp.lo, "the positions must go on consecutively (Y = X + 1)")
+		case int(sp.hi-sp.lo+1) > len(sp.at):
+			return fmt.Errorf("infer: decode: sequence %d's positions in the batch are not continuous (%d to %d, %d of them)", s, sp.lo, sp.hi, len(sp.at))
+		}
+	}
+	if hasMemory {
+		pairs := slices.SortedFunc(maps.Keys(coupled), func(a, b [2]int32) int {
+			return cmp.Or(cmp.Compare(a[1], b[1]), cmp.Compare(a[0], b[0]))
+		})
+		for _, k := range pairs {
+			s1, s0 := k[0], k[1]
+			if c.seqPosMin(s0) != c.seqPosMin(s1) || c.seqPosMax(s0) != c.seqPosMax(s1) {
+				return fmt.Errorf("infer: decode: sequence %d is coupled to %d in the batch, but they have diverged in the memory", s1, s0)
+			}
+		}
+	}
+	// a sequence's tokens all share some set of sequences, and its
+	// positions do not decrease
+	sets := map[int32]seqSet{}
+	last := map[int32]int32{}
+	for i, ids := range u.SeqIDs {
+		set := seqSetOf(ids)
+		for _, s := range ids {
+			cur, ok := sets[s]
+			if !ok {
+				cur = set
+			} else {
+				for w := range cur {
+					cur[w] &= set[w]
+				}
+			}
+			if cur.empty() {
+				return fmt.Errorf("infer: decode: sequence %d belongs to incompatible sequence sets (token %d)", s, i)
+			}
+			sets[s] = cur
+			if p, ok := last[s]; ok && u.Pos[i] < p {
+				return fmt.Errorf("infer: decode: sequence %d's positions decrease (token %d: %d after %d)", s, i, u.Pos[i], p)
+			}
+			last[s] = u.Pos[i]
+		}
+	}
+	return nil
+}
+
+// seqPosMin is the memory's first position of the sequence, -1 where it
+// has none (llama_memory_i::seq_pos_min: an iSWA cache's is its
+// sliding-window cache's, a hybrid's the greater of its two memories').
+func (c *Context) seqPosMin(seq int32) int32 {
+	if seq < 0 || seq >= maxSeq {
+		return -1
+	}
+	attn := int32(-1)
+	if len(c.caches) > 0 {
+		kc := c.caches[0]
+		for _, k := range c.caches {
+			if k.streams[0].nSWA > 0 {
+				kc = k
+				break
+			}
+		}
+		attn = kc.stream(seq).seqPosMin(seq)
+	}
+	switch {
+	case c.recr != nil && len(c.caches) > 0:
+		return max(attn, c.recr.seqPosMin(seq))
+	case c.recr != nil:
+		return c.recr.seqPosMin(seq)
+	}
+	return attn
 }
 
 // vocabSize is the output's width: the token embedding's rows.

@@ -216,6 +216,17 @@ func (r *recCache) sCopy() []int32 {
 	return out
 }
 
+// seqPosMin is the sequence's first position, -1 where it has none.
+func (r *recCache) seqPosMin(seq int32) int32 {
+	m := int32(-1)
+	for _, c := range r.cells {
+		if c.has(seq) && (m < 0 || c.pos < m) {
+			m = c.pos
+		}
+	}
+	return m
+}
+
 // seqPosMax is the sequence's last position, -1 where it has none.
 func (r *recCache) seqPosMax(seq int32) int32 {
 	m := int32(-1)

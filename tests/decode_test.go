@@ -941,3 +941,132 @@ func TestDecodeEmbeddingBatches(t *testing.T) {
 		})
 	}
 }
+
+// Coupled sequences, as llama.cpp's parallel example makes them: one
+// prompt whose tokens belong to every sequence, then each sequence going
+// its own way, a token each, then on together again. A plain KV cache of
+// one stream splits the batch simply; -np without -kvu splits it by
+// sequence, which llama.cpp refuses for coupled tokens; a unified iSWA
+// pair and a recurrent state split it equally by sequence sets. Batches
+// llama_decode refuses (positions with a gap, or going back, a token
+// coupling sequences that have diverged) are refused by both.
+func TestDecodeCoupled(t *testing.T) {
+	rt := testenv.Runtime(t)
+	l := openLlama(t, rt)
+	small := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true, Seed: 5})
+	type model struct{ name, path string }
+	models := []model{{"llama", small}}
+	work := t.TempDir()
+	for _, f := range archFiles(t, rt, 0) {
+		if f.Types != synth.ConverterTypes || !slices.Contains([]string{"gemma3", "mamba", "jamba"}, f.Name) {
+			continue
+		}
+		filled := filepath.Join(work, filepath.Base(f.Path))
+		if err := synth.FillFile(rt, f.Path, filled, 1); err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, model{f.Name, filled})
+	}
+	if len(models) != 4 {
+		t.Fatalf("%d models", len(models))
+	}
+	by := map[string]model{}
+	for _, m := range models {
+		by[m.name] = m
+	}
+	cpu := func(np int, kvu bool) place.Params {
+		return place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: np, KVUnified: kvu, NCtx: 768}}
+	}
+	for _, c := range []struct {
+		name    string
+		m       model
+		params  place.Params
+		refused bool // llama_decode refuses the coupled prompt
+	}{
+		{"llama-np3-kvu", by["llama"], cpu(3, true), false},
+		{"llama-np3", by["llama"], cpu(3, false), true},
+		{"gemma3-np3-kvu", by["gemma3"], cpu(3, true), false},
+		// a recurrent state splits by sequence, coupled or not: llama.cpp
+		// refuses the coupled prompt (llama_decode returns 1), as ggload
+		{"mamba-np3", by["mamba"], cpu(3, false), true},
+		{"jamba-np3", by["jamba"], cpu(3, false), true},
+		{"jamba-np3-kvu", by["jamba"], cpu(3, true), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ours, theirs, nVocab := bothContexts(t, rt, l, c.m.path, c.params)
+			// want: "ok", "error", or "either" (but both alike)
+			decode := func(what string, tokens []int32, pos []int32, seqs [][]int32, logits []bool, want string) bool {
+				t.Helper()
+				errO := ours.Decode(infer.Batch{Tokens: tokens, Pos: pos, SeqIDs: seqs, Logits: logits})
+				errT := theirs.Decode(tokens, pos, seqs, logits)
+				if (errO != nil) != (errT != nil) || want == "ok" && errO != nil || want == "error" && errO == nil {
+					t.Fatalf("%s: ggload %v, llama.cpp %v (%s wanted)", what, errO, errT, want)
+				}
+				if errO != nil {
+					t.Logf("%s: refused by both: %v", what, errO)
+					return false
+				}
+				for i, out := range logits {
+					if !out {
+						continue
+					}
+					a, err := ours.Logits(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := theirs.Logits(i, nVocab)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for j := range want {
+						if math.Float32bits(a[j]) != math.Float32bits(want[j]) {
+							t.Fatalf("%s: token %d: logit %d: ggload %v, llama.cpp %v", what, i, j, a[j], want[j])
+						}
+					}
+				}
+				return true
+			}
+			// the shared prompt: every token in all three sequences
+			var tokens []int32
+			var seqs [][]int32
+			for i := range 7 {
+				tokens = append(tokens, int32((i*37+11)%nVocab))
+				seqs = append(seqs, []int32{0, 1, 2})
+			}
+			logits := make([]bool, len(tokens))
+			logits[len(logits)-1] = true
+			want := "ok"
+			if c.refused {
+				want = "error"
+			}
+			if !decode("prompt", tokens, nil, seqs, logits, want) {
+				return
+			}
+			// each sequence its own token, twice
+			for k := range 2 {
+				decode(fmt.Sprintf("step %d", k), []int32{int32(3 + k), int32(9 + k), int32(27 + k)}, nil,
+					[][]int32{{0}, {1}, {2}}, []bool{true, true, true}, "ok")
+			}
+			// bad batches: a gap in sequence 1's positions, sequence 2's
+			// going back, and a token coupling sequences that diverged
+			// (sequence 1 lost its first position)
+			p := ours.SeqPosMax(1)
+			decode("gap", []int32{5}, []int32{p + 2}, [][]int32{{1}}, []bool{true}, "error")
+			q := ours.SeqPosMax(2)
+			decode("decreasing", []int32{5, 6}, []int32{q + 2, q + 1}, [][]int32{{2}, {2}}, []bool{false, true}, "error")
+			// (a recurrent state keeps no first position of its own: the
+			// hybrid's sequences have not diverged there)
+			errO, errT := ours.SeqRm(1, 0, 1), theirs.SeqRm(1, 0, 1)
+			if (errO != nil) != (errT != nil) {
+				t.Fatalf("seq_rm: ggload %v, llama.cpp %v", errO, errT)
+			}
+			diverged := "error"
+			if c.m.name == "jamba" {
+				diverged = "either"
+			}
+			decode("diverged", []int32{5}, []int32{q + 1}, [][]int32{{2, 1}}, []bool{true}, diverged)
+			// and on, each alone
+			decode("on", []int32{4, 8}, nil, [][]int32{{0}, {2}}, []bool{true, true}, "either")
+		})
+	}
+}
