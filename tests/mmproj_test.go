@@ -270,7 +270,7 @@ func mmprojWarmSynth(t *testing.T, o *mtmd.Oracle, dir string, types []string) m
 		types = pin.ProjectorTypes()
 	}
 	for _, typ := range types {
-		p, err := synth.NewProjector(pin, typ, dir, o.Judge, synth.ProjectorOptions{})
+		p, err := synth.NewProjector(pin, typ, dir, o.Judge, synth.WarmProjectorOptions(typ))
 		if err != nil {
 			continue
 		}

@@ -31,18 +31,22 @@ const maxWarmSteps = 200
 // Warm reshapes p's tensors until warm builds its graphs, writing the
 // file at path at each step. A tensor the graph needs and the file lacks
 // is added (a null passed to an op, read, or asserted to be there names
-// it), one the graph asserts absent removed. It fails with the warm-up's
-// last error when nothing tells what to change.
+// it), one the graph asserts absent removed. A type whose graph needs
+// more than its refusals teach starts from its preset (keys and tensor
+// shapes, see warmPresets). It fails with the warm-up's last error when
+// nothing tells what to change, p then as far as its own geometry got.
 func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
+	p.applyPreset()
 	// a graph may take the image's grid for granted (a fixed number of
 	// patches): the geometries of real vision encoders, in turn
 	var first error
+	var firstTry Projector
 	for i, g := range warmGeometries {
 		q := *p
 		q.KV, q.Tensors, q.Log = slices.Clone(p.KV), slices.Clone(p.Tensors), slices.Clone(p.Log)
 		if i > 0 {
-			if !q.hasKey("clip.vision.image_size") {
-				break // an audio encoder: no grid to change
+			if !q.hasKey("clip.vision.image_size") || warmPresets[p.Type].fixedGeometry {
+				break // an audio encoder, or a preset's grid: none to change
 			}
 			q.set("clip.vision.image_size", gguf.Uint32(uint32(g[0])))
 			q.set("clip.vision.patch_size", gguf.Uint32(uint32(g[1])))
@@ -53,8 +57,11 @@ func (p *Projector) Warm(path string, warm ProjectorWarmer) error {
 			return nil
 		}
 		if first == nil {
-			first = err
+			first, firstTry = err, q
 		}
+	}
+	if first != nil {
+		*p = firstTry // as far as the projector's own geometry got
 	}
 	return first
 }
@@ -169,7 +176,7 @@ func (p *Projector) warm(path string, warm ProjectorWarmer) error {
 				}
 			}
 			for _, n := range names {
-				p.Tensors = append(p.Tensors, ArchTensor{Name: n, Type: projectorTensorType(n), Shape: projectorShape(n, len(p.Tensors), ProjectorOptions{Embd: 32, ProjDim: 32})})
+				p.Tensors = append(p.Tensors, ArchTensor{Name: n, Type: projectorTensorType(n), Shape: projectorShape(n, len(p.Tensors), ProjectorOptions{Embd: p.embd(), ProjDim: p.embd()})})
 			}
 			p.convShapes()
 			p.Log = append(p.Log, "warm-up tensor "+add)
@@ -190,6 +197,8 @@ var (
 	reMember  = regexp.MustCompile(`(?:model\.(?:layers\[0\]\.)?|layer\.)((\w+))`)
 	reAtLeast = regexp.MustCompile(`model\.(\w+)\.ne\[(\d)\] >= `)
 	reF16     = regexp.MustCompile(`MUL_MAT of f32 (\S+) .*, f16 `)
+	// the weights and biases of norms, by their names' conventions
+	reNormName = regexp.MustCompile(`norm|(^|[._])ln(_?\d|_[a-z]+)?[._]`)
 )
 
 // firstBlockTensor is a tensor of block 0 ("" if none).
@@ -200,6 +209,18 @@ func (p *Projector) firstBlockTensor() string {
 		}
 	}
 	return ""
+}
+
+// embd is the encoder's width, as its metadata says (32 if it does not).
+func (p *Projector) embd() int64 {
+	for _, kv := range p.KV {
+		if kv.Key == "clip.vision.embedding_length" || kv.Key == "clip.audio.embedding_length" {
+			if n, ok := kv.Value.Int(); ok && n > 0 {
+				return n
+			}
+		}
+	}
+	return 32
 }
 
 func (p *Projector) hasKey(key string) bool {
@@ -279,6 +300,9 @@ func learnShape(op string, args []clip.OpArg) *shapeFix {
 		}
 	case "ggml_add", "ggml_sub", "ggml_mul", "ggml_div", "ggml_add_inplace":
 		switch {
+		case w(b) && a != nil && reNormName.MatchString(b.Weight):
+			// a norm's weight (or bias): a vector of a's width
+			return set(b, [4]int64{a.Ne[0], 1, 1, 1})
 		case w(b) && a != nil:
 			// repeatable to a: each of its dims divides a's
 			ne := b.Ne
@@ -418,4 +442,5 @@ func (p *Projector) convShapes() {
 			t.Shape = []int64{3, 3, width, width}
 		}
 	}
+	p.presetShapes()
 }
