@@ -240,6 +240,14 @@ func staticGlobal(name string) (cpp.Val, bool) {
 	if v, ok := enumConsts[name]; ok {
 		return cpp.Int(v, ast.TI32), true
 	}
+	if vs, ok := constArrays[name]; ok {
+		// a fresh array each time: the programs only read it
+		a := &cpp.Array{Elem: ast.TI32, Fixed: true, Cells: make([]cpp.Cell, len(vs))}
+		for i, v := range vs {
+			a.Cells[i] = cpp.Cell{V: cpp.Int(v, ast.TI32), T: ast.TI32}
+		}
+		return cpp.Val{K: cpp.KArr, P: a}, true
+	}
 	switch name {
 	case "std::ios::beg":
 		return cpp.Int(0, ast.TI32), true

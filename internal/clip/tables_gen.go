@@ -529,6 +529,12 @@ var enumConsts = map[string]int64{
 	"SPK_RES2NET_SCALE":                 8,
 }
 
+// constArrays: the sources' static constant arrays of integers.
+var constArrays = map[string][]int64{
+	"DAC_DILATIONS": []int64{1, 3, 9},
+	"SPK_DILATIONS": []int64{2, 3, 4},
+}
+
 // structFields: the data members of clip-model.h's structs, clip_graph's and ggml_init_params.
 var structFields = map[string][]cpp.FieldDef{
 	"block": {},

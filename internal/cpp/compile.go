@@ -997,6 +997,12 @@ func (cp *compiler) compileCall(n *ast.Node) exprFn {
 				return Void, &Abort{Msg: "null pointer dereference calling " + name, Where: f.Fn}
 			}
 			if !f.I.hasMethod(o, name) {
+				if o.K == KObj {
+					// a member holding a function (std::function)
+					if c, ok := o.P.(*Object).Fields[name]; ok && c.V.K == KFunc {
+						return f.callValue(c.V, args)
+					}
+				}
 				return Void, f.Errorf("no method %s on %s", name, o.Describe())
 			}
 			m := Method{Recv: o, Name: name}

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"go/format"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -309,9 +311,13 @@ func (g *generator) writeClipTables(dir, header string) error {
 	if err != nil {
 		return err
 	}
+	arrays := map[string][]int64{}
 	for _, f := range append([]string{filepath.Join(s.dir, clipCpp)}, models...) {
 		rel, _ := filepath.Rel(s.dir, f)
 		if err := s.staticConsts(rel, consts); err != nil {
+			return err
+		}
+		if err := s.staticArrays(rel, consts, arrays); err != nil {
 			return err
 		}
 	}
@@ -347,6 +353,11 @@ func (g *generator) writeClipTables(dir, header string) error {
 	b.WriteString("// enumConsts: the enum constants the programs name.\nvar enumConsts = map[string]int64{\n")
 	for _, n := range names2 {
 		fmt.Fprintf(&b, "\t%q: %d,\n", n, consts[n])
+	}
+	b.WriteString("}\n\n")
+	b.WriteString("// constArrays: the sources' static constant arrays of integers.\nvar constArrays = map[string][]int64{\n")
+	for _, n := range slices.Sorted(maps.Keys(arrays)) {
+		fmt.Fprintf(&b, "\t%q: %#v,\n", n, arrays[n])
 	}
 	b.WriteString("}\n\n")
 	model, err := s.read(clipModel)

@@ -701,6 +701,46 @@ func (s *source) staticConsts(rel string, into map[string]int64) error {
 	return nil
 }
 
+// staticArrays collects "static const int NAME[N] = { <constant
+// expressions> };": each array's values, in order.
+func (s *source) staticArrays(rel string, consts map[string]int64, into map[string][]int64) error {
+	text, err := s.read(rel)
+	if err != nil {
+		return err
+	}
+	re := regexp.MustCompile(`static const(?:expr)? (?:int|int32_t|uint32_t|size_t) ([A-Z_][A-Z0-9_]*)\s*\[\s*([^\]]*)\]\s*=\s*\{([^}]*)\}\s*;`)
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		var vals []int64
+		for _, e := range strings.Split(m[3], ",") {
+			if strings.TrimSpace(e) == "" {
+				continue
+			}
+			toks, err := lex(e, 1)
+			if err != nil {
+				return err
+			}
+			p := &parser{toks: toks, file: rel}
+			v, ok := constEval(p.expr(), consts)
+			if !ok {
+				return fmt.Errorf("%s: %s: %q is not a constant", rel, m[1], strings.TrimSpace(e))
+			}
+			vals = append(vals, v)
+		}
+		if n := strings.TrimSpace(m[2]); n != "" {
+			toks, err := lex(n, 1)
+			if err != nil {
+				return err
+			}
+			p := &parser{toks: toks, file: rel}
+			if v, ok := constEval(p.expr(), consts); !ok || v != int64(len(vals)) {
+				return fmt.Errorf("%s: %s holds %d values for a length of %s", rel, m[1], len(vals), n)
+			}
+		}
+		into[m[1]] = vals
+	}
+	return nil
+}
+
 // layerStructs reads the struct-typed members of struct llama_layer.
 func (s *source) layerStructs(rel string) (map[string]string, error) {
 	text, err := s.read(rel)

@@ -28,12 +28,16 @@ type warmPreset struct {
 	// fixedGeometry: the preset's image and patch sizes are the only
 	// ones the graph accepts, not to be traded for others
 	fixedGeometry bool
+	// drop matches tensors the type's projector does not have (optional
+	// ones the loader would take)
+	drop *regexp.Regexp
 }
 
 // warmPresets are the presets by projector type.
 var warmPresets = map[string]warmPreset{
-	// the graph takes a skip connection from the third block's output
-	"mimo_audio": {layers: 3},
+	// the graph takes a skip connection from the third block's output;
+	// its blocks' feed-forward is dense (no experts)
+	"mimo_audio": {layers: 3, drop: regexp.MustCompile(`_exps\.|exp_probs_b\.`)},
 	// its audio front end reads the mel filter bank (16 bins of the
 	// 512-point FFT's 257) and the 400-sample window from the file
 	"parakeet": {keys: oneHead, shapes: with(conformerShapes(3), map[string][]int64{
@@ -311,6 +315,9 @@ func (p *Projector) applyPreset() {
 // those the file lacks (but a block's, named by pattern).
 func (p *Projector) presetShapes() {
 	pr := warmPresets[p.Type]
+	if pr.drop != nil {
+		p.Tensors = slices.DeleteFunc(p.Tensors, func(t ArchTensor) bool { return pr.drop.MatchString(t.Name) })
+	}
 	for _, name := range slices.Sorted(maps.Keys(pr.shapes)) {
 		if !strings.Contains(name, "%d") && !p.has(name) {
 			p.Tensors = append(p.Tensors, ArchTensor{Name: name, Type: projectorTensorType(name), Shape: pr.shapes[name]})
