@@ -146,6 +146,9 @@ func TestEvalSemantics(t *testing.T) {
 		{"a host constant", `(return SEVEN)`, 7},
 		{"a host method", `(block (expr (call inc 2)) (return (call (mem "inc" this) 5)))`, 7},
 		{"an open object's unassigned member", `(return (bin "==" (mem "nothing" this) nullptr))`, 1},
+		{"a member holding a function, called", `(block (decl "n" :i32 1)
+			(expr (set "=" (mem "hook" this) (lambda (block (decl "k" :i32)) (block (expr (set "+=" n k))))))
+			(if (nil) (mem "hook" this) (expr (call (mem "hook" this) 5)) (nil)) (return n))`, 6},
 		{"an array sized by the host", `(block (decl "v" :obj @"std::array<int, FOUR>") (return (call (mem "size" v))))`, 4},
 	}
 	for _, c := range cases {
