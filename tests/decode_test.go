@@ -622,6 +622,30 @@ func decodeChild(t *testing.T, work string) {
 	}
 }
 
+// sameLogits fails the test unless every output of the last decode has
+// the same logits, bit for bit, in both contexts.
+func sameLogits(t *testing.T, what string, ours *infer.Context, theirs *llama.Context, logits []bool, nVocab int) {
+	t.Helper()
+	for i, out := range logits {
+		if !out {
+			continue
+		}
+		a, err := ours.Logits(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := theirs.Logits(i, nVocab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			if math.Float32bits(a[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("%s: token %d: logit %d: ggload %v, llama.cpp %v", what, i, j, a[j], want[j])
+			}
+		}
+	}
+}
+
 // rpcDown is the failure of an RPC device of the process, nil if none
 // failed.
 func rpcDown(rt *ggml.Runtime) error {
@@ -839,24 +863,7 @@ func sequences(t *testing.T, rt *ggml.Runtime, l *llama.Lib, path string, params
 		if err := theirs.Decode(b.tokens, nil, seqIDs, logits); err != nil {
 			t.Fatalf("batch %d: %v", k, err)
 		}
-		for i, out := range logits {
-			if !out {
-				continue
-			}
-			a, err := ours.Logits(i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := theirs.Logits(i, nVocab)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j := range want {
-				if math.Float32bits(a[j]) != math.Float32bits(want[j]) {
-					t.Fatalf("batch %d, token %d (sequence %d): logit %d: ggload %v, llama.cpp %v", k, i, b.seqs[i], j, a[j], want[j])
-				}
-			}
-		}
+		sameLogits(t, fmt.Sprintf("batch %d", k), ours, theirs, logits, nVocab)
 	}
 	if tm := ours.Timings(); tm.Kept < 2 && os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") == "" {
 		t.Errorf("the second prompt and step took %d kept graphs, want 2 (%+v)", tm.Kept, tm)
@@ -1006,24 +1013,7 @@ func TestDecodeCoupled(t *testing.T) {
 					t.Logf("%s: refused by both: %v", what, errO)
 					return false
 				}
-				for i, out := range logits {
-					if !out {
-						continue
-					}
-					a, err := ours.Logits(i)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, err := theirs.Logits(i, nVocab)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for j := range want {
-						if math.Float32bits(a[j]) != math.Float32bits(want[j]) {
-							t.Fatalf("%s: token %d: logit %d: ggload %v, llama.cpp %v", what, i, j, a[j], want[j])
-						}
-					}
-				}
+				sameLogits(t, what, ours, theirs, logits, nVocab)
 				return true
 			}
 			// the shared prompt: every token in all three sequences

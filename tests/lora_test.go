@@ -447,6 +447,47 @@ func TestLoRADecode(t *testing.T) {
 	}
 }
 
+// loraContext loads the model at path with params, and the adapters
+// beside it (each buffer as planned), and makes a context on it; all are
+// closed when the test ends.
+func loraContext(t *testing.T, rt *ggml.Runtime, path string, params place.Params, adapters []string) (*infer.Context, []*loader.LoRA) {
+	t.Helper()
+	m := testenv.OpenModel(t, path)
+	plan, err := place.New(context.Background(), rt, m, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdl, err := loader.Load(context.Background(), plan, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mdl.Close() })
+	var as []*loader.LoRA
+	for _, adapter := range adapters {
+		lp, err := plan.PlanLoRA(adapter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := loader.LoadLoRA(context.Background(), mdl, lp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		for i, b := range a.Buffers() {
+			if b.Size() != lp.Buffers[i].Size || b.Name() != lp.Buffers[i].Name {
+				t.Errorf("buffer %d: %s %d bytes, planned %s %d", i, b.Name(), b.Size(), lp.Buffers[i].Name, lp.Buffers[i].Size)
+			}
+		}
+		as = append(as, a)
+	}
+	ctx, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Close() })
+	return ctx, as
+}
+
 // TestLoRASplitTensorRefused: under split mode tensor, llama.cpp's meta
 // backend aborts the decode of an adapter of a split weight (its
 // mirrored product added to the weight's split one, ggml-backend-meta.cpp
@@ -462,31 +503,9 @@ func TestLoRASplitTensorRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			adapter := writeLoRA(t, models.dense, t.TempDir(), c.name, loraSpec{rank: 4, alpha: 4, seed: 2, pick: func(n string) bool { return n == c.base }})
-			m := testenv.OpenModel(t, models.dense)
-			plan, err := place.New(context.Background(), rt, m, place.Params{DeviceNames: []string{gpu}, SplitMode: place.SplitTensor})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mdl, err := loader.Load(context.Background(), plan, loader.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mdl.Close()
-			lp, err := plan.PlanLoRA(adapter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := loader.LoadLoRA(context.Background(), mdl, lp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			ctx, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ctx.Close()
-			err = ctx.SetLoRAs([]*loader.LoRA{a}, []float32{1})
+			ctx, as := loraContext(t, rt, models.dense, place.Params{DeviceNames: []string{gpu}, SplitMode: place.SplitTensor}, []string{adapter})
+			a := as[0]
+			err := ctx.SetLoRAs([]*loader.LoRA{a}, []float32{1})
 			if err == nil || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), adapter) || !strings.Contains(err.Error(), "'"+c.base+"'") {
 				t.Fatalf("applied: %v", err)
 			}
@@ -518,39 +537,7 @@ func loraLogitsOurs(t *testing.T, rt *ggml.Runtime, path, adapter string, params
 // decoding the prompt after each (the memory cleared).
 func loraLogitsOursN(t *testing.T, rt *ggml.Runtime, path string, adapters []string, params place.Params, steps [][]float32) [][]float32 {
 	t.Helper()
-	m := testenv.OpenModel(t, path)
-	plan, err := place.New(context.Background(), rt, m, params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mdl, err := loader.Load(context.Background(), plan, loader.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mdl.Close()
-	var as []*loader.LoRA
-	for _, adapter := range adapters {
-		lp, err := plan.PlanLoRA(adapter)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := loader.LoadLoRA(context.Background(), mdl, lp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		for i, b := range a.Buffers() {
-			if b.Size() != lp.Buffers[i].Size || b.Name() != lp.Buffers[i].Name {
-				t.Errorf("buffer %d: %s %d bytes, planned %s %d", i, b.Name(), b.Size(), lp.Buffers[i].Name, lp.Buffers[i].Size)
-			}
-		}
-		as = append(as, a)
-	}
-	ctx, err := infer.New(mdl, infer.Params{Threads: decodeThreads})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
+	ctx, as := loraContext(t, rt, path, params, adapters)
 	var out [][]float32
 	for _, sc := range steps {
 		if err := ctx.Clear(); err != nil {
