@@ -535,7 +535,7 @@ func decodeSampled(config string, i int, noLogits bool) bool {
 	case "rpc":
 		return i%3 == 2
 	case "sm-tensor":
-		return i%3 == 1
+		return i%6 == 1
 	case "cpu-embd":
 		return i%3 == 1 || noLogits
 	}
