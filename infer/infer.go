@@ -614,8 +614,10 @@ func (c *Context) checkPositions(u *graph.Ubatch) error {
 		}
 	}
 	if hasMemory {
+		// (in llama.cpp's order: by the coupled sequence, then the one
+		// it is coupled to)
 		pairs := slices.SortedFunc(maps.Keys(coupled), func(a, b [2]int32) int {
-			return cmp.Or(cmp.Compare(a[1], b[1]), cmp.Compare(a[0], b[0]))
+			return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 		})
 		for _, k := range pairs {
 			s1, s0 := k[0], k[1]
