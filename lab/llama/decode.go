@@ -154,13 +154,15 @@ func (m *Model) NVocab() (int, error) {
 	return int(d.VocabNTokens(d.ModelGetVocab(m.h))), nil
 }
 
-// SeqRm is llama_memory_seq_rm.
+// SeqRm is llama_memory_seq_rm; an error where it returns false.
 func (c *Context) SeqRm(seq, p0, p1 int32) error {
 	d, err := c.l.decoder()
 	if err != nil {
 		return err
 	}
-	d.MemorySeqRm(d.GetMemory(c.h), seq, p0, p1)
+	if !d.MemorySeqRm(d.GetMemory(c.h), seq, p0, p1) {
+		return fmt.Errorf("llama: llama_memory_seq_rm(%d, %d, %d) returned false", seq, p0, p1)
+	}
 	return nil
 }
 
