@@ -712,6 +712,19 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"jamba": func(o ArchOptions) []gguf.KV {
 		return append(mambaSeed(o), gguf.KV{Key: "%s.attention.head_count_kv", Value: hybridKV(o, 2)})
 	},
+	// LFM2: short convolution layers but for some attention ones (the
+	// converter writes head_count_kv per layer, 0 for a convolution)
+	"lfm2": func(o ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: hybridKV(o, 2)}}
+	},
+	"lfm2moe": func(o ArchOptions) []gguf.KV {
+		return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: hybridKV(o, 2)}}
+	},
+	// Nemotron-H: Mamba-2, attention and MLP layers, told apart by
+	// head_count_kv and feed_forward_length per layer (both 0: Mamba-2;
+	// conversion of NemotronHForCausalLM's hybrid_override_pattern)
+	"nemotron_h":     nemotronHSeed,
+	"nemotron_h_moe": nemotronHSeed,
 	// Granite 4.0 hybrid: d_inner = mamba_expand*hidden_size, expand 2
 	// (asserted by the loader); time_step_rank is the Mamba2 head count
 	// (conversion/granite.py)
@@ -751,8 +764,8 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	},
 }
 
-// hybridKV is head_count_kv of a hybrid of Mamba and attention layers:
-// 0 for a Mamba layer, n for an attention layer, one attention layer in
+// hybridKV is head_count_kv of a hybrid of recurrent and attention layers:
+// 0 for a recurrent layer, n for an attention layer, one attention layer in
 // four (Jamba: one in 8, conversion/jamba.py; Granite 4.0-H: layer_types)
 func hybridKV(o ArchOptions, n uint32) gguf.Value {
 	kv := make([]uint32, o.Layers)
@@ -762,6 +775,19 @@ func hybridKV(o ArchOptions, n uint32) gguf.Value {
 		}
 	}
 	return mustArray(kv)
+}
+
+// nemotronHSeed lays Nemotron-H's layers out as Mamba-2, MLP, attention,
+// MLP, again and again.
+func nemotronHSeed(o ArchOptions) []gguf.KV {
+	ff := make([]uint32, o.Layers)
+	for i := range ff {
+		if i%2 == 1 {
+			ff[i] = uint32(2 * o.Embd)
+		}
+	}
+	return []gguf.KV{{Key: "%s.attention.head_count_kv", Value: hybridKV(o, 2)},
+		{Key: "%s.feed_forward_length", Value: mustArray(ff)}}
 }
 
 // mambaSeed is Mamba's (v1) SSM geometry for the embedding length.
