@@ -85,8 +85,13 @@ func (s *seqSet) overlaps(t *seqSet) bool {
 // each ubatch takes the same number of tokens from each of its sequence
 // sets (the sets of sequences its tokens belong to, none overlapping
 // another; with sequential, single sequences of consecutive ids), at most
-// n tokens in all, its tokens grouped by set.
-func splitEqual(b *graph.Ubatch, n int, sequential bool) ([]*ubatch, error) {
+// n tokens in all, its tokens grouped by set. keepTail > 0 keeps each
+// set's last keepTail tokens in one ubatch (a recurrent state's rollback
+// snapshots are of one ubatch's last tokens).
+func splitEqual(b *graph.Ubatch, n int, sequential bool, keepTail int) ([]*ubatch, error) {
+	if keepTail > 0 && n <= keepTail {
+		return nil, fmt.Errorf("infer: decode: a ubatch of %d tokens cannot keep a sequence's last %d together (n_rs_seq + 1): raise -ub above it (llama.cpp would abort: GGML_ASSERT(n_ubatch > n_keep_tail))", n, keepTail)
+	}
 	sets := make([]seqSet, len(b.Tokens))
 	bySet := map[seqSet][]int{} // each set's tokens, in batch order
 	for i, ids := range b.SeqIDs {
@@ -155,12 +160,56 @@ func splitEqual(b *graph.Ubatch, n int, sequential bool) ([]*ubatch, error) {
 				break
 			}
 		}
+		if keepTail > 0 {
+			cur, per = keepTails(cur, per, bySet, next, used, n, keepTail)
+		}
 		var idxs []int
 		for _, p := range per {
 			idxs = append(idxs, p...)
 		}
 		out = append(out, pick(b, idxs, len(cur), true))
 	}
+}
+
+// keepTails is split_equal's last step with n_keep_tail: of the ubatch's
+// sets, the longest prefix each of which ends here or leaves at least
+// keepTail tokens for later; the others' tokens go back. Where the first
+// set alone breaks the rule, it takes all its tokens when they fit, else
+// gives back enough to leave keepTail.
+func keepTails(cur []seqSet, per [][]int, bySet map[seqSet][]int, next []int, used []bool, n, keepTail int) ([]seqSet, [][]int) {
+	left := func(k int) int { return len(bySet[cur[k]]) - next[k] }
+	keep := 0
+	for keep < len(cur) {
+		if r := left(keep); r != 0 && r < keepTail {
+			break
+		}
+		keep++
+	}
+	if keep == 0 {
+		all := bySet[cur[0]]
+		if len(per[0])+left(0) <= n {
+			for left(0) > 0 {
+				i := all[next[0]]
+				per[0] = append(per[0], i)
+				used[i] = true
+				next[0]++
+			}
+		} else {
+			for left(0) < keepTail {
+				last := len(per[0]) - 1
+				used[per[0][last]] = false
+				per[0] = per[0][:last]
+				next[0]--
+			}
+		}
+		keep = 1
+	}
+	for k := keep; k < len(cur); k++ {
+		for _, i := range per[k] {
+			used[i] = false
+		}
+	}
+	return cur[:keep], per[:keep]
 }
 
 // splitSeq is llama_batch_allocr::split_seq, as a recurrent state splits

@@ -265,14 +265,6 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 	if n == 0 || len(mem.Caches) != n {
 		return fmt.Errorf("infer: %s: memory %s of %d caches: its forward pass is not run by ggload yet", c.rep.Run.Arch, mem.Class, len(mem.Caches))
 	}
-	for _, mc := range mem.Caches {
-		if mc.Class != "llama_memory_recurrent" {
-			continue
-		}
-		if mc.NRSSeq > 0 {
-			return fmt.Errorf("infer: %s: a recurrent state with rollback snapshots (n_rs_seq %d): its forward pass is not run by ggload yet", c.rep.Run.Arch, mc.NRSSeq)
-		}
-	}
 	if len(cm.Caches) != len(mem.Caches) {
 		return fmt.Errorf("infer: the plan's memory is not the context's")
 	}
@@ -340,7 +332,7 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 		}
 		c.memTensor = append(c.memTensor, ts)
 		if mc.Class == "llama_memory_recurrent" {
-			c.recr = newRecCache(mc.Cells, ts)
+			c.recr = newRecCache(mc.Cells, mc.NRSSeq, ts)
 		} else {
 			c.caches = append(c.caches, newKVCache(mc, ts, c.rep.Run.Hparams()))
 		}
@@ -780,9 +772,15 @@ func (c *Context) decode(b *graph.Ubatch) error {
 	case multi || c.recr != nil:
 		// a recurrent state splits equally: sequentially, unless a hybrid's
 		// KV cache has one stream
+		// (with rollback snapshots, each sequence's last n_rs_seq + 1
+		// tokens stay together)
 		sequential := multi || len(c.caches) == 0
+		keep := 0
+		if c.recr != nil && c.recr.nRSSeq > 0 {
+			keep = int(c.recr.nRSSeq) + 1
+		}
 		var err error
-		if ubs, err = splitEqual(b, int(c.nUBatch), sequential); err != nil {
+		if ubs, err = splitEqual(b, int(c.nUBatch), sequential, keep); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package infer
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ggload/ggload/internal/graph"
@@ -59,7 +60,7 @@ func TestSplits(t *testing.T) {
 	if s := splitSimple(b, 4); len(s) != 2 || len(s[0].Tokens) != 4 || s[0].Equal || s[1].index[0] != 4 {
 		t.Fatalf("split_simple: %d ubatches", len(s))
 	}
-	eq, err := splitEqual(b, 6, true)
+	eq, err := splitEqual(b, 6, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,15 +80,75 @@ func TestSplits(t *testing.T) {
 		t.Fatalf("split_seq: %d ubatches", len(seq))
 	}
 	b.SeqIDs[1] = []int32{0, 1}
-	if _, err := splitEqual(b, 6, true); err == nil {
+	if _, err := splitEqual(b, 6, true, 0); err == nil {
 		t.Error("a sequential split took coupled sequences")
+	}
+}
+
+// With rollback snapshots, each sequence's last tokens stay in one
+// ubatch: a sequence that would leave fewer behind waits, or, alone,
+// takes them all where they fit and gives some back where not.
+func TestSplitsKeepTail(t *testing.T) {
+	batch := func(counts ...int) *graph.Ubatch {
+		b := &graph.Ubatch{}
+		for s, n := range counts {
+			for i := range n {
+				b.Tokens = append(b.Tokens, int32(100*s+i))
+				b.Pos = append(b.Pos, int32(i))
+				b.SeqIDs = append(b.SeqIDs, []int32{int32(s)})
+				b.Output = append(b.Output, false)
+			}
+		}
+		return b
+	}
+	sizes := func(us []*ubatch) [][2]int {
+		var out [][2]int
+		for _, u := range us {
+			out = append(out, [2]int{len(u.Tokens), u.NSeqs})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		counts   []int
+		n, keep  int
+		want     [][2]int // tokens, sequences
+		firstTok []int32  // each ubatch's first token
+	}{
+		// 4 of each; then sequence 0 would leave 3 < 4: alone, it takes
+		// its 7 (they fit in 8); then sequence 1's last 5
+		{[]int{11, 9}, 8, 4, [][2]int{{8, 2}, {7, 1}, {5, 1}}, []int32{0, 4, 104}},
+		// without the rule: 4 and 4, 4 and 4, 1 and 1 (sequence 1 is
+		// done), then sequence 0's last 2
+		{[]int{11, 9}, 8, 0, [][2]int{{8, 2}, {8, 2}, {2, 2}, {2, 1}}, []int32{0, 4, 8, 9}},
+		// one sequence of 12 in ubatches of 8: 8 would leave 4, fine
+		{[]int{12}, 8, 4, [][2]int{{8, 1}, {4, 1}}, []int32{0, 8}},
+		// one of 10: 8 would leave 2 < 4, and 10 do not fit: it gives 2
+		// back, leaving 4
+		{[]int{10}, 8, 4, [][2]int{{6, 1}, {4, 1}}, []int32{0, 6}},
+	} {
+		us, err := splitEqual(batch(c.counts...), c.n, true, c.keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sizes(us); !slices.Equal(got, c.want) {
+			t.Errorf("%v in %d keeping %d: %v, want %v", c.counts, c.n, c.keep, got, c.want)
+			continue
+		}
+		for k, u := range us {
+			if u.Tokens[0] != c.firstTok[k] {
+				t.Errorf("%v in %d keeping %d: ubatch %d starts with %d, want %d", c.counts, c.n, c.keep, k, u.Tokens[0], c.firstTok[k])
+			}
+		}
+	}
+	if _, err := splitEqual(batch(3), 4, true, 4); err == nil || !strings.Contains(err.Error(), "n_ubatch > n_keep_tail") {
+		t.Errorf("a ubatch no bigger than the tail: %v", err)
 	}
 }
 
 // A recurrent state: a cell per sequence, gathered from head, the zeroed
 // state the first cell none comes from.
 func TestRecurrentCells(t *testing.T) {
-	r := newRecCache(2, nil)
+	r := newRecCache(2, 0, nil)
 	u := pick(&graph.Ubatch{Tokens: []int32{1, 2, 3, 4}, Pos: []int32{0, 1, 0, 1}, SeqIDs: [][]int32{{0}, {0}, {1}, {1}},
 		Output: make([]bool, 4)}, []int{0, 1, 2, 3}, 2, true)
 	if err := r.findSlot(u); err != nil {

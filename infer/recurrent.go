@@ -35,17 +35,22 @@ func (c *recCell) del(s int32) {
 
 // recCache is a recurrent state (llama_memory_recurrent): one cell per
 // sequence, the range of cells a ubatch uses (head, n) and the cell whose
-// state is zeroed (rs_z).
+// state is zeroed (rs_z). With rollback snapshots (n_rs_seq), each state
+// has n_rs_seq more planes, the states before each of a ubatch's last
+// tokens, and each sequence a pending rollback (rs_idx): the plane its
+// next ubatch starts from, 0 for the current state.
 type recCache struct {
 	cells   []recCell
 	tensors []*ops.Tensor
 	head, n uint32
 	used    int
 	rsZ     int32
+	nRSSeq  uint32
+	rsIdx   []uint32 // per sequence
 }
 
-func newRecCache(size uint32, ts []*ops.Tensor) *recCache {
-	r := &recCache{cells: make([]recCell, size), tensors: ts, rsZ: -1}
+func newRecCache(size, nRSSeq uint32, ts []*ops.Tensor) *recCache {
+	r := &recCache{cells: make([]recCell, size), tensors: ts, rsZ: -1, nRSSeq: nRSSeq, rsIdx: make([]uint32, size)}
 	for i := range r.cells {
 		r.cells[i] = recCell{pos: -1, src: -1, src0: -1, tail: -1}
 	}
@@ -59,6 +64,7 @@ func (r *recCache) clone() *recCache {
 		c.seqs = slices.Clone(c.seqs)
 		d.cells[i] = c
 	}
+	d.rsIdx = slices.Clone(r.rsIdx)
 	return &d
 }
 
@@ -207,11 +213,23 @@ func (r *recCache) findSlot(u *ubatch) error {
 // view is what the ubatch's graph sees of the state.
 func (r *recCache) view() graph.RSView { return graph.RSView{Head: r.head, N: r.n, RSZ: r.rsZ} }
 
-// sCopy is each used cell's source: s_copy(i), i from head.
+// sCopy is each used cell's source: s_copy(i), i from head. With
+// rollback snapshots, the source is the plane of the pending rollback of
+// the cell's first sequence, and that rollback is done: as the pin's
+// s_copy, it is consumed by the ubatch's inputs.
 func (r *recCache) sCopy() []int32 {
 	out := make([]int32, r.n)
+	size := int32(len(r.cells))
 	for i := range out {
-		out[i] = r.cells[r.head+uint32(i)].src0
+		c := &r.cells[r.head+uint32(i)]
+		out[i] = c.src0
+		if r.nRSSeq == 0 || c.empty() {
+			continue
+		}
+		if seq := c.seqs[0]; int(seq) < len(r.rsIdx) {
+			out[i] += int32(r.rsIdx[seq]) * size
+			r.rsIdx[seq] = 0
+		}
 	}
 	return out
 }
@@ -238,8 +256,10 @@ func (r *recCache) seqPosMax(seq int32) int32 {
 	return m
 }
 
-// seqRm is llama_memory_recurrent::seq_rm without rollback snapshots:
-// a state goes whole or not at all.
+// seqRm is llama_memory_recurrent::seq_rm: a state goes whole or not at
+// all, but for its last positions when they are no more than the
+// snapshots it keeps (n_rs_seq): those are rolled back, once before the
+// next ubatch.
 func (r *recCache) seqRm(seq, p0, p1 int32) error {
 	size := uint32(len(r.cells))
 	p0, p1 = openRange(p0, p1)
@@ -248,11 +268,25 @@ func (r *recCache) seqRm(seq, p0, p1 int32) error {
 		// sequence is refused too, the memory left as it is)
 		return fmt.Errorf("infer: seq_rm: invalid seq_id (%d) of a recurrent state of %d sequences: it removes one sequence at a time (Clear empties the memory)", seq, size)
 	}
+	if p0 == 0 && p1 == 1<<31-1 {
+		r.rsIdx[seq] = 0
+	}
 	if seq >= 0 {
 		if t := r.cells[seq].tail; t >= 0 {
 			cell := &r.cells[t]
 			if 0 < p0 && p0 <= cell.pos && p1 > cell.pos {
-				return fmt.Errorf("infer: seq_rm: a recurrent state cannot lose its last positions (%d to %d of sequence %d)", p0, cell.pos, seq)
+				back := cell.pos - (p0 - 1)
+				switch {
+				case r.nRSSeq == 0:
+					return fmt.Errorf("infer: seq_rm: a recurrent state cannot lose its last positions (%d to %d of sequence %d) without rollback snapshots (n_rs_seq)", p0, cell.pos, seq)
+				case r.rsIdx[seq] != 0:
+					return fmt.Errorf("infer: seq_rm: sequence %d has a rollback pending (%d positions): a state rolls back once before its next decode", seq, r.rsIdx[seq])
+				case back > int32(r.nRSSeq):
+					return fmt.Errorf("infer: seq_rm: rolling sequence %d back %d positions (%d to %d), past its %d snapshots (n_rs_seq)", seq, back, p0, cell.pos, r.nRSSeq)
+				}
+				r.rsIdx[seq] = uint32(back)
+				cell.pos = p0 - 1
+				return nil
 			}
 			if p0 <= cell.pos && cell.pos < p1 {
 				r.cells[seq].tail = -1
@@ -346,6 +380,7 @@ func (r *recCache) clear() {
 	for i := range r.cells {
 		r.cells[i] = recCell{pos: -1, src: -1, src0: -1, tail: -1}
 	}
+	clear(r.rsIdx)
 	r.head, r.used = 0, 0
 }
 

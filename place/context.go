@@ -98,6 +98,9 @@ func (pl *planner) planContext() error {
 	if cp.NCtx < 0 || cp.NCtx > math.MaxInt32 || cp.NBatch < 0 || cp.NUBatch < 0 || cp.NParallel < 0 {
 		return fmt.Errorf("place: context: -c %d, -b %d, -ub %d, -np %d: negative sizes", cp.NCtx, cp.NBatch, cp.NUBatch, cp.NParallel)
 	}
+	if cp.NRSSeq < 0 || cp.NRSSeq > math.MaxInt32 {
+		return fmt.Errorf("place: context: n_rs_seq %d: rollback snapshots per sequence out of range", cp.NRSSeq)
+	}
 	p.Context = nil
 	c, err := h.run.InitContext(cp.llama(p.Params.SplitMode, len(p.TensorDevices)), func(level, msg string) {
 		if level != "DEBUG" {

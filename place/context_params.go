@@ -38,6 +38,16 @@ type ContextParams struct {
 	Embeddings bool
 	Pooling    Pooling
 
+	// NRSSeq is the recurrent state's rollback snapshots per sequence
+	// (llama_context_params' n_rs_seq; the common library sets it to
+	// --spec-draft-n-max for the speculative types that draft from the
+	// model itself, MTP, EAGLE-3, DFlash, DSpark): a recurrent or hybrid
+	// model keeps the states before each of a ubatch's last NRSSeq
+	// tokens, so that SeqRm can take back up to NRSSeq positions. 0: none;
+	// an architecture without partial rollback ignores it, as llama.cpp
+	// does.
+	NRSSeq int
+
 	// Skip plans the weights alone: no context.
 	Skip bool
 
@@ -208,7 +218,7 @@ func (c ContextParams) llama(split SplitMode, metaDevices int) arch.ContextParam
 		NCtx: uint32(c.NCtx), NBatch: uint32(c.batch()), NUBatch: uint32(c.ubatch()), NSeqMax: uint32(c.parallel()),
 		FlashAttn: c.FlashAttn.Llama(), TypeK: c.TypeK.Type(), TypeV: c.TypeV.Type(),
 		OffloadKQV: !c.NoKVOffload, KVUnified: c.KVUnified, SWAFull: c.SWAFull, NOutputsMax: uint32(c.NOutputsMax),
-		Embeddings: c.Embeddings, PoolingType: c.Pooling.Llama(),
+		Embeddings: c.Embeddings, PoolingType: c.Pooling.Llama(), NRSSeq: uint32(c.NRSSeq),
 		SplitMode: split.Llama(), MetaDevices: metaDevices,
 	}
 }

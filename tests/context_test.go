@@ -55,9 +55,11 @@ var ctxConfigs = []ctxConfig{
 		p.NGPULayers = place.NLayers(2)
 		p.Context.NoKVOffload = true
 	}},
-	{"ub256-fa-off", false, false, 0, func(p *place.Params, gpu string) {
+	// with rollback snapshots: the recurrent states grow by n_rs_seq
+	// planes, and the graphs write them
+	{"ub256-fa-off-rs4", false, false, 0, func(p *place.Params, gpu string) {
 		p.DeviceNames = []string{gpu}
-		p.Context = place.ContextParams{NCtx: 1024, NUBatch: 256, FlashAttn: place.FlashAttnOff, NParallel: 2, KVUnified: true}
+		p.Context = place.ContextParams{NCtx: 1024, NUBatch: 256, FlashAttn: place.FlashAttnOff, NParallel: 2, KVUnified: true, NRSSeq: 4}
 	}},
 	{"rpc-split", true, false, 0, func(p *place.Params, gpu string) {
 		p.DeviceNames = []string{"RPC0", gpu}

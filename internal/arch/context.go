@@ -28,7 +28,8 @@ type ContextParams struct {
 	OffloadKQV, KVUnified, SWAFull bool
 	NOutputsMax                    uint32 // the most outputs of a batch; 0: n_batch
 	Embeddings                     bool
-	PoolingType                    int // llama_pooling_type: -1 the model's
+	PoolingType                    int    // llama_pooling_type: -1 the model's
+	NRSSeq                         uint32 // rollback snapshots per sequence
 
 	SplitMode   int // llama_split_mode of the model
 	MetaDevices int // split mode tensor: the meta device's devices
@@ -117,6 +118,7 @@ func (r *Run) contextParams(p ContextParams) (*cpp.Cell, error) {
 		{"offload_kqv", cpp.Bool(p.OffloadKQV)}, {"kv_unified", cpp.Bool(p.KVUnified)}, {"swa_full", cpp.Bool(p.SWAFull)},
 		{"n_outputs_max", cpp.Int(int64(p.NOutputsMax), ast.TU32)},
 		{"embeddings", cpp.Bool(p.Embeddings)}, {"pooling_type", cpp.Int(int64(p.PoolingType), ast.TI32)},
+		{"n_rs_seq", cpp.Int(int64(p.NRSSeq), ast.TU32)},
 	} {
 		c, ok := po.Fields[kv.name]
 		if !ok {

@@ -66,5 +66,6 @@ func (l *Lib) ContextParamsFor(c place.ContextParams) (ContextParams, error) {
 	p.KVUnified = c.KVUnified
 	p.TypeK, p.TypeV = int32(c.TypeK.Type()), int32(c.TypeV.Type())
 	p.Embeddings, p.PoolingType = c.Embeddings, int32(c.Pooling.Llama())
+	p.NRSSeq = uint32(c.NRSSeq)
 	return p, nil
 }
