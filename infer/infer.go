@@ -99,7 +99,6 @@ type Context struct {
 	Memory []Allocation // what the context allocated, per buffer
 
 	timings Timings
-	work    chan func() // the context's thread (worker)
 	last    *graph.Step // the last graph, kept for the next ubatch of its shape
 	lastKey string
 	// the graph before it, kept too: a ubatch of its shape allocates it
@@ -168,8 +167,6 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if c.nEmbdInp, err = rep.Run.Hparams().Call("n_embd_inp"); err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
 	}
-	c.work = make(chan func())
-	go worker(c.work)
 	if err := c.allocCache(cm); err != nil {
 		c.free()
 		return nil, err
@@ -342,10 +339,6 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 
 // free releases what the context holds.
 func (c *Context) free() {
-	if c.work != nil {
-		close(c.work)
-		c.work = nil
-	}
 	c.dropGraph()
 	c.freeControlVector()
 	if c.gc != nil {
@@ -445,25 +438,18 @@ func (c *Context) devicesErr() error {
 	return nil
 }
 
-// onThread runs fn on the context's own OS thread. The CPU backend's
-// workers spin at their barriers; a caller that hops between threads
-// leaves the Go scheduler a thread to hand its processor to and spin on,
-// which takes a core from them (on two cores, a third of the generation
-// speed).
+// onThread runs fn with the calling goroutine locked to its OS thread.
+// The CPU backend's workers spin at their barriers; a caller that hops
+// between threads from one native call to the next leaves the Go
+// scheduler a thread to hand its processor to and spin on, which takes a
+// core from them (on two cores, a third of the generation speed). Locked
+// for the call, the goroutine keeps its thread and no other is woken: a
+// thread of the context's own, fed through a channel, costs two wake-ups
+// a call (0.2 ms a token here).
 func (c *Context) onThread(fn func() error) error {
-	done := make(chan error, 1)
-	c.work <- func() { done <- fn() }
-	return <-done
-}
-
-// worker is the context's thread: it runs what onThread sends until the
-// channel closes.
-func worker(work <-chan func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for fn := range work {
-		fn()
-	}
+	return fn()
 }
 
 // prepare validates the batch and fills in what it leaves out, as
