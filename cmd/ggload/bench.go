@@ -99,7 +99,7 @@ func (bf *benchFlags) addCases(s *optionSet) {
 func (bf *benchFlags) addDecode(s *optionSet) {
 	d := func() *bench.DecodeOptions {
 		if bf.o.Decode == nil {
-			bf.o.Decode = &bench.DecodeOptions{PP: 512, TG: 128, Threads: 4}
+			bf.o.Decode = &bench.DecodeOptions{PP: 512, TG: 128, Threads: mathThreads()}
 		}
 		return bf.o.Decode
 	}
@@ -121,7 +121,7 @@ func (bf *benchFlags) addDecode(s *optionSet) {
 	}{
 		{"--pp", "prompt tokens of --decode, 1 to 4096 (default: 512)", 1, 4096, func() *int { return &d().PP }},
 		{"--tg", "generated tokens of --decode, 1 to 4096 (default: 128)", 1, 4096, func() *int { return &d().TG }},
-		{"--threads", "CPU threads of --decode, 1 to 1024 (default: 4, as llama_context_default_params)", 1, 1024, func() *int { return &d().Threads }},
+		{"--threads", fmt.Sprintf("CPU threads of --decode, 1 to 1024 (default: the physical cores, %d here, as llama-bench counts them)", mathThreads()), 1, 1024, func() *int { return &d().Threads }},
 	} {
 		s.add(&option{names: []string{c.name}, value: "N", help: c.help, set: func(v string) error {
 			n, err := intIn(v, c.lo, c.hi)

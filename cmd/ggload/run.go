@@ -65,7 +65,7 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 			rf.steps, rf.stepsSet = int(n), true
 			return err
 		}})
-	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, 1 to %d (default: 4, as llama_context_default_params)", maxRunThreads),
+	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, 1 to %d (default: the physical cores, %d here, as llama.cpp's tools count them)", maxRunThreads, mathThreads()),
 		set: func(v string) error {
 			n, err := intIn(v, 1, maxRunThreads)
 			rf.threads = int(n)
