@@ -57,7 +57,7 @@ func TestDecodeRollback(t *testing.T) {
 	for _, n := range names {
 		runs = append(runs, run{n, n, params("none")})
 	}
-	runs = append(runs, run{"qwen35-vulkan", "qwen35", params("Vulkan0")})
+	runs = append(runs, run{"lfm2-vulkan", "lfm2", params("Vulkan0")})
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
 			if r.params.DeviceNames[0] == "Vulkan0" {
