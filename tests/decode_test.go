@@ -962,24 +962,9 @@ func TestDecodeCoupled(t *testing.T) {
 	l := openLlama(t, rt)
 	small := testenv.ModelFile(t, rt, synth.Spec{Layers: 2, Embd: 256, FF: 512, Heads: 4, HeadsKV: 2, Vocab: 512, Distinct: true, Seed: 5})
 	type model struct{ name, path string }
-	models := []model{{"llama", small}}
-	work := t.TempDir()
-	for _, f := range archFiles(t, rt, 0) {
-		if f.Types != synth.ConverterTypes || !slices.Contains([]string{"gemma3", "mamba", "jamba"}, f.Name) {
-			continue
-		}
-		filled := filepath.Join(work, filepath.Base(f.Path))
-		if err := synth.FillFile(rt, f.Path, filled, 1); err != nil {
-			t.Fatal(err)
-		}
-		models = append(models, model{f.Name, filled})
-	}
-	if len(models) != 4 {
-		t.Fatalf("%d models", len(models))
-	}
-	by := map[string]model{}
-	for _, m := range models {
-		by[m.name] = m
+	by := map[string]model{"llama": {"llama", small}}
+	for name, path := range filledArchs(t, rt, "gemma3", "mamba", "jamba") {
+		by[name] = model{name, path}
 	}
 	cpu := func(np int, kvu bool) place.Params {
 		return place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NParallel: np, KVUnified: kvu, NCtx: 768}}
@@ -1059,4 +1044,27 @@ func TestDecodeCoupled(t *testing.T) {
 			decode("on", []int32{4, 8}, nil, [][]int32{{0}, {2}}, []bool{true, true}, "either")
 		})
 	}
+}
+
+// filledArchs are the synthesized models of the named architectures (the
+// converter's types), their weights filled with pseudo-random values, by
+// name.
+func filledArchs(t *testing.T, rt *ggml.Runtime, names ...string) map[string]string {
+	t.Helper()
+	work := t.TempDir()
+	paths := map[string]string{}
+	for _, f := range archFiles(t, rt, 0) {
+		if f.Types != synth.ConverterTypes || !slices.Contains(names, f.Name) {
+			continue
+		}
+		filled := filepath.Join(work, filepath.Base(f.Path))
+		if err := synth.FillFile(rt, f.Path, filled, 1); err != nil {
+			t.Fatal(err)
+		}
+		paths[f.Name] = filled
+	}
+	if len(paths) != len(names) {
+		t.Fatalf("%d of %d architectures synthesized", len(paths), len(names))
+	}
+	return paths
 }

@@ -2,12 +2,10 @@ package tests
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/ggload/ggload/infer"
-	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/place"
 )
@@ -28,21 +26,7 @@ func TestDecodeRollback(t *testing.T) {
 	l := openLlama(t, rt)
 	rollback := []string{"qwen35", "qwen35moe", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe", "bailingmoe3", "kimi-k3"}
 	names := append(slices.Clone(rollback), "jamba", "mamba")
-	work := t.TempDir()
-	paths := map[string]string{}
-	for _, f := range archFiles(t, rt, 0) {
-		if f.Types != synth.ConverterTypes || !slices.Contains(names, f.Name) {
-			continue
-		}
-		filled := filepath.Join(work, filepath.Base(f.Path))
-		if err := synth.FillFile(rt, f.Path, filled, 1); err != nil {
-			t.Fatal(err)
-		}
-		paths[f.Name] = filled
-	}
-	if len(paths) != len(names) {
-		t.Fatalf("%d of %d architectures synthesized", len(paths), len(names))
-	}
+	paths := filledArchs(t, rt, names...)
 	const nRS = 3
 	params := func(devs ...string) place.Params {
 		// ubatches of 8: the prompt is split, each sequence's last
