@@ -832,15 +832,17 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			rs = &v
 		}
 		if err := c.step(u, nOut, views, rs, slots[k]); err != nil {
-			// as llama.cpp does: the ubatch's sequences lose what it put
-			// in the cache, from its first position on
+			// as llama.cpp does: each of the ubatch's sequences loses
+			// what it put in the memory, from its first position on (a
+			// memory seq_rm, its refusal ignored)
+			first := map[int32]int32{}
 			for i, ids := range u.SeqIDs {
-				for _, kc := range c.caches {
-					kc.seqRm(ids[0], u.Pos[i], -1)
+				if p, ok := first[ids[0]]; !ok || u.Pos[i] < p {
+					first[ids[0]] = u.Pos[i]
 				}
-				if c.recr != nil {
-					c.recr.seqRm(ids[0], u.Pos[i], -1)
-				}
+			}
+			for _, s := range slices.Sorted(maps.Keys(first)) {
+				c.seqRm(s, first[s], -1)
 			}
 			return err
 		}
@@ -1007,6 +1009,12 @@ func (c *Context) SeqRm(seq, p0, p1 int32) error {
 	if seq >= int32(c.nSeqMax) && seq >= 0 {
 		return fmt.Errorf("infer: seq_rm: sequence %d of %d", seq, c.nSeqMax)
 	}
+	return c.seqRm(seq, p0, p1)
+}
+
+// seqRm is llama_memory_i::seq_rm: a recurrent state first (a hybrid's
+// KV cache is left as it is where the state refuses), then the caches.
+func (c *Context) seqRm(seq, p0, p1 int32) error {
 	if c.recr != nil {
 		if err := c.recr.seqRm(seq, p0, p1); err != nil {
 			return err
