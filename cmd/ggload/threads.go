@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 )
 
 // mathThreads is the CPU thread count llama.cpp's tools default to
@@ -13,7 +14,7 @@ import (
 // leaves the efficiency cores out; ggload counts them.) More threads
 // than cores would spin at the CPU backend's barriers against each
 // other: on two cores, four threads decode tens of times slower.
-func mathThreads() int {
+var mathThreads = sync.OnceValue(func() int {
 	if runtime.GOOS == "linux" {
 		siblings := map[string]bool{}
 		for cpu := 0; ; cpu++ {
@@ -28,4 +29,4 @@ func mathThreads() int {
 		}
 	}
 	return runtime.NumCPU()
-}
+})
