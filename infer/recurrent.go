@@ -271,44 +271,33 @@ func (r *recCache) seqRm(seq, p0, p1 int32) error {
 	if p0 == 0 && p1 == 1<<31-1 {
 		r.rsIdx[seq] = 0
 	}
-	if seq >= 0 {
-		if t := r.cells[seq].tail; t >= 0 {
-			cell := &r.cells[t]
-			if 0 < p0 && p0 <= cell.pos && p1 > cell.pos {
-				back := cell.pos - (p0 - 1)
-				switch {
-				case r.nRSSeq == 0:
-					return fmt.Errorf("infer: seq_rm: a recurrent state cannot lose its last positions (%d to %d of sequence %d) without rollback snapshots (n_rs_seq)", p0, cell.pos, seq)
-				case r.rsIdx[seq] != 0:
-					return fmt.Errorf("infer: seq_rm: sequence %d has a rollback pending (%d positions): a state rolls back once before its next decode", seq, r.rsIdx[seq])
-				case back > int32(r.nRSSeq):
-					return fmt.Errorf("infer: seq_rm: rolling sequence %d back %d positions (%d to %d), past its %d snapshots (n_rs_seq)", seq, back, p0, cell.pos, r.nRSSeq)
-				}
-				r.rsIdx[seq] = uint32(back)
-				cell.pos = p0 - 1
-				return nil
+	if t := r.cells[seq].tail; t >= 0 {
+		cell := &r.cells[t]
+		if 0 < p0 && p0 <= cell.pos && p1 > cell.pos {
+			back := cell.pos - (p0 - 1)
+			switch {
+			case r.nRSSeq == 0:
+				return fmt.Errorf("infer: seq_rm: a recurrent state cannot lose its last positions (%d to %d of sequence %d) without rollback snapshots (n_rs_seq)", p0, cell.pos, seq)
+			case r.rsIdx[seq] != 0:
+				return fmt.Errorf("infer: seq_rm: sequence %d has a rollback pending (%d positions): a state rolls back once before its next decode", seq, r.rsIdx[seq])
+			case back > int32(r.nRSSeq):
+				return fmt.Errorf("infer: seq_rm: rolling sequence %d back %d positions (%d to %d), past its %d snapshots (n_rs_seq)", seq, back, p0, cell.pos, r.nRSSeq)
 			}
-			if p0 <= cell.pos && cell.pos < p1 {
-				r.cells[seq].tail = -1
-			}
+			r.rsIdx[seq] = uint32(back)
+			cell.pos = p0 - 1
+			return nil
 		}
-	} else if p0 != p1 && (p0 != 0 || p1 != 1<<31-1) {
-		return fmt.Errorf("infer: seq_rm: every sequence's positions from %d to %d: a recurrent state goes whole or not at all", p0, p1)
+		if p0 <= cell.pos && cell.pos < p1 {
+			r.cells[seq].tail = -1
+		}
 	}
 	newHead := size
 	for i := range r.cells {
 		c := &r.cells[i]
-		if c.pos < p0 || c.pos >= p1 {
+		if c.pos < p0 || c.pos >= p1 || !c.has(seq) {
 			continue
 		}
-		switch {
-		case seq < 0:
-			c.seqs = c.seqs[:0]
-		case c.has(seq):
-			c.del(seq)
-		default:
-			continue
-		}
+		c.del(seq)
 		if c.empty() {
 			if c.pos >= 0 {
 				r.used--
