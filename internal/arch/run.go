@@ -28,6 +28,15 @@ func (t *Tensor) Member(name string) (cpp.Val, bool) {
 	switch name {
 	case "ne":
 		return cpp.Dims(ast.TI64, t.Ne), true
+	case "nb":
+		// the strides ggml gives a contiguous tensor of its type and shape
+		typ := ggml.Type(t.Type)
+		row, err := typ.RowSize(t.Ne[0])
+		if err != nil || typ.TypeSize() == 0 {
+			return cpp.Void, false
+		}
+		nb := [4]int64{typ.TypeSize(), row, row * t.Ne[1], row * t.Ne[1] * t.Ne[2]}
+		return cpp.Dims(ast.TU64, nb), true
 	case "type":
 		return cpp.Int(int64(t.Type), ast.TI32), true
 	case "name":
