@@ -167,6 +167,11 @@ func (ix *gindex) scan(rel string, toks []token, from, to int, prefix string) {
 func (ix *gindex) scanClass(rel string, toks []token, i, to int, prefix string) (int, bool) {
 	name := toks[i+1].s
 	j := i + 2
+	// a class nested in another, defined outside it (class Outer::Inner)
+	for j+1 < to && toks[j].s == "::" && toks[j+1].k == tIdent {
+		name += "::" + toks[j+1].s
+		j += 2
+	}
 	var bases []string
 	for j < to && toks[j].s != "{" && toks[j].s != ";" && toks[j].s != "(" && toks[j].s != ")" && toks[j].s != "," && toks[j].s != "=" {
 		if toks[j].s == ":" {
@@ -658,6 +663,20 @@ func (ix *gindex) callees(d *gdef, c callSite) []*gdef {
 			cls = d.class + "::graph"
 			if a, ok := ix.aliases[cls]; ok {
 				cls, _, _ = strings.Cut(a, "<")
+			}
+		} else if _, ok := ix.bases[cls]; !ok {
+			// a class nested in one that encloses the caller's
+			// (llama_model_qwen4exp::llm_graph_input_qsa, made in its graph)
+			for outer := d.class; outer != ""; {
+				if _, ok := ix.bases[outer+"::"+tt]; ok {
+					cls = outer + "::" + tt
+					break
+				}
+				i := strings.LastIndex(outer, "::")
+				if i < 0 {
+					break
+				}
+				outer = outer[:i]
 			}
 		}
 		nm := cls

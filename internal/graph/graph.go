@@ -474,9 +474,16 @@ func (s *GraphSession) kvContext(mem *arch.Memory) (cpp.Val, error) {
 		if err == nil && mem.Class == "llama_memory_hybrid_idx" {
 			// the indexer's context; null without an indexer
 			ctx.Fields["ctx_idx"] = &cpp.Cell{T: ast.TRef, V: cpp.Null}
+			// the streams of each ubatch's slot (get_n_stream reads the
+			// current one's): a reserve's one slot spans every stream
+			ns := cpp.NewArray(ast.TU32, 0, false)
 			if len(mem.Caches) > 2 {
 				err = kv("ctx_idx", 2)
+				ns = cpp.NewArray(ast.TU32, 1, false)
+				ns.Cells[0] = cpp.Cell{T: ast.TU32, V: cpp.Int(int64(max(mem.Caches[2].Streams, 1)), ast.TU32)}
 			}
+			ctx.Fields["ns_ubatch"] = &cpp.Cell{V: cpp.Val{K: cpp.KArr, P: ns}}
+			ctx.Fields["i_cur"] = &cpp.Cell{T: ast.TU64, V: cpp.Int(0, ast.TU64)}
 		}
 	case "llama_kv_cache_dsv4":
 		return s.dsv4Context(mem)
@@ -1083,6 +1090,15 @@ func graphBuiltins() map[string]cpp.Builtin {
 	for c := range graphBases {
 		if strings.HasPrefix(c, "llm_graph_input_") {
 			out["new::"+c] = graphNew(c)
+		}
+	}
+	// an input class nested in a model's class, made by its graph under
+	// its own name (llama_model_qwen4exp::llm_graph_input_qsa)
+	for c := range graphBases {
+		if i := strings.LastIndex(c, "::"); i >= 0 && strings.HasPrefix(c[i+2:], "llm_graph_input_") {
+			if _, taken := out["new::"+c[i+2:]]; !taken {
+				out["new::"+c[i+2:]] = graphNew(c)
+			}
 		}
 	}
 	// and the inputs of no base (a part of another input), by their
