@@ -66,6 +66,11 @@ type ArchOptions struct {
 	// Only, if set, picks the architectures ArchFiles writes (the others'
 	// files in its directory are left as they are).
 	Only func(arch string) bool
+	// Keys are set after the architecture's own seeds, and the keys of
+	// Drop removed ("%s" stands for the architecture): a variant of the
+	// model, as a converter writes it for a checkpoint of that kind.
+	Keys []gguf.KV
+	Drop []string
 }
 
 // maxSteps bounds the additions: a model of the pin needs at most a few
@@ -400,6 +405,13 @@ func (m *ArchModel) solve() error {
 			m.set(strings.Replace(kv.Key, "%s", m.Arch, 1), kv.Value)
 		}
 	}
+	for _, kv := range m.opts.Keys {
+		m.set(strings.Replace(kv.Key, "%s", m.Arch, 1), kv.Value)
+	}
+	for _, k := range m.opts.Drop {
+		k = strings.Replace(k, "%s", m.Arch, 1)
+		m.KV = slices.DeleteFunc(m.KV, func(kv gguf.KV) bool { return kv.Key == k })
+	}
 	for step := 0; step < maxSteps; step++ {
 		gm, err := m.Model(false)
 		if err != nil {
@@ -696,7 +708,7 @@ var archSeeds = map[string]func(o ArchOptions) []gguf.KV{
 	"qwen3next": func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, false) },
 	"qwen35":    func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
 	"qwen35moe": func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
-	"qwen4exp":  func(o ArchOptions) []gguf.KV { return gatedDeltaNetSeeds(o, true) },
+	"qwen4exp":  qwen4expSeeds,
 	// kimi-linear's converter writes no value_length (the MLA cache holds
 	// no V); kimi-k3's writes kv_lora_rank (its loader sets it anyway);
 	// bailingmoe3's none
@@ -880,6 +892,41 @@ func gatedDeltaNetSeeds(o ArchOptions, mrope bool) []gguf.KV {
 		kvs = append(kvs, gguf.KV{Key: "%s.rope.dimension_sections", Value: mustArray([]int32{a, a, half - 2*a, 0})})
 	}
 	return kvs
+}
+
+// qwen4expSeeds are Qwen4-Exp's keys as conversion/qwen4exp.py writes
+// them beside the gated delta net's: the indexer's compress ratio on the
+// full attention layers (0 on the linear ones), and the n-gram hash
+// embeddings (PLE) of one linear layer, the first: 3-grams of two heads
+// each, a head as wide as n_embd / 4 (the heads together make n_embd,
+// what ple_key multiplies), the hash constants as u64 arrays.
+func qwen4expSeeds(o ArchOptions) []gguf.KV {
+	ratios := make([]int32, o.Layers)
+	for i := range ratios {
+		if (i+1)%4 == 0 {
+			ratios[i] = 4
+		}
+	}
+	const ngram, perGram = 3, 2
+	heads := (ngram - 1) * perGram
+	offsets, sizes := make([]uint64, heads), make([]uint64, heads)
+	next := uint64(0)
+	for h := range heads {
+		sizes[h] = []uint64{97, 89, 83, 79}[h%4]
+		offsets[h] = next
+		next += sizes[h]
+	}
+	return append(gatedDeltaNetSeeds(o, true),
+		gguf.KV{Key: "%s.attention.compress_ratios", Value: mustArray(ratios)},
+		gguf.KV{Key: "%s.ple.layers", Value: mustArray([]int32{0})},
+		gguf.KV{Key: "%s.ple.ngram_size", Value: gguf.Uint32(ngram)},
+		gguf.KV{Key: "%s.ple.heads_per_ngram", Value: gguf.Uint32(perGram)},
+		gguf.KV{Key: "%s.ple.conv_kernel", Value: gguf.Uint32(4)},
+		gguf.KV{Key: "%s.ple.eos_token_id", Value: gguf.Uint32(2)},
+		gguf.KV{Key: "%s.embedding_length_per_layer_input", Value: gguf.Uint32(uint32(o.Embd) / uint32(heads))},
+		gguf.KV{Key: "%s.ple.layer_multipliers", Value: mustArray([]uint64{23847823498723, 7239847239, 982374987})},
+		gguf.KV{Key: "%s.ple.head_offsets", Value: mustArray(offsets)},
+		gguf.KV{Key: "%s.ple.head_vocab_sizes", Value: mustArray(sizes)})
 }
 
 // mlaKDASeeds are the keys of the hybrid KDA (linear) + MLA (full)
