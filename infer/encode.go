@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
+	"github.com/ggload/ggload/internal/cpp"
 	"github.com/ggload/ggload/internal/graph"
 )
 
@@ -65,6 +66,9 @@ func (c *Context) encode(b *graph.Ubatch) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkEmbdReads(st, u, n); err != nil {
+		return fmt.Errorf("infer: encode: %s: %w", c.rep.Run.Arch, err)
+	}
 	if err := st.Compute(); err != nil {
 		return fmt.Errorf("infer: encode: %w", err)
 	}
@@ -107,29 +111,60 @@ func (c *Context) keepOutputs(st *graph.Step, u *ubatch, nOut int) {
 		c.nVocab = int(t.Ne[0])
 		c.logits = append(c.logits, c.rows(t, 0, nOut*c.nVocab)...)
 	}
-	if !c.embeddings() {
-		return
-	}
-	t := st.Result("t_embd_pooled")
-	if t == nil {
-		t = st.Result("t_embd")
-	}
+	t := c.embdResult(st)
 	if t == nil {
 		return
 	}
-	pooling := c.gc.CParam("pooling_type")
-	if pooling == poolingNone {
-		c.nEmbd = int(t.Ne[0])
-		c.embd = append(c.embd, c.rows(t, 0, nOut*c.nEmbd)...)
+	width := c.embdWidth()
+	if c.gc.CParam("pooling_type") == poolingNone {
+		c.nEmbd = width
+		c.embd = append(c.embd, c.rows(t, 0, nOut*width)...)
 		return
-	}
-	width := int(t.Ne[0])
-	if pooling == poolingRank {
-		width = int(c.hparam("n_cls_out"))
 	}
 	for k, s := range u.seqsUnq() {
 		c.embdSeq[s] = c.rows(t, k*width, width)
 	}
+}
+
+// embdResult is the graph's embeddings llama.cpp copies out with
+// embeddings on: the pooled ones where the graph pools; nil with
+// embeddings off or none.
+func (c *Context) embdResult(st *graph.Step) *ops.Tensor {
+	if !c.embeddings() {
+		return nil
+	}
+	if t := st.Result("t_embd_pooled"); t != nil {
+		return t
+	}
+	return st.Result("t_embd")
+}
+
+// embdWidth is what llama.cpp copies out per output (pooling none) or per
+// sequence: the model's n_embd_out, or with rank pooling, its n_cls_out.
+func (c *Context) embdWidth() int {
+	if c.gc.CParam("pooling_type") == poolingRank {
+		return int(c.hparam("n_cls_out"))
+	}
+	w, _ := c.rep.Run.Hparams().Call("n_embd_out")
+	return int(w)
+}
+
+// checkEmbdReads refuses a ubatch whose embeddings llama.cpp would read
+// past the end of the graph's tensor (ggml asserts): its nOut outputs,
+// or its sequences, of embdWidth floats each.
+func (c *Context) checkEmbdReads(st *graph.Step, u *ubatch, nOut int) error {
+	t := c.embdResult(st)
+	if t == nil || nOut == 0 {
+		return nil
+	}
+	n := nOut
+	if c.gc.CParam("pooling_type") != poolingNone {
+		n = len(u.seqsUnq())
+	}
+	if need := uint64(n) * uint64(c.embdWidth()) * 4; need > c.lib.NBytes(t) {
+		return &cpp.Abort{Msg: "GGML_ASSERT(offset + size <= ggml_nbytes(tensor) && \"tensor read out of bounds\") failed", Where: fmt.Sprintf("ggml_backend_tensor_get_async: llama.cpp reads %d outputs of n_embd_out = %d floats from %s, of %d bytes", n, c.embdWidth(), ops.NameOf(t), c.lib.NBytes(t))}
+	}
+	return nil
 }
 
 // rows copies n floats of the tensor from element off.

@@ -19,9 +19,12 @@
 // The memories that run: the KV cache (one stream, or one per sequence),
 // its iSWA pair, the DeepSeek sparse-attention pair (an MLA cache and its
 // indexer's, and with sliding-window layers beside them), MiniMax's
-// sparse-attention pair (MSA), the recurrent state and the hybrid of a KV
-// cache and a recurrent state; the encoder of an encoder-decoder (T5) and
-// of the embedding models. The batch's bookkeeping and the inputs' set_input are
+// sparse-attention pair (MSA), the recurrent state and the hybrids of a
+// KV cache or an iSWA pair and a recurrent state, and Qwen4-Exp's indexed
+// hybrid (its indexer cache in the attention cache's cells, for its
+// block-sparse attention, and its n-gram embeddings read back from the
+// cells' tokens); the encoder of an encoder-decoder (T5) and of the
+// embedding models. The batch's bookkeeping and the inputs' set_input are
 // written to the pin's llama-batch.cpp, llama-kv-cache.cpp,
 // llama-memory-recurrent.cpp and llama-graph.cpp, and held to libllama's
 // logits bit for bit by the tests. What does not run yet (other memories
@@ -258,7 +261,11 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 	if mem == nil || len(mem.Caches) == 0 {
 		return nil
 	}
-	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2, "llama_kv_cache_dsa": 2, "llama_kv_cache_dsa_iswa": 3, "llama_kv_cache_msa": 2, "llama_memory_recurrent": 1, "llama_memory_hybrid": 2}[mem.Class]
+	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2, "llama_kv_cache_dsa": 2, "llama_kv_cache_dsa_iswa": 3, "llama_kv_cache_msa": 2,
+		"llama_memory_recurrent": 1, "llama_memory_hybrid": 2, "llama_memory_hybrid_iswa": 3, "llama_memory_hybrid_idx": 3}[mem.Class]
+	if mem.Class == "llama_memory_hybrid_idx" && len(mem.Caches) == 2 {
+		n = 2 // (a model without an indexer has no indexer cache)
+	}
 	if n == 0 || len(mem.Caches) != n {
 		return fmt.Errorf("infer: %s: memory %s of %d caches: its forward pass is not run by ggload yet", c.rep.Run.Arch, mem.Class, len(mem.Caches))
 	}
@@ -714,6 +721,11 @@ func (c *Context) kShift(ci int, kc *kvCache) error {
 		if in.Class != "llm_graph_input_k_shift" {
 			return fmt.Errorf("infer: K-shift: an input %s", in.Class)
 		}
+		// (a cache without layers shifts nothing: its graph leaves the
+		// input out, which set_input_k_shift asserts on)
+		if err := unallocatedOf(in, "k_shift"); err != nil {
+			return fmt.Errorf("infer: K-shift: %s: %w", c.rep.Run.Arch, err)
+		}
 		if t := member(in, "k_shift"); t != nil {
 			if err := c.set(t, typeI32, i32s(kc.shifts()), 4); err != nil {
 				return fmt.Errorf("infer: K-shift: %w", err)
@@ -783,6 +795,13 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		}
 	}
 	for ci, kc := range c.caches {
+		if ci == 1 && c.rep.Memory.Class == "llama_memory_hybrid_idx" {
+			// the indexer's cells are the attention cache's: its slots too
+			for k := range slots {
+				slots[k][1] = slots[k][0]
+			}
+			continue
+		}
 		// (one ubatch, as every step of a generation: its slot is found on
 		// the cells themselves, which finding does not change)
 		dry := kc
@@ -886,6 +905,9 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 	t1 := time.Now()
 	c.timings.Build += t1.Sub(t0)
 	defer func() { c.timings.Compute += time.Since(t1) }()
+	if err := c.checkEmbdReads(st, u, nOut); err != nil {
+		return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, err)
+	}
 	if err := c.setInputs(st, u, nOut, slots); err != nil {
 		c.dropGraph()
 		return err

@@ -95,6 +95,22 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			if err = c.setAttn(attn, u, slots, 0, ""); err == nil {
 				err = c.setSCopy(rs)
 			}
+		case "llm_graph_input_mem_hybrid_iswa":
+			// its attention's input over the iSWA pair, its state's copies
+			attn, rs := sub(in, "inp_attn"), sub(in, "inp_rs")
+			if attn == nil || rs == nil {
+				err = fmt.Errorf("a hybrid memory's input without its parts")
+				break
+			}
+			if err = c.setAttn(attn, u, slots, 0, ""); err == nil {
+				if err = c.setAttn(attn, u, slots, 1, "_swa"); err == nil {
+					err = c.setSCopy(rs)
+				}
+			}
+		case qsaClass:
+			err = c.setQSA(in, u, slots)
+		case "llm_graph_input_ple":
+			err = c.setPLE(in, u)
 		case "llm_graph_input_attn_temp":
 			err = c.setAttnTemp(in, u.Ubatch)
 		case "llm_graph_input_switch":
@@ -129,17 +145,22 @@ var unguarded = map[string][]string{
 	"llm_graph_input_attn_k_dsa":  {"self_k_idxs_mla", "self_kq_mask_mla", "self_k_idxs_lid", "self_kq_mask_lid"},
 	"llm_graph_input_attn_k_dsa_iswa": {"inp_dsa.self_k_idxs_mla", "inp_dsa.self_kq_mask_mla", "inp_dsa.self_k_idxs_lid", "inp_dsa.self_kq_mask_lid",
 		"inp_swa.self_k_idxs", "inp_swa.self_kq_mask"},
-	"llm_graph_input_mem_hybrid":    {"inp_attn.self_k_idxs", "inp_attn.self_v_idxs", "inp_attn.self_kq_mask", "inp_attn.self_k_rot", "inp_attn.self_v_rot", "inp_rs.s_copy"},
-	"llm_graph_input_mem_hybrid_k":  {"inp_attn.self_k_idxs", "inp_attn.self_kq_mask", "inp_rs.s_copy"},
-	"llm_graph_input_rs":            {"s_copy"},
-	"llm_graph_input_out_ids":       {"out_ids"},
-	"llm_graph_input_attn_no_cache": {"self_kq_mask"},
-	"llm_graph_input_cross_embd":    {"cross_embd"},
-	"llm_graph_input_attn_cross":    {"cross_kq_mask"},
-	"llm_graph_input_pos_bucket":    {"pos_bucket"},
-	"llm_graph_input_pos_bucket_kv": {"pos_bucket"},
-	"llm_graph_input_attn_temp":     {"attn_scale"},
-	"llm_graph_input_switch":        {"sub_tokens", "router_ksig", "router_vval", "router_q"},
+	"llm_graph_input_mem_hybrid":   {"inp_attn.self_k_idxs", "inp_attn.self_v_idxs", "inp_attn.self_kq_mask", "inp_attn.self_k_rot", "inp_attn.self_v_rot", "inp_rs.s_copy"},
+	"llm_graph_input_mem_hybrid_k": {"inp_attn.self_k_idxs", "inp_attn.self_kq_mask", "inp_rs.s_copy"},
+	// (its attention's indices and masks are written where allocated: a
+	// model may have no layer of one of the caches)
+	"llm_graph_input_mem_hybrid_iswa": {"inp_attn.self_k_rot", "inp_attn.self_v_rot", "inp_attn.self_k_rot_swa", "inp_attn.self_v_rot_swa", "inp_rs.s_copy"},
+	qsaClass:                          {"k_idxs", "cell_blk", "blk_cells", "blk_pos", "bias"},
+	"llm_graph_input_ple":             {"rows"},
+	"llm_graph_input_rs":              {"s_copy"},
+	"llm_graph_input_out_ids":         {"out_ids"},
+	"llm_graph_input_attn_no_cache":   {"self_kq_mask"},
+	"llm_graph_input_cross_embd":      {"cross_embd"},
+	"llm_graph_input_attn_cross":      {"cross_kq_mask"},
+	"llm_graph_input_pos_bucket":      {"pos_bucket"},
+	"llm_graph_input_pos_bucket_kv":   {"pos_bucket"},
+	"llm_graph_input_attn_temp":       {"attn_scale"},
+	"llm_graph_input_switch":          {"sub_tokens", "router_ksig", "router_vval", "router_q"},
 }
 
 // unallocated refuses an input whose set_input would write a tensor the
@@ -314,11 +335,7 @@ func (c *Context) setAttn(in *cpp.Object, u *ubatch, slots []slot, ci int, suffi
 		return fmt.Errorf("a slot of %d cells for %d tokens", len(cells), n)
 	}
 	if t := member(in, "self_k_idxs"+suffix); t != nil {
-		b := make([]byte, 8*n)
-		for i, cell := range cells {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(cell))
-		}
-		if err := c.set(t, typeI64, b, 8); err != nil {
+		if err := c.set(t, typeI64, kIdxs(kc, sl), 8); err != nil {
 			return err
 		}
 	}
@@ -347,6 +364,19 @@ func (c *Context) setAttn(in *cpp.Object, u *ubatch, slots []slot, ci int, suffi
 		return c.setMask(t, u.Ubatch, kc)
 	}
 	return nil
+}
+
+// kIdxs is set_input_k_idxs: each token's cell of the slot, counted
+// over every stream, as int64.
+func kIdxs(kc *kvCache, sl slot) []byte {
+	size := uint64(kc.size())
+	var b []byte
+	for k, st := range sl.strm {
+		for _, idx := range sl.idxs[k] {
+			b = binary.LittleEndian.AppendUint64(b, uint64(st)*size+uint64(idx))
+		}
+	}
+	return b
 }
 
 // setDSA is llm_graph_input_attn_k_dsa::set_input: the MLA cache's (the

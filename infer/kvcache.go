@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/ggload/ggload/ggml/ops"
@@ -19,6 +20,13 @@ type kvCache struct {
 	rope    bool   // its keys are roped (its hparams' rope_type is not none): a K-shift rotates them
 
 	copies [][2]int // streams whose buffers are copied at the next update: source, destination
+
+	// what apply_ubatch keeps of a token beside its position: its 2D
+	// position where the ubatches have several sections (M-RoPE), and
+	// for a batch of embeddings, the token its cells stand for (the
+	// n-gram embeddings' image or end-of-sequence token; -1: none)
+	pos2d   bool
+	embdTok int32
 }
 
 // ropeType is the rope_type of the hparams the cache keeps (an indexer
@@ -34,7 +42,15 @@ func ropeType(mc *arch.Cache, model *arch.Hparams) int64 {
 }
 
 func newKVCache(mc *arch.Cache, ts []*ops.Tensor, model *arch.Hparams) *kvCache {
-	kc := &kvCache{tensors: ts, vTrans: mc.VTrans, nPad: max(mc.NPad, 256), rope: ropeType(mc, model) != ropeTypeNone}
+	kc := &kvCache{tensors: ts, vTrans: mc.VTrans, nPad: max(mc.NPad, 256), rope: ropeType(mc, model) != ropeTypeNone, embdTok: -1}
+	if rt, _ := model.Field("rope_type"); rt == ropeTypeMRoPE || rt == ropeTypeIMRoPE {
+		kc.pos2d = true
+	}
+	if heads, _ := model.Field("ple_n_heads"); heads > 0 {
+		img, _ := model.Field("ple_image_token_id")
+		eos, _ := model.Field("ple_eos_token_id")
+		kc.embdTok = int32(cmp.Or(img, eos))
+	}
 	for range max(mc.Streams, 1) {
 		kc.streams = append(kc.streams, newKVCells(mc.Cells, mc.NSWA, mc.SWAType))
 	}
@@ -98,7 +114,17 @@ func (kc *kvCache) apply(sl slot, u *ubatch) {
 	per := len(u.Tokens) / len(sl.strm)
 	for k, st := range sl.strm {
 		lo, hi := k*per, (k+1)*per
-		kc.streams[st].apply(sl.idxs[k], u.Pos[lo:hi], u.SeqIDs[lo:hi])
+		var toks []int32
+		switch {
+		case u.Embd == nil:
+			toks = u.Tokens[lo:hi]
+		case kc.embdTok >= 0:
+			toks = make([]int32, hi-lo)
+			for i := range toks {
+				toks[i] = kc.embdTok
+			}
+		}
+		kc.streams[st].apply(sl.idxs[k], u.Pos[lo:hi], u.SeqIDs[lo:hi], toks, kc.pos2d)
 	}
 }
 

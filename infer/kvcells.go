@@ -47,12 +47,19 @@ type kvCells struct {
 
 	nSWA    uint32 // the cache's sliding window
 	swaType int    // llama_swa_type: 0 none, 1 standard, 2 chunked, 3 symmetric
+
+	// each cell's llama_kv_cell_ext: the token it holds (-1,
+	// LLAMA_TOKEN_NULL, where none was stored) and its 2D position (an
+	// M-RoPE ubatch's second and third sections), reset when it empties
+	tok        []int32
+	extX, extY []int32
 }
 
 func newKVCells(n, nSWA uint32, swaType int) *kvCells {
-	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n), shift: make([]int32, n), nSWA: nSWA, swaType: swaType}
+	c := &kvCells{pos: make([]int32, n), seq: make([]seqSet, n), shift: make([]int32, n), nSWA: nSWA, swaType: swaType,
+		tok: make([]int32, n), extX: make([]int32, n), extY: make([]int32, n)}
 	for i := range c.pos {
-		c.pos[i] = -1
+		c.pos[i], c.tok[i] = -1, -1
 	}
 	return c
 }
@@ -60,6 +67,7 @@ func newKVCells(n, nSWA uint32, swaType int) *kvCells {
 func (c *kvCells) clone() *kvCells {
 	d := *c
 	d.pos, d.seq, d.shift = slices.Clone(c.pos), slices.Clone(c.seq), slices.Clone(c.shift)
+	d.tok, d.extX, d.extY = slices.Clone(c.tok), slices.Clone(c.extX), slices.Clone(c.extY)
 	return &d
 }
 
@@ -104,7 +112,11 @@ func (c *kvCells) rm(i uint32) {
 		c.used--
 	}
 	c.pos[i], c.seq[i], c.shift[i] = -1, seqSet{}, 0
+	c.resetExt(i)
 }
+
+// resetExt forgets an emptied cell's token and 2D position.
+func (c *kvCells) resetExt(i uint32) { c.tok[i], c.extX[i], c.extY[i] = -1, 0, 0 }
 
 // seqRm removes the sequence's cells in [p0, p1) (a negative seq: every
 // sequence's), as llama_kv_cache::seq_rm does; a cell left with no
@@ -149,6 +161,7 @@ func (c *kvCells) seqCp(src, dst, p0, p1 int32) {
 func (c *kvCells) reset() {
 	for i := range c.pos {
 		c.pos[i], c.seq[i], c.shift[i] = -1, seqSet{}, 0
+		c.resetExt(uint32(i))
 	}
 	c.used, c.hasShift = 0, false
 }
@@ -161,6 +174,7 @@ func (c *kvCells) copyFrom(o *kvCells, src, dst int32) {
 	for i, p := range o.pos {
 		if p != -1 && o.seq[i].has(src) {
 			c.pos[i], c.shift[i] = p, o.shift[i]
+			c.tok[i], c.extX[i], c.extY[i] = o.tok[i], o.extX[i], o.extY[i]
 			c.used++
 			c.seq[i].add(dst)
 			if o.shift[i] != 0 {
@@ -254,7 +268,10 @@ func (c *kvCells) findSlot(nTokens uint32) []uint32 {
 // sequence it held, whose positions up to it then go too, so that every
 // sequence stays whole from its least position to its greatest), the
 // head after the slot.
-func (c *kvCells) apply(idxs []uint32, pos []int32, seqs [][]int32) {
+// Each cell keeps its token (toks nil: none) and, with pos2d, its 2D
+// position (the ubatch's positions are one per token, every section
+// alike: ext.x = ext.y = pos).
+func (c *kvCells) apply(idxs []uint32, pos []int32, seqs [][]int32, toks []int32, pos2d bool) {
 	var maxRm [maxSeq]int32
 	for i := range maxRm {
 		maxRm[i] = -1
@@ -267,6 +284,12 @@ func (c *kvCells) apply(idxs []uint32, pos []int32, seqs [][]int32) {
 		}
 		c.used++
 		c.pos[idx] = pos[i]
+		if toks != nil {
+			c.tok[idx] = toks[i]
+		}
+		if pos2d {
+			c.extX[idx], c.extY[idx] = pos[i], pos[i]
+		}
 		for _, s := range seqs[i] {
 			c.seq[idx].add(s)
 		}
@@ -304,6 +327,7 @@ func (c *kvCells) seqAdd(id, p0, p1, d int32) {
 		c.hasShift = true
 		if c.pos[i] < 0 {
 			c.pos[i], c.seq[i], c.shift[i] = -1, seqSet{}, 0
+			c.resetExt(uint32(i))
 			c.used--
 			if newHead == -1 {
 				newHead = i
@@ -351,4 +375,20 @@ func openRange(p0, p1 int32) (int32, int32) {
 		p1 = 1<<31 - 1
 	}
 	return p0, p1
+}
+
+// seqPosTokLE is llama_kv_cells::seq_pos_tok_le: the token of the
+// sequence's cell at the greatest position not after p (of several at
+// that position, the last cell's), -1 where it has none.
+func (c *kvCells) seqPosTokLE(id, p int32) int32 {
+	best := -1
+	for i, q := range c.pos {
+		if q != -1 && q <= p && c.seq[i].has(id) && (best < 0 || q >= c.pos[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	return c.tok[best]
 }

@@ -18,11 +18,11 @@ func TestKVCells(t *testing.T) {
 	if !slices.Equal(idxs, []uint32{0, 1, 2}) {
 		t.Fatalf("first slot %v", idxs)
 	}
-	c.apply(idxs, []int32{0, 1, 2}, [][]int32{{0}, {0}, {0}})
+	c.apply(idxs, []int32{0, 1, 2}, [][]int32{{0}, {0}, {0}}, nil, false)
 	if c.head != 3 || c.used != 3 || c.usedMaxP1() != 3 || c.seqPosMax(0) != 2 || c.seqPosMin(0) != 0 {
 		t.Fatalf("after 3 tokens: head %d used %d max %d", c.head, c.used, c.seqPosMax(0))
 	}
-	c.apply(c.findSlot(2), []int32{0, 1}, [][]int32{{1}, {1}})
+	c.apply(c.findSlot(2), []int32{0, 1}, [][]int32{{1}, {1}}, nil, false)
 	c.seqCp(1, 2, -1, -1)
 	if !c.seq[3].has(2) || !c.seq[4].has(2) || c.seq[0].has(2) {
 		t.Fatal("seq_cp: 1's cells are not 2's too")
@@ -42,12 +42,12 @@ func TestKVCells(t *testing.T) {
 	// a window of 2: a cell its sequence no longer sees is free again,
 	// and the positions it held go, so that the sequence stays whole
 	w := newKVCells(3, 2, 1)
-	w.apply(w.findSlot(3), []int32{0, 1, 2}, [][]int32{{0}, {0}, {0}})
+	w.apply(w.findSlot(3), []int32{0, 1, 2}, [][]int32{{0}, {0}, {0}}, nil, false)
 	idxs = w.findSlot(1)
 	if !slices.Equal(idxs, []uint32{0}) {
 		t.Fatalf("window slot %v", idxs)
 	}
-	w.apply(idxs, []int32{3}, [][]int32{{0}})
+	w.apply(idxs, []int32{3}, [][]int32{{0}}, nil, false)
 	if w.pos[0] != 3 || w.seqPosMin(0) != 1 || !w.maskedSWA(0, 2) || w.maskedSWA(1, 2) {
 		t.Fatalf("window: pos %v", w.pos)
 	}

@@ -69,6 +69,10 @@ func (l *Lib) DummyBuffer(b Buft, weights bool) Buffer {
 // BufferFree is ggml_backend_buffer_free.
 func (l *Lib) BufferFree(b Buffer) { l.b.BufferFree(bindings.Buffer(b)) }
 
+// BufferIsHost is ggml_backend_buffer_is_host: whether the buffer's
+// memory is the host's (its tensors' data can be written directly).
+func (l *Lib) BufferIsHost(b Buffer) bool { return l.b.BufferIsHost(bindings.Buffer(b)) }
+
 // BufferType is the buffer type of the buffer a tensor (or the tensor it
 // views) is on; zero when none.
 func (l *Lib) BufferType(t *Tensor) Buft {

@@ -461,6 +461,11 @@ func (s *GraphSession) setViews(views []KVView, rsv *RSView) error {
 		si.Fields["s0"].V = cpp.Int(int64(v.S0), ast.TU32)
 		si.Fields["s1"].V = cpp.Int(int64(v.S1), ast.TU32)
 	}
+	if mc.Class == "llama_memory_hybrid_idx_context" && len(kcs) > 1 {
+		// the streams of the indexer's slot (the attention cache's)
+		ns := mc.Fields["ns_ubatch"].V.P.(*cpp.Array)
+		ns.Cells[0].V = cpp.Int(int64(views[1].S1-views[1].S0+1), ast.TU32)
+	}
 	if rc != nil {
 		rc.Fields["is_full"].V = cpp.False
 		m := obj(rc, "mem")
@@ -497,6 +502,15 @@ func memoryContexts(mc *cpp.Object) ([]*cpp.Object, *cpp.Object, error) {
 		rc = mc
 	case "llama_memory_hybrid_context":
 		kcs, rc = []*cpp.Object{obj(mc, "ctx_attn")}, obj(mc, "ctx_recr")
+	case "llama_memory_hybrid_idx_context":
+		// the attention cache, then the indexer's where the model has one
+		kcs, rc = []*cpp.Object{obj(mc, "ctx_attn")}, obj(mc, "ctx_recr")
+		if idx := obj(mc, "ctx_idx"); idx != nil {
+			kcs = append(kcs, idx)
+		}
+	case "llama_memory_hybrid_iswa_context":
+		attn := obj(mc, "ctx_attn")
+		kcs, rc = []*cpp.Object{obj(attn, "ctx_base"), obj(attn, "ctx_swa")}, obj(mc, "ctx_recr")
 	default:
 		return nil, nil, fmt.Errorf("arch: decoding with memory %s is not replayed yet", mc.Class)
 	}
