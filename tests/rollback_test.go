@@ -24,7 +24,7 @@ import (
 func TestDecodeRollback(t *testing.T) {
 	rt := testenv.Runtime(t)
 	l := openLlama(t, rt)
-	rollback := []string{"qwen35", "qwen35moe", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe", "bailingmoe3", "kimi-k3"}
+	rollback := []string{"qwen35", "qwen35moe", "qwen4exp", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe", "bailingmoe3", "kimi-k3"}
 	names := append(slices.Clone(rollback), "jamba", "mamba")
 	paths := filledArchs(t, rt, names...)
 	const nRS = 3
