@@ -72,6 +72,11 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 		if strings.Contains(ourErr.Error(), "GGML_ASSERT") {
 			return "both-refuse", "llama.cpp aborts the RPC server: " + ourErr.Error()
 		}
+		if errors.Is(ourErr, place.ErrRefused) {
+			// (ggload refuses what llama.cpp's loading code refuses, by
+			// running that code)
+			return "both-refuse", ourErr.Error()
+		}
 		return "ggload-refuses", ourErr.Error()
 	}
 	theirs, theirErr := theirsGreedy(rt, l, path, params, c, ours)
