@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
+	"github.com/ggload/ggload/internal/cpp"
 	"github.com/ggload/ggload/internal/graph"
 )
 
@@ -130,6 +131,40 @@ func (c *Context) keepOutputs(st *graph.Step, u *ubatch, nOut int) {
 	for k, s := range u.seqsUnq() {
 		c.embdSeq[s] = c.rows(t, k*width, width)
 	}
+}
+
+// embdFits refuses the embeddings llama_context::decode would read past
+// their tensor's end: n_embd_out floats per output, or per sequence of
+// the ubatch where it pools them (a model whose graph's embeddings are
+// narrower than n_embd_out: DeepSeek-V4's, of one hyper-connection
+// stream out of four).
+func (c *Context) embdFits(st *graph.Step, u *ubatch, nOut int) error {
+	if nOut == 0 || !c.embeddings() {
+		return nil
+	}
+	t := st.Result("t_embd_pooled")
+	if t == nil {
+		t = st.Result("t_embd")
+	}
+	pooling := c.gc.CParam("pooling_type")
+	if t == nil || pooling == poolingRank {
+		return nil
+	}
+	width, err := c.rep.Run.Hparams().Call("n_embd_out")
+	if err != nil {
+		return fmt.Errorf("infer: decode: %w", err)
+	}
+	rows := int64(nOut)
+	if pooling != poolingNone {
+		rows = int64(len(u.seqsUnq()))
+	}
+	if have := t.Ne[0] * t.Ne[1] * t.Ne[2] * t.Ne[3]; rows*width > have {
+		return fmt.Errorf("infer: decode: %s: %w", c.rep.Run.Arch, &cpp.Abort{
+			Msg: fmt.Sprintf("GGML_ASSERT(offset + size <= ggml_nbytes(tensor) && \"tensor read out of bounds\") failed: %d rows of n_embd_out = %d floats from embeddings of %v",
+				rows, width, t.Ne),
+			Where: "llama_context::decode, reading the embeddings"})
+	}
+	return nil
 }
 
 // rows copies n floats of the tensor from element off.

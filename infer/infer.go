@@ -924,6 +924,9 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 		c.dropGraph()
 		return err
 	}
+	if err := c.embdFits(st, u, nOut); err != nil {
+		return err
+	}
 	if err := st.Compute(); err != nil {
 		c.dropGraph()
 		return fmt.Errorf("infer: decode: %w", err)
