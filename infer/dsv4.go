@@ -803,6 +803,27 @@ func (c *Context) dsv4SeqKeep(seq int32) {
 	}
 }
 
+// dsv4Move is seq_add's and seq_div's on the DSV4 memory, which moves
+// its raw pair's cells alone. llama.cpp lets the move be, though the
+// memory says it cannot shift, and its next decode's K-shift of the raw
+// cache ends its process (SIGFPE): a move that would leave a cell to
+// shift is refused, nothing moved; one that moves none (an empty range,
+// a move by 0, a division by 1) goes on (the raw caches' heads go back
+// as llama.cpp's do).
+func (c *Context) dsv4Move(op string, seq int32, kv func(*kvCells)) error {
+	for _, kc := range c.caches[:2] {
+		dry := kc.stream(seq).clone()
+		kv(dry)
+		if dry.hasShift {
+			return fmt.Errorf("infer: %s: %s: %w; llama.cpp moves the raw cache's cells, and its next decode dies shifting them (SIGFPE)", op, c.rep.Run.Arch, c.canShift())
+		}
+	}
+	for _, kc := range c.caches[:2] {
+		kv(kc.stream(seq))
+	}
+	return nil
+}
+
 // dsv4SeqPosMax is the memory's last position of a sequence: its raw
 // SWA cache's (-1 for none, or a sequence past n_seq_max). It is the
 // memory's first position too (seq_pos_min): the compressed state cannot

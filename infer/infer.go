@@ -1155,6 +1155,9 @@ func (c *Context) seqMove(op string, seq int32, kv func(*kvCells), rec func(*rec
 	if seq < 0 || uint32(seq) >= c.nSeqMax {
 		return fmt.Errorf("infer: %s: sequence %d of %d", op, seq, c.nSeqMax)
 	}
+	if c.dsv4 != nil {
+		return c.dsv4Move(op, seq, kv)
+	}
 	if err := c.canShift(); err != nil {
 		return fmt.Errorf("infer: %s: %s: %w", op, c.rep.Run.Arch, err)
 	}

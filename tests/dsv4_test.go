@@ -84,6 +84,12 @@ func TestDecodeDSV4(t *testing.T) {
 			p.step("sequence 1 on", 1)
 			p.prompt("sequence 0 anew", 0, 9)
 			p.decode("both on", [][2]int{{0, 1}, {1, 1}})
+			// the memory cannot shift: a move of no cell goes on as
+			// llama.cpp's does, one of cells is refused (llama.cpp's next
+			// decode would end the process)
+			p.move("a move past the end", 1, p.ours.SeqPosMax(1)+1, 2, true)
+			p.move("a move of every position", 1, 0, 2, false)
+			p.decode("both on after the moves", [][2]int{{0, 1}, {1, 1}})
 		}},
 		// one sequence with rollback snapshots: its batches split simply,
 		// its draft taken back, twice refused
@@ -244,6 +250,27 @@ func (p *dsv4Pair) seqRm(what string, seq, p0, p1 int32, ok bool) {
 	errO, errT := p.ours.SeqRm(seq, p0, p1), p.theirs.SeqRm(seq, p0, p1)
 	if (errO == nil) != (errT == nil) || (errO == nil) != ok {
 		p.t.Fatalf("%s: seq_rm(%d, %d, %d): ggload %v, llama.cpp %v (success wanted: %v)", what, seq, p0, p1, errO, errT, ok)
+	}
+	p.positions(what)
+}
+
+// move moves sequence seq's positions from p0 on by d; ok: whether
+// ggload does (where it refuses, llama.cpp is not asked).
+func (p *dsv4Pair) move(what string, seq, p0, d int32, ok bool) {
+	p.t.Helper()
+	if p.ours.CanShift() {
+		p.t.Fatalf("%s: the DSV4 memory says it can shift", what)
+	}
+	err := p.ours.SeqAdd(seq, p0, -1, d)
+	if (err == nil) != ok {
+		p.t.Fatalf("%s: seq_add(%d, %d, -1, %d): %v (success wanted: %v)", what, seq, p0, d, err, ok)
+	}
+	if err != nil {
+		p.t.Logf("%s: refused: %v", what, err)
+		return
+	}
+	if err := p.theirs.SeqAdd(seq, p0, -1, d); err != nil {
+		p.t.Fatalf("%s: llama.cpp: %v", what, err)
 	}
 	p.positions(what)
 }
