@@ -91,6 +91,15 @@ func TestDecodeDSV4(t *testing.T) {
 			p.move("a move of every position", 1, 0, 2, false)
 			p.decode("both on after the moves", [][2]int{{0, 1}, {1, 1}})
 		}},
+		// -kvu: the memory keeps a stream per sequence all the same
+		{"cpu-np2-kvu", cpu(place.ContextParams{NCtx: 512, NUBatch: 16, NParallel: 2, KVUnified: true}), func(p *dsv4Pair) {
+			p.decode("prompts", [][2]int{{0, 11}, {1, 26}})
+			for k := range 3 {
+				p.decode(fmt.Sprintf("step %d", k), [][2]int{{0, 1}, {1, 1}})
+			}
+			p.seqCp("sequence 0 copied to 1", 0, 1)
+			p.decode("both on", [][2]int{{0, 1}, {1, 1}})
+		}},
 		// one sequence with rollback snapshots: its batches split simply,
 		// its draft taken back, twice refused
 		{"cpu-rollback", cpu(place.ContextParams{NCtx: 256, NUBatch: 8, NRSSeq: 2}), func(p *dsv4Pair) {
