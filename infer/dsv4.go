@@ -48,13 +48,13 @@ type dsv4Mem struct {
 // KV and a score tensor of state_size rows, in planes of n_stream
 // streams: the current plane, then each rollback plane.
 type dsv4State struct {
-	ratio, size, nStream, nRSSeq uint32
-	tensors                      []*ops.Tensor
-	copies                       [][2]uint32 // streams copied at the next update: source, destination
+	size, nStream, nRSSeq uint32
+	tensors               []*ops.Tensor
+	copies                [][2]uint32 // streams copied at the next update: source, destination
 }
 
 func newDSV4State(mc *arch.Cache, ts []*ops.Tensor) *dsv4State {
-	return &dsv4State{ratio: mc.Ratio, size: mc.Cells, nStream: max(mc.Streams, 1), nRSSeq: mc.NRSSeq, tensors: ts}
+	return &dsv4State{size: mc.Cells, nStream: max(mc.Streams, 1), nRSSeq: mc.NRSSeq, tensors: ts}
 }
 
 // planes is the number of stream planes of each tensor.
@@ -657,7 +657,7 @@ func (c *Context) decodeDSV4(b *graph.Ubatch, nOutAll int) error {
 	return nil
 }
 
-// dsv4Key is what the DSV4 input's can_reuse compares of a graph: the
+// key is what the DSV4 input's can_reuse compares of a graph: the
 // raw write's tokens and the raw mask's width, the graph's streams, the
 // length of each of the plans' inputs and their masks' widths.
 func (st *dsv4Step) key() string {

@@ -293,7 +293,7 @@ func (c *Context) setOutIDs(in *cpp.Object, u *graph.Ubatch, nOutputs int) error
 // every stream, the KQ mask over the first n_kv cells of each token's
 // stream, and the rotations of a quantized cache.
 func (c *Context) setAttn(in *cpp.Object, u *ubatch, slots []slot, ci int, suffix string) error {
-	if ci >= len(c.caches) {
+	if ci >= len(c.caches) || ci >= len(slots) {
 		return fmt.Errorf("attention over a KV cache without one")
 	}
 	kc, sl := c.caches[ci], slots[ci]
