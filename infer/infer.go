@@ -78,7 +78,7 @@ type Context struct {
 
 	cacheCtxs []*ggml.Context
 	cacheBufs []*ggml.Buffer
-	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
+	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache; a DSV4 memory: its raw pair, then its compressed caches)
 	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
 	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (dsv4.go)
 	cross     *crossState     // the encoder's output, for an encoder-decoder's decoder
