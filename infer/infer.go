@@ -19,17 +19,19 @@
 // The memories that run: the KV cache (one stream, or one per sequence),
 // its iSWA pair, the DeepSeek sparse-attention pair (an MLA cache and its
 // indexer's, and with sliding-window layers beside them), MiniMax's
-// sparse-attention pair (MSA), the recurrent state and the hybrids of a
-// KV cache or an iSWA pair and a recurrent state, and Qwen4-Exp's indexed
+// sparse-attention pair (MSA), DeepSeek-V4's compressed memory (a raw
+// sliding-window pair, compressed caches and their compressors' states,
+// with rollback snapshots), the recurrent state and the hybrids of a KV
+// cache or an iSWA pair and a recurrent state, and Qwen4-Exp's indexed
 // hybrid (its indexer cache in the attention cache's cells, for its
 // block-sparse attention, and its n-gram embeddings read back from the
 // cells' tokens); the encoder of an encoder-decoder (T5) and of the
 // embedding models. The batch's bookkeeping and the inputs' set_input are
 // written to the pin's llama-batch.cpp, llama-kv-cache.cpp,
+// llama-kv-cache-dsv4.cpp, llama-memory-hybrid-idx.cpp,
 // llama-memory-recurrent.cpp and llama-graph.cpp, and held to libllama's
-// logits bit for bit by the tests. What does not run yet (other memories
-// and inputs), and what a backend would abort on at compute, is refused
-// before anything computes, saying which.
+// logits bit for bit by the tests. What a backend would abort on at
+// compute is refused before anything computes, saying which.
 package infer
 
 import (
@@ -79,8 +81,9 @@ type Context struct {
 
 	cacheCtxs []*ggml.Context
 	cacheBufs []*ggml.Buffer
-	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache)
+	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache; a DSV4 memory: its raw pair, then its compressed caches)
 	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
+	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (dsv4.go)
 	cross     *crossState     // the encoder's output, for an encoder-decoder's decoder
 	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
@@ -262,7 +265,8 @@ func (c *Context) checkMemory(cm *place.ContextMemory) error {
 		return nil
 	}
 	n := map[string]int{"llama_kv_cache": 1, "llama_kv_cache_iswa": 2, "llama_kv_cache_dsa": 2, "llama_kv_cache_dsa_iswa": 3, "llama_kv_cache_msa": 2,
-		"llama_memory_recurrent": 1, "llama_memory_hybrid": 2, "llama_memory_hybrid_iswa": 3, "llama_memory_hybrid_idx": 3}[mem.Class]
+		"llama_memory_recurrent": 1, "llama_memory_hybrid": 2, "llama_memory_hybrid_iswa": 3, "llama_memory_hybrid_idx": 3,
+		"llama_kv_cache_dsv4": 8}[mem.Class]
 	if mem.Class == "llama_memory_hybrid_idx" && len(mem.Caches) == 2 {
 		n = 2 // (a model without an indexer has no indexer cache)
 	}
@@ -335,9 +339,19 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 			c.Memory = append(c.Memory, Allocation{What: "KV cache", BufferType: bt.Name(), Bytes: b.Size()})
 		}
 		c.memTensor = append(c.memTensor, ts)
-		if mc.Class == "llama_memory_recurrent" {
+		switch mc.Class {
+		case "llama_memory_recurrent":
 			c.recr = newRecCache(mc.Cells, mc.NRSSeq, ts)
-		} else {
+		case "llama_dsv4_comp_state":
+			if c.dsv4 == nil {
+				c.dsv4 = &dsv4Mem{nSeqMax: c.nSeqMax, nRSSeq: mc.NRSSeq, rsIdx: make([]uint32, c.nSeqMax)}
+			}
+			k := 0
+			for k < 2 && c.dsv4.states[k] != nil {
+				k++
+			}
+			c.dsv4.states[k] = newDSV4State(mc, ts)
+		default:
 			c.caches = append(c.caches, newKVCache(mc, ts, c.rep.Run.Hparams()))
 		}
 	}
@@ -359,7 +373,7 @@ func (c *Context) free() {
 		b.Free()
 	}
 	c.cacheBufs = nil
-	c.cacheCtxs, c.caches, c.recr, c.memTensor = nil, nil, nil, nil
+	c.cacheCtxs, c.caches, c.recr, c.memTensor, c.dsv4 = nil, nil, nil, nil, nil
 }
 
 // Close frees the context; closing twice does nothing.
@@ -646,6 +660,9 @@ func (c *Context) seqPosMin(seq int32) int32 {
 	if seq < 0 || seq >= maxSeq {
 		return -1
 	}
+	if c.dsv4 != nil {
+		return c.dsv4SeqPosMax(seq)
+	}
 	attn := int32(-1)
 	if len(c.caches) > 0 {
 		kc := c.caches[0]
@@ -706,6 +723,13 @@ func (c *Context) update() error {
 			s.resetShift()
 		}
 	}
+	if c.dsv4 != nil {
+		for _, st := range c.dsv4.states {
+			if st.applyCopies(c.lib) {
+				updated = true
+			}
+		}
+	}
 	return nil
 }
 
@@ -757,6 +781,9 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		if o {
 			nOutAll++
 		}
+	}
+	if c.dsv4 != nil {
+		return c.decodeDSV4(b, nOutAll)
 	}
 	// the ubatches, as the memory's init_batch splits the batch (a cache
 	// of several streams: equal splits), and their slots, found on a copy
@@ -874,6 +901,9 @@ func (c *Context) decode(b *graph.Ubatch) error {
 func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSView, slots []slot) error {
 	t0 := time.Now()
 	key := reuseKey(u, nOut, views, rs)
+	if c.dsv4 != nil && c.dsv4.cur != nil {
+		key += " dsv4 " + c.dsv4.cur.key()
+	}
 	st := c.last
 	switch {
 	case st != nil && key == c.lastKey && os.Getenv("LLAMA_GRAPH_REUSE_DISABLE") == "":
@@ -896,7 +926,12 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 		}
 		c.kept, c.keptKey, c.last, c.lastKey = c.last, c.lastKey, nil, ""
 		var err error
-		if st, err = c.gc.Build(u.Ubatch, nOut, views, rs); err != nil {
+		if c.dsv4 != nil && c.dsv4.cur != nil {
+			st, err = c.gc.BuildDSV4(u.Ubatch, nOut, c.dsv4.cur.view)
+		} else {
+			st, err = c.gc.Build(u.Ubatch, nOut, views, rs)
+		}
+		if err != nil {
 			return fmt.Errorf("infer: decode: %w", err)
 		}
 		c.last, c.lastKey = st, key
@@ -1011,6 +1046,9 @@ func (c *Context) Clear() error {
 	if c.recr != nil {
 		c.recr.clear()
 	}
+	if c.dsv4 != nil {
+		clear(c.dsv4.rsIdx)
+	}
 	for _, b := range c.cacheBufs {
 		if err := b.Clear(0); err != nil {
 			return fmt.Errorf("infer: clear: %w", err)
@@ -1037,6 +1075,9 @@ func (c *Context) SeqRm(seq, p0, p1 int32) error {
 // seqRm is llama_memory_i::seq_rm: a recurrent state first (a hybrid's
 // KV cache is left as it is where the state refuses), then the caches.
 func (c *Context) seqRm(seq, p0, p1 int32) error {
+	if c.dsv4 != nil {
+		return c.dsv4SeqRm(seq, p0, p1)
+	}
 	if c.recr != nil {
 		if err := c.recr.seqRm(seq, p0, p1); err != nil {
 			return err
@@ -1056,6 +1097,9 @@ func (c *Context) SeqCp(src, dst, p0, p1 int32) error {
 	defer c.mu.Unlock()
 	if src < 0 || dst < 0 || uint32(src) >= c.nSeqMax || uint32(dst) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_cp: sequences %d, %d of %d", src, dst, c.nSeqMax)
+	}
+	if c.dsv4 != nil {
+		return c.dsv4SeqCp(src, dst, p0, p1)
 	}
 	for _, kc := range c.caches {
 		if err := kc.seqCp(src, dst, p0, p1); err != nil {
@@ -1102,6 +1146,9 @@ func (c *Context) canShift() error {
 	if len(c.caches) == 0 {
 		return nil
 	}
+	if c.dsv4 != nil {
+		return fmt.Errorf("llama.cpp's DSV4 memory says its positions do not move (llama_kv_cache_dsv4::get_can_shift: its compressed rows are of block positions)")
+	}
 	if c.rep.Run.Arch == "step35" {
 		return fmt.Errorf("step35's layers rope dimensions of their own, and llama.cpp's K-shift rotates one n_rot for all")
 	}
@@ -1128,6 +1175,9 @@ func (c *Context) seqMove(op string, seq int32, kv func(*kvCells), rec func(*rec
 	if seq < 0 || uint32(seq) >= c.nSeqMax {
 		return fmt.Errorf("infer: %s: sequence %d of %d", op, seq, c.nSeqMax)
 	}
+	if c.dsv4 != nil {
+		return c.dsv4Move(op, seq, kv)
+	}
 	if err := c.canShift(); err != nil {
 		return fmt.Errorf("infer: %s: %s: %w", op, c.rep.Run.Arch, err)
 	}
@@ -1148,6 +1198,10 @@ func (c *Context) SeqKeep(seq int32) error {
 	defer c.mu.Unlock()
 	if seq < 0 || uint32(seq) >= c.nSeqMax {
 		return fmt.Errorf("infer: seq_keep: sequence %d of %d", seq, c.nSeqMax)
+	}
+	if c.dsv4 != nil {
+		c.dsv4SeqKeep(seq)
+		return nil
 	}
 	for _, kc := range c.caches {
 		kc.stream(seq).seqKeep(seq)
@@ -1174,6 +1228,8 @@ func (c *Context) seqPosMax(seq int32) int32 {
 		return -1
 	}
 	switch {
+	case c.dsv4 != nil:
+		return c.dsv4SeqPosMax(seq)
 	case c.recr != nil && len(c.caches) > 0:
 		// a hybrid: the lesser of its two memories' (llama_memory_hybrid)
 		return min(c.recr.seqPosMax(seq), c.caches[0].stream(seq).seqPosMax(seq))

@@ -73,6 +73,8 @@ func (c *Context) setInputs(st *graph.Step, u *ubatch, nOutputs int, slots []slo
 			if err = c.setDSA(dsa, u, slots); err == nil {
 				err = c.setAttn(swa, u, slots, 2, "")
 			}
+		case "llm_graph_input_dsv4":
+			err = c.setDSV4(in, u)
 		case "llm_graph_input_out_ids":
 			err = c.setOutIDs(in, u.Ubatch, nOutputs)
 		case "llm_graph_input_rs":
@@ -142,6 +144,7 @@ var unguarded = map[string][]string{
 	"llm_graph_input_attn_kv_msa": {"self_k_idxs", "self_v_idxs", "self_k_idxs_idx"},
 	"llm_graph_input_msa":         {"pos_slot_i", "pos_slot_f", "cell_blk", "pos_mask"},
 	"llm_graph_input_attn_k":      {"self_k_idxs", "self_kq_mask"},
+	"llm_graph_input_dsv4":        {"inp_raw.self_k_rot"},
 	"llm_graph_input_attn_k_dsa":  {"self_k_idxs_mla", "self_kq_mask_mla", "self_k_idxs_lid", "self_kq_mask_lid"},
 	"llm_graph_input_attn_k_dsa_iswa": {"inp_dsa.self_k_idxs_mla", "inp_dsa.self_kq_mask_mla", "inp_dsa.self_k_idxs_lid", "inp_dsa.self_kq_mask_lid",
 		"inp_swa.self_k_idxs", "inp_swa.self_kq_mask"},
@@ -311,7 +314,7 @@ func (c *Context) setOutIDs(in *cpp.Object, u *graph.Ubatch, nOutputs int) error
 // every stream, the KQ mask over the first n_kv cells of each token's
 // stream, and the rotations of a quantized cache.
 func (c *Context) setAttn(in *cpp.Object, u *ubatch, slots []slot, ci int, suffix string) error {
-	if ci >= len(c.caches) {
+	if ci >= len(c.caches) || ci >= len(slots) {
 		return fmt.Errorf("attention over a KV cache without one")
 	}
 	kc, sl := c.caches[ci], slots[ci]

@@ -10,7 +10,8 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// Recurrent states with rollback snapshots (n_rs_seq), as a speculative
+// Recurrent states with rollback snapshots (n_rs_seq) (and DeepSeek-V4's
+// compressor states, which keep them alike), as a speculative
 // decoder drafting from the model itself uses them: the draft decoded,
 // its rejected tail taken back with seq_rm, decoding going on from the
 // state before it. Every architecture with partial rollback, on the CPU
@@ -24,7 +25,7 @@ import (
 func TestDecodeRollback(t *testing.T) {
 	rt := testenv.Runtime(t)
 	l := openLlama(t, rt)
-	rollback := []string{"qwen35", "qwen35moe", "qwen4exp", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe", "bailingmoe3", "kimi-k3"}
+	rollback := []string{"qwen35", "qwen35moe", "qwen4exp", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe", "bailingmoe3", "kimi-k3", "deepseek4"}
 	names := append(slices.Clone(rollback), "jamba", "mamba")
 	paths := filledArchs(t, rt, names...)
 	const nRS = 3

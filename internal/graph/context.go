@@ -247,16 +247,18 @@ type RSView struct {
 // over the views of the memory's KV caches, in its order of caches, as
 // process_ubatch does without graph reuse.
 func (c *Context) Build(u *Ubatch, nOutputs int, views []KVView, rs *RSView) (*Step, error) {
-	return c.build(u, nOutputs, views, rs, false)
+	return c.build(u, nOutputs, views, rs, false, false)
 }
 
 // BuildEncoder builds and allocates llama_context::encode's graph of the
 // ubatch: every token an output, no memory, attention not causal.
 func (c *Context) BuildEncoder(u *Ubatch) (*Step, error) {
-	return c.build(u, len(u.Tokens), nil, nil, true)
+	return c.build(u, len(u.Tokens), nil, nil, true, false)
 }
 
-func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, encoder bool) (*Step, error) {
+// build builds and allocates a ubatch's graph; viewsSet: the memory's
+// views are set already (BuildDSV4).
+func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, encoder, viewsSet bool) (*Step, error) {
 	rs := c.rs
 	if rs == nil {
 		return nil, fmt.Errorf("arch: the context is closed")
@@ -265,7 +267,7 @@ func (c *Context) build(u *Ubatch, nOutputs int, views []KVView, rsv *RSView, en
 	if n == 0 || len(u.Pos) != n || len(u.SeqIDs) != n || len(u.Output) != n || nOutputs < 0 || nOutputs > n {
 		return nil, fmt.Errorf("arch: a ubatch of %d tokens, %d positions, %d outputs", n, len(u.Pos), nOutputs)
 	}
-	if !encoder {
+	if !encoder && !viewsSet {
 		if err := rs.s.setViews(views, rsv); err != nil {
 			return nil, err
 		}
