@@ -277,6 +277,13 @@ func TestLibrary(t *testing.T) {
 		{"pow", `(return (cast :i32 (call std::pow 2 10)))`, int64(1024)},
 		{"powf", `(return (cast :i32 (call powf 3 2)))`, int64(9)},
 		{"sqrt", `(return (cast :i32 (call std::sqrt 49)))`, int64(7)},
+		// float arithmetic rounds to float at each step, as compiled code
+		// does: 1.0f / sqrtf(24) is 0x3e5105eb, not the float nearest the
+		// double 1 / sqrt(24) (0x3e5105ec)
+		{"sqrtf in float", `(return (cast :i32 (bin "==" (bin "/" (cast :f32 1.0) (call sqrtf (cast :f32 24))) (cast :f32 0.20412413775920868))))`, int64(1)},
+		{"std::sqrt of a float in float", `(return (cast :i32 (bin "==" (bin "/" (cast :f32 1.0) (call std::sqrt (cast :f32 24))) (cast :f32 0.20412413775920868))))`, int64(1)},
+		{"std::sqrt of an int in double", `(return (cast :i32 (bin "==" (cast :f32 (bin "/" 1.0 (call std::sqrt 24))) (cast :f32 0.20412415266036987))))`, int64(1)},
+		{"std::abs of an int", `(return (call std::abs -3))`, int64(3)},
 		{"to_string of an integer", `(return (call std::to_string 42))`, "42"},
 		{"to_string of a float", `(return (call std::to_string 1.5))`, "1.500000"},
 		{"std::string", `(return (call std::string "ab"))`, "ab"},

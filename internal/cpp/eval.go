@@ -463,6 +463,9 @@ func ExprString(n *ast.Node) string {
 	case ast.OpCond:
 		return ExprString(n.Kids[0]) + " ? " + ExprString(n.Kids[1]) + " : " + ExprString(n.Kids[2])
 	case ast.OpCast:
+		if n.T == ast.TF32 && n.Kids[0].Op == ast.OpFloat {
+			return ExprString(n.Kids[0]) // a float literal (1.0f)
+		}
 		return "(" + n.T.String() + ") " + ExprString(n.Kids[0])
 	case ast.OpList:
 		var as []string

@@ -30,17 +30,17 @@ func mathBuiltins() map[string]Builtin {
 	return map[string]Builtin{
 		"std::max":  bMinMax(false),
 		"std::min":  bMinMax(true),
-		"std::abs":  bMath(math.Abs),
-		"fabs":      bMath(math.Abs),
-		"fabsf":     bMath(math.Abs),
-		"std::sqrt": bMath(math.Sqrt),
-		"sqrtf":     bMath(math.Sqrt),
-		"std::log":  bMath(math.Log),
-		"logf":      bMath(math.Log),
-		"expf":      bMath(math.Exp),
-		"powf":      bPow,
-		"std::pow":  bPow,
-		"pow":       bPow,
+		"std::abs":  bAbs,
+		"fabs":      bMath(math.Abs, double),
+		"fabsf":     bMath(math.Abs, float),
+		"std::sqrt": bMath(math.Sqrt, overloaded),
+		"sqrtf":     bMath(math.Sqrt, float),
+		"std::log":  bMath(math.Log, overloaded),
+		"logf":      bMath(math.Log, float),
+		"expf":      bMath(math.Exp, float),
+		"powf":      bPow(float),
+		"std::pow":  bPow(overloaded),
+		"pow":       bPow(double),
 		"std::lcm":  bLcm,
 	}
 }
@@ -315,7 +315,42 @@ func bMinMax(isMin bool) Builtin {
 	}
 }
 
-func bMath(fn func(float64) float64) Builtin {
+// The precision a math function computes in: C's f-suffixed functions
+// take and give float, the unsuffixed ones double, and <cmath>'s
+// overloads float where every argument is a float (sqrtf(24) and
+// 1.0f / sqrtf(24) round to float at each step, as the compiled code
+// does: not to the double's nearest float).
+const (
+	double = iota
+	float
+	overloaded
+)
+
+// mathResult is fn's result for arguments vs at precision prec.
+func mathResult(prec int, vs []Val, fn func(xs []float64) float64) Val {
+	f32 := prec == float
+	if prec == overloaded {
+		f32 = true
+		for _, v := range vs {
+			if v.K != KFloat || v.T != ast.TF32 {
+				f32 = false
+			}
+		}
+	}
+	xs := make([]float64, len(vs))
+	for i, v := range vs {
+		xs[i] = v.Float()
+		if f32 {
+			xs[i] = float64(float32(xs[i]))
+		}
+	}
+	if f32 {
+		return Val{K: KFloat, T: ast.TF32, F: float64(float32(fn(xs)))}
+	}
+	return Val{K: KFloat, T: ast.TF64, F: fn(xs)}
+}
+
+func bMath(fn func(float64) float64, prec int) Builtin {
 	return func(f *Frame, args []*ast.Node) (Val, error) {
 		vs, err := EvalArgs(f, args)
 		if err != nil {
@@ -324,7 +359,7 @@ func bMath(fn func(float64) float64) Builtin {
 		if len(vs) != 1 {
 			return Void, f.Errorf("math function with %d arguments", len(vs))
 		}
-		return Val{K: KFloat, T: ast.TF64, F: fn(vs[0].Float())}, nil
+		return mathResult(prec, vs, func(xs []float64) float64 { return fn(xs[0]) }), nil
 	}
 }
 
@@ -340,15 +375,35 @@ func bStrcmp(f *Frame, args []*ast.Node) (Val, error) {
 	return Int(int64(strings.Compare(vs[0].S, vs[1].S)), ast.TI32), nil
 }
 
-func bPow(f *Frame, args []*ast.Node) (Val, error) {
+// bAbs is std::abs: of an integer, an integer; of a float, a float.
+func bAbs(f *Frame, args []*ast.Node) (Val, error) {
 	vs, err := EvalArgs(f, args)
 	if err != nil {
 		return Void, err
 	}
-	if len(vs) != 2 {
-		return Void, f.Errorf("pow with %d arguments", len(vs))
+	if len(vs) != 1 {
+		return Void, f.Errorf("std::abs with %d arguments", len(vs))
 	}
-	return Val{K: KFloat, T: ast.TF64, F: math.Pow(vs[0].Float(), vs[1].Float())}, nil
+	if v := vs[0]; v.K == KInt {
+		if v.I < 0 {
+			return Int(-v.I, v.T), nil
+		}
+		return v, nil
+	}
+	return mathResult(overloaded, vs, func(xs []float64) float64 { return math.Abs(xs[0]) }), nil
+}
+
+func bPow(prec int) Builtin {
+	return func(f *Frame, args []*ast.Node) (Val, error) {
+		vs, err := EvalArgs(f, args)
+		if err != nil {
+			return Void, err
+		}
+		if len(vs) != 2 {
+			return Void, f.Errorf("pow with %d arguments", len(vs))
+		}
+		return mathResult(prec, vs, func(xs []float64) float64 { return math.Pow(xs[0], xs[1]) }), nil
+	}
 }
 
 // bBeginEnd is std::begin or std::end of an array.

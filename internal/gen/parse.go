@@ -1063,7 +1063,12 @@ func number(p *parser, s string) *ast.Node {
 		if err != nil {
 			p.fail("bad number %s", s)
 		}
-		return &ast.Node{Op: ast.OpFloat, F: f}
+		lit := &ast.Node{Op: ast.OpFloat, F: f}
+		if strings.HasSuffix(l, "f") {
+			// a float literal (1.0f): arithmetic with it is float's
+			return &ast.Node{Op: ast.OpCast, T: ast.TF32, Kids: []*ast.Node{lit}}
+		}
+		return lit
 	}
 	u := strings.TrimRight(l, "ulz")
 	v, err := strconv.ParseUint(u, 0, 64)
