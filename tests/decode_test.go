@@ -393,13 +393,6 @@ const decodeChildEnv = "GGLOAD_DECODE_CHILD"
 // decodeOpen are the differences found and not yet understood: each is
 // logged, not failed, until it is (the note says what is known).
 var decodeOpen = map[string]string{
-	// the prompt's logits are identical and so are the CPU's and RPC's
-	// throughout; on Vulkan0 (lavapipe) the first step's differ by an ulp
-	// (all of them), and are identical with GGML_VK_DISABLE_FUSION or
-	// GGML_VK_DISABLE_GRAPH_OPTIMIZE on both sides: the Vulkan backend's
-	// reordering of the step's graph for fusion comes out otherwise (each
-	// kind of op, fused ones included, runs as many times on both sides)
-	"vulkan/bailingmoe3": "the first step's logits differ by an ulp on Vulkan0 alone",
 	// rwkv7's graph reads memory it never wrote with these weights: each
 	// run, llama.cpp's or ggload's, has its own answer (the test tells it
 	// apart when two of llama.cpp's runs differ; these may happen to agree)
