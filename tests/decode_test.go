@@ -16,6 +16,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/infer"
+	"github.com/ggload/ggload/internal/cpp"
 	"github.com/ggload/ggload/lab/llama"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
@@ -69,7 +70,8 @@ func greedyRun(rt *ggml.Runtime, l *llama.Lib, path string, c decodeCase, gpu st
 		// llama.cpp is not run into what ggload refuses over RPC: where a
 		// backend would abort, it would take the shared server down (the
 		// CPU configuration runs llama.cpp into those aborts)
-		if strings.Contains(ourErr.Error(), "GGML_ASSERT") {
+		var abort *cpp.Abort
+		if strings.Contains(ourErr.Error(), "GGML_ASSERT") || errors.As(ourErr, &abort) {
 			return "both-refuse", "llama.cpp aborts the RPC server: " + ourErr.Error()
 		}
 		if errors.Is(ourErr, place.ErrRefused) {
