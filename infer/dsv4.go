@@ -3,7 +3,6 @@ package infer
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 
@@ -640,17 +639,7 @@ func (c *Context) decodeDSV4(b *graph.Ubatch, nOutAll int) error {
 			RawNKV: swa.view(batch.swaRead[k]).NKV, Comp: batch.comp[k], Plans: batch.plans[k]}
 		d.cur = &dsv4Step{view: view, swaWrite: batch.swaWrite[k]}
 		if err := c.step(u, nOut, nil, nil, nil); err != nil {
-			// each of the ubatch's sequences loses what it put in the
-			// memory, from its first position on
-			first := map[int32]int32{}
-			for i, ids := range u.SeqIDs {
-				if p, ok := first[ids[0]]; !ok || u.Pos[i] < p {
-					first[ids[0]] = u.Pos[i]
-				}
-			}
-			for _, s := range slices.Sorted(maps.Keys(first)) {
-				c.seqRm(s, first[s], -1)
-			}
+			c.forgetUbatch(u)
 			return err
 		}
 	}

@@ -878,22 +878,26 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			rs = &v
 		}
 		if err := c.step(u, nOut, views, rs, slots[k]); err != nil {
-			// as llama.cpp does: each of the ubatch's sequences loses
-			// what it put in the memory, from its first position on (a
-			// memory seq_rm, its refusal ignored)
-			first := map[int32]int32{}
-			for i, ids := range u.SeqIDs {
-				if p, ok := first[ids[0]]; !ok || u.Pos[i] < p {
-					first[ids[0]] = u.Pos[i]
-				}
-			}
-			for _, s := range slices.Sorted(maps.Keys(first)) {
-				c.seqRm(s, first[s], -1)
-			}
+			c.forgetUbatch(u)
 			return err
 		}
 	}
 	return nil
+}
+
+// forgetUbatch is llama_context::decode's cleanup after a ubatch fails:
+// each of its sequences loses what it put in the memory, from its first
+// position on (a memory seq_rm, its refusal ignored).
+func (c *Context) forgetUbatch(u *ubatch) {
+	first := map[int32]int32{}
+	for i, ids := range u.SeqIDs {
+		if p, ok := first[ids[0]]; !ok || u.Pos[i] < p {
+			first[ids[0]] = u.Pos[i]
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(first)) {
+		c.seqRm(s, first[s], -1)
+	}
 }
 
 // step builds, fills and computes one ubatch's graph and keeps its
