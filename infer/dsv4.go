@@ -615,22 +615,10 @@ func (c *Context) decodeDSV4(b *graph.Ubatch, nOutAll int) error {
 			}
 		}
 	}
-	c.resetOutputs()
-	c.outRow = make([]int32, n)
-	for i := range c.outRow {
-		c.outRow[i] = -1
-	}
+	c.startOutputs(n)
 	defer func() { d.cur = nil }()
 	for k, u := range batch.ubs {
-		nOut := 0
-		for _, o := range u.Output {
-			if o {
-				nOut++
-			}
-		}
-		if nOutAll == n {
-			nOut = len(u.Tokens)
-		}
+		nOut := u.outputs(nOutAll == n)
 		w := batch.writes[k]
 		c.dsv4Base().apply(batch.base[k], w)
 		swa := c.dsv4SWA()

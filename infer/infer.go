@@ -846,21 +846,9 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			slots[k][ci] = sl
 		}
 	}
-	c.resetOutputs()
-	c.outRow = make([]int32, n)
-	for i := range c.outRow {
-		c.outRow[i] = -1
-	}
+	c.startOutputs(n)
 	for k, u := range ubs {
-		nOut := 0
-		for _, o := range u.Output {
-			if o {
-				nOut++
-			}
-		}
-		if nOutAll == n {
-			nOut = len(u.Tokens)
-		}
+		nOut := u.outputs(nOutAll == n)
 		views := make([]graph.KVView, len(c.caches))
 		for ci, kc := range c.caches {
 			kc.apply(slots[k][ci], u)
@@ -898,6 +886,31 @@ func (c *Context) forgetUbatch(u *ubatch) {
 	for _, s := range slices.Sorted(maps.Keys(first)) {
 		c.seqRm(s, first[s], -1)
 	}
+}
+
+// startOutputs forgets the last batch's outputs before a batch of n
+// tokens, none of which has a row yet.
+func (c *Context) startOutputs(n int) {
+	c.resetOutputs()
+	c.outRow = make([]int32, n)
+	for i := range c.outRow {
+		c.outRow[i] = -1
+	}
+}
+
+// outputs are the ubatch's outputs: its tokens that output, or with all
+// (every token of the batch outputs), every one.
+func (u *ubatch) outputs(all bool) int {
+	if all {
+		return len(u.Tokens)
+	}
+	n := 0
+	for _, o := range u.Output {
+		if o {
+			n++
+		}
+	}
+	return n
 }
 
 // step builds, fills and computes one ubatch's graph and keeps its
