@@ -81,7 +81,7 @@ type Funcs struct {
 	View1D         func(ctx Context, a *Tensor, ne0 int64, offset uintptr) *Tensor                                                                                                        `c:"ggml_view_1d"`
 	View2D         func(ctx Context, a *Tensor, ne0, ne1 int64, nb1, offset uintptr) *Tensor                                                                                              `c:"ggml_view_2d"`
 
-	// the ops llama.cpp's graph builders call (internal/arch replays them
+	// the ops llama.cpp's graph builders call (internal/replay/arch replays them
 	// on a no_alloc context: every call is checked in Go first, a failed
 	// GGML_ASSERT would end the process)
 	NewTensor1D      func(ctx Context, typ int32, ne0 int64) *Tensor                                               `c:"ggml_new_tensor_1d"`

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // cvecState is the context's llama_adapter_cvec: a direction tensor per

@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/cpp"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/internal/replay/cpp"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // DeepSeek-V4's memory (the pin's llama_kv_cache_dsv4): a raw iSWA pair

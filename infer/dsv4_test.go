@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // seqUbatch is a simple split's ubatch of positions from..to-1 of one

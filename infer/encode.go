@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/cpp"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/cpp"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // llama_pooling_type.

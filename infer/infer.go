@@ -48,9 +48,9 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/graph"
-	"github.com/ggload/ggload/internal/planrun"
+	"github.com/ggload/ggload/internal/replay"
+	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/internal/replay/graph"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
 )
@@ -76,7 +76,7 @@ type Context struct {
 
 	model *loader.Model
 	lib   *ops.Lib
-	rep   *planrun.Replay
+	rep   *replay.Replay
 	gc    *graph.Context
 
 	cacheCtxs []*ggml.Context

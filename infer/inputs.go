@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/cpp"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/cpp"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // The graph inputs' set_input, as llama-graph.cpp and llama-kv-cache.cpp

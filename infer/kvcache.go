@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // kvCache is one KV cache of the memory (llama_kv_cache): its streams'

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/graph"
 	"github.com/ggload/ggload/loader"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // The cells' bookkeeping, as llama_kv_cells and llama_kv_cache keep it:

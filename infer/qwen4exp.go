@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/replay/cpp"
 )
 
 // The inputs of Qwen4-Exp's graph over its indexed hybrid memory

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // recCell is one cell of a recurrent state (llama_memory_recurrent's

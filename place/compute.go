@@ -6,8 +6,8 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // ComputePlan is what llama_context's scheduler reserves for the

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // ContextMemory is what a llama.cpp context of the model keeps besides
@@ -87,7 +87,7 @@ func (m *ContextMemory) Bytes() map[ggml.BufferType]uint64 {
 
 // planContext makes the context as llama_init_from_model does, its
 // parameters resolved by llama_context's constructor (both replayed by
-// internal/arch, with their log lines), and sizes its memory module and
+// internal/replay/arch, with their log lines), and sizes its memory module and
 // output buffer.
 func (pl *planner) planContext() error {
 	p, h := pl.p, pl.h

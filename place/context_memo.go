@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // contextMemo is a context's memory module and compute buffers planned

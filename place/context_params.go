@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // ContextParams are llama.cpp's context options, as its command line

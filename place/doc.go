@@ -17,11 +17,11 @@
 // leading dense blocks, shared experts, sliding-window and recurrent
 // layers, encoder and decoder parts) is decided by each architecture's
 // own code in llama.cpp: its load_arch_hparams and load_arch_tensors, and
-// the functions they share. ggload replays that code. internal/arch holds
+// the functions they share. ggload replays that code. internal/replay/arch holds
 // it as generated data (programs.sx: the functions, as a small C++ subset;
 // tables_gen.go: architecture names and classes, metadata keys, tensor
 // names and infos, enum constants, llama_hparams's members), and
-// internal/cpp evaluates it on the model's metadata; Plan.Exact says the model was placed this
+// internal/replay/cpp evaluates it on the model's metadata; Plan.Exact says the model was placed this
 // way. Every architecture the pin loads is covered, and the
 // TestArchitectures conformance test compares each with llama.cpp itself.
 //
@@ -29,11 +29,11 @@
 //
 //  1. Pin the new release (native/pin.env).
 //  2. Run scripts/gen-archs.sh (or go generate ./internal/arch): it unpacks
-//     the pinned source and regenerates internal/arch's programs and
-//     tables and internal/graph's tables from it.
+//     the pinned source and regenerates internal/replay/arch's programs and
+//     tables and internal/replay/graph's tables from it.
 //  3. If the generator stops on a construct its C++ parser or the
 //     evaluator does not know (it names the function and line), teach
-//     internal/gen or internal/cpp that construct (internal/cpp's
+//     internal/replay/gen or internal/replay/cpp that construct (internal/replay/cpp's
 //     EVALUATOR.md says how); never edit the generated files.
 //  4. Run the tests: TestGeneratedFromThePin checks the committed files
 //     are the generator's, and TestArchitectures synthesizes a model of

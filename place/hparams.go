@@ -6,11 +6,11 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // hparams are the model's hyperparameters as the pinned llama.cpp reads
-// them (its own load_hparams, replayed by internal/arch), reduced to what
+// them (its own load_hparams, replayed by internal/replay/arch), reduced to what
 // placement asks of them: the layer count, the sliding-window layers, and
 // the sizes llama.cpp's supports_op probes build their ops with.
 type hparams struct {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/clip"
+	"github.com/ggload/ggload/internal/replay/clip"
 )
 
 // MmprojContext is one encoder of a projector file as the pin's clip

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/clip"
+	"github.com/ggload/ggload/internal/replay/clip"
 )
 
 // Mmproj is a multimodal projector file placed as the pin's clip_init

@@ -2,7 +2,7 @@ package place
 
 import (
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/clip"
+	"github.com/ggload/ggload/internal/replay/clip"
 )
 
 // mmprojTensors lists the tensors clip loads for one encoder, in the

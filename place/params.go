@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // SplitMode is how a model is spread over several devices.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // bufEntry is one (device, buffer type) of a buffer type list.

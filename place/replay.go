@@ -3,8 +3,8 @@ package place
 import (
 	"fmt"
 
-	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/planrun"
+	"github.com/ggload/ggload/internal/replay"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // ContextReplay makes the plan's model and context anew, as llama.cpp's
@@ -12,7 +12,7 @@ import (
 // hyperparameters, the tensors (their placement is the plan's already),
 // the context and its memory module. It is package infer's, which runs
 // the context (infer.New); its type is internal.
-func (p *Plan) ContextReplay() (*planrun.Replay, error) {
+func (p *Plan) ContextReplay() (*replay.Replay, error) {
 	if p == nil || p.Model == nil {
 		return nil, fmt.Errorf("place: no plan to replay")
 	}
@@ -29,7 +29,7 @@ func (p *Plan) ContextReplay() (*planrun.Replay, error) {
 	if err := h.run.CreateTensors(keepCreator{}); err != nil {
 		return nil, refused(p.Model, err)
 	}
-	out := &planrun.Replay{Run: h.run}
+	out := &replay.Replay{Run: h.run}
 	c, err := h.run.InitContext(p.Params.Context.llama(p.Params.SplitMode, len(p.TensorDevices)), func(level, msg string) {
 		if level != "DEBUG" {
 			out.Log = append(out.Log, level+" "+msg)

@@ -4,7 +4,7 @@ import (
 	"strconv"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // LayerClass is where a tensor belongs in llama.cpp's layer model.

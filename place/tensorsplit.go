@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // Split mode tensor: the pinned llama.cpp makes one ggml meta device of the
@@ -12,7 +12,7 @@ import (
 // holds each tensor in slices over its devices, as a callback of the model
 // says (llama_meta_device_get_split_state). Both that callback and the
 // list of architectures that take split mode tensor are the pin's own
-// code, replayed by internal/arch; this file asks them per tensor and
+// code, replayed by internal/replay/arch; this file asks them per tensor and
 // checks, before any native call, what ggml's meta buffer asserts of the
 // answer.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate the replay's programs and tables (internal/arch and
-# internal/graph) from the pinned llama.cpp source (native/pin.env): every
+# Regenerate the replay's programs and tables (internal/replay/arch and
+# internal/replay/graph) from the pinned llama.cpp source (native/pin.env): every
 # architecture's hyperparameter, tensor-creation and graph-building
 # functions, and the tables they use. Run after changing the pin; then run
 # the tests (TestArchitectures compares every architecture with llama.cpp
@@ -10,6 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 src=${1:-$(source_tree)}
 cd "$ROOT"
-CGO_ENABLED=0 go run ./internal/gen -src "$src" -out internal -pin "$LLAMA_CPP_TAG"
-say "internal/arch: $(grep -c '^fn ' internal/arch/programs.sx) programs from $src"
-say "internal/clip: $(grep -c '^fn ' internal/clip/programs.sx) programs"
+CGO_ENABLED=0 go run ./internal/replay/gen -src "$src" -out internal/replay -pin "$LLAMA_CPP_TAG"
+say "internal/replay/arch: $(grep -c '^fn ' internal/replay/arch/programs.sx) programs from $src"
+say "internal/replay/clip: $(grep -c '^fn ' internal/replay/clip/programs.sx) programs"

@@ -16,7 +16,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/infer"
-	"github.com/ggload/ggload/internal/cpp"
+	"github.com/ggload/ggload/internal/replay/cpp"
 	"github.com/ggload/ggload/lab/llama"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"

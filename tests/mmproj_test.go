@@ -11,7 +11,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/clip"
+	"github.com/ggload/ggload/internal/replay/clip"
 	"github.com/ggload/ggload/lab/mtmd"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"

@@ -18,14 +18,14 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // An architecture model is written by asking the pinned llama.cpp's own
 // loading code what is missing, and adding it, until it loads the model:
 // every metadata key it requires, with a small value, and every tensor it
 // requires, with the shape it wants, all zeros. The code asked is
-// llama.cpp's load_hparams and load_arch_tensors replayed by internal/arch,
+// llama.cpp's load_hparams and load_arch_tensors replayed by internal/replay/arch,
 // whose errors are libllama's, word for word ("key not found in model",
 // "has wrong type", "tensor ... not found", "has wrong shape", a failed
 // GGML_ASSERT): asking the replay costs microseconds where a load through

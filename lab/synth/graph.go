@@ -8,8 +8,8 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/ggml/ops"
-	"github.com/ggload/ggload/internal/arch"
-	"github.com/ggload/ggload/internal/graph"
+	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/internal/replay/graph"
 )
 
 // A model that llama.cpp loads may still abort it when a context builds
@@ -17,7 +17,7 @@ import (
 // the graph then reads, and checks few relations between the
 // hyperparameters that the graph asserts. Real files, as the converter
 // writes them, hold both. So the synthesizer's last stage builds the
-// graphs of a context by the replay (internal/arch), which refuses in Go
+// graphs of a context by the replay (internal/replay/arch), which refuses in Go
 // what ggml and llama.cpp assert, and mends what it refuses:
 //   - a null weight reaching an op: the optional tensors the loader
 //     asked for, each tried in turn, are kept where the graph then gets

@@ -10,7 +10,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 
-	"github.com/ggload/ggload/internal/clip"
+	"github.com/ggload/ggload/internal/replay/clip"
 )
 
 // A projector that clip loads may still not warm up: the warm-up builds

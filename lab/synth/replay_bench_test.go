@@ -3,7 +3,7 @@ package synth
 import (
 	"testing"
 
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 type nopPlacer struct{}

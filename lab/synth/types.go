@@ -2,7 +2,7 @@ package synth
 
 import (
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/internal/arch"
+	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // KeyTypes is the convention a synthesized file writes its metadata with.
