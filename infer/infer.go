@@ -342,6 +342,7 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 		switch mc.Class {
 		case "llama_memory_recurrent":
 			c.recr = newRecCache(mc.Cells, mc.NRSSeq, ts)
+			c.recr.setLayers(mc, ts)
 		case "llama_dsv4_comp_state":
 			if c.dsv4 == nil {
 				c.dsv4 = &dsv4Mem{nSeqMax: c.nSeqMax, nRSSeq: mc.NRSSeq, rsIdx: make([]uint32, c.nSeqMax)}
@@ -664,14 +665,7 @@ func (c *Context) seqPosMin(seq int32) int32 {
 		return c.dsv4SeqPosMax(seq)
 	}
 	attn := int32(-1)
-	if len(c.caches) > 0 {
-		kc := c.caches[0]
-		for _, k := range c.caches {
-			if k.streams[0].nSWA > 0 {
-				kc = k
-				break
-			}
-		}
+	if kc := c.posCache(); kc != nil {
 		attn = kc.stream(seq).seqPosMin(seq)
 	}
 	switch {
@@ -1249,13 +1243,29 @@ func (c *Context) seqPosMax(seq int32) int32 {
 		return c.dsv4SeqPosMax(seq)
 	case c.recr != nil && len(c.caches) > 0:
 		// a hybrid: the lesser of its two memories' (llama_memory_hybrid)
-		return min(c.recr.seqPosMax(seq), c.caches[0].stream(seq).seqPosMax(seq))
+		return min(c.recr.seqPosMax(seq), c.posCache().stream(seq).seqPosMax(seq))
 	case c.recr != nil:
 		return c.recr.seqPosMax(seq)
 	case len(c.caches) > 0:
-		return c.caches[0].stream(seq).seqPosMax(seq)
+		return c.posCache().stream(seq).seqPosMax(seq)
 	}
 	return -1
+}
+
+// posCache is the KV cache whose positions are the memory's: an iSWA
+// memory's sliding-window cache (llama_kv_cache_iswa's seq_pos_min and
+// seq_pos_max ask it: the base cache holds a superset), else the first;
+// nil without one.
+func (c *Context) posCache() *kvCache {
+	for _, k := range c.caches {
+		if k.streams[0].nSWA > 0 {
+			return k
+		}
+	}
+	if len(c.caches) > 0 {
+		return c.caches[0]
+	}
+	return nil
 }
 
 // Argmax is the index of the greatest logit, the first of equal ones.
