@@ -58,6 +58,11 @@ import (
 // ErrClosed is wrapped by the errors of a closed Context's methods.
 var ErrClosed = errors.New("infer: the context is closed")
 
+// ErrNoMemorySlot is wrapped by Decode's error where the memory has no
+// room for the batch (llama_decode's 1): nothing was decoded, and a
+// smaller batch, or one after a sequence is removed, may fit.
+var ErrNoMemorySlot = errors.New("failed to find a memory slot")
+
 // Params are a context's own options (the rest are the plan's).
 type Params struct {
 	// Threads is the CPU backend's thread count for a batch of one token
@@ -832,7 +837,7 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		for k, u := range ubs {
 			sl, ok := dry.findSlot(u)
 			if !ok {
-				return fmt.Errorf("infer: decode: failed to find a memory slot for batch of size %d", n)
+				return fmt.Errorf("infer: decode: %w for batch of size %d", ErrNoMemorySlot, n)
 			}
 			if len(ubs) > 1 {
 				dry.apply(sl, u)
@@ -1221,6 +1226,16 @@ func (c *Context) SeqKeep(seq int32) error {
 		c.recr.seqKeep(seq)
 	}
 	return nil
+}
+
+// SeqPosMin is the first position of the sequence in the memory, -1 if
+// none (llama_memory_seq_pos_min).
+func (c *Context) SeqPosMin(seq int32) int32 {
+	if c.hold() != nil {
+		return -1
+	}
+	defer c.mu.Unlock()
+	return c.seqPosMin(seq)
 }
 
 // SeqPosMax is the last position of the sequence in the cache, -1 if none.

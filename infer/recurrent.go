@@ -123,7 +123,7 @@ func (r *recCache) findSlot(u *ubatch) error {
 		if !own {
 			e := &r.cells[next]
 			if !e.empty() {
-				return fmt.Errorf("infer: decode: no empty recurrent state for sequence %d", id)
+				return fmt.Errorf("infer: decode: %w: no empty recurrent state for sequence %d", ErrNoMemorySlot, id)
 			}
 			if meta.tail >= 0 {
 				orig := &r.cells[meta.tail]
