@@ -148,3 +148,35 @@ func tokens(t testing.TB, e *serve.Engine, text string) []int32 {
 	}
 	return toks
 }
+
+// engineNoCleanup is newEngine whose engine, model and file the caller
+// closes (closeAll), for counts of what stays open.
+func engineNoCleanup(t *testing.T, path string) (*serve.Engine, func()) {
+	t.Helper()
+	rt := testenv.Runtime(t)
+	m, err := gguf.OpenModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := place.New(context.Background(), rt, m, place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NCtx: 1024, NParallel: 4, KVUnified: true}})
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	lm, err := loader.Load(context.Background(), plan, loader.Options{})
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	e, err := serve.New(lm, serve.Params{Threads: threads})
+	if err != nil {
+		lm.Close()
+		m.Close()
+		t.Fatal(err)
+	}
+	return e, func() {
+		e.Close()
+		lm.Close()
+		m.Close()
+	}
+}
