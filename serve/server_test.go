@@ -36,9 +36,9 @@ type srvResult struct {
 		PromptN int `json:"prompt_n"`
 	} `json:"timings"`
 	Probs []struct {
-		ID    int32   `json:"id"`
-		Prob  float32 `json:"prob"`
-		Top   []struct {
+		ID   int32   `json:"id"`
+		Prob float32 `json:"prob"`
+		Top  []struct {
 			ID   int32   `json:"id"`
 			Prob float32 `json:"prob"`
 		} `json:"top_probs"`
