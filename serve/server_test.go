@@ -351,3 +351,54 @@ func shiftRequests(e *serve.Engine) []request {
 	o.NKeep = 4
 	return []request{{a, o, false}}
 }
+
+// Streamed, each token's text is llama-server's: pieces held back while
+// a UTF-8 character is incomplete or a stop string may be forming, and
+// released as the pin releases them.
+func TestStreamIsLlamaServer(t *testing.T) {
+	bin := serverBin(t)
+	path := textModel(t, "llama", "llama-spm", 2)
+	srv := llamaserver.Start(t, bin, "-m", path, "--device", "none", "-t", fmt.Sprint(threads), "-c", "1024")
+	e := newEngine(t, path, 1024, serve.Params{})
+	var last *serve.Result
+	held := false
+	reqs := basicRequests(e)
+	if !all() {
+		reqs = reqs[:1]
+		reqs = append(reqs, request{reqs[0].prompt, opts(e, 8, func(p *sample.Params) { p.Temp = 0 }), true})
+	}
+	for i, r := range reqs {
+		r.o.Stream = true
+		if r.stopFromLast {
+			stop := asciiPair(last)
+			if stop == "" {
+				continue
+			}
+			r.o.Stop = []string{stop}
+		}
+		var pieces []string
+		got, err := e.Complete(context.Background(), r.prompt, r.o, func(ev serve.Event) error {
+			if ev.Token != nil {
+				pieces = append(pieces, jsonText(ev.Token.Text))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		want, wantPieces := ask(t, srv, r, true)
+		if !slices.Equal(pieces, wantPieces) {
+			t.Errorf("request %d: pieces %q, llama-server %q", i, pieces, wantPieces)
+		}
+		if got.Stop.String() != want.StopType || got.StoppingWord != want.StoppingWord || got.NDecoded != want.Predicted {
+			t.Errorf("request %d: stop %v %q after %d, llama-server %s %q after %d", i, got.Stop, got.StoppingWord, got.NDecoded, want.StopType, want.StoppingWord, want.Predicted)
+		}
+		if len(pieces) < got.NDecoded || slices.Contains(pieces, "") {
+			held = true
+		}
+		last = got
+	}
+	if !held {
+		t.Error("no request held a piece back: the comparison does not see the cutting")
+	}
+}
