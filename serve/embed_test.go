@@ -44,6 +44,7 @@ func post(t testing.TB, s *llamaserver.Server, path string, body any, v any) int
 // none, and the rank score (--reranking), on a BERT model; prompts sent
 // at once share batches.
 func TestEmbeddingIsLlamaServer(t *testing.T) {
+	oracleOnly(t)
 	bin := serverBin(t)
 	path := textModel(t, "bert", "bert-bge", 2)
 	cases := []struct {
@@ -121,6 +122,7 @@ func TestEmbeddingIsLlamaServer(t *testing.T) {
 // the slot's context (with its token count and the context), a token
 // outside the vocabulary.
 func TestErrorsAreLlamaServers(t *testing.T) {
+	oracleOnly(t)
 	bin := serverBin(t)
 	path := textModel(t, "llama", "llama-spm", 2)
 	srv := llamaserver.Start(t, bin, "-m", path, "--device", "none", "-t", fmt.Sprint(threads), "-c", "512")
@@ -159,6 +161,7 @@ func TestErrorsAreLlamaServers(t *testing.T) {
 // slot, and each restores the other's, the slot then serving the next
 // request from the restored prompt alike.
 func TestSlotFilesAreLlamaServers(t *testing.T) {
+	oracleOnly(t)
 	bin := serverBin(t)
 	path := textModel(t, "llama", "llama-spm", 2)
 	theirDir, ourDir := t.TempDir(), t.TempDir()

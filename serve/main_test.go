@@ -24,6 +24,15 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // sample.
 func all() bool { return os.Getenv("GGLOAD_SERVE_ALL") == "1" }
 
+// oracleOnly skips a comparison with llama-server or ggload run under
+// the race detector (raceOn), which runs the concurrent paths.
+func oracleOnly(t *testing.T) {
+	t.Helper()
+	if raceOn {
+		t.Skip("a comparison with llama.cpp: it runs without the race detector")
+	}
+}
+
 // threads is every context's CPU threads, ggload's and llama-server's.
 const threads = 2
 

@@ -14,6 +14,7 @@ import (
 // penalties and DRY; on the engine's context of 4 slots (the slot chosen
 // by the server's rules) and run's own context of one sequence.
 func TestAloneIsRun(t *testing.T) {
+	oracleOnly(t)
 	path := textModel(t, "llama", "llama-spm", 2)
 	e := newEngine(t, path, 1024, serve.Params{})
 	prompt := tokens(t, e, "The quick brown fox jumps over the lazy dog")

@@ -231,6 +231,7 @@ type serverCase struct {
 // reuse, checkpoints of a recurrent or hybrid memory), the same stop
 // strings, limits, probabilities and context shifts.
 func TestSequentialIsLlamaServer(t *testing.T) {
+	oracleOnly(t)
 	cases := []serverCase{
 		{name: "llama", arch: "llama", layers: 2, nCtx: 1024, reqs: basicRequests},
 		{name: "jamba", arch: "jamba", layers: 4, nCtx: 1024, reqs: basicRequests},
@@ -356,6 +357,7 @@ func shiftRequests(e *serve.Engine) []request {
 // a UTF-8 character is incomplete or a stop string may be forming, and
 // released as the pin releases them.
 func TestStreamIsLlamaServer(t *testing.T) {
+	oracleOnly(t)
 	bin := serverBin(t)
 	path := textModel(t, "llama", "llama-spm", 2)
 	srv := llamaserver.Start(t, bin, "-m", path, "--device", "none", "-t", fmt.Sprint(threads), "-c", "1024")
