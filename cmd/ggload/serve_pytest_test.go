@@ -56,11 +56,27 @@ for _ggload_n, _ggload_f in list(ServerPreset.__dict__.items()):
         setattr(ServerPreset, _ggload_n, _ggload_local(_ggload_n, _ggload_f.__func__))
 `
 
+// openaiStub stands for the python openai package, which cannot be
+// installed here: a test that makes a client is skipped with that reason
+// (and listed as such), the rest of its file runs.
+const openaiStub = `import pytest
+
+NEEDS = "needs the python openai package, which cannot be installed here"
+
+
+class OpenAI:
+    def __init__(self, *args, **kwargs):
+        pytest.skip(NEEDS)
+`
+
 // pytestCounts are one test file's outcomes.
 type pytestCounts struct {
 	Passed, Failed, Skipped int
 	FailedNames             []string
 	PassedNames             []string
+	// NeedOpenAI are the tests skipped for want of the python openai
+	// package
+	NeedOpenAI []string
 }
 
 // runPinTests runs the pin's test files against the server at bin (a
@@ -86,6 +102,9 @@ func runPinTests(t *testing.T, bin string, files []string, models map[string]str
 		os.Chmod(d, 0o755)
 	}
 	os.MkdirAll(filepath.Join(dir, "tmp"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "openai.py"), []byte(openaiStub), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	mj, _ := json.Marshal(models)
 	port, err := freeTCPPort()
 	if err != nil {
@@ -160,7 +179,9 @@ type junitCase struct {
 	Name    string    `xml:"name,attr"`
 	Failure *struct{} `xml:"failure"`
 	Error   *struct{} `xml:"error"`
-	Skipped *struct{} `xml:"skipped"`
+	Skipped *struct {
+		Message string `xml:"message,attr"`
+	} `xml:"skipped"`
 }
 
 func readJUnit(path string) (map[string]*pytestCounts, error) {
@@ -191,6 +212,9 @@ func readJUnit(path string) (map[string]*pytestCounts, error) {
 				pc.FailedNames = append(pc.FailedNames, c.Name)
 			case c.Skipped != nil:
 				pc.Skipped++
+				if strings.Contains(c.Skipped.Message, "python openai package") {
+					pc.NeedOpenAI = append(pc.NeedOpenAI, c.Name)
+				}
 			default:
 				pc.Passed++
 				pc.PassedNames = append(pc.PassedNames, c.Name)
@@ -306,6 +330,9 @@ func TestPinServerTests(t *testing.T) {
 		}
 		if len(w.FailedNames) > 0 {
 			fmt.Fprintf(&b, "    fail for llama-server: %s\n", strings.Join(w.FailedNames, ", "))
+		}
+		if len(g.NeedOpenAI) > 0 {
+			fmt.Fprintf(&b, "    need the python openai package: %s\n", strings.Join(g.NeedOpenAI, ", "))
 		}
 		if extra := minus(g.FailedNames, w.FailedNames); len(extra) > 0 {
 			fmt.Fprintf(&b, "    fail for ggload alone: %s\n", strings.Join(extra, ", "))

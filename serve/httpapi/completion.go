@@ -179,9 +179,19 @@ func (h *Handler) handleCompletions(w http.ResponseWriter, r *http.Request, m *M
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	reqs := make([]serve.Request, len(req.tasks))
+	for i, t := range req.tasks {
+		reqs[i] = serve.Request{Prompt: t.prompt, Options: t.p.o, Infill: kind == kindInfill}
+	}
+	pending, err := m.Engine.Post(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	h.met.begin()
+	defer h.met.end()
 	items := make(chan item, len(req.tasks))
-	for _, t := range req.tasks {
-		go req.run(ctx, t, items)
+	for i, t := range req.tasks {
+		go req.run(ctx, t, pending[i], items)
 	}
 	if !req.stream {
 		return req.answer(w, r, items)
@@ -246,8 +256,9 @@ type item struct {
 	err error
 }
 
-// run is one task on the engine; its events, then its end, go to out.
-func (req *cmplReq) run(ctx context.Context, t *cmplTask, out chan<- item) {
+// run waits for one task on the engine; its events, then its end, go
+// to out.
+func (req *cmplReq) run(ctx context.Context, t *cmplTask, p *serve.Pending, out chan<- item) {
 	send := func(it item) error {
 		select {
 		case out <- it:
@@ -260,13 +271,9 @@ func (req *cmplReq) run(ctx context.Context, t *cmplTask, out chan<- item) {
 	if req.stream {
 		on = func(ev serve.Event) error { return send(item{t: t, ev: &ev}) }
 	}
-	o := t.p.o // (the engine's sampler adds ignore_eos's biases itself)
-	var res *serve.Result
-	var err error
-	if req.kind == kindInfill {
-		res, err = req.m.Engine.Infill(ctx, t.prompt, o, on)
-	} else {
-		res, err = req.m.Engine.Complete(ctx, t.prompt, o, on)
+	res, err := p.Wait(on)
+	if err == nil {
+		req.h.met.add(res.Timings, req.m.Settings.NBatch, res.NTokensCached)
 	}
 	send(item{t: t, res: res, err: err})
 }

@@ -209,12 +209,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		path = p
 	}
 	if !h.ready.Load() && path != "/" {
-		h.writeError(w, errf(serve.ErrUnavailable, "Loading model"))
+		h.writeMiddlewareError(w, errf(serve.ErrUnavailable, "Loading model"))
 		return
 	}
 	if !h.authorized(r, path) {
 		h.log.Warn("unauthorized: Invalid API Key")
-		h.writeError(w, errf(serve.ErrAuthentication, "Invalid API Key"))
+		h.writeMiddlewareError(w, errf(serve.ErrAuthentication, "Invalid API Key"))
 		return
 	}
 	fn, params := h.find(r.Method, path)
@@ -298,6 +298,16 @@ func (h *Handler) authorized(r *http.Request, path string) bool {
 		ok |= subtle.ConstantTimeCompare(got[:], k[:])
 	}
 	return ok == 1
+}
+
+// writeMiddlewareError is a middleware's error: its object written as a
+// literal, message, type and code in that order.
+func (h *Handler) writeMiddlewareError(w http.ResponseWriter, e *apiError) {
+	h.writeJSON(w, e.typ.Code(), ojson.ObjectValue(ojson.Member{Key: "error", Value: ojson.ObjectValue(
+		ojson.Member{Key: "message", Value: ojson.StringValue(e.msg)},
+		ojson.Member{Key: "type", Value: ojson.StringValue(e.typ.String())},
+		ojson.Member{Key: "code", Value: ojson.IntValue(int64(e.typ.Code()))},
+	)}))
 }
 
 // notFound is the error handler's answer to a 404.

@@ -275,7 +275,9 @@ func (h *Handler) getProps(w http.ResponseWriter, r *http.Request, _ []byte) err
 		return err
 	}
 	defer release()
-	p := paramsOf(m.Engine.Defaults())
+	// (a task's default parameters, with the server's sampling)
+	p := paramsOf(serve.Options{NPredict: -1, TMaxPredictMS: -1, CachePrompt: true, IDSlot: -1, Sampling: m.Engine.Defaults().Sampling})
+	p.reasoningFormat = "none"
 	v := m.Engine.Vocab()
 	bos, eos := "", ""
 	if t := v.BOS(); t >= 0 {

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/serve"
@@ -16,6 +15,7 @@ import (
 type Engine interface {
 	Complete(ctx context.Context, prompt []int32, o serve.Options, on func(serve.Event) error) (*serve.Result, error)
 	Infill(ctx context.Context, prompt []int32, o serve.Options, on func(serve.Event) error) (*serve.Result, error)
+	Post(ctx context.Context, reqs []serve.Request) ([]*serve.Pending, error)
 	Embed(ctx context.Context, prompt []int32, o serve.Options) (*serve.Embedding, error)
 	Rerank(ctx context.Context, prompt []int32, o serve.Options) (float32, error)
 	Slots(ctx context.Context) ([]serve.SlotInfo, error)
@@ -140,7 +140,7 @@ func NewModel(e *serve.Engine, m *loader.Model, path string, aliases, tags []str
 	if m != nil && m.Plan != nil && m.Plan.Model != nil {
 		g := m.Plan.Model
 		mo.NParams, mo.Size = g.NElements, g.NBytes
-		mo.FType = strings.TrimPrefix(g.FileTypeName(), "(guessed) ")
+		mo.FType = g.FileTypeName()
 		if t, err := g.String("tokenizer.chat_template.rerank"); err == nil {
 			mo.RerankTemplate, mo.HasRerankTemplate = t, true
 		}
