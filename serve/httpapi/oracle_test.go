@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ggload/ggload/internal/ojson"
+	"github.com/ggload/ggload/place"
 )
 
 // exchange is one request to both servers.
@@ -209,7 +210,8 @@ func TestNativeEndpointsAreLlamaServer(t *testing.T) {
 // Embeddings and rank scores answer as llama-server's, float for float.
 func TestEmbeddingEndpointsAreLlamaServer(t *testing.T) {
 	path := textModel(t, "bert", "bert-bge", 2)
-	for _, c := range []config{{nCtx: 512, nParallel: 2, nBatch: 128, embedding: true}, {nCtx: 512, nParallel: 1, nBatch: 512, rerank: true}} {
+	for _, c := range []config{{nCtx: 512, nParallel: 2, nBatch: 128, embedding: true}, {nCtx: 512, nParallel: 2, nBatch: 128, embedding: true, pooling: place.PoolingMean},
+		{nCtx: 512, nParallel: 1, nBatch: 512, rerank: true}} {
 		ours, _ := newServer(t, path, c)
 		theirs := startLlama(t, path, c)
 		var xs []exchange
