@@ -1,0 +1,152 @@
+package jinja
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ggload/ggload/lab/cxx"
+	"github.com/ggload/ggload/lab/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// all says whether the whole of a conformance suite runs (else a sample).
+func all() bool { return os.Getenv("GGLOAD_CHAT_ALL") != "" }
+
+// oracle is a running testdata/oracle.cpp: the pin's jinja runtime.
+type oracle struct {
+	t   testing.TB
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func oracleBin(t testing.TB) string {
+	t.Helper()
+	src, err := filepath.Abs("testdata/oracle.cpp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cxx.Build(t, "jinja-oracle", []string{src}, "-O2")
+}
+
+// startOracle runs the oracle in mode with the environment's extra
+// variables (TZ for strftime_now).
+func startOracle(t testing.TB, mode string, env ...string) *oracle {
+	t.Helper()
+	bin := oracleBin(t)
+	cmd := cxx.Command(t, bin, mode)
+	cmd.Env = append(cmd.Env, env...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	o := &oracle{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(outp, 1<<20)}
+	t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	return o
+}
+
+func writeFields(w io.Writer, fields ...string) error {
+	for _, f := range fields {
+		if _, err := fmt.Fprintf(w, "%d\n%s", len(f), f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readField(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(line, "\n"))
+	if err != nil {
+		return "", fmt.Errorf("bad field length %q", line)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// call sends one request and reads its n answer fields.
+func (o *oracle) call(n int, fields ...string) []string {
+	o.t.Helper()
+	if err := writeFields(o.in, fields...); err != nil {
+		o.t.Fatalf("oracle: %v", err)
+	}
+	out := make([]string, n)
+	for i := range out {
+		f, err := readField(o.out)
+		if err != nil {
+			o.t.Fatalf("oracle died on request %q: %v", fields, err)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// renderReq is one render for both engines.
+type renderReq struct {
+	tmpl     string
+	vars     string // a JSON object
+	preserve string // "", "0", "1"
+	effort   string // "" or "=effort"
+	now      int64
+	mode     string // the context's source: "norm", "orig" or "none"
+	mark     bool
+}
+
+type renderRes struct {
+	ok    bool
+	out   string // the output, or the error message
+	parts string // the parts, encoded as the oracle encodes them
+}
+
+func (o *oracle) render(q renderReq) renderRes {
+	mark := "0"
+	if q.mark {
+		mark = "1"
+	}
+	mode := q.mode
+	if mode == "" {
+		mode = "norm"
+	}
+	a := o.call(3, q.tmpl, q.vars, q.preserve, q.effort, strconv.FormatInt(q.now, 10), mode, mark)
+	return renderRes{ok: a[0] == "OK", out: a[1], parts: a[2]}
+}
+
+func encodeParts(parts []Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Input {
+			b.WriteByte('I')
+		} else {
+			b.WriteByte('T')
+		}
+		b.WriteString(strconv.Itoa(len(p.Text)))
+		b.WriteByte(':')
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
