@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ggload/ggload/lab/cxx"
 	"github.com/ggload/ggload/lab/testenv"
@@ -149,4 +150,30 @@ func encodeParts(parts []Part) string {
 		b.WriteString(p.Text)
 	}
 	return b.String()
+}
+
+// tryRender is render, false where the oracle died or hung on the case.
+func (o *oracle) tryRender(q renderReq) (renderRes, bool) {
+	mark := "0"
+	if q.mark {
+		mark = "1"
+	}
+	mode := q.mode
+	if mode == "" {
+		mode = "norm"
+	}
+	if err := writeFields(o.in, q.tmpl, q.vars, q.preserve, q.effort, strconv.FormatInt(q.now, 10), mode, mark); err != nil {
+		return renderRes{}, false
+	}
+	watchdog := time.AfterFunc(20*time.Second, func() { o.cmd.Process.Kill() })
+	defer watchdog.Stop()
+	var a [3]string
+	for i := range a {
+		f, err := readField(o.out)
+		if err != nil {
+			return renderRes{}, false
+		}
+		a[i] = f
+	}
+	return renderRes{ok: a[0] == "OK", out: a[1], parts: a[2]}, true
 }

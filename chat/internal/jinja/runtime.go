@@ -473,8 +473,9 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 			return mkArr(items)
 		}
 	} else if rok {
+		// the pin tests membership first, whatever the operator
+		member := r.testIsIn(c, left, right)
 		if op == "in" || op == "not in" {
-			member := r.testIsIn(c, left, right)
 			return mkBool(member == (op == "in"))
 		}
 	}
@@ -493,13 +494,17 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 		}
 		return mkJStr(repeat(s, k))
 	}
-	if isStr(left) && isStr(right) && (op == "in" || op == "not in") {
+	if isStr(left) && isStr(right) {
 		member := r.testIsIn(c, left, right)
-		return mkBool(member == (op == "in"))
+		if op == "in" || op == "not in" {
+			return mkBool(member == (op == "in"))
+		}
 	}
-	if isObj(right) && (op == "in" || op == "not in") {
+	if isObj(right) {
 		member := r.testIsIn(c, left, right)
-		return mkBool(member == (op == "in"))
+		if op == "in" || op == "not in" {
+			return mkBool(member == (op == "in"))
+		}
 	}
 	throw("Unknown operator \"" + op + "\" between " + typeName(left) + " and " + typeName(right))
 	return nil
