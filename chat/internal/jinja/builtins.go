@@ -125,7 +125,7 @@ func (a *args) ensure1(t vtype) {
 	a.ensureVal(t, a.list[0])
 }
 
-func fnPtr(f func(*args) value) *builtin { return &builtin{call: f, pointer: true} }
+func fnPtr(f func(*args) value) *builtin  { return &builtin{call: f, pointer: true} }
 func lambda(f func(*args) value) *builtin { return &builtin{call: f} }
 
 var globalBuiltins map[string]*builtin

@@ -16,11 +16,11 @@ import (
 type excKind uint8
 
 const (
-	excError     excKind = iota // a std::exception that statement::execute wraps
-	excRethrown                 // already wrapped with its place (rethrown_exception)
-	excNotImpl                  // not_implemented_exception: passes unwrapped
-	excBreak                    // break_statement::signal
-	excContinue                 // continue_statement::signal
+	excError    excKind = iota // a std::exception that statement::execute wraps
+	excRethrown                // already wrapped with its place (rethrown_exception)
+	excNotImpl                 // not_implemented_exception: passes unwrapped
+	excBreak                   // break_statement::signal
+	excContinue                // continue_statement::signal
 )
 
 type exception struct {

@@ -21,10 +21,10 @@ var (
 // ctm is the struct tm localtime fills.
 type ctm struct {
 	sec, min, hour, mday, mon, year, wday, yday int // year is tm_year+1900
-	isdst                                        bool
-	gmtoff                                       int
-	zone                                         string
-	unix                                         int64
+	isdst                                       bool
+	gmtoff                                      int
+	zone                                        string
+	unix                                        int64
 }
 
 func toTM(t time.Time) ctm {
