@@ -125,19 +125,18 @@ func (a *args) ensure1(t vtype) {
 	a.ensureVal(t, a.list[0])
 }
 
-func fnPtr(f func(*args) value) *builtin  { return &builtin{call: f, pointer: true} }
-func lambda(f func(*args) value) *builtin { return &builtin{call: f} }
+func fn(f func(*args) value) *builtin { return &builtin{call: f} }
 
 var globalBuiltins map[string]*builtin
 
 func init() {
 	globalBuiltins = map[string]*builtin{
-		"raise_exception": lambda(func(a *args) value {
+		"raise_exception": fn(func(a *args) value {
 			a.ensure1(vString)
 			throw("Jinja Exception: " + asString(a.r, a.list[0]).str())
 			return nil
 		}),
-		"namespace": lambda(func(a *args) value {
+		"namespace": fn(func(a *args) value {
 			out := mkObj()
 			for _, v := range a.list {
 				kw, ok := v.(*kwargVal)
@@ -148,7 +147,7 @@ func init() {
 			}
 			return out
 		}),
-		"strftime_now": lambda(func(a *args) value {
+		"strftime_now": fn(func(a *args) value {
 			a.ensure1(vString)
 			s, ok := strftime(asString(a.r, a.list[0]).str(), a.r.now)
 			if !ok {
@@ -156,30 +155,30 @@ func init() {
 			}
 			return mkStr(s)
 		}),
-		"range":  lambda(builtinRange),
-		"tojson": fnPtr(tojson),
+		"range":  fn(builtinRange),
+		"tojson": fn(tojson),
 
-		"test_is_boolean":  fnPtr(testType(isBool)),
-		"test_is_callable": fnPtr(testType(isFunc)),
-		"test_is_odd": lambda(func(a *args) value {
+		"test_is_boolean":  fn(testType(isBool)),
+		"test_is_callable": fn(testType(isFunc)),
+		"test_is_odd": fn(func(a *args) value {
 			a.ensure1(vInt)
 			return mkBool(asInt(a.list[0])%2 != 0)
 		}),
-		"test_is_even": lambda(func(a *args) value {
+		"test_is_even": fn(func(a *args) value {
 			a.ensure1(vInt)
 			return mkBool(asInt(a.list[0])%2 == 0)
 		}),
-		"test_is_false": lambda(func(a *args) value {
+		"test_is_false": fn(func(a *args) value {
 			a.ensureCount(1, 999)
 			b, ok := a.list[0].(*boolVal)
 			return mkBool(ok && !b.v)
 		}),
-		"test_is_true": lambda(func(a *args) value {
+		"test_is_true": fn(func(a *args) value {
 			a.ensureCount(1, 999)
 			b, ok := a.list[0].(*boolVal)
 			return mkBool(ok && b.v)
 		}),
-		"test_is_divisibleby": lambda(func(a *args) value {
+		"test_is_divisibleby": fn(func(a *args) value {
 			a.ensure([]vtype{vInt, vInt})
 			x, y := a.list[0].(*intVal).i, a.list[1].(*intVal).i
 			if y == 0 || (y == -1 && x == -1<<63) {
@@ -188,50 +187,50 @@ func init() {
 			}
 			return mkBool(x%y == 0)
 		}),
-		"test_is_string":   fnPtr(testType(isStr)),
-		"test_is_integer":  fnPtr(testType(isInt)),
-		"test_is_float":    fnPtr(testType(isFloat)),
-		"test_is_number":   fnPtr(testType(isNumber)),
-		"test_is_iterable": fnPtr(testType(func(v value) bool { return isArr(v) || isStr(v) || isUndef(v) })),
-		"test_is_sequence": fnPtr(testType(func(v value) bool { return isArr(v) || isStr(v) || isUndef(v) })),
-		"test_is_mapping":  fnPtr(testType(isObj)),
-		"test_is_lower": lambda(func(a *args) value {
+		"test_is_string":   fn(testType(isStr)),
+		"test_is_integer":  fn(testType(isInt)),
+		"test_is_float":    fn(testType(isFloat)),
+		"test_is_number":   fn(testType(isNumber)),
+		"test_is_iterable": fn(testType(func(v value) bool { return isArr(v) || isStr(v) || isUndef(v) })),
+		"test_is_sequence": fn(testType(func(v value) bool { return isArr(v) || isStr(v) || isUndef(v) })),
+		"test_is_mapping":  fn(testType(isObj)),
+		"test_is_lower": fn(func(a *args) value {
 			a.ensure1(vString)
 			return mkBool(a.list[0].(*strVal).s.isLower())
 		}),
-		"test_is_upper": lambda(func(a *args) value {
+		"test_is_upper": fn(func(a *args) value {
 			a.ensure1(vString)
 			return mkBool(a.list[0].(*strVal).s.isUpper())
 		}),
-		"test_is_none": fnPtr(testType(isNone)),
-		"test_is_defined": lambda(func(a *args) value {
+		"test_is_none": fn(testType(isNone)),
+		"test_is_defined": fn(func(a *args) value {
 			a.ensureCount(1, 999)
 			return mkBool(!isUndef(a.list[0]))
 		}),
-		"test_is_undefined":   fnPtr(testType(isUndef)),
-		"test_is_eq":          fnPtr(testCompare(cmpEq)),
-		"test_is_equalto":     fnPtr(testCompare(cmpEq)),
-		"test_is_ge":          fnPtr(testCompare(cmpGe)),
-		"test_is_gt":          fnPtr(testCompare(cmpGt)),
-		"test_is_greaterthan": fnPtr(testCompare(cmpGt)),
-		"test_is_lt":          fnPtr(testCompare(cmpLt)),
-		"test_is_lessthan":    fnPtr(testCompare(cmpLt)),
-		"test_is_ne":          fnPtr(testCompare(cmpNe)),
-		"test_is_in":          lambda(testIsIn),
-		"test_is_test": lambda(func(a *args) value {
+		"test_is_undefined":   fn(testType(isUndef)),
+		"test_is_eq":          fn(testCompare(cmpEq)),
+		"test_is_equalto":     fn(testCompare(cmpEq)),
+		"test_is_ge":          fn(testCompare(cmpGe)),
+		"test_is_gt":          fn(testCompare(cmpGt)),
+		"test_is_greaterthan": fn(testCompare(cmpGt)),
+		"test_is_lt":          fn(testCompare(cmpLt)),
+		"test_is_lessthan":    fn(testCompare(cmpLt)),
+		"test_is_ne":          fn(testCompare(cmpNe)),
+		"test_is_in":          fn(testIsIn),
+		"test_is_test": fn(func(a *args) value {
 			a.ensure1(vString)
 			_, ok := globalBuiltins["test_is_"+a.list[0].(*strVal).s.str()]
 			return mkBool(ok)
 		}),
-		"test_is_sameas": lambda(func(*args) value {
+		"test_is_sameas": fn(func(*args) value {
 			throwNotImpl("sameas test not implemented")
 			return nil
 		}),
-		"test_is_escaped": lambda(func(*args) value {
+		"test_is_escaped": fn(func(*args) value {
 			throwNotImpl("escaped test not implemented")
 			return nil
 		}),
-		"test_is_filter": lambda(func(*args) value {
+		"test_is_filter": fn(func(*args) value {
 			throwNotImpl("filter test not implemented")
 			return nil
 		}),

@@ -576,7 +576,7 @@ type fuzzOracle struct {
 
 func (f *fuzzOracle) render(q renderReq) (renderRes, bool) {
 	if f.o == nil {
-		f.o = startOracle(f.t, "render")
+		f.o = startOracle(f.t, "render", zoneIndia)
 	}
 	res, ok := f.o.tryRender(q)
 	if !ok {
@@ -617,7 +617,7 @@ func TestFuzzAgainstPin(t *testing.T) {
 		}
 	}()
 	for i := 0; i < n; i++ {
-		q := renderReq{tmpl: g.template(), vars: g.context().DumpSafe(-1), now: 1700000000 + int64(g.r.IntN(1<<30)), mark: g.r.IntN(2) == 0}
+		q := renderReq{tmpl: g.template(), vars: g.context().DumpSafe(-1), now: 1700000000 + int64(g.r.IntN(1<<30)), loc: zoneIndia.loc, mark: g.r.IntN(2) == 0}
 		got := ours(q)
 		if strings.Contains(got.out, "internal error") {
 			t.Errorf("internal error on %q: %s", q.tmpl, got.out)

@@ -44,19 +44,19 @@ func builtinsOf(v value) table {
 }
 
 func notImpl(msg string) *builtin {
-	return fnPtr(func(*args) value {
+	return fn(func(*args) value {
 		throwNotImpl(msg)
 		return nil
 	})
 }
 
 // empty is empty_value_fn<T>.
-func empty(mk func() value) *builtin { return fnPtr(func(*args) value { return mk() }) }
+func empty(mk func() value) *builtin { return fn(func(*args) value { return mk() }) }
 
 func init() {
 	intMethods = table{
-		"default": fnPtr(defaultValue),
-		"abs": lambda(func(a *args) value {
+		"default": fn(defaultValue),
+		"abs": fn(func(a *args) value {
 			a.ensure1(vInt)
 			v := asInt(a.list[0])
 			if v < 0 {
@@ -64,21 +64,21 @@ func init() {
 			}
 			return mkInt(v)
 		}),
-		"int": lambda(func(a *args) value {
+		"int": fn(func(a *args) value {
 			a.ensure1(vInt)
 			return mkInt(asInt(a.list[0]))
 		}),
-		"float": lambda(func(a *args) value {
+		"float": fn(func(a *args) value {
 			a.ensure1(vInt)
 			return mkFloat(float64(asInt(a.list[0])))
 		}),
-		"safe":   fnPtr(tojson),
-		"string": fnPtr(tojson),
-		"tojson": fnPtr(tojson),
+		"safe":   fn(tojson),
+		"string": fn(tojson),
+		"tojson": fn(tojson),
 	}
 	floatMethods = table{
-		"default": fnPtr(defaultValue),
-		"abs": lambda(func(a *args) value {
+		"default": fn(defaultValue),
+		"abs": fn(func(a *args) value {
 			a.ensure1(vFloat)
 			v := asFloat(a.list[0])
 			if v < 0 {
@@ -86,19 +86,19 @@ func init() {
 			}
 			return mkFloat(v)
 		}),
-		"int": lambda(func(a *args) value {
+		"int": fn(func(a *args) value {
 			a.ensure1(vFloat)
 			return mkInt(cvtInt(asFloat(a.list[0])))
 		}),
-		"float": lambda(func(a *args) value {
+		"float": fn(func(a *args) value {
 			a.ensure1(vFloat)
 			return mkFloat(asFloat(a.list[0]))
 		}),
-		"safe":   fnPtr(tojson),
-		"string": fnPtr(tojson),
-		"tojson": fnPtr(tojson),
+		"safe":   fn(tojson),
+		"string": fn(tojson),
+		"tojson": fn(tojson),
 	}
-	boolString := lambda(func(a *args) value {
+	boolString := fn(func(a *args) value {
 		a.ensure1(vBool)
 		if asBool(a.list[0]) {
 			return mkStr("True")
@@ -106,15 +106,15 @@ func init() {
 		return mkStr("False")
 	})
 	boolMethods = table{
-		"default": fnPtr(defaultValue),
-		"int": lambda(func(a *args) value {
+		"default": fn(defaultValue),
+		"int": fn(func(a *args) value {
 			a.ensure1(vBool)
 			if asBool(a.list[0]) {
 				return mkInt(1)
 			}
 			return mkInt(0)
 		}),
-		"float": lambda(func(a *args) value {
+		"float": fn(func(a *args) value {
 			a.ensure1(vBool)
 			if asBool(a.list[0]) {
 				return mkFloat(1)
@@ -123,13 +123,13 @@ func init() {
 		}),
 		"safe":   boolString,
 		"string": boolString,
-		"tojson": fnPtr(tojson),
+		"tojson": fn(tojson),
 	}
-	noneString := lambda(func(*args) value { return mkStr("None") })
+	noneString := fn(func(*args) value { return mkStr("None") })
 	emptyArr := empty(func() value { return mkArr(nil) })
 	noneMethods = table{
-		"default":    fnPtr(defaultValue),
-		"tojson":     fnPtr(tojson),
+		"default":    fn(defaultValue),
+		"tojson":     fn(tojson),
 		"string":     noneString,
 		"safe":       noneString,
 		"items":      emptyArr,
@@ -144,7 +144,7 @@ func init() {
 	emptyInt := empty(func() value { return mkInt(0) })
 	emptyUndef := empty(func() value { return mkUndef("") })
 	undefMethods = table{
-		"default":    fnPtr(defaultValue),
+		"default":    fn(defaultValue),
 		"capitalize": emptyStr,
 		"first":      emptyUndef,
 		"items":      emptyArr,
@@ -181,7 +181,7 @@ func init() {
 func strOf(a *args, i int) jstr { return asString(a.r, a.list[i]) }
 
 func stripMethod(left, right, checked bool, what string) *builtin {
-	return lambda(func(a *args) value {
+	return fn(func(a *args) value {
 		if checked {
 			a.ensure1(vString)
 		} else if !isStr(a.pos(0)) {
@@ -197,15 +197,15 @@ func stripMethod(left, right, checked bool, what string) *builtin {
 }
 
 func stringTable() table {
-	oneToOne := func(fn func(jstr) jstr) *builtin {
-		return lambda(func(a *args) value {
+	oneToOne := func(op func(jstr) jstr) *builtin {
+		return fn(func(a *args) value {
 			a.ensure1(vString)
-			return mkJStr(fn(strOf(a, 0)))
+			return mkJStr(op(strOf(a, 0)))
 		})
 	}
 	return table{
 		// the pin's table names default twice; a std::map keeps the first
-		"default":    fnPtr(defaultValue),
+		"default":    fn(defaultValue),
 		"upper":      oneToOne(jstr.upper),
 		"lower":      oneToOne(jstr.lower),
 		"strip":      stripMethod(true, true, false, "strip"),
@@ -213,24 +213,24 @@ func stringTable() table {
 		"lstrip":     stripMethod(true, false, true, "lstrip"),
 		"title":      oneToOne(jstr.title),
 		"capitalize": oneToOne(jstr.capitalize),
-		"length": lambda(func(a *args) value {
+		"length": fn(func(a *args) value {
 			a.ensure1(vString)
 			return mkInt(int64(strOf(a, 0).length()))
 		}),
-		"startswith": lambda(func(a *args) value {
+		"startswith": fn(func(a *args) value {
 			a.ensure([]vtype{vString, vString})
 			return mkBool(strings.HasPrefix(strOf(a, 0).str(), strOf(a, 1).str()))
 		}),
-		"endswith": lambda(func(a *args) value {
+		"endswith": fn(func(a *args) value {
 			a.ensure([]vtype{vString, vString})
 			return mkBool(strings.HasSuffix(strOf(a, 0).str(), strOf(a, 1).str()))
 		}),
-		"split":   lambda(func(a *args) value { return strSplit(a, false) }),
-		"rsplit":  lambda(func(a *args) value { return strSplit(a, true) }),
-		"replace": lambda(strReplace),
-		"format":  lambda(strFormat),
-		"int":     lambda(strInt),
-		"float": lambda(func(a *args) value {
+		"split":   fn(func(a *args) value { return strSplit(a, false) }),
+		"rsplit":  fn(func(a *args) value { return strSplit(a, true) }),
+		"replace": fn(strReplace),
+		"format":  fn(strFormat),
+		"int":     fn(strInt),
+		"float": fn(func(a *args) value {
 			a.ensure1(vString)
 			def := a.kwargOrPos("default", 1)
 			if f, ok := stodC(strOf(a, 0).str()); ok {
@@ -241,11 +241,11 @@ func stringTable() table {
 			}
 			return mkFloat(asFloat(def))
 		}),
-		"string": lambda(func(a *args) value {
+		"string": fn(func(a *args) value {
 			a.ensure1(vString)
 			return mkJStr(strOf(a, 0))
 		}),
-		"slice": lambda(func(a *args) value {
+		"slice": fn(func(a *args) value {
 			a.ensureCount(1, 4)
 			a.ensure([]vtype{vString, vInt, vInt, vInt}, true, true, false, false)
 			start, stop, step := sliceArgs(a)
@@ -254,12 +254,12 @@ func stringTable() table {
 			b := sliceIndexes(int64(len(s)), start, stop, step, func(i int64, out []byte) []byte { return append(out, s[i]) })
 			return mkJStr(plain(string(b)).markInputFrom(in))
 		}),
-		"safe": lambda(func(a *args) value {
+		"safe": fn(func(a *args) value {
 			a.ensure1(vString)
 			return a.list[0]
 		}),
-		"tojson": fnPtr(tojson),
-		"indent": lambda(strIndent),
+		"tojson": fn(tojson),
+		"indent": fn(strIndent),
 		"join":   notImpl("String join builtin not implemented"),
 	}
 }
@@ -534,12 +534,12 @@ func strIndent(a *args) value {
 
 func arrayTable() table {
 	return table{
-		"default": fnPtr(defaultValue),
-		"list": lambda(func(a *args) value {
+		"default": fn(defaultValue),
+		"list": fn(func(a *args) value {
 			a.ensure1(vArray)
 			return mkArr(append([]value(nil), asArray(a.list[0])...))
 		}),
-		"first": lambda(func(a *args) value {
+		"first": fn(func(a *args) value {
 			a.ensure1(vArray)
 			arr := asArray(a.list[0])
 			if len(arr) == 0 {
@@ -547,7 +547,7 @@ func arrayTable() table {
 			}
 			return arr[0]
 		}),
-		"last": lambda(func(a *args) value {
+		"last": fn(func(a *args) value {
 			a.ensure1(vArray)
 			arr := asArray(a.list[0])
 			if len(arr) == 0 {
@@ -555,11 +555,11 @@ func arrayTable() table {
 			}
 			return arr[len(arr)-1]
 		}),
-		"length": lambda(func(a *args) value {
+		"length": fn(func(a *args) value {
 			a.ensure1(vArray)
 			return mkInt(int64(len(asArray(a.list[0]))))
 		}),
-		"slice": lambda(func(a *args) value {
+		"slice": fn(func(a *args) value {
 			a.ensureCount(1, 4)
 			a.ensure([]vtype{vArray, vInt, vInt, vInt}, true, true, false, false)
 			start, stop, step := sliceArgs(a)
@@ -567,21 +567,21 @@ func arrayTable() table {
 			out := sliceIndexes(int64(len(arr)), start, stop, step, func(i int64, out []value) []value { return append(out, arr[i]) })
 			return sameKind(a.list[0], out)
 		}),
-		"selectattr": fnPtr(selectattr(false)),
-		"select":     fnPtr(selectattr(false)),
-		"rejectattr": fnPtr(selectattr(true)),
-		"reject":     fnPtr(selectattr(true)),
-		"join":       lambda(arrJoin),
-		"string": lambda(func(a *args) value {
+		"selectattr": fn(selectattr(false)),
+		"select":     fn(selectattr(false)),
+		"rejectattr": fn(selectattr(true)),
+		"reject":     fn(selectattr(true)),
+		"join":       fn(arrJoin),
+		"string": fn(func(a *args) value {
 			a.ensure1(vArray)
 			if a.r.stats {
 				a.r.markDeep(a.list[0])
 			}
 			return mkJStr(asString(a.r, a.list[0]))
 		}),
-		"tojson": fnPtr(tojson),
-		"map":    lambda(arrMap),
-		"append": lambda(func(a *args) value {
+		"tojson": fn(tojson),
+		"map":    fn(arrMap),
+		"append": fn(func(a *args) value {
 			a.ensureCount(2, 999)
 			arr, ok := a.list[0].(*arrVal)
 			if !ok {
@@ -593,7 +593,7 @@ func arrayTable() table {
 			arr.items = append(arr.items, a.list[1])
 			return a.list[0]
 		}),
-		"pop": lambda(func(a *args) value {
+		"pop": fn(func(a *args) value {
 			a.ensureCount(1, 2)
 			a.ensure([]vtype{vArray, vInt}, true, false)
 			index := int64(-1)
@@ -615,8 +615,8 @@ func arrayTable() table {
 			arr.items = append(arr.items[:index:index], arr.items[index+1:]...)
 			return v
 		}),
-		"sort": lambda(arrSort),
-		"reverse": lambda(func(a *args) value {
+		"sort": fn(arrSort),
+		"reverse": fn(func(a *args) value {
 			a.ensure1(vArray)
 			arr := asArray(a.list[0])
 			out := make([]value, len(arr))
@@ -625,8 +625,8 @@ func arrayTable() table {
 			}
 			return sameKind(a.list[0], out)
 		}),
-		"min":    lambda(func(a *args) value { return arrMinMax(a, "min", cmpLt) }),
-		"max":    lambda(func(a *args) value { return arrMinMax(a, "max", cmpGt) }),
+		"min":    fn(func(a *args) value { return arrMinMax(a, "min", cmpLt) }),
+		"max":    fn(func(a *args) value { return arrMinMax(a, "max", cmpGt) }),
 		"unique": notImpl("Array unique builtin not implemented"),
 	}
 }
@@ -775,7 +775,7 @@ func arrMinMax(a *args, what string, op cmpOp) value {
 
 func objectTable() table {
 	return table{
-		"get": lambda(func(a *args) value {
+		"get": fn(func(a *args) value {
 			a.ensureCount(2, 3)
 			o, ok := a.pos(0).(*objVal)
 			if !ok {
@@ -790,15 +790,15 @@ func objectTable() table {
 			}
 			return a.r.objGet(o, a.list[1], def)
 		}),
-		"keys": lambda(func(a *args) value {
+		"keys": fn(func(a *args) value {
 			a.ensure1(vObject)
 			return mkArr(append([]value(nil), a.list[0].(*objVal).keys...))
 		}),
-		"values": lambda(func(a *args) value {
+		"values": fn(func(a *args) value {
 			a.ensure1(vObject)
 			return mkArr(append([]value(nil), a.list[0].(*objVal).vals...))
 		}),
-		"items": lambda(func(a *args) value {
+		"items": fn(func(a *args) value {
 			a.ensure1(vObject)
 			o := a.list[0].(*objVal)
 			out := make([]value, len(o.keys))
@@ -808,19 +808,19 @@ func objectTable() table {
 			return mkArr(out)
 		}),
 		// named twice in the pin's table: the first, tojson itself, stays
-		"tojson": fnPtr(tojson),
-		"string": lambda(func(a *args) value {
+		"tojson": fn(tojson),
+		"string": fn(func(a *args) value {
 			a.ensure1(vObject)
 			if a.r.stats {
 				a.r.markDeep(a.list[0])
 			}
 			return mkJStr(asString(a.r, a.list[0]))
 		}),
-		"length": lambda(func(a *args) value {
+		"length": fn(func(a *args) value {
 			a.ensure1(vObject)
 			return mkInt(int64(len(a.list[0].(*objVal).keys)))
 		}),
-		"dictsort": lambda(objDictsort),
+		"dictsort": fn(objDictsort),
 		"join":     notImpl("object join not implemented"),
 	}
 }

@@ -27,6 +27,20 @@ type oracle struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
+	loc *time.Location // the zone its TZ names, for ours
+}
+
+// Zones the oracle runs in, and the same zones in Go: named by POSIX TZ
+// strings, which need no time zone database.
+var (
+	zoneUTC   = oracleZone{"UTC0", time.FixedZone("UTC", 0)}
+	zoneIndia = oracleZone{"IST-5:30", time.FixedZone("IST", 5*3600+1800)}
+	zoneWest  = oracleZone{"XYZ+7", time.FixedZone("XYZ", -7*3600)}
+)
+
+type oracleZone struct {
+	tz  string
+	loc *time.Location
 }
 
 func oracleBin(t testing.TB) string {
@@ -38,13 +52,12 @@ func oracleBin(t testing.TB) string {
 	return cxx.Build(t, "jinja-oracle", []string{src}, "-O2")
 }
 
-// startOracle runs the oracle in mode with the environment's extra
-// variables (TZ for strftime_now).
-func startOracle(t testing.TB, mode string, env ...string) *oracle {
+// startOracle runs the oracle in mode, in the zone.
+func startOracle(t testing.TB, mode string, zone oracleZone) *oracle {
 	t.Helper()
 	bin := oracleBin(t)
 	cmd := cxx.Command(t, bin, mode)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(cmd.Env, "TZ="+zone.tz)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +70,7 @@ func startOracle(t testing.TB, mode string, env ...string) *oracle {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	o := &oracle{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(outp, 1<<20)}
+	o := &oracle{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(outp, 1<<20), loc: zone.loc}
 	t.Cleanup(func() {
 		in.Close()
 		cmd.Wait()
@@ -114,7 +127,8 @@ type renderReq struct {
 	preserve string // "", "0", "1"
 	effort   string // "" or "=effort"
 	now      int64
-	mode     string // the context's source: "norm", "orig" or "none"
+	loc      *time.Location // the zone of now, the oracle's
+	mode     string         // the context's source: "norm", "orig" or "none"
 	mark     bool
 }
 

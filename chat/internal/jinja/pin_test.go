@@ -25,7 +25,7 @@ func ours(q renderReq) renderRes {
 		}
 		return renderRes{out: err.Error()}
 	}
-	c := &Context{Now: time.Unix(q.now, 0)}
+	c := &Context{Now: time.Unix(q.now, 0).In(q.loc)}
 	if q.preserve != "" {
 		c.PreserveReasoning(q.preserve == "1")
 	}
@@ -142,8 +142,8 @@ func pinCases(t *testing.T) []pinCase {
 // it (and as the case expects, where the pin passes it).
 func TestPinJinjaCases(t *testing.T) {
 	cases := pinCases(t)
-	o := startOracle(t, "render")
-	oc := startOracle(t, "caps")
+	o := startOracle(t, "render", zoneUTC)
+	oc := startOracle(t, "caps", zoneUTC)
 	var n, caps, skipped, asExpected int
 	for _, c := range cases {
 		if c.kind == "caps" {
@@ -161,7 +161,7 @@ func TestPinJinjaCases(t *testing.T) {
 			continue
 		}
 		n++
-		q := renderReq{tmpl: c.tmpl, vars: c.vars, now: 1700000000, mode: "orig", mark: true}
+		q := renderReq{tmpl: c.tmpl, vars: c.vars, now: 1700000000, loc: o.loc, mode: "orig", mark: true}
 		want := o.render(q)
 		got := ours(q)
 		if got != want {

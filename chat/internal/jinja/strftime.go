@@ -84,22 +84,14 @@ func (w *ftimeWriter) add(s string, width int, pad byte) {
 	w.b = append(w.b, s...)
 }
 
+// caseMap is memcpy_lowcase / memcpy_uppcase: bytewise, ASCII only (the C
+// locale's tolower and toupper).
 func caseMap(s string, lower, upper bool) string {
 	switch {
 	case lower:
-		return strings.Map(func(r rune) rune {
-			if r < 128 {
-				return rune(toLower(byte(r)))
-			}
-			return r
-		}, s)
+		return mapBytes(s, func(_ int, c byte) byte { return toLower(c) })
 	case upper:
-		return strings.Map(func(r rune) rune {
-			if r < 128 {
-				return rune(toUpper(byte(r)))
-			}
-			return r
-		}, s)
+		return mapBytes(s, func(_ int, c byte) byte { return toUpper(c) })
 	}
 	return s
 }
@@ -135,7 +127,6 @@ func strftimeInternal(format string, tm *ctm, maxsize int) (string, bool) {
 		}
 		var pad byte
 		lower, upper, changeCase := false, false, false
-		start := f
 	flags:
 		for {
 			f++
@@ -169,8 +160,10 @@ func strftimeInternal(format string, tm *ctm, maxsize int) (string, bool) {
 			f++
 		}
 		cpy := func(s string) { w.add(caseMap(s, lower, upper), width, pad) }
+		// bad_format: the conversion as written, from the last '%' at or
+		// before f (a modifier may have stepped onto a later one)
 		bad := func() {
-			cpy(format[start : f+1])
+			cpy(format[strings.LastIndexByte(format[:f+1], '%') : f+1])
 		}
 		number := func(d, v int, spacepad bool) {
 			digits := max(d, width)
@@ -404,7 +397,7 @@ func strftimeInternal(format string, tm *ctm, maxsize int) (string, bool) {
 		case 0:
 			// a '%' ending the format: written as it is
 			f--
-			cpy(format[start : f+1])
+			bad()
 		default:
 			bad()
 		}

@@ -148,7 +148,7 @@ func TestTemplatesAgainstPin(t *testing.T) {
 		}
 		sources[s.name] = string(b)
 	}
-	o := startOracle(t, "render", "TZ=UTC")
+	o := startOracle(t, "render", zoneUTC)
 	parsed := map[string]*Template{}
 	var renders, errs, capsN int
 	for _, c := range cases {
@@ -172,7 +172,7 @@ func TestTemplatesAgainstPin(t *testing.T) {
 			}
 			continue
 		}
-		q := renderReq{tmpl: src, vars: c.vars, preserve: c.preserve, effort: c.effort, now: 1753500000, mark: true}
+		q := renderReq{tmpl: src, vars: c.vars, preserve: c.preserve, effort: c.effort, now: 1753500000, loc: o.loc, mark: true}
 		want := o.render(q)
 		got := ours(q)
 		if got != want {

@@ -87,12 +87,9 @@ type (
 	}
 )
 
-// builtin is a function a template may call. pointer says that the pin
-// holds it as a plain function pointer rather than a lambda, which is what
-// its == between functions looks at.
+// builtin is a function a template may call.
 type builtin struct {
-	call    func(a *args) value
-	pointer bool
+	call func(a *args) value
 }
 
 var (
@@ -381,10 +378,10 @@ func (r *renderer) equivalent(a, b value) bool {
 		}
 		return true
 	case *funcVal:
-		// the pin compares the functions' stored pointers: only two held as
-		// lambdas (both null) compare equal
-		y, ok := b.(*funcVal)
-		return ok && !x.fn.pointer && !y.fn.pointer
+		// the pin compares target<func_hptr>() of the two: a function type
+		// no std::function holds, so null for both, and every two
+		// functions are equal
+		return isFunc(b)
 	case *kwargVal:
 		y, ok := b.(*kwargVal)
 		return ok && x.key == y.key && x.val == y.val
