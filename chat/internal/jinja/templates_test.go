@@ -3,9 +3,12 @@ package jinja
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,4 +195,142 @@ func TestTemplatesAgainstPin(t *testing.T) {
 		t.Errorf("only %d renders succeeded", renders)
 	}
 	t.Logf("%d templates: caps alike; %d renders alike, %d errors alike", len(specs), renders, errs)
+}
+
+// randomConversation is an OpenAI-shaped conversation: any roles, string
+// or typed content, tool calls with arguments, tool results, reasoning.
+func randomConversation(r *rand.Rand, i int) ojson.Value {
+	texts := []string{"Hello", "", "Line one\nLine two", "  spaced  ", "<|im_end|>", "</s>", "é中😀", "{\"json\": true}", "a'b\"c",
+		"{{ not a template }}", "<think>x</think>", "[INST]", "tab\tand\\backslash"}
+	text := func() string {
+		s := texts[r.IntN(len(texts))]
+		if r.IntN(3) == 0 {
+			s += " " + texts[r.IntN(len(texts))]
+		}
+		return s
+	}
+	content := func() ojson.Value {
+		switch r.IntN(6) {
+		case 0:
+			var parts []ojson.Value
+			for range r.IntN(3) + 1 {
+				typ := "text"
+				if r.IntN(5) == 0 {
+					typ = "media_marker"
+				}
+				parts = append(parts, ov("type", typ, "text", text()))
+			}
+			return ojson.ArrayValue(parts...)
+		case 1:
+			return ojson.NullValue()
+		}
+		return ojson.StringValue(text())
+	}
+	tools := []string{"special_function", "python", "get_weather", "todo_list", "unknown_tool"}
+	var msgs []ojson.Value
+	n := r.IntN(8) + 1
+	if r.IntN(2) == 0 {
+		msgs = append(msgs, ov("role", "system", "content", text()))
+	}
+	for j := 0; j < n; j++ {
+		switch r.IntN(5) {
+		case 0, 1:
+			msgs = append(msgs, ov("role", []string{"user", "user", "developer"}[r.IntN(3)], "content", content()))
+		case 2, 3:
+			m := ov("role", "assistant", "content", content())
+			if r.IntN(3) == 0 {
+				m.Set("reasoning_content", ojson.StringValue(text()))
+			}
+			if r.IntN(2) == 0 {
+				var calls []ojson.Value
+				for k := range r.IntN(2) + 1 {
+					args := ov("arg1", text())
+					if r.IntN(2) == 0 {
+						args.Set("n", ojson.IntValue(int64(r.IntN(100))))
+					}
+					call := ov("type", "function", "function", ov("name", tools[r.IntN(len(tools))], "arguments", args.DumpSafe(-1)))
+					if r.IntN(3) > 0 {
+						call.Set("id", ojson.StringValue(fmt.Sprintf("call_%d_%d", j, k)))
+					}
+					calls = append(calls, call)
+				}
+				m.Set("tool_calls", ojson.ArrayValue(calls...))
+				if m.At("content").IsNull() && r.IntN(2) == 0 {
+					m.Delete("content")
+				}
+			}
+			msgs = append(msgs, m)
+		default:
+			m := ov("role", "tool", "content", text())
+			m.Set("tool_call_id", ojson.StringValue(fmt.Sprintf("call_%d_0", j-1)))
+			m.Set("name", ojson.StringValue(tools[r.IntN(len(tools))]))
+			msgs = append(msgs, m)
+		}
+	}
+	c := ov("name", fmt.Sprintf("random%d", i), "messages", ojson.ArrayValue(msgs...))
+	c.Set("tools", ojson.BoolValue(r.IntN(2) == 0))
+	c.Set("add_generation_prompt", ojson.BoolValue(r.IntN(3) > 0))
+	c.Set("enable_thinking", ojson.BoolValue(r.IntN(3) > 0))
+	kw := ojson.ObjectValue()
+	if r.IntN(3) == 0 {
+		kw.Set("reasoning_effort", ojson.StringValue([]string{"low", "high", ""}[r.IntN(3)]))
+	}
+	if r.IntN(3) == 0 {
+		kw.Set("preserve_reasoning", ojson.BoolValue(r.IntN(2) == 0))
+	}
+	c.Set("kwargs", kw)
+	return c
+}
+
+// Random conversations (roles, typed content, tool calls and results,
+// reasoning, flags) over every template: the differential fuzz of the
+// conversations the templates are for.
+func TestRandomConversationsAgainstPin(t *testing.T) {
+	n := 3
+	if all() {
+		n = 60
+	}
+	seed := uint64(0x636f6e76)
+	if s := os.Getenv("GGLOAD_CHAT_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	r := rand.New(rand.NewPCG(seed, 3))
+	var convs []ojson.Value
+	for i := range n {
+		convs = append(convs, randomConversation(r, i))
+	}
+	var specs []tmplSpec
+	sources := map[string]string{}
+	for _, f := range templateFiles(t) {
+		specs = append(specs, tmplSpec{filepath.Base(f), f, "<|bos|>", "<|eos|>"})
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources[filepath.Base(f)] = string(b)
+	}
+	cases := chatCases(t, specs, ojson.ArrayValue(convs...))
+	o := startOracle(t, "render", zoneWest)
+	var renders, errs int
+	for _, c := range cases {
+		if !strings.HasPrefix(c.name, "random") {
+			continue
+		}
+		q := renderReq{tmpl: sources[c.tmpl], vars: c.vars, preserve: c.preserve, effort: c.effort, now: 1753500000, loc: o.loc, mark: true}
+		want := o.render(q)
+		got := ours(q)
+		if got != want {
+			t.Errorf("%s / %s (%s):\n ours: %v %q\n  pin: %v %q", c.tmpl, c.name, c.vars, got.ok, got.out, want.ok, want.out)
+			continue
+		}
+		if want.ok {
+			renders++
+		} else {
+			errs++
+		}
+	}
+	if renders+errs != n*len(specs) {
+		t.Errorf("%d of %d conversations compared", renders+errs, n*len(specs))
+	}
+	t.Logf("seed %d: %d random conversations x %d templates: %d renders alike, %d errors alike", seed, n, len(specs), renders, errs)
 }

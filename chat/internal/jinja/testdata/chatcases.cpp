@@ -10,7 +10,9 @@
 // add_generation_prompt.
 //
 // stdin: a JSON object {"templates": [{"name", "path", "bos", "eos"}],
-// "conversations": [{"name", "messages"}]} (messages in the OpenAI shape).
+// "conversations": [{"name", "messages", "tools", "add_generation_prompt",
+// "enable_thinking", "kwargs"}]} (messages in the OpenAI shape; tools a
+// boolean: the test tools or none).
 // stdout: fields "<length>\n<bytes>": template name, case name, context
 // JSON, preserve ("", "0", "1"), effort ("" or "=effort"); per template
 // first a case named "" whose context is the caps (or "ERR").
@@ -121,6 +123,10 @@ int main() {
     }
     for (const auto & x : spec.value("conversations", json::array())) {
         conversation c{ x.at("name").get<std::string>(), common_chat_msgs_parse_oaicompat(x.at("messages")) };
+        c.with_tools      = x.value("tools", false);
+        c.add_gen         = x.value("add_generation_prompt", true);
+        c.enable_thinking = x.value("enable_thinking", true);
+        c.kwargs          = x.value("kwargs", json::object());
         convs.push_back(c);
     }
 
