@@ -2,7 +2,6 @@ package jinja
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ggload/ggload/chat/internal/chattest"
 	"github.com/ggload/ggload/lab/cxx"
 	"github.com/ggload/ggload/lab/testenv"
 )
@@ -78,40 +78,15 @@ func startOracle(t testing.TB, mode string, zone oracleZone) *oracle {
 	return o
 }
 
-func writeFields(w io.Writer, fields ...string) error {
-	for _, f := range fields {
-		if _, err := fmt.Fprintf(w, "%d\n%s", len(f), f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func readField(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	n, err := strconv.Atoi(strings.TrimSuffix(line, "\n"))
-	if err != nil {
-		return "", fmt.Errorf("bad field length %q", line)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
 // call sends one request and reads its n answer fields.
 func (o *oracle) call(n int, fields ...string) []string {
 	o.t.Helper()
-	if err := writeFields(o.in, fields...); err != nil {
+	if err := chattest.WriteFields(o.in, fields...); err != nil {
 		o.t.Fatalf("oracle: %v", err)
 	}
 	out := make([]string, n)
 	for i := range out {
-		f, err := readField(o.out)
+		f, err := chattest.ReadField(o.out)
 		if err != nil {
 			o.t.Fatalf("oracle died on request %q: %v", fields, err)
 		}
@@ -176,14 +151,14 @@ func (o *oracle) tryRender(q renderReq) (renderRes, bool) {
 	if mode == "" {
 		mode = "norm"
 	}
-	if err := writeFields(o.in, q.tmpl, q.vars, q.preserve, q.effort, strconv.FormatInt(q.now, 10), mode, mark); err != nil {
+	if err := chattest.WriteFields(o.in, q.tmpl, q.vars, q.preserve, q.effort, strconv.FormatInt(q.now, 10), mode, mark); err != nil {
 		return renderRes{}, false
 	}
 	watchdog := time.AfterFunc(20*time.Second, func() { o.cmd.Process.Kill() })
 	defer watchdog.Stop()
 	var a [3]string
 	for i := range a {
-		f, err := readField(o.out)
+		f, err := chattest.ReadField(o.out)
 		if err != nil {
 			return renderRes{}, false
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ggload/ggload/chat/internal/chattest"
 	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/lab/cxx"
 	"github.com/ggload/ggload/lab/testenv"
@@ -125,7 +126,7 @@ func pinCases(t *testing.T) []pinCase {
 	for {
 		var fs [5]string
 		for i := range fs {
-			s, err := readField(r)
+			s, err := chattest.ReadField(r)
 			if err != nil {
 				if i == 0 {
 					return cases

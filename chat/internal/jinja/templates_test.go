@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/chat/internal/chattest"
 	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/lab/cxx"
 	"github.com/ggload/ggload/lab/testenv"
@@ -116,7 +117,7 @@ func chatCases(t testing.TB, specs []tmplSpec, convs ojson.Value) []chatCase {
 	for {
 		var f [5]string
 		for i := range f {
-			s, err := readField(r)
+			s, err := chattest.ReadField(r)
 			if err != nil {
 				if i == 0 {
 					return cases
@@ -333,4 +334,51 @@ func TestRandomConversationsAgainstPin(t *testing.T) {
 		t.Errorf("%d of %d conversations compared", renders+errs, n*len(specs))
 	}
 	t.Logf("seed %d: %d random conversations x %d templates: %d renders alike, %d errors alike", seed, n, len(specs), renders, errs)
+}
+
+// The templates of the pin's test-chat-template.cpp, with their tokens,
+// over its conversation, render here as in the pin.
+func TestChatTemplateCasesAgainstPin(t *testing.T) {
+	base, cases := chattest.TemplateCases(t)
+	dir := t.TempDir()
+	var specs []tmplSpec
+	sources := map[string]string{}
+	convs := ojson.ArrayValue()
+	toJSON := func(ms []chattest.Message) ojson.Value {
+		a := ojson.ArrayValue()
+		for _, m := range ms {
+			a.Append(ov("role", m.Role, "content", m.Content))
+		}
+		return a
+	}
+	convs.Append(ov("name", "base", "messages", toJSON(base)))
+	for i, c := range cases {
+		name := fmt.Sprintf("case%02d", i)
+		path := filepath.Join(dir, name+".jinja")
+		if err := os.WriteFile(path, []byte(c.Template), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, tmplSpec{name, path, c.BOS, c.EOS})
+		sources[name] = c.Template
+		if len(c.ExtraConversation) > 0 {
+			convs.Append(ov("name", name+"-extra", "messages", toJSON(append(append([]chattest.Message(nil), base...), c.ExtraConversation...))))
+		}
+	}
+	got := chatCases(t, specs, convs)
+	o := startOracle(t, "render", zoneUTC)
+	var n int
+	for _, c := range got {
+		if c.name != "base" && !strings.HasSuffix(c.name, "-extra") {
+			continue
+		}
+		q := renderReq{tmpl: sources[c.tmpl], vars: c.vars, preserve: c.preserve, effort: c.effort, now: 1753500000, loc: o.loc, mark: true}
+		want, ours := o.render(q), ours(q)
+		if ours != want {
+			t.Errorf("%s / %s:\n ours: %v %q\n  pin: %v %q", c.tmpl, c.name, ours.ok, ours.out, want.ok, want.out)
+		}
+		n++
+	}
+	if n < len(cases) {
+		t.Errorf("only %d renders for %d templates", n, len(cases))
+	}
 }
