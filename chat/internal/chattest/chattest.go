@@ -52,12 +52,12 @@ type Message struct{ Role, Content string }
 // TemplateCase is one case of main_automated_tests in the pin's
 // tests/test-chat-template.cpp.
 type TemplateCase struct {
-	Name, Template        string
-	Expected              string // llama_chat_apply_template's output
-	ExpectedJinja         string // the Jinja output where it differs ("" when not)
-	BOS, EOS              string
-	SupportedWithJinja    bool
-	ExtraConversation     []Message
+	Name, Template     string
+	Expected           string // llama_chat_apply_template's output
+	ExpectedJinja      string // the Jinja output where it differs ("" when not)
+	BOS, EOS           string
+	SupportedWithJinja bool
+	ExtraConversation  []Message
 }
 
 const dumper = `
