@@ -382,3 +382,12 @@ func TestChatTemplateCasesAgainstPin(t *testing.T) {
 		t.Errorf("only %d renders for %d templates", n, len(cases))
 	}
 }
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

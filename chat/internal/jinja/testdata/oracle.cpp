@@ -7,7 +7,7 @@
 //                   ("norm", "orig", "none"), mark input ("0", "1")
 //                   answer: "OK" output parts | "ERR" message ""
 //   oracle caps     fields: template; answer: "OK" caps-JSON | "ERR" message
-//   oracle bench    fields: template, context JSON, iterations;
+//   oracle bench    fields: template, context JSON, milliseconds to run;
 //                   answer: nanoseconds per render
 #include <chrono>
 #include <cstdio>
@@ -130,20 +130,25 @@ static void do_caps() {
 }
 
 static void do_bench() {
-    std::string tmpl, vars, iters;
-    while (read_field(tmpl) && read_field(vars) && read_field(iters)) {
-        long long n = std::stoll(iters);
+    std::string tmpl, vars, target_ms;
+    while (read_field(tmpl) && read_field(vars) && read_field(target_ms)) {
+        double target = std::stod(target_ms) * 1e6;
         try {
             parsed p = parse(tmpl);
             json   v = json::parse(vars);
             render_once(p, tmpl, v, "", "", 0, "norm", true, nullptr); // warm up
-            auto t0 = std::chrono::steady_clock::now();
-            for (long long i = 0; i < n; i++) {
-                render_once(p, tmpl, v, "", "", 0, "norm", true, nullptr);
+            for (long long n = 1;; n *= 2) {
+                auto t0 = std::chrono::steady_clock::now();
+                for (long long i = 0; i < n; i++) {
+                    render_once(p, tmpl, v, "", "", 0, "norm", true, nullptr);
+                }
+                auto   t1 = std::chrono::steady_clock::now();
+                double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+                if (ns >= target) {
+                    write_field(std::to_string(ns / (double) n));
+                    break;
+                }
             }
-            auto t1 = std::chrono::steady_clock::now();
-            double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / (double) n;
-            write_field(std::to_string((long long) ns));
         } catch (const std::exception & e) {
             write_field("ERR " + std::string(e.what()));
         }
