@@ -28,6 +28,9 @@ type Templates struct {
 	explicit       bool
 	def            *template // always set
 	toolUse        *template // nil when the model has none
+
+	thinkingOnce sync.Once
+	canThink     bool
 }
 
 // template is common_chat_template: a parsed template, its tokens, its
