@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/place"
 	"github.com/ggload/ggload/serve"
 	"github.com/ggload/ggload/serve/httpapi"
@@ -70,7 +71,7 @@ type chatFlags struct {
 
 func newServeFlags() serveFlags {
 	return serveFlags{hosts: []string{"127.0.0.1"}, port: 8080, sampling: newSampleFlags(), threads: mathThreads(),
-		timeout: 3600 * time.Second, chat: chatFlags{jinja: true, reasoning: "auto", budget: -1, enableThinking: -1, prefill: true},
+		timeout: 3600 * time.Second, chat: chatFlags{jinja: true, budget: -1, enableThinking: -1, prefill: true},
 		settings: httpapi.Settings{UI: true}}
 }
 
@@ -314,7 +315,7 @@ func (sf *serveFlags) addChat(s *optionSet) {
 	s.add(&option{names: []string{"--chat-template-file"}, value: "JINJA_TEMPLATE_FILE", env: "LLAMA_ARG_CHAT_TEMPLATE_FILE", help: "a file holding the chat template",
 		set: func(v string) error {
 			b, err := os.ReadFile(v)
-			c.templateFile = string(b)
+			c.template, c.templateFile = string(b), v
 			return err
 		}})
 	s.add(&option{names: []string{"--chat-template-kwargs"}, value: "STRING", env: "LLAMA_ARG_CHAT_TEMPLATE_KWARGS", help: "a JSON object of the template's extra parameters",
@@ -418,7 +419,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if pf.draft.model != "" {
 		return s.errorf("-md: %s", whySpec)
 	}
-	sf.prepare(s, &pf)
+	if err := sf.prepare(s, &pf); err != nil {
+		return s.errorf("%v", err)
+	}
 	single := &httpapi.Single{}
 	var models httpapi.Models = single
 	if router {
@@ -492,7 +495,7 @@ func (noModels) Props() httpapi.RouterProps {
 // prepare is llama-server's adjustment of its options before it loads:
 // -np auto (4 slots over one unified cache), embeddings in one ubatch,
 // --kv-unified-per-slot's context.
-func (sf *serveFlags) prepare(s *optionSet, pf *placeFlags) {
+func (sf *serveFlags) prepare(s *optionSet, pf *placeFlags) error {
 	c := &pf.context
 	if !s.given[s.byName["-np"]] {
 		c.NParallel, c.KVUnified = 4, true
@@ -521,6 +524,35 @@ func (sf *serveFlags) prepare(s *optionSet, pf *placeFlags) {
 	sf.settings.NPredict = sf.engine.NPredict
 	sf.settings.Embedding = c.Embeddings
 	sf.settings.Rerank = c.Embeddings && c.Pooling == place.PoolingRank
+	return sf.chat.settings(&sf.settings.Chat)
+}
+
+// settings are the chat flags as the handler takes them.
+func (c *chatFlags) settings(cs *httpapi.ChatSettings) error {
+	cs.Template, cs.TemplateName = c.template, c.templateFile
+	o := &cs.Server
+	o.Legacy, o.NoPrefillAssistant = !c.jinja, !c.prefill
+	if c.reasoning != "" {
+		o.ReasoningFormat = c.reasoning
+	}
+	switch c.enableThinking {
+	case 1:
+		o.Reasoning = "on"
+	case 0:
+		o.Reasoning = "off"
+	}
+	cs.ReasoningBudget, cs.ReasoningBudgetMessage = c.budget, c.budgetMessage
+	if c.kwargs != "" {
+		v, err := ojson.ParseString(c.kwargs)
+		if err != nil || !v.IsObject() {
+			return fmt.Errorf("--chat-template-kwargs: want a JSON object: %v", err)
+		}
+		o.Kwargs = map[string]string{}
+		for _, m := range v.Members() {
+			o.Kwargs[m.Key] = m.Value.DumpSafe(-1)
+		}
+	}
+	return nil
 }
 
 // listen opens the listeners: TCP addresses and Unix sockets.
@@ -625,7 +657,13 @@ func (sf *serveFlags) load(ctx context.Context, pf *placeFlags, path string) (*h
 		pd.Close()
 		return nil, nil, err
 	}
-	mo := httpapi.NewModel(e, lm, path, sf.aliases, sf.tags, sf.settings)
+	mo, err := httpapi.NewModel(e, lm, path, sf.aliases, sf.tags, sf.settings)
+	if err != nil {
+		e.Close()
+		lm.Close()
+		pd.Close()
+		return nil, nil, err
+	}
 	return mo, func() {
 		e.Close()
 		lm.Close()

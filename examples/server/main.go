@@ -81,7 +81,14 @@ func newMux(ctx context.Context, path string, params place.Params) (http.Handler
 		m.Close()
 		return nil, nil, err
 	}
-	api := httpapi.New(httpapi.Single{M: httpapi.NewModel(e, lm, path, []string{"my-model"}, nil, httpapi.Settings{})}, httpapi.Options{})
+	mo, err := httpapi.NewModel(e, lm, path, []string{"my-model"}, nil, httpapi.Settings{})
+	if err != nil {
+		e.Close()
+		lm.Close()
+		m.Close()
+		return nil, nil, err
+	}
+	api := httpapi.New(httpapi.Single{M: mo}, httpapi.Options{})
 	api.SetReady()
 
 	mux := http.NewServeMux()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ggload/ggload/chat"
 	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/sample"
 	"github.com/ggload/ggload/serve"
@@ -172,8 +173,8 @@ func (h *Handler) infill(w http.ResponseWriter, r *http.Request, body []byte) er
 // handleCompletions is handle_completions_impl: the request's prompts
 // tokenized and read with the schema into tasks, run, and answered at
 // once or streamed.
-func (h *Handler) handleCompletions(w http.ResponseWriter, r *http.Request, m *Model, kind taskKind, data ojson.Value, rt resType, chat *chatParams) error {
-	req, err := h.newCmplReq(m, kind, data, rt, chat)
+func (h *Handler) handleCompletions(w http.ResponseWriter, r *http.Request, m *Model, kind taskKind, data ojson.Value, rt resType, cp *chat.Params) error {
+	req, err := h.newCmplReq(m, kind, data, rt, cp)
 	if err != nil {
 		return asInvalid(err)
 	}
@@ -200,7 +201,7 @@ func (h *Handler) handleCompletions(w http.ResponseWriter, r *http.Request, m *M
 }
 
 // newCmplReq reads the request into its tasks.
-func (h *Handler) newCmplReq(m *Model, kind taskKind, data ojson.Value, rt resType, chat *chatParams) (*cmplReq, error) {
+func (h *Handler) newCmplReq(m *Model, kind taskKind, data ojson.Value, rt resType, cp *chat.Params) (*cmplReq, error) {
 	prompt, err := at(data, "prompt")
 	if err != nil {
 		return nil, err
@@ -219,8 +220,8 @@ func (h *Handler) newCmplReq(m *Model, kind taskKind, data ojson.Value, rt resTy
 		if err != nil {
 			return nil, err
 		}
-		if chat != nil {
-			chat.apply(p)
+		if p.grammar != "" && p.grammarType != "tool_calls" {
+			return nil, errf(serve.ErrNotSupported, "grammar-constrained sampling (grammar, json_schema, response_format) is not supported yet")
 		}
 		p.o.IDSlot = idSlot
 		ping = p.ssePing
@@ -236,9 +237,7 @@ func (h *Handler) newCmplReq(m *Model, kind taskKind, data ojson.Value, rt resTy
 		}
 	}
 	for _, t := range req.tasks {
-		if rt >= resOAIChat && rt <= resAnthropic {
-			t.state = newChatState(t.p)
-		}
+		t.state = newChatState(t.p, cp)
 	}
 	req.stream = value(data, "stream", false, getBool)
 	if ping > 0 {
@@ -291,7 +290,11 @@ func (req *cmplReq) answer(w http.ResponseWriter, r *http.Request, items <-chan 
 	}
 	arr := make([]ojson.Value, len(results))
 	for i, res := range results {
-		arr[i] = req.final(req.tasks[i], res)
+		v, err := req.final(req.tasks[i], res)
+		if err != nil {
+			return err
+		}
+		arr[i] = v
 	}
 	var out ojson.Value
 	switch {
@@ -320,11 +323,15 @@ func (req *cmplReq) streamAnswer(ctx context.Context, w http.ResponseWriter, ite
 	if first.err != nil {
 		return first.err
 	}
+	chunk, err := req.sse(first)
+	if err != nil {
+		return err
+	}
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: req.h.o.WriteTimeout}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if err := sw.write(req.sse(first)); err != nil {
+	if err := sw.write(chunk); err != nil {
 		return nil
 	}
 	done := 0
@@ -355,7 +362,12 @@ func (req *cmplReq) streamAnswer(ctx context.Context, w http.ResponseWriter, ite
 			if it.res != nil {
 				done++
 			}
-			if err := sw.write(req.sse(it)); err != nil {
+			chunk, err := req.sse(it)
+			if err != nil {
+				sw.write(req.sseError(toAPIError(err)))
+				return nil
+			}
+			if err := sw.write(chunk); err != nil {
 				return nil
 			}
 		case <-tick:
@@ -375,24 +387,28 @@ func (req *cmplReq) streamAnswer(ctx context.Context, w http.ResponseWriter, ite
 }
 
 // sse is one result's events, framed.
-func (req *cmplReq) sse(it item) string {
+func (req *cmplReq) sse(it item) (string, error) {
 	var v ojson.Value
+	var err error
 	if it.res != nil {
-		v = req.final(it.t, it.res)
+		v, err = req.final(it.t, it.res)
 	} else {
 		var ok bool
-		v, ok = req.partial(it.t, it.ev)
+		v, ok, err = req.partial(it.t, it.ev)
 		if !ok {
-			return ""
+			return "", err
 		}
+	}
+	if err != nil {
+		return "", err
 	}
 	switch req.rt {
 	case resAnthropic:
-		return formatAnthropicSSE(v)
+		return formatAnthropicSSE(v), nil
 	case resOAIResp:
-		return formatRespSSE(v)
+		return formatRespSSE(v), nil
 	}
-	return formatOAISSE(v)
+	return formatOAISSE(v), nil
 }
 
 // sseError is format_error of the stream: an Anthropic error event, or
@@ -519,17 +535,17 @@ func probsJSON(probs []serve.TokenOutput, post bool) ojson.Value {
 
 // final is server_task_result_cmpl_final::to_json for the request's
 // response type.
-func (req *cmplReq) final(t *cmplTask, res *serve.Result) ojson.Value {
+func (req *cmplReq) final(t *cmplTask, res *serve.Result) (ojson.Value, error) {
 	if req.stream {
 		res.Content, res.Tokens = "", nil
 	}
 	switch req.rt {
 	case resOAICmpl:
-		return req.finalOAICmpl(t, res)
+		return req.finalOAICmpl(t, res), nil
 	case resOAIChat, resOAIResp, resAnthropic:
 		return req.finalChat(t, res)
 	}
-	return req.finalNone(t, res)
+	return req.finalNone(t, res), nil
 }
 
 // finalNone is to_json_non_oaicompat.
@@ -596,17 +612,18 @@ func (req *cmplReq) finalOAICmpl(t *cmplTask, res *serve.Result) ojson.Value {
 
 // partial is server_task_result_cmpl_partial::to_json; false for the
 // begin marker, which sends only the headers.
-func (req *cmplReq) partial(t *cmplTask, ev *serve.Event) (ojson.Value, bool) {
+func (req *cmplReq) partial(t *cmplTask, ev *serve.Event) (ojson.Value, bool, error) {
 	if ev.Begin {
-		return ojson.Value{}, false
+		return ojson.Value{}, false, nil
 	}
 	switch req.rt {
 	case resOAICmpl:
-		return req.partialOAICmpl(t, ev), true
+		return req.partialOAICmpl(t, ev), true, nil
 	case resOAIChat, resOAIResp, resAnthropic:
-		return req.partialChat(t, ev), true
+		v, err := req.partialChat(t, ev)
+		return v, true, err
 	}
-	return req.partialNone(t, ev), true
+	return req.partialNone(t, ev), true, nil
 }
 
 // eventToken is the partial's content, tokens and probabilities.

@@ -299,7 +299,7 @@ func (h *Handler) getProps(w http.ResponseWriter, r *http.Request, _ []byte) err
 		"endpoint_metrics", h.o.Metrics,
 		"ui", m.Settings.UI,
 		"ui_settings", ojson.ObjectValue(),
-		"chat_template", m.ChatTemplate,
+		"chat_template", m.chatSource(""),
 		"chat_template_caps", m.chatCaps(),
 		"bos_token", bos,
 		"eos_token", eos,
@@ -307,8 +307,8 @@ func (h *Handler) getProps(w http.ResponseWriter, r *http.Request, _ []byte) err
 		"is_sleeping", false,
 		"cors_proxy_enabled", false,
 	)
-	if m.Jinja && m.ChatTemplateToolUse != "" {
-		props.Set("chat_template_tool_use", jv(m.ChatTemplateToolUse))
+	if !m.Settings.Chat.Server.Legacy && m.chatSource("tool_use") != "" {
+		props.Set("chat_template_tool_use", jv(m.chatSource("tool_use")))
 	}
 	h.writeJSON(w, http.StatusOK, props)
 	return nil

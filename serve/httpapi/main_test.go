@@ -59,11 +59,15 @@ type config struct {
 	params          serve.Params
 	http            httpapi.Options
 	alias           string
+	jinja           bool
 }
 
 // flags are llama-server's options for c.
 func (c config) flags(model string) []string {
-	f := []string{"-m", model, "--device", "none", "-t", "2", "-c", itoa(c.nCtx), "-np", itoa(c.nParallel), "-kvu", "--no-jinja"}
+	f := []string{"-m", model, "--device", "none", "-t", "2", "-c", itoa(c.nCtx), "-np", itoa(c.nParallel), "-kvu"}
+	if !c.jinja {
+		f = append(f, "--no-jinja")
+	}
 	if c.nBatch > 0 {
 		f = append(f, "-b", itoa(c.nBatch), "-ub", itoa(c.nBatch))
 	}
@@ -134,7 +138,11 @@ func newServer(t testing.TB, path string, c config) (*httptest.Server, *httpapi.
 		aliases = []string{c.alias}
 	}
 	s := httpapi.Settings{NPredict: p.NPredict, Embedding: c.embedding || c.rerank, Rerank: c.rerank, SlotSavePath: c.slotSavePath, UI: true}
-	mo := httpapi.NewModel(e, lm, path, aliases, nil, s)
+	s.Chat.Server.Legacy = !c.jinja
+	mo, err := httpapi.NewModel(e, lm, path, aliases, nil, s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := c.http
 	o.APIKeys = c.apiKeys
 	o.Metrics = c.metrics

@@ -1,10 +1,11 @@
 package httpapi
 
 import (
-	"errors"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ggload/ggload/grammar"
 	"github.com/ggload/ggload/internal/ojson"
 )
 
@@ -33,10 +34,34 @@ func validFilename(name string) bool {
 	return !strings.Contains(name, "..") && name != "."
 }
 
-// chatCaps is common_chat_templates_get_caps.
-func (m *Model) chatCaps() ojson.Value { return ojson.ObjectValue() }
+// chatCaps is common_chat_templates_get_caps: the capabilities by name,
+// in order.
+func (m *Model) chatCaps() ojson.Value {
+	o := ojson.ObjectValue()
+	if m.Chat == nil {
+		return o
+	}
+	caps := m.Chat.Caps()
+	names := make([]string, 0, len(caps))
+	for k := range caps {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		o.Set(k, ojson.BoolValue(caps[k]))
+	}
+	return o
+}
 
 // schemaToGrammar is json_schema_to_grammar.
-func schemaToGrammar(ojson.Value) (string, error) {
-	return "", errors.New("JSON schemas are not supported yet")
+func schemaToGrammar(s ojson.Value) (string, error) {
+	return grammar.FromJSONSchema(s, false)
+}
+
+// chatSource is common_chat_templates_source.
+func (m *Model) chatSource(variant string) string {
+	if m.Chat == nil {
+		return ""
+	}
+	return m.Chat.Source(variant)
 }

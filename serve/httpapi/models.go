@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/ggload/ggload/chat"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/serve"
 	"github.com/ggload/ggload/vocab"
@@ -55,10 +56,9 @@ type Model struct {
 	RerankTemplate    string
 	HasRerankTemplate bool
 
-	// ChatTemplate and ChatTemplateToolUse are the chat templates /props
-	// shows; Jinja is --jinja.
-	ChatTemplate, ChatTemplateToolUse string
-	Jinja                             bool
+	// Chat are the model's chat templates (nil: the chat endpoints are
+	// refused).
+	Chat *chat.Templates
 
 	// Settings are the server's options for the model (the parts of
 	// common_params its handlers read).
@@ -90,6 +90,8 @@ type Settings struct {
 	Verbose bool
 	// UI is the web UI's switch as /props reports it (ggload has none).
 	UI bool
+	// Chat are the chat options.
+	Chat ChatSettings
 }
 
 func (s Settings) embdNormalize() int {
@@ -111,8 +113,8 @@ func (s Settings) ssePing() int {
 
 // NewModel describes an engine on a loaded model as llama-server names
 // and describes it: aliases (--alias) and tags (--tags), the model's
-// name from the first alias or the path.
-func NewModel(e *serve.Engine, m *loader.Model, path string, aliases, tags []string, s Settings) *Model {
+// name from the first alias or the path, its chat templates.
+func NewModel(e *serve.Engine, m *loader.Model, path string, aliases, tags []string, s Settings) (*Model, error) {
 	al := slices.Clone(aliases)
 	sort.Strings(al)
 	al = slices.Compact(al)
@@ -149,8 +151,13 @@ func NewModel(e *serve.Engine, m *loader.Model, path string, aliases, tags []str
 				mo.NEmbd = int(n)
 			}
 		}
+		t, err := chat.FromModel(g, e.Vocab(), chat.Options{Template: s.Chat.Template, Name: s.Chat.TemplateName})
+		if err != nil {
+			return nil, err
+		}
+		mo.Chat = t
 	}
-	return mo
+	return mo, nil
 }
 
 // ModelStatus is one model of a router's list (GET /models).

@@ -33,9 +33,7 @@ var volatile = map[string]bool{
 	"created": true, "id": true, "system_fingerprint": true, "build_info": true, "media_marker": true,
 	"prompt_ms": true, "prompt_per_token_ms": true, "prompt_per_second": true, "predicted_ms": true,
 	"predicted_per_token_ms": true, "predicted_per_second": true, "time_ms": true, "save_ms": true, "restore_ms": true,
-	"created_at": true, "completed_at": true,
-	// (the chat templates come with the chat endpoints)
-	"chat_template": true, "chat_template_caps": true,
+	"created_at": true, "completed_at": true, "item_id": true, "call_id": true,
 }
 
 func mask(v ojson.Value) ojson.Value {
@@ -260,3 +258,48 @@ func TestAPIKeyIsLlamaServers(t *testing.T) {
 }
 
 var _ = bytes.NewReader
+
+// The chat endpoints (OpenAI's chat completions and responses,
+// Anthropic's messages, the template and token counts) answer as
+// llama-server answers, with llama.cpp's built-in templates (--no-jinja)
+// and with its Jinja engine: greedy and seeded, streamed or not, and
+// their errors.
+func TestChatIsLlamaServer(t *testing.T) {
+	path := textModel(t, "llama", "llama-spm", 2)
+	msgs := `"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello there"}]`
+	for _, jinja := range []bool{false, true} {
+		c := config{nCtx: 1024, nParallel: 2, jinja: jinja}
+		ours, _ := newServer(t, path, c)
+		theirs := startLlama(t, path, c)
+		xs := []exchange{
+			{method: "GET", path: "/props"},
+			{method: "POST", path: "/apply-template", body: `{` + msgs + `}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":8,"temperature":0}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":8,"seed":5}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":6,"seed":9,"stream":true,"stream_options":{"include_usage":true}}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":4,"temperature":0,"logprobs":true,"top_logprobs":2}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":4,"temperature":0,"n":2}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Well"}],"max_tokens":4,"temperature":0}`},
+			{method: "POST", path: "/v1/chat/completions/input_tokens", body: `{` + msgs + `}`},
+			{method: "POST", path: "/v1/messages", body: `{"system":"Be brief.","messages":[{"role":"user","content":"Hello"}],"max_tokens":6,"temperature":0}`},
+			{method: "POST", path: "/v1/messages", body: `{"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}],"max_tokens":6,"temperature":0,"stream":true}`},
+			{method: "POST", path: "/v1/messages/count_tokens", body: `{"messages":[{"role":"user","content":"Hello"}]}`},
+			{method: "POST", path: "/v1/responses", body: `{"input":"Hello","instructions":"Be brief.","max_output_tokens":6,"temperature":0}`},
+			{method: "POST", path: "/v1/responses", body: `{"input":[{"role":"user","content":"Hello"}],"max_output_tokens":6,"temperature":0,"stream":true}`},
+			{method: "POST", path: "/v1/responses/input_tokens", body: `{"input":"Hello"}`},
+			// errors
+			{method: "POST", path: "/v1/chat/completions", body: `{"max_tokens":4}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{"messages":"x"}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"content":"x"}]}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user"}]}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"response_format":{"type":"yaml"}}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"top_logprobs":2}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none","max_tokens":4,"temperature":0}`},
+			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]}`},
+			{method: "POST", path: "/v1/responses", body: `{"instructions":"x"}`},
+			{method: "POST", path: "/v1/responses", body: `{"input":5}`},
+			{method: "POST", path: "/v1/messages", body: `{"max_tokens":4}`},
+		}
+		compareAnswers(t, ours.URL, theirs.URL, xs)
+	}
+}

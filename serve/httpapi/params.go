@@ -101,6 +101,7 @@ func evalSchema(v *vocab.Vocab, base serve.Options, s Settings, data ojson.Value
 		return nil, err
 	}
 	p.reasoningInContent = p.o.Stream && p.reasoningFormat == "deepseek-legacy"
+	p.o.PreservedTokens = p.preserved
 	return p, nil
 }
 
