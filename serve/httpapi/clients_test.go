@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/ggload/ggload/place"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -104,5 +106,111 @@ func TestOpenAIGoSDK(t *testing.T) {
 	ge, we := askEmbeddings(t, ours2.URL), askEmbeddings(t, theirs2.URL)
 	if len(ge.embedding) == 0 || !slices.Equal(ge.embedding, we.embedding) || ge.embeddings != 3 || we.embeddings != 3 {
 		t.Errorf("embeddings: ours %d values (%d inputs), llama-server %d (%d)", len(ge.embedding), ge.embeddings, len(we.embedding), we.embeddings)
+	}
+}
+
+// chatAnswers are what the SDKs read of chat replies.
+type chatAnswers struct {
+	text, streamed, finish string
+	toolsText, toolsFinish string
+	usage                  [3]int64
+	anthropic, anthStream  string
+	anthStop               string
+	anthUsage              [2]int64
+	anthTokens             int64
+}
+
+func askChat(t *testing.T, base string) chatAnswers {
+	t.Helper()
+	ctx := context.Background()
+	c := openaiClient(base)
+	var a chatAnswers
+	p := openai.ChatCompletionNewParams{
+		Model:       "tiny",
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage("Hello there")},
+		MaxTokens:   openai.Int(10),
+		Temperature: openai.Float(0),
+	}
+	res, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: Chat.Completions.New: %v", base, err)
+	}
+	a.text, a.finish = res.Choices[0].Message.Content, string(res.Choices[0].FinishReason)
+	a.usage = [3]int64{res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens}
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	s := c.Chat.Completions.NewStreaming(ctx, p)
+	acc := openai.ChatCompletionAccumulator{}
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("%s: Chat.Completions.NewStreaming: %v", base, err)
+	}
+	if len(acc.Choices) > 0 {
+		a.streamed = acc.Choices[0].Message.Content
+	}
+	// tools: offered to the model, which may call them
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{}
+	p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+		Name: "get_weather", Description: openai.String("the weather of a city"),
+		Parameters: openai.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}},
+	})}
+	tr, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: Chat.Completions.New with tools: %v", base, err)
+	}
+	a.toolsText, a.toolsFinish = tr.Choices[0].Message.Content, string(tr.Choices[0].FinishReason)
+	for _, tc := range tr.Choices[0].Message.ToolCalls {
+		a.toolsText += " call:" + tc.Function.Name + tc.Function.Arguments
+	}
+
+	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithJSONSet("temperature", 0))
+	ap := anthropic.MessageNewParams{Model: "tiny", MaxTokens: 8, System: []anthropic.TextBlockParam{{Text: "Be brief."}},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello there"))}}
+	m, err := ac.Messages.New(ctx, ap)
+	if err != nil {
+		t.Fatalf("%s: Messages.New: %v", base, err)
+	}
+	for _, b := range m.Content {
+		a.anthropic += b.Text
+	}
+	a.anthStop = string(m.StopReason)
+	a.anthUsage = [2]int64{m.Usage.InputTokens, m.Usage.OutputTokens}
+	as := ac.Messages.NewStreaming(ctx, ap)
+	msg := anthropic.Message{}
+	for as.Next() {
+		if err := msg.Accumulate(as.Current()); err != nil {
+			t.Fatalf("%s: Messages.NewStreaming: %v", base, err)
+		}
+	}
+	if err := as.Err(); err != nil {
+		t.Fatalf("%s: Messages.NewStreaming: %v", base, err)
+	}
+	for _, b := range msg.Content {
+		a.anthStream += b.Text
+	}
+	ct, err := ac.Messages.CountTokens(ctx, anthropic.MessageCountTokensParams{Model: "tiny",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello there"))}})
+	if err != nil {
+		t.Fatalf("%s: Messages.CountTokens: %v", base, err)
+	}
+	a.anthTokens = ct.InputTokens
+	return a
+}
+
+// The OpenAI and Anthropic Go SDKs chat with ggload as with llama-server
+// (its Jinja templates): the same replies at once and streamed, with
+// tools offered, Anthropic's messages and token counts.
+func TestChatSDKs(t *testing.T) {
+	path := textModel(t, "llama", "llama-spm", 2)
+	c := config{nCtx: 1024, nParallel: 1, alias: "tiny", jinja: true}
+	ours, _ := newServer(t, path, c)
+	theirs := startLlama(t, path, c)
+	g, w := askChat(t, ours.URL), askChat(t, theirs.URL)
+	if g.text == "" || g.text != g.streamed || g.anthropic != g.anthStream || g.anthTokens == 0 {
+		t.Errorf("ours: %+v", g)
+	}
+	if g != w {
+		t.Errorf("ours %+v\nllama-server %+v", g, w)
 	}
 }
