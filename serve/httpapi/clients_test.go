@@ -9,7 +9,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/ggload/ggload/place"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -84,26 +83,22 @@ func askEmbeddings(t *testing.T, base string) sdkAnswers {
 	return a
 }
 
-// The OpenAI Go SDK reads ggload's completions and embeddings as it reads
-// llama-server's: the same text (greedy), the same text streamed chunk by
-// chunk, the same usage and finish reason, the same vectors.
-func TestOpenAIGoSDK(t *testing.T) {
-	path := textModel(t, "llama", "llama-spm", 2)
-	c := config{nCtx: 512, nParallel: 1, alias: "tiny"}
-	ours, _ := newServer(t, path, c)
-	theirs := startLlama(t, path, c)
-	g, w := askCompletions(t, ours.URL), askCompletions(t, theirs.URL)
+// sameCompletionsSDK: the OpenAI Go SDK reads ggload's completions as
+// it reads llama-server's: the same text (greedy), the same text streamed
+// chunk by chunk, the same usage and finish reason.
+func sameCompletionsSDK(t *testing.T, ours, theirs string) {
+	g, w := askCompletions(t, ours), askCompletions(t, theirs)
 	if g.text == "" || g.text != g.streamed {
 		t.Errorf("ours: text %q, streamed %q", g.text, g.streamed)
 	}
 	if fmt.Sprint(g) != fmt.Sprint(w) {
 		t.Errorf("completions: ours %+v, llama-server %+v", g, w)
 	}
-	bert := textModel(t, "bert", "bert-bge", 2)
-	ce := config{nCtx: 512, nParallel: 2, nBatch: 128, embedding: true, pooling: place.PoolingMean, alias: "tiny"}
-	ours2, _ := newServer(t, bert, ce)
-	theirs2 := startLlama(t, bert, ce)
-	ge, we := askEmbeddings(t, ours2.URL), askEmbeddings(t, theirs2.URL)
+}
+
+// sameEmbeddingsSDK: the OpenAI Go SDK reads the same vectors of both.
+func sameEmbeddingsSDK(t *testing.T, ours, theirs string) {
+	ge, we := askEmbeddings(t, ours), askEmbeddings(t, theirs)
 	if len(ge.embedding) == 0 || !slices.Equal(ge.embedding, we.embedding) || ge.embeddings != 3 || we.embeddings != 3 {
 		t.Errorf("embeddings: ours %d values (%d inputs), llama-server %d (%d)", len(ge.embedding), ge.embeddings, len(we.embedding), we.embeddings)
 	}
@@ -198,15 +193,11 @@ func askChat(t *testing.T, base string) chatAnswers {
 	return a
 }
 
-// The OpenAI and Anthropic Go SDKs chat with ggload as with llama-server
-// (its Jinja templates): the same replies at once and streamed, with
-// tools offered, Anthropic's messages and token counts.
-func TestChatSDKs(t *testing.T) {
-	path := textModel(t, "llama", "llama-spm", 2)
-	c := config{nCtx: 1024, nParallel: 1, alias: "tiny", jinja: true}
-	ours, _ := newServer(t, path, c)
-	theirs := startLlama(t, path, c)
-	g, w := askChat(t, ours.URL), askChat(t, theirs.URL)
+// sameChatSDKs: the OpenAI and Anthropic Go SDKs chat with ggload as
+// with llama-server: the same replies at once and streamed, with tools
+// offered, Anthropic's messages and token counts.
+func sameChatSDKs(t *testing.T, ours, theirs string) {
+	g, w := askChat(t, ours), askChat(t, theirs)
 	if g.text == "" || g.text != g.streamed || g.anthropic != g.anthStream || g.anthTokens == 0 {
 		t.Errorf("ours: %+v", g)
 	}

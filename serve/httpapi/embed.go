@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/serve"
@@ -113,8 +114,13 @@ func (h *Handler) embeddings(rt resType) route {
 		}
 		res := make([]*serve.Embedding, len(prompts))
 		err = runAll(r.Context(), len(prompts), func(ctx context.Context, i int) error {
+			t0 := time.Now()
 			e, err := m.Engine.Embed(ctx, prompts[i], o)
 			res[i] = e
+			if err == nil {
+				// (an embedding's prompt is decoded whole: no cache)
+				h.met.add(serve.Timings{PromptN: e.NTokens, PromptMS: float64(time.Since(t0).Microseconds()) / 1000}, m.Settings.NBatch, e.NTokens)
+			}
 			return err
 		})
 		if err != nil {
@@ -225,8 +231,12 @@ func (h *Handler) rerank(w http.ResponseWriter, r *http.Request, body []byte) er
 		prompts[i] = p
 	}
 	err = runAll(r.Context(), len(docs), func(ctx context.Context, i int) error {
+		t0 := time.Now()
 		s, err := m.Engine.Rerank(ctx, prompts[i], o)
 		ranks[i] = rank{s, len(prompts[i])}
+		if err == nil {
+			h.met.add(serve.Timings{PromptN: len(prompts[i]), PromptMS: float64(time.Since(t0).Microseconds()) / 1000}, m.Settings.NBatch, len(prompts[i]))
+		}
 		return err
 	})
 	if err != nil {

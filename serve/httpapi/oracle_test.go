@@ -134,12 +134,8 @@ func compareAnswers(t *testing.T, ours, theirs string, xs []exchange) {
 // The native and OpenAI completion endpoints answer as llama-server
 // answers, request by request: greedy and seeded, streamed or not, with
 // n_probs, stop strings, several prompts, n > 1, their errors.
-func TestCompletionsAreLlamaServer(t *testing.T) {
-	path := textModel(t, "llama", "llama-spm", 2)
-	c := config{nCtx: 1024, nParallel: 2}
-	ours, _ := newServer(t, path, c)
-	theirs := startLlama(t, path, c)
-	xs := []exchange{
+func completionExchanges() []exchange {
+	return []exchange{
 		{method: "POST", path: "/completion", body: `{"prompt":"Hello world","n_predict":8,"temperature":0}`},
 		{method: "POST", path: "/completion", body: `{"prompt":"Hello world","n_predict":8,"seed":42,"return_tokens":true}`},
 		{method: "POST", path: "/completion", body: `{"prompt":"Once upon","n_predict":6,"seed":7,"stream":true}`},
@@ -165,17 +161,11 @@ func TestCompletionsAreLlamaServer(t *testing.T) {
 		{method: "GET", path: "/nope"},
 		{method: "GET", path: "/completion"},
 	}
-	compareAnswers(t, ours.URL, theirs.URL, xs)
 }
 
 // The other native endpoints answer as llama-server answers.
-func TestNativeEndpointsAreLlamaServer(t *testing.T) {
-	path := textModel(t, "llama", "llama-spm", 2)
-	dir := t.TempDir() + "/"
-	c := config{nCtx: 1024, nParallel: 2, slotSavePath: dir, alias: "tiny"}
-	ours, _ := newServer(t, path, c)
-	theirs := startLlama(t, path, c)
-	xs := []exchange{
+func nativeExchanges() []exchange {
+	return []exchange{
 		{method: "GET", path: "/health"},
 		{method: "GET", path: "/v1/health"},
 		{method: "GET", path: "/props"},
@@ -202,14 +192,46 @@ func TestNativeEndpointsAreLlamaServer(t *testing.T) {
 		{method: "POST", path: "/lora-adapters", body: `[{"id":0,"scale":0.5}]`},
 		{method: "OPTIONS", path: "/completion", header: map[string]string{"Origin": "http://example.test"}},
 	}
-	compareAnswers(t, ours.URL, theirs.URL, xs)
 }
 
-// Embeddings and rank scores answer as llama-server's, float for float.
-func TestEmbeddingEndpointsAreLlamaServer(t *testing.T) {
+// The text model's endpoints answer as llama-server answers, request by
+// request: completions (native and OpenAI's), the other native endpoints,
+// chat with llama.cpp's built-in templates (--no-jinja), and what the
+// OpenAI Go SDK reads of completions.
+func TestTextModelIsLlamaServer(t *testing.T) {
+	path := textModel(t, "llama", "llama-spm", 2)
+	c := config{nCtx: 1024, nParallel: 2, slotSavePath: t.TempDir() + "/", alias: "tiny"}
+	ours, _ := newServer(t, path, c)
+	theirs := startLlama(t, path, c)
+	t.Run("completions", func(t *testing.T) { compareAnswers(t, ours.URL, theirs.URL, completionExchanges()) })
+	t.Run("native", func(t *testing.T) { compareAnswers(t, ours.URL, theirs.URL, nativeExchanges()) })
+	t.Run("chat", func(t *testing.T) { compareAnswers(t, ours.URL, theirs.URL, chatExchanges()) })
+	t.Run("openai-go", func(t *testing.T) { sameCompletionsSDK(t, ours.URL, theirs.URL) })
+}
+
+// With llama.cpp's Jinja engine, chat answers as llama-server's, and the
+// OpenAI and Anthropic Go SDKs and the npm openai client read the same
+// replies of both.
+func TestJinjaChatIsLlamaServer(t *testing.T) {
+	path := textModel(t, "llama", "llama-spm", 2)
+	c := config{nCtx: 1024, nParallel: 2, alias: "tiny", jinja: true}
+	ours, _ := newServer(t, path, c)
+	theirs := startLlama(t, path, c)
+	t.Run("chat", func(t *testing.T) { compareAnswers(t, ours.URL, theirs.URL, chatExchanges()) })
+	t.Run("sdks", func(t *testing.T) { sameChatSDKs(t, ours.URL, theirs.URL) })
+	t.Run("node", func(t *testing.T) { sameNodeClient(t, ours.URL, theirs.URL, "chat") })
+}
+
+// Embeddings and rank scores answer as llama-server's, float for float,
+// and the OpenAI Go SDK and the npm openai client read the same vectors
+// of both.
+func TestEmbeddingsAreLlamaServer(t *testing.T) {
 	path := textModel(t, "bert", "bert-bge", 2)
-	for _, c := range []config{{nCtx: 512, nParallel: 2, nBatch: 128, embedding: true}, {nCtx: 512, nParallel: 2, nBatch: 128, embedding: true, pooling: place.PoolingMean},
-		{nCtx: 512, nParallel: 1, nBatch: 512, rerank: true}} {
+	configs := []config{{nCtx: 512, nParallel: 2, nBatch: 128, embedding: true, pooling: place.PoolingMean, alias: "tiny"}, {nCtx: 512, nParallel: 1, nBatch: 512, rerank: true}}
+	if all() {
+		configs = append(configs, config{nCtx: 512, nParallel: 2, nBatch: 128, embedding: true})
+	}
+	for _, c := range configs {
 		ours, _ := newServer(t, path, c)
 		theirs := startLlama(t, path, c)
 		var xs []exchange
@@ -235,6 +257,10 @@ func TestEmbeddingEndpointsAreLlamaServer(t *testing.T) {
 			}
 		}
 		compareAnswers(t, ours.URL, theirs.URL, xs)
+		if c.pooling == place.PoolingMean {
+			t.Run("openai-go", func(t *testing.T) { sameEmbeddingsSDK(t, ours.URL, theirs.URL) })
+			t.Run("node", func(t *testing.T) { sameNodeClient(t, ours.URL, theirs.URL, "embeddings") })
+		}
 	}
 }
 
@@ -259,47 +285,38 @@ func TestAPIKeyIsLlamaServers(t *testing.T) {
 
 var _ = bytes.NewReader
 
-// The chat endpoints (OpenAI's chat completions and responses,
-// Anthropic's messages, the template and token counts) answer as
-// llama-server answers, with llama.cpp's built-in templates (--no-jinja)
-// and with its Jinja engine: greedy and seeded, streamed or not, and
-// their errors.
-func TestChatIsLlamaServer(t *testing.T) {
-	path := textModel(t, "llama", "llama-spm", 2)
+// chatExchanges are the chat endpoints' requests (OpenAI's chat
+// completions and responses, Anthropic's messages, the template and the
+// token counts): greedy and seeded, streamed or not, and their errors.
+func chatExchanges() []exchange {
 	msgs := `"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello there"}]`
-	for _, jinja := range []bool{false, true} {
-		c := config{nCtx: 1024, nParallel: 2, jinja: jinja}
-		ours, _ := newServer(t, path, c)
-		theirs := startLlama(t, path, c)
-		xs := []exchange{
-			{method: "GET", path: "/props"},
-			{method: "POST", path: "/apply-template", body: `{` + msgs + `}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":8,"temperature":0}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":8,"seed":5}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":6,"seed":9,"stream":true,"stream_options":{"include_usage":true}}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":4,"temperature":0,"logprobs":true,"top_logprobs":2}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":4,"temperature":0,"n":2}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Well"}],"max_tokens":4,"temperature":0}`},
-			{method: "POST", path: "/v1/chat/completions/input_tokens", body: `{` + msgs + `}`},
-			{method: "POST", path: "/v1/messages", body: `{"system":"Be brief.","messages":[{"role":"user","content":"Hello"}],"max_tokens":6,"temperature":0}`},
-			{method: "POST", path: "/v1/messages", body: `{"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}],"max_tokens":6,"temperature":0,"stream":true}`},
-			{method: "POST", path: "/v1/messages/count_tokens", body: `{"messages":[{"role":"user","content":"Hello"}]}`},
-			{method: "POST", path: "/v1/responses", body: `{"input":"Hello","instructions":"Be brief.","max_output_tokens":6,"temperature":0}`},
-			{method: "POST", path: "/v1/responses", body: `{"input":[{"role":"user","content":"Hello"}],"max_output_tokens":6,"temperature":0,"stream":true}`},
-			{method: "POST", path: "/v1/responses/input_tokens", body: `{"input":"Hello"}`},
-			// errors
-			{method: "POST", path: "/v1/chat/completions", body: `{"max_tokens":4}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{"messages":"x"}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"content":"x"}]}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user"}]}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"response_format":{"type":"yaml"}}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"top_logprobs":2}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none","max_tokens":4,"temperature":0}`},
-			{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]}`},
-			{method: "POST", path: "/v1/responses", body: `{"instructions":"x"}`},
-			{method: "POST", path: "/v1/responses", body: `{"input":5}`},
-			{method: "POST", path: "/v1/messages", body: `{"max_tokens":4}`},
-		}
-		compareAnswers(t, ours.URL, theirs.URL, xs)
+	return []exchange{
+		{method: "GET", path: "/props"},
+		{method: "POST", path: "/apply-template", body: `{` + msgs + `}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":8,"temperature":0}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":8,"seed":5}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":6,"seed":9,"stream":true,"stream_options":{"include_usage":true}}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":4,"temperature":0,"logprobs":true,"top_logprobs":2}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"max_tokens":4,"temperature":0,"n":2}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Well"}],"max_tokens":4,"temperature":0}`},
+		{method: "POST", path: "/v1/chat/completions/input_tokens", body: `{` + msgs + `}`},
+		{method: "POST", path: "/v1/messages", body: `{"system":"Be brief.","messages":[{"role":"user","content":"Hello"}],"max_tokens":6,"temperature":0}`},
+		{method: "POST", path: "/v1/messages", body: `{"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}],"max_tokens":6,"temperature":0,"stream":true}`},
+		{method: "POST", path: "/v1/messages/count_tokens", body: `{"messages":[{"role":"user","content":"Hello"}]}`},
+		{method: "POST", path: "/v1/responses", body: `{"input":"Hello","instructions":"Be brief.","max_output_tokens":6,"temperature":0}`},
+		{method: "POST", path: "/v1/responses", body: `{"input":[{"role":"user","content":"Hello"}],"max_output_tokens":6,"temperature":0,"stream":true}`},
+		{method: "POST", path: "/v1/responses/input_tokens", body: `{"input":"Hello"}`},
+		// errors
+		{method: "POST", path: "/v1/chat/completions", body: `{"max_tokens":4}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{"messages":"x"}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"content":"x"}]}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user"}]}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"response_format":{"type":"yaml"}}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"top_logprobs":2}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"none","max_tokens":4,"temperature":0}`},
+		{method: "POST", path: "/v1/chat/completions", body: `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"assistant","content":"c"}]}`},
+		{method: "POST", path: "/v1/responses", body: `{"instructions":"x"}`},
+		{method: "POST", path: "/v1/responses", body: `{"input":5}`},
+		{method: "POST", path: "/v1/messages", body: `{"max_tokens":4}`},
 	}
 }

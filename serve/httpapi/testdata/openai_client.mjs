@@ -1,12 +1,18 @@
 // The npm openai client against a server of llama-server's API: chat (at
-// once, streamed, with tools offered), completions and, where given, an
-// embedding server. Prints what it read as JSON.
+// once, streamed, with tools offered) and completions ("chat"), or
+// embeddings ("embeddings"). Prints what it read as JSON.
 import OpenAI from "openai";
 
-const [base, embedBase] = process.argv.slice(2);
+const [what, base] = process.argv.slice(2);
 const client = new OpenAI({ baseURL: base + "/v1", apiKey: "sk-test", maxRetries: 0 });
-const messages = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello there" }];
 const out = {};
+if (what === "embeddings") {
+  const e = await client.embeddings.create({ model: "tiny", input: ["hello world", "good bye"] });
+  out.embeddings = e.data.map(d => d.embedding);
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
+const messages = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello there" }];
 
 const chat = await client.chat.completions.create({ model: "tiny", messages, max_tokens: 10, temperature: 0 });
 out.chat = { text: chat.choices[0].message.content, finish: chat.choices[0].finish_reason, usage: chat.usage.total_tokens };
@@ -26,10 +32,4 @@ out.tools = { text: tc.choices[0].message.content, finish: tc.choices[0].finish_
 
 const cmpl = await client.completions.create({ model: "tiny", prompt: "Once upon a time", max_tokens: 8, temperature: 0 });
 out.completion = { text: cmpl.choices[0].text, finish: cmpl.choices[0].finish_reason };
-
-if (embedBase) {
-  const ec = new OpenAI({ baseURL: embedBase + "/v1", apiKey: "sk-test", maxRetries: 0 });
-  const e = await ec.embeddings.create({ model: "tiny", input: ["hello world", "good bye"] });
-  out.embeddings = e.data.map(d => d.embedding);
-}
 console.log(JSON.stringify(out));
