@@ -153,8 +153,12 @@ func newServer(t testing.TB, path string, c config) (*httptest.Server, *httpapi.
 	return srv, h
 }
 
-// startLlama is llama-server of the pin on the model with c.
+// startLlama is llama-server of the pin on the model with c: the tests
+// that compare with it run without the race detector.
 func startLlama(t testing.TB, path string, c config) *llamaserver.Server {
 	t.Helper()
+	if raceOn {
+		t.Skip("a comparison with llama-server: it runs without the race detector")
+	}
 	return llamaserver.Start(t, llamaserver.Build(t), c.flags(path)...)
 }
