@@ -44,6 +44,7 @@ const (
 // n_cmpl completions of it.
 type cmplTask struct {
 	index  int
+	child  bool // one of n_cmpl's completions after the first
 	prompt []int32
 	p      *taskParams
 	state  *chatState // the chat reply's parse (resOAIChat and after)
@@ -233,7 +234,7 @@ func (h *Handler) newCmplReq(m *Model, kind taskKind, data ojson.Value, rt resTy
 			if cp.o.Sampling.Seed != sample.DefaultSeed {
 				cp.o.Sampling.Seed += uint32(j)
 			}
-			req.tasks = append(req.tasks, &cmplTask{index: len(req.tasks), prompt: in, p: &cp})
+			req.tasks = append(req.tasks, &cmplTask{index: len(req.tasks), child: true, prompt: in, p: &cp})
 		}
 	}
 	for _, t := range req.tasks {
@@ -273,6 +274,11 @@ func (req *cmplReq) run(ctx context.Context, t *cmplTask, p *serve.Pending, out 
 	res, err := p.Wait(on)
 	if err == nil {
 		req.h.met.add(res.Timings, req.m.Settings.NBatch, res.NTokensCached)
+		if t.child {
+			// the pin keeps no context of a child's slot: the parent's is
+			// enough (server_slot::release)
+			req.m.Engine.EraseSlot(ctx, res.Slot)
+		}
 	}
 	send(item{t: t, res: res, err: err})
 }
@@ -282,7 +288,12 @@ func (req *cmplReq) run(ctx context.Context, t *cmplTask, p *serve.Pending, out 
 func (req *cmplReq) answer(w http.ResponseWriter, r *http.Request, items <-chan item) error {
 	results := make([]*serve.Result, len(req.tasks))
 	for range req.tasks {
-		it := <-items
+		var it item
+		select {
+		case it = <-items:
+		case <-r.Context().Done():
+			return r.Context().Err()
+		}
 		if it.err != nil {
 			return it.err
 		}
@@ -319,7 +330,12 @@ func (req *cmplReq) answer(w http.ResponseWriter, r *http.Request, items <-chan 
 // result as the response type frames it, pings while the stream is
 // silent, an error as an event, and the end.
 func (req *cmplReq) streamAnswer(ctx context.Context, w http.ResponseWriter, items <-chan item) error {
-	first := <-items
+	var first item
+	select {
+	case first = <-items:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if first.err != nil {
 		return first.err
 	}
