@@ -521,10 +521,33 @@ func (sf *serveFlags) prepare(s *optionSet, pf *placeFlags) error {
 		sf.engine.Sampling = &sp
 	}
 	sf.http.WriteTimeout = sf.timeout
+	sf.gcpFromEnv()
 	sf.settings.NPredict = sf.engine.NPredict
 	sf.settings.Embedding = c.Embeddings
 	sf.settings.Rerank = c.Embeddings && c.Pooling == place.PoolingRank
 	return sf.chat.settings(&sf.settings.Chat)
+}
+
+// gcpFromEnv is llama-server's Google Cloud (Vertex AI) compatibility:
+// AIP_MODE=PREDICTION adds the prediction route (AIP_PREDICT_ROUTE, else
+// /predict), a second health route (AIP_HEALTH_ROUTE) and listens on
+// AIP_HTTP_PORT (else 8080).
+func (sf *serveFlags) gcpFromEnv() {
+	if os.Getenv("AIP_MODE") != "PREDICTION" {
+		return
+	}
+	route := func(name string) string {
+		v := os.Getenv(name)
+		if v != "" && v[0] != '/' {
+			v = "/" + v
+		}
+		return v
+	}
+	sf.http.GCP = &httpapi.GCP{PredictRoute: route("AIP_PREDICT_ROUTE"), HealthRoute: route("AIP_HEALTH_ROUTE")}
+	sf.port = 8080
+	if p, err := strconv.Atoi(os.Getenv("AIP_HTTP_PORT")); err == nil {
+		sf.port = p
+	}
 }
 
 // settings are the chat flags as the handler takes them.

@@ -54,6 +54,16 @@ def _ggload_local(_name, _fn):
 for _ggload_n, _ggload_f in list(ServerPreset.__dict__.items()):
     if isinstance(_ggload_f, staticmethod) and _ggload_n != "load_all":
         setattr(ServerPreset, _ggload_n, _ggload_local(_ggload_n, _ggload_f.__func__))
+
+# a test that names a Hugging Face model of its own cannot run here: no
+# model is fetched from outside
+_ggload_start = ServerProcess.start
+def _ggload_start_local(self, *args, **kwargs):
+    if self.model_hf_repo or self.model_url or self.mmproj_url:
+        import pytest
+        pytest.skip("needs a Hugging Face model, which cannot be fetched here")
+    return _ggload_start(self, *args, **kwargs)
+ServerProcess.start = _ggload_start_local
 `
 
 // openaiStub stands for the python openai package, which cannot be
@@ -75,8 +85,8 @@ type pytestCounts struct {
 	FailedNames             []string
 	PassedNames             []string
 	// NeedOpenAI are the tests skipped for want of the python openai
-	// package
-	NeedOpenAI []string
+	// package, NeedHF those that need a Hugging Face model
+	NeedOpenAI, NeedHF []string
 }
 
 // runPinTests runs the pin's test files against the server at bin (a
@@ -212,8 +222,11 @@ func readJUnit(path string) (map[string]*pytestCounts, error) {
 				pc.FailedNames = append(pc.FailedNames, c.Name)
 			case c.Skipped != nil:
 				pc.Skipped++
-				if strings.Contains(c.Skipped.Message, "python openai package") {
+				switch {
+				case strings.Contains(c.Skipped.Message, "python openai package"):
 					pc.NeedOpenAI = append(pc.NeedOpenAI, c.Name)
+				case strings.Contains(c.Skipped.Message, "Hugging Face model"):
+					pc.NeedHF = append(pc.NeedHF, c.Name)
 				}
 			default:
 				pc.Passed++
@@ -333,6 +346,9 @@ func TestPinServerTests(t *testing.T) {
 		}
 		if len(g.NeedOpenAI) > 0 {
 			fmt.Fprintf(&b, "    need the python openai package: %s\n", strings.Join(g.NeedOpenAI, ", "))
+		}
+		if len(g.NeedHF) > 0 {
+			fmt.Fprintf(&b, "    need a Hugging Face model of their own: %d tests\n", len(g.NeedHF))
 		}
 		if extra := minus(g.FailedNames, w.FailedNames); len(extra) > 0 {
 			fmt.Fprintf(&b, "    fail for ggload alone: %s\n", strings.Join(extra, ", "))

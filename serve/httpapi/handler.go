@@ -51,6 +51,8 @@ type Options struct {
 	// BuildInfo is what answers name as system_fingerprint and
 	// build_info; "": ggload's.
 	BuildInfo string
+	// GCP, if set, adds Vertex AI's prediction route.
+	GCP *GCP
 }
 
 // Handler is llama-server's HTTP API over a model or a pool: an
@@ -143,6 +145,7 @@ func (h *Handler) table() map[string]route {
 	}
 	add("GET", forbidden, "/cors-proxy", "/tools")
 	add("POST", forbidden, "/cors-proxy", "/tools")
+	h.addGCP(t)
 	return t
 }
 
