@@ -96,9 +96,18 @@ type pytestCounts struct {
 func runPinTests(t *testing.T, bin string, files []string, models map[string]string, env []string) map[string]*pytestCounts {
 	t.Helper()
 	src := testenv.SourceTree(t)
-	dir := t.TempDir()
+	// the tests sit where they sit in the source tree, so that their
+	// relative paths (../../../models/templates) find the pin's files
+	root := t.TempDir()
+	dir := filepath.Join(root, "tools", "server", "tests")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(src, "tools", "server", "tests"))); err != nil {
 		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(src, "models"), filepath.Join(root, "models")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(root, "tools"), filepath.Join(root, "tools", "server")} {
+		os.Chmod(d, 0o755)
 	}
 	utils := filepath.Join(dir, "utils.py")
 	os.Chmod(utils, 0o644)
