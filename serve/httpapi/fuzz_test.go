@@ -12,6 +12,7 @@ import (
 
 	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/place"
+	"github.com/ggload/ggload/serve"
 	"github.com/ggload/ggload/serve/httpapi"
 )
 
@@ -67,7 +68,10 @@ func FuzzEndpoints(f *testing.F) {
 	// an embedding model's
 	watch := &panicWatch{}
 	o := httpapi.Options{Logger: slog.New(watch)}
-	_, h1 := newServer(f, textModel(f, "llama", "llama-spm", 2), config{nCtx: 256, nParallel: 2, slotSavePath: f.TempDir() + "/", http: o})
+	// (a small default n_predict and context: an input that asks for no
+	// limit ends soon)
+	short := serve.Params{NPredict: 8}
+	_, h1 := newServer(f, textModel(f, "llama", "llama-spm", 2), config{nCtx: 128, nParallel: 2, slotSavePath: f.TempDir() + "/", http: o, params: short})
 	_, h2 := newServer(f, textModel(f, "bert", "bert-bge", 2), config{nCtx: 256, nParallel: 2, nBatch: 256, embedding: true, pooling: place.PoolingMean, http: o})
 	hs := []*httpapi.Handler{h1, h2}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
