@@ -171,8 +171,9 @@ static void oaijson() {
     chatio_read(stdin, concat);
     try {
         auto m = chatio_msg_from_json(common_json::parse(msg));
+        auto j = m.to_json_oaicompat(concat == "1").dump();
         ok();
-        chatio_write(out, m.to_json_oaicompat(concat == "1").dump());
+        chatio_write(out, j);
     } catch (const std::exception & e) {
         err(e.what());
     }
