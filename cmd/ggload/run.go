@@ -132,7 +132,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if pf.mmproj.given() {
 		return s.errorf("-mm/-mmu: run encodes no image or audio, so it has no use for a multimodal projector (plan and load place and load one)")
 	}
-	if rf.text.given() {
+	if rf.text.given() || rf.text.chat.wanted() && len(rf.tokens) == 0 {
 		if len(rf.tokens) > 0 {
 			return s.errorf("-p/-f and --tokens are exclusive: give the prompt as text or as token ids")
 		}
