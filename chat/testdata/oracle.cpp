@@ -19,6 +19,10 @@
 //   common_chat_templates_apply calls on the cached templates (mode
 //   "apply"), or n common_chat_templates_init and apply (mode "init").
 //   Answers "ok" and the nanoseconds they took, or "err".
+// init: source. Answers "ok", or "err" and what() of the exception
+//   common_chat_template's constructor raised: the message
+//   common_chat_templates_init logs (it rethrows a copy sliced to
+//   std::exception, whose what() is "std::exception").
 // diff: previous and current message JSON. Answers "ok", n and the diffs
 //   (reasoning, content, index or "-", name, arguments, id), or "err".
 
@@ -206,6 +210,17 @@ static void diff() {
     }
 }
 
+static void init() {
+    std::string src;
+    chatio_read(stdin, src);
+    try {
+        common_chat_template t(src, "<s>", "</s>");
+        ok();
+    } catch (const std::exception & e) {
+        err(e.what());
+    }
+}
+
 static void bench() {
     std::string src, bos, eos, inputs, n, mode;
     chatio_read(stdin, src);
@@ -254,6 +269,8 @@ int main() {
             oaijson();
         } else if (op == "diff") {
             diff();
+        } else if (op == "init") {
+            init();
         } else if (op == "bench") {
             bench();
         } else {
