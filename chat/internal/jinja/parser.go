@@ -506,7 +506,11 @@ func (p *parser) parseMember(object node) node {
 		} else {
 			prop = p.parsePrimary()
 		}
-		object = &memberExpr{p.at(start), object, prop, computed}
+		m := &memberExpr{nodeBase: p.at(start), object: object, property: prop, computed: computed}
+		if id, ok := prop.(*identNode); ok && !computed {
+			m.name = sharedStr(id.name)
+		}
+		object = m
 	}
 	return object
 }

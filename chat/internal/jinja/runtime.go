@@ -753,29 +753,16 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 	nf := len(filtered)
 	for i := 0; i < nf; i++ {
 		loop := &objVal{noBuiltins: true}
-		loop.keys = make([]value, 0, 9)
-		loop.vals = make([]value, 0, 9)
-		addLoop := func(k string, v value) {
-			loop.keys = append(loop.keys, mkStr(k))
-			loop.vals = append(loop.vals, v)
-		}
-		addLoop("index", mkInt(int64(i+1)))
-		addLoop("index0", mkInt(int64(i)))
-		addLoop("revindex", mkInt(int64(nf-i)))
-		addLoop("revindex0", mkInt(int64(nf-i-1)))
-		addLoop("first", mkBool(i == 0))
-		addLoop("last", mkBool(i == nf-1))
-		addLoop("length", mkInt(int64(nf)))
+		loop.keys = loopKeys[:]
+		prev, next := mkUndef("previtem"), mkUndef("nextitem")
 		if i > 0 {
-			addLoop("previtem", filtered[i-1])
-		} else {
-			addLoop("previtem", mkUndef("previtem"))
+			prev = filtered[i-1]
 		}
 		if i < nf-1 {
-			addLoop("nextitem", filtered[i+1])
-		} else {
-			addLoop("nextitem", mkUndef("nextitem"))
+			next = filtered[i+1]
 		}
+		loop.vals = []value{mkInt(int64(i + 1)), mkInt(int64(i)), mkInt(int64(nf - i)), mkInt(int64(nf - i - 1)),
+			mkBool(i == 0), mkBool(i == nf-1), mkInt(int64(nf)), prev, next}
 		sc.set("loop", loop)
 		binds[i](sc)
 		ctl := r.runBody(n.body, sc, &out)
@@ -794,6 +781,12 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 	}
 	return mkJStr(r.gatherAll(out))
 }
+
+// loopKeys are the loop object's keys, in the pin's order, shared by
+// every loop: a template that sets loop.x appends to a full slice, which
+// copies it first, and replaces values, never keys.
+var loopKeys = [...]value{sharedStr("index"), sharedStr("index0"), sharedStr("revindex"), sharedStr("revindex0"),
+	sharedStr("first"), sharedStr("last"), sharedStr("length"), sharedStr("previtem"), sharedStr("nextitem")}
 
 // runBody runs a loop's body, catching break and continue.
 func (r *renderer) runBody(body []node, sc *scope, out *[]value) (ctl excKind) {
@@ -973,7 +966,7 @@ func (n *memberExpr) eval(r *renderer, c *scope) value {
 		if !ok {
 			throw("Static member property must be an identifier")
 		}
-		property = mkStr(id.name)
+		property = n.name
 		// a built-in of the type wins over a key of the same name (obj.items)
 		if v := r.builtinOf(id.name, object, true); !isUndef(v) {
 			return v

@@ -100,10 +100,12 @@ type Context struct {
 	sets []binding
 }
 
+// binding is one global, converted once: its strings, numbers and other
+// leaves are shared by every render (they never change, and are never
+// marked), its arrays and objects copied for each.
 type binding struct {
-	name  string
-	val   ojson.Value
-	input bool
+	name string
+	val  value
 }
 
 // SetJSON sets every member of obj as a global, in order, as the pin's
@@ -114,14 +116,14 @@ func (c *Context) SetJSON(obj ojson.Value, markInput bool) error {
 		return &Error{Msg: "global_from_json: input JSON value must be an object"}
 	}
 	for _, m := range obj.Members() {
-		c.sets = append(c.sets, binding{m.Key, m.Value, markInput})
+		c.sets = append(c.sets, binding{m.Key, freeze(m.Value, markInput)})
 	}
 	return nil
 }
 
 // Set sets one global.
 func (c *Context) Set(name string, v ojson.Value) {
-	c.sets = append(c.sets, binding{name: name, val: v})
+	c.sets = append(c.sets, binding{name, freeze(v, false)})
 }
 
 // PreserveReasoning sets what caps_apply_preserve_reasoning sets:
@@ -161,7 +163,7 @@ func (c *Context) scope() *scope {
 	root := newRootScope()
 	if c != nil {
 		for _, b := range c.sets {
-			root.set(b.name, fromJSON(b.val, b.input))
+			root.set(b.name, thaw(b.val))
 		}
 	}
 	return root
