@@ -241,6 +241,9 @@ func jsonEnsureASCII(s string) string {
 			b.WriteByte(ch)
 			pos++
 		default:
+			if b.Len() > maxStringSize {
+				throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
+			}
 			cp, n, ok := parseUTF8(s, pos)
 			if !ok {
 				b.WriteString(`\ufffd`)

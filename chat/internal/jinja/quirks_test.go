@@ -140,3 +140,35 @@ func TestStrftimeAgainstPin(t *testing.T) {
 		}
 	}
 }
+
+// The capability probe on templates that trip it up, as the pin's.
+func TestCapsQuirksAgainstPin(t *testing.T) {
+	o := startOracle(t, "caps", zoneUTC)
+	for _, src := range []string{
+		`{% set _ = messages.pop() %}{{ messages }}`,
+		`{% set _ = tools.pop() if tools %}{% for m in messages %}{{ m.content }}{% endfor %}`,
+		`{{ messages[0].content | tojson }}{{ reasoning_strength }}`,
+		`{% for m in messages %}{{ m.content if m.content is string else m.content[0].text }}{% for c in m.tool_calls %}{{ c.function.arguments.arg }}{% endfor %}{% endfor %}`,
+		`{% for m in messages %}{% if m.reasoning_content and preserve_thinking %}{{ m.reasoning_content }}{% endif %}{% endfor %}{{ raise_exception('x') if tools }}`,
+		`{{ 1 +`,
+		``,
+	} {
+		want := o.call(2, src)
+		tmpl, err := Parse("caps", src)
+		var got [2]string
+		switch {
+		case err != nil:
+			got = [2]string{"ERR", err.(*Error).Msg}
+		default:
+			c, err := tmpl.Caps()
+			if err != nil {
+				got = [2]string{"ERR", err.(*Error).Msg}
+			} else {
+				got = [2]string{"OK", capsJSON(c)}
+			}
+		}
+		if got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("caps of %q:\n ours: %s %s\n  pin: %s %s", src, got[0], got[1], want[0], want[1])
+		}
+	}
+}

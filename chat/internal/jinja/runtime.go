@@ -36,14 +36,17 @@ func throwNotImpl(msg string) {
 }
 
 // Limits the pin does not have: where it would exhaust its stack or its
-// memory, a render stops with an error.
+// memory (or run for hours), a render stops with an error.
 const (
-	maxCallDepth  = 500       // nested macro and caller() calls
-	maxValueDepth = 500       // nested arrays and objects walked
-	maxSteps      = 1 << 26   // statements executed in one render
-	maxStringSize = 256 << 20 // bytes (and parts) in one string
-	maxRangeLen   = 1 << 24   // elements of one range()
+	maxCallDepth  = 500      // nested macro and caller() calls
+	maxValueDepth = 500      // nested arrays and objects walked
+	maxStringSize = 64 << 20 // bytes (and parts) in one string
+	maxRangeLen   = 1 << 20  // elements of one range()
 )
+
+// maxSteps bounds the statements executed and loop iterations run in one
+// render (a variable for the tests).
+var maxSteps = 1 << 24
 
 // scope is jinja::context's variables. The pin copies the parent's
 // variables into every new scope; a child that looks them up in its parent
@@ -168,11 +171,15 @@ func (r *renderer) markDeep(v value) {
 // wrapped once with that statement's place in the source.
 func (r *renderer) exec(n node, c *scope) value {
 	defer r.rethrow(n)
+	r.step()
+	return n.eval(r, c)
+}
+
+func (r *renderer) step() {
 	r.steps++
 	if r.steps > maxSteps {
-		throw("template ran more than " + strconv.Itoa(maxSteps) + " statements")
+		throw("template ran more than " + strconv.Itoa(maxSteps) + " steps")
 	}
-	return n.eval(r, c)
 }
 
 func (r *renderer) rethrow(n node) {
@@ -203,10 +210,13 @@ func (r *renderer) wrap(n node, x any) *exception {
 	return &exception{kind: excRethrown, msg: msg, pos: pos}
 }
 
-// gather is gather_string_parts_recursive.
-func (r *renderer) gather(v value, out []Part) []Part {
+// gather is gather_string_parts_recursive; size counts what out holds.
+func (r *renderer) gather(v value, out []Part, size *int) []Part {
 	switch x := v.(type) {
 	case *strVal:
+		if *size += strSize(x.s); *size > maxStringSize {
+			throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
+		}
 		return append(out, x.s.parts...)
 	case *intVal, *floatVal, *boolVal:
 		return append(out, asString(r, v).parts...)
@@ -214,7 +224,7 @@ func (r *renderer) gather(v value, out []Part) []Part {
 		r.enterValue()
 		defer r.leaveValue()
 		for _, e := range x.items {
-			out = r.gather(e, out)
+			out = r.gather(e, out, size)
 		}
 	}
 	return out
@@ -222,11 +232,9 @@ func (r *renderer) gather(v value, out []Part) []Part {
 
 func (r *renderer) gatherAll(vals []value) jstr {
 	var parts []Part
+	size := 0
 	for _, v := range vals {
-		parts = r.gather(v, parts)
-	}
-	if len(parts) > maxStringSize {
-		throw("string longer than " + strconv.Itoa(maxStringSize) + " parts")
+		parts = r.gather(v, parts, &size)
 	}
 	return jstr{parts: parts}
 }
@@ -432,7 +440,7 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 			if !rnull {
 				rs = asString(r, right)
 			}
-			return mkJStr(concat(ls, rs)), true
+			return mkJStr(concatChecked(ls, rs)), true
 		}
 		return nil, false
 	}
@@ -480,9 +488,7 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 		}
 	}
 	if (isStr(left) || isStr(right)) && (op == "~" || op == "+") {
-		s := concat(asString(r, left), asString(r, right))
-		checkSize(s)
-		return mkJStr(s)
+		return mkJStr(concatChecked(asString(r, left), asString(r, right)))
 	}
 	if op == "*" && (isStr(left) && isInt(right) || isInt(left) && isStr(right)) {
 		var s jstr
@@ -544,12 +550,24 @@ func numericOp(op string, left, right value) value {
 	return nil
 }
 
-func strSize(s jstr) int { return s.length() + len(s.parts) }
+// strSize is what a string holds in memory, about: its bytes and its
+// parts (a part is a few words).
+func strSize(s jstr) int { return s.length() + partCost*len(s.parts) }
+
+const partCost = 32
 
 func checkSize(s jstr) {
 	if strSize(s) > maxStringSize {
 		throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
 	}
+}
+
+// concatChecked is concat, refused before it is made when too long.
+func concatChecked(a, b jstr) jstr {
+	if strSize(a)+strSize(b) > maxStringSize {
+		throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
+	}
+	return concat(a, b)
 }
 
 // repeat is the pin's string * integer: the parts k times.
@@ -763,6 +781,7 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 		}
 		loop.vals = []value{mkInt(int64(i + 1)), mkInt(int64(i)), mkInt(int64(nf - i)), mkInt(int64(nf - i - 1)),
 			mkBool(i == 0), mkBool(i == nf-1), mkInt(int64(nf)), prev, next}
+		r.step()
 		sc.set("loop", loop)
 		binds[i](sc)
 		ctl := r.runBody(n.body, sc, &out)

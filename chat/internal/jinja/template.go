@@ -70,13 +70,13 @@ func Parse(name, source string) (t *Template, err error) {
 				msg = fmtErrorWithSource("parser", e.msg, normalize(source), e.pos)
 			}
 			ee := &Error{Name: name, Msg: msg}
-			ee.Line, ee.Col = lineCol(normalize(source), e.pos)
+			ee.Line, ee.Col = lineCol(normalize(source), e.at)
 			err = ee
 		default:
 			err = &Error{Name: name, Msg: fmt.Sprint("internal error: ", x)}
 		}
 	}()
-	t.prog = parseTokens(tokenize(t.source))
+	t.prog = parseTokens(tokenize(t.source), len(t.source))
 	return t, nil
 }
 
