@@ -1,3 +1,7 @@
+// The package's API: a parsed template, a render's context and its errors
+// (what common/jinja/runtime.h's context and runtime are to the pin's
+// common/chat.cpp).
+
 package jinja
 
 import (
