@@ -29,6 +29,8 @@ var quirks = []struct{ tmpl, vars string }{
 	// floats as text and as JSON
 	{`{{ 3.14159265 }}|{{ 3.14159265 | string }}|{{ 1e20 }}|{{ 0.1 + 0.2 }}|{{ 1 / 3 }}|{{ [1.0, 2.5e-7, 123456789.0] | tojson }}`, `{}`},
 	{`{{ x }}|{{ x | tojson }}|{{ y | tojson }}|{{ z }}`, `{"x": 1e300, "y": -0.0, "z": 1.5e-10}`},
+	// NaN's sign, as x86 and glibc make it
+	{`{{ 2.5 % 0 }}|{{ 7 % 0 }}|{{ 0.0 / 0.0 }}|{{ 'nan' | float % 2 }}|{{ '-nan' | float }}|{{ 1e308 * 10 % 3 }}|{{ (1e308 * 10) - (1e308 * 10) }}`, `{}`},
 	// integers past a double's precision
 	{`{{ 9007199254740993 + 0 }}|{{ 9223372036854775807 * 2 }}|{{ 7 % 0 }}|{{ -9223372036854775807 - 2 }}`, `{}`},
 	// strings: repetition, parts, slices

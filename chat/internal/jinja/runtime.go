@@ -428,7 +428,20 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 	case "!=":
 		return mkBool(!r.equivalent(left, right))
 	}
-	op := n.op
+	if isUndef(left) || isUndef(right) || isNone(left) || isNone(right) {
+		return r.nullOp(c, n.op, left, right)
+	}
+	if isNumber(left) && isNumber(right) {
+		if v := numericOp(n.op, left, right); v != nil {
+			return v
+		}
+	}
+	return r.otherOp(c, n.op, left, right)
+}
+
+// nullOp is a binary operator with an undefined or none side: membership,
+// concatenation with a string (as an empty string), else an error.
+func (r *renderer) nullOp(c *scope, op string, left, right value) value {
 	nullConcat := func() (value, bool) {
 		lnull := isNone(left) || isUndef(left)
 		rnull := isNone(right) || isUndef(right)
@@ -454,23 +467,22 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 			}
 		}
 		throw("Cannot perform operation " + op + " on undefined values")
-	} else if isNone(left) || isNone(right) {
-		if !isNone(right) && (op == "in" || op == "not in") {
-			member := r.testIsIn(c, left, right)
-			return mkBool(member == (op == "in"))
-		}
-		if op == "+" || op == "~" {
-			if v, ok := nullConcat(); ok {
-				return v
-			}
-		}
-		throw("Cannot perform operation on null values")
 	}
-	if isNumber(left) && isNumber(right) {
-		if v := numericOp(op, left, right); v != nil {
+	if !isNone(right) && (op == "in" || op == "not in") {
+		member := r.testIsIn(c, left, right)
+		return mkBool(member == (op == "in"))
+	}
+	if op == "+" || op == "~" {
+		if v, ok := nullConcat(); ok {
 			return v
 		}
 	}
+	throw("Cannot perform operation on null values")
+	return nil
+}
+
+// otherOp is a binary operator on arrays, strings and objects.
+func (r *renderer) otherOp(c *scope, op string, left, right value) value {
 	la, lok := left.(*arrVal)
 	ra, rok := right.(*arrVal)
 	if lok && rok {
@@ -491,22 +503,12 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 		return mkJStr(concatChecked(asString(r, left), asString(r, right)))
 	}
 	if op == "*" && (isStr(left) && isInt(right) || isInt(left) && isStr(right)) {
-		var s jstr
-		var k int64
 		if isStr(left) {
-			s, k = asString(r, left), asInt(right)
-		} else {
-			s, k = asString(r, right), asInt(left)
+			return mkJStr(repeat(asString(r, left), asInt(right)))
 		}
-		return mkJStr(repeat(s, k))
+		return mkJStr(repeat(asString(r, right), asInt(left)))
 	}
-	if isStr(left) && isStr(right) {
-		member := r.testIsIn(c, left, right)
-		if op == "in" || op == "not in" {
-			return mkBool(member == (op == "in"))
-		}
-	}
-	if isObj(right) {
+	if isStr(left) && isStr(right) || isObj(right) {
 		member := r.testIsIn(c, left, right)
 		if op == "in" || op == "not in" {
 			return mkBool(member == (op == "in"))
@@ -537,7 +539,7 @@ func numericOp(op string, left, right value) value {
 	case "/":
 		return mkFloat(a / b)
 	case "%":
-		return num(math.Mod(a, b))
+		return num(fmod(a, b))
 	case "<":
 		return mkBool(a < b)
 	case ">":
@@ -552,6 +554,16 @@ func numericOp(op string, left, right value) value {
 
 // strSize is what a string holds in memory, about: its bytes and its
 // parts (a part is a few words).
+// fmod is glibc's: where the result is not a number, it is (x*y)/(x*y)
+// as the hardware computes it (x86's default NaN is negative: "-nan").
+func fmod(x, y float64) float64 {
+	if y == 0 || math.IsInf(x, 0) || math.IsNaN(x) || math.IsNaN(y) {
+		p := x * y
+		return p / p
+	}
+	return math.Mod(x, y)
+}
+
 func strSize(s jstr) int { return s.length() + partCost*len(s.parts) }
 
 const partCost = 32
@@ -700,14 +712,39 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 	if sel, ok := n.iterable.(*selectExpr); ok {
 		iterExpr, test = sel.lhs, sel.test
 	}
-	iterable := r.exec(iterExpr, sc)
+	items, isObject := r.forItems(r.exec(iterExpr, sc))
+	filtered, binds := n.filter(r, sc, items, isObject, test)
+	var out []value
+	noIteration := true
+	for i := range filtered {
+		r.step()
+		sc.set("loop", loopObject(filtered, i))
+		binds[i](sc)
+		ctl := r.runBody(n.body, sc, &out)
+		if ctl == excContinue {
+			continue
+		}
+		if ctl == excBreak {
+			break
+		}
+		noIteration = false
+	}
+	if noIteration {
+		for _, s := range n.otherwise {
+			out = append(out, r.exec(s, c))
+		}
+	}
+	return mkJStr(r.gatherAll(out))
+}
+
+// forItems are what a for loop goes over: an array's elements, or an
+// object's (key, value) pairs; undefined is empty.
+func (r *renderer) forItems(iterable value) (items []value, isObject bool) {
 	r.mark(iterable)
 	r.markOp(iterable, "array_access")
 	if isUndef(iterable) {
 		iterable = mkArr(nil)
 	}
-	var items []value
-	_, isObject := iterable.(*objVal)
 	switch x := iterable.(type) {
 	case *objVal:
 		items = make([]value, len(x.keys))
@@ -715,11 +752,17 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 			items[i] = mkTuple([]value{x.keys[i], x.vals[i]})
 		}
 		r.markOp(iterable, "object_access")
+		return items, true
 	case *arrVal:
-		items = append([]value(nil), x.items...)
-	default:
-		throw("Expected iterable or object type in for loop: got " + typeName(iterable))
+		return append([]value(nil), x.items...), false
 	}
+	throw("Expected iterable or object type in for loop: got " + typeName(iterable))
+	return nil, false
+}
+
+// filter binds the loop variables of each item and keeps those the
+// loop's test (for x in xs if test) lets through.
+func (n *forStmt) filter(r *renderer, sc *scope, items []value, isObject bool, test node) ([]value, []func(*scope)) {
 	var filtered []value
 	var binds []func(*scope)
 	for i := range items {
@@ -766,39 +809,22 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 		filtered = append(filtered, cur)
 		binds = append(binds, bind)
 	}
-	var out []value
-	noIteration := true
+	return filtered, binds
+}
+
+// loopObject is the loop variable of iteration i.
+func loopObject(filtered []value, i int) *objVal {
 	nf := len(filtered)
-	for i := 0; i < nf; i++ {
-		loop := &objVal{noBuiltins: true}
-		loop.keys = loopKeys[:]
-		prev, next := mkUndef("previtem"), mkUndef("nextitem")
-		if i > 0 {
-			prev = filtered[i-1]
-		}
-		if i < nf-1 {
-			next = filtered[i+1]
-		}
-		loop.vals = []value{mkInt(int64(i + 1)), mkInt(int64(i)), mkInt(int64(nf - i)), mkInt(int64(nf - i - 1)),
-			mkBool(i == 0), mkBool(i == nf-1), mkInt(int64(nf)), prev, next}
-		r.step()
-		sc.set("loop", loop)
-		binds[i](sc)
-		ctl := r.runBody(n.body, sc, &out)
-		if ctl == excContinue {
-			continue
-		}
-		if ctl == excBreak {
-			break
-		}
-		noIteration = false
+	prev, next := mkUndef("previtem"), mkUndef("nextitem")
+	if i > 0 {
+		prev = filtered[i-1]
 	}
-	if noIteration {
-		for _, s := range n.otherwise {
-			out = append(out, r.exec(s, c))
-		}
+	if i < nf-1 {
+		next = filtered[i+1]
 	}
-	return mkJStr(r.gatherAll(out))
+	return &objVal{noBuiltins: true, keys: loopKeys[:],
+		vals: []value{mkInt(int64(i + 1)), mkInt(int64(i)), mkInt(int64(nf - i)), mkInt(int64(nf - i - 1)),
+			mkBool(i == 0), mkBool(i == nf-1), mkInt(int64(nf)), prev, next}}
 }
 
 // loopKeys are the loop object's keys, in the pin's order, shared by
