@@ -87,3 +87,20 @@ func TestStepLimit(t *testing.T) {
 		t.Fatalf("a small loop: %v", err)
 	}
 }
+
+// A context deeper than ojson parses is refused, not converted.
+func TestDeepContext(t *testing.T) {
+	v := ojson.ArrayValue()
+	for range ojson.MaxDepth + 5 {
+		v = ojson.ArrayValue(v)
+	}
+	c := &Context{}
+	if err := c.SetJSON(ojson.ObjectValue(ojson.Member{Key: "x", Value: v}), false); err == nil ||
+		!strings.Contains(err.Error(), "nested deeper than 10000 levels") {
+		t.Fatalf("got %v", err)
+	}
+	c.Set("x", v)
+	if out, err := render(t, "{{ x }}", ""); err != nil || out != "" {
+		t.Fatalf("%q %v", out, err)
+	}
+}

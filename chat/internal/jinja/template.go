@@ -119,15 +119,41 @@ func (c *Context) SetJSON(obj ojson.Value, markInput bool) error {
 	if !obj.IsObject() {
 		return &Error{Msg: "global_from_json: input JSON value must be an object"}
 	}
+	if tooDeep(obj, 0) {
+		return &Error{Msg: fmt.Sprintf("global_from_json: input JSON nested deeper than %d levels", ojson.MaxDepth)}
+	}
 	for _, m := range obj.Members() {
 		c.sets = append(c.sets, binding{m.Key, freeze(m.Value, markInput)})
 	}
 	return nil
 }
 
-// Set sets one global.
+// Set sets one global (a value nested deeper than ojson.MaxDepth is
+// set as null).
 func (c *Context) Set(name string, v ojson.Value) {
+	if tooDeep(v, 0) {
+		v = ojson.NullValue()
+	}
 	c.sets = append(c.sets, binding{name, freeze(v, false)})
+}
+
+// tooDeep says whether v nests deeper than ojson parses: the conversion
+// recurses, as the pin's does.
+func tooDeep(v ojson.Value, depth int) bool {
+	if depth > ojson.MaxDepth {
+		return true
+	}
+	for _, e := range v.Elems() {
+		if tooDeep(e, depth+1) {
+			return true
+		}
+	}
+	for _, m := range v.Members() {
+		if tooDeep(m.Value, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // PreserveReasoning sets what caps_apply_preserve_reasoning sets:
