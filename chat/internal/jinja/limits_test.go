@@ -100,7 +100,11 @@ func TestDeepContext(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	c.Set("x", v)
-	if out, err := render(t, "{{ x }}", ""); err != nil || out != "" {
+	tmpl, err := Parse("deep", "{{ x is none }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := tmpl.Render(c); err != nil || out != "True" {
 		t.Fatalf("%q %v", out, err)
 	}
 }
