@@ -124,6 +124,22 @@ func TestTime(t *testing.T) {
 	}
 }
 
+// Strftime is the engine's strftime without the 100-byte buffer, and Now
+// the engine's time.
+func TestStrftimeAndNow(t *testing.T) {
+	at := time.Date(2025, 7, 26, 13, 4, 5, 0, time.FixedZone("XYZ", -7*3600))
+	if got := Strftime("%b %d %Y|%d %b %Y|%Z %z", at); got != "Jul 26 2025|26 Jul 2025|XYZ -0700" {
+		t.Fatalf("Strftime: %q", got)
+	}
+	if got := Strftime(strings.Repeat("%Y", 40), at); len(got) != 160 {
+		t.Fatalf("a long Strftime: %q", got)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "99")
+	if Now().Unix() != 99 {
+		t.Fatal("Now ignores SOURCE_DATE_EPOCH")
+	}
+}
+
 func atoi(s string) int64 {
 	var n int64
 	for _, c := range s {

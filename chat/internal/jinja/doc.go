@@ -37,9 +37,10 @@
 // # Time
 //
 // strftime_now formats Context.Now; when that is zero, the time of the
-// render: SOURCE_DATE_EPOCH's (seconds since the epoch) when it holds an
-// integer, else the clock's, in the local zone. (The pin reads the clock
-// alone.)
+// render (Now): SOURCE_DATE_EPOCH's (seconds since the epoch) when it
+// holds an integer, else the clock's, in the local zone. (The pin reads
+// the clock alone.) Strftime is the same formatting for the chat code's
+// own dates (common_chat_extra_context's datetime and date_string).
 //
 // # Limits
 //

@@ -36,6 +36,18 @@ func toTM(t time.Time) ctm {
 	}
 }
 
+// Strftime formats t in its zone as glibc's strftime does in the C locale
+// (what the pin's chat code uses through std::put_time for the datetime
+// and date_string it gives templates), with no bound on the length.
+func Strftime(format string, t time.Time) string {
+	if i := strings.IndexByte(format, 0); i >= 0 {
+		format = format[:i]
+	}
+	tm := toTM(t)
+	out, _ := strftimeInternal(format, &tm, 1<<30)
+	return out
+}
+
 // strftime formats t as glibc's strftime with a 100-byte buffer would:
 // false where it returns 0 (the output is empty or does not fit).
 func strftime(format string, t time.Time) (string, bool) {

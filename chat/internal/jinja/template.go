@@ -180,6 +180,12 @@ func (c *Context) now() time.Time {
 	return defaultNow()
 }
 
+// Now is the time a render uses when its Context has none:
+// SOURCE_DATE_EPOCH's (seconds) when that variable holds an integer, else
+// the clock's, in the local zone. The chat code's own dates should come
+// from it too.
+func Now() time.Time { return defaultNow() }
+
 func defaultNow() time.Time {
 	if s, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok {
 		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
