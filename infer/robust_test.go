@@ -31,6 +31,9 @@ func TestClosedModel(t *testing.T) {
 	if _, err := infer.New(lm, infer.Params{}); !errors.Is(err, loader.ErrClosed) {
 		t.Errorf("New on a closed model: %v", err)
 	}
+	if err := c.SetLoRAs([]*loader.LoRA{nil}, []float32{1}); !errors.Is(err, loader.ErrClosed) {
+		t.Errorf("SetLoRAs on a closed model: %v", err)
+	}
 	// the outputs of the last decode stay
 	if _, err := c.Logits(-1); err != nil {
 		t.Errorf("logits of the last decode: %v", err)
