@@ -260,8 +260,11 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	} else {
 		writeRunReport(stdout, &rep, rf.steps)
 	}
-	if err != nil {
+	switch {
+	case err != nil && len(rep.Steps) > 0:
 		return fmt.Errorf("run: stopped after %d of %d steps: %w", len(rep.Generated), rf.steps, err)
+	case err != nil:
+		return err
 	}
 	return nil
 }
