@@ -207,7 +207,7 @@ func TestRunPrintsWhatItDidOnError(t *testing.T) {
 // process, its peak resident memory the kernel's count).
 func TestRunAllLogitsPeakMemory(t *testing.T) {
 	testenv.Runtime(t)
-	const n, nVocab = 1024, 32000
+	const n, nVocab = 512, 32000
 	path := writeSynth(t, synth.Spec{Layers: 1, Embd: 64, FF: 128, Heads: 2, Vocab: nVocab})
 	ids := make([]string, n)
 	for i := range ids {
