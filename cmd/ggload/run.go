@@ -65,7 +65,7 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 			rf.steps, rf.stepsSet = int(n), true
 			return err
 		}})
-	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, up to %d; 0 or less: every CPU online, %d here (default: the physical cores, %d here, as llama.cpp's tools count them)", maxRunThreads, hardwareConcurrency(), mathThreads()),
+	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, up to %d; 0 or less: every CPU online, %d here (default: the physical cores, %d here, as llama.cpp's tools count them; fewer while other processes keep the CPUs busy)", maxRunThreads, hardwareConcurrency(), mathThreads()),
 		set: func(v string) error {
 			n, err := stoi(v)
 			if err != nil {
@@ -234,7 +234,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	rep := runReport{Model: path, Prompt: rf.tokens, Generated: []int32{}, Threads: rf.threads}
 	if rep.Threads == 0 {
-		rep.Threads = 4
+		rep.Threads = mathThreads()
 	}
 	nf := nonFinite{pf: &pf}
 	err = runTokens(ic, &rf, &rep, logits, embd, &nf)
