@@ -191,3 +191,33 @@ func TestThreadCountAndResults(t *testing.T) {
 		t.Errorf("the default thread count gives other logits than the %d physical cores", infer.PhysicalCores())
 	}
 }
+
+// Params out of range are refused, naming the field; NoPoll (threads
+// that sleep between graphs) decodes as the default does.
+func TestParamsRanges(t *testing.T) {
+	lm, c := open(t)
+	defer c.Close()
+	for _, p := range []infer.Params{{Threads: -1}, {Threads: 513}, {Poll: 101}, {Poll: -2}} {
+		if ctx, err := infer.New(lm, p); err == nil {
+			ctx.Close()
+			t.Errorf("%+v: accepted", p)
+		}
+	}
+	ctx, err := infer.New(lm, infer.Params{Poll: infer.NoPoll, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	for _, x := range []*infer.Context{c, ctx} {
+		if err := x.Decode(infer.Batch{Tokens: []int32{1, 2, 3}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := c.Logits(-1)
+	b, _ := ctx.Logits(-1)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("logit %d: %g polling, %g not", i, a[i], b[i])
+		}
+	}
+}
