@@ -35,7 +35,7 @@ func TestGenerate(t *testing.T) {
 	main()
 	w.Close()
 	out := string(<-done)
-	if !regexp.MustCompile(`^( [a-z]+)+$`).MatchString(out) || len(strings.Fields(out)) < 8 {
+	if !regexp.MustCompile(`^( [A-Za-z]+)+$`).MatchString(out) || len(strings.Fields(out)) < 8 {
 		t.Errorf("generated %q: want words", out)
 	}
 	t.Logf("generated %q", out)
