@@ -37,9 +37,11 @@ var PhysicalCores = sync.OnceValue(func() int {
 // maxThreads is GGML_MAX_N_THREADS: the most threads a pool has.
 const maxThreads = 512
 
-// compute computes the graph with the thread count the policy gives it.
+// compute computes the graph with the thread count the policy gives it,
+// on a pool of that many threads.
 func (c *Context) compute(st *graph.Step) error {
-	c.gc.NThreads = c.threads.threads(st.ThreadsChangeResults, time.Now())
+	n := c.threads.threads(st.ThreadsChangeResults, time.Now())
+	c.gc.NThreads, c.gc.Pool.Threads = n, n
 	return st.Compute()
 }
 

@@ -27,11 +27,15 @@ type Context struct {
 	NThreads int // cparams.n_threads and n_threads_batch: the next graph's
 	// Pool, when its Threads is set, is the CPU backend's thread pool,
 	// made at the first graph and attached before each (llama.cpp's tools
-	// attach theirs, common_threadpools); NThreads may then be fewer than
-	// its threads. Unset: the backend starts threads for each graph.
+	// attach theirs, common_threadpools), and made again when Pool
+	// changes: a pool of more threads than a graph takes would have the
+	// others poll for work beside it. Unset: the backend starts threads
+	// for each graph.
 	Pool   ops.ThreadpoolParams
 	pool   ops.Threadpool
+	poolOf ops.ThreadpoolParams // the pool's
 	poolBe ops.Backend
+	noPool bool // the backend makes none
 }
 
 // NewContext makes a context's scheduler and allocates its compute
@@ -432,16 +436,21 @@ func (st *Step) Compute() error {
 // first graph (no pool asked for, or a backend without pools: none).
 func (c *Context) attachPool(be ops.Backend) {
 	rs := c.rs
-	if c.Pool.Threads <= 0 || c.pool != 0 && c.poolBe != be {
+	if c.Pool.Threads <= 0 || c.noPool || c.pool != 0 && c.poolBe != be {
 		return
+	}
+	if c.pool != 0 && c.poolOf != c.Pool {
+		rs.lib.BackendSetThreadpool(be, 0)
+		rs.lib.FreeThreadpool(be, c.pool)
+		c.pool = 0
 	}
 	if c.pool == 0 {
 		tp, ok := rs.lib.NewThreadpool(be, c.Pool)
 		if !ok {
-			c.Pool.Threads = 0 // not again
+			c.noPool = true // not again
 			return
 		}
-		c.pool, c.poolBe = tp, be
+		c.pool, c.poolOf, c.poolBe = tp, c.Pool, be
 	}
 	rs.lib.BackendSetThreadpool(be, c.pool)
 }
