@@ -197,7 +197,7 @@ func TestThreadCountAndResults(t *testing.T) {
 func TestParamsRanges(t *testing.T) {
 	lm, c := open(t)
 	defer c.Close()
-	for _, p := range []infer.Params{{Threads: -1}, {Threads: 513}, {Poll: 101}, {Poll: -2}} {
+	for _, p := range []infer.Params{{Threads: -1}, {Threads: 1025}, {Poll: 101}, {Poll: -2}} {
 		if ctx, err := infer.New(lm, p); err == nil {
 			ctx.Close()
 			t.Errorf("%+v: accepted", p)

@@ -31,9 +31,7 @@ func Example() {
 	lctx := must(infer.New(model, infer.Params{}))
 	defer lctx.Close()
 	v := must(vocab.Load(m))
-	p := sample.DefaultParams()
-	p.Seed = 7
-	smpl := must(sample.New(v, p))
+	smpl := must(sample.New(v, sample.Params{Seed: 7}))
 	toks := must(v.Tokenize("the people of the", true, true))
 	var text []byte
 	for range 12 {

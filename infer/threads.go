@@ -34,8 +34,8 @@ var PhysicalCores = sync.OnceValue(func() int {
 	return runtime.NumCPU()
 })
 
-// maxThreads is GGML_MAX_N_THREADS: the most threads a pool has.
-const maxThreads = 512
+// maxThreads bounds Params.Threads, as ggload run bounds -t.
+const maxThreads = 1024
 
 // compute computes the graph with the thread count the policy gives it,
 // on a pool of that many threads.

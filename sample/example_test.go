@@ -18,9 +18,7 @@ func ExampleSampler() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p := sample.DefaultParams()
-	p.Seed = 42
-	s, err := sample.New(v, p)
+	s, err := sample.New(v, sample.Params{Seed: 42}) // zero fields: llama.cpp's defaults
 	if err != nil {
 		log.Fatal(err)
 	}

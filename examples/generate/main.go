@@ -26,7 +26,7 @@ func main() {
 	model := must(loader.Load(ctx, plan, loader.Options{})) // the weights on their devices
 	lctx := must(infer.New(model, infer.Params{}))          // a llama.cpp context
 	v := must(vocab.Load(m))                                // llama.cpp's tokenizer
-	smpl := must(sample.New(v, sample.DefaultParams()))     // and its sampler chain
+	smpl := must(sample.New(v, sample.Params{}))            // and its sampler chain
 	toks := must(v.Tokenize(os.Args[2], true, true))
 	for range 64 {
 		must(0, lctx.Decode(infer.Batch{Tokens: toks}))

@@ -4,6 +4,10 @@ import (
 	"github.com/ggload/ggload/bindings"
 )
 
+// maxPoolThreads bounds a pool's threads: ggml packs the count of a
+// graph's threads in GGML_THREADPOOL_N_THREADS_BITS (16) bits.
+const maxPoolThreads = 1 << 16
+
 // OpFlashAttnExt is GGML_OP_FLASH_ATTN_EXT in the pin's enum ggml_op.
 const OpFlashAttnExt = 74
 
@@ -30,7 +34,7 @@ type ThreadpoolParams struct {
 func (l *Lib) NewThreadpool(be Backend, p ThreadpoolParams) (Threadpool, bool) {
 	reg := l.b.DevBackendReg(l.b.BackendGetDevice(bindings.Backend(be)))
 	newFn, ok := bindings.Proc[func(*bindings.ThreadpoolParams) bindings.Threadpool](l.b, reg, "ggml_threadpool_new")
-	if !ok || p.Threads <= 0 || p.Threads > bindings.MaxThreads || p.Poll < 0 || p.Poll > 100 {
+	if !ok || p.Threads <= 0 || p.Threads >= maxPoolThreads || p.Poll < 0 || p.Poll > 100 {
 		return 0, false
 	}
 	if _, ok := bindings.Proc[func(bindings.Backend, bindings.Threadpool)](l.b, reg, "ggml_backend_cpu_set_threadpool"); !ok {
