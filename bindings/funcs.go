@@ -242,6 +242,10 @@ type Funcs struct {
 	TensorSetAsync func(be Backend, t *Tensor, data unsafe.Pointer, offset, size uintptr) `c:"ggml_backend_tensor_set_async"`
 	TensorGetAsync func(be Backend, t *Tensor, data unsafe.Pointer, offset, size uintptr) `c:"ggml_backend_tensor_get_async"`
 
+	// the CPU backend's thread pools (ggml_threadpool_new and its kin come
+	// from the CPU backend's registry: bindings.Proc)
+	ThreadpoolParamsInit func(p *ThreadpoolParams, nThreads int32) `c:"ggml_threadpool_params_init"`
+
 	// backends (streams)
 	BackendName         func(be Backend) string         `c:"ggml_backend_name"`
 	BackendFree         func(be Backend)                `c:"ggml_backend_free"`

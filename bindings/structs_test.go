@@ -44,6 +44,12 @@ func TestMirrorLayout(t *testing.T) {
 		{"ggml_type_traits_cpu.vec_dot", unsafe.Offsetof(TypeTraitsCPU{}.VecDot), 8},
 		{"ggml_type_traits_cpu.vec_dot_type", unsafe.Offsetof(TypeTraitsCPU{}.VecDotType), 16},
 		{"ggml_type_traits_cpu.nrows", unsafe.Offsetof(TypeTraitsCPU{}.NRows), 24},
+		{"sizeof(ggml_threadpool_params)", unsafe.Sizeof(ThreadpoolParams{}), 528},
+		{"ggml_threadpool_params.n_threads", unsafe.Offsetof(ThreadpoolParams{}.NThreads), 512},
+		{"ggml_threadpool_params.prio", unsafe.Offsetof(ThreadpoolParams{}.Prio), 516},
+		{"ggml_threadpool_params.poll", unsafe.Offsetof(ThreadpoolParams{}.Poll), 520},
+		{"ggml_threadpool_params.strict_cpu", unsafe.Offsetof(ThreadpoolParams{}.StrictCPU), 524},
+		{"ggml_threadpool_params.paused", unsafe.Offsetof(ThreadpoolParams{}.Paused), 525},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -70,7 +70,7 @@ func (c *Context) encode(b *graph.Ubatch) error {
 	if err := c.checkEmbdReads(st, u, n); err != nil {
 		return fmt.Errorf("infer: encode: %s: %w", c.rep.Run.Arch, err)
 	}
-	if err := st.Compute(); err != nil {
+	if err := c.compute(st); err != nil {
 		return fmt.Errorf("infer: encode: %w", err)
 	}
 	c.keepOutputs(st, u, n)

@@ -58,13 +58,26 @@ import (
 // ErrClosed is wrapped by the errors of a closed Context's methods.
 var ErrClosed = errors.New("infer: the context is closed")
 
-// Params are a context's own options (the rest are the plan's).
+// Params are a context's own options (the rest are the plan's). The
+// zero value is what ggload run does without options.
 type Params struct {
 	// Threads is the CPU backend's thread count for a batch of one token
-	// (llama.cpp's n_threads) and for larger ones (n_threads_batch);
-	// zero: 4, llama_context_default_params' GGML_DEFAULT_N_THREADS.
+	// (llama.cpp's n_threads) and for larger ones (n_threads_batch), as
+	// -t sets both. Zero: the physical cores (PhysicalCores), as
+	// llama.cpp's tools default -t, and fewer while other processes keep
+	// the CPUs busy, for the graphs whose results the count does not
+	// change (see threadPolicy): on a busy machine the CPU backend's
+	// threads, which wait for each other by spinning, would otherwise
+	// wait for threads the kernel is not running.
 	Threads int
+	// Poll is how busily, from 1 to 100, the thread pool's threads wait
+	// for the next graph (llama.cpp's --poll); zero: 50, the default of
+	// llama.cpp's tools; NoPoll: they sleep at once.
+	Poll int
 }
+
+// NoPoll is a Params.Poll of none: llama.cpp's --poll 0.
+const NoPoll = -1
 
 // Context is a llama.cpp context on a loaded model. Its methods may be
 // called from several goroutines; they run one at a time. Close waits
@@ -122,6 +135,8 @@ type Context struct {
 	kept    *graph.Step
 	keptKey string
 
+	threads *threadPolicy // each graph's CPU threads (threads.go)
+
 	cvec *cvecState // the control vector (cvec.go); nil: none applied yet
 
 	loras []loraEntry // the LoRA adapters applied (lora.go)
@@ -172,8 +187,11 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if m == nil || m.Plan == nil {
 		return nil, fmt.Errorf("infer: no model")
 	}
-	if p.Threads < 0 {
-		return nil, fmt.Errorf("infer: %d threads", p.Threads)
+	if p.Threads < 0 || p.Threads > maxThreads {
+		return nil, fmt.Errorf("infer: %d threads: want 0 (the default) to %d", p.Threads, maxThreads)
+	}
+	if p.Poll < NoPoll || p.Poll > 100 {
+		return nil, fmt.Errorf("infer: poll %d: want 0 (the default, 50), NoPoll or 1 to 100", p.Poll)
 	}
 	var c *Context
 	err := m.Use("infer.New", func() (err error) {
@@ -254,10 +272,16 @@ func newContext(m *loader.Model, p Params) (*Context, error) {
 		c.free()
 		return nil, fmt.Errorf("infer: %w", err)
 	}
-	c.gc.NThreads = 4
-	if p.Threads > 0 {
-		c.gc.NThreads = p.Threads
+	c.threads = newThreadPolicy(p.Threads, newLoadMeter(), time.Now())
+	poll := defaultPoll
+	switch {
+	case p.Poll == NoPoll:
+		poll = 0
+	case p.Poll > 0:
+		poll = p.Poll
 	}
+	c.gc.NThreads = c.threads.max
+	c.gc.Pool = ops.ThreadpoolParams{Threads: c.threads.max, Poll: poll}
 	c.noteCompute()
 	return c, nil
 }
@@ -802,7 +826,7 @@ func (c *Context) kShift(ci int, kc *kvCache) error {
 			}
 		}
 	}
-	if err := st.Compute(); err != nil {
+	if err := c.compute(st); err != nil {
 		return fmt.Errorf("infer: K-shift: %w", err)
 	}
 	return nil
@@ -1007,7 +1031,7 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 		c.dropGraph()
 		return err
 	}
-	if err := st.Compute(); err != nil {
+	if err := c.compute(st); err != nil {
 		c.dropGraph()
 		return fmt.Errorf("infer: decode: %w", err)
 	}

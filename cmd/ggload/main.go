@@ -56,6 +56,7 @@ func main() {
 	ctx, sig := interruptible()
 	ownProcess = true
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err = missingLibraries(ctx, err, os.Args[1:], os.Stdin, safe(os.Stderr), isTerminal(os.Stdin) && isTerminal(os.Stderr))
 	os.Exit(exitCode(err, sig.Load(), safe(os.Stderr)))
 }
 

@@ -343,10 +343,14 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ggload demo:", "== CPU ==", "summary:", "identical to the file"} {
+	for _, want := range []string{"ggload demo:", "== CPU ==", "summary:", "identical to the file", "the lines above are llama.cpp's, word for word", "== run ==", "weights are random"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
+	}
+	// the demo ends by running its model: words of its vocabulary
+	if m := regexp.MustCompile(`\$ ggload run .*\n ` + demoPrompt + `(( [A-Za-z]+)+)\n`).FindStringSubmatch(out); m == nil || len(strings.Fields(m[1])) != 24 {
+		t.Errorf("the demo's run -p did not print 24 words after its prompt:\n%s", out)
 	}
 	for _, d := range rt.Devices() {
 		if d.Type() == ggml.DeviceGPU && !strings.Contains(out, "== "+d.Name()+" ==") {

@@ -30,8 +30,9 @@ const maxDevices = 16
 type placeFlags struct {
 	runtimeFlags
 	model       string
-	modelURL    string // -mu: downloaded, then loaded from disk
-	hfToken     string // -hft: the bearer token of every request
+	modelURL    string   // -mu: downloaded, then loaded from disk
+	hub         hubFlags // -hf, -hff, --offline (hub.go)
+	hfToken     string   // -hft: the bearer token of every request
 	ngl         place.Layers
 	sm          place.SplitMode
 	mg          int
@@ -76,7 +77,8 @@ type draftFlags struct {
 func defaultPlaceFlags() placeFlags {
 	d := place.Params{}
 	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: !d.NoExtraBufts, loadMode: d.LoadMode,
-		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}, mmproj: defaultMmprojFlags()}
+		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}, mmproj: defaultMmprojFlags(),
+		hub: hubFlags{mmproj: true}}
 }
 
 var numaNames = map[string]ggml.NUMAStrategy{"distribute": ggml.NUMADistribute, "isolate": ggml.NUMAIsolate, "numactl": ggml.NUMANumactl}
@@ -113,8 +115,9 @@ func (f *placeFlags) addLoading(s *optionSet) {
 			return nil
 		}})
 	s.add(&option{names: []string{"-hft", "--hf-token"}, value: "TOKEN",
-		help: "the bearer token sent with every request for a model URL (default: $HF_TOKEN)", secret: true,
+		help: "the bearer token sent with every request for a model URL or a -hf repository (default: $HF_TOKEN)", secret: true,
 		set: func(v string) error { f.hfToken = v; return nil }})
+	f.hub.add(s)
 	s.add(&option{names: []string{"-lm", "--load-mode"}, value: "MODE",
 		help: "how the weights reach memory (default: auto)\n" +
 			"- auto: mmap, unless a device cannot map\n" +
@@ -427,6 +430,9 @@ func withHint(err error, v string, words []string) error {
 // finish resolves what depends on several options and records the notes
 // the options call for.
 func (f *placeFlags) finish(s *optionSet) error {
+	if err := f.hub.check(s, f.model, f.modelURL); err != nil {
+		return err
+	}
 	if f.noMmap || f.mlock {
 		if f.lmGiven {
 			return s.errorf("--no-mmap and --mlock are llama.cpp's older spellings of -lm: give -lm alone")
@@ -694,8 +700,14 @@ func mayHoldGPUs(module string) bool {
 }
 
 // modelPath is MODEL or -m, one of them: a path or a URL. With -mu, it is
-// where the download goes, and may be empty (the cache).
+// where the download goes, and may be empty (the cache); with -hf, empty.
 func (f *placeFlags) modelPath(s *optionSet, pos []string) (string, error) {
+	if f.hub.repo != "" && len(pos) > 0 {
+		return "", s.errorf("-hf %s and %s: give one model", f.hub.repo, pos[0])
+	}
+	if f.hub.repo != "" {
+		return "", nil // (planModel pulls it)
+	}
 	if len(pos) == 1 && s.setByEnv(s.byName["-m"]) {
 		// the command line's MODEL overrides LLAMA_ARG_MODEL, as -m would
 		s.overriddenByEnv(s.byName["-m"], "MODEL")
@@ -756,26 +768,32 @@ func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writ
 // cache when it is empty) and returns its local path.
 func (f *placeFlags) download(ctx context.Context, url, path string, stderr io.Writer) (string, error) {
 	o := f.httpOptions()
+	done := downloadBar(&o, stderr)
+	local, err := httpsrc.Download(ctx, url, path, o)
+	done()
+	return local, err
+}
+
+// downloadBar sets o to say on stderr that a download waits for another
+// of the same file and, on a terminal, to draw a bar by bytes; done ends
+// the bar.
+func downloadBar(o *httpsrc.Options, stderr io.Writer) (done func()) {
 	o.Waiting = func(url, local string) {
 		fmt.Fprintf(safe(stderr), "ggload: waiting for another download of %s (%s)\n", local, url)
 	}
-	var bar *progressBar
-	if isTerminalWriter(stderr) {
-		bar = newProgressBar(stderr)
-		var mu sync.Mutex
-		o.Progress = func(_ string, done, size int64) {
-			if size > 0 {
-				mu.Lock()
-				bar.update(uint64(done), uint64(size))
-				mu.Unlock()
-			}
+	if !isTerminalWriter(stderr) {
+		return func() {}
+	}
+	bar := newProgressBar(stderr)
+	var mu sync.Mutex
+	o.Progress = func(_ string, done, size int64) {
+		if size > 0 {
+			mu.Lock()
+			bar.update(uint64(done), uint64(size))
+			mu.Unlock()
 		}
 	}
-	local, err := httpsrc.Download(ctx, url, path, o)
-	if bar != nil {
-		bar.finish()
-	}
-	return local, err
+	return bar.finish
 }
 
 // verifyDownload checks -mu's files against the sha256 kept beside each

@@ -56,6 +56,11 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 			return nil, err
 		}
 	}
+	if pf.hub.repo != "" {
+		if path, err = pf.pullModel(ctx); err != nil {
+			return nil, err
+		}
+	}
 	m, err := openModel(ctx, path, pf.httpOptions())
 	if err != nil {
 		return nil, err
@@ -227,7 +232,7 @@ func isTerminalWriter(w io.Writer) bool {
 
 func planOptions(pf *placeFlags) (*optionSet, *bool, *bool, *bool) {
 	s := newOptionSet("plan", "Where every tensor of MODEL would go, and why, without loading it: llama.cpp's decisions, -fit's, each buffer, and what each device needs against its free memory.",
-		"ggload plan MODEL [options]", "ggload plan -m MODEL [options]")
+		"ggload plan MODEL [options]", "ggload plan -m MODEL [options]", "ggload plan -hf <user>/<model>[:quant] [options]")
 	pf.add(s)
 	var asJSON, tensors, verbose bool
 	s.add(&option{names: []string{"--json"}, help: "print JSON: the plan, -fit's decisions, the memory per device", on: func(on bool) error { asJSON = on; return nil }})

@@ -44,7 +44,7 @@ type runFlags struct {
 
 func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 	s := newOptionSet("run", "Load MODEL with llama.cpp's options and run it. With -p TEXT or -f FILE, as llama-completion -no-cnv: the prompt tokenized with the model's vocabulary, decoded, then tokens sampled by llama.cpp's sampler chain (its defaults and options) and printed until an end-of-generation token, -n tokens or a full context. With --tokens, the ids decoded as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
-		"ggload run MODEL -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
+		"ggload run MODEL -p TEXT [options]", "ggload run -hf <user>/<model>[:quant] -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
 	pf.add(s)
 	s.group("run")
 	s.add(&option{names: []string{"--tokens"}, value: "ID,ID,...", help: "the prompt's token ids (text comes with the tokenizer)",
@@ -65,7 +65,7 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 			rf.steps, rf.stepsSet = int(n), true
 			return err
 		}})
-	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, up to %d; 0 or less: every CPU online, %d here (default: the physical cores, %d here, as llama.cpp's tools count them)", maxRunThreads, hardwareConcurrency(), mathThreads()),
+	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, up to %d; 0 or less: every CPU online, %d here (default: the physical cores, %d here, as llama.cpp's tools count them; fewer while other processes keep the CPUs busy)", maxRunThreads, hardwareConcurrency(), mathThreads()),
 		set: func(v string) error {
 			n, err := stoi(v)
 			if err != nil {
@@ -173,6 +173,7 @@ type runReport struct {
 
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	pf := defaultPlaceFlags()
+	pf.hub.mmproj = false // llama-completion takes no projector
 	rf := newRunFlags()
 	s := runOptions(&pf, &rf)
 	path, done, err := pf.parseModel(ctx, s, args, stdout)
@@ -234,7 +235,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	rep := runReport{Model: path, Prompt: rf.tokens, Generated: []int32{}, Threads: rf.threads}
 	if rep.Threads == 0 {
-		rep.Threads = 4
+		rep.Threads = mathThreads()
 	}
 	nf := nonFinite{pf: &pf}
 	err = runTokens(ic, &rf, &rep, logits, embd, &nf)

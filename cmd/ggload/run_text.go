@@ -28,7 +28,7 @@ type textFlags struct {
 }
 
 func newRunFlags() runFlags {
-	return runFlags{threads: mathThreads(), text: textFlags{escape: true, sampling: newSampleFlags()}}
+	return runFlags{text: textFlags{escape: true, sampling: newSampleFlags()}}
 }
 
 func (tf *textFlags) given() bool { return tf.set || tf.file != "" }

@@ -11,7 +11,8 @@ import (
 
 // Demo is the embedded demo's model: a small llama (8 layers, grouped-query
 // attention, q4_K matrices, q8_0 embeddings, 17 MiB) made with ggml's
-// quantizers.
+// quantizers, with a SentencePiece vocabulary of English words
+// (DemoVocab) that its random output layer leans to.
 var Demo = Spec{
 	Name:       "ggload-demo",
 	Layers:     8,
@@ -23,10 +24,13 @@ var Demo = Spec{
 	Weights:    ggml.TypeQ4_K,
 	Embeddings: ggml.TypeQ8_0,
 	Seed:       2026,
+	Tokenizer:  &demoVocab,
 }
 
+var demoVocab = DemoVocab(4096)
+
 // demoFile names the demo model's file; the suffix changes with Demo.
-const demoFile = "demo-llama-8x512-q4_K-v1.gguf"
+const demoFile = "demo-llama-8x512-q4_K-v2.gguf"
 
 // DemoModel returns the path of the demo model in the user's cache
 // directory (os.UserCacheDir()/ggload), writing it first if it is missing

@@ -34,6 +34,10 @@ type Spec struct {
 	PerLayer    int64     // gemma4: per-layer embedding width (lazy-capable per_layer_token_embd)
 	Seed        uint64
 	Splits      int // write as this many split files (0/1: one file)
+	// Tokenizer, if set, is the model's vocabulary (its Size is Vocab's),
+	// and its output layer favours the vocabulary's words (wordRows);
+	// nil: no vocabulary (tokenizer.ggml.model none).
+	Tokenizer *Tokenizer
 	// Distinct gives every tensor bytes of its own: its first row is
 	// made from its index, the rest repeats a few rows as usual. Without
 	// it, tensors of one shape and type may be byte for byte alike, as
@@ -180,10 +184,24 @@ func (s Spec) Writer(rt *ggml.Runtime) (*gguf.Writer, error) {
 	if s.Arch == "gemma4" && s.PerLayer > 0 {
 		set(a+".embedding_length_per_layer_input", gguf.Uint32(uint32(s.PerLayer)))
 	}
-	set("tokenizer.ggml.model", gguf.String("none"))
+	if s.Tokenizer == nil {
+		set("tokenizer.ggml.model", gguf.String("none"))
+	} else if s.Tokenizer.Size != int(s.Vocab) {
+		return nil, fmt.Errorf("synth: a vocabulary of %d tokens for a model of %d", s.Tokenizer.Size, s.Vocab)
+	} else {
+		for _, kv := range s.Tokenizer.KV {
+			set(kv.Key, kv.Value)
+		}
+	}
 	f := newFiller(rt, s.Seed)
 	for i, t := range s.Tensors() {
 		data, err := f.data(t.typ, t.shape, i, s.Distinct)
+		if t.name == "output.weight" && s.Tokenizer != nil {
+			var rows []byte
+			if rows, err = wordRows(rt, t.typ, s.Embd, *s.Tokenizer, s.Seed); err == nil {
+				data = tiled(nil, rows, int64(len(rows)), int64(len(rows)))
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("synth: %s: %w", t.name, err)
 		}
