@@ -265,7 +265,7 @@ func (g *generator) writeClipTables(dir, header string) error {
 	}
 	var b strings.Builder
 	b.WriteString(header)
-	b.WriteString("package clip\n\nimport (\n\t\"github.com/ggload/ggload/internal/cpp\"\n\t\"github.com/ggload/ggload/internal/replay/cpp/ast\"\n)\n\n")
+	b.WriteString("package clip\n\nimport (\n\t\"github.com/ggload/ggload/internal/replay/cpp\"\n\t\"github.com/ggload/ggload/internal/replay/cpp/ast\"\n)\n\n")
 	b.WriteString("// formats: the tensor-name and metadata-key formats of clip-impl.h.\nvar formats = map[string]string{\n")
 	defined := map[string]bool{}
 	for _, m := range strDefineRe.FindAllStringSubmatch(text, -1) {
