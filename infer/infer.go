@@ -157,7 +157,11 @@ func New(m *loader.Model, p Params) (*Context, error) {
 		return nil, fmt.Errorf("infer: %d threads", p.Threads)
 	}
 	plan := m.Plan
-	rep, err := plan.ContextReplay()
+	if plan.Params.Context.Skip {
+		return nil, fmt.Errorf("infer: the plan has no context (its context options say to skip it)")
+	}
+	rep, err := replay.New(plan.Model, arch.Options{LoadMTP: plan.Params.LoadMTP, Overrides: plan.Params.KVOverrides},
+		arch.ContextParams(plan.LlamaContextParams()))
 	if err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
 	}
@@ -213,7 +217,7 @@ func New(m *loader.Model, p Params) (*Context, error) {
 			}
 			return plan.CPU.Handle()
 		},
-		NGPULayers: rep.NGPULayers, NTensors: rep.NTensors, TensorOverrides: len(plan.Params.Overrides) > 0})
+		NGPULayers: plan.NGPULayers(), NTensors: plan.NTensors(), TensorOverrides: len(plan.Params.Overrides) > 0})
 	if err != nil {
 		c.free()
 		return nil, fmt.Errorf("infer: %w", err)

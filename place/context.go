@@ -102,7 +102,7 @@ func (pl *planner) planContext() error {
 		return fmt.Errorf("place: context: n_rs_seq %d: rollback snapshots per sequence out of range", cp.NRSSeq)
 	}
 	p.Context = nil
-	c, err := h.run.InitContext(cp.llama(p.Params.SplitMode, len(p.TensorDevices)), func(level, msg string) {
+	c, err := h.run.InitContext(arch.ContextParams(p.LlamaContextParams()), func(level, msg string) {
 		if level != "DEBUG" {
 			p.log(level, msg)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/replay"
 	"github.com/ggload/ggload/internal/replay/arch"
 )
 
@@ -45,25 +46,11 @@ func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.is
 // ErrRefused is wrapped by New's error for a model the pinned llama.cpp
 // refuses to load (a missing key or tensor, a wrong shape, a failed check
 // of its hyperparameters); the error's text is llama.cpp's.
-var ErrRefused = errors.New("llama.cpp refuses the model")
+var ErrRefused = replay.ErrRefused
 
 // refused wraps an error of the replay with the model's file.
 func refused(m *gguf.Model, err error) error {
-	file := ""
-	if len(m.Paths) > 0 && m.Paths[0] != "" {
-		file = m.Paths[0] + ": "
-	}
-	var t *arch.Throw
-	var a *arch.Abort
-	switch {
-	case errors.As(err, &t):
-		return fmt.Errorf("place: %s%w: %s", file, ErrRefused, t.Msg)
-	case errors.As(err, &a):
-		return fmt.Errorf("place: %s%w: %s (llama.cpp would abort here)", file, ErrRefused, a.Error())
-	case errors.Is(err, arch.ErrUnknownArch):
-		return fmt.Errorf("place: %s%w", file, err)
-	}
-	return fmt.Errorf("place: %s%w", file, err)
+	return fmt.Errorf("place: %w", replay.Refused(m, err))
 }
 
 // readHparams replays llama.cpp's load_hparams for the model; an

@@ -293,7 +293,7 @@ func (pl *planner) assignLayers() {
 	}
 	p.Shares = shares
 	p.Splits = splitPoints(shares)
-	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.Params.NGPULayers.resolve(p.NLayer), n)
+	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.NGPULayers(), n)
 	p.LayerDevices = make([]*ggml.Device, p.NLayer+1)
 	pl.layerLst = make([][]bufEntry, p.NLayer+1)
 	p.layerLists = pl.layerLst
@@ -483,7 +483,7 @@ func (pl *planner) summarise() {
 			p.Moved.FirstName, p.Moved.FirstType, p.Moved.Count-1, p.Moved.From.Name(), p.Moved.To.Name()))
 	}
 	if pl.supportsOffload() {
-		ngl := p.Params.NGPULayers.resolve(p.NLayer)
+		ngl := p.NGPULayers()
 		nGPU := min(ngl, p.NLayer)
 		nRep := nGPU
 		if nRep > 0 {
