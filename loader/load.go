@@ -18,6 +18,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/loader/internal/mmap"
 	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
@@ -331,11 +332,11 @@ func (l *load) run() error {
 				continue
 			}
 			u := l.bufs.used[fi]
-			if err := mp.unmapFragment(0, u[0]); err != nil {
+			if err := mp.UnmapFragment(0, u[0]); err != nil {
 				l.warn(err.Error())
 			}
 			if u[1] != 0 {
-				if err := mp.unmapFragment(u[1], mp.Size()); err != nil {
+				if err := mp.UnmapFragment(u[1], mp.Size()); err != nil {
 					l.warn(err.Error())
 				}
 			}
@@ -416,7 +417,7 @@ func (l *load) openFiles() error {
 // mapFiles maps the files when the plan uses mmap or reads some tensor lazily.
 func (l *load) mapFiles() error {
 	lazy, anyLazy := lazyRanges(l.p)
-	l.model.mappings = make([]*mapping, len(l.gm.Files))
+	l.model.mappings = make([]*mmap.Mapping, len(l.gm.Files))
 	l.bufs.used = make([][2]int64, len(l.gm.Files))
 	if !l.p.UseMmap && !anyLazy {
 		return nil
@@ -426,7 +427,7 @@ func (l *load) mapFiles() error {
 		if !f.local() {
 			return fileError("map", f.path, -1, fmt.Errorf("loader: %s cannot be mapped: it is no local file (load it with load mode none)", f.path))
 		}
-		mp, err := mapFile(f.f, f.base, f.size, l.p.UseMmap, lazy[i], numa, l.o.Logger)
+		mp, err := mmap.Map(f.f, f.base, f.size, l.p.UseMmap, lazy[i], numa, l.o.Logger)
 		if err != nil {
 			return fileError("map", f.path, -1, err)
 		}
@@ -546,8 +547,8 @@ func (l *load) mapBuffer(ci int, c place.ContextPlan, bp place.BufferPlan, maxT 
 	}
 	buf, err := c.Device.BufferFromHostPtr(mp.Addr(bp.First), uint64(bp.Last-bp.First), maxT)
 	if err != nil {
-		return &Error{Op: "alloc", Path: mp.path, Device: c.Device.Name(), BufferType: c.BufferType.Name(), Off: bp.First,
-			Err: fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.path, err)}
+		return &Error{Op: "alloc", Path: mp.Path(), Device: c.Device.Name(), BufferType: c.BufferType.Name(), Off: bp.First,
+			Err: fmt.Errorf("loader: %s: buffer over [%#x, %#x) of %s: %w", c.Device.Name(), bp.First, bp.Last, mp.Path(), err)}
 	}
 	buf.SetUsage(ggml.UsageWeights)
 	if l.p.UseMmap && !c.Lazy && sysmem.PopulateLater() && !l.rt.IsNUMA() {
