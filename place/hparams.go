@@ -8,6 +8,7 @@ import (
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/replay"
 	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // hparams are the model's hyperparameters as the pinned llama.cpp reads
@@ -39,6 +40,12 @@ type hparams struct {
 
 	contexts []*contextMemo // the contexts the model's plans made (planContextOnce)
 	plans    int
+}
+
+// probeModel is what the supports_op probes read of the hyperparameters.
+func (h *hparams) probeModel() probe.Model {
+	return probe.Model{Arch: h.shown, ExpertUsedMax: h.expertUsedMax, RouterLayer: h.routerLayer, EmbdHeadV: h.embdHeadV, Head0: h.head0,
+		SSMDState: h.ssmDState, SSMDInner: h.ssmDInner, SSMNGroup: h.ssmNGroup, EmbdInp: h.embdInp}
 }
 
 func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.isSWA[il] }

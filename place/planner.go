@@ -8,6 +8,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // bufEntry is one (device, buffer type) of a buffer type list.
@@ -21,7 +22,7 @@ type planner struct {
 	m      *gguf.Model
 	h      *hparams
 	p      *Plan
-	pr     *prober
+	pr     *probe.Prober
 	cpu    *ggml.Device
 	cpuBuf ggml.BufferType
 
@@ -65,8 +66,8 @@ type compiledOverride struct {
 	buft ggml.BufferType
 }
 
-func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober) (*Plan, error) {
-	if err := pr.ctx.Err(); err != nil {
+func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *probe.Prober) (*Plan, error) {
+	if err := pr.Err(); err != nil {
 		return nil, fmt.Errorf("place: planning ended: %w", err)
 	}
 	cpu := rt.CPUDevice()
@@ -157,7 +158,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		}
 	}
 	pl.summarise()
-	p.ProbeQuestions, p.Probes = pr.asked, pr.probes
+	p.ProbeQuestions, p.Probes = pr.Asked, pr.Probes
 	return p, nil
 }
 
@@ -429,7 +430,7 @@ func (pl *planner) chooseBuft(t *TensorPlan, list []bufEntry) error {
 // device supports the tensor's op with the weight in that buffer type.
 func (pl *planner) selectWeightBuft(t *TensorPlan, list []bufEntry) (ggml.BufferType, *ggml.Device, error) {
 	for _, e := range list {
-		ok, err := pl.pr.supported(t.Name, t.Type, t.Shape, t.Op, e.buft, e.dev)
+		ok, err := pl.pr.Supported(t.Name, t.Type, t.Shape, t.Op, e.buft, e.dev)
 		if err != nil {
 			return ggml.BufferType{}, nil, err
 		}
