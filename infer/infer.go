@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0): llama_context's
+// construction and llama_context::decode.
+
 // Package infer runs a loaded model: a llama.cpp context on a
 // loader.Model (its memory allocated where the plan put it, its scheduler
 // over the plan's backends, its compute buffers reserved), and
@@ -83,7 +86,7 @@ type Context struct {
 	cacheBufs []*ggml.Buffer
 	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache; a DSV4 memory: its raw pair, then its compressed caches)
 	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
-	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (dsv4.go)
+	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (kvcache_dsv4.go)
 	cross     *crossState     // the encoder's output, for an encoder-decoder's decoder
 	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
