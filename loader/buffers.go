@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-model.cpp (v0.5.0): load_tensors' contexts
+// and buffers (ctx_map, buffers over the mapping or allocated).
+
 package loader
 
 import (

@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-model-loader.cpp (v0.5.0): load_all_data.
+
 package loader
 
 import (

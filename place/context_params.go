@@ -1,3 +1,6 @@
+// Port of llama.cpp common/arg.cpp and common/common.cpp (v0.5.0): the
+// context options and common_context_params_to_llama.
+
 package place
 
 import (

@@ -1,3 +1,6 @@
+// Port of llama.cpp common/fit.cpp (v0.5.0): common_fit_params, its
+// options and its result.
+
 package place
 
 import (

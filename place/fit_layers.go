@@ -1,3 +1,6 @@
+// Port of llama.cpp common/fit.cpp (v0.5.0): common_fit_params' moving of
+// layers off the devices.
+
 package place
 
 import (

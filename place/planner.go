@@ -1,3 +1,7 @@
+// Port of llama.cpp src/llama-model.cpp and src/llama-model-loader.cpp
+// (v0.5.0): load_tensors' buffer type lists (make_cpu_buft_list,
+// make_gpu_buft_list) and create_tensor's choice (select_weight_buft).
+
 package place
 
 import (

@@ -1,3 +1,6 @@
+// Port of llama.cpp common/arg.cpp (v0.5.0): the model loading, placement,
+// fit and device options.
+
 package main
 
 import (

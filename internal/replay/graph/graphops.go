@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/ggml.c (v0.5.0): the checks of the ggml
+// functions the graph programs call.
+
 package graph
 
 import (

@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-mmap.cpp (v0.5.0): llama_mmap.
+
 // Package mmap maps a model's files as llama.cpp's llama_mmap does: one
 // read-only shared mapping of a whole file, prefetched or advised as the
 // load mode and the lazy ranges ask, and its fragment list, from which

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-model-loader.cpp (v0.5.0):
+// weight_buft_supported.
+
 // Package probe answers llama.cpp's weight_buft_supported question for
 // package place: can a device run the op a weight is used with when the
 // weight lives in a buffer of a given type? It builds the pin's tiny op
