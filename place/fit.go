@@ -313,7 +313,7 @@ func Fit(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o 
 	if err != nil {
 		return nil, err
 	}
-	pr := probe.New(ctx, rt, h.probeModel(), params.noProbeCache)
+	pr := probe.New(ctx, rt, h.probe, params.noProbeCache)
 	res := &FitResult{}
 	measured := params
 	measured.LoadMode = LoadNone
@@ -326,7 +326,7 @@ func Fit(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o 
 		if err != nil {
 			return nil, fmt.Errorf("place: fit: the extra model: %w", err)
 		}
-		f.extra = &extraModel{x: x, h: eh, pr: probe.New(ctx, rt, eh.probeModel(), x.Params.noProbeCache)}
+		f.extra = &extraModel{x: x, h: eh, pr: probe.New(ctx, rt, eh.probe, x.Params.noProbeCache)}
 	}
 	kept := []Params{params}
 	if o.Extra != nil {

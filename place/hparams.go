@@ -27,25 +27,14 @@ type hparams struct {
 	nEmbd       int64
 	isSWA       []bool
 
-	expertUsedMax int64 // n_expert_used_max()
-	routerLayer   int64 // granite-switch's router layer, -1 when none
-	embdHeadV     int64 // n_embd_head_v() of layer 0
-	head0         int64 // n_head() of layer 0
-	ssmDState     int64
-	ssmDInner     int64
-	ssmNGroup     int64
-	embdInp       int64 // n_embd_inp()
+	// probe is what the supports_op probes build their ops with (and
+	// n_embd_inp(), which a projector's output must match)
+	probe probe.Model
 
 	log []LogLine // llama.cpp's lines of the replay (overrides used or ignored)
 
 	contexts []*contextMemo // the contexts the model's plans made (planContextOnce)
 	plans    int
-}
-
-// probeModel is what the supports_op probes read of the hyperparameters.
-func (h *hparams) probeModel() probe.Model {
-	return probe.Model{Arch: h.shown, ExpertUsedMax: h.expertUsedMax, RouterLayer: h.routerLayer, EmbdHeadV: h.embdHeadV, Head0: h.head0,
-		SSMDState: h.ssmDState, SSMDInner: h.ssmDInner, SSMNGroup: h.ssmNGroup, EmbdInp: h.embdInp}
 }
 
 func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.isSWA[il] }
@@ -104,14 +93,9 @@ func readHparams(m *gguf.Model, params Params) (*hparams, error) {
 	for il := range h.isSWA {
 		h.isSWA[il] = call("is_swa", int64(il)) != 0
 	}
-	h.expertUsedMax = call("n_expert_used_max")
-	h.routerLayer = field("router_layer")
-	h.head0 = call("n_head")
-	h.embdHeadV = call("n_embd_head_v")
-	h.embdInp = call("n_embd_inp")
-	h.ssmDState = field("ssm_d_state")
-	h.ssmDInner = field("ssm_d_inner")
-	h.ssmNGroup = field("ssm_n_group")
+	h.probe = probe.Model{Arch: h.shown, ExpertUsedMax: call("n_expert_used_max"), RouterLayer: field("router_layer"),
+		Head0: call("n_head"), EmbdHeadV: call("n_embd_head_v"), EmbdInp: call("n_embd_inp"),
+		SSMDState: field("ssm_d_state"), SSMDInner: field("ssm_d_inner"), SSMNGroup: field("ssm_n_group")}
 	if err != nil {
 		return nil, refused(m, err)
 	}

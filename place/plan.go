@@ -184,7 +184,7 @@ func New(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params) (*
 		return nil, err
 	}
 	defer KeepConnected(rt, params)()
-	pr := probe.New(ctx, rt, h.probeModel(), params.noProbeCache)
+	pr := probe.New(ctx, rt, h.probe, params.noProbeCache)
 	return plan(rt, m, h, params, pr)
 }
 

@@ -84,14 +84,11 @@ func runLoadChild(ctx context.Context, args []string, stdout io.Writer) error {
 	p := bench.Process{Load: bench.Load{Impl: bench.ImplGgload, Case: bench.Case{Mode: "none", Target: "none"}}}
 	rf.add(s)
 	addBenchLoad(s, &p)
-	pos, err := s.parse(args, stdout)
+	model, err := s.parseModel(args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return s.errorf("one MODEL expected, got %d arguments; usage: %s", len(pos), s.usage)
-	}
-	p.Model = pos[0]
+	p.Model = model
 	var backends []string
 	if benchCPUModules(p) {
 		// as ggload's CLI does with -dev none or RPC servers alone

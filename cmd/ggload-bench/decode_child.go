@@ -58,14 +58,11 @@ func runDecodeChild(ctx context.Context, args []string, stdout io.Writer) error 
 		c.Layers, err = place.ParseLayers(v)
 		return err
 	})
-	pos, err := s.parse(args, stdout)
+	model, err := s.parseModel(args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return s.errorf("one MODEL expected, got %d arguments; usage: %s", len(pos), s.usage)
-	}
-	c.Model = pos[0]
+	c.Model = model
 	rt, err := rf.open(ctx, nil)
 	if err != nil {
 		return err

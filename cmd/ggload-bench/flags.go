@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +85,18 @@ func (o *options) parse(args []string, stdout io.Writer) ([]string, error) {
 	}
 }
 
+// parseModel reads args, whose one positional argument is MODEL.
+func (o *options) parseModel(args []string, stdout io.Writer) (string, error) {
+	pos, err := o.parse(args, stdout)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", o.errorf("one MODEL expected, got %d arguments; usage: %s", len(pos), o.usage)
+	}
+	return pos[0], nil
+}
+
 // errorf is a usage error of the command.
 func (o *options) errorf(format string, args ...any) error {
 	return &usageError{o.fs.Name() + ": " + fmt.Sprintf(format, args...)}
@@ -122,17 +135,9 @@ func (r *runtimeOptions) add(o *options) {
 		return fmt.Errorf("want vulkan, cuda, src or none")
 	})
 	o.value([]string{"--rpc"}, "SERVERS", "comma-separated RPC servers (host:port) to use as devices", func(v string) error {
-		eps := splitList(v)
-		if len(eps) == 0 {
-			return fmt.Errorf("no RPC servers named")
-		}
-		for _, ep := range eps {
-			if err := ggml.CheckRPCEndpoint(ep); err != nil {
-				return err
-			}
-		}
+		eps, err := ggml.ParseRPCServers(v)
 		r.rpc = strings.Join(eps, ",")
-		return nil
+		return err
 	})
 	o.on([]string{"--rpc-direct"}, "connect ggml's RPC client straight to the servers, without ggload's guard", func(on bool) { r.rpcDirect = on })
 	o.value([]string{"--rpc-timeout"}, "DURATION", "declare an RPC server failed when it stays silent this long in use, 100ms to 24h (default: 1m)", func(v string) error {
@@ -175,15 +180,13 @@ func (r *runtimeOptions) open(ctx context.Context, backends []string) (*ggml.Run
 		RPC: splitList(r.rpc), RPCTimeout: 5 * time.Second, RPCIOTimeout: r.rpcIO, RPCDirect: r.rpcDirect})
 }
 
-// splitList splits a comma list, dropping empty items.
+// splitList splits a comma list, dropping blanks and empty items.
 func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+	items := strings.Split(s, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
 	}
-	return out
+	return slices.DeleteFunc(items, func(x string) bool { return x == "" })
 }
 
 // intIn reads an integer in [lo, hi].

@@ -844,17 +844,9 @@ func (r *runtimeFlags) add(s *optionSet) {
 func (r *runtimeFlags) addRPC(s *optionSet) {
 	s.add(&option{names: []string{"--rpc"}, value: "SERVERS", help: "comma-separated RPC servers (host:port) to use as devices",
 		set: func(v string) error {
-			eps := splitList(v)
-			if len(eps) == 0 {
-				return fmt.Errorf("no RPC servers named")
-			}
-			for _, ep := range eps {
-				if err := ggml.CheckRPCEndpoint(ep); err != nil {
-					return err
-				}
-			}
+			eps, err := ggml.ParseRPCServers(v)
 			r.rpc = strings.Join(eps, ",")
-			return nil
+			return err
 		}})
 }
 

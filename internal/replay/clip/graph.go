@@ -384,19 +384,10 @@ func (s *session) NativeTensor(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
 		if t, ok := s.weights[w.info.Name]; ok {
 			return t, nil
 		}
-		if !s.lib.Room(s.wctx, 1) {
-			return nil, f.Errorf("the weights' context is full")
+		t, err := graph.NewWeight(s.lib, s.wctx, w.info.Name, int32(w.info.Type), w.info.Shape)
+		if err != nil {
+			return nil, f.Errorf("%v", err)
 		}
-		ne := w.info.Shape
-		nd := 4
-		for nd > 1 && ne[nd-1] == 1 {
-			nd--
-		}
-		t, err := s.lib.NewTensor(s.wctx, int32(w.info.Type), nd, ne)
-		if err != nil || t == nil {
-			return nil, f.Errorf("ggml_new_tensor of weight %s: %v", w.info.Name, err)
-		}
-		s.lib.SetName(t, w.info.Name)
 		ops.Place(t, s.dummy)
 		s.weights[w.info.Name] = t
 		return t, nil

@@ -117,6 +117,21 @@ func maxDiff(a, b []float32) float64 {
 	return d / m
 }
 
+// sequences is a batch of the prompts, the i-th in sequence i from
+// position 0, each its last token's logits out.
+func sequences(prompts ...[]int32) infer.Batch {
+	var b infer.Batch
+	for s, p := range prompts {
+		for i, tok := range p {
+			b.Tokens = append(b.Tokens, tok)
+			b.Pos = append(b.Pos, int32(i))
+			b.SeqIDs = append(b.SeqIDs, []int32{int32(s)})
+			b.Logits = append(b.Logits, i == len(p)-1)
+		}
+	}
+	return b
+}
+
 var prompt = []int32{1, 17, 402, 33, 1800, 5, 977, 64}
 
 // Two sequences with the same prompt in one batch get the same logits, bit
@@ -126,18 +141,9 @@ func TestRunSequencesAreTheirOwn(t *testing.T) {
 	path := demoPath(t)
 	for _, unified := range []bool{false, true} {
 		c := runCtx(t, path, place.ContextParams{NCtx: 256, NParallel: 3, KVUnified: unified})
-		var b infer.Batch
 		other := slices.Clone(prompt)
 		other[2] = 9
-		for s, p := range [][]int32{prompt, prompt, other} {
-			for i, tok := range p {
-				b.Tokens = append(b.Tokens, tok)
-				b.Pos = append(b.Pos, int32(i))
-				b.SeqIDs = append(b.SeqIDs, []int32{int32(s)})
-				b.Logits = append(b.Logits, i == len(p)-1)
-			}
-		}
-		decode(t, c, b)
+		decode(t, c, sequences(prompt, prompt, other))
 		l0, l1, l2 := logits(t, c, len(prompt)-1), logits(t, c, 2*len(prompt)-1), logits(t, c, 3*len(prompt)-1)
 		if !slices.Equal(l0, l1) {
 			t.Fatalf("kvu %v: sequences 0 and 1 of one prompt: logits differ by %g", unified, maxDiff(l0, l1))
@@ -392,16 +398,7 @@ func TestRunMemories(t *testing.T) {
 			c := runCtx(t, paths[a], place.ContextParams{NCtx: 256, NParallel: 3})
 			other := slices.Clone(toks)
 			other[1] = 11
-			var b infer.Batch
-			for s, p := range [][]int32{toks, toks, other} {
-				for i, tok := range p {
-					b.Tokens = append(b.Tokens, tok)
-					b.Pos = append(b.Pos, int32(i))
-					b.SeqIDs = append(b.SeqIDs, []int32{int32(s)})
-					b.Logits = append(b.Logits, i == len(p)-1)
-				}
-			}
-			decode(t, c, b)
+			decode(t, c, sequences(toks, toks, other))
 			n := len(toks)
 			l0, l1, l2 := logits(t, c, n-1), logits(t, c, 2*n-1), logits(t, c, 3*n-1)
 			if !slices.Equal(l0, l1) {
