@@ -369,18 +369,10 @@ func (s *session) OpLib() *ops.Lib { return s.lib }
 // NativeTensor is a value's native tensor: an encoder's weight made on
 // first use.
 func (s *session) NativeTensor(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
-	switch v.K {
-	case cpp.KNull:
-		return nil, nil
-	case cpp.KNative:
-		if t, ok := v.P.(*ops.Tensor); ok {
-			return t, nil
-		}
-	case cpp.KTensor:
-		w, ok := v.P.(*tensorVal)
-		if !ok {
-			break
-		}
+	if t, ok := graph.Native(v); ok {
+		return t, nil
+	}
+	if w, ok := v.P.(*tensorVal); ok && v.K == cpp.KTensor {
 		if t, ok := s.weights[w.info.Name]; ok {
 			return t, nil
 		}

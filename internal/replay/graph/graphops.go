@@ -149,17 +149,27 @@ func (c *gcall) ne(i, n int) [4]int64 {
 // native is the tensor a value names: a native tensor, a model weight
 // (made on the weights' context on first use), or null.
 func (g *graphState) native(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
-	switch v.K {
-	case cpp.KNull:
-		return nil, nil
-	case cpp.KNative:
-		if t, ok := v.P.(*ops.Tensor); ok {
-			return t, nil
-		}
-	case cpp.KTensor:
+	if t, ok := Native(v); ok {
+		return t, nil
+	}
+	if v.K == cpp.KTensor {
 		return g.weight(f, v.P.(*arch.Tensor))
 	}
 	return nil, f.Errorf("%s is no tensor", v.Describe())
+}
+
+// Native is the tensor of a value that holds one already: a native
+// tensor, or nil for null. ok is false for any other value (a weight of
+// the file, made on first use, is the session's to make).
+func Native(v cpp.Val) (t *ops.Tensor, ok bool) {
+	switch v.K {
+	case cpp.KNull:
+		return nil, true
+	case cpp.KNative:
+		t, ok = v.P.(*ops.Tensor)
+		return t, ok
+	}
+	return nil, false
 }
 
 // NewWeight makes the tensor of a weight named name, of type typ and
