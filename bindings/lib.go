@@ -31,6 +31,8 @@ type Lib struct {
 
 	procMu sync.Mutex
 	procs  map[procKey]any
+
+	cpuTraits cpuTraits // (cputraits.go)
 }
 
 type procKey struct {

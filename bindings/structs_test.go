@@ -40,6 +40,10 @@ func TestMirrorLayout(t *testing.T) {
 		{"ggml_backend_meta_split_state.nr", unsafe.Offsetof(SplitState{}.Nr), 2056},
 		{"ggml_backend_meta_split_state.n_segments", unsafe.Offsetof(SplitState{}.NSegments), 2120},
 		{"sizeof(gguf_init_params)", unsafe.Sizeof(GGUFInitParams{}), 16},
+		{"sizeof(ggml_type_traits_cpu)", unsafe.Sizeof(TypeTraitsCPU{}), 32},
+		{"ggml_type_traits_cpu.vec_dot", unsafe.Offsetof(TypeTraitsCPU{}.VecDot), 8},
+		{"ggml_type_traits_cpu.vec_dot_type", unsafe.Offsetof(TypeTraitsCPU{}.VecDotType), 16},
+		{"ggml_type_traits_cpu.nrows", unsafe.Offsetof(TypeTraitsCPU{}.NRows), 24},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -16,7 +16,7 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // open loads the loader's tiny model on the CPU and makes a context.
-func open(t *testing.T) (*loader.Model, *infer.Context) {
+func open(t testing.TB) (*loader.Model, *infer.Context) {
 	t.Helper()
 	rt := testenv.Runtime(t)
 	m, err := gguf.OpenModel("../loader/testdata/tiny-llama.gguf")

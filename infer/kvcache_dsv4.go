@@ -618,7 +618,7 @@ func (c *Context) decodeDSV4(b *graph.Ubatch, nOutAll int) error {
 			}
 		}
 	}
-	c.startOutputs(n)
+	c.startOutputs(n, nOutAll)
 	defer func() { d.cur = nil }()
 	for k, u := range batch.ubs {
 		nOut := u.outputs(nOutAll == n)

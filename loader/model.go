@@ -134,6 +134,19 @@ func (m *Model) hold(op string) error {
 
 func (m *Model) release() { m.mu.RUnlock() }
 
+// Use runs fn with the model held open, for a program that computes with
+// its tensors (infer's decodes): Close waits until fn returns. On a
+// closed model it runs nothing and answers an error wrapping ErrClosed,
+// named by op. fn must not call the model's other methods (a Close
+// waiting between two holds would leave both waiting).
+func (m *Model) Use(op string, fn func() error) error {
+	if err := m.hold(op); err != nil {
+		return err
+	}
+	defer m.release()
+	return fn()
+}
+
 // Tensor returns the named tensor (for a tensor placed twice, such as a
 // tied embedding, the first placement); none once closed.
 func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
@@ -141,6 +154,11 @@ func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
 		return nil, false
 	}
 	defer m.release()
+	return m.tensor(name)
+}
+
+// tensor is Tensor with the model held.
+func (m *Model) tensor(name string) (*ggml.Tensor, bool) {
 	i, ok := m.byName[name]
 	if !ok || m.placements[i].Tensor == nil {
 		return nil, false

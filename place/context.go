@@ -94,8 +94,8 @@ func (pl *planner) planContext() error {
 	if cp.NOutputsMax < 0 || cp.NOutputsMax > math.MaxInt32 {
 		return fmt.Errorf("place: context: n_outputs_max %d: out of range", cp.NOutputsMax)
 	}
-	if cp.NCtx < 0 || cp.NCtx > math.MaxInt32 || cp.NBatch < 0 || cp.NUBatch < 0 || cp.NParallel < 0 {
-		return fmt.Errorf("place: context: -c %d, -b %d, -ub %d, -np %d: negative sizes", cp.NCtx, cp.NBatch, cp.NUBatch, cp.NParallel)
+	if err := cp.checkSizes(); err != nil {
+		return err
 	}
 	if cp.NRSSeq < 0 || cp.NRSSeq > math.MaxInt32 {
 		return fmt.Errorf("place: context: n_rs_seq %d: rollback snapshots per sequence out of range", cp.NRSSeq)
@@ -107,6 +107,9 @@ func (pl *planner) planContext() error {
 		}
 	})
 	if err != nil {
+		if nt := needsTarget(p.Model, err); nt != nil {
+			return nt
+		}
 		return refused(p.Model, err)
 	}
 	fa := FlashAttnAuto

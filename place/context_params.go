@@ -5,6 +5,8 @@ package place
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/ggload/ggload/ggml"
 )
@@ -68,6 +70,28 @@ type CustomMemory struct {
 	// PerDevice is what each device needs besides (scratch, compute), by
 	// device name; "CPU" is host memory.
 	PerDevice map[string]uint64
+}
+
+// checkSizes refuses the sizes llama.cpp cannot take, naming each by its
+// option and value alone (llama.cpp reads them as unsigned: a negative
+// -np is past LLAMA_MAX_SEQ, a negative -c pads to 0 or to billions).
+func (cp *ContextParams) checkSizes() error {
+	var bad []string
+	for _, f := range []struct {
+		opt string
+		n   int
+	}{{"-c", cp.NCtx}, {"-b", cp.NBatch}, {"-ub", cp.NUBatch}} {
+		if f.n < 0 || f.n > math.MaxInt32 {
+			bad = append(bad, fmt.Sprintf("%s %d", f.opt, f.n))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("place: context: %s: sizes from 0 to %d", strings.Join(bad, ", "), math.MaxInt32)
+	}
+	if cp.NParallel < 0 || cp.NParallel > math.MaxInt32 {
+		return fmt.Errorf("place: context: -np %d: n_seq_max must be <= 256", cp.NParallel)
+	}
+	return nil
 }
 
 // The CLI's defaults (common_params).

@@ -44,6 +44,28 @@ func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.is
 // of its hyperparameters); the error's text is llama.cpp's.
 var ErrRefused = replay.ErrRefused
 
+// ErrNeedsTarget is wrapped by Plan.ContextErr for a draft model of
+// speculative decoding (EAGLE-3, DFlash, the Gemma 4 assistant) whose
+// context llama.cpp makes only beside its target model's (ctx_other):
+// the model places and loads as llama.cpp's does, and llama.cpp's -fit
+// takes the missing context as a warning.
+var ErrNeedsTarget = errors.New("a draft model: its context is made beside its target model's")
+
+// needsTarget is the error of a context refused for want of a target
+// model's (llama_context's constructor throws "... requires ctx_other to
+// be set"), wrapping ErrNeedsTarget; nil for any other error.
+func needsTarget(m *gguf.Model, err error) error {
+	var t *arch.Throw
+	if !errors.As(err, &t) || !strings.Contains(t.Msg, "requires ctx_other to be set") {
+		return nil
+	}
+	file := ""
+	if len(m.Paths) > 0 && m.Paths[0] != "" {
+		file = m.Paths[0] + ": "
+	}
+	return fmt.Errorf("place: %s%s is %w, as llama.cpp's speculative decoding makes it (llama.cpp alone: %s)", file, m.Architecture(), ErrNeedsTarget, t.Msg)
+}
+
 // refused wraps an error of the replay with the model's file.
 func refused(m *gguf.Model, err error) error {
 	return fmt.Errorf("place: %w", replay.Refused(m, err))

@@ -724,7 +724,7 @@ func TestRefusedContextExits1(t *testing.T) {
 		{"plan", path, "-dev", "none", "-np", "100000", "--json"},
 		{"load", path, "-dev", "none", "-np", "100000"},
 		{"load", path, "-dev", "none", "-np", "100000", "--json"},
-		{"plan", path, "-dev", "none", "-c", "-1", "--json"},
+		{"plan", path, "-dev", "none", "-ctv", "q8_0", "-fa", "off", "--json"},
 	} {
 		out, err := runCLI(t, args...)
 		var refused *refusedError

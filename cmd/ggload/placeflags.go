@@ -445,6 +445,10 @@ func (f *placeFlags) finish(s *optionSet) error {
 		}
 		s.notes = append(s.notes, fmt.Sprintf("note: %s is llama.cpp's older spelling of -lm %s", old, f.loadMode))
 	}
+	if n := f.context.NCtx; n > 0 && n%256 != 0 {
+		// llama_context pads it (GGML_PAD(n_ctx, 256)) without a word
+		s.notes = append(s.notes, fmt.Sprintf("note: -c %d: llama.cpp rounds the context up to a multiple of 256: %d tokens", n, (n+255)/256*256))
+	}
 	for _, o := range s.orderedGiven() {
 		if o.inert != "" {
 			s.notes = append(s.notes, fmt.Sprintf("note: %s has no effect in ggload: %s", o.names[len(o.names)-1], o.inert))
@@ -490,11 +494,15 @@ func (f *placeFlags) addContext(s *optionSet) {
 	c := &f.context
 	s.group("llama.cpp's context options: the context sized beside the weights")
 	s.add(&option{names: []string{"-c", "--ctx-size"}, value: "N",
-		help: "size of the context in tokens (default: 0 = the model's trained context)",
+		help: "size of the context in tokens, rounded up to a multiple of 256 (default: 0 = the model's trained context)",
 		set: func(v string) error {
-			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			n, err := stoi(v)
 			if err != nil {
 				return err
+			}
+			if n < 0 {
+				// llama.cpp takes it as unsigned, pads it to 256 and fails
+				return fmt.Errorf("a negative context size: llama.cpp reads it as %d tokens and cannot make the context", uint32(n))
 			}
 			c.NCtx = int(n)
 			if n == 0 {
@@ -506,9 +514,13 @@ func (f *placeFlags) addContext(s *optionSet) {
 	s.add(&option{names: []string{"-np", "--parallel"}, value: "N",
 		help: "number of parallel sequences (default: 1)",
 		set: func(v string) error {
-			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			n, err := stoi(v)
 			if err != nil {
 				return err
+			}
+			if n < 0 {
+				// llama_context's words, for what it takes -np for
+				return fmt.Errorf("n_seq_max must be <= 256: llama.cpp reads a negative -np as %d sequences", uint32(n))
 			}
 			c.NParallel = int(n)
 			return nil
@@ -533,9 +545,12 @@ func (f *placeFlags) addContext(s *optionSet) {
 		}})
 	batch := func(dst *int, what string) func(string) error {
 		return func(v string) error {
-			n, err := intIn(v, 0, math.MaxInt32)
+			n, err := stoi(v)
 			if err != nil {
 				return err
+			}
+			if n < 0 {
+				return fmt.Errorf("%s of a negative size: llama.cpp reads it as %d tokens, and llama-completion's batches of it fail", what, uint32(n))
 			}
 			if n == 0 {
 				return fmt.Errorf("%s of 0: llama.cpp's context would take no tokens", what)
@@ -881,7 +896,7 @@ func parseNGL(v string) (place.Layers, error) {
 	if v == "auto" || v == "all" {
 		return place.ParseLayers(v)
 	}
-	n, err := intIn(v, math.MinInt32, math.MaxInt32)
+	n, err := stoi(v)
 	if err != nil {
 		return place.Layers{}, fmt.Errorf("want a number of layers, auto or all")
 	}

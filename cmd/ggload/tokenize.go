@@ -91,7 +91,10 @@ func runTokenize(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var prompt string
 	if f.file != "" {
-		b, err := os.ReadFile(f.file)
+		b, err := readPromptFile(f.file)
+		if errors.Is(err, errPromptTooLarge) {
+			return fmt.Errorf("error: %w", err)
+		}
 		if err != nil {
 			return fmt.Errorf("error: could not open file '%s' for reading: %w", f.file, err)
 		}
@@ -107,7 +110,7 @@ func runTokenize(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("error: could not load model from file '%s': %w", f.model, err)
 	}
 	if f.stdin {
-		b, err := io.ReadAll(tokenizeStdin)
+		b, err := boundedRead(tokenizeStdin, maxPromptBytes, "the standard input")
 		if err != nil {
 			return fmt.Errorf("error: could not read the entire standard input: %w", err)
 		}
