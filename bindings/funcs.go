@@ -1,3 +1,7 @@
+// Port of llama.cpp ggml/include/ggml.h, ggml/include/ggml-backend.h,
+// ggml/include/ggml-cpu.h, ggml/include/ggml-rpc.h and ggml/include/gguf.h
+// (v0.5.0): the functions' signatures.
+
 package bindings
 
 import "unsafe"

@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/include/ggml.h, ggml/include/ggml-backend.h and
+// ggml/include/gguf.h (v0.5.0): the C structs and enums ggload mirrors.
+
 package bindings
 
 import "unsafe"

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/infer"
 	"github.com/ggload/ggload/lab/testenv"
@@ -187,8 +188,8 @@ func TestThreadCountAndResults(t *testing.T) {
 		t.Errorf("flash attention of one token over %d keys: 1 and 2 threads give the same logits; the count changes no result and the full count need not be kept", len(prompt))
 	}
 	// the default's count gives the full count's bits
-	if a, b := decodeAt(t, on, 0, prompt), decodeAt(t, on, infer.PhysicalCores(), prompt); !same(a, b) {
-		t.Errorf("the default thread count gives other logits than the %d physical cores", infer.PhysicalCores())
+	if a, b := decodeAt(t, on, 0, prompt), decodeAt(t, on, ggml.MathThreads(), prompt); !same(a, b) {
+		t.Errorf("the default thread count gives other logits than the %d physical cores", ggml.MathThreads())
 	}
 }
 

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0): llama_context::encode
+// and the embeddings it outputs.
+
 package infer
 
 import (

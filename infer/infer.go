@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0): llama_context's
+// construction and llama_context::decode.
+
 // Package infer runs a loaded model: a llama.cpp context on a
 // loader.Model (its memory allocated where the plan put it, its scheduler
 // over the plan's backends, its compute buffers reserved), and
@@ -63,7 +66,7 @@ var ErrClosed = errors.New("infer: the context is closed")
 type Params struct {
 	// Threads is the CPU backend's thread count for a batch of one token
 	// (llama.cpp's n_threads) and for larger ones (n_threads_batch), as
-	// -t sets both. Zero: the physical cores (PhysicalCores), as
+	// -t sets both. Zero: the physical cores (ggml.MathThreads), as
 	// llama.cpp's tools default -t, and fewer while other processes keep
 	// the CPUs busy, for the graphs whose results the count does not
 	// change (see threadPolicy): on a busy machine the CPU backend's
@@ -96,7 +99,7 @@ type Context struct {
 	cacheBufs []*ggml.Buffer
 	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache; a DSV4 memory: its raw pair, then its compressed caches)
 	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
-	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (dsv4.go)
+	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (kvcache_dsv4.go)
 	cross     *crossState     // the encoder's output, for an encoder-decoder's decoder
 	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
@@ -207,7 +210,11 @@ func New(m *loader.Model, p Params) (*Context, error) {
 // newContext is New with the model held.
 func newContext(m *loader.Model, p Params) (*Context, error) {
 	plan := m.Plan
-	rep, err := plan.ContextReplay()
+	if plan.Params.Context.Skip {
+		return nil, fmt.Errorf("infer: the plan has no context (its context options say to skip it)")
+	}
+	rep, err := replay.New(plan.Model, arch.Options{LoadMTP: plan.Params.LoadMTP, Overrides: plan.Params.KVOverrides},
+		arch.ContextParams(plan.LlamaContextParams()))
 	if err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
 	}
@@ -267,7 +274,7 @@ func newContext(m *loader.Model, p Params) (*Context, error) {
 			}
 			return plan.CPU.Handle()
 		},
-		NGPULayers: rep.NGPULayers, NTensors: rep.NTensors, TensorOverrides: len(plan.Params.Overrides) > 0})
+		NGPULayers: plan.NGPULayers(), NTensors: plan.NTensors(), TensorOverrides: len(plan.Params.Overrides) > 0})
 	if err != nil {
 		c.free()
 		return nil, fmt.Errorf("infer: %w", err)

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0):
+// llama_set_adapters_lora.
+
 package infer
 
 import (

@@ -2,37 +2,12 @@ package infer
 
 import (
 	"math"
-	"os"
 	"runtime"
-	"strconv"
-	"sync"
 	"time"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/internal/replay/graph"
 )
-
-// PhysicalCores is the CPU thread count llama.cpp's tools default to
-// (common_cpu_get_num_math): the physical cores, one per set of thread
-// siblings the kernel lists (hyper-threads add nothing to linear
-// algebra), else every logical CPU. (On a hybrid x86 CPU llama.cpp also
-// leaves the efficiency cores out; ggload counts them.) It is what a
-// zero Params.Threads starts from.
-var PhysicalCores = sync.OnceValue(func() int {
-	if runtime.GOOS == "linux" {
-		siblings := map[string]bool{}
-		for cpu := 0; ; cpu++ {
-			b, err := os.ReadFile("/sys/devices/system/cpu/cpu" + strconv.Itoa(cpu) + "/topology/thread_siblings")
-			if err != nil {
-				break
-			}
-			siblings[string(b)] = true
-		}
-		if len(siblings) > 0 {
-			return min(len(siblings), runtime.NumCPU())
-		}
-	}
-	return runtime.NumCPU()
-})
 
 // maxThreads bounds Params.Threads, as ggload run bounds -t.
 const maxThreads = 1024
@@ -97,7 +72,7 @@ func newThreadPolicy(fixed int, meter loadMeter, now time.Time) *threadPolicy {
 	if fixed > 0 {
 		return p
 	}
-	p.max = PhysicalCores()
+	p.max = ggml.MathThreads()
 	p.n = p.max
 	if meter == nil {
 		return p

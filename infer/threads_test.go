@@ -3,6 +3,8 @@ package infer
 import (
 	"testing"
 	"time"
+
+	"github.com/ggload/ggload/ggml"
 )
 
 // fakeLoad is a machine whose other processes keep `others` CPUs busy,
@@ -29,7 +31,7 @@ func TestThreadPolicy(t *testing.T) {
 	now := time.Unix(1000, 0)
 	yes := func() bool { return true }
 	no := func() bool { return false }
-	cores := PhysicalCores()
+	cores := ggml.MathThreads()
 
 	// a count asked for is every graph's, whatever the load
 	busy := &fakeLoad{others: 64, start: now, now: &now, running0: 65}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/mmap"
 	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
@@ -106,7 +107,7 @@ type Model struct {
 
 	files      []*modelFile
 	stamps     []fileStamp // each file as opened
-	mappings   []*mapping
+	mappings   []*mmap.Mapping
 	locks      []*sysmem.Lock
 	contexts   []*ggml.Context
 	buffers    []*LoadedBuffer
@@ -220,7 +221,7 @@ func (m *Model) free() error {
 	for _, mp := range m.mappings {
 		if mp != nil {
 			if err := mp.Close(); err != nil && first == nil {
-				first, path = err, mp.path
+				first, path = err, mp.Path()
 			}
 		}
 	}

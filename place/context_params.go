@@ -1,3 +1,6 @@
+// Port of llama.cpp common/arg.cpp and common/common.cpp (v0.5.0): the
+// context options and common_context_params_to_llama.
+
 package place
 
 import (
@@ -6,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // ContextParams are llama.cpp's context options, as its command line
@@ -233,17 +235,36 @@ func ParseFlashAttn(s string) (FlashAttn, error) {
 	return 0, fmt.Errorf("unknown value for --flash-attn: '%s'", s)
 }
 
-// llama is the llama_context_params the options make
-// (common_context_params_to_llama), with the model's split mode and the
-// devices of its meta device: what the replay of llama.cpp's context
-// takes. The sizes must have been checked (planContext).
-func (c ContextParams) llama(split SplitMode, metaDevices int) arch.ContextParams {
-	return arch.ContextParams{
+// LlamaContextParams are llama_context_params as a plan gives them to
+// llama_init_from_model (Plan.LlamaContextParams): what package infer
+// makes its context with. They have the fields, in order, of the
+// replay's own (internal/replay/arch.ContextParams), which converts from
+// them.
+type LlamaContextParams struct {
+	NCtx, NBatch, NUBatch, NSeqMax uint32
+	FlashAttn                      int // llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled
+	TypeK, TypeV                   ggml.Type
+	OffloadKQV, KVUnified, SWAFull bool
+	NOutputsMax                    uint32 // the most outputs of a batch; 0: n_batch
+	Embeddings                     bool
+	PoolingType                    int    // llama_pooling_type: -1 the model's
+	NRSSeq                         uint32 // rollback snapshots per sequence
+
+	SplitMode   int // llama_split_mode of the model
+	MetaDevices int // split mode tensor: the meta device's devices
+}
+
+// LlamaContextParams are the llama_context_params the plan's context
+// options make (common_context_params_to_llama), with the model's split
+// mode and the devices of its meta device.
+func (p *Plan) LlamaContextParams() LlamaContextParams {
+	c := p.Params.Context
+	return LlamaContextParams{
 		NCtx: uint32(c.NCtx), NBatch: uint32(c.batch()), NUBatch: uint32(c.ubatch()), NSeqMax: uint32(c.parallel()),
 		FlashAttn: c.FlashAttn.Llama(), TypeK: c.TypeK.Type(), TypeV: c.TypeV.Type(),
 		OffloadKQV: !c.NoKVOffload, KVUnified: c.KVUnified, SWAFull: c.SWAFull, NOutputsMax: uint32(c.NOutputsMax),
 		Embeddings: c.Embeddings, PoolingType: c.Pooling.Llama(), NRSSeq: uint32(c.NRSSeq),
-		SplitMode: split.Llama(), MetaDevices: metaDevices,
+		SplitMode: p.Params.SplitMode.Llama(), MetaDevices: len(p.TensorDevices),
 	}
 }
 

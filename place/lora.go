@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-adapter.cpp (v0.5.0):
+// llama_adapter_lora_init's checks and buffer types.
+
 package place
 
 import (
@@ -10,6 +13,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // ErrBadLoRA is wrapped by the error of an adapter file llama.cpp would
@@ -235,7 +239,7 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 	}
 	var groups []*group
 	byBuft := map[ggml.BufferType]*group{}
-	var pb *prober // (made for the first pair)
+	var pb *probe.Prober // (made for the first pair)
 	for _, name := range names {
 		h := pairs[name]
 		if h.a == nil || h.b == nil {
@@ -284,7 +288,7 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 			if err != nil {
 				return nil, err
 			}
-			pb = newProber(context.Background(), p.rt, h, false)
+			pb = probe.New(context.Background(), p.rt, h.probe, false)
 		}
 		if err := p.loraComputable(pb, &pair, mt.Op); err != nil {
 			return nil, err
@@ -425,7 +429,7 @@ func (l *LoRA) Size() uint64 {
 // whose supports_op takes every type: there the CPU's own table of
 // kernels says (ggml_get_type_traits_cpu: a type without a dot product,
 // an integer type or f64, is called through a null function).
-func (p *Plan) loraComputable(pb *prober, pr *LoRAPair, baseOp ggml.Op) error {
+func (p *Plan) loraComputable(pb *probe.Prober, pr *LoRAPair, baseOp ggml.Op) error {
 	opA, opB := ggml.OpMulMat, ggml.OpMulMat
 	switch baseOp {
 	case ggml.OpMulMatID:
@@ -437,7 +441,7 @@ func (p *Plan) loraComputable(pb *prober, pr *LoRAPair, baseOp ggml.Op) error {
 		t  *LoRATensor
 		op ggml.Op
 	}{{&pr.A, opA}, {&pr.B, opB}} {
-		ok, err := pb.supported(c.t.Name, c.t.Type, c.t.Shape, c.op, pr.BufferType, pr.Device)
+		ok, err := pb.Supported(c.t.Name, c.t.Type, c.t.Shape, c.op, pr.BufferType, pr.Device)
 		if err != nil {
 			return badLoRA("LoRA tensor '%s' (%s): %v", c.t.Name, c.t.Type, err)
 		}

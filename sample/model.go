@@ -1,3 +1,7 @@
+// Port of llama.cpp common/common.cpp (v0.5.0): the model's own sampling
+// defaults, as common_init_from_params reads them
+// (common_params_sampling_config).
+
 package sample
 
 import (

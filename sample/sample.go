@@ -1,3 +1,6 @@
+// Port of llama.cpp common/sampling.cpp (v0.5.0): common_sampler_init's
+// chain of samplers.
+
 // Package sample is llama.cpp's token sampling: the samplers of
 // src/llama-sampler.cpp and the chain that common_sampler_init builds from
 // common_params_sampling (common/sampling.cpp). With the same seed, the

@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-sampler.cpp (v0.5.0): the samplers.
+
 package sample
 
 import (

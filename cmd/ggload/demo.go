@@ -9,7 +9,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
 )
@@ -23,7 +23,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		return err
 	}

@@ -1,3 +1,6 @@
+// Port of llama.cpp common/arg.cpp (v0.5.0): the model loading, placement,
+// fit and device options.
+
 package main
 
 import (
@@ -662,9 +665,6 @@ func (f *placeFlags) backends() []string {
 	return f.runtimeFlags.cpuBackends()
 }
 
-// targetCPUOrRPC is cpuOrRPC of a bench target (devices joined by +).
-func targetCPUOrRPC(target string) bool { return cpuOrRPC(strings.Split(target, "+")) }
-
 // cpuOrRPC reports whether a device list (-dev's) names no device but the
 // CPU and RPC servers: none, or RPC devices alone.
 func cpuOrRPC(devices []string) bool {
@@ -681,23 +681,8 @@ func cpuOrRPC(devices []string) bool {
 
 // cpuBackends are the modules of a process that puts weights on the CPU
 // and RPC servers alone (placeFlags.backends): the CPU's and RPC's, or
-// nil.
-func (r *runtimeFlags) cpuBackends() []string {
-	loc, err := bindings.Find(bindings.FindOptions{Dir: r.libDir, Variant: r.variant})
-	if err != nil {
-		return nil // Open says why
-	}
-	if mods := loc.Modules(); !slices.Contains(mods, "rpc") && slices.ContainsFunc(mods, mayHoldGPUs) {
-		return nil
-	}
-	return []string{"cpu", "rpc"}
-}
-
-// mayHoldGPUs reports whether a backend module may register a GPU: any
-// but the CPU's, RPC's and the CPU's accelerators.
-func mayHoldGPUs(module string) bool {
-	return !slices.Contains([]string{"cpu", "rpc", "blas", "zendnn"}, module)
-}
+// nil (ggml.HostBackends).
+func (r *runtimeFlags) cpuBackends() []string { return ggml.HostBackends(r.libDir, r.variant) }
 
 // modelPath is MODEL or -m, one of them: a path or a URL. With -mu, it is
 // where the download goes, and may be empty (the cache); with -hf, empty.
@@ -892,17 +877,9 @@ func (r *runtimeFlags) add(s *optionSet) {
 func (r *runtimeFlags) addRPC(s *optionSet) {
 	s.add(&option{names: []string{"--rpc"}, value: "SERVERS", help: "comma-separated RPC servers (host:port) to use as devices",
 		set: func(v string) error {
-			eps := splitList(v)
-			if len(eps) == 0 {
-				return fmt.Errorf("no RPC servers named")
-			}
-			for _, ep := range eps {
-				if err := ggml.CheckRPCEndpoint(ep); err != nil {
-					return err
-				}
-			}
+			eps, err := ggml.ParseRPCServers(v)
 			r.rpc = strings.Join(eps, ",")
-			return nil
+			return err
 		}})
 }
 

@@ -1,3 +1,5 @@
+// Port of llama.cpp common/arg.cpp (v0.5.0): the sampling options.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// Port of llama.cpp tools/tokenize/tokenize.cpp (v0.5.0).
+
 package main
 
 import (

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-kv-cache-dsv4.cpp (v0.5.0):
+// llama_kv_cache_dsv4_context, the memory's view a graph reads.
+
 package graph
 
 import (

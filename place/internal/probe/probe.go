@@ -1,4 +1,11 @@
-package place
+// Port of llama.cpp src/llama-model-loader.cpp (v0.5.0):
+// weight_buft_supported.
+
+// Package probe answers llama.cpp's weight_buft_supported question for
+// package place: can a device run the op a weight is used with when the
+// weight lives in a buffer of a given type? It builds the pin's tiny op
+// over a zero-size buffer and asks supports_op, and caches the answers.
+package probe
 
 import (
 	"context"
@@ -7,21 +14,33 @@ import (
 	"github.com/ggload/ggload/ggml"
 )
 
-// prober answers llama.cpp's weight_buft_supported question: can device dev
-// run the op a weight is used with when the weight lives in a buffer of
-// type buft? It builds the same tiny op over a zero-size buffer and asks
-// supports_op. Answers are cached by everything they depend on: the op, the
-// weight's type and shape, the buffer type, the device, and the
-// hyperparameters the op's shape uses.
-type prober struct {
+// Model is what of a model's hyperparameters the probes' shapes read (as
+// llama.cpp's hparams give them).
+type Model struct {
+	Arch          string // the architecture, as messages print it
+	ExpertUsedMax int64  // n_expert_used_max()
+	RouterLayer   int64  // granite-switch's router layer, -1 when none
+	EmbdHeadV     int64  // n_embd_head_v() of layer 0
+	Head0         int64  // n_head() of layer 0
+	SSMDState     int64
+	SSMDInner     int64
+	SSMNGroup     int64
+	EmbdInp       int64 // n_embd_inp()
+}
+
+// Prober answers the question for the weights of one model. Answers are
+// cached by everything they depend on: the op, the weight's type and
+// shape, the buffer type, the device, and the hyperparameters the op's
+// shape uses.
+type Prober struct {
 	ctx     context.Context // ends the planning between questions
 	rt      *ggml.Runtime
-	h       *hparams
+	h       Model
 	noCache bool
 
 	cache  map[probeKey]bool
-	asked  int // questions
-	probes int // questions that reached the device
+	Asked  int // questions
+	Probes int // questions that reached the device
 }
 
 type probeKey struct {
@@ -33,32 +52,38 @@ type probeKey struct {
 	extra [4]int64
 }
 
-func newProber(ctx context.Context, rt *ggml.Runtime, h *hparams, noCache bool) *prober {
-	return &prober{ctx: ctx, rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}}
+// New makes the prober of model h on rt's devices; ctx ends the
+// questions. noCache asks every question anew (the tests' way to count
+// them).
+func New(ctx context.Context, rt *ggml.Runtime, h Model, noCache bool) *Prober {
+	return &Prober{ctx: ctx, rt: rt, h: h, noCache: noCache, cache: map[probeKey]bool{}}
 }
 
+// Err is the error of the context that ends the questions.
+func (p *Prober) Err() error { return p.ctx.Err() }
+
 // extra is the part of the hyperparameters an op's probe shape reads.
-func (p *prober) extra(op ggml.Op) [4]int64 {
+func (p *Prober) extra(op ggml.Op) [4]int64 {
 	h := p.h
 	switch op {
 	case ggml.OpMulMatID, ggml.OpAddID:
-		return [4]int64{h.expertUsedMax, h.routerLayer}
+		return [4]int64{h.ExpertUsedMax, h.RouterLayer}
 	case ggml.OpRope:
-		return [4]int64{h.embdHeadV, h.head0}
+		return [4]int64{h.EmbdHeadV, h.Head0}
 	case ggml.OpSSMScan:
-		return [4]int64{h.ssmDState, h.ssmDInner, h.ssmNGroup}
+		return [4]int64{h.SSMDState, h.SSMDInner, h.SSMNGroup}
 	case ggml.OpIm2Col:
-		return [4]int64{h.embdInp}
+		return [4]int64{h.EmbdInp}
 	}
 	return [4]int64{}
 }
 
-// supported reports whether dev supports op for weight w in buft.
-func (p *prober) supported(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft ggml.BufferType, dev *ggml.Device) (bool, error) {
+// Supported reports whether dev supports op for weight w in buft.
+func (p *Prober) Supported(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft ggml.BufferType, dev *ggml.Device) (bool, error) {
 	if op == ggml.OpNone {
 		return true, nil
 	}
-	p.asked++
+	p.Asked++
 	key := probeKey{op, typ, ne, buft, dev, p.extra(op)}
 	if !p.noCache {
 		if ok, hit := p.cache[key]; hit {
@@ -72,12 +97,12 @@ func (p *prober) supported(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op
 	if err != nil {
 		return false, err
 	}
-	p.probes++
+	p.Probes++
 	p.cache[key] = ok
 	return ok, nil
 }
 
-func (p *prober) ask(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft ggml.BufferType, dev *ggml.Device) (bool, error) {
+func (p *Prober) ask(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft ggml.BufferType, dev *ggml.Device) (bool, error) {
 	ctx, err := p.rt.NewContext(ggml.ContextParams{Tensors: 8, NoAlloc: true})
 	if err != nil {
 		return false, err
@@ -96,7 +121,7 @@ func (p *prober) ask(name string, typ ggml.Type, ne ggml.Shape, op ggml.Op, buft
 
 // build makes the op as weight_buft_supported does
 // (src/llama-model-loader.cpp:927-1064).
-func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
+func (p *Prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
 	ne := w.Shape()
 	switch op {
 	case ggml.OpGetRows:
@@ -129,7 +154,7 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 		}
 		return ctx.Div(a, w)
 	case ggml.OpRope:
-		a, err := f32(ctx, p.h.embdHeadV, p.h.head0, 512)
+		a, err := f32(ctx, p.h.EmbdHeadV, p.h.Head0, 512)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +174,7 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 	case ggml.OpRWKVWKV6:
 		return buildRWKVWKV6(ctx, w)
 	case ggml.OpIm2Col:
-		b, err := f32(ctx, p.h.embdInp, ne[1], 1, 1)
+		b, err := f32(ctx, p.h.EmbdInp, ne[1], 1, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -162,15 +187,15 @@ func (p *prober) build(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Ten
 
 // buildExperts makes MUL_MAT_ID or ADD_ID over expert weight w, for the
 // experts a token uses.
-func (p *prober) buildExperts(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
+func (p *Prober) buildExperts(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*ggml.Tensor, error) {
 	ne := w.Shape()
 	// granite-switch's router layer routes to one adapter at a time
-	n := p.h.expertUsedMax
-	if op == ggml.OpMulMatID && p.h.routerLayer >= 0 {
+	n := p.h.ExpertUsedMax
+	if op == ggml.OpMulMatID && p.h.RouterLayer >= 0 {
 		n = 1
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.shown)
+		return nil, fmt.Errorf("the model uses experts but %s.expert_used_count is 0", p.h.Arch)
 	}
 	a, err := f32(ctx, ne[0], n, 512)
 	if err != nil {
@@ -188,18 +213,18 @@ func (p *prober) buildExperts(ctx *ggml.Context, w *ggml.Tensor, op ggml.Op) (*g
 
 // buildSSMScan makes SSM_SCAN over w (ssm_a), its state and inputs shaped
 // by the hyperparameters.
-func (p *prober) buildSSMScan(ctx *ggml.Context, w *ggml.Tensor) (*ggml.Tensor, error) {
+func (p *Prober) buildSSMScan(ctx *ggml.Context, w *ggml.Tensor) (*ggml.Tensor, error) {
 	ne, h := w.Shape(), p.h
 	dState := ne[0]
 	if dState == 1 {
-		dState = h.ssmDState
+		dState = h.SSMDState
 	}
 	nHead := ne[1]
 	if nHead <= 0 {
 		return nil, fmt.Errorf("ssm_a has no heads")
 	}
-	headDim := h.ssmDInner / nHead
-	nGroup := max(h.ssmNGroup, 1)
+	headDim := h.SSMDInner / nHead
+	nGroup := max(h.SSMNGroup, 1)
 	s, err := f32(ctx, dState, headDim, nHead, 3)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package synth
+package synthmodel
 
 import (
 	"fmt"
@@ -62,21 +62,4 @@ func DemoModel(rt *ggml.Runtime) (string, error) {
 		return "", fmt.Errorf("demo model: %w", err)
 	}
 	return path, nil
-}
-
-// BenchSpec is a llama model of about size bytes (at least one layer) with
-// matrices of type t: 2048 wide with a 32k vocabulary (512 wide with 4k
-// below 256 MiB), layers added to reach the size. Its tensors are Distinct:
-// a load onto RPC servers with file caches finds in them only what an
-// earlier load sent, as with a real model.
-func BenchSpec(size int64, t ggml.Type) Spec {
-	s := Spec{Name: "ggload-bench", Layers: 1, Embd: 2048, FF: 5632, Heads: 16, HeadsKV: 16, Vocab: 32000, Weights: t, Embeddings: t, Seed: 7, Distinct: true}
-	if size < 256<<20 {
-		s.Embd, s.FF, s.Heads, s.HeadsKV, s.Vocab = 512, 1536, 8, 8, 4096
-	}
-	one := s.Bytes()
-	s.Layers = 2
-	perLayer := s.Bytes() - one
-	s.Layers = max(1, int((size-one+perLayer-1)/perLayer)+1)
-	return s
 }

@@ -1,4 +1,4 @@
-package loader
+package mmap
 
 import (
 	"fmt"
@@ -6,14 +6,14 @@ import (
 	"unsafe"
 )
 
-// copyMapped copies len(dst) bytes of mapped file memory at src into dst,
+// Copy copies len(dst) bytes of mapped file memory at src into dst,
 // in Go and with faults turned into panics, which it recovers: a mapped
 // file that shrank gives an error here instead of a SIGBUS inside native
 // code, which would kill the process. dst is anonymous memory (a Go slice,
 // a pinned staging buffer, a host weight buffer), so that native code that
 // reads it afterwards never touches the file. fault is the offset of dst
 // at which the fault happened (-1 without one).
-func copyMapped(dst []byte, src unsafe.Pointer) (fault int64, err error) {
+func Copy(dst []byte, src unsafe.Pointer) (fault int64, err error) {
 	if len(dst) == 0 {
 		return -1, nil
 	}
@@ -47,5 +47,5 @@ func copyMapped(dst []byte, src unsafe.Pointer) (fault int64, err error) {
 	return -1, nil
 }
 
-// copyPiece is the most copyMapped copies at once.
+// copyPiece is the most Copy copies at once.
 const copyPiece = 512 << 10

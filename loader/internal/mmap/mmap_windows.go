@@ -1,4 +1,4 @@
-package loader
+package mmap
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// mapping is a read-only view of a whole file. Windows cannot unmap part of
+// Mapping is a read-only view of a whole file. Windows cannot unmap part of
 // a view, so the fragment list only shrinks when the view is closed (as in
 // llama.cpp, where unmap_fragment does nothing on Windows).
-type mapping struct {
+type Mapping struct {
 	data      []byte // the GGUF's bytes in the view
 	view      uintptr
 	size      int64
@@ -22,12 +22,12 @@ type mapping struct {
 	handle    windows.Handle // the file-mapping object
 }
 
-// mapFile maps f. prefetch asks the system to read the file ahead
+// Map maps f. prefetch asks the system to read the file ahead
 // (PrefetchVirtualMemory over everything but the lazy ranges); numa and the
 // lazy ranges' random-access advice have no Windows counterpart.
-func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
+func Map(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*Mapping, error) {
 	if size == 0 {
-		return &mapping{path: f.Name()}, nil
+		return &Mapping{path: f.Name()}, nil
 	}
 	// a view starts on the allocation granularity (64 KiB on every
 	// Windows release)
@@ -44,7 +44,7 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		return nil, fmt.Errorf("loader: MapViewOfFile %s (%d bytes at %d): %w", f.Name(), size, base, err)
 	}
 	raw := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), skew+size)
-	m := &mapping{
+	m := &Mapping{
 		data:      raw[skew:],
 		view:      addr,
 		size:      size,
@@ -64,7 +64,7 @@ var procPrefetchVirtualMemory = windows.NewLazySystemDLL("kernel32.dll").NewProc
 
 // prefetch asks for the given ranges to be read in (Windows 8 and later;
 // nothing happens on older systems).
-func (m *mapping) prefetch(ranges [][2]int64) error {
+func (m *Mapping) prefetch(ranges [][2]int64) error {
 	if len(ranges) == 0 || procPrefetchVirtualMemory.Find() != nil {
 		return nil
 	}
@@ -84,10 +84,10 @@ func (m *mapping) prefetch(ranges [][2]int64) error {
 }
 
 // unmapFragment does nothing: a view is unmapped whole, by Close.
-func (m *mapping) unmapFragment(first, last int64) error { return nil }
+func (m *Mapping) UnmapFragment(first, last int64) error { return nil }
 
 // Close unmaps the view and closes the mapping object.
-func (m *mapping) Close() error {
+func (m *Mapping) Close() error {
 	if m.handle == 0 {
 		return nil
 	}

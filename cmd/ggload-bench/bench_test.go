@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,6 +20,129 @@ import (
 	"github.com/ggload/ggload/lab/testenv"
 )
 
+func TestMain(m *testing.M) {
+	// the bench re-executes its own binary for each measurement: here
+	// that binary is the test binary
+	if len(os.Args) > 1 && (os.Args[1] == loadChildCmd || os.Args[1] == decodeChildCmd) {
+		ownProcess = true
+		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	testenv.Main(m)
+}
+
+// runCLI runs the bench in this process, as its command line args would.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String(), err
+}
+
+// modelFile writes the synthetic model spec into the test's directory.
+func modelFile(t *testing.T, spec synth.Spec) string {
+	t.Helper()
+	return testenv.ModelFile(t, testenv.Runtime(t), spec)
+}
+
+// Options the bench cannot take are usage errors that name the option and
+// its range.
+func TestBenchOptionRanges(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runs", "0"}, "1 to 100"},
+		{[]string{"--size", "3"}, "1MiB to 1TiB"},
+		{[]string{"--size", "2TiB"}, "1MiB to 1TiB"},
+		{[]string{"--readers", "-1"}, "0 to 256"},
+		{[]string{"--threads", "2000"}, "1 to 1024"},
+		{[]string{"--rpc-timeout", "1ns"}, "100ms to 24h"},
+		{[]string{"--variant", "metal"}, "want vulkan, cuda, src or none"},
+		{[]string{"--modes", "teleport"}, "teleport"},
+		{[]string{"-sm", "none"}, "want layer, row or tensor"},
+		{[]string{"a.gguf", "b.gguf"}, "at most one MODEL"},
+	} {
+		_, err := runCLI(t, c.args...)
+		var ue *usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v: want a usage error saying %q", c.args, err, c.want)
+		}
+	}
+	out, err := runCLI(t, "--help")
+	if !errors.Is(err, errHelp) || !strings.HasPrefix(out, "usage: ggload-bench [MODEL] [options]") || !strings.Contains(out, "-ngl, --gpu-layers, --n-gpu-layers N") {
+		t.Errorf("--help: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		v    string
+		want int64
+	}{{"16MiB", 16 << 20}, {"1.5GiB", 3 << 29}, {"2g", 2 << 30}, {"1048576", 1 << 20}, {"1TiB", 1 << 40}} {
+		if n, err := sizeIn(c.v, minBenchSize, maxBenchSize); err != nil || n != c.want {
+			t.Errorf("size %s: %d, %v; want %d", c.v, n, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "12XB", "-1GiB", "NaNGiB"} {
+		if n, err := sizeIn(bad, minBenchSize, maxBenchSize); err == nil {
+			t.Errorf("size %q read as %d", bad, n)
+		}
+	}
+}
+
+// The bench of two modes onto the CPU, against llama.cpp: every row has
+// its figures and its verdicts, and the text names no source file.
+func TestBenchCommand(t *testing.T) {
+	rt := testenv.Runtime(t)
+	if rt.Location().Llama == "" {
+		testenv.Missing(t, "llama", "no libllama in %s (scripts/fetch-native.sh linux-x64)", rt.Location().Dir)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out, err := runCLI(t, "--size", "8MiB", "--runs", "1", "--modes", "none,mmap", "--targets", "none", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Rows) != 2 || rep.MemcpyGBps <= 0 || rep.BaselineRSS == 0 || rep.Bytes < 8<<20 {
+		t.Fatalf("%+v", rep)
+	}
+	for _, r := range rep.Rows {
+		if r.Ggload.Err != "" || r.Ggload.WallS <= 0 || r.Ggload.PeakRSS == 0 {
+			t.Fatalf("ggload %+v", r)
+		}
+		if r.Llama == nil || r.Llama.Err != "" || r.Ratio <= 0 {
+			t.Fatalf("llama.cpp %+v", r.Llama)
+		}
+		// every case gets its verdicts, the memory limit's too
+		if !strings.Contains(r.Goal, "llama.cpp's: median ") || !strings.Contains(r.Goal, "extra RSS ≤ the limit: ") {
+			t.Errorf("%s→%s: verdict %q", r.Mode, r.Target, r.Goal)
+		}
+	}
+	// and the text names no source file
+	text, err := runCLI(t, "--size", "8MiB", "--runs", "1", "--modes", "dio", "--targets", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`\b\w+\.go\b`).FindString(text); m != "" {
+		t.Errorf("the report names a source file (%s):\n%s", m, text)
+	}
+	if !strings.Contains(text, "dio→none: time ≤ 0.90× llama.cpp's") {
+		t.Errorf("no verdict for dio→none:\n%s", text)
+	}
+	for _, bad := range [][]string{
+		{"--size", "big"},
+		{"--modes", "teleport", "--size", "8MiB"},
+		{"--targets", "Nowhere0", "--size", "8MiB"},
+	} {
+		if _, err := runCLI(t, bad...); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
 // The hidden command a bench runs in its children: a command line it
 // cannot take is a usage error (exit status 2) that names what is wrong,
 // never a panic; a load that fails is the JSON's error, naming the model
@@ -28,20 +153,20 @@ func TestBenchChildErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "one MODEL expected, got 0"},
-		{[]string{"--impl"}, "--impl needs a value"},
-		{[]string{"--impl", "other", "m.gguf"}, "--impl other"},
-		{[]string{"--mode"}, "--mode needs a value"},
+		{[]string{"--impl"}, "argument: -impl"},
+		{[]string{"--impl", "other", "m.gguf"}, `"other" for flag -impl`},
+		{[]string{"--mode"}, "argument: -mode"},
 		{[]string{"--mode", "teleport", "m.gguf"}, "teleport"},
-		{[]string{"--target", "", "m.gguf"}, "--target"},
+		{[]string{"--target", "", "m.gguf"}, "-target"},
 		{[]string{"--target", "RPC0++Vulkan0", "m.gguf"}, "devices joined by +"},
 		{[]string{"--target", "none+Vulkan0", "m.gguf"}, "devices joined by +"},
-		{[]string{"-ts", "1,x", "m.gguf"}, "-ts 1,x"},
-		{[]string{"-ngl", "many", "m.gguf"}, "-ngl many"},
-		{[]string{"--readers", "999", "m.gguf"}, "--readers 999"},
-		{[]string{"--no-such-option", "m.gguf"}, "--no-such-option"},
+		{[]string{"-ts", "1,x", "m.gguf"}, `"1,x" for flag -ts`},
+		{[]string{"-ngl", "many", "m.gguf"}, `"many" for flag -ngl`},
+		{[]string{"--readers", "999", "m.gguf"}, `"999" for flag -readers`},
+		{[]string{"--no-such-option", "m.gguf"}, "not defined: -no-such-option"},
 		{[]string{"a.gguf", "b.gguf"}, "one MODEL expected, got 2"},
 	} {
-		args := append([]string{benchChildCmd}, c.args...)
+		args := append([]string{loadChildCmd}, c.args...)
 		var out, errb bytes.Buffer
 		var err error
 		func() {
@@ -57,14 +182,14 @@ func TestBenchChildErrors(t *testing.T) {
 			t.Errorf("%q: %v: want a usage error naming %q", args, err, c.want)
 			continue
 		}
-		if code := exitCode(err, nil, &bytes.Buffer{}); code != 2 {
+		if code := exitCode(err, &bytes.Buffer{}); code != 2 {
 			t.Errorf("%q: exit status %d, want 2", args, code)
 		}
 		if out.Len() != 0 {
 			t.Errorf("%q printed %q on stdout, where the parent reads JSON", args, out.String())
 		}
 	}
-	path := writeSynth(t, synth.Spec{Layers: 1, Embd: 64, FF: 128, Heads: 2, Vocab: 64})
+	path := modelFile(t, synth.Spec{Layers: 1, Embd: 64, FF: 128, Heads: 2, Vocab: 64})
 	for _, c := range []struct {
 		args []string
 		want string
@@ -72,7 +197,7 @@ func TestBenchChildErrors(t *testing.T) {
 		{[]string{"/nonexistent/model.gguf"}, "/nonexistent/model.gguf"},
 		{[]string{"--target", "Nowhere0", path}, "Nowhere0"},
 	} {
-		args := append([]string{benchChildCmd}, c.args...)
+		args := append([]string{loadChildCmd}, c.args...)
 		out, err := runCLI(t, args...)
 		if err != nil {
 			t.Errorf("%q: %v: want the error in the JSON", args, err)
@@ -98,7 +223,7 @@ func TestBenchSeveralDevices(t *testing.T) {
 		t.Fatalf("the shared server %s is not RPC0 here (%v)", ep, err)
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	out, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "2", "--modes", "none", "--targets", "RPC0+Vulkan0", "-ngl", "99", "-ts", "1,1", "--rpc", ep, "--no-llama", "--json")
+	out, err := runCLI(t, "--size", "16MiB", "--runs", "2", "--modes", "none", "--targets", "RPC0+Vulkan0", "-ngl", "99", "-ts", "1,1", "--rpc", ep, "--no-llama", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +265,7 @@ func TestBenchSeveralDevices(t *testing.T) {
 	if r.MemLimit == 0 || !strings.Contains(r.Goal, "the slowest device alone") {
 		t.Errorf("limit %d, goal %q", r.MemLimit, r.Goal)
 	}
-	text, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "1", "--modes", "none", "--targets", "RPC0+Vulkan0", "-ngl", "99", "-ts", "1,1", "--rpc", ep, "--no-llama")
+	text, err := runCLI(t, "--size", "16MiB", "--runs", "1", "--modes", "none", "--targets", "RPC0+Vulkan0", "-ngl", "99", "-ts", "1,1", "--rpc", ep, "--no-llama")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +290,7 @@ func TestBenchSplitTensor(t *testing.T) {
 	testenv.Vulkan(t)
 	ep := testenv.RPC(t, 1)[0]
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	out, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "1", "--modes", "none", "--targets", "RPC0+Vulkan0", "-sm", "tensor", "-ngl", "99", "-ts", "1,3", "--rpc", ep, "--json")
+	out, err := runCLI(t, "--size", "16MiB", "--runs", "1", "--modes", "none", "--targets", "RPC0+Vulkan0", "-sm", "tensor", "-ngl", "99", "-ts", "1,3", "--rpc", ep, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +310,7 @@ func TestBenchSplitTensor(t *testing.T) {
 	if r.Floor <= 0 || !strings.Contains(r.Goal, "time ≤ 0.90× llama.cpp's") || strings.Contains(r.Goal, "slowest device alone") || strings.Contains(r.Goal, "cached reload") || r.Ggload.RPCCached != 0 {
 		t.Fatalf("floor %v, goal %q", r.Floor, r.Goal)
 	}
-	if _, err := runCLI(t, "bench", "-sm", "none", "m.gguf"); err == nil || !strings.Contains(err.Error(), "want layer, row or tensor") {
+	if _, err := runCLI(t, "-sm", "none", "m.gguf"); err == nil || !strings.Contains(err.Error(), "want layer, row or tensor") {
 		t.Fatalf("-sm none: %v", err)
 	}
 }
@@ -218,7 +343,7 @@ func TestBenchCachedReload(t *testing.T) {
 	defer srv.Kill()
 	// 2048 wide: the feed-forward matrices (12 MB) and the output (69 MB)
 	// are over the client's hash threshold, and kept by the cache
-	args := []string{"bench", "--size", "256MiB", "--runs", "1", "--modes", "mmap", "--targets", "RPC0", "--rpc", srv.Endpoint, "--json"}
+	args := []string{"--size", "256MiB", "--runs", "1", "--modes", "mmap", "--targets", "RPC0", "--rpc", srv.Endpoint, "--json"}
 	bench := func(extra ...string) bench.Report {
 		out, err := runCLI(t, append(args, extra...)...)
 		if err != nil {
@@ -265,8 +390,8 @@ func TestBenchCachedReload(t *testing.T) {
 // bench --http: the model over a loopback link of the rate given, planned
 // from the URL and from the file, and streamed onto the target.
 func TestBenchOverHTTP(t *testing.T) {
-	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 512, FF: 1024, Heads: 4, Vocab: 512})
-	out, err := runCLI(t, "bench", path, "--http", "64MiB/s", "--targets", "none", "--runs", "1", "--json")
+	path := modelFile(t, synth.Spec{Layers: 2, Embd: 512, FF: 1024, Heads: 4, Vocab: 512})
+	out, err := runCLI(t, path, "--http", "64MiB/s", "--targets", "none", "--runs", "1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +410,7 @@ func TestBenchOverHTTP(t *testing.T) {
 	if len(h.Loads) != 1 || h.Loads[0].Err != "" || h.Loads[0].GBps <= 0 || h.Loads[0].Target != "none" {
 		t.Fatalf("loads %+v", h.Loads)
 	}
-	if _, err := runCLI(t, "bench", path, "--http", "fast"); err == nil {
+	if _, err := runCLI(t, path, "--http", "fast"); err == nil {
 		t.Error("--http fast accepted")
 	}
 }
@@ -298,7 +423,7 @@ func TestBenchColdAndScale(t *testing.T) {
 		testenv.Missing(t, "llama", "no libllama in %s (scripts/fetch-native.sh linux-x64)", rt.Location().Dir)
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	out, err := runCLI(t, "bench", "--cold", "--size", "8MiB", "--runs", "1", "--targets", "none", "--json")
+	out, err := runCLI(t, "--cold", "--size", "8MiB", "--runs", "1", "--targets", "none", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +476,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	// warm, direct reads onto the CPU fill fresh memory: their floor is
 	// the file read with O_DIRECT into memory never touched, and the
 	// disk gave at least as much into reused memory
-	out, err = runCLI(t, "bench", "--size", "8MiB", "--runs", "1", "--modes", "dio", "--targets", "none", "--no-llama", "--json")
+	out, err = runCLI(t, "--size", "8MiB", "--runs", "1", "--modes", "dio", "--targets", "none", "--no-llama", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +504,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	if !strings.Contains(said.String(), "dio→none: direct reads copied 3.00 MiB") {
 		t.Errorf("the bounced bytes said as %q", said.String())
 	}
-	out, err = runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--json")
+	out, err = runCLI(t, "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +522,7 @@ func TestBenchColdAndScale(t *testing.T) {
 	if sc.Mode != "none" || sc.SPerGiB[0] <= 0 || sc.SPerGiB[1] <= 0 || sc.Growth <= 0 {
 		t.Fatalf("scale row %+v", sc)
 	}
-	text, err := runCLI(t, "bench", "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--no-back-memory")
+	text, err := runCLI(t, "--size", "8MiB,32MiB", "--runs", "1", "--modes", "none", "--targets", "none", "--no-llama", "--no-back-memory")
 	if err != nil || !strings.Contains(text, "growth") || !strings.Contains(text, "s/GiB") {
 		t.Fatalf("%v\n%s", err, text)
 	}
@@ -431,7 +556,7 @@ func moduleBackends(rt *ggml.Runtime) []string {
 // so.
 func TestBenchFit(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	out, err := runCLI(t, "bench", "--size", "16MiB", "--runs", "1", "--modes", "mmap", "--targets", "none", "--fit", "--json")
+	out, err := runCLI(t, "--size", "16MiB", "--runs", "1", "--modes", "mmap", "--targets", "none", "--fit", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,5 +570,33 @@ func TestBenchFit(t *testing.T) {
 	r := rep.Rows[0]
 	if r.Ggload.Err != "" || r.Ggload.LoadS <= 0 || r.Llama == nil || r.Llama.Err != "" || r.Llama.LoadS <= 0 {
 		t.Fatalf("ggload %+v, llama.cpp %+v", r.Ggload, r.Llama)
+	}
+}
+
+// The hidden commands the bench runs in its children never panic on a missing
+// argument or value.
+func TestHiddenCommandArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{loadChildCmd},
+		{loadChildCmd, "--impl"},
+		{loadChildCmd, "--impl", "other", "m.gguf"},
+		{loadChildCmd, "--mode", "teleport", "m.gguf"},
+		{loadChildCmd, "a.gguf", "b.gguf"},
+		{decodeChildCmd},
+		{decodeChildCmd, "--impl"},
+		{decodeChildCmd, "--impl", "other", "m.gguf"},
+		{decodeChildCmd, "--pp", "0", "m.gguf"},
+		{decodeChildCmd, "a.gguf", "b.gguf"},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%v panicked: %v", args, r)
+				}
+			}()
+			if _, err := runCLI(t, args...); err == nil {
+				t.Errorf("%v accepted", args)
+			}
+		}()
 	}
 }

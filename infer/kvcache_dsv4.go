@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-kv-cache-dsv4.cpp (v0.5.0): DeepSeek-V4's
+// memory, llama_kv_cache_dsv4, and its compressor states.
+
 package infer
 
 import (

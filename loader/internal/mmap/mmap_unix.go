@@ -1,6 +1,6 @@
 //go:build unix
 
-package loader
+package mmap
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapping is a read-only shared mapping of a whole file, and the list of its
+// Mapping is a read-only shared mapping of a whole file, and the list of its
 // fragments still mapped (unmapFragment removes page-aligned pieces).
-type mapping struct {
+type Mapping struct {
 	data      []byte // the GGUF's bytes in the mapping
 	size      int64
 	skew      int64 // bytes mapped before data: from the page its start lies in
@@ -24,29 +24,29 @@ type mapping struct {
 
 // abs is the offset of the GGUF's byte off from the mapping's start, which
 // is page-aligned.
-func (m *mapping) abs(off int64) int64 { return off + m.skew }
+func (m *Mapping) abs(off int64) int64 { return off + m.skew }
 
 // pageSpan is the mapping's length in whole pages.
-func (m *mapping) pageSpan() int64 {
+func (m *Mapping) pageSpan() int64 {
 	page := int64(unix.Getpagesize())
 	return (m.skew + m.size + page - 1) &^ (page - 1)
 }
 
 // at is the address of the mapping's byte abs (from its page-aligned start).
-func (m *mapping) at(abs int64) unsafe.Pointer {
+func (m *Mapping) at(abs int64) unsafe.Pointer {
 	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(m.data)), abs-m.skew)
 }
 
-// mapFile maps f. prefetch asks the kernel to read the file ahead (all of it
+// Map maps f. prefetch asks the kernel to read the file ahead (all of it
 // with MAP_POPULATE when no range is lazy; otherwise MADV_WILLNEED over
 // everything but the lazy ranges), lazy ranges get MADV_RANDOM, and on NUMA
 // machines the whole mapping does (and nothing is prefetched, so that pages
 // land on the node that first touches them).
 // The GGUF lies at base in f (a GGUF inside a bigger file): the mapping
 // starts at the page base lies in.
-func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*mapping, error) {
+func Map(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa bool, log *slog.Logger) (*Mapping, error) {
 	if size == 0 {
-		return &mapping{path: f.Name()}, nil
+		return &Mapping{path: f.Name()}, nil
 	}
 	page := int64(unix.Getpagesize())
 	skew := base & (page - 1)
@@ -58,7 +58,7 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		log.Warn("posix_fadvise(POSIX_FADV_SEQUENTIAL) failed", "file", f.Name(), "err", err)
 	}
 	flags := unix.MAP_SHARED
-	if populatesAll(prefetch, lazy) {
+	if PopulatesAll(prefetch, lazy) {
 		flags |= mapPopulate
 	}
 	// MmapPtr, not Mmap: pieces of the mapping are unmapped one by one
@@ -67,7 +67,7 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 		return nil, fmt.Errorf("loader: mmap %s (%d bytes at %d): %w", f.Name(), size, base, err)
 	}
 	raw := unsafe.Slice((*byte)(ptr), skew+size)
-	m := &mapping{data: raw[skew:], size: size, skew: skew, fragments: ranges.List{{0, size}}, path: f.Name()}
+	m := &Mapping{data: raw[skew:], size: size, skew: skew, fragments: ranges.List{{0, size}}, path: f.Name()}
 	advise := func(beg, end int64, advice int, name string) {
 		beg = m.abs(beg) &^ (page - 1)
 		end = min((m.abs(end)+page-1)&^(page-1), skew+size)
@@ -92,9 +92,9 @@ func mapFile(f *os.File, base, size int64, prefetch bool, lazy [][2]int64, numa 
 	return m, nil
 }
 
-// unmapFragment unmaps the whole pages inside [first, last) and removes them
+// UnmapFragment unmaps the whole pages inside [first, last) and removes them
 // from the fragment list; partial pages at either end stay mapped.
-func (m *mapping) unmapFragment(first, last int64) error {
+func (m *Mapping) UnmapFragment(first, last int64) error {
 	page := int64(unix.Getpagesize())
 	a := (m.abs(first) + page - 1) &^ (page - 1)
 	b := min(m.abs(last)&^(page-1), m.pageSpan())
@@ -118,7 +118,7 @@ func munmapRange(addr unsafe.Pointer, n uintptr) error {
 }
 
 // Close unmaps every fragment still mapped.
-func (m *mapping) Close() error {
+func (m *Mapping) Close() error {
 	var first error
 	page := int64(unix.Getpagesize())
 	for _, f := range m.fragments {
