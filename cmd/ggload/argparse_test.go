@@ -89,6 +89,12 @@ func oracleLine(args []string) (string, error) {
 	if nUBatch == 0 {
 		nUBatch = 512
 	}
+	// a default -t is the physical cores as llama.cpp counts them (run
+	// then takes fewer while other processes keep the CPUs busy)
+	threads := rf.threads
+	if threads == 0 {
+		threads = mathThreads()
+	}
 	ignore := 0
 	if p.IgnoreEOS {
 		ignore = 1
@@ -100,7 +106,7 @@ func oracleLine(args []string) (string, error) {
 		p.Seed, p.TopK, b(p.TopP), b(p.MinP), b(p.XTCProbability), b(p.XTCThreshold), b(p.TypP), b(p.Temp), b(p.DynatempRange),
 		b(p.DynatempExponent), p.PenaltyLastN, p.NPrev, b(p.PenaltyRepeat), b(p.PenaltyFreq), b(p.PenaltyPresent), b(p.DryMultiplier),
 		b(p.DryBase), p.DryAllowedLength, p.DryPenaltyLastN, b(p.AdaptiveTarget), b(p.AdaptiveDecay), p.Mirostat, b(p.TopNSigma),
-		b(p.MirostatTau), b(p.MirostatEta), ignore, nPredict, pf.context.NCtx, nBatch, nUBatch, nParallel, rf.threads)
+		b(p.MirostatTau), b(p.MirostatEta), ignore, nPredict, pf.context.NCtx, nBatch, nUBatch, nParallel, threads)
 	line += " bias="
 	for _, lb := range p.LogitBias {
 		line += fmt.Sprintf("%d:%s,", lb.Token, b(lb.Bias))
