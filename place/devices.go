@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama.cpp (v0.5.0): llama_prepare_model_devices,
+// the model's device list.
+
 package place
 
 import (
