@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ggload/ggload/chat"
 	"github.com/ggload/ggload/gguf"
@@ -33,11 +32,11 @@ func applyTemplateOptions(f *applyTemplateFlags) *optionSet {
 		"Apply MODEL's chat template (its tokenizer.chat_template, or --chat-template) to a conversation as llama-server does for an OpenAI chat request, with llama.cpp's Jinja engine and chat formats, and print the prompt. MODEL may hold a vocabulary alone. --parse files hold model replies, parsed back into content, reasoning and tool calls as llama-server parses them. The date the templates print is SOURCE_DATE_EPOCH's where it is set.",
 		"ggload apply-template MODEL --messages FILE [--chat-template-file F | --chat-template S] [--tools FILE] [--tool-choice auto|none|required] [--parallel-tool-calls] [--no-add-generation-prompt] [--reasoning-format FMT] [--chat-template-kwargs JSON] [--json-schema JSON] [--parse FILE ...] [--json]")
 	s.group("template")
-	s.add(&option{names: []string{"--chat-template"}, value: "JINJA_TEMPLATE", help: "the template: a Jinja source, or a built-in's name (chatml, llama3, ...; by name under --no-jinja) in place of the model's",
+	s.add(&option{names: []string{"--chat-template"}, env: "LLAMA_ARG_CHAT_TEMPLATE", value: "JINJA_TEMPLATE", help: "the template: a Jinja source, or a built-in's name (chatml, llama3, ...; by name under --no-jinja) in place of the model's",
 		set: func(v string) error { f.template = v; return nil }})
-	s.add(&option{names: []string{"--chat-template-file"}, value: "JINJA_TEMPLATE_FILE", help: "the template, from a file",
+	s.add(&option{names: []string{"--chat-template-file"}, env: "LLAMA_ARG_CHAT_TEMPLATE_FILE", value: "JINJA_TEMPLATE_FILE", help: "the template, from a file",
 		set: func(v string) error { f.templateFile = v; return nil }})
-	s.add(&option{names: []string{"--jinja"}, neg: []string{"--no-jinja"}, help: "use llama.cpp's Jinja engine (default); --no-jinja uses llama.cpp's built-in formats, detected from the template",
+	s.add(&option{names: []string{"--jinja"}, env: "LLAMA_ARG_JINJA", neg: []string{"--no-jinja"}, help: "use llama.cpp's Jinja engine (default); --no-jinja uses llama.cpp's built-in formats, detected from the template",
 		on: func(on bool) error { f.noJinja = !on; return nil }})
 	s.group("request (as an OpenAI chat completion request's members)")
 	s.add(&option{names: []string{"--messages"}, value: "FILE", help: "the conversation: a JSON array of OpenAI messages, or a whole request object",
@@ -53,9 +52,9 @@ func applyTemplateOptions(f *applyTemplateFlags) *optionSet {
 	s.add(&option{names: []string{"--json-schema"}, value: "JSON", help: "constrain the reply to a JSON schema",
 		set: func(v string) error { f.schema = v; return nil }})
 	s.group("server")
-	s.add(&option{names: []string{"--reasoning-format"}, value: "FORMAT", help: "none, deepseek, deepseek-legacy or auto: whether reasoning is parsed out of a reply (default: deepseek, llama-server's)",
+	s.add(&option{names: []string{"--reasoning-format"}, env: "LLAMA_ARG_THINK", value: "FORMAT", help: "none, deepseek, deepseek-legacy or auto: whether reasoning is parsed out of a reply (default: deepseek, llama-server's)",
 		set: func(v string) error { f.reasoningFormat = v; return nil }})
-	s.add(&option{names: []string{"--chat-template-kwargs"}, value: "STRING", help: "a JSON object of variables for the template, e.g. '{\"enable_thinking\": false}'",
+	s.add(&option{names: []string{"--chat-template-kwargs"}, env: "LLAMA_ARG_CHAT_TEMPLATE_KWARGS", value: "STRING", help: "a JSON object of variables for the template, e.g. '{\"enable_thinking\": false}'",
 		set: func(v string) error { f.kwargs = v; return nil }})
 	s.group("output")
 	s.add(&option{names: []string{"--parse"}, value: "FILE ...", help: "parse a model reply (the file's bytes); more files may follow",
@@ -66,7 +65,7 @@ func applyTemplateOptions(f *applyTemplateFlags) *optionSet {
 }
 
 func readJSONFile(what, path string) (ojson.Value, error) {
-	b, err := os.ReadFile(path)
+	b, err := readPromptFile(path)
 	if err != nil {
 		return ojson.Value{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -98,7 +97,7 @@ func runApplyTemplate(ctx context.Context, args []string, stdout io.Writer) erro
 	f.parse = append(f.parse, pos[1:]...)
 	opts := chat.Options{Template: f.template}
 	if f.templateFile != "" {
-		b, err := os.ReadFile(f.templateFile)
+		b, err := readPromptFile(f.templateFile)
 		if err != nil {
 			return fmt.Errorf("error: failed to open file '%s': %w", f.templateFile, err)
 		}
@@ -236,7 +235,7 @@ func applyJSON(p *chat.Params, files []string) (string, error) {
 	o.Set("supports_thinking", ojson.BoolValue(p.SupportsThinking))
 	parsed := ojson.ArrayValue()
 	for _, file := range files {
-		b, err := os.ReadFile(file)
+		b, err := readPromptFile(file)
 		if err != nil {
 			return "", fmt.Errorf("--parse: %w", err)
 		}

@@ -1,9 +1,12 @@
+// Port of llama.cpp tools/completion/completion.cpp (v0.5.0), its
+// conversation mode, and console::readline_simple of common/console.cpp.
+
 package main
 
-// Conversation mode of run, as llama-completion's (the pin's
-// tools/completion/completion.cpp with -cnv): the model's chat template
-// applied turn by turn (common_chat_format_single), the reply printed as
-// it is generated, the next user message read from the standard input.
+// Conversation mode of run, as llama-completion's (-cnv): the model's
+// chat template applied turn by turn (common_chat_format_single), the
+// reply printed as it is generated, the next user message read from the
+// standard input.
 
 import (
 	"bufio"
@@ -49,7 +52,7 @@ func (cf *chatFlags) add(s *optionSet) {
 		set: func(v string) error { cf.system = v; return nil }})
 	s.add(&option{names: []string{"-sysf", "--system-prompt-file"}, value: "FNAME", help: "the system message, from a file (one final newline dropped)",
 		set: func(v string) error {
-			b, err := os.ReadFile(v)
+			b, err := readPromptFile(v)
 			if err != nil {
 				return err
 			}
@@ -58,20 +61,20 @@ func (cf *chatFlags) add(s *optionSet) {
 		}})
 	s.add(&option{names: []string{"-st", "--single-turn"}, help: "one turn only: with -p, no input is read",
 		on: func(on bool) error { cf.singleTurn = on; return nil }})
-	s.add(&option{names: []string{"--chat-template"}, value: "JINJA_TEMPLATE", help: "the chat template: a Jinja source, or a built-in's name (chatml, llama3, ...; by name under --no-jinja)",
+	s.add(&option{names: []string{"--chat-template"}, env: "LLAMA_ARG_CHAT_TEMPLATE", value: "JINJA_TEMPLATE", help: "the chat template: a Jinja source, or a built-in's name (chatml, llama3, ...; by name under --no-jinja)",
 		set: func(v string) error { cf.template = v; return nil }})
-	s.add(&option{names: []string{"--chat-template-file"}, value: "JINJA_TEMPLATE_FILE", help: "the chat template, from a file",
+	s.add(&option{names: []string{"--chat-template-file"}, env: "LLAMA_ARG_CHAT_TEMPLATE_FILE", value: "JINJA_TEMPLATE_FILE", help: "the chat template, from a file",
 		set: func(v string) error {
-			b, err := os.ReadFile(v)
+			b, err := readPromptFile(v)
 			if err != nil {
 				return err
 			}
 			cf.template, cf.templateFile = string(b), v
 			return nil
 		}})
-	s.add(&option{names: []string{"--jinja"}, neg: []string{"--no-jinja"}, help: "use llama.cpp's Jinja engine for the chat template (default); --no-jinja uses llama.cpp's built-in formats",
+	s.add(&option{names: []string{"--jinja"}, env: "LLAMA_ARG_JINJA", neg: []string{"--no-jinja"}, help: "use llama.cpp's Jinja engine for the chat template (default); --no-jinja uses llama.cpp's built-in formats",
 		on: func(on bool) error { cf.noJinja = !on; return nil }})
-	s.add(&option{names: []string{"--skip-chat-parsing"}, neg: []string{"--no-skip-chat-parsing"}, help: "render the conversation without separating reasoning or tools",
+	s.add(&option{names: []string{"--skip-chat-parsing"}, env: "LLAMA_ARG_SKIP_CHAT_PARSING", neg: []string{"--no-skip-chat-parsing"}, help: "render the conversation without separating reasoning or tools",
 		on: func(on bool) error { cf.pure = on; return nil }})
 	s.add(&option{names: []string{"--simple-io"}, help: "llama.cpp's basic line input: what ggload always reads",
 		on: func(bool) error { return nil }})
@@ -212,15 +215,27 @@ func runChat(ctx context.Context, pd *planned, pf *placeFlags, rf *runFlags, v *
 		return string(b), err
 	}
 	in := bufio.NewReader(chatStdin)
+	var lineErr error
 	// readLine is console::readline in its simple form: a line, and
 	// whether input goes on (a line ending in '\' toggles it; one ending
 	// in '/' returns control without its newline)
 	readLine := func(multiline bool) (string, bool) {
-		s, err := in.ReadString('\n')
-		if err != nil && s == "" {
+		var line []byte
+		for {
+			frag, err := in.ReadSlice('\n')
+			if len(line)+len(frag) > maxPromptBytes {
+				lineErr = fmt.Errorf("run: a line of the standard input is larger than %s, %w", sizeString(maxPromptBytes), errPromptTooLarge)
+				return "", false
+			}
+			line = append(line, frag...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if len(line) == 0 {
 			return "", false
 		}
-		s = strings.TrimSuffix(s, "\n")
+		s := strings.TrimSuffix(string(line), "\n")
 		if s != "" {
 			switch s[len(s)-1] {
 			case '/':
@@ -239,6 +254,9 @@ func runChat(ctx context.Context, pd *planned, pf *placeFlags, rf *runFlags, v *
 	nPast, nConsumed, nRemain := 0, 0, nPredict
 	inputEcho, display := true, true
 	generated, t0 := 0, time.Now()
+	var logits []float32
+	nf := nonFinite{pf: pf}
+	defer nf.warn(os.Stderr)
 	for (nRemain != 0) || interactive {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -262,10 +280,10 @@ func runChat(ctx context.Context, pd *planned, pf *placeFlags, rf *runFlags, v *
 		}
 		embd = embd[:0]
 		if len(embdInp) <= nConsumed && !isInteracting {
-			logits, err := ic.Logits(-1)
-			if err != nil {
+			if logits, err = ic.AppendLogits(logits[:0], -1); err != nil {
 				return err
 			}
+			nf.check(logits, fmt.Sprintf("step %d", generated+1))
 			id, err := smpl.Sample(logits)
 			if err != nil {
 				return fmt.Errorf("run: %w", err)
@@ -333,6 +351,9 @@ func runChat(ctx context.Context, pd *planned, pf *placeFlags, rf *runFlags, v *
 					buf.WriteString(line)
 				}
 				buffer := buf.String()
+				if lineErr != nil {
+					return lineErr
+				}
 				if buffer == "" {
 					if err := emit("EOF by user\n"); err != nil {
 						return err
