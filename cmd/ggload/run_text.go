@@ -280,7 +280,7 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 		return err
 	}
 	for _, t := range toks {
-		smpl.Accept(t)
+		smpl.AcceptPrompt(t)
 		p, err := piece(t)
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
@@ -312,7 +312,9 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		smpl.Accept(id)
+		if err := smpl.Accept(id); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
 		remain--
 		p, err := piece(id)
 		if err != nil {
