@@ -2,8 +2,13 @@ package grammar
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/ggload/ggload/lab/testenv"
+	"github.com/ggload/ggload/vocab"
 )
 
 // Where the pin hangs or runs out of memory, the grammar stops with an
@@ -70,4 +75,50 @@ func TestGrammarBounds(t *testing.T) {
 	if err := g.AcceptString(")"); err == nil {
 		t.Error("one ')' too many taken")
 	}
+}
+
+// Grammars over one vocabulary share its index, built once; each grammar
+// serves one generation, and many of them run at once (go test -race).
+func TestGrammarsShareTheIndex(t *testing.T) {
+	v := testVocab(t, "llama-spm")
+	text := `root ::= "{" [a-z ]* "}" | [0-9]+`
+	var wg sync.WaitGroup
+	masks := make([]int, 4)
+	for i := range masks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := New(v, text, "root")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := g.AcceptString("{ab"); err != nil {
+				t.Error(err)
+				return
+			}
+			masks[i] = g.Mask().Count(v.NTokens())
+			if c := g.Clone(); c.Mask().Count(v.NTokens()) != masks[i] {
+				t.Error("a clone allows other tokens")
+			}
+		}()
+	}
+	wg.Wait()
+	for _, m := range masks[1:] {
+		if m != masks[0] || m == 0 {
+			t.Fatalf("masks of %v tokens", masks)
+		}
+	}
+	if indexOf(v) != indexOf(v) {
+		t.Fatal("two indexes of one vocabulary")
+	}
+}
+
+func testVocab(t *testing.T, name string) *vocab.Vocab {
+	t.Helper()
+	v, err := vocab.Open(filepath.Join(testenv.SourceTree(t), "models", "ggml-vocab-"+name+".gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
