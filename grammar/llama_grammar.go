@@ -254,10 +254,29 @@ func leftRecursion(rules [][]Element) int {
 // on such a grammar as soon as generation reaches the rule, until its
 // memory is gone. The rule, or -1.
 func growingLeftRecursion(rules [][]Element) int {
+	left := leftEdges(rules, nullableRules(rules))
+	comp := components(left)
+	for v, edges := range left {
+		for _, e := range edges {
+			if e.grows && comp[v] == comp[e.to] {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+func isEnd(e Element) bool { return e.Type == End || e.Type == Alt }
+
+// ruleRef is the rule e refers to, where it is a reference to a rule.
+func ruleRef(e Element, n int) (int, bool) {
+	return int(e.Value), e.Type == RuleRef && int(e.Value) < n
+}
+
+// nullableRules says, of each rule, whether it may match nothing.
+func nullableRules(rules [][]Element) []bool {
 	n := len(rules)
 	nullable := make([]bool, n)
-	ref := func(e Element) (int, bool) { return int(e.Value), e.Type == RuleRef && int(e.Value) < n }
-	end := func(e Element) bool { return e.Type == End || e.Type == Alt }
 	for changed := true; changed; {
 		changed = false
 		for i, r := range rules {
@@ -266,7 +285,7 @@ func growingLeftRecursion(rules [][]Element) int {
 			}
 			empty := true // the alternative so far
 			for _, e := range r {
-				if end(e) {
+				if isEnd(e) {
 					if empty {
 						nullable[i], changed = true, true
 						break
@@ -274,38 +293,49 @@ func growingLeftRecursion(rules [][]Element) int {
 					empty = true
 					continue
 				}
-				if j, ok := ref(e); !ok || !nullable[j] {
+				if j, ok := ruleRef(e, n); !ok || !nullable[j] {
 					empty = false
 				}
 			}
 		}
 	}
-	// the rules each rule may start with, and whether the stack keeps
-	// what follows the reference
-	type edge struct {
-		to    int
-		grows bool
-	}
-	left := make([][]edge, n)
+	return nullable
+}
+
+// leftEdge is a rule a rule may start with, and whether the stack keeps
+// what follows the reference (it does unless the reference ends its
+// alternative).
+type leftEdge struct {
+	to    int
+	grows bool
+}
+
+func leftEdges(rules [][]Element, nullable []bool) [][]leftEdge {
+	left := make([][]leftEdge, len(rules))
 	for i, r := range rules {
 		prefix := true
 		for k, e := range r {
-			if end(e) {
+			if isEnd(e) {
 				prefix = true
 				continue
 			}
 			if !prefix {
 				continue
 			}
-			j, ok := ref(e)
+			j, ok := ruleRef(e, len(rules))
 			if ok {
-				left[i] = append(left[i], edge{j, !end(r[k+1])})
+				left[i] = append(left[i], leftEdge{j, !isEnd(r[k+1])})
 			}
 			prefix = ok && nullable[j]
 		}
 	}
-	// the strongly connected components (Tarjan): a growing edge inside
-	// one is a cycle the stacks grow on
+	return left
+}
+
+// components numbers the strongly connected components of the graph
+// (Tarjan's algorithm).
+func components(left [][]leftEdge) []int {
+	n := len(left)
 	index, low, comp := make([]int, n), make([]int, n), make([]int, n)
 	for i := range index {
 		index[i], comp[i] = -1, -1
@@ -345,14 +375,7 @@ func growingLeftRecursion(rules [][]Element) int {
 			connect(v)
 		}
 	}
-	for v := range n {
-		for _, e := range left[v] {
-			if e.grows && comp[v] == comp[e.to] {
-				return v
-			}
-		}
-	}
-	return -1
+	return comp
 }
 
 // Clone is llama_grammar_clone_impl: a grammar in the same state that
