@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ggload/ggload/grammar"
 	"github.com/ggload/ggload/internal/ojson"
@@ -217,6 +219,21 @@ func TestGrammarSampleMatchesLibllama(t *testing.T) {
 	}
 }
 
+// cpuPerOp reports the process's CPU time per iteration (cpu-ns/op) when
+// the returned function runs: on a machine shared with other work the
+// wall time per iteration says less.
+func cpuPerOp(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() {
+		b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // BenchmarkGrammarSample is one token of a generation under the JSON
 // grammar (grammars/json.gbnf) over the 151,936 tokens of the pin's
 // ggml-vocab-qwen2.gguf at the default chain, sampled and accepted as
@@ -232,6 +249,7 @@ func BenchmarkGrammarSample(b *testing.B) {
 	text := jsonGrammar(b)
 	rows := grammarRows(v.NTokens(), genSteps, 1)
 	b.Run("ggload", func(b *testing.B) {
+		defer cpuPerOp(b)()
 		p := DefaultParams()
 		p.Seed = 1
 		p.Grammar = text
@@ -262,6 +280,7 @@ func BenchmarkGrammarSample(b *testing.B) {
 		}
 	})
 	b.Run("libllama", func(b *testing.B) {
+		defer cpuPerOp(b)()
 		var s *pinnedSampler
 		step := genSteps
 		for b.Loop() {
