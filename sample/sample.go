@@ -1,6 +1,9 @@
 // Package sample is llama.cpp's token sampling: the samplers of
 // src/llama-sampler.cpp and the chain that common_sampler_init builds from
-// common_params_sampling (common/sampling.cpp). With the same seed, the
+// common_params_sampling (common/sampling.cpp), with its grammar (package
+// grammar's: a GBNF grammar, a JSON schema's, or a lazy one with
+// triggers), checked against the chain's token and sampled again where
+// it refuses it, as common_sampler_sample does. With the same seed, the
 // same logits give the same token as llama.cpp: the same Mersenne Twister
 // and libstdc++ distributions, the same sort orders of equal logits, and
 // float32 arithmetic in the C++ order of operations.
