@@ -60,8 +60,8 @@ type Rules struct {
 // ParseError is a grammar that does not parse, as llama_grammar_parser
 // refuses it. Msg is the pin's message, which names the place by the
 // rest of the grammar from it ("expecting ')' at ..."); Offset, Line and
-// Column name it too (Line 0 where the pin names no place, as for an
-// undefined rule).
+// Column name it too (for an undefined rule, where the pin names no
+// place, its first reference).
 type ParseError struct {
 	Msg          string
 	Offset       int
@@ -89,6 +89,9 @@ type gbnfParser struct {
 	src  string
 	ids  map[string]uint32
 	rule [][]Element
+	// refAt is where each rule is first referred to, for the place of an
+	// undefined rule's error (the pin names none)
+	refAt map[uint32]int
 }
 
 func (p *gbnfParser) at(i int) byte {
@@ -119,7 +122,7 @@ func ParseGBNF(text string, v *vocab.Vocab) (rules *Rules, err error) {
 	if i := strings.IndexByte(text, 0); i >= 0 {
 		text = text[:i]
 	}
-	p := &gbnfParser{v: v, src: text, ids: map[string]uint32{}}
+	p := &gbnfParser{v: v, src: text, ids: map[string]uint32{}, refAt: map[uint32]int{}}
 	defer func() {
 		if r := recover(); r != nil {
 			pe, ok := r.(*ParseError)
@@ -144,9 +147,9 @@ func ParseGBNF(text string, v *vocab.Vocab) (rules *Rules, err error) {
 // validate checks that every rule is defined, as parse does after the
 // text.
 func (p *gbnfParser) validate() {
-	for _, r := range p.rule {
+	for id, r := range p.rule {
 		if len(r) == 0 {
-			panic(&ParseError{Msg: "Undefined rule", Offset: -1})
+			panic(&ParseError{Msg: "Undefined rule", Offset: p.where(uint32(id))})
 		}
 		for _, e := range r {
 			if e.Type != RuleRef || int(e.Value) < len(p.rule) && len(p.rule[e.Value]) > 0 {
@@ -161,11 +164,19 @@ func (p *gbnfParser) validate() {
 			sort.Strings(names)
 			for _, n := range names {
 				if p.ids[n] == e.Value {
-					panic(&ParseError{Msg: "Undefined rule identifier '" + n + "'", Offset: -1})
+					panic(&ParseError{Msg: "Undefined rule identifier '" + n + "'", Offset: p.where(e.Value)})
 				}
 			}
 		}
 	}
+}
+
+// where is the first reference to rule id, or -1.
+func (p *gbnfParser) where(id uint32) int {
+	if at, ok := p.refAt[id]; ok {
+		return at
+	}
+	return -1
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -482,6 +493,9 @@ func (p *gbnfParser) sequence(pos int, ruleName string, r *[]Element, nested boo
 		case isWordChar(c): // a rule reference
 			end := p.name(pos)
 			id := p.symbolID(p.src[pos:end])
+			if _, ok := p.refAt[id]; !ok {
+				p.refAt[id] = pos
+			}
 			pos = p.space(end, nested)
 			last, nPrev = len(*r), 1
 			*r = append(*r, Element{RuleRef, id})

@@ -186,7 +186,7 @@ func TestGrammarIntegrationFailures(t *testing.T) {
 	if _, err := ParseGBNF(`root ::= expr
         expr ::= term ("+" term)*
         term ::= numero
-        number ::= [0-9]+`, nil); err == nil || !strings.Contains(err.Error(), "Undefined rule identifier 'numero'") {
+        number ::= [0-9]+`, nil); err == nil || !strings.Contains(err.Error(), "line 3, column 18: Undefined rule identifier 'numero'") {
 		t.Errorf("missing reference: %v", err)
 	}
 	for _, s := range []string{
