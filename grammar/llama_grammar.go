@@ -480,21 +480,41 @@ func (g *Grammar) acceptChar(s int32, chr uint32, out *stackSet) {
 	}
 }
 
+// acceptChars is the stacks start becomes after the code points, each
+// taken by every stack in turn (llama_grammar_accept_chr); none where a
+// code point leaves none. The list is a's or b's.
+func (g *Grammar) acceptChars(start []int32, cps []uint32, a, b *stackSet) ([]int32, error) {
+	cur, next := a, b
+	cur.reset()
+	for _, s := range start {
+		cur.add(s)
+	}
+	for _, cp := range cps {
+		next.reset()
+		for _, s := range cur.list {
+			g.acceptChar(s, cp, next)
+		}
+		if len(next.list) > MaxStacks {
+			return nil, ErrTooManyStacks
+		}
+		cur, next = next, cur
+		if len(cur.list) == 0 {
+			break
+		}
+	}
+	return cur.list, nil
+}
+
 // AcceptString is llama_grammar_accept_str: the grammar advanced by a
 // text, character by character.
 func (g *Grammar) AcceptString(piece string) error {
 	cps, partial := decodeUTF8(piece, g.partial, nil)
-	var next stackSet
-	for _, cp := range cps {
-		next.reset()
-		for _, s := range g.stacks {
-			g.acceptChar(s, cp, &next)
-		}
-		if len(next.list) > MaxStacks {
-			return ErrTooManyStacks
-		}
-		g.stacks = append(g.stacks[:0], next.list...)
+	var a, b stackSet
+	stacks, err := g.acceptChars(g.stacks, cps, &a, &b)
+	if err != nil {
+		return err
 	}
+	g.stacks = append(g.stacks[:0], stacks...)
 	g.partial = partial
 	if len(g.stacks) == 0 {
 		return &AcceptError{vocab.Null, piece, "Unexpected empty grammar stack after accepting piece: " + piece}
@@ -508,7 +528,7 @@ func (g *Grammar) AcceptString(piece string) error {
 // character its text).
 func (g *Grammar) AcceptPiece(t vocab.Token, piece string) error {
 	cps, partial := decodeUTF8(piece, g.partial, nil)
-	var out, cur, next stackSet
+	var out, a, b stackSet
 	for _, s := range g.stacks {
 		if s == 0 {
 			continue
@@ -522,22 +542,11 @@ func (g *Grammar) AcceptPiece(t vocab.Token, piece string) error {
 			}
 			continue
 		}
-		cur.reset()
-		cur.add(s)
-		for _, cp := range cps {
-			next.reset()
-			for _, c := range cur.list {
-				g.acceptChar(c, cp, &next)
-			}
-			if len(next.list) > MaxStacks {
-				return ErrTooManyStacks
-			}
-			cur, next = next, cur
-			if len(cur.list) == 0 {
-				break
-			}
+		stacks, err := g.acceptChars([]int32{s}, cps, &a, &b)
+		if err != nil {
+			return err
 		}
-		for _, x := range cur.list {
+		for _, x := range stacks {
 			out.add(x)
 		}
 		if len(out.list) > MaxStacks {

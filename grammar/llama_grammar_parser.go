@@ -200,27 +200,21 @@ func (p *gbnfParser) space(pos int, newlineOK bool) int {
 	}
 }
 
-func (p *gbnfParser) name(pos int) int {
+// run is the end of the run of bytes from pos that ok takes, which
+// must not be empty (parse_name, parse_int).
+func (p *gbnfParser) run(pos int, ok func(byte) bool, what string) int {
 	start := pos
-	for isWordChar(p.at(pos)) {
+	for ok(p.at(pos)) {
 		pos++
 	}
 	if pos == start {
-		p.fail(start, "expecting name at "+p.rest(start))
+		p.fail(start, "expecting "+what+" at "+p.rest(start))
 	}
 	return pos
 }
 
-func (p *gbnfParser) integer(pos int) int {
-	start := pos
-	for isDigit(p.at(pos)) {
-		pos++
-	}
-	if pos == start {
-		p.fail(start, "expecting integer at "+p.rest(start))
-	}
-	return pos
-}
+func (p *gbnfParser) name(pos int) int    { return p.run(pos, isWordChar, "name") }
+func (p *gbnfParser) integer(pos int) int { return p.run(pos, isDigit, "integer") }
 
 // hex is parse_hex: size hex digits (stopping at the end of the text).
 func (p *gbnfParser) hex(pos, size int) (uint32, int) {

@@ -183,22 +183,13 @@ func (s *reScanner) scanNormal() {
 		s.state, s.tok = stBrace, tkIntervalBegin
 	case 0, ']', '}':
 		s.tok, s.val = tkOrdChar, string([]byte{c})
-	case '^':
-		s.tok = tkLineBegin
-	case '$':
-		s.tok = tkLineEnd
-	case '.':
-		s.tok = tkAnyChar
-	case '*':
-		s.tok = tkClosure0
-	case '+':
-		s.tok = tkClosure1
-	case '?':
-		s.tok = tkOpt
-	case '|':
-		s.tok = tkOr
+	default:
+		s.tok = reTokens[c]
 	}
 }
+
+// reTokens is libstdc++'s _M_token_tbl for ECMAScript.
+var reTokens = map[byte]int{'^': tkLineBegin, '$': tkLineEnd, '.': tkAnyChar, '*': tkClosure0, '+': tkClosure1, '?': tkOpt, '|': tkOr}
 
 func (s *reScanner) scanBracket() {
 	c := s.p[s.i]
