@@ -428,23 +428,37 @@ func (p *gbnfParser) repetition(pos int, ruleName string, r *[]Element, last int
 	*nPrev *= total
 }
 
+// chars reads the characters of a literal (up to '"') or a class (up to
+// ']', with ranges) into r, each of the type typ gives for r's length;
+// it returns the position of the closing byte.
+func (p *gbnfParser) chars(pos int, closing byte, r *[]Element, typ func(n int) ElementType) int {
+	for p.at(pos) != closing {
+		if p.at(pos) == 0 {
+			p.fail(pos, "unexpected end of input")
+		}
+		var ch uint32
+		ch, pos = p.char(pos)
+		*r = append(*r, Element{typ(len(*r)), ch})
+		if closing == ']' && p.at(pos) == '-' && p.at(pos+1) != ']' {
+			if p.at(pos+1) == 0 {
+				p.fail(pos+1, "unexpected end of input")
+			}
+			var end uint32
+			end, pos = p.char(pos + 1)
+			*r = append(*r, Element{CharRngUpper, end})
+		}
+	}
+	return pos + 1
+}
+
 func (p *gbnfParser) sequence(pos int, ruleName string, r *[]Element, nested bool) int {
 	last := len(*r)
 	nPrev := uint64(1)
 	for p.at(pos) != 0 {
 		switch c := p.at(pos); {
 		case c == '"': // a literal string
-			pos++
 			last, nPrev = len(*r), 1
-			for p.at(pos) != '"' {
-				if p.at(pos) == 0 {
-					p.fail(pos, "unexpected end of input")
-				}
-				var ch uint32
-				ch, pos = p.char(pos)
-				*r = append(*r, Element{Char, ch})
-			}
-			pos = p.space(pos+1, nested)
+			pos = p.space(p.chars(pos+1, '"', r, func(int) ElementType { return Char }), nested)
 		case c == '[': // a character class
 			pos++
 			start := Char
@@ -453,27 +467,13 @@ func (p *gbnfParser) sequence(pos int, ruleName string, r *[]Element, nested boo
 				start = CharNot
 			}
 			last, nPrev = len(*r), 1
-			for p.at(pos) != ']' {
-				if p.at(pos) == 0 {
-					p.fail(pos, "unexpected end of input")
+			first := len(*r)
+			pos = p.space(p.chars(pos, ']', r, func(n int) ElementType {
+				if n > first {
+					return CharAlt
 				}
-				var ch uint32
-				ch, pos = p.char(pos)
-				typ := start
-				if last < len(*r) {
-					typ = CharAlt
-				}
-				*r = append(*r, Element{typ, ch})
-				if p.at(pos) == '-' && p.at(pos+1) != ']' {
-					if p.at(pos+1) == 0 {
-						p.fail(pos+1, "unexpected end of input")
-					}
-					var end uint32
-					end, pos = p.char(pos + 1)
-					*r = append(*r, Element{CharRngUpper, end})
-				}
-			}
-			pos = p.space(pos+1, nested)
+				return start
+			}), nested)
 		case c == '<' || c == '!': // a token
 			typ := Token
 			if c == '!' {
