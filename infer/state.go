@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/replay/arch"
@@ -100,8 +101,9 @@ func (c *Context) SetSeqState(seq int32, data []byte, flags StateFlags) (int, er
 }
 
 // SaveSeqFile is llama_state_seq_save_file: the sequence's state and the
-// tokens it stands for written to a new file at path, in the pin's
-// format (llama-server's slot files); the bytes written.
+// tokens it stands for written to path (a file there replaced whole, by
+// a rename) in the pin's format (llama-server's slot files); the bytes
+// written.
 func (c *Context) SaveSeqFile(path string, seq int32, tokens []int32) (int64, error) {
 	if err := c.hold(); err != nil {
 		return 0, err
@@ -124,10 +126,33 @@ func (c *Context) SaveSeqFile(path string, seq int32, tokens []int32) (int64, er
 	if err := c.seqStateWrite(w, seq, 0, false); err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(path, w.buf, 0o644); err != nil {
+	if err := writeAtomic(path, w.buf); err != nil {
 		return 0, fmt.Errorf("infer: save: %w", err)
 	}
 	return int64(len(w.buf)), nil
+}
+
+// writeAtomic writes data to a new file beside path and renames it to
+// path: a file that was there is replaced whole or not at all.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // LoadSeqFile is llama_state_seq_load_file: a file SaveSeqFile (or
