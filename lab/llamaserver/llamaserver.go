@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -380,7 +379,7 @@ func StartServer(libDir, bin string, wait time.Duration, flags ...string) (*Serv
 			return nil, fmt.Errorf("llamaserver: %s is the helper's own flag", f)
 		}
 	}
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -453,15 +452,6 @@ func (s *Server) Close() {
 		s.cmd.Process.Kill()
 		<-s.done
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 type syncBuffer struct {
