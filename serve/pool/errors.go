@@ -70,7 +70,7 @@ func (e *RoomError) Error() string {
 		if i > 0 {
 			sep = "; "
 		}
-		fmt.Fprintf(&b, "%s%s needs %s, %s can be given (budget %s, held %s: %s pinned, %s busy)", sep, s.Device, mib(s.Need), mib(s.Room), mib(s.Budget), mib(s.Held), mib(s.Pinned), mib(s.Busy))
+		fmt.Fprintf(&b, "%s%s needs %d bytes (%s), %d can be given (budget %s, held %s: %s pinned, %s busy)", sep, s.Device, s.Need, mib(s.Need), s.Room, mib(s.Budget), mib(s.Held), mib(s.Pinned), mib(s.Busy))
 		if s.Free > 0 && s.Free < s.Budget {
 			fmt.Fprintf(&b, ", %s free on the device", mib(s.Free))
 		}

@@ -27,8 +27,10 @@ func TestMain(m *testing.M) {
 // sample.
 func all() bool { return os.Getenv("GGLOAD_POOL_ALL") == "1" }
 
-// threads is every engine's CPU threads, ggload's and llama-server's.
-const threads = 2
+// threads is the tests' engines' CPU threads (one: ggml's threads spin
+// while they wait, which a shared machine pays for); the benchmarks give
+// ggload and llama-server two each.
+const threads = 1
 
 // modelFile is a synthesized llama model with the pin's SentencePiece
 // vocabulary, its weights from seed (cached across runs).

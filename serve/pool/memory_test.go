@@ -56,3 +56,129 @@ func TestMemoryIsThePlan(t *testing.T) {
 		t.Fatalf("a second unload: %v", err)
 	}
 }
+
+// needs are the host memory two models hold once loaded (their exact
+// figure, the plan's and the engine's alike).
+func needs(t *testing.T, paths ...string) []uint64 {
+	t.Helper()
+	p := newPool(t, pool.Params{ModelsMax: -1})
+	var out []uint64
+	for i, path := range paths {
+		name := string(rune('a' + i))
+		if err := p.Add(name, cpuOptions(path)); err != nil {
+			t.Fatal(err)
+		}
+		l := acquire(t, p, name)
+		in, _ := p.Model(name)
+		l.Release()
+		out = append(out, in.Memory[0].Bytes)
+	}
+	p.Close()
+	return out
+}
+
+// TestBudgetSmallerThanTwo: with a host budget one byte short of two
+// models, requests that alternate between them never find both
+// resident: each load evicts the other, the memory held never exceeds
+// the budget, and each model answers as it did the first time. With
+// room for both (the control), both stay.
+func TestBudgetSmallerThanTwo(t *testing.T) {
+	a, b := modelFile(t, 7), modelFile(t, 11)
+	need := needs(t, a, b)
+	prompt := []int32{1, 500, 600, 700}
+	for _, tc := range []struct {
+		name   string
+		budget uint64
+		both   bool
+	}{{"short", need[0] + need[1] - 1, false}, {"room", need[0] + need[1], true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPool(t, pool.Params{ModelsMax: -1, Budgets: []pool.Budget{{Device: pool.HostDevice, Bytes: tc.budget}}})
+			for _, n := range []string{"a", "b"} {
+				path := a
+				if n == "b" {
+					path = b
+				}
+				if err := p.Add(n, cpuOptions(path)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// every change the pool makes keeps within the budget
+			var loads int
+			var over []uint64
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				for ev := range p.Subscribe(ctx) {
+					if ev.Status == pool.Loaded && ev.Err == nil {
+						loads++
+					}
+					if h := held(p); h > tc.budget {
+						over = append(over, h)
+					}
+				}
+			}()
+			first := map[string][]int32{}
+			rounds := 4
+			if all() {
+				rounds = 10
+			}
+			for i := range rounds {
+				name := []string{"a", "b"}[i%2]
+				l := acquire(t, p, name)
+				if h := held(p); h > tc.budget {
+					t.Fatalf("round %d: %d bytes held, budget %d", i, h, tc.budget)
+				}
+				toks := greedy(t, l, prompt, 6)
+				if first[name] == nil {
+					first[name] = toks
+				} else if !slices.Equal(toks, first[name]) {
+					t.Fatalf("round %d: %s answers %v, first %v", i, name, toks, first[name])
+				}
+				l.Release()
+				other := []string{"b", "a"}[i%2]
+				if got := status(t, p, other) == pool.Loaded; i > 0 && got != tc.both {
+					t.Fatalf("round %d: %s resident: %v", i, other, got)
+				}
+			}
+			if slices.Equal(first["a"], first["b"]) {
+				t.Fatal("the two models answer alike: the test cannot tell them apart")
+			}
+			cancel()
+			<-watched
+			if len(over) > 0 {
+				t.Fatalf("held over the budget %d: %v", tc.budget, over)
+			}
+			if want := 2; tc.both && loads != want || !tc.both && loads < rounds {
+				t.Fatalf("%d loads in %d rounds", loads, rounds)
+			}
+		})
+	}
+}
+
+// TestRefusedAlone: a model bigger than the budget is refused at once,
+// with the device, its need and the room; nothing is allocated.
+func TestRefusedAlone(t *testing.T) {
+	a := modelFile(t, 7)
+	need := needs(t, a)
+	p := newPool(t, pool.Params{Budgets: []pool.Budget{{Device: pool.HostDevice, Bytes: need[0] - 1}}})
+	if err := p.Add("a", cpuOptions(a)); err != nil {
+		t.Fatal(err)
+	}
+	live := testenv.LiveBuffers()
+	_, err := p.Acquire(context.Background(), "a", true)
+	var room *pool.RoomError
+	if !errors.As(err, &room) || !errors.Is(err, pool.ErrNoRoom) || !room.Alone || len(room.Short) != 1 ||
+		room.Short[0].Device != pool.HostDevice || room.Short[0].Need != need[0] || room.Short[0].Room != need[0]-1 {
+		t.Fatalf("%v (%+v)", err, room)
+	}
+	t.Log(err)
+	if n := testenv.LiveBuffers(); n != live {
+		t.Fatalf("%d buffers live, %d before", n, live)
+	}
+	in, _ := p.Model("a")
+	if in.Status != pool.Unloaded || !errors.Is(in.Err, pool.ErrNoRoom) || held(p) != 0 {
+		t.Fatalf("%s %v, %d held", in.Status, in.Err, held(p))
+	}
+}
