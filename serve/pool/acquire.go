@@ -87,6 +87,10 @@ func (p *Pool) Acquire(ctx context.Context, name string, autoload bool) (*Lease,
 			}
 			seen = nil
 		}
+		if !autoload && (m.st != stLoaded || m.draining) {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("model '%s': %w", m.name, ErrNotLoaded)
+		}
 		switch m.st {
 		case stLoaded:
 			if m.draining {
@@ -102,10 +106,6 @@ func (p *Pool) Acquire(ctx context.Context, name string, autoload bool) (*Lease,
 			p.staleLocked(m, l, err)
 			continue
 		case stUnloaded, stSleeping:
-			if !autoload {
-				p.mu.Unlock()
-				return nil, fmt.Errorf("model '%s': %w", m.name, ErrNotLoaded)
-			}
 			p.startJobLocked(m, false)
 		}
 		if m.job != nil {
@@ -151,7 +151,7 @@ func (p *Pool) staleLocked(m *model, l *Lease, err error) {
 		m.refs--
 	}
 	if m.st == stLoaded && m.gen == l.gen {
-		m.draining, m.stale = true, fmt.Errorf("model '%s': %w: %w", m.name, ErrStale, err)
+		m.draining, m.stale = true, fmt.Errorf("model '%s' unloads: %w", m.name, err)
 		if m.refs == 0 {
 			p.unloadAsyncLocked(m, stUnloaded)
 		}

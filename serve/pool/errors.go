@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ggload/ggload/loader"
 )
 
 // Sentinels that the pool's errors wrap (errors.Is).
@@ -21,8 +23,8 @@ var (
 	// ErrLoad: the model's load failed; LoadError says why.
 	ErrLoad = errors.New("failed to load")
 	// ErrStale: the model's file changed or disappeared since it was
-	// loaded.
-	ErrStale = errors.New("model file changed since it was loaded")
+	// loaded (the loader's ErrFileChanged).
+	ErrStale = loader.ErrFileChanged
 )
 
 // NotFoundError is a name no model answers to.
