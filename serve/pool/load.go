@@ -155,6 +155,9 @@ func (p *Pool) loadModel(m *model, j *job, o Options) (r *resident, err error) {
 			err = fmt.Errorf("panic: %v", x)
 		}
 	}()
+	if o.Path == "" {
+		return nil, errors.New("no model file: its preset sets no model")
+	}
 	gm, err := gguf.OpenModel(o.Path)
 	if err != nil {
 		return nil, err

@@ -87,6 +87,10 @@ type Options struct {
 	// Mmproj is the projector found beside the model (--mmproj). It is
 	// listed, not loaded: the engine serves text.
 	Mmproj string
+	// Draft is the speculative draft found beside the model
+	// (--model-draft). It is listed, not loaded: the engine decodes the
+	// model alone.
+	Draft string
 	// Aliases and Tags are --alias and --tags: other names the model
 	// answers to, and labels for lists.
 	Aliases, Tags []string

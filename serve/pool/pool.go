@@ -242,9 +242,6 @@ func (p *Pool) readCatalog() ([]*model, error) {
 		if err := applySettings(name, pr.Settings, &o, p.p.Configure); err != nil {
 			return nil, fmt.Errorf("pool: %s: model '%s': %w", where, name, err)
 		}
-		if o.Path == "" {
-			return nil, fmt.Errorf("pool: %s: model '%s' has no model file (model = PATH)", where, name)
-		}
 		out = append(out, &model{name: name, src: src[name], opts: o, settings: pr.Settings})
 	}
 	return out, nil
@@ -513,6 +510,7 @@ type Info struct {
 	Aliases, Tags []string // sorted
 	Source        Source
 	Path, Mmproj  string
+	Draft         string
 	// Settings are the model's settings from the models directory and
 	// the presets file (the router shows them as its preset).
 	Settings []Setting
@@ -562,7 +560,7 @@ func (p *Pool) Model(name string) (Info, error) {
 
 func (p *Pool) infoLocked(m *model) Info {
 	in := Info{Name: m.name, Aliases: sortedSet(m.opts.Aliases), Tags: sortedSet(m.opts.Tags), Source: m.src, Path: m.opts.Path,
-		Mmproj: m.opts.Mmproj, Settings: slices.Clone(m.settings), Status: m.st.status(), Stopping: m.draining, Pinned: m.opts.Pin,
+		Mmproj: m.opts.Mmproj, Draft: m.opts.Draft, Settings: slices.Clone(m.settings), Status: m.st.status(), Stopping: m.draining, Pinned: m.opts.Pin,
 		Err: m.err, Requests: m.refs, Waiting: m.waiting, LastUsed: m.lastUsed, Fit: m.fit, Extra: m.opts.Extra}
 	if m.stale != nil {
 		in.Err = m.stale

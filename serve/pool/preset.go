@@ -250,16 +250,17 @@ func isDraftFile(name string) bool {
 var (
 	keyModel  = []string{"model", "m", "LLAMA_ARG_MODEL"}
 	keyMmproj = []string{"mmproj", "mm", "LLAMA_ARG_MMPROJ"}
-	keyDraft  = []string{"spec-draft-model", "LLAMA_ARG_SPEC_DRAFT_MODEL"}
+	keyDraft  = []string{"model-draft", "spec-draft-model", "md", "LLAMA_ARG_SPEC_DRAFT_MODEL"}
 )
 
 // loadModelsDir is load_from_models_dir: each GGUF file at the top of
 // dir is a model named after the file (".gguf" removed), but projectors
 // ("mmproj" in the name) and drafts; each subdirectory is a model of its
 // name: its first split ("-00001-of-"), else its GGUF file, with the
-// projector and the draft beside it. Entries are read in name order
-// (the pin reads them in the directory's order: where a subdirectory
-// holds two model files, the pin's choice is the file system's).
+// projector and the draft beside it. Entries are read in the
+// directory's order, as the pin reads them: where a subdirectory holds
+// two model files (or projectors, or drafts), the choice is the file
+// system's, the same as the pin's.
 func loadModelsDir(dir string) (map[string]Preset, error) {
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
@@ -317,10 +318,15 @@ type dirEntry struct {
 }
 
 // listDir is fs_list: the regular files of dir (symbolic links
-// followed) and, with dirs, its directories; entries that cannot be
-// inspected are skipped.
+// followed) and, with dirs, its directories, in the directory's order;
+// entries that cannot be inspected are skipped.
 func listDir(dir string, dirs bool) []dirEntry {
-	es, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	es, err := f.ReadDir(-1)
+	f.Close()
 	if err != nil {
 		return nil
 	}

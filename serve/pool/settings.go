@@ -25,6 +25,7 @@ type option struct {
 var routerOptions = []option{
 	{keys: keyModel, set: func(o *Options, v string) error { o.Path = v; return nil }},
 	{keys: keyMmproj, set: func(o *Options, v string) error { o.Mmproj = v; return nil }},
+	{keys: keyDraft, set: func(o *Options, v string) error { o.Draft = v; return nil }},
 	{keys: []string{"alias", "a", "LLAMA_ARG_ALIAS"}, set: func(o *Options, v string) error { o.Aliases = splitList(v); return nil }},
 	{keys: []string{"tags", "LLAMA_ARG_TAGS"}, set: func(o *Options, v string) error { o.Tags = splitList(v); return nil }},
 	{keys: []string{"load-on-startup", "__PRESET_LOAD_ON_STARTUP"}, set: func(o *Options, v string) error {
