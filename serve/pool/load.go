@@ -311,6 +311,23 @@ func (p *Pool) needOf(plan *place.Plan, o *Options) ([]uint64, error) {
 		}
 		n[i] += b
 	}
+	// a compute buffer is allocated as the scheduler reserved it, and
+	// some backends add to every allocation (the Vulkan host buffer type
+	// adds 32 bytes): -fit's measure, as llama.cpp's, leaves that out
+	for bt, b := range plan.Context.Compute {
+		if b <= 1 {
+			continue // (no buffer is made)
+		}
+		slack, err := bt.AllocSlack()
+		if err != nil {
+			return nil, err
+		}
+		chunks := uint64(1)
+		if mx := bt.MaxSize(); mx > 0 && b > mx {
+			chunks = (b + mx - 1) / mx
+		}
+		n[p.accountOfType(bt)] += slack * chunks
+	}
 	cache, limited := o.Serve.PromptCacheLimit()
 	if !limited {
 		return nil, errors.New("--cache-ram -1: a prompt cache without a limit cannot be held within the pool's memory")
@@ -336,22 +353,27 @@ func (p *Pool) heldBy(e *serve.Engine, o *Options) []uint64 {
 	return n
 }
 
-// accountOf is the account of a buffer type's memory: the host for host
-// buffer types, else its device's.
+// accountOf is the account of a buffer type's memory, by its name.
 func (p *Pool) accountOf(bufferType, device string) int {
 	if bt, err := p.rt.BufferTypeByName(bufferType); err == nil {
-		if bt.IsHost() {
-			return 0
-		}
-		if d, ok := bt.Device(); ok {
-			if i, ok := p.devIndex[d]; ok {
-				return i
-			}
-		}
+		return p.accountOfType(bt)
 	}
 	for i, a := range p.ledger {
 		if a.dev != nil && (a.name == device || a.name == bufferType) {
 			return i
+		}
+	}
+	return 0
+}
+
+// accountOfType is the account of a buffer type's memory: the host for
+// host buffer types, else its device's.
+func (p *Pool) accountOfType(bt ggml.BufferType) int {
+	if !bt.IsHost() {
+		if d, ok := bt.Device(); ok {
+			if i, ok := p.devIndex[d]; ok {
+				return i
+			}
 		}
 	}
 	return 0

@@ -3,9 +3,15 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/lab/testenv"
 	"github.com/ggload/ggload/serve/pool"
 )
@@ -180,5 +186,111 @@ func TestRefusedAlone(t *testing.T) {
 	in, _ := p.Model("a")
 	if in.Status != pool.Unloaded || !errors.Is(in.Err, pool.ErrNoRoom) || held(p) != 0 {
 		t.Fatalf("%s %v, %d held", in.Status, in.Err, held(p))
+	}
+}
+
+// rss is a process's resident memory ("self" or a pid).
+func rss(t testing.TB, pid string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Skip("no /proc: the resident memory cannot be read")
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS for %s", pid)
+	return 0
+}
+
+// TestUnloadFreesEveryByte: a model loaded and unloaded again and again
+// on the CPU, on Vulkan0 and on an RPC server leaves nothing behind: the
+// buffers are freed, the pool holds nothing, the device reports the free
+// memory it reported before the load, and the resident memory of the
+// process that held the model (this one; the RPC server) comes back to
+// where it was, cycle after cycle (while a loaded model shows in it).
+func TestUnloadFreesEveryByte(t *testing.T) {
+	a := modelFile(t, 7)
+	rt := testenv.Runtime(t)
+	type where struct {
+		name string
+		dev  func(t *testing.T) (*ggml.Device, string) // the device, and the process that holds its memory
+	}
+	cases := []where{
+		{"cpu", func(t *testing.T) (*ggml.Device, string) { return rt.CPUDevice(), "self" }},
+		{"vulkan", func(t *testing.T) (*ggml.Device, string) { return testenv.Vulkan(t), "self" }},
+		{"rpc", func(t *testing.T) (*ggml.Device, string) {
+			ep := testenv.RPC(t, 1)[0]
+			for _, d := range rt.Devices() {
+				if d.Endpoint() == ep {
+					return d, strconv.Itoa(testenv.RPCServerOf(ep).Cmd.Process.Pid)
+				}
+			}
+			t.Fatalf("no device of %s", ep)
+			return nil, ""
+		}},
+	}
+	cycles := 1
+	if all() {
+		cycles = 16
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, pid := c.dev(t)
+			p := newPool(t, pool.Params{})
+			o := cpuOptions(a)
+			if d != rt.CPUDevice() {
+				o.Place.DeviceNames = []string{d.Name()}
+			}
+			p.Add("a", o)
+			settled := func() uint64 {
+				runtime.GC()
+				debug.FreeOSMemory()
+				return rss(t, pid)
+			}
+			var base, last uint64
+			for i := range cycles + 1 {
+				free0, _ := d.Memory()
+				live := testenv.LiveBuffers()
+				l := acquire(t, p, "a")
+				greedy(t, l, []int32{1, 500, 600}, 4)
+				l.Release()
+				in, _ := p.Model("a")
+				if !slices.Equal(in.Memory, in.Planned) {
+					t.Errorf("cycle %d: the engine holds %v, its plan said %v", i, in.Memory, in.Planned)
+				}
+				loaded := settled()
+				if err := p.Unload(context.Background(), "a"); err != nil {
+					t.Fatal(err)
+				}
+				unloaded := settled()
+				if free1, _ := d.Memory(); free1 != free0 {
+					t.Fatalf("cycle %d: %s reports %d free after the unload, %d before the load", i, d.Name(), free1, free0)
+				}
+				if n := testenv.LiveBuffers(); n != live {
+					t.Fatalf("cycle %d: %d buffers live, %d before", i, n, live)
+				}
+				for _, m := range p.Memory() {
+					if m.Held != 0 {
+						t.Fatalf("cycle %d: %d bytes held on %s", i, m.Held, m.Device)
+					}
+				}
+				if loaded <= unloaded {
+					t.Fatalf("cycle %d: the loaded model (%v) does not show in the resident memory: %d loaded, %d unloaded", i, in.Memory, loaded, unloaded)
+				}
+				t.Logf("cycle %d: %v held; resident %.1f MiB loaded, %.1f MiB unloaded", i, in.Memory, float64(loaded)/(1<<20), float64(unloaded)/(1<<20))
+				if i == 0 {
+					base = unloaded
+				}
+				last = unloaded
+			}
+			const slack = 4 << 20 // (the first cycles fill the process's caches)
+			if last > base+slack {
+				t.Fatalf("the resident memory grew from %d to %d over %d cycles", base, last, cycles)
+			}
+		})
 	}
 }
