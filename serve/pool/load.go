@@ -28,7 +28,8 @@ type job struct {
 	detached         bool // Load's or load-on-startup's: it goes on with no request waiting
 	admitting        bool // (p.mu) nothing is reserved yet
 	done             chan struct{}
-	err              error // set before done is closed
+	err              error            // set before done is closed
+	fit              *place.FitResult // -fit's decision, once made
 }
 
 func newJob(parent context.Context, detached bool) *job {
@@ -90,7 +91,7 @@ func (p *Pool) runJob(m *model, j *job, o Options) {
 	r, err := p.loadModel(m, j, o)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m.job = nil
+	m.job, m.fit = nil, j.fit
 	if err != nil {
 		if cause := context.Cause(j.lctx); cause != nil && j.lctx.Err() != nil {
 			err = cause
@@ -176,6 +177,9 @@ func (p *Pool) loadModel(m *model, j *job, o Options) (r *resident, err error) {
 		return nil, err
 	}
 	r.fit = fit
+	p.mu.Lock()
+	j.fit = fit
+	p.mu.Unlock()
 	if r.planned, err = p.needOf(plan, &o); err != nil {
 		return nil, err
 	}
