@@ -155,7 +155,6 @@ func (p *Pool) staleLocked(m *model, l *Lease, err error) {
 		if m.refs == 0 {
 			p.unloadAsyncLocked(m, stUnloaded)
 		}
-		p.emitLocked(Event{Model: m.name, Status: Loaded, Err: m.stale})
 	}
 	p.notifyLocked()
 }
@@ -221,7 +220,6 @@ func (p *Pool) unload(ctx context.Context, m *model) error {
 	}
 	if m.st == stLoaded && !m.draining {
 		m.draining = true
-		p.emitLocked(Event{Model: m.name, Status: Loaded})
 		if m.refs == 0 {
 			p.unloadAsyncLocked(m, stUnloaded)
 		}
