@@ -49,9 +49,10 @@ func TestConcurrentLoads(t *testing.T) {
 	defer cancel()
 	var loadsA atomic.Int64
 	watched := make(chan struct{})
+	events := p.Subscribe(ctx)
 	go func() {
 		defer close(watched)
-		for ev := range p.Subscribe(ctx) {
+		for ev := range events {
 			if ev.Model == "a" && ev.Status == pool.Loading {
 				loadsA.Add(1)
 			}

@@ -114,9 +114,10 @@ func TestBudgetSmallerThanTwo(t *testing.T) {
 			var loads int
 			var over []uint64
 			watched := make(chan struct{})
+			events := p.Subscribe(ctx)
 			go func() {
 				defer close(watched)
-				for ev := range p.Subscribe(ctx) {
+				for ev := range events {
 					if ev.Status == pool.Loaded && ev.Err == nil {
 						loads++
 					}
