@@ -25,10 +25,11 @@ type Lease struct {
 	p    *Pool
 	m    *model
 	gen  uint64
-	e    *serve.Engine
-	lm   *loader.Model
-	opts Options
-	once sync.Once
+	e     *serve.Engine
+	lm    *loader.Model
+	opts  Options
+	stamp []fileTimes
+	once  sync.Once
 }
 
 // Engine is the model's engine.
@@ -140,7 +141,7 @@ func (p *Pool) leaseLocked(m *model) *Lease {
 		m.timer.Stop()
 		m.timer = nil
 	}
-	return &Lease{p: p, m: m, gen: m.gen, e: m.e, lm: m.lm, opts: m.opts}
+	return &Lease{p: p, m: m, gen: m.gen, e: m.e, lm: m.lm, opts: m.opts, stamp: m.stamp}
 }
 
 // staleLocked gives back the lease of a model whose file changed: the

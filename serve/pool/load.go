@@ -30,6 +30,15 @@ type job struct {
 	done             chan struct{}
 	err              error            // set before done is closed
 	fit              *place.FitResult // -fit's decision, once made
+	took             LoadTimes        // (p.mu)
+}
+
+// LoadTimes are how long each step of a model's last load took.
+type LoadTimes struct {
+	Plan   time.Duration // the file opened, -fit's plan
+	Admit  time.Duration // the wait for room, evictions included
+	Load   time.Duration // the weights loaded (package loader)
+	Engine time.Duration // the engine made (its context, its first decode)
 }
 
 func newJob(parent context.Context, detached bool) *job {
@@ -91,7 +100,7 @@ func (p *Pool) runJob(m *model, j *job, o Options) {
 	r, err := p.loadModel(m, j, o)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m.job, m.fit = nil, j.fit
+	m.job, m.fit, m.took = nil, j.fit, j.took
 	if err != nil {
 		if cause := context.Cause(j.lctx); cause != nil && j.lctx.Err() != nil {
 			err = cause
@@ -156,6 +165,14 @@ func (p *Pool) loadModel(m *model, j *job, o Options) (r *resident, err error) {
 			err = fmt.Errorf("panic: %v", x)
 		}
 	}()
+	t0 := time.Now()
+	step := func(d *time.Duration) {
+		now := time.Now()
+		p.mu.Lock()
+		*d = now.Sub(t0)
+		p.mu.Unlock()
+		t0 = now
+	}
 	if o.Path == "" {
 		return nil, errors.New("no model file: its preset sets no model")
 	}
@@ -183,12 +200,15 @@ func (p *Pool) loadModel(m *model, j *job, o Options) (r *resident, err error) {
 	if r.planned, err = p.needOf(plan, &o); err != nil {
 		return nil, err
 	}
+	step(&j.took.Plan)
 	if err := p.admit(j, m, r.planned); err != nil {
 		return nil, err
 	}
+	step(&j.took.Admit)
 	if r.lm, err = loader.Load(j.lctx, plan, o.Load); err != nil {
 		return nil, err
 	}
+	step(&j.took.Load)
 	defer func() {
 		if !ok {
 			r.lm.Close()
@@ -197,6 +217,7 @@ func (p *Pool) loadModel(m *model, j *job, o Options) (r *resident, err error) {
 	if r.e, err = serve.New(r.lm, o.Serve); err != nil {
 		return nil, err
 	}
+	step(&j.took.Engine)
 	r.held = p.heldBy(r.e, &o)
 	ok = true
 	return r, nil
@@ -216,13 +237,12 @@ func (p *Pool) plan(j *job, m *model, gm *gguf.Model, o *Options) (*place.Plan, 
 	if o.NoFit {
 		plan, err = place.New(j.actx, p.rt, gm, params)
 	} else {
-		// the plan as given names the devices fit measures
-		var first *place.Plan
-		if first, err = place.New(j.actx, p.rt, gm, params); err != nil {
+		devs, err := place.Devices(p.rt, params)
+		if err != nil {
 			return nil, nil, err
 		}
 		fo := o.Fit
-		fo.Targets = p.fitTargets(first.Devices, p.fitRoom(m, o), o.Fit)
+		fo.Targets = p.fitTargets(devs, p.fitRoom(m, o), o.Fit)
 		if fit, err = place.Fit(j.actx, p.rt, gm, params, fo); err == nil {
 			plan = fit.Plan
 		}
@@ -404,7 +424,7 @@ func (m *model) checkFiles(l *Lease) error {
 	if err != nil {
 		return err
 	}
-	for _, st := range l.stamp() {
+	for _, st := range l.stamp {
 		fi, err := os.Stat(st.path)
 		if err != nil {
 			return err
@@ -414,16 +434,6 @@ func (m *model) checkFiles(l *Lease) error {
 		}
 	}
 	return nil
-}
-
-// stamp is the lease's model's file times, read under the pool's lock.
-func (l *Lease) stamp() []fileTimes {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	if l.m.gen != l.gen {
-		return nil
-	}
-	return l.m.stamp
 }
 
 // fileTimes is a model file's change time when it was opened.

@@ -86,6 +86,7 @@ type model struct {
 	e       *serve.Engine
 	stamp   []fileTimes
 	fit     *place.FitResult
+	took    LoadTimes
 	res     []uint64 // held per account (the plan's while loading, then the engine's)
 	planned []uint64 // the plan's
 	doneAt  time.Time
@@ -529,8 +530,10 @@ type Info struct {
 	// its engine allocated, and its prompt cache's limit), and Planned
 	// what its plan said, per device.
 	Memory, Planned []DeviceBytes
-	// Fit is -fit's decision of its last load (nil with NoFit).
-	Fit *place.FitResult
+	// Fit is -fit's decision of its last load (nil with NoFit), and Took
+	// how long that load's steps took.
+	Fit  *place.FitResult
+	Took LoadTimes
 	// NCtx and NSlots are its engine's context and slots (loaded).
 	NCtx, NSlots int
 	Extra        any
@@ -561,7 +564,7 @@ func (p *Pool) Model(name string) (Info, error) {
 func (p *Pool) infoLocked(m *model) Info {
 	in := Info{Name: m.name, Aliases: sortedSet(m.opts.Aliases), Tags: sortedSet(m.opts.Tags), Source: m.src, Path: m.opts.Path,
 		Mmproj: m.opts.Mmproj, Draft: m.opts.Draft, Settings: slices.Clone(m.settings), Status: m.st.status(), Stopping: m.draining, Pinned: m.opts.Pin,
-		Err: m.err, Requests: m.refs, Waiting: m.waiting, LastUsed: m.lastUsed, Fit: m.fit, Extra: m.opts.Extra}
+		Err: m.err, Requests: m.refs, Waiting: m.waiting, LastUsed: m.lastUsed, Fit: m.fit, Took: m.took, Extra: m.opts.Extra}
 	if m.stale != nil {
 		in.Err = m.stale
 	}
