@@ -22,9 +22,9 @@ var errUnloaded = errors.New("unloaded while it loaded")
 // is released once; Release after an Unload that ended the model's
 // requests does nothing.
 type Lease struct {
-	p    *Pool
-	m    *model
-	gen  uint64
+	p     *Pool
+	m     *model
+	gen   uint64
 	e     *serve.Engine
 	lm    *loader.Model
 	opts  Options
