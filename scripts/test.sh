@@ -44,7 +44,8 @@ runs+=("$out/tests.jsonl")
 # -race needs cgo: the pure-Go packages, and those whose Go concurrency
 # matters most (the RPC guard's relays, the loader's readers and validation,
 # a vocabulary tokenizing for several goroutines at once, the serving
-# engine's slots, requests and their cancellation)
+# engine's slots, requests and their cancellation, the model pool's loads,
+# evictions and waits: serve/pool under ./serve/...)
 race_pkgs=$(go list ./native/... ./gguf/... ./vocab/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	echo "race detector:"

@@ -33,7 +33,10 @@
 // its plan sizes as -fit sizes it (place.Plan.DeviceMemory: weights, the
 // context's memory, compute buffers) while it loads, then what its
 // engine allocated (serve.Engine.Memory), and on the host its prompt
-// cache's limit (--cache-ram), which the cache may grow to.
+// cache's limit (--cache-ram), which the cache may grow to: with
+// llama-server's default of 8192 MiB, each model holds 8 GiB of the
+// host's budget, as each of the router's children may fill that much;
+// a smaller --cache-ram (or 0) leaves room for more models.
 //
 // Which figure is the truthful one: the sum of the resident models'
 // exact memory is what the pool itself holds, to the byte, on every
