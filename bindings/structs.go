@@ -93,6 +93,19 @@ type DevProps struct {
 	_           [3]byte
 }
 
+// ThreadpoolParams mirrors struct ggml_threadpool_params (ggml.h):
+// GGML_MAX_N_THREADS (512) cpumask flags, then the thread count,
+// priority, polling level, strict placement and paused flags.
+type ThreadpoolParams struct {
+	CPUMask   [512]bool
+	NThreads  int32
+	Prio      int32
+	Poll      uint32
+	StrictCPU bool
+	Paused    bool
+	_         [2]byte
+}
+
 // GGUFInitParams mirrors struct gguf_init_params.
 type GGUFInitParams struct {
 	NoAlloc bool

@@ -120,6 +120,9 @@ type Context struct {
 
 	cvec *cvecState // the control vector (cvec.go); nil: none applied yet
 
+	cpu ops.Dev        // the CPU device
+	tp  ops.Threadpool // its threadpool (0: none)
+
 	loras []loraEntry // the LoRA adapters applied (lora.go)
 	// needReserve is llama_context's sched_need_reserve: the adapters or
 	// the control vector changed, and the next decode reserves the
@@ -227,6 +230,12 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if p.Threads > 0 {
 		c.gc.NThreads = p.Threads
 	}
+	// the CPU backend's workers kept between graphs, as llama.cpp's tools
+	// attach a threadpool to their context (common_threadpools::init):
+	// without one, each graph starts and joins its threads
+	c.cpu = plan.CPU.Handle()
+	c.tp = c.lib.ThreadpoolNew(c.cpu, c.gc.NThreads)
+	c.gc.Threadpool = c.tp
 	c.noteCompute()
 	return c, nil
 }
@@ -372,6 +381,8 @@ func (c *Context) free() {
 		c.gc.Close()
 		c.gc = nil
 	}
+	c.lib.ThreadpoolFree(c.cpu, c.tp) // (after the backends that used it)
+	c.tp = 0
 	for _, ctx := range c.cacheCtxs {
 		ctx.Free()
 	}

@@ -25,6 +25,10 @@ type Context struct {
 	rs       *reserver
 	Res      *Reservation
 	NThreads int // cparams.n_threads and n_threads_batch
+	// Threadpool, where set, is the CPU backend's pool for every graph
+	// (llama_context's threadpool, attached as llama.cpp's tools attach
+	// one); 0: ggml makes one for each graph
+	Threadpool ops.Threadpool
 }
 
 // NewContext makes a context's scheduler and allocates its compute
@@ -405,6 +409,9 @@ func (st *Step) Inputs() []*cpp.Object {
 func (st *Step) Compute() error {
 	rs := st.c.rs
 	for _, be := range rs.bes {
+		if st.c.Threadpool != 0 {
+			rs.lib.BackendSetThreadpool(be, st.c.Threadpool)
+		}
 		rs.lib.BackendSetNThreads(be, st.c.NThreads)
 	}
 	if status := rs.lib.SchedGraphCompute(rs.sched, st.g.G); status != 0 {
