@@ -186,4 +186,16 @@ func TestModelsMax(t *testing.T) {
 	if p.ModelsMax() != 2 {
 		t.Fatal(p.ModelsMax())
 	}
+	// both busy: a third is refused, with the count as the reason
+	q := newPool(t, pool.Params{ModelsMax: 1, MaxWait: -1})
+	q.Add("a", cpuOptions(a))
+	q.Add("b", cpuOptions(b))
+	l := acquire(t, q, "a")
+	defer l.Release()
+	_, err := q.Acquire(context.Background(), "b", true)
+	var room *pool.RoomError
+	if !errors.As(err, &room) || room.Max != 1 || len(room.Short) != 0 {
+		t.Fatalf("%v", err)
+	}
+	t.Log(err)
 }
