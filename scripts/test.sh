@@ -46,7 +46,8 @@ runs+=("$out/tests.jsonl")
 # a vocabulary tokenizing for several goroutines at once, a context's
 # methods called at once, samplers of their own over one vocabulary, a
 # chat template rendering for several, the serving engine's slots,
-# requests and their cancellation)
+# requests and their cancellation, the model pool's loads, evictions and
+# waits)
 race_pkgs=$(go list ./native/... ./gguf/... ./vocab/... ./sample/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... ./chat/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	echo "race detector:"
