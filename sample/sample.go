@@ -1,3 +1,6 @@
+// Port of llama.cpp common/sampling.cpp (v0.5.0): common_sampler_init's
+// chain of samplers.
+
 // Package sample is llama.cpp's token sampling: the samplers of
 // src/llama-sampler.cpp and the chain that common_sampler_init builds from
 // common_params_sampling (common/sampling.cpp), with its grammar (package
@@ -64,6 +67,19 @@ func (k Kind) Char() byte {
 
 // Params mirrors common_params_sampling: the fields llama.cpp's command
 // line sets, with the same meanings.
+//
+// The zero value is llama.cpp's defaults (those of its command line, as
+// DefaultParams lists them): a field left at zero (a list: empty) takes
+// its default, so Params{Temp: 0.2} changes the temperature alone. A
+// zero that is meant, where llama.cpp gives zero a meaning of its own
+// (Temp 0: the greatest logit; TopK 0: top-k off; Seed 0: the seed 0; no
+// samplers at all), is said by naming the field in Explicit:
+//
+//	p := sample.Params{Temp: 0, Explicit: sample.SetTemp} // greedy
+//
+// Explicit also marks the fields the user chose, which a model's own
+// sampling defaults leave alone (FromModel), as llama.cpp's
+// user_sampling_config does.
 type Params struct {
 	Seed             uint32 // DefaultSeed: a random one
 	NPrev            int32
@@ -114,10 +130,14 @@ type Params struct {
 	// chat format's tool call) before it constrains anything.
 	GrammarLazy     bool
 	GrammarTriggers []GrammarTrigger
+
+	// Explicit names the fields whose value is meant as it is, zero
+	// included; see Params.
+	Explicit Set
 }
 
 // DefaultParams is common_params_sampling's defaults, those of llama.cpp's
-// command line.
+// command line: what Params{} stands for, every field spelled out.
 func DefaultParams() Params {
 	return Params{
 		Seed:                DefaultSeed,
@@ -143,6 +163,51 @@ func DefaultParams() Params {
 		Samplers: []Kind{KindPenalties, KindDRY, KindTopNSigma, KindTopK, KindTypicalP,
 			KindTopP, KindMinP, KindXTC, KindTemperature},
 	}
+}
+
+// Resolved is p as New takes it: every field left at zero (a list: empty)
+// and not named in Explicit given its default.
+func (p Params) Resolved() Params {
+	d := DefaultParams()
+	x := p.Explicit
+	if p.Seed == 0 && x&SetSeed == 0 {
+		p.Seed = d.Seed
+	}
+	for _, f := range []struct {
+		v   *int32
+		def int32
+		set Set
+	}{
+		{&p.NPrev, d.NPrev, SetNPrev}, {&p.TopK, d.TopK, SetTopK}, {&p.PenaltyLastN, d.PenaltyLastN, SetPenaltyLastN},
+		{&p.DryAllowedLength, d.DryAllowedLength, SetDryAllowedLength}, {&p.DryPenaltyLastN, d.DryPenaltyLastN, SetDryPenaltyLastN},
+	} {
+		if *f.v == 0 && x&f.set == 0 {
+			*f.v = f.def
+		}
+	}
+	for _, f := range []struct {
+		v   *float32
+		def float32
+		set Set
+	}{
+		{&p.TopP, d.TopP, SetTopP}, {&p.MinP, d.MinP, SetMinP}, {&p.XTCThreshold, d.XTCThreshold, SetXTCThreshold},
+		{&p.TypP, d.TypP, SetTypP}, {&p.Temp, d.Temp, SetTemp}, {&p.DynatempExponent, d.DynatempExponent, SetDynatempExponent},
+		{&p.PenaltyRepeat, d.PenaltyRepeat, SetPenaltyRepeat}, {&p.DryBase, d.DryBase, SetDryBase},
+		{&p.AdaptiveTarget, d.AdaptiveTarget, SetAdaptiveTarget}, {&p.AdaptiveDecay, d.AdaptiveDecay, SetAdaptiveDecay},
+		{&p.TopNSigma, d.TopNSigma, SetTopNSigma}, {&p.MirostatTau, d.MirostatTau, SetMirostatTau},
+		{&p.MirostatEta, d.MirostatEta, SetMirostatEta},
+	} {
+		if *f.v == 0 && x&f.set == 0 {
+			*f.v = f.def
+		}
+	}
+	if len(p.DrySequenceBreakers) == 0 && x&SetDrySequenceBreakers == 0 {
+		p.DrySequenceBreakers = d.DrySequenceBreakers
+	}
+	if len(p.Samplers) == 0 && x&SetSamplers == 0 {
+		p.Samplers = d.Samplers
+	}
+	return p
 }
 
 // UnknownError lists the names or characters that ParseSamplers or
@@ -237,10 +302,15 @@ type Sampler struct {
 
 // New is common_sampler_init, after the adjustments common_init_from_params
 // makes to the parameters: IgnoreEOS (dropped where the vocabulary has no
-// EOS) biases every end-of-generation token by -inf. It refuses the
+// EOS) biases every end-of-generation token by -inf. The parameters are
+// p.Resolved(): zero fields take llama.cpp's defaults. It refuses the
 // parameters common_sampler_init refuses, and a grammar or a JSON schema
 // that does not parse or convert.
 func New(v *vocab.Vocab, p Params) (*Sampler, error) {
+	if v == nil {
+		return nil, errors.New("sample: no vocabulary")
+	}
+	p = p.Resolved()
 	if isInf32(p.PenaltyRepeat) || p.PenaltyRepeat != p.PenaltyRepeat || p.PenaltyRepeat <= 0 || isInf32(1/p.PenaltyRepeat) {
 		return nil, errors.New("sample: penalty_repeat must be finite and greater than 0")
 	}
@@ -439,11 +509,15 @@ type TokenData struct {
 }
 
 // Candidates is common_sampler_get_candidates after Sample: the
-// candidates the chain left and the index of the selected one; sorted by
+// candidates the chain left and the index of the selected one (none and
+// -1 before a Sample that selected a token); sorted by
 // descending probability (std::sort, as llama.cpp sorts them) when sort
 // is true and the chain left them unsorted.
 func (s *Sampler) Candidates(sort bool) ([]TokenData, int) {
 	c := &s.cur
+	if c.selected < 0 || c.selected >= len(c.data) {
+		return nil, -1 // (no Sample yet, or the last one failed)
+	}
 	if sort && !c.sorted && c.selected >= 0 {
 		id := c.data[c.selected].id
 		stdSort(c.data, func(a, b *tokenData) bool { return a.p > b.p })

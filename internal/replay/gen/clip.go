@@ -85,7 +85,8 @@ func clipRun(s *source, out, header, pin string) error {
 		}
 		for _, fn := range fns {
 			if count[fn.name] > 1 {
-				fn.name += "/" + strconv.Itoa(countParams(fn.params))
+				n, _ := paramCount(fn.params)
+				fn.name += "/" + strconv.Itoa(n)
 			}
 			if err := g.add(fn); err != nil {
 				return err
@@ -185,27 +186,6 @@ func (g *generator) resolveClip() error {
 	return nil
 }
 
-// countParams counts a parameter list's parameters.
-func countParams(toks []token) int {
-	if len(toks) == 0 {
-		return 0
-	}
-	n, depth := 1, 0
-	for _, t := range toks {
-		switch t.s {
-		case "(", "<", "[", "{":
-			depth++
-		case ")", ">", "]", "}":
-			depth--
-		case ",":
-			if depth == 0 {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // findDefsIn finds every definition of a method inside the body of
 // struct class in a header (overloads included); of every method, when
 // method is "".
@@ -265,7 +245,7 @@ func (g *generator) writeClipTables(dir, header string) error {
 	}
 	var b strings.Builder
 	b.WriteString(header)
-	b.WriteString("package clip\n\nimport (\n\t\"github.com/ggload/ggload/internal/cpp\"\n\t\"github.com/ggload/ggload/internal/replay/cpp/ast\"\n)\n\n")
+	b.WriteString("package clip\n\nimport (\n\t\"github.com/ggload/ggload/internal/replay/cpp\"\n\t\"github.com/ggload/ggload/internal/replay/cpp/ast\"\n)\n\n")
 	b.WriteString("// formats: the tensor-name and metadata-key formats of clip-impl.h.\nvar formats = map[string]string{\n")
 	defined := map[string]bool{}
 	for _, m := range strDefineRe.FindAllStringSubmatch(text, -1) {

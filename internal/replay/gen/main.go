@@ -545,7 +545,7 @@ func (g *generator) writePrograms(out, pin string) error {
 func (g *generator) writeTables(out, header, pin string, tb *tables) error {
 	var t strings.Builder
 	t.WriteString(header)
-	t.WriteString("package arch\n\nimport (\n\t\"github.com/ggload/ggload/internal/cpp\"\n\t\"github.com/ggload/ggload/internal/replay/cpp/ast\"\n)\n\n")
+	t.WriteString("package arch\n\nimport (\n\t\"github.com/ggload/ggload/internal/replay/cpp\"\n\t\"github.com/ggload/ggload/internal/replay/cpp/ast\"\n)\n\n")
 	fmt.Fprintf(&t, "// Pin is the llama.cpp release the tables and programs come from.\nconst Pin = %q\n\n", pin)
 	if err := writeArchTable(&t, tb); err != nil {
 		return err
