@@ -137,9 +137,12 @@ type Params struct {
 }
 
 // DefaultParams is common_params_sampling's defaults, those of llama.cpp's
-// command line: what Params{} stands for, every field spelled out.
+// command line: what Params{} stands for, every field spelled out and
+// named in Explicit, so that a field set to zero afterwards (a seed of 0,
+// a temperature of 0) is meant as it is.
 func DefaultParams() Params {
 	return Params{
+		Explicit:            SetAll,
 		Seed:                DefaultSeed,
 		NPrev:               64,
 		TopK:                40,
@@ -166,7 +169,8 @@ func DefaultParams() Params {
 }
 
 // Resolved is p as New takes it: every field left at zero (a list: empty)
-// and not named in Explicit given its default.
+// and not named in Explicit given its default; every field is then
+// explicit.
 func (p Params) Resolved() Params {
 	d := DefaultParams()
 	x := p.Explicit
@@ -207,6 +211,7 @@ func (p Params) Resolved() Params {
 	if len(p.Samplers) == 0 && x&SetSamplers == 0 {
 		p.Samplers = d.Samplers
 	}
+	p.Explicit = SetAll
 	return p
 }
 
