@@ -61,6 +61,11 @@ import (
 // ErrClosed is wrapped by the errors of a closed Context's methods.
 var ErrClosed = errors.New("infer: the context is closed")
 
+// ErrNoMemorySlot is wrapped by Decode's error where the memory has no
+// room for the batch (llama_decode's 1): nothing was decoded, and a
+// smaller batch, or one after a sequence is removed, may fit.
+var ErrNoMemorySlot = errors.New("failed to find a memory slot")
+
 // Params are a context's own options (the rest are the plan's). The
 // zero value is what ggload run does without options.
 type Params struct {
@@ -409,6 +414,7 @@ func (c *Context) allocCache(cm *place.ContextMemory) error {
 		switch mc.Class {
 		case "llama_memory_recurrent":
 			c.recr = newRecCache(mc.Cells, mc.NRSSeq, ts)
+			c.recr.setLayers(mc, ts)
 		case "llama_dsv4_comp_state":
 			if c.dsv4 == nil {
 				c.dsv4 = &dsv4Mem{nSeqMax: c.nSeqMax, nRSSeq: mc.NRSSeq, rsIdx: make([]uint32, c.nSeqMax)}
@@ -739,14 +745,7 @@ func (c *Context) seqPosMin(seq int32) int32 {
 		return c.dsv4SeqPosMax(seq)
 	}
 	attn := int32(-1)
-	if len(c.caches) > 0 {
-		kc := c.caches[0]
-		for _, k := range c.caches {
-			if k.streams[0].nSWA > 0 {
-				kc = k
-				break
-			}
-		}
+	if kc := c.posCache(); kc != nil {
 		attn = kc.stream(seq).seqPosMin(seq)
 	}
 	switch {
@@ -910,7 +909,7 @@ func (c *Context) decode(b *graph.Ubatch) error {
 		for k, u := range ubs {
 			sl, ok := dry.findSlot(u)
 			if !ok {
-				return fmt.Errorf("infer: decode: failed to find a memory slot for batch of size %d", n)
+				return fmt.Errorf("infer: decode: %w for batch of size %d", ErrNoMemorySlot, n)
 			}
 			if len(ubs) > 1 {
 				dry.apply(sl, u)
@@ -1316,6 +1315,16 @@ func (c *Context) SeqKeep(seq int32) error {
 	return nil
 }
 
+// SeqPosMin is the first position of the sequence in the memory, -1 if
+// none (llama_memory_seq_pos_min).
+func (c *Context) SeqPosMin(seq int32) int32 {
+	if c.hold() != nil {
+		return -1
+	}
+	defer c.mu.Unlock()
+	return c.seqPosMin(seq)
+}
+
 // SeqPosMax is the last position of the sequence in the cache, -1 if none.
 func (c *Context) SeqPosMax(seq int32) int32 {
 	if c.hold() != nil {
@@ -1336,13 +1345,29 @@ func (c *Context) seqPosMax(seq int32) int32 {
 		return c.dsv4SeqPosMax(seq)
 	case c.recr != nil && len(c.caches) > 0:
 		// a hybrid: the lesser of its two memories' (llama_memory_hybrid)
-		return min(c.recr.seqPosMax(seq), c.caches[0].stream(seq).seqPosMax(seq))
+		return min(c.recr.seqPosMax(seq), c.posCache().stream(seq).seqPosMax(seq))
 	case c.recr != nil:
 		return c.recr.seqPosMax(seq)
 	case len(c.caches) > 0:
-		return c.caches[0].stream(seq).seqPosMax(seq)
+		return c.posCache().stream(seq).seqPosMax(seq)
 	}
 	return -1
+}
+
+// posCache is the KV cache whose positions are the memory's: an iSWA
+// memory's sliding-window cache (llama_kv_cache_iswa's seq_pos_min and
+// seq_pos_max ask it: the base cache holds a superset), else the first;
+// nil without one.
+func (c *Context) posCache() *kvCache {
+	for _, k := range c.caches {
+		if k.streams[0].nSWA > 0 {
+			return k
+		}
+	}
+	if len(c.caches) > 0 {
+		return c.caches[0]
+	}
+	return nil
 }
 
 // Argmax is the index of the greatest logit, the first of equal ones

@@ -31,6 +31,21 @@ type kvCache struct {
 	// n-gram embeddings' image or end-of-sequence token; -1: none)
 	pos2d   bool
 	embdTok int32
+
+	// for the state's reads and writes (state.go): the layers in the
+	// cache's order, each one's K and V (nil for MLA) and its V width
+	// (n_embd_v_gqa of the layer); whether a cell's ext is saved
+	// (has_cell_ext); n_seq_max
+	layers  []kvLayer
+	cellExt bool
+	nSeqMax uint32
+}
+
+// kvLayer is one layer of a KV cache (llama_kv_cache's layers).
+type kvLayer struct {
+	il    int
+	k, v  *ops.Tensor
+	nEmbV int64
 }
 
 // ropeType is the rope_type of the hparams the cache keeps (an indexer
@@ -57,6 +72,22 @@ func newKVCache(mc *arch.Cache, ts []*ops.Tensor, model *arch.Hparams) *kvCache 
 	}
 	for range max(mc.Streams, 1) {
 		kc.streams = append(kc.streams, newKVCells(mc.Cells, mc.NSWA, mc.SWAType))
+	}
+	kc.nSeqMax = mc.NSeqMax
+	kc.cellExt = kc.pos2d || kc.embdTok >= 0
+	for j, mt := range mc.Tensors {
+		switch mt.Role {
+		case 'k':
+			kc.layers = append(kc.layers, kvLayer{il: mt.Layer, k: ts[j]})
+		case 'v':
+			if n := len(kc.layers); n > 0 && kc.layers[n-1].il == mt.Layer {
+				l := &kc.layers[n-1]
+				l.v, l.nEmbV = ts[j], mt.Ne[0]
+				if kc.vTrans {
+					l.nEmbV, _ = model.Call("n_embd_v_gqa", int64(mt.Layer))
+				}
+			}
+		}
 	}
 	return kc
 }

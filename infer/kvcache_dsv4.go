@@ -604,7 +604,7 @@ func (c *Context) decodeDSV4(b *graph.Ubatch, nOutAll int) error {
 		}
 	}
 	if batch == nil {
-		return fmt.Errorf("infer: decode: failed to find a memory slot for batch of size %d", n)
+		return fmt.Errorf("infer: decode: %w for batch of size %d", ErrNoMemorySlot, n)
 	}
 	// the context made: each sequence's pending rollback is its plans'
 	if d.nRSSeq > 0 {

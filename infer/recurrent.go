@@ -50,6 +50,11 @@ type recCache struct {
 	rsZ     int32
 	nRSSeq  uint32
 	rsIdx   []uint32 // per sequence
+
+	// for the state's reads and writes (state.go): each layer's r, s and
+	// PLE conv states (nil where the layer has none), of hparams'
+	// n_layer layers
+	r, s, p []*ops.Tensor
 }
 
 func newRecCache(size, nRSSeq uint32, ts []*ops.Tensor) *recCache {
@@ -121,7 +126,7 @@ func (r *recCache) findSlot(u *ubatch) error {
 		if !own {
 			e := &r.cells[next]
 			if !e.empty() {
-				return fmt.Errorf("infer: decode: no empty recurrent state for sequence %d", id)
+				return fmt.Errorf("infer: decode: %w: no empty recurrent state for sequence %d", ErrNoMemorySlot, id)
 			}
 			if meta.tail >= 0 {
 				orig := &r.cells[meta.tail]

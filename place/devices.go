@@ -158,6 +158,14 @@ func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error
 	return out, log, nil
 }
 
+// Devices is the model's device list a plan of params uses (as
+// llama.cpp's llama_model_load chooses it), without planning: what Fit
+// measures, in the order its FitOptions.Targets follow.
+func Devices(rt *ggml.Runtime, params Params) ([]*ggml.Device, error) {
+	devs, _, err := resolveDevices(rt, params)
+	return devs, err
+}
+
 // KeepConnected keeps ggml's RPC client connected to the RPC servers
 // among the devices of each of params until release is called
 // (ggml.Device.KeepConnected): planning, and a load after it, then make

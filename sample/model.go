@@ -43,6 +43,10 @@ const (
 	SetAdaptiveTarget
 	SetAdaptiveDecay
 	SetTopNSigma
+
+	// SetAll names every field: a Params whose every value is meant as it
+	// is, as one filled in from a request over resolved defaults.
+	SetAll = SetTopNSigma<<1 - 1
 )
 
 // FromModel applies the sampling defaults a model carries in its

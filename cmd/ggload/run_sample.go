@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/grammar"
+	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/sample"
 )
 
@@ -224,11 +226,43 @@ func (sf *sampleFlags) add(s *optionSet) {
 			p.LogitBias = append(p.LogitBias, sample.LogitBias{Token: id, Bias: b})
 			return nil
 		}})
-	why := "grammar-constrained sampling (llama_sampler_init_grammar and its GBNF parser) is not part of ggload's sampler"
-	for _, u := range []struct {
-		names []string
-		value string
-	}{{[]string{"--grammar"}, "GRAMMAR"}, {[]string{"--grammar-file"}, "FNAME"}, {[]string{"-j", "--json-schema"}, "SCHEMA"}, {[]string{"-jf", "--json-schema-file"}, "FILE"}} {
-		s.add(&option{names: u.names, value: u.value, unsupported: why})
+	// the grammar options, as llama.cpp's: the last one given wins; a
+	// JSON schema is converted when the option is read
+	grammarOpt := func(names []string, value, help string, typ sample.GrammarType, read func(string) (string, error)) {
+		s.add(&option{names: names, value: value, help: help, set: func(v string) error {
+			g, err := read(v)
+			if err != nil {
+				return err
+			}
+			p.Grammar, p.JSONSchema, p.GrammarType = g, "", typ
+			return nil
+		}})
 	}
+	readFile := func(v string) (string, error) {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return "", fmt.Errorf("failed to open file '%s': %w", v, err)
+		}
+		return string(b), nil
+	}
+	schema := func(text string) (string, error) {
+		v, err := ojson.ParseString(text)
+		if err != nil {
+			return "", err
+		}
+		return grammar.FromJSONSchemaWarn(v, func(msg string) {
+			fmt.Fprintf(os.Stderr, "WARNING: JSON schema conversion was incomplete: %s\n", msg)
+		})
+	}
+	grammarOpt([]string{"--grammar"}, "GRAMMAR", "BNF-like grammar to constrain generations (see samples in llama.cpp's grammars/ dir)", sample.GrammarUser,
+		func(v string) (string, error) { return v, nil })
+	grammarOpt([]string{"--grammar-file"}, "FNAME", "file to read grammar from", sample.GrammarUser, readFile)
+	grammarOpt([]string{"-j", "--json-schema"}, "SCHEMA", "JSON schema to constrain generations, e.g. '{\"type\": \"object\"}' for any JSON object", sample.GrammarOutputFormat, schema)
+	grammarOpt([]string{"-jf", "--json-schema-file"}, "FILE", "file containing a JSON schema to constrain generations", sample.GrammarOutputFormat, func(v string) (string, error) {
+		text, err := readFile(v)
+		if err != nil {
+			return "", err
+		}
+		return schema(text)
+	})
 }

@@ -341,7 +341,7 @@ func (g *textGen) run(toks []int32, steps int) error {
 	}
 	rep.PromptTokens = toks
 	for _, t := range toks {
-		g.smpl.Accept(t)
+		g.smpl.AcceptPrompt(t)
 		p, err := g.piece(t)
 		if err != nil {
 			return err
@@ -385,7 +385,9 @@ func (g *textGen) run(toks []int32, steps int) error {
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		g.smpl.Accept(id)
+		if err := g.smpl.Accept(id); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
 		remain--
 		p, err := g.piece(id)
 		if err != nil {

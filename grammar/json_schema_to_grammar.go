@@ -713,41 +713,7 @@ func (c *converter) objectRule(props []namedSchema, required map[string]bool, na
 		if len(requiredProps) > 0 {
 			rule.WriteString(` "," space ( `)
 		}
-		// get_recursive_refs of optionalProps[j:]: the pin recomputes
-		// each tail for every start, which gives the same rules in the
-		// same order as computing it once
-		optional := make([]string, len(optionalProps))
-		done := make([]bool, len(optionalProps))
-		var refs func(j int, firstOptional bool) string
-		refs = func(j int, firstOptional bool) string {
-			if j >= len(optionalProps) {
-				return ""
-			}
-			if firstOptional && done[j] {
-				return optional[j]
-			}
-			k := optionalProps[j]
-			kvName := kv[k]
-			comma := `( "," space ` + kvName + " )"
-			var res string
-			switch {
-			case firstOptional && k == "*":
-				res = comma + "*"
-			case firstOptional:
-				res = comma + "?"
-			case k == "*":
-				res = kvName + " " + comma + "*"
-			default:
-				res = kvName
-			}
-			if j+1 < len(optionalProps) {
-				res += " " + c.addRule(sub(k+"-rest"), refs(j+1, true))
-			}
-			if firstOptional {
-				optional[j], done[j] = res, true
-			}
-			return res
-		}
+		refs := c.optionalRefs(optionalProps, kv, sub)
 		for i := range optionalProps {
 			if i > 0 {
 				rule.WriteString(" | ")
@@ -761,6 +727,46 @@ func (c *converter) objectRule(props []namedSchema, required map[string]bool, na
 	}
 	rule.WriteString(` space "}"`)
 	return rule.String()
+}
+
+// optionalRefs is _build_object_rule's get_recursive_refs: the rule of
+// optionalProps[j:], the first one optional or not, each tail a rule of
+// its own. The pin recomputes each tail for every start, which gives the
+// same rules in the same order as computing it once.
+func (c *converter) optionalRefs(optionalProps []string, kv map[string]string, sub func(string) string) func(j int, firstOptional bool) string {
+	optional := make([]string, len(optionalProps))
+	done := make([]bool, len(optionalProps))
+	var refs func(j int, firstOptional bool) string
+	refs = func(j int, firstOptional bool) string {
+		if j >= len(optionalProps) {
+			return ""
+		}
+		if firstOptional && done[j] {
+			return optional[j]
+		}
+		k := optionalProps[j]
+		kvName := kv[k]
+		comma := `( "," space ` + kvName + " )"
+		var res string
+		switch {
+		case firstOptional && k == "*":
+			res = comma + "*"
+		case firstOptional:
+			res = comma + "?"
+		case k == "*":
+			res = kvName + " " + comma + "*"
+		default:
+			res = kvName
+		}
+		if j+1 < len(optionalProps) {
+			res += " " + c.addRule(sub(k+"-rest"), refs(j+1, true))
+		}
+		if firstOptional {
+			optional[j], done[j] = res, true
+		}
+		return res
+	}
+	return refs
 }
 
 // errRefCycle stops allOf's walk through a $ref that leads back to

@@ -282,14 +282,14 @@ func (b *schemaBuilder) resolve(ref, path string) ojson.Value {
 	return target
 }
 
-// stoull is std::stoull(s) in base 10: spaces, a sign (a minus negates,
-// modulo 2^64), digits; false where it throws (no digit, or past 2^64).
-func stoull(s string) (uint64, bool) {
+// cNumber is what strtol and its kin read of s in base 10: after leading
+// spaces, a sign and the digits; ok where there is a digit (what
+// follows is left).
+func cNumber(s string) (neg bool, digits string, ok bool) {
 	i := 0
 	for i < len(s) && isCSpace(s[i]) {
 		i++
 	}
-	neg := false
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
 		i++
@@ -298,10 +298,17 @@ func stoull(s string) (uint64, bool) {
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
 	}
-	if i == start {
+	return neg, s[start:i], i > start
+}
+
+// stoull is std::stoull(s) in base 10 (a minus negates, modulo 2^64);
+// false where it throws (no digit, or past 2^64).
+func stoull(s string) (uint64, bool) {
+	neg, digits, ok := cNumber(s)
+	if !ok {
 		return 0, false
 	}
-	v, err := strconv.ParseUint(s[start:i], 10, 64)
+	v, err := strconv.ParseUint(digits, 10, 64)
 	if err != nil {
 		return 0, false
 	}
@@ -309,6 +316,23 @@ func stoull(s string) (uint64, bool) {
 		v = -v
 	}
 	return v, true
+}
+
+// stoi is std::stoi(s); false where it throws (no digit, or past int's
+// range).
+func stoi(s string) (int, bool) {
+	neg, digits, ok := cNumber(s)
+	if !ok {
+		return 0, false
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, false
+	}
+	return int(v), true
 }
 
 func isCSpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }

@@ -290,31 +290,6 @@ func (t *patternTranslator) repeat(seq []seqItem) []seqItem {
 	return seq
 }
 
-// stoi is std::stoi: spaces, a sign, digits (what follows ignored);
-// false where it throws (no digit, or past int's range).
-func stoi(s string) (int, bool) {
-	i := 0
-	for i < len(s) && isCSpace(s[i]) {
-		i++
-	}
-	j := i
-	if j < len(s) && (s[j] == '+' || s[j] == '-') {
-		j++
-	}
-	k := j
-	for k < len(s) && s[k] >= '0' && s[k] <= '9' {
-		k++
-	}
-	if k == j {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(s[i:k], 10, 64)
-	if err != nil || v < math.MinInt32 || v > math.MaxInt32 {
-		return 0, false
-	}
-	return int(v), true
-}
-
 // literal reads a run of literal characters, escapes included, which
 // stops before a character that a following quantifier would take.
 func (t *patternTranslator) literal(c byte) string {
