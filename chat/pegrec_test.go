@@ -365,3 +365,14 @@ func TestPinAutoParser(t *testing.T) {
 		t.Errorf("only %d analyses recorded", r.counts["analysis"])
 	}
 }
+
+// The pin's tests/test-chat-analysis.cpp: the diffs of renders it
+// splits and the segments it cuts, for every template its list names,
+// the same in Go.
+func TestPinChatAnalysis(t *testing.T) {
+	r := recordPin(t, "test-chat-analysis", []string{"tests/test-chat-analysis.cpp"})
+	t.Logf("test-chat-analysis: %s; %d differ", r.summary(), r.bad)
+	if r.counts["diff split"] < 100 || r.counts["segments"] < 100 {
+		t.Errorf("only %d diff splits and %d segmentations recorded", r.counts["diff split"], r.counts["segments"])
+	}
+}
