@@ -73,13 +73,15 @@ install_set() {
 # system_packages: the Debian packages the tests use that this machine
 # lacks (printed one per line): cmake, ninja and a compiler build the RPC
 # backend; git unpacks the pinned source; the Vulkan loader and lavapipe
-# give a Vulkan device; iproute2 makes the RPC hosts' network namespaces.
+# give a Vulkan device; iproute2 makes the RPC hosts' network namespaces;
+# tmux gives run's conversation mode a real terminal.
 system_packages() {
 	command -v cmake >/dev/null || echo cmake
 	command -v ninja >/dev/null || echo ninja-build
 	command -v c++ >/dev/null || command -v g++ >/dev/null || echo g++
 	command -v git >/dev/null || echo git
 	command -v ip >/dev/null && command -v tc >/dev/null || echo iproute2
+	command -v tmux >/dev/null || echo tmux
 	if [ "$(uname -s)" = Linux ]; then
 		# (grep reads everything: with -q, ldconfig could die of SIGPIPE)
 		ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1' >/dev/null || echo libvulkan1

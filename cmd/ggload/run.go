@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(command{"run", "MODEL [options] -p TEXT | --tokens ID,ID,...", "load a model and run it with llama.cpp's forward pass: a prompt of text, sampled as llama-completion samples, or of token ids with greedy steps", runRun})
+	register(command{"run", "MODEL [options] -p TEXT | -cnv | --tokens ID,ID,...", "load a model and run it with llama.cpp's forward pass: a prompt of text, sampled as llama-completion samples, a conversation in its chat template, or token ids with greedy steps", runRun})
 	optionSets["run"] = func() *optionSet {
 		pf := defaultPlaceFlags()
 		rf := newRunFlags()
@@ -43,8 +43,8 @@ type runFlags struct {
 }
 
 func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
-	s := newOptionSet("run", "Load MODEL with llama.cpp's options and run it. With -p TEXT or -f FILE, as llama-completion -no-cnv: the prompt tokenized with the model's vocabulary, decoded, then tokens sampled by llama.cpp's sampler chain (its defaults and options) and printed until an end-of-generation token, -n tokens or a full context. With --tokens, the ids decoded as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
-		"ggload run MODEL -p TEXT [options]", "ggload run -hf <user>/<model>[:quant] -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
+	s := newOptionSet("run", "Load MODEL with llama.cpp's options and run it. On a model with a chat template (or with -cnv), a conversation, as llama-completion -cnv holds one: the template applied turn by turn, the replies printed as they are generated, the user's turns read from the standard input (-no-cnv turns it off). With -p TEXT or -f FILE, as llama-completion -no-cnv: the prompt tokenized with the model's vocabulary, decoded, then tokens sampled by llama.cpp's sampler chain (its defaults and options) and printed until an end-of-generation token, -n tokens or a full context. With --tokens, the ids decoded as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
+		"ggload run MODEL -p TEXT [options]", "ggload run MODEL [-sys TEXT] [-p TEXT] [options]", "ggload run -hf <user>/<model>[:quant] -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
 	pf.add(s)
 	s.group("run")
 	s.add(&option{names: []string{"--tokens"}, value: "ID,ID,...", help: "the prompt's token ids (text comes with the tokenizer)",
@@ -186,7 +186,7 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if pf.mmproj.given() {
 		return s.errorf("-mm/-mmu: run encodes no image or audio, so it has no use for a multimodal projector (plan and load place and load one)")
 	}
-	if rf.text.given() {
+	if rf.text.given() || rf.text.chat.wanted() && len(rf.tokens) == 0 {
 		if len(rf.tokens) > 0 {
 			return s.errorf("-p/-f and --tokens are exclusive: give the prompt as text or as token ids")
 		}

@@ -25,10 +25,11 @@ type textFlags struct {
 	escape   bool
 	special  bool
 	sampling sampleFlags
+	chat     chatFlags // conversation mode (run_chat.go)
 }
 
 func newRunFlags() runFlags {
-	return runFlags{text: textFlags{escape: true, sampling: newSampleFlags()}}
+	return runFlags{text: textFlags{escape: true, sampling: newSampleFlags(), chat: chatFlags{mode: -1}}}
 }
 
 func (tf *textFlags) given() bool { return tf.set || tf.file != "" }
@@ -48,21 +49,7 @@ func (tf *textFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"-e", "--escape"}, neg: []string{"--no-escape"}, help: "process escapes (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt (default: true)",
 		on: func(on bool) error { tf.escape = on; return nil }})
 	s.add(&option{names: []string{"-sp", "--special"}, help: "print special tokens' text too (default: false)", on: func(on bool) error { tf.special = on; return nil }})
-	whyChat := "chat templates (llama_chat_apply_template, Jinja) and interactive sessions are not part of ggload: run takes the prompt as it is, as llama-completion -no-cnv does"
-	s.add(&option{names: []string{"-cnv", "--conversation"}, neg: []string{"-no-cnv", "--no-conversation"}, help: "llama.cpp's conversation mode; -no-cnv is what ggload run always does",
-		on: func(on bool) error {
-			if on {
-				return fmt.Errorf("not supported: %s", whyChat)
-			}
-			return nil
-		}})
-	for _, u := range []struct {
-		names []string
-		value string
-	}{{[]string{"-sys", "--system-prompt"}, "PROMPT"}, {[]string{"-sysf", "--system-prompt-file"}, "FNAME"}, {[]string{"-i", "--interactive"}, ""}, {[]string{"-if", "--interactive-first"}, ""},
-		{[]string{"--chat-template"}, "JINJA_TEMPLATE"}, {[]string{"--chat-template-file"}, "JINJA_TEMPLATE_FILE"}} {
-		s.add(&option{names: u.names, value: u.value, unsupported: whyChat})
-	}
+	tf.chat.add(s)
 	tf.sampling.add(s)
 }
 
@@ -215,6 +202,13 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 	smpl, err := sample.New(v, tf.sampling.params(pd.m, tf.escape))
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	if tm, on, err := tf.chat.templates(pd, v, rf.asJSON); err != nil {
+		return err
+	} else if on {
+		return runChat(ctx, pd, pf, rf, v, smpl, tm, stdout)
+	} else if !tf.given() {
+		return fmt.Errorf("run: %s has no chat template for conversation mode (-cnv or --chat-template gives one): give a prompt with -p or -f", path)
 	}
 	toks, err := v.Tokenize(prompt, true, true)
 	if err != nil {

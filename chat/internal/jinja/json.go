@@ -62,7 +62,11 @@ func freeze(j ojson.Value, markInput bool) value {
 }
 
 func share(v value) {
-	v.b().shared = true
+	// (the singletons are shared already: no write to them, which
+	// contexts made at once would race on)
+	if b := v.b(); !b.shared {
+		b.shared = true
+	}
 	switch x := v.(type) {
 	case *arrVal:
 		for _, e := range x.items {
