@@ -81,3 +81,53 @@ func TrimHeap() bool {
 	}
 	return true
 }
+
+// dlInfo mirrors Dl_info of <dlfcn.h>.
+type dlInfo struct {
+	fname *byte
+	fbase uintptr
+	sname *byte
+	saddr uintptr
+}
+
+var (
+	dladdrOnce sync.Once
+	dladdrFn   func(addr uintptr, info *dlInfo) int32
+)
+
+// moduleSymbol finds name in the shared library that holds addr: dladdr
+// names the library, dlopen of that name gives the handle of the library
+// already loaded, dlsym the symbol; 0 where a step fails.
+func moduleSymbol(addr uintptr, name string) uintptr {
+	dladdrOnce.Do(func() {
+		for _, lib := range []string{"libc.so.6", "libdl.so.2", "/usr/lib/libSystem.B.dylib"} {
+			h, err := dlopen(lib)
+			if err != nil {
+				continue
+			}
+			if sym, err := dlsym(h, "dladdr"); err == nil {
+				purego.RegisterFunc(&dladdrFn, sym)
+				return
+			}
+		}
+	})
+	if dladdrFn == nil {
+		return 0
+	}
+	var info dlInfo
+	if dladdrFn(addr, &info) == 0 || info.fname == nil {
+		return 0
+	}
+	h, err := purego.Dlopen(GoString(info.fname), purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return 0
+	}
+	sym, err := dlsym(h, name)
+	if err != nil {
+		return 0
+	}
+	return sym
+}
+
+// registerFunc binds the C function at sym to fn.
+func registerFunc(fn any, sym uintptr) { purego.RegisterFunc(fn, sym) }

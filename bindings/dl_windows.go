@@ -45,3 +45,10 @@ func cSetenv(name, value string) error {
 // TrimHeap: the Windows C runtime's heap gives freed memory back itself;
 // there is nothing to call.
 func TrimHeap() bool { return false }
+
+// moduleSymbol finds name in the DLL that holds addr; 0 where it cannot
+// (not done on Windows: callers do without).
+func moduleSymbol(addr uintptr, name string) uintptr { return 0 }
+
+// registerFunc binds the C function at sym to fn.
+func registerFunc(fn any, sym uintptr) { purego.RegisterFunc(fn, sym) }

@@ -138,8 +138,8 @@ func Find(opts FindOptions) (Location, error) {
 			return loc, nil
 		}
 	}
-	return Location{}, fmt.Errorf("%w; searched:\n  %s\nfetch them with: ggload fetch, or scripts/fetch-native.sh %s (Vulkan: linux-x64-vulkan; RPC: scripts/build-native.sh linux-x64 cpu,rpc --into <set>), or set GGLOAD_LIB_DIR to a llama.cpp build's library directory",
-		ErrNotFound, strings.Join(tried, "\n  "), platform)
+	return Location{}, fmt.Errorf("%w; searched:\n  %s\nfetch them with: %s, or in a checkout scripts/fetch-native.sh %s (Vulkan: linux-x64-vulkan; RPC: scripts/build-native.sh linux-x64 cpu,rpc --into <set>), or set GGLOAD_LIB_DIR to a llama.cpp build's library directory",
+		ErrNotFound, strings.Join(tried, "\n  "), FetchCommand(), platform)
 }
 
 // SearchOrder describes, in Find's order, where the native libraries are

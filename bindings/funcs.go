@@ -1,3 +1,7 @@
+// Port of llama.cpp ggml/include/ggml.h, ggml/include/ggml-backend.h,
+// ggml/include/ggml-cpu.h, ggml/include/ggml-rpc.h and ggml/include/gguf.h
+// (v0.5.0): the functions' signatures.
+
 package bindings
 
 import "unsafe"
@@ -241,6 +245,10 @@ type Funcs struct {
 	TensorMemset   func(t *Tensor, v uint8, offset, size uintptr)                         `c:"ggml_backend_tensor_memset"`
 	TensorSetAsync func(be Backend, t *Tensor, data unsafe.Pointer, offset, size uintptr) `c:"ggml_backend_tensor_set_async"`
 	TensorGetAsync func(be Backend, t *Tensor, data unsafe.Pointer, offset, size uintptr) `c:"ggml_backend_tensor_get_async"`
+
+	// the CPU backend's thread pools (ggml_threadpool_new and its kin come
+	// from the CPU backend's registry: bindings.Proc)
+	ThreadpoolParamsInit func(p *ThreadpoolParams, nThreads int32) `c:"ggml_threadpool_params_init"`
 
 	// backends (streams)
 	BackendName         func(be Backend) string         `c:"ggml_backend_name"`

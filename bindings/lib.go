@@ -31,6 +31,8 @@ type Lib struct {
 
 	procMu sync.Mutex
 	procs  map[procKey]any
+
+	cpuTraits cpuTraits // (cputraits.go)
 }
 
 type procKey struct {
@@ -310,6 +312,12 @@ func (l *Lib) checkLayout() error {
 		if GoString(p.Name) != l.DevName(d) || GoString(p.Description) != l.DevDescription(d) || p.Type != l.DevType(d) {
 			bad = append(bad, fmt.Sprintf("device %d props (%q, type %d)", i, GoString(p.Name), p.Type))
 		}
+	}
+	var tp ThreadpoolParams
+	tp.CPUMask[0], tp.StrictCPU, tp.Paused = true, true, true
+	l.ThreadpoolParamsInit(&tp, 3)
+	if tp.NThreads != 3 || tp.Prio != 0 || tp.Poll != 50 || tp.StrictCPU || tp.Paused || tp.CPUMask[0] {
+		bad = append(bad, fmt.Sprintf("ggml_threadpool_params_init's defaults read back as n_threads %d, prio %d, poll %d", tp.NThreads, tp.Prio, tp.Poll))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("bindings: the C struct mirrors do not match %s: %s", l.Loc.Base, strings.Join(bad, "; "))

@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/ggml-backend-reg.cpp (v0.5.0): the backend
+// modules' names and load order.
+
 package bindings
 
 import (

@@ -285,3 +285,14 @@ func openVerified(file, want string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// FetchCommand is the command that installs the pinned native set on
+// this machine: ggload fetch where the environment names an npm
+// registry (GGLOAD_NPM_REGISTRY, npm's setting), else with npm's own
+// registry given on the command line.
+func FetchCommand() string {
+	if _, err := findRegistry(); err == nil {
+		return "ggload fetch"
+	}
+	return `ggload fetch --registry "$(npm config get registry)"`
+}

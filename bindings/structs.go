@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/include/ggml.h, ggml/include/ggml-backend.h and
+// ggml/include/gguf.h (v0.5.0): the C structs and enums ggload mirrors.
+
 package bindings
 
 import "unsafe"
@@ -16,6 +19,7 @@ type (
 	Sched       uintptr // ggml_backend_sched_t
 	GGUFContext uintptr // struct gguf_context *
 	LlamaModel  uintptr // struct llama_model *
+	Threadpool  uintptr // struct ggml_threadpool *
 )
 
 // Limits of the pinned ggml.h.
@@ -91,6 +95,21 @@ type DevProps struct {
 	DeviceID    *byte
 	Caps        DevCaps
 	_           [3]byte
+}
+
+// MaxThreads is GGML_MAX_N_THREADS: the length of a threadpool's CPU mask.
+const MaxThreads = 512
+
+// ThreadpoolParams mirrors struct ggml_threadpool_params (ggml.h): the CPU
+// backend's thread pool, as ggml_threadpool_new takes it.
+type ThreadpoolParams struct {
+	CPUMask   [MaxThreads]bool // all false: the inherited affinity
+	NThreads  int32
+	Prio      int32  // enum ggml_sched_priority: -1 low, 0 normal, 1 medium, 2 high, 3 realtime
+	Poll      uint32 // busy-wait level for new work, 0 (none) to 100
+	StrictCPU bool
+	Paused    bool
+	_         [2]byte
 }
 
 // GGUFInitParams mirrors struct gguf_init_params.

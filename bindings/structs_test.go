@@ -40,6 +40,16 @@ func TestMirrorLayout(t *testing.T) {
 		{"ggml_backend_meta_split_state.nr", unsafe.Offsetof(SplitState{}.Nr), 2056},
 		{"ggml_backend_meta_split_state.n_segments", unsafe.Offsetof(SplitState{}.NSegments), 2120},
 		{"sizeof(gguf_init_params)", unsafe.Sizeof(GGUFInitParams{}), 16},
+		{"sizeof(ggml_type_traits_cpu)", unsafe.Sizeof(TypeTraitsCPU{}), 32},
+		{"ggml_type_traits_cpu.vec_dot", unsafe.Offsetof(TypeTraitsCPU{}.VecDot), 8},
+		{"ggml_type_traits_cpu.vec_dot_type", unsafe.Offsetof(TypeTraitsCPU{}.VecDotType), 16},
+		{"ggml_type_traits_cpu.nrows", unsafe.Offsetof(TypeTraitsCPU{}.NRows), 24},
+		{"sizeof(ggml_threadpool_params)", unsafe.Sizeof(ThreadpoolParams{}), 528},
+		{"ggml_threadpool_params.n_threads", unsafe.Offsetof(ThreadpoolParams{}.NThreads), 512},
+		{"ggml_threadpool_params.prio", unsafe.Offsetof(ThreadpoolParams{}.Prio), 516},
+		{"ggml_threadpool_params.poll", unsafe.Offsetof(ThreadpoolParams{}.Poll), 520},
+		{"ggml_threadpool_params.strict_cpu", unsafe.Offsetof(ThreadpoolParams{}.StrictCPU), 524},
+		{"ggml_threadpool_params.paused", unsafe.Offsetof(ThreadpoolParams{}.Paused), 525},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

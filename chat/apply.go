@@ -648,9 +648,10 @@ func (t *Templates) applyLegacy(in *Inputs) *Params {
 // FormatSingle is common_chat_format_single: the text one more message
 // adds to the prompt of the past ones (with the generation prompt after a
 // user message, addAssistant), as llama-cli formats a conversation turn by
-// turn.
-func (t *Templates) FormatSingle(past []Message, msg Message, addAssistant, useJinja bool) (string, error) {
-	in := &Inputs{Legacy: !useJinja}
+// turn. now is the time the templates see (the zero Time: the clock's,
+// or SOURCE_DATE_EPOCH's).
+func (t *Templates) FormatSingle(past []Message, msg Message, addAssistant, useJinja bool, now time.Time) (string, error) {
+	in := &Inputs{Legacy: !useJinja, Now: now}
 	var before string
 	if len(past) > 0 {
 		in.Messages = past

@@ -341,20 +341,7 @@ func (a *analyzeTools) buildTagTagged(ctx *buildContext) ID {
 				optional = append(optional, named)
 			}
 		})
-		seq := b.Do(Eps())
-		for i, r := range required {
-			if i > 0 {
-				seq = b.Do(Add(seq, Space()))
-			}
-			seq = b.Do(Add(seq, r))
-		}
-		if len(optional) > 0 {
-			anyOpt := b.Do(Choice())
-			for _, o := range optional {
-				anyOpt = b.Do(Or(anyOpt, o))
-			}
-			seq = b.Do(Add(seq, Rep(Add(Space(), anyOpt), 0, -1)))
-		}
+		seq := requiredThenOptional(b, required, optional)
 		if args.start != "" {
 			seq = b.Do(Add(Lit(args.start), seq))
 		}
@@ -405,4 +392,48 @@ func (a *analyzeTools) buildTagTagged(ctx *buildContext) ID {
 	}
 	before := b.Do(a.contentBeforeTools())
 	return b.Do(Sum(ctx.reasoningParser, Opt(Content(before)), calls, End()))
+}
+
+// requiredThenOptional is the arguments' sequence the pin's parsers
+// build: the required ones in order, spaces between, then any of the
+// optional ones, each after a space, any number of times.
+func requiredThenOptional(b *Builder, required, optional []ID) ID {
+	seq := b.Do(Eps())
+	for i, r := range required {
+		if i > 0 {
+			seq = b.Do(Add(seq, Space()))
+		}
+		seq = b.Do(Add(seq, r))
+	}
+	if len(optional) > 0 {
+		anyOpt := b.Do(Choice())
+		for _, o := range optional {
+			anyOpt = b.Do(Or(anyOpt, o))
+		}
+		seq = b.Do(Add(seq, Rep(Add(Space(), anyOpt), 0, -1)))
+	}
+	return seq
+}
+
+// taggedArgs are a function's arguments as XML-like tags, as MiniCPM5's
+// and Muse Glimmer's parsers build them: open+` name="NAME">` then the
+// value, a string (stringValue) or JSON of the parameter's schema, closed
+// by close; any number of them, in any order.
+func taggedArgs(b *Builder, fn ojson.Value, name, open, close string, stringValue ID) ID {
+	var argRules []ID
+	foreachParameter(fn, func(prop grammar.Property, doc *grammar.Document) {
+		value := b.Do(Eps())
+		if prop.Schema.MayBeString() {
+			value = stringValue
+		} else {
+			value = b.Do(Add(ToolArgJSONValue(Schema(JSON(), "tool-"+name+"-arg-"+prop.Name+"-schema", doc, prop.Schema, false)),
+				ToolArgClose(Lit(close))))
+		}
+		argRules = append(argRules, b.Do(ToolArg(Add(ToolArgOpen(Sum(Lit(open+" name=\""), ToolArgName(Lit(prop.Name)), Lit("\">"))), value))))
+	})
+	args := b.Do(Eps())
+	if len(argRules) > 0 {
+		args = b.Do(ZeroOrMore(Add(Choice(idExprs(argRules)...), Space())))
+	}
+	return args
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
+	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -83,4 +85,61 @@ func TestTemplatesConversations(t *testing.T) {
 		}
 	}
 	t.Logf("%d templates × %d conversations: %d pairs, %d differ", len(names), len(convs), pairs, bad)
+}
+
+// FormatSingle is common_chat_format_single, as llama-cli formats a
+// conversation turn by turn: every template, conversations of the pin's
+// test-chat.cpp cut at each message.
+func TestFormatSingle(t *testing.T) {
+	names, srcs := pinTemplates(t)
+	convs := pinConversations(t)
+	o := startOracle(t)
+	var us ours
+	n, bad := 0, 0
+	for ti, name := range names {
+		for ci, in := range convs {
+			if !all() && (ti+ci)%(len(convs)/2) != 0 {
+				continue
+			}
+			tm, err := us.templates(srcs[name], "<s>", "</s>")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for cut := 0; cut < len(in.Messages); cut++ {
+				past, msg := in.Messages[:cut], in.Messages[cut]
+				addAss, jinja := msg.Role == "user", (ti+cut)%5 != 0
+				pj := ojson.ArrayValue()
+				for i := range past {
+					pj.Append(msgJSON(&past[i]))
+				}
+				b := func(x bool) string {
+					if x {
+						return "1"
+					}
+					return "0"
+				}
+				o.send("single", srcs[name], "<s>", "</s>", dumpOrDie(pj), dumpOrDie(msgJSON(&msg)), b(addAss), b(jinja))
+				o.flush()
+				var want, wantErr string
+				if o.read() == "ok" {
+					want = o.read()
+				} else {
+					wantErr = o.read()
+				}
+				got, err := tm.FormatSingle(past, msg, addAss, jinja, time.Unix(testNow, 0).UTC())
+				gotErr := ""
+				if err != nil {
+					gotErr = errText(err)
+				}
+				n++
+				if got != want || gotErr != wantErr {
+					bad++
+					if bad <= 10 {
+						t.Errorf("%s, conversation %d cut at %d (jinja %v):\n ours %q %q\n  pin %q %q", name, ci, cut, jinja, got, gotErr, want, wantErr)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d turns: %d differ", n, bad)
 }

@@ -41,25 +41,40 @@ func parseWith(a *peg.Arena, format Format, genPrompt, text string, partial bool
 	if err != nil {
 		return Message{}, err
 	}
-	msg.Role = "assistant"
 	if res.Type == peg.Fail && (!partial || res.End == 0) {
 		return Message{}, &Error{Msg: "The model produced output that does not match the expected " + format.String() + " format"}
 	}
+	kind := "base"
 	switch format {
 	case FormatPEGGemma4:
+		kind = "gemma4"
+	case FormatPEGMinimaxM3:
+		kind = "minimax"
+	}
+	msg = mapAST(kind, &ctx.AST, res)
+	msg.Role = "assistant"
+	return msg, nil
+}
+
+// mapAST is a mapper's from_ast: "base" (common_chat_peg_mapper),
+// "gemma4" or "minimax".
+func mapAST(kind string, ast *peg.AST, res peg.Result) Message {
+	var msg Message
+	switch kind {
+	case "gemma4":
 		m := &gemma4Mapper{msg: &msg}
 		for _, id := range res.Nodes {
-			m.visit(&ctx.AST, id)
+			m.visit(ast, id)
 		}
-	case FormatPEGMinimaxM3:
+	case "minimax":
 		for _, id := range res.Nodes {
-			minimaxVisit(&msg, &ctx.AST, id)
+			minimaxVisit(&msg, ast, id)
 		}
 	default:
 		m := &mapper{msg: &msg}
-		m.fromAST(&ctx.AST, res)
+		m.fromAST(ast, res)
 	}
-	return msg, nil
+	return msg
 }
 
 // mapper is common_chat_peg_mapper.

@@ -144,20 +144,7 @@ func deepseekV32(t *template, g *genParams) *Params {
 						optional = append(optional, named)
 					}
 				})
-				seq := b.Do(Eps())
-				for i, r := range required {
-					if i > 0 {
-						seq = b.Do(Add(seq, Space()))
-					}
-					seq = b.Do(Add(seq, r))
-				}
-				if len(optional) > 0 {
-					anyOpt := b.Do(Choice())
-					for _, o := range optional {
-						anyOpt = b.Do(Or(anyOpt, o))
-					}
-					seq = b.Do(Add(seq, Rep(Add(Space(), anyOpt), 0, -1)))
-				}
+				seq := requiredThenOptional(b, required, optional)
 				fp := b.Do(Call(Sum(ToolOpen(Sum(Lit(invokeStart+" name=\""), ToolName(Lit(name)), Lit("\">\n"))),
 					seq, Space(), ToolClose(Lit(invokeEnd)))))
 				choice = b.Do(Or(choice, Rule("tool-"+name, fp)))

@@ -5,7 +5,6 @@ package chat
 
 import (
 	. "github.com/ggload/ggload/chat/internal/peg"
-	"github.com/ggload/ggload/grammar"
 	"github.com/ggload/ggload/internal/ojson"
 )
 
@@ -49,21 +48,7 @@ func minicpm5(t *template, g *genParams) *Params {
 			choice := b.Do(Choice())
 			foreachFunction(g.tools, func(fn ojson.Value) {
 				name := FunctionName(fn)
-				var argRules []ID
-				foreachParameter(fn, func(prop grammar.Property, doc *grammar.Document) {
-					value := b.Do(Eps())
-					if prop.Schema.MayBeString() {
-						value = stringValue
-					} else {
-						value = b.Do(Add(ToolArgJSONValue(Schema(JSON(), "tool-"+name+"-arg-"+prop.Name+"-schema", doc, prop.Schema, false)),
-							ToolArgClose(Lit("</param>"))))
-					}
-					argRules = append(argRules, b.Do(ToolArg(Add(ToolArgOpen(Sum(Lit("<param name=\""), ToolArgName(Lit(prop.Name)), Lit("\">"))), value))))
-				})
-				args := b.Do(Eps())
-				if len(argRules) > 0 {
-					args = b.Do(ZeroOrMore(Add(Choice(idExprs(argRules)...), Space())))
-				}
+				args := taggedArgs(b, fn, name, "<param", "</param>", stringValue)
 				tp := b.Do(Call(Chain(ToolOpen(Sum(Lit("<function name=\""), ToolName(Lit(name)), Lit("\">"))),
 					ToolArgs(args), ToolClose(Lit("</function>")))))
 				choice = b.Do(Or(choice, Rule("tool-"+name, tp)))

@@ -122,20 +122,7 @@ func minimaxM3(t *template, g *genParams) *Params {
 						optional = append(optional, el)
 					}
 				}
-				members := b.Do(Eps())
-				for i, r := range required {
-					if i > 0 {
-						members = b.Do(Add(members, Space()))
-					}
-					members = b.Do(Add(members, r))
-				}
-				if len(optional) > 0 {
-					anyOpt := b.Do(Choice())
-					for _, o := range optional {
-						anyOpt = b.Do(Or(anyOpt, o))
-					}
-					members = b.Do(Add(members, Rep(Add(Space(), anyOpt), 0, -1)))
-				}
+				members := requiredThenOptional(b, required, optional)
 				return members
 			}
 			body := b.Do(Eps())

@@ -68,7 +68,7 @@ func (o *serverOpts) json() string {
 
 // request answers with llama_params' chat fields, or the error.
 func (o *serverOracle) request(src, body string, opts *serverOpts) (ojson.Value, string) {
-	chattest.WriteFields(o.in, src, "<s>", "</s>", body, opts.json())
+	chattest.WriteFields(o.in, src, "<s>", "</s>", body, opts.json(), "0")
 	o.flush()
 	if o.read() != "ok" {
 		return ojson.Value{}, o.read()

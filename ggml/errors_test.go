@@ -3,6 +3,8 @@ package ggml_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -130,4 +132,26 @@ func TestErrorsNameTheirPlace(t *testing.T) {
 	buf.Free()
 	_, err = w.Bytes()
 	check("read of a freed buffer", result{err, ggml.Error{Op: "tensor_get", Tensor: "w", Size: n}, ggml.ErrClosed})
+}
+
+// --rpc's list: endpoints trimmed, empty items dropped, each checked; none
+// at all, or a malformed one, an error that says so.
+func TestParseRPCServers(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"127.0.0.1:50052", []string{"127.0.0.1:50052"}, ""},
+		{" a:1 , ,[::1]:2,", []string{"a:1", "[::1]:2"}, ""},
+		{"", nil, "no RPC servers named"},
+		{" , ", nil, "no RPC servers named"},
+		{"a:1,no-port", nil, "malformed rpc endpoint"},
+		{"a:0", nil, "malformed rpc endpoint"},
+	} {
+		got, err := ggml.ParseRPCServers(c.in)
+		if !slices.Equal(got, c.want) || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%q: %q, %v; want %q, %q", c.in, got, err, c.want, c.err)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +46,52 @@ func TestOpenCPUWithRPC(t *testing.T) {
 	s := string(out)
 	if !strings.Contains(s, "BACKENDS RPC,CPU,RPC["+srv.Endpoint+"]\n") || !strings.Contains(s, "DEVICE RPC0\n") || !strings.Contains(s, "DEVICE CPU\n") {
 		t.Errorf("want the RPC and CPU backends, the server registered, and its device:\n%s", s)
+	}
+}
+
+// A process that puts weights on the CPU and RPC servers alone loads the
+// CPU's and RPC's modules, unless its set holds a GPU's module but no
+// RPC one; a set that cannot be found leaves the choice to Open.
+func TestHostBackends(t *testing.T) {
+	rt := testenv.Runtime(t)
+	dir := rt.Location().Dir
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// copies of the set, by links: without RPC's module, and without it
+	// and the GPUs' too
+	noRPC, cpuOnly := t.TempDir(), t.TempDir()
+	gpu := false
+	for _, e := range entries {
+		n := e.Name()
+		if strings.Contains(n, "ggml-rpc") {
+			continue
+		}
+		isGPU := strings.Contains(n, "vulkan") || strings.Contains(n, "cuda")
+		gpu = gpu || isGPU && strings.HasPrefix(n, "libggml-")
+		for _, d := range []string{noRPC, cpuOnly} {
+			if d == cpuOnly && isGPU && strings.HasPrefix(n, "libggml-") {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(dir, n), filepath.Join(d, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := ggml.HostBackends(dir, ""); strings.Join(got, ",") != "cpu,rpc" {
+		t.Errorf("the set at %s: %v, want cpu,rpc", dir, got)
+	}
+	if got := ggml.HostBackends(cpuOnly, ""); strings.Join(got, ",") != "cpu,rpc" {
+		t.Errorf("a set of the CPU's modules alone: %v, want cpu,rpc", got)
+	}
+	if got := ggml.HostBackends(noRPC, ""); gpu && got != nil {
+		t.Errorf("a set with a GPU's module and no RPC one: %v, want every module (nil)", got)
+	}
+	if got := ggml.HostBackends(filepath.Join(t.TempDir(), "none"), ""); got != nil {
+		t.Errorf("no set: %v, want nil", got)
+	}
+	if n := ggml.MathThreads(); n < 1 || n > runtime.NumCPU() {
+		t.Errorf("MathThreads %d of %d CPUs", n, runtime.NumCPU())
 	}
 }

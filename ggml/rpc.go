@@ -64,6 +64,26 @@ var ErrRPCUnreachable = errors.New("rpc endpoint unreachable")
 // host:port with a port from 1 to 65535 (CheckRPCEndpoint).
 var ErrRPCEndpoint = errors.New("malformed rpc endpoint")
 
+// ParseRPCServers reads a comma-separated list of RPC servers (--rpc):
+// the endpoints, each checked by CheckRPCEndpoint, blanks and empty items
+// dropped; a list of none is an error.
+func ParseRPCServers(list string) ([]string, error) {
+	var eps []string
+	for _, ep := range strings.Split(list, ",") {
+		if ep = strings.TrimSpace(ep); ep == "" {
+			continue
+		}
+		if err := CheckRPCEndpoint(ep); err != nil {
+			return nil, err
+		}
+		eps = append(eps, ep)
+	}
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("no RPC servers named")
+	}
+	return eps, nil
+}
+
 // CheckRPCEndpoint checks an endpoint's form, host:port (a host name, an
 // IPv4 address, or an IPv6 one in brackets), without reaching it.
 func CheckRPCEndpoint(endpoint string) (err error) {

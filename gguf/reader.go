@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/gguf.cpp (v0.5.0): gguf_init_from_file's
+// reading and checks.
+
 package gguf
 
 import (

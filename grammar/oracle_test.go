@@ -22,6 +22,12 @@ type record struct {
 // (testdata/oracle.cpp) and returns its answers.
 func oracle(t *testing.T, records []record) []string {
 	t.Helper()
+	return oracleWith(t, records)
+}
+
+// oracleWith is oracle with arguments for the program (a model for 'm').
+func oracleWith(t *testing.T, records []record, args ...string) []string {
+	t.Helper()
 	src, err := filepath.Abs("testdata/oracle.cpp")
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +37,7 @@ func oracle(t *testing.T, records []record) []string {
 	for _, r := range records {
 		fmt.Fprintf(&in, "%c%d\n%s", r.kind, len(r.data), r.data)
 	}
-	cmd := cxx.Command(t, bin)
+	cmd := cxx.Command(t, bin, args...)
 	cmd.Stdin = &in
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-batch.cpp (v0.5.0): llama_batch_allocr's
+// splits of a batch into ubatches (split_simple, split_equal, split_seq).
+
 package infer
 
 import (

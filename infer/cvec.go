@@ -1,3 +1,6 @@
+// Port of llama.cpp common/common.cpp (v0.5.0):
+// common_control_vector_load.
+
 package infer
 
 import (

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-adapter.cpp and src/llama-context.cpp
+// (v0.5.0): llama_adapter_cvec and llama_set_adapter_cvec.
+
 package infer
 
 import (

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0): llama_context::encode
+// and the embeddings it outputs.
+
 package infer
 
 import (
@@ -25,7 +28,7 @@ func (c *Context) Encode(b Batch) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	return c.encodeLocked(b)
+	return c.model.Use("encode", func() error { return c.encodeLocked(b) })
 }
 
 func (c *Context) encodeLocked(b Batch) error {
@@ -47,6 +50,7 @@ func (c *Context) encode(b *graph.Ubatch) error {
 	}
 	n := len(b.Tokens)
 	c.resetOutputs()
+	c.batchOut = n
 	c.outRow = make([]int32, n)
 	idx := make([]int, n)
 	for i := range idx {
@@ -69,7 +73,7 @@ func (c *Context) encode(b *graph.Ubatch) error {
 	if err := c.checkEmbdReads(st, u, n); err != nil {
 		return fmt.Errorf("infer: encode: %s: %w", c.rep.Run.Arch, err)
 	}
-	if err := st.Compute(); err != nil {
+	if err := c.compute(st); err != nil {
 		return fmt.Errorf("infer: encode: %w", err)
 	}
 	c.keepOutputs(st, u, n)
@@ -96,9 +100,10 @@ func (c *Context) encode(b *graph.Ubatch) error {
 // embeddings says whether the context outputs embeddings (cparams).
 func (c *Context) embeddings() bool { return c.gc.CParam("embeddings") != 0 }
 
-// resetOutputs forgets the last batch's outputs.
+// resetOutputs forgets the last batch's outputs (the logits' memory is
+// kept for the next batch's, as llama.cpp keeps its output buffer).
 func (c *Context) resetOutputs() {
-	c.logits, c.embd, c.outputs = nil, nil, 0
+	c.logits, c.embd, c.outputs = c.logits[:0], nil, 0
 	c.embdSeq = map[int32][]float32{}
 }
 
@@ -109,7 +114,13 @@ func (c *Context) resetOutputs() {
 func (c *Context) keepOutputs(st *graph.Step, u *ubatch, nOut int) {
 	if t := st.Result("t_logits"); t != nil {
 		c.nVocab = int(t.Ne[0])
-		c.logits = append(c.logits, c.rows(t, 0, nOut*c.nVocab)...)
+		if need := c.batchOut * c.nVocab; cap(c.logits) < need {
+			// the batch's logits in one allocation, the rows kept so far
+			// moved into it (none, but for a batch whose first ubatch
+			// showed the width)
+			c.logits = append(make([]float32, 0, need), c.logits...)
+		}
+		c.logits = c.appendRows(c.logits, t, nOut*c.nVocab)
 	}
 	t := c.embdResult(st)
 	if t == nil {
@@ -169,6 +180,16 @@ func (c *Context) checkEmbdReads(st *graph.Step, u *ubatch, nOut int) error {
 
 // rows copies n floats of the tensor from element off.
 func (c *Context) rows(t *ops.Tensor, off, n int) []float32 { return c.lib.TensorFloats(t, off, n) }
+
+// appendRows appends the tensor's first n floats to dst, read straight
+// into its spare capacity where it has enough (startOutputs sizes the
+// logits for the whole batch: they are held once).
+func (c *Context) appendRows(dst []float32, t *ops.Tensor, n int) []float32 {
+	at := len(dst)
+	dst = slices.Grow(dst, n)[:at+n]
+	c.lib.ReadFloats(t, 0, dst[at:])
+	return dst
+}
 
 // hparam is a member of the model's hyperparameters.
 func (c *Context) hparam(name string) int64 {

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0): llama_context's
+// construction and llama_context::decode.
+
 // Package infer runs a loaded model: a llama.cpp context on a
 // loader.Model (its memory allocated where the plan put it, its scheduler
 // over the plan's backends, its compute buffers reserved), and
@@ -63,13 +66,26 @@ var ErrClosed = errors.New("infer: the context is closed")
 // smaller batch, or one after a sequence is removed, may fit.
 var ErrNoMemorySlot = errors.New("failed to find a memory slot")
 
-// Params are a context's own options (the rest are the plan's).
+// Params are a context's own options (the rest are the plan's). The
+// zero value is what ggload run does without options.
 type Params struct {
 	// Threads is the CPU backend's thread count for a batch of one token
-	// (llama.cpp's n_threads) and for larger ones (n_threads_batch);
-	// zero: 4, llama_context_default_params' GGML_DEFAULT_N_THREADS.
+	// (llama.cpp's n_threads) and for larger ones (n_threads_batch), as
+	// -t sets both. Zero: the physical cores (ggml.MathThreads), as
+	// llama.cpp's tools default -t, and fewer while other processes keep
+	// the CPUs busy, for the graphs whose results the count does not
+	// change (see threadPolicy): on a busy machine the CPU backend's
+	// threads, which wait for each other by spinning, would otherwise
+	// wait for threads the kernel is not running.
 	Threads int
+	// Poll is how busily, from 1 to 100, the thread pool's threads wait
+	// for the next graph (llama.cpp's --poll); zero: 50, the default of
+	// llama.cpp's tools; NoPoll: they sleep at once.
+	Poll int
 }
+
+// NoPoll is a Params.Poll of none: llama.cpp's --poll 0.
+const NoPoll = -1
 
 // Context is a llama.cpp context on a loaded model. Its methods may be
 // called from several goroutines; they run one at a time. Close waits
@@ -88,7 +104,7 @@ type Context struct {
 	cacheBufs []*ggml.Buffer
 	caches    []*kvCache      // the memory's KV caches (an iSWA memory: the base, then the SWA cache; a DSV4 memory: its raw pair, then its compressed caches)
 	recr      *recCache       // its recurrent state (a recurrent or hybrid memory)
-	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (dsv4.go)
+	dsv4      *dsv4Mem        // DeepSeek-V4's memory beside its KV caches (kvcache_dsv4.go)
 	cross     *crossState     // the encoder's output, for an encoder-decoder's decoder
 	memTensor [][]*ops.Tensor // each cache's tensors, in the memory's order
 
@@ -96,18 +112,27 @@ type Context struct {
 	causal                   bool
 	encoding                 bool // the graph being filled is the encoder's
 
+	// embdRows are the token embedding's rows: the vocabulary a batch's
+	// tokens are checked against before the first decode gives nVocab
+	embdRows int
+
 	// the last batch's outputs: rows of logits, and each token's row
 	nVocab int
 	// nEmbdInp is the width of an input embedding (n_embd_inp())
 	nEmbdInp int64
 	logits   []float32
+	batchOut int // the outputs of the batch being decoded
 	nEmbd    int
 	embd     []float32           // per output, without pooling
 	embdSeq  map[int32][]float32 // per sequence, pooled
 	outRow   []int32             // per batch token: its row, -1 where it is no output
 	outputs  int
 
-	Memory []Allocation // what the context allocated, per buffer
+	// Memory is what the context allocated, per buffer, as New made it; a
+	// decode that reserves the compute buffers again (after a control
+	// vector or adapters changed) replaces it. Read it between calls, or
+	// from other goroutines through Allocations.
+	Memory []Allocation
 
 	timings Timings
 	last    *graph.Step // the last graph, kept for the next ubatch of its shape
@@ -117,6 +142,8 @@ type Context struct {
 	// a generation)
 	kept    *graph.Step
 	keptKey string
+
+	threads *threadPolicy // each graph's CPU threads (threads.go)
 
 	cvec *cvecState // the control vector (cvec.go); nil: none applied yet
 
@@ -145,11 +172,21 @@ func (c *Context) Timings() Timings {
 	return c.timings
 }
 
+// Allocations is what the context allocated, per buffer (Memory), read
+// under the context's lock.
+func (c *Context) Allocations() []Allocation {
+	if c.hold() != nil {
+		return nil
+	}
+	defer c.mu.Unlock()
+	return slices.Clone(c.Memory)
+}
+
 // Allocation is one buffer a context allocated.
 type Allocation struct {
-	What       string // "KV cache", "compute"
-	BufferType string
-	Bytes      uint64
+	What       string `json:"what"` // "KV cache", "compute"
+	BufferType string `json:"buffer_type"`
+	Bytes      uint64 `json:"bytes"`
 }
 
 // New makes a context on the model with the plan's context options, as
@@ -158,11 +195,31 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	if m == nil || m.Plan == nil {
 		return nil, fmt.Errorf("infer: no model")
 	}
-	if p.Threads < 0 {
-		return nil, fmt.Errorf("infer: %d threads", p.Threads)
+	if p.Threads < 0 || p.Threads > maxThreads {
+		return nil, fmt.Errorf("infer: %d threads: want 0 (the default) to %d", p.Threads, maxThreads)
 	}
+	if p.Poll < NoPoll || p.Poll > 100 {
+		return nil, fmt.Errorf("infer: poll %d: want 0 (the default, 50), NoPoll or 1 to 100", p.Poll)
+	}
+	var c *Context
+	err := m.Use("infer.New", func() (err error) {
+		c, err = newContext(m, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("infer: %w", err)
+	}
+	return c, nil
+}
+
+// newContext is New with the model held.
+func newContext(m *loader.Model, p Params) (*Context, error) {
 	plan := m.Plan
-	rep, err := plan.ContextReplay()
+	if plan.Params.Context.Skip {
+		return nil, fmt.Errorf("infer: the plan has no context (its context options say to skip it)")
+	}
+	rep, err := replay.New(plan.Model, arch.Options{LoadMTP: plan.Params.LoadMTP, Overrides: plan.Params.KVOverrides},
+		arch.ContextParams(plan.LlamaContextParams()))
 	if err != nil {
 		return nil, fmt.Errorf("infer: %w", err)
 	}
@@ -186,10 +243,14 @@ func New(m *loader.Model, p Params) (*Context, error) {
 	i := 0
 	for pl := range m.Placements() {
 		if i >= len(plan.Tensors) || pl.Plan == nil || pl.Plan.Name != plan.Tensors[i].Name {
+			c.free()
 			return nil, fmt.Errorf("infer: the model's placement %d is not its plan's", i)
 		}
 		if pl.Tensor != nil {
 			weights[i] = pl.Tensor.Native()
+			if pl.Plan.Name == "token_embd.weight" && c.embdRows == 0 {
+				c.embdRows = int(pl.Tensor.Shape()[1])
+			}
 		}
 		i++
 	}
@@ -218,15 +279,21 @@ func New(m *loader.Model, p Params) (*Context, error) {
 			}
 			return plan.CPU.Handle()
 		},
-		NGPULayers: rep.NGPULayers, NTensors: rep.NTensors, TensorOverrides: len(plan.Params.Overrides) > 0})
+		NGPULayers: plan.NGPULayers(), NTensors: plan.NTensors(), TensorOverrides: len(plan.Params.Overrides) > 0})
 	if err != nil {
 		c.free()
 		return nil, fmt.Errorf("infer: %w", err)
 	}
-	c.gc.NThreads = 4
-	if p.Threads > 0 {
-		c.gc.NThreads = p.Threads
+	c.threads = newThreadPolicy(p.Threads, newLoadMeter(), time.Now())
+	poll := defaultPoll
+	switch {
+	case p.Poll == NoPoll:
+		poll = 0
+	case p.Poll > 0:
+		poll = p.Poll
 	}
+	c.gc.NThreads = c.threads.max
+	c.gc.Pool = ops.ThreadpoolParams{Threads: c.threads.max, Poll: poll}
 	c.noteCompute()
 	return c, nil
 }
@@ -427,15 +494,17 @@ func (c *Context) Decode(b Batch) error {
 		return err
 	}
 	defer c.mu.Unlock()
-	if c.rep.Memory == nil || len(c.rep.Memory.Caches) == 0 {
-		// a model without memory encodes, as llama_decode does
-		return c.encodeLocked(b)
-	}
-	u, err := c.prepare(b, c.embeddings())
-	if err != nil {
-		return err
-	}
-	return c.checked("decode", func() error { return c.decode(u) })
+	return c.model.Use("decode", func() error {
+		if c.rep.Memory == nil || len(c.rep.Memory.Caches) == 0 {
+			// a model without memory encodes, as llama_decode does
+			return c.encodeLocked(b)
+		}
+		u, err := c.prepare(b, c.embeddings())
+		if err != nil {
+			return err
+		}
+		return c.checked("decode", func() error { return c.decode(u) })
+	})
 }
 
 // checked runs fn on the context's thread between two looks at the
@@ -444,6 +513,12 @@ func (c *Context) Decode(b Batch) error {
 func (c *Context) checked(what string, fn func() error) error {
 	if err := c.devicesErr(); err != nil {
 		return fmt.Errorf("infer: %s: %w", what, err)
+	}
+	for _, e := range c.loras {
+		if e.a.Closed() {
+			// (its tensors are freed: the graphs must not read them)
+			return fmt.Errorf("infer: %s: the LoRA adapter %s was closed while applied: %w", what, e.a.Plan.Path, loader.ErrClosed)
+		}
 	}
 	err := c.onThread(fn)
 	if derr := c.devicesErr(); derr != nil {
@@ -687,10 +762,7 @@ func (c *Context) vocabSize() int {
 	if c.nVocab > 0 {
 		return c.nVocab
 	}
-	if t, ok := c.model.Tensor("token_embd.weight"); ok {
-		return int(t.Shape()[1])
-	}
-	return 0
+	return c.embdRows
 }
 
 // update is llama_context::memory_update: each cache's pending stream
@@ -760,7 +832,7 @@ func (c *Context) kShift(ci int, kc *kvCache) error {
 			}
 		}
 	}
-	if err := st.Compute(); err != nil {
+	if err := c.compute(st); err != nil {
 		return fmt.Errorf("infer: K-shift: %w", err)
 	}
 	return nil
@@ -845,7 +917,7 @@ func (c *Context) decode(b *graph.Ubatch) error {
 			slots[k][ci] = sl
 		}
 	}
-	c.startOutputs(n)
+	c.startOutputs(n, nOutAll)
 	for k, u := range ubs {
 		nOut := u.outputs(nOutAll == n)
 		views := make([]graph.KVView, len(c.caches))
@@ -888,9 +960,11 @@ func (c *Context) forgetUbatch(u *ubatch) {
 }
 
 // startOutputs forgets the last batch's outputs before a batch of n
-// tokens, none of which has a row yet.
-func (c *Context) startOutputs(n int) {
+// tokens, nOut of which output (all of them where nOut is n), none of
+// which has a row yet.
+func (c *Context) startOutputs(n, nOut int) {
 	c.resetOutputs()
+	c.batchOut = nOut
 	c.outRow = make([]int32, n)
 	for i := range c.outRow {
 		c.outRow[i] = -1
@@ -963,7 +1037,7 @@ func (c *Context) step(u *ubatch, nOut int, views []graph.KVView, rs *graph.RSVi
 		c.dropGraph()
 		return err
 	}
-	if err := st.Compute(); err != nil {
+	if err := c.compute(st); err != nil {
 		c.dropGraph()
 		return fmt.Errorf("infer: decode: %w", err)
 	}
@@ -1012,15 +1086,22 @@ func (c *Context) dropGraph() {
 // Logits are the logits of the last batch's token i (negative: counted
 // from the last output), as llama_get_logits_ith gives them: a copy.
 func (c *Context) Logits(i int) ([]float32, error) {
+	return c.AppendLogits(nil, i)
+}
+
+// AppendLogits appends the logits of the last batch's token i to dst, as
+// Logits gives them, and returns the extended slice: a program that reads
+// many rows (every prompt position's) reuses one row's memory.
+func (c *Context) AppendLogits(dst []float32, i int) ([]float32, error) {
 	if err := c.hold(); err != nil {
-		return nil, err
+		return dst, err
 	}
 	defer c.mu.Unlock()
 	row := c.row(i)
 	if row < 0 || c.nVocab == 0 || len(c.logits) < int(row+1)*c.nVocab {
-		return nil, fmt.Errorf("infer: logits: token %d of the last batch has no logits (%d outputs)", i, c.outputs)
+		return dst, fmt.Errorf("infer: logits: token %d of the last batch has no logits (%d outputs)", i, c.outputs)
 	}
-	return append([]float32(nil), c.logits[int(row)*c.nVocab:int(row+1)*c.nVocab]...), nil
+	return append(dst, c.logits[int(row)*c.nVocab:int(row+1)*c.nVocab]...), nil
 }
 
 // row is the output row of the last batch's token i (negative: counted
@@ -1047,7 +1128,13 @@ func (c *Context) row(i int) int32 {
 }
 
 // NVocab is the logits' width (0 before the first decode).
-func (c *Context) NVocab() int { return c.nVocab }
+func (c *Context) NVocab() int {
+	if c.hold() != nil {
+		return 0
+	}
+	defer c.mu.Unlock()
+	return c.nVocab
+}
 
 // Clear empties the memory, its cells and its buffers' data, as
 // llama_memory_clear(mem, true) does.
@@ -1283,8 +1370,12 @@ func (c *Context) posCache() *kvCache {
 	return nil
 }
 
-// Argmax is the index of the greatest logit, the first of equal ones.
+// Argmax is the index of the greatest logit, the first of equal ones
+// (NaN is less than any number); -1 for no logits.
 func Argmax(logits []float32) int {
+	if len(logits) == 0 {
+		return -1
+	}
 	best := 0
 	for i, v := range logits {
 		if v > logits[best] || (math.IsNaN(float64(logits[best])) && !math.IsNaN(float64(v))) {

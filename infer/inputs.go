@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-graph.cpp and src/llama-kv-cache.cpp
+// (v0.5.0): the graph inputs' set_input.
+
 package infer
 
 import (

@@ -1,3 +1,7 @@
+// Port of llama.cpp src/llama-kv-cache.cpp and src/llama-kv-cache-msa.cpp
+// (v0.5.0): llama_kv_cache (find_slot, apply_ubatch, the seq_* operations,
+// update).
+
 package infer
 
 import (

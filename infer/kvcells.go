@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-kv-cells.h (v0.5.0): llama_kv_cells.
+
 package infer
 
 import "slices"

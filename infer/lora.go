@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0):
+// llama_set_adapters_lora.
+
 package infer
 
 import (
@@ -33,12 +36,23 @@ func (c *Context) SetLoRAs(adapters []*loader.LoRA, scales []float32) error {
 	if len(adapters) != len(scales) {
 		return fmt.Errorf("infer: SetLoRAs: %d adapters and %d scales", len(adapters), len(scales))
 	}
+	if len(adapters) > 0 {
+		if err := c.model.Use("SetLoRAs", func() error { return nil }); err != nil {
+			return fmt.Errorf("infer: SetLoRAs: %w", err)
+		}
+	}
+	placed := map[string]bool{} // the model's tensors that were loaded
+	for _, t := range c.model.Plan.Tensors {
+		if t.Context >= 0 {
+			placed[t.Name] = true
+		}
+	}
 	for i, a := range adapters {
 		if a == nil || a.Closed() {
 			return fmt.Errorf("infer: SetLoRAs: adapter %d is nil or closed", i)
 		}
 		for _, pr := range a.Plan.Pairs {
-			if _, ok := c.model.Tensor(pr.Base); !ok {
+			if !placed[pr.Base] {
 				return fmt.Errorf("infer: LoRA adapter %s adapts '%s', which the context's model lacks", a.Plan.Path, pr.Base)
 			}
 		}

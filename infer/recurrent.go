@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-memory-recurrent.cpp (v0.5.0):
+// llama_memory_recurrent.
+
 package infer
 
 import (

@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/replay/arch"
@@ -100,8 +101,9 @@ func (c *Context) SetSeqState(seq int32, data []byte, flags StateFlags) (int, er
 }
 
 // SaveSeqFile is llama_state_seq_save_file: the sequence's state and the
-// tokens it stands for written to a new file at path, in the pin's
-// format (llama-server's slot files); the bytes written.
+// tokens it stands for written to path (a file there replaced whole, by
+// a rename) in the pin's format (llama-server's slot files); the bytes
+// written.
 func (c *Context) SaveSeqFile(path string, seq int32, tokens []int32) (int64, error) {
 	if err := c.hold(); err != nil {
 		return 0, err
@@ -124,10 +126,33 @@ func (c *Context) SaveSeqFile(path string, seq int32, tokens []int32) (int64, er
 	if err := c.seqStateWrite(w, seq, 0, false); err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(path, w.buf, 0o644); err != nil {
+	if err := writeAtomic(path, w.buf); err != nil {
 		return 0, fmt.Errorf("infer: save: %w", err)
 	}
 	return int64(len(w.buf)), nil
+}
+
+// writeAtomic writes data to a new file beside path and renames it to
+// path: a file that was there is replaced whole or not at all.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // LoadSeqFile is llama_state_seq_load_file: a file SaveSeqFile (or
@@ -189,43 +214,12 @@ func (c *Context) seqStateWrite(w *stateWriter, seq int32, flags StateFlags, hea
 		w.u32(stateIOMagic)
 		w.u32(uint32(seq))
 	}
-	partial := flags&StatePartialOnly != 0
-	mem := c.rep.Memory
-	if mem == nil || len(mem.Caches) == 0 {
-		return nil
-	}
-	switch mem.Class {
-	case "llama_kv_cache":
-		return c.caches[0].stateWrite(w, seq, c.lib)
-	case "llama_kv_cache_iswa":
-		return c.iswaWrite(w, seq, partial)
-	case "llama_memory_recurrent":
-		return c.recr.stateWrite(w, seq, c.lib)
-	case "llama_memory_hybrid":
-		if !partial {
-			if err := c.caches[0].stateWrite(w, seq, c.lib); err != nil {
-				return err
-			}
-		}
-		return c.recr.stateWrite(w, seq, c.lib)
-	case "llama_memory_hybrid_iswa":
-		if err := c.iswaWrite(w, seq, partial); err != nil {
+	for _, p := range c.stateParts(flags&StatePartialOnly != 0) {
+		if err := p.stateWrite(w, seq, c.lib); err != nil {
 			return err
 		}
-		return c.recr.stateWrite(w, seq, c.lib)
 	}
 	return nil
-}
-
-// iswaWrite is llama_kv_cache_iswa::state_write: the base cache unless
-// partial, then the sliding-window cache.
-func (c *Context) iswaWrite(w *stateWriter, seq int32, partial bool) error {
-	if !partial {
-		if err := c.caches[0].stateWrite(w, seq, c.lib); err != nil {
-			return err
-		}
-	}
-	return c.caches[1].stateWrite(w, seq, c.lib)
 }
 
 // seqStateRead is state_seq_read_data into sequence seq.
@@ -233,44 +227,50 @@ func (c *Context) seqStateRead(r *stateReader, seq int32, flags StateFlags) erro
 	if err := c.stateSupported(seq, flags); err != nil {
 		return err
 	}
-	partial := flags&StatePartialOnly != 0
+	for _, p := range c.stateParts(flags&StatePartialOnly != 0) {
+		if err := p.stateRead(r, seq, c.lib); err != nil {
+			return err
+		}
+	}
+	c.dropGraph()
+	return nil
+}
+
+// statePart is one memory of a sequence's state: a KV cache or a
+// recurrent state.
+type statePart interface {
+	stateWrite(w *stateWriter, seq int32, lib *ops.Lib) error
+	stateRead(r *stateReader, seq int32, lib *ops.Lib) error
+}
+
+// stateParts are the memories a state holds, in the order the pin's
+// memory modules write them: an iSWA pair's base cache (unless partial)
+// then its sliding-window cache; a hybrid's KV cache (unless partial:
+// llama_memory_hybrid; an iSWA pair's rule for llama_memory_hybrid_iswa)
+// then its recurrent state.
+func (c *Context) stateParts(partial bool) []statePart {
 	mem := c.rep.Memory
 	if mem == nil || len(mem.Caches) == 0 {
 		return nil
 	}
-	var err error
+	var out []statePart
 	switch mem.Class {
 	case "llama_kv_cache":
-		err = c.caches[0].stateRead(r, seq, c.lib)
-	case "llama_kv_cache_iswa":
-		err = c.iswaRead(r, seq, partial)
-	case "llama_memory_recurrent":
-		err = c.recr.stateRead(r, seq, c.lib)
+		out = append(out, c.caches[0])
+	case "llama_kv_cache_iswa", "llama_memory_hybrid_iswa":
+		if !partial {
+			out = append(out, c.caches[0])
+		}
+		out = append(out, c.caches[1])
 	case "llama_memory_hybrid":
 		if !partial {
-			err = c.caches[0].stateRead(r, seq, c.lib)
-		}
-		if err == nil {
-			err = c.recr.stateRead(r, seq, c.lib)
-		}
-	case "llama_memory_hybrid_iswa":
-		if err = c.iswaRead(r, seq, partial); err == nil {
-			err = c.recr.stateRead(r, seq, c.lib)
+			out = append(out, c.caches[0])
 		}
 	}
-	if err == nil {
-		c.dropGraph()
+	if c.recr != nil {
+		out = append(out, c.recr)
 	}
-	return err
-}
-
-func (c *Context) iswaRead(r *stateReader, seq int32, partial bool) error {
-	if !partial {
-		if err := c.caches[0].stateRead(r, seq, c.lib); err != nil {
-			return err
-		}
-	}
-	return c.caches[1].stateRead(r, seq, c.lib)
+	return out
 }
 
 // stateSupported refuses what the state's reads and writes do not

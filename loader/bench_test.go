@@ -13,7 +13,7 @@ import (
 
 // BenchmarkLoad loads a 256 MiB model (file in the page cache) by each
 // load mode onto the CPU and, where present, Vulkan0; MB/s is the file's
-// bytes over the whole Load call. `ggload bench` compares with llama.cpp
+// bytes over the whole Load call. `ggload-bench` compares with llama.cpp
 // process against process.
 func BenchmarkLoad(b *testing.B) {
 	rt := testenv.Runtime(b)

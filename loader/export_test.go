@@ -1,5 +1,7 @@
 package loader
 
+import "github.com/ggload/ggload/loader/internal/mmap"
+
 // SetBeforeTensor installs f to be called in the loading goroutine before
 // each tensor's bytes are moved (seq counts the tensors of the load from
 // 0); the returned function removes it. Tests strike at a chosen point of
@@ -15,7 +17,7 @@ func SetBeforeTensor(f func(seq int, name string)) (restore func()) {
 func (m *Model) Mappings() []*Mapping { return m.mappings }
 
 // Mapping is the mapping type, named for the tests.
-type Mapping = mapping
+type Mapping = mmap.Mapping
 
 // SetAddressHeadroom sets the address space a load leaves beyond its
 // bound under an address-space limit; the returned function restores it.

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-adapter.cpp (v0.5.0):
+// llama_adapter_lora_init's reading of the adapter.
+
 package loader
 
 import (
@@ -40,7 +43,7 @@ func LoadLoRA(ctx context.Context, m *Model, lp *place.LoRA) (_ *LoRA, err error
 	defer m.release()
 	for i := range lp.Pairs {
 		pr := &lp.Pairs[i]
-		t, ok := m.Tensor(pr.Base)
+		t, ok := m.tensor(pr.Base)
 		if !ok {
 			return nil, fmt.Errorf("loader: LoRA adapter %s: LoRA tensor '%s' does not exist in base model: %w", lp.Path, pr.Base, place.ErrBadLoRA)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/mmap"
 	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
@@ -139,7 +140,7 @@ func mappedMemory(p *place.Plan) (mapped, in uint64) {
 	lazy, _ := lazyRanges(p)
 	for i, f := range p.Model.Files {
 		mapped += uint64(f.Size)
-		if populatesAll(p.UseMmap, lazy[i]) {
+		if mmap.PopulatesAll(p.UseMmap, lazy[i]) {
 			in += uint64(f.Size)
 			continue
 		}

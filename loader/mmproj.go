@@ -1,3 +1,6 @@
+// Port of llama.cpp tools/mtmd/clip.cpp (v0.5.0):
+// clip_model_loader::load_tensors.
+
 package loader
 
 import (

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ggload/ggload/ggml"
+	"github.com/ggload/ggload/loader/internal/mmap"
 	"github.com/ggload/ggload/loader/internal/sysmem"
 	"github.com/ggload/ggload/place"
 )
@@ -106,7 +107,7 @@ type Model struct {
 
 	files      []*modelFile
 	stamps     []fileStamp // each file as opened
-	mappings   []*mapping
+	mappings   []*mmap.Mapping
 	locks      []*sysmem.Lock
 	contexts   []*ggml.Context
 	buffers    []*LoadedBuffer
@@ -133,6 +134,19 @@ func (m *Model) hold(op string) error {
 
 func (m *Model) release() { m.mu.RUnlock() }
 
+// Use runs fn with the model held open, for a program that computes with
+// its tensors (infer's decodes): Close waits until fn returns. On a
+// closed model it runs nothing and answers an error wrapping ErrClosed,
+// named by op. fn must not call the model's other methods (a Close
+// waiting between two holds would leave both waiting).
+func (m *Model) Use(op string, fn func() error) error {
+	if err := m.hold(op); err != nil {
+		return err
+	}
+	defer m.release()
+	return fn()
+}
+
 // Tensor returns the named tensor (for a tensor placed twice, such as a
 // tied embedding, the first placement); none once closed.
 func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
@@ -140,6 +154,11 @@ func (m *Model) Tensor(name string) (*ggml.Tensor, bool) {
 		return nil, false
 	}
 	defer m.release()
+	return m.tensor(name)
+}
+
+// tensor is Tensor with the model held.
+func (m *Model) tensor(name string) (*ggml.Tensor, bool) {
 	i, ok := m.byName[name]
 	if !ok || m.placements[i].Tensor == nil {
 		return nil, false
@@ -202,7 +221,7 @@ func (m *Model) free() error {
 	for _, mp := range m.mappings {
 		if mp != nil {
 			if err := mp.Close(); err != nil && first == nil {
-				first, path = err, mp.path
+				first, path = err, mp.Path()
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,4 +168,45 @@ func (f *modelFile) readChunk(dst []byte, pos int64) error {
 		clear(dst[got:])
 	}
 	return nil
+}
+
+// remoteReaders is the default number of readers of a model whose files
+// are not local (an HTTP reader, say): each read waits on the network, not
+// a core, and more in flight keep the link busy.
+const remoteReaders = 8
+
+// directReaders is the least number of readers a load takes by default
+// when it reads its files with direct I/O: a direct read waits on the disk
+// and copies nothing on a core, and more reads in flight hide the faults
+// of the fresh memory they go into (onto the CPU, 0.19-0.22 s against
+// 0.22-0.30 s with 2 readers, for a cold 1 GiB file on two cores).
+const directReaders = 8
+
+// hostReaders is the default number of readers of local files: as many as
+// the cores, up to 4, and at least directReaders with direct I/O.
+func hostReaders(direct bool) int {
+	n := min(runtime.NumCPU(), 4)
+	if direct {
+		n = max(n, directReaders)
+	}
+	return n
+}
+
+func (l *load) readerCount() int {
+	if l.sequential() {
+		return 1
+	}
+	if l.o.Readers > 0 {
+		return l.o.Readers
+	}
+	for _, f := range l.p.Model.Files {
+		if !f.Source().Local() {
+			return remoteReaders
+		}
+	}
+	direct := false
+	for _, f := range l.model.files {
+		direct = direct || f.alignment() > 1
+	}
+	return hostReaders(direct)
 }

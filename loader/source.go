@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/loader/internal/mmap"
 )
 
 // source is where a tensor's bytes come from while it is loaded: the file
@@ -31,7 +32,7 @@ func (f *modelFile) file() string { return f.path }
 // mapSource copies from the mapping of a file: the row checks of tensors
 // left in it.
 type mapSource struct {
-	mp *mapping
+	mp *mmap.Mapping
 	f  *modelFile
 }
 
@@ -42,7 +43,7 @@ func (s mapSource) readAt(dst []byte, off int64) error {
 	if off < 0 || end > s.mp.Size() || end < off {
 		return fmt.Errorf("[%d, %d) lies outside the %d mapped bytes of %s", off, end, s.mp.Size(), s.f.path)
 	}
-	if _, err := copyMapped(dst, s.mp.Addr(off)); err != nil {
+	if _, err := mmap.Copy(dst, s.mp.Addr(off)); err != nil {
 		return s.f.truncated(off, true)
 	}
 	return nil

@@ -9,13 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const (
-	mapPopulate = unix.MAP_POPULATE
-	oDirect     = unix.O_DIRECT
-)
-
-// adviseSequential is posix_fadvise(POSIX_FADV_SEQUENTIAL).
-func adviseSequential(fd int) error { return unix.Fadvise(fd, 0, 0, unix.FADV_SEQUENTIAL) }
+const oDirect = unix.O_DIRECT
 
 // openRandom opens the file f is open on again, a descriptor of its own
 // (a new open file description, whatever became of f's path) advised

@@ -7,12 +7,7 @@ import (
 	"os"
 )
 
-const (
-	mapPopulate = 0
-	oDirect     = 0 // no O_DIRECT: direct-io falls back to buffered reads
-)
-
-func adviseSequential(fd int) error { return nil }
+const oDirect = 0 // no O_DIRECT: direct-io falls back to buffered reads
 
 // openRandom is not done here: readWindow reads through the load's
 // descriptor.

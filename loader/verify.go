@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"unsafe"
+
+	"github.com/ggload/ggload/loader/internal/mmap"
 )
 
 // Verified is what Verify checked.
@@ -79,7 +81,7 @@ func (m *Model) readBack(pl Placement) ([]byte, error) {
 			return nil
 		}
 		got = make([]byte, n)
-		if at, err := copyMapped(got, data); err != nil {
+		if at, err := mmap.Copy(got, data); err != nil {
 			if w := pl.Plan.Weight; b.Mapped && b.File < len(m.files) {
 				e := m.files[b.File].truncated(w.Offset, true)
 				e.from, e.to, e.after = w.Offset, w.Offset+w.Size, true

@@ -64,7 +64,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 			bts[hb.Handle()] = hb
 		}
 	}
-	nTensors := p.weightTensors()
+	nTensors := p.NTensors()
 	var mismatch error
 	weight := func(t *arch.Tensor) ops.Buft {
 		if t.Index < 0 || t.Index >= len(p.Tensors) || p.Tensors[t.Index].Name != t.Name {
@@ -83,7 +83,7 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 			}
 			return pl.cpu.Handle()
 		},
-		NGPULayers: p.Params.NGPULayers.resolve(p.NLayer), NTensors: nTensors, TensorOverrides: len(p.Params.Overrides) > 0})
+		NGPULayers: p.NGPULayers(), NTensors: nTensors, TensorOverrides: len(p.Params.Overrides) > 0})
 	if err == nil {
 		err = mismatch
 	}
@@ -119,9 +119,9 @@ func (pl *planner) planCompute(mem *arch.Memory) error {
 	return nil
 }
 
-// weightTensors is llama_model::n_tensors(): the weights in their
-// contexts, each once.
-func (p *Plan) weightTensors() int {
+// NTensors is llama_model::n_tensors() of the plan's model: the weights
+// in their contexts, each once.
+func (p *Plan) NTensors() int {
 	n := 0
 	for _, t := range p.Tensors {
 		if t.Context >= 0 && !t.Shared {
@@ -130,3 +130,7 @@ func (p *Plan) weightTensors() int {
 	}
 	return n
 }
+
+// NGPULayers is llama_model::n_gpu_layers() of the plan's model: -ngl,
+// with auto and all resolved to every layer and the output.
+func (p *Plan) NGPULayers() int { return p.Params.NGPULayers.resolve(p.NLayer) }

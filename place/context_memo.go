@@ -44,9 +44,9 @@ const contextMemos = 4
 // memoKey is the memo of what pl's plan has now, its outputs unset.
 func (pl *planner) memoKey(c *arch.Context) *contextMemo {
 	p := pl.p
-	m := &contextMemo{ctx: *c, params: p.Params.Context.llama(p.Params.SplitMode, len(p.TensorDevices)),
-		split: p.Params.SplitMode, ngl: p.Params.NGPULayers.resolve(p.NLayer),
-		ot: len(p.Params.Overrides) > 0, nt: p.weightTensors(),
+	m := &contextMemo{ctx: *c, params: arch.ContextParams(p.LlamaContextParams()),
+		split: p.Params.SplitMode, ngl: p.NGPULayers(),
+		ot: len(p.Params.Overrides) > 0, nt: p.NTensors(),
 		devices: p.Devices, layers: p.LayerDevices, bufts: make([]ggml.BufferType, len(p.Tensors))}
 	m.params.NCtx = 0
 	for i, t := range p.Tensors {

@@ -1,10 +1,14 @@
+// Port of llama.cpp common/arg.cpp and common/common.cpp (v0.5.0): the
+// context options and common_context_params_to_llama.
+
 package place
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/ggload/ggload/ggml"
-	"github.com/ggload/ggload/internal/replay/arch"
 )
 
 // ContextParams are llama.cpp's context options, as its command line
@@ -66,6 +70,28 @@ type CustomMemory struct {
 	// PerDevice is what each device needs besides (scratch, compute), by
 	// device name; "CPU" is host memory.
 	PerDevice map[string]uint64
+}
+
+// checkSizes refuses the sizes llama.cpp cannot take, naming each by its
+// option and value alone (llama.cpp reads them as unsigned: a negative
+// -np is past LLAMA_MAX_SEQ, a negative -c pads to 0 or to billions).
+func (cp *ContextParams) checkSizes() error {
+	var bad []string
+	for _, f := range []struct {
+		opt string
+		n   int
+	}{{"-c", cp.NCtx}, {"-b", cp.NBatch}, {"-ub", cp.NUBatch}} {
+		if f.n < 0 || f.n > math.MaxInt32 {
+			bad = append(bad, fmt.Sprintf("%s %d", f.opt, f.n))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("place: context: %s: sizes from 0 to %d", strings.Join(bad, ", "), math.MaxInt32)
+	}
+	if cp.NParallel < 0 || cp.NParallel > math.MaxInt32 {
+		return fmt.Errorf("place: context: -np %d: n_seq_max must be <= 256", cp.NParallel)
+	}
+	return nil
 }
 
 // The CLI's defaults (common_params).
@@ -209,17 +235,36 @@ func ParseFlashAttn(s string) (FlashAttn, error) {
 	return 0, fmt.Errorf("unknown value for --flash-attn: '%s'", s)
 }
 
-// llama is the llama_context_params the options make
-// (common_context_params_to_llama), with the model's split mode and the
-// devices of its meta device: what the replay of llama.cpp's context
-// takes. The sizes must have been checked (planContext).
-func (c ContextParams) llama(split SplitMode, metaDevices int) arch.ContextParams {
-	return arch.ContextParams{
+// LlamaContextParams are llama_context_params as a plan gives them to
+// llama_init_from_model (Plan.LlamaContextParams): what package infer
+// makes its context with. They have the fields, in order, of the
+// replay's own (internal/replay/arch.ContextParams), which converts from
+// them.
+type LlamaContextParams struct {
+	NCtx, NBatch, NUBatch, NSeqMax uint32
+	FlashAttn                      int // llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled
+	TypeK, TypeV                   ggml.Type
+	OffloadKQV, KVUnified, SWAFull bool
+	NOutputsMax                    uint32 // the most outputs of a batch; 0: n_batch
+	Embeddings                     bool
+	PoolingType                    int    // llama_pooling_type: -1 the model's
+	NRSSeq                         uint32 // rollback snapshots per sequence
+
+	SplitMode   int // llama_split_mode of the model
+	MetaDevices int // split mode tensor: the meta device's devices
+}
+
+// LlamaContextParams are the llama_context_params the plan's context
+// options make (common_context_params_to_llama), with the model's split
+// mode and the devices of its meta device.
+func (p *Plan) LlamaContextParams() LlamaContextParams {
+	c := p.Params.Context
+	return LlamaContextParams{
 		NCtx: uint32(c.NCtx), NBatch: uint32(c.batch()), NUBatch: uint32(c.ubatch()), NSeqMax: uint32(c.parallel()),
 		FlashAttn: c.FlashAttn.Llama(), TypeK: c.TypeK.Type(), TypeV: c.TypeV.Type(),
 		OffloadKQV: !c.NoKVOffload, KVUnified: c.KVUnified, SWAFull: c.SWAFull, NOutputsMax: uint32(c.NOutputsMax),
 		Embeddings: c.Embeddings, PoolingType: c.Pooling.Llama(), NRSSeq: uint32(c.NRSSeq),
-		SplitMode: split.Llama(), MetaDevices: metaDevices,
+		SplitMode: p.Params.SplitMode.Llama(), MetaDevices: len(p.TensorDevices),
 	}
 }
 

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama.cpp (v0.5.0): llama_prepare_model_devices,
+// the model's device list.
+
 package place
 
 import (
@@ -153,6 +156,14 @@ func resolveDevices(rt *ggml.Runtime, p Params) ([]*ggml.Device, []string, error
 		out[i] = all[j]
 	}
 	return out, log, nil
+}
+
+// Devices is the model's device list a plan of params uses (as
+// llama.cpp's llama_model_load chooses it), without planning: what Fit
+// measures, in the order its FitOptions.Targets follow.
+func Devices(rt *ggml.Runtime, params Params) ([]*ggml.Device, error) {
+	devs, _, err := resolveDevices(rt, params)
+	return devs, err
 }
 
 // KeepConnected keeps ggml's RPC client connected to the RPC servers

@@ -28,7 +28,7 @@
 // A later llama.cpp's architecture is added by a mechanical step:
 //
 //  1. Pin the new release (native/pin.env).
-//  2. Run scripts/gen-archs.sh (or go generate ./internal/arch): it unpacks
+//  2. Run scripts/gen-archs.sh (or go generate ./internal/replay/arch): it unpacks
 //     the pinned source and regenerates internal/replay/arch's programs and
 //     tables and internal/replay/graph's tables from it.
 //  3. If the generator stops on a construct its C++ parser or the

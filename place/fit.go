@@ -1,14 +1,17 @@
+// Port of llama.cpp common/fit.cpp (v0.5.0): common_fit_params, its
+// options and its result.
+
 package place
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // Fit is llama.cpp's -fit (common_fit_params in the pin's common/fit.cpp):
@@ -127,54 +130,11 @@ type FitResult struct {
 	ComputeWhy string
 }
 
-// layerFraction is the part of a layer that stays on its device when the
-// rest overflows (llama.cpp's common_layer_fraction_t).
-type layerFraction int
-
-const (
-	fracNone layerFraction = iota
-	fracAttn               // attention only
-	fracUp                 // attention + up
-	fracGate               // attention + up + gate
-	fracMoE                // everything but the sparse expert weights
-)
-
-var fracNames = [...]string{"none", "attention", "attention+up", "attention+up+gate", "dense"}
-
-// overflowPattern matches the tensors of layer il that leave its device.
-func overflowPattern(il uint32, f layerFraction) string {
-	switch f {
-	case fracAttn:
-		return fmt.Sprintf(`blk\.%d\.ffn_(gate|up|gate_up|down).*`, il)
-	case fracUp:
-		return fmt.Sprintf(`blk\.%d\.ffn_(gate|gate_up|down).*`, il)
-	case fracGate:
-		return fmt.Sprintf(`blk\.%d\.ffn_down.*`, il)
-	}
-	return fmt.Sprintf(`blk\.%d%s`, il, fitExperts)
-}
-
-// fitExperts is ExpertsPattern as llama.cpp's fit spells it.
-const fitExperts = `\.ffn_(up|down|gate_up|gate)_(ch|)exps`
-
-// allExperts matches every layer's expert weights.
-const allExperts = `blk\.\d+` + fitExperts
-
-// devLayers is one device's share: nLayer layers, of which the last nPart
-// keep only part of their weights (the first of them by overflow, the
-// others their dense weights).
-type devLayers struct {
-	nLayer, nPart uint32
-	overflow      layerFraction
-}
-
-func (d devLayers) nFull() uint32 { return d.nLayer - d.nPart }
-
 type fitter struct {
 	rt *ggml.Runtime
 	m  *gguf.Model
 	h  *hparams
-	pr *prober
+	pr *probe.Prober
 	// params are the parameters as they stand: given, measured with load
 	// mode none (as llama.cpp measures), with the context fit resolved
 	// or shrank
@@ -208,7 +168,7 @@ type memory struct {
 type extraModel struct {
 	x    *FitExtra
 	h    *hparams
-	pr   *prober
+	pr   *probe.Prober
 	mem  *memory
 	nCtx int
 }
@@ -326,55 +286,6 @@ func (f *fitter) tally(p *Plan) memory {
 	return mem
 }
 
-// apply sets the layers per device, the split and the overflow overrides
-// (llama.cpp's set_ngl_tensor_split_tbo).
-func (f *fitter) apply(ngl []devLayers, overflow []string, q *Params) error {
-	total := uint32(0)
-	for _, d := range ngl {
-		total += d.nLayer
-	}
-	q.NGPULayers = NLayers(int(total))
-	if len(f.devs) > 1 {
-		q.TensorSplit = make([]float32, len(f.devs))
-		for id, d := range ngl {
-			q.TensorSplit[id] = float32(d.nLayer)
-		}
-	}
-	q.Overrides = nil
-	il0 := f.hpNgl + 1 - total
-	for id, d := range ngl {
-		il0 += d.nFull()
-		for il := il0; il < il0+d.nPart; il++ {
-			if len(q.Overrides)+1 >= maxOverrides {
-				return fail("llama_max_tensor_buft_overrides() == %d is insufficient for model", maxOverrides)
-			}
-			if il >= 1000 {
-				return fitErr("at most 1000 model layers are supported")
-			}
-			frac, buft := fracMoE, "CPU"
-			if il == il0 {
-				frac, buft = d.overflow, overflow[id]
-			}
-			q.Overrides = append(q.Overrides, Override{Pattern: overflowPattern(il, frac), BufferType: buft})
-		}
-		il0 += d.nPart
-	}
-	return nil
-}
-
-// memFor measures the given layers per device.
-func (f *fitter) memFor(ngl []devLayers, overflow []string) ([]int64, error) {
-	q := f.params
-	if err := f.apply(ngl, overflow, &q); err != nil {
-		return nil, err
-	}
-	mem, _, err := f.measure(q)
-	if err == nil {
-		f.addExtra(&mem)
-	}
-	return mem.dev, err
-}
-
 // fitFailure ends a fit that cannot change (more): the parameters stay as
 // they stand, as llama.cpp goes on with them. An error one is llama.cpp's
 // status error (a runtime error), the others its failure.
@@ -402,7 +313,7 @@ func Fit(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o 
 	if err != nil {
 		return nil, err
 	}
-	pr := newProber(ctx, rt, h, params.noProbeCache)
+	pr := probe.New(ctx, rt, h.probe, params.noProbeCache)
 	res := &FitResult{}
 	measured := params
 	measured.LoadMode = LoadNone
@@ -415,7 +326,7 @@ func Fit(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params, o 
 		if err != nil {
 			return nil, fmt.Errorf("place: fit: the extra model: %w", err)
 		}
-		f.extra = &extraModel{x: x, h: eh, pr: newProber(ctx, rt, eh, x.Params.noProbeCache)}
+		f.extra = &extraModel{x: x, h: eh, pr: probe.New(ctx, rt, eh.probe, x.Params.noProbeCache)}
 	}
 	kept := []Params{params}
 	if o.Extra != nil {
@@ -537,114 +448,6 @@ func (f *fitter) run(o FitOptions) (Params, error) {
 	return chosen, nil
 }
 
-// setContext is the context size the fit measures with from now on.
-func (f *fitter) setContext(n uint32) { f.params.Context.NCtx = int(n) }
-
-// measureGiven is step 1's measure: the model and its context as given,
-// an unset context resolved to the trained one of every sequence.
-func (f *fitter) measureGiven(nSeq uint32) (memory, error) {
-	params := &f.params
-	full, _, err := f.measure(*params)
-	if err != nil {
-		return memory{}, err
-	}
-	f.hpNgl = uint32(f.h.nLayerAll - f.h.nLayerNextn)
-	if params.LoadMTP {
-		f.hpNgl += uint32(f.h.nLayerNextn)
-	}
-	f.ctxAuto = params.Context.NCtx == 0 && !params.Context.Skip
-	f.nCtxMax = uint32(min(uint64(uint32(f.h.nCtxTrain))*uint64(nSeq), math.MaxUint32))
-	if f.ctxAuto {
-		f.setContext(f.nCtxMax)
-		if nSeq > 1 {
-			f.say("context unset: %d tokens for %d sequences", f.nCtxMax, nSeq)
-			if full, _, err = f.measure(*params); err != nil {
-				return memory{}, err
-			}
-		}
-	}
-	f.addExtra(&full)
-	return full, nil
-}
-
-// fitSums are the devices' totals: free memory, what the model uses, its
-// weights, and the targets to keep free.
-type fitSums struct{ free, used, model, margin int64 }
-
-// againstTargets reports the measure against each device's free memory
-// and target (host memory, with no devices), and whether every one keeps
-// its target free.
-func (f *fitter) againstTargets(full memory, o FitOptions) (fitSums, bool) {
-	what := "the model and its context"
-	if f.params.Context.Skip {
-		what = "the weights (no context planned)"
-	}
-	f.say("%s as given (-ngl %s, -c %d), sized with load mode none as llama.cpp sizes them:", what, f.params.NGPULayers, f.params.Context.NCtx)
-	var s fitSums
-	if len(f.devs) == 0 {
-		_, cpuTotal := f.rt.CPUDevice().Memory()
-		s.used, s.free, s.margin = full.host, int64(cpuTotal), int64(o.Target(0))
-		f.say("  no devices: %s of %s host memory, target %s kept free", human(uint64(s.used)), human(cpuTotal), human(uint64(s.margin)))
-		if s.free-s.used >= s.margin {
-			f.say("will leave %s >= %s of host memory: no change needed", signedHuman(s.free-s.used), human(uint64(s.margin)))
-			return s, true
-		}
-		return s, false
-	}
-	hostFree, _ := f.rt.CPUDevice().Memory()
-	changes := false
-	f.targets = make([]int64, len(f.devs))
-	for id, d := range f.devs {
-		free, total := d.Memory()
-		if free == 0 && total == 0 {
-			if t := d.Type(); t == ggml.DeviceGPU || t == ggml.DeviceIGPU {
-				f.say("  %s did not report memory; fit will not use it", d.Name())
-			} else {
-				free = hostFree
-			}
-		}
-		margin := o.Target(id)
-		f.res.Devices = append(f.res.Devices, FitDevice{Device: d, Free: free, Target: margin, Before: uint64(full.dev[id])})
-		f.targets[id] = int64(free) - int64(margin)
-		left := int64(free) - full.dev[id]
-		s.free += int64(free)
-		s.used += full.dev[id]
-		s.margin += int64(margin)
-		verdict := "meets it"
-		if left < int64(margin) {
-			verdict, changes = fmt.Sprintf("misses it by %s", human(uint64(int64(margin)-left))), true
-		}
-		s.model += full.model[id]
-		f.say("  %s: %s of %s free, %s would stay free; target %s: %s", d.Name(), human(uint64(full.dev[id])), human(free), signedHuman(left), human(margin), verdict)
-	}
-	if !changes {
-		f.say("every device keeps its target free: no change needed")
-	}
-	return s, !changes
-}
-
-// canFill is step 3's condition: the parameters it would set are unset.
-func (f *fitter) canFill() error {
-	params := &f.params
-	if !params.NGPULayers.IsAuto() {
-		return fail("n_gpu_layers already set by user to %d, abort", params.NGPULayers.Llama())
-	}
-	if len(f.devs) > 1 {
-		for _, s := range params.TensorSplit {
-			if s != 0 {
-				return fail("model_params::tensor_split already set by user, abort")
-			}
-		}
-		if params.SplitMode == SplitRow {
-			return fail("changing weight allocation for LLAMA_SPLIT_MODE_ROW not implemented, abort")
-		}
-	}
-	if len(params.allOverrides()) > 0 {
-		return fail("model_params::tensor_buft_overrides already set by user, abort")
-	}
-	return nil
-}
-
 // changed names the parameters step 3 set, as llama.cpp's fit reports
 // them.
 func (f *fitter) changed(chosen Params) []string {
@@ -661,394 +464,6 @@ func (f *fitter) changed(chosen Params) []string {
 	}
 	return out
 }
-
-// shrinkContext is llama.cpp's step 2: an unset context goes down,
-// between the largest (the trained context of every sequence) and the
-// smallest (-fitc per stream), linearly on the memory the two use, so
-// that the devices' total keeps the targets' total free; it is aligned
-// down to 256 per stream. With one device (or none) that ends the fit
-// when it is enough (done).
-func (f *fitter) shrinkContext(ctxAuto bool, nCtxMax, nCtxMinTotal, nStreams, minCtx uint32, o FitOptions, sumFree, sumUsed, sumModel int64) (done bool, err error) {
-	cp := &f.params.Context
-	nd := len(f.devs)
-	switch {
-	case !ctxAuto && cp.Skip:
-		f.say("no context planned: none to shrink")
-		return false, nil
-	case !ctxAuto:
-		f.say("context size set by user to %d: no change", cp.NCtx)
-		return false, nil
-	case nCtxMax <= nCtxMinTotal:
-		if minCtx == FitFullCtx {
-			f.say("the full context of %d was asked for (-c 0): no change", nCtxMax)
-		} else {
-			f.say("the model's context of %d is <= the smallest fit may set, %d: no change", nCtxMax, nCtxMinTotal)
-		}
-		return false, nil
-	}
-	target := sumFree
-	if nd == 0 {
-		target -= int64(o.Target(0))
-	}
-	for id := range f.devs {
-		target -= int64(o.Target(id))
-	}
-	if nd > 1 {
-		// layers (or, with experts, tensors) go to devices whole: half a
-		// layer (a sixth) per device and one more is held back
-		ngl := uint32(math.MaxUint32)
-		if n := f.params.NGPULayers.Llama(); n >= 0 {
-			ngl = uint32(n)
-		}
-		div := min(ngl, f.hpNgl)
-		if div == 0 {
-			return false, fitErr("n_gpu_layers is 0: no layer to share the model's memory out by")
-		}
-		perLayer := sumModel / int64(div)
-		share := int64(2)
-		if f.h.nExpert != 0 {
-			share = 6
-		}
-		target -= int64(nd+1) * perLayer / share
-	}
-	f.setContext(nCtxMinTotal)
-	minMem, _, err := f.measure(f.params)
-	if err != nil {
-		return false, err
-	}
-	f.addExtra(&minMem)
-	usedMin := minMem.sum()
-	if target <= usedMin {
-		f.say("context reduced from %d to %d (the least -fitc %d allows): %s less in total, not enough", nCtxMax, cp.NCtx, minCtx, signedHuman(sumUsed-usedMin))
-		return false, nil
-	}
-	span := sumUsed - usedMin
-	if span <= 0 {
-		return false, fitErr("the context's memory does not grow with its size (%s at %d, %s at %d)", human(uint64(usedMin)), nCtxMinTotal, human(uint64(sumUsed)), nCtxMax)
-	}
-	n := uint32(int64(nCtxMinTotal) + int64(nCtxMax-nCtxMinTotal)*(target-usedMin)/span)
-	align := 256 * nStreams
-	n = max(n-n%align, nCtxMinTotal)
-	f.setContext(n)
-	perCtx := span / int64(nCtxMax-nCtxMinTotal)
-	f.say("context reduced from %d to %d: about %s less in total", nCtxMax, n, human(uint64(int64(nCtxMax-n)*perCtx)))
-	if nd <= 1 {
-		f.say("the whole model fits with the smaller context: chose -c %d", n)
-		f.res.Status = FitAdjusted
-		f.res.Changed = []string{"n_ctx"}
-		return true, nil
-	}
-	f.say("the model should fit across the devices with the smaller context")
-	return false, nil
-}
-
-// fillState is where fill stands: the layers per device, the memory they
-// use on each, and where each device's overflowing layer goes.
-type fillState struct {
-	ngl      []devLayers
-	mem      []int64
-	overflow []string
-	// denseStart is the first device whose layers may still be dense-only
-	// (len(ngl): none); the conversion takes layers from it and those after
-	denseStart int
-}
-
-// fill is llama.cpp's steps 3 and 4: dense layers filled back to front,
-// device by device, by false position between a count that fits and one
-// that does not; for a mixture-of-experts model first with every expert
-// weight in host memory, then, if the dense weights leave room, whole
-// layers converted front to back, with part of one more layer overflowing
-// to the next device or the host.
-func (f *fitter) fill() (Params, error) {
-	nd := len(f.devs)
-	moe := f.h.nExpert > 0
-	var surplusMoE int64
-	var err error
-	if moe {
-		if surplusMoE, err = f.expertSurplus(); err != nil {
-			return f.params, err
-		}
-	}
-	for id, d := range f.devs {
-		f.say("  %s may use %s", d.Name(), signedHuman(f.targets[id]))
-	}
-	s := &fillState{ngl: make([]devLayers, nd), overflow: make([]string, nd)}
-	for id := range s.overflow {
-		s.overflow[id] = "CPU"
-	}
-	if s.mem, err = f.memFor(s.ngl, s.overflow); err != nil {
-		return f.params, err
-	}
-	what := "layers"
-	if moe {
-		what = "dense-only layers (experts in host memory)"
-	}
-	f.say("filling %s back to front:", what)
-	for id := nd - 1; id >= 0; id-- {
-		if err := f.fillDevice(s, id, moe); err != nil {
-			return f.params, err
-		}
-		f.say("  %s: %d layers, %s used, %s free", f.devs[id].Name(), s.ngl[id].nLayer, human(uint64(s.mem[id])), signedHuman(int64(f.resFree(id))-s.mem[id]))
-	}
-	if moe && surplusMoE > 0 {
-		if err := f.convert(s); err != nil {
-			return f.params, err
-		}
-	}
-	return f.chosen(s.ngl, s.overflow)
-}
-
-// expertSurplus is the room, summed over the devices, that the dense
-// weights and the context leave with every expert weight in host memory
-// (negative: what they miss by).
-func (f *fitter) expertSurplus() (int64, error) {
-	q := f.params
-	q.Overrides = []Override{{Pattern: allExperts, BufferType: "CPU"}}
-	mem, _, err := f.measure(q)
-	if err != nil {
-		return 0, err
-	}
-	f.addExtra(&mem)
-	surplus := int64(0)
-	for id := range f.devs {
-		surplus += f.targets[id] - mem.dev[id]
-	}
-	if surplus > 0 {
-		f.say("with every expert weight in host memory the dense weights leave %s to spare in total", human(uint64(surplus)))
-	} else {
-		f.say("with every expert weight in host memory the dense weights still miss by %s in total", human(uint64(-surplus)))
-	}
-	return surplus, nil
-}
-
-// fillDevice gives device id as many of the layers the devices after it
-// left as fit its target (for a mixture-of-experts model, dense-only).
-func (f *fitter) fillDevice(s *fillState, id int, moe bool) error {
-	nd := len(f.devs)
-	unassigned := f.hpNgl + 1
-	for jd := id + 1; jd < nd; jd++ {
-		unassigned -= s.ngl[jd].nLayer
-	}
-	high := clone(s.ngl)
-	high[id].nLayer = unassigned
-	if moe {
-		high[id].nPart = high[id].nLayer
-		if id == nd-1 {
-			high[id].nPart-- // the output layer is always whole
-		}
-	}
-	if high[id].nLayer == 0 {
-		return nil
-	}
-	memHigh, err := f.memFor(high, s.overflow)
-	if err != nil {
-		return err
-	}
-	if memHigh[id] <= f.targets[id] {
-		s.ngl, s.mem = high, memHigh
-		return nil
-	}
-	f.say("  %s: %d layers would use %s, over its %s", f.devs[id].Name(), high[id].nLayer, human(uint64(memHigh[id])), signedHuman(f.targets[id]))
-	for delta := high[id].nLayer - s.ngl[id].nLayer; delta > 1; delta = high[id].nLayer - s.ngl[id].nLayer {
-		step := falsePosition(delta, f.targets[id]-s.mem[id], memHigh[id]-s.mem[id])
-		test := clone(s.ngl)
-		test[id].nLayer += step
-		if moe {
-			if id == nd-1 && test[id].nPart == 0 {
-				test[id].nPart += step - 1
-			} else {
-				test[id].nPart += step
-			}
-		}
-		memTest, err := f.memFor(test, s.overflow)
-		if err != nil {
-			return err
-		}
-		verdict := "over"
-		if memTest[id] <= f.targets[id] {
-			s.ngl, s.mem, verdict = test, memTest, "within"
-		} else {
-			high, memHigh = test, memTest
-		}
-		f.say("  %s: %d layers use %s: %s", f.devs[id].Name(), test[id].nLayer, human(uint64(memTest[id])), verdict)
-	}
-	return nil
-}
-
-// convert turns the dense-only layers into whole layers, device by device
-// front to back, each device then taking part of one more layer.
-func (f *fitter) convert(s *fillState) error {
-	nd := len(f.devs)
-	s.denseStart = nd
-	for id := nd - 1; id >= 0 && s.ngl[id].nLayer > 0; id-- {
-		s.denseStart = id
-	}
-	f.say("converting dense-only layers to whole layers front to back, overflowing to the next device or host memory:")
-	for id := 0; id <= s.denseStart && s.denseStart < nd; id++ {
-		if err := f.convertDevice(s, id); err != nil {
-			return err
-		}
-		if err := f.overflowLayer(s, id); err != nil {
-			return err
-		}
-		f.sayOverflowing(s, id)
-	}
-	for id := s.denseStart + 1; id < nd; id++ {
-		f.sayOverflowing(s, id)
-	}
-	return nil
-}
-
-// convertDevice moves to device id as many whole layers, taken from the
-// dense-only ones, as fit its target.
-func (f *fitter) convertDevice(s *fillState, id int) error {
-	nd := len(f.devs)
-	high := clone(s.ngl)
-	for jd := s.denseStart; jd < nd; jd++ {
-		move := high[jd].nLayer
-		if jd == nd-1 {
-			move--
-		}
-		high[id].nLayer += move
-		high[jd].nLayer -= move
-		high[jd].nPart = 0
-	}
-	memHigh, err := f.memFor(high, s.overflow)
-	if err != nil {
-		return err
-	}
-	if memHigh[id] <= f.targets[id] {
-		s.ngl, s.mem = high, memHigh
-		s.denseStart = nd - 1
-		return nil
-	}
-	f.say("  %s: %d whole layers would use %s, over its %s", f.devs[id].Name(), high[id].nFull(), human(uint64(memHigh[id])), signedHuman(f.targets[id]))
-	for delta := high[id].nFull() - s.ngl[id].nFull(); delta > 1; delta = high[id].nFull() - s.ngl[id].nFull() {
-		step := falsePosition(delta, f.targets[id]-s.mem[id], memHigh[id]-s.mem[id])
-		test := clone(s.ngl)
-		testStart := s.denseStart
-		converted := uint32(0)
-		for ; testStart < nd; testStart++ {
-			n := min(step-converted, test[testStart].nPart)
-			test[testStart].nLayer -= n
-			test[testStart].nPart -= n
-			test[id].nLayer += n
-			converted += n
-			if test[testStart].nPart > 0 {
-				break
-			}
-		}
-		memTest, err := f.memFor(test, s.overflow)
-		if err != nil {
-			return err
-		}
-		verdict := "over"
-		if memTest[id] <= f.targets[id] {
-			s.ngl, s.mem, s.denseStart, verdict = test, memTest, testStart, "within"
-		} else {
-			high, memHigh = test, memTest
-		}
-		f.say("  %s: %d layers (%d partial) use %s: %s", f.devs[id].Name(), test[id].nLayer, test[id].nPart, human(uint64(memTest[id])), verdict)
-	}
-	return nil
-}
-
-// overflowLayer gives device id part of one more layer, the rest of it
-// overflowing to the next device (the host for the last): attention and
-// up if they fit, and then gate too, else attention alone.
-func (f *fitter) overflowLayer(s *fillState, id int) error {
-	nd := len(f.devs)
-	last := uint32(0)
-	if id == nd-1 {
-		last = 1
-	}
-	if s.denseStart >= nd || s.ngl[s.denseStart].nLayer <= last {
-		return nil
-	}
-	test := clone(s.ngl)
-	testStart := s.denseStart
-	test[testStart].nLayer--
-	test[testStart].nPart--
-	test[id].nLayer++
-	test[id].nPart++
-	if test[testStart].nPart == 0 {
-		testStart++
-	}
-	testOverflow := append([]string{}, s.overflow...)
-	if id < nd-1 {
-		testOverflow[id] = f.devs[id+1].BufferType().Name()
-	}
-	try := func(frac layerFraction) (bool, error) {
-		test[id].overflow = frac
-		m, err := f.memFor(test, testOverflow)
-		if err != nil {
-			return false, err
-		}
-		ok := m[id] < f.targets[id] && (id+1 == nd || m[id+1] < f.targets[id+1])
-		verdict := "does not fit"
-		if ok {
-			s.ngl, s.overflow, s.mem, s.denseStart = clone(test), testOverflow, m, testStart
-			verdict = "fits"
-		}
-		f.say("  %s: one more layer keeping its %s weights, the rest to %s: %s", f.devs[id].Name(), fracNames[frac], testOverflow[id], verdict)
-		return ok, nil
-	}
-	ok, err := try(fracUp)
-	if err != nil {
-		return err
-	}
-	if ok {
-		_, err = try(fracGate)
-	} else {
-		_, err = try(fracAttn)
-	}
-	return err
-}
-
-// sayOverflowing says device id's layers after the conversion.
-func (f *fitter) sayOverflowing(s *fillState, id int) {
-	f.say("  %s: %d layers (%d overflowing), %s used, %s free", f.devs[id].Name(), s.ngl[id].nLayer, s.ngl[id].nPart, human(uint64(s.mem[id])), signedHuman(int64(f.resFree(id))-s.mem[id]))
-}
-
-func (f *fitter) resFree(id int) uint64 { return f.res.Devices[id].Free }
-
-// chosen turns the layers per device into parameters and says what they are.
-func (f *fitter) chosen(ngl []devLayers, overflow []string) (Params, error) {
-	q := f.params
-	if err := f.apply(ngl, overflow, &q); err != nil {
-		return q, err
-	}
-	line := fmt.Sprintf("chose -ngl %s", q.NGPULayers)
-	if f.ctxAuto {
-		line = fmt.Sprintf("chose -c %d -ngl %s", q.Context.NCtx, q.NGPULayers)
-	}
-	if len(q.TensorSplit) > 0 {
-		parts := make([]string, len(q.TensorSplit))
-		for i, s := range q.TensorSplit {
-			parts[i] = fmt.Sprint(s)
-		}
-		line += " -ts " + strings.Join(parts, ",")
-	}
-	for _, o := range q.Overrides {
-		line += fmt.Sprintf(" -ot %s=%s", o.Pattern, o.BufferType)
-	}
-	f.say("%s", line)
-	return q, nil
-}
-
-// falsePosition is the next step between a count that fits and delta more
-// that do not, interpolated linearly on memory, at least 1 and at most
-// delta-1. The arithmetic is llama.cpp's (int64, then truncated to
-// uint32); where it would divide by zero the step is 1.
-func falsePosition(delta uint32, room, span int64) uint32 {
-	step := uint32(1)
-	if span != 0 {
-		step = uint32(int64(delta) * room / span)
-	}
-	return min(max(step, 1), delta-1)
-}
-
-func clone(d []devLayers) []devLayers { return append([]devLayers(nil), d...) }
 
 func human(n uint64) string {
 	if n >= 1<<30 {

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/replay"
 	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // hparams are the model's hyperparameters as the pinned llama.cpp reads
@@ -25,14 +27,9 @@ type hparams struct {
 	nEmbd       int64
 	isSWA       []bool
 
-	expertUsedMax int64 // n_expert_used_max()
-	routerLayer   int64 // granite-switch's router layer, -1 when none
-	embdHeadV     int64 // n_embd_head_v() of layer 0
-	head0         int64 // n_head() of layer 0
-	ssmDState     int64
-	ssmDInner     int64
-	ssmNGroup     int64
-	embdInp       int64 // n_embd_inp()
+	// probe is what the supports_op probes build their ops with (and
+	// n_embd_inp(), which a projector's output must match)
+	probe probe.Model
 
 	log []LogLine // llama.cpp's lines of the replay (overrides used or ignored)
 
@@ -45,25 +42,33 @@ func (h *hparams) swa(il int) bool { return il >= 0 && il < len(h.isSWA) && h.is
 // ErrRefused is wrapped by New's error for a model the pinned llama.cpp
 // refuses to load (a missing key or tensor, a wrong shape, a failed check
 // of its hyperparameters); the error's text is llama.cpp's.
-var ErrRefused = errors.New("llama.cpp refuses the model")
+var ErrRefused = replay.ErrRefused
 
-// refused wraps an error of the replay with the model's file.
-func refused(m *gguf.Model, err error) error {
+// ErrNeedsTarget is wrapped by Plan.ContextErr for a draft model of
+// speculative decoding (EAGLE-3, DFlash, the Gemma 4 assistant) whose
+// context llama.cpp makes only beside its target model's (ctx_other):
+// the model places and loads as llama.cpp's does, and llama.cpp's -fit
+// takes the missing context as a warning.
+var ErrNeedsTarget = errors.New("a draft model: its context is made beside its target model's")
+
+// needsTarget is the error of a context refused for want of a target
+// model's (llama_context's constructor throws "... requires ctx_other to
+// be set"), wrapping ErrNeedsTarget; nil for any other error.
+func needsTarget(m *gguf.Model, err error) error {
+	var t *arch.Throw
+	if !errors.As(err, &t) || !strings.Contains(t.Msg, "requires ctx_other to be set") {
+		return nil
+	}
 	file := ""
 	if len(m.Paths) > 0 && m.Paths[0] != "" {
 		file = m.Paths[0] + ": "
 	}
-	var t *arch.Throw
-	var a *arch.Abort
-	switch {
-	case errors.As(err, &t):
-		return fmt.Errorf("place: %s%w: %s", file, ErrRefused, t.Msg)
-	case errors.As(err, &a):
-		return fmt.Errorf("place: %s%w: %s (llama.cpp would abort here)", file, ErrRefused, a.Error())
-	case errors.Is(err, arch.ErrUnknownArch):
-		return fmt.Errorf("place: %s%w", file, err)
-	}
-	return fmt.Errorf("place: %s%w", file, err)
+	return fmt.Errorf("place: %s%s is %w, as llama.cpp's speculative decoding makes it (llama.cpp alone: %s)", file, m.Architecture(), ErrNeedsTarget, t.Msg)
+}
+
+// refused wraps an error of the replay with the model's file.
+func refused(m *gguf.Model, err error) error {
+	return fmt.Errorf("place: %w", replay.Refused(m, err))
 }
 
 // readHparams replays llama.cpp's load_hparams for the model; an
@@ -110,14 +115,9 @@ func readHparams(m *gguf.Model, params Params) (*hparams, error) {
 	for il := range h.isSWA {
 		h.isSWA[il] = call("is_swa", int64(il)) != 0
 	}
-	h.expertUsedMax = call("n_expert_used_max")
-	h.routerLayer = field("router_layer")
-	h.head0 = call("n_head")
-	h.embdHeadV = call("n_embd_head_v")
-	h.embdInp = call("n_embd_inp")
-	h.ssmDState = field("ssm_d_state")
-	h.ssmDInner = field("ssm_d_inner")
-	h.ssmNGroup = field("ssm_n_group")
+	h.probe = probe.Model{Arch: h.shown, ExpertUsedMax: call("n_expert_used_max"), RouterLayer: field("router_layer"),
+		Head0: call("n_head"), EmbdHeadV: call("n_embd_head_v"), EmbdInp: call("n_embd_inp"),
+		SSMDState: field("ssm_d_state"), SSMDInner: field("ssm_d_inner"), SSMNGroup: field("ssm_n_group")}
 	if err != nil {
 		return nil, refused(m, err)
 	}

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-model.cpp (v0.5.0): load_tensors' split
+// points and layer devices.
+
 package place
 
 // Split points and layer assignment, in float32 as llama.cpp computes them

@@ -1,7 +1,11 @@
+// Port of llama.cpp src/llama-adapter.cpp (v0.5.0):
+// llama_adapter_lora_init's checks and buffer types.
+
 package place
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // ErrBadLoRA is wrapped by the error of an adapter file llama.cpp would
@@ -234,6 +239,7 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 	}
 	var groups []*group
 	byBuft := map[ggml.BufferType]*group{}
+	var pb *probe.Prober // (made for the first pair)
 	for _, name := range names {
 		h := pairs[name]
 		if h.a == nil || h.b == nil {
@@ -276,8 +282,19 @@ func (p *Plan) planLoRA(path string, f *gguf.File) (*LoRA, error) {
 				return nil, badLoRA("lora_a tensor is not transposed (hint: adapter from \"finetune\" example is no longer supported): '%s' lora_a %v, lora_b %v", name, a, b)
 			}
 		}
+		pair := LoRAPair{Base: name, A: loraTensor(f, h.a), B: loraTensor(f, h.b), BufferType: buft, Device: dev}
+		if pb == nil {
+			h, err := readHparams(p.Model, p.Params)
+			if err != nil {
+				return nil, err
+			}
+			pb = probe.New(context.Background(), p.rt, h.probe, false)
+		}
+		if err := p.loraComputable(pb, &pair, mt.Op); err != nil {
+			return nil, err
+		}
 		pi := len(l.Pairs)
-		l.Pairs = append(l.Pairs, LoRAPair{Base: name, A: loraTensor(f, h.a), B: loraTensor(f, h.b), BufferType: buft, Device: dev})
+		l.Pairs = append(l.Pairs, pair)
 		g := byBuft[buft]
 		if g == nil {
 			g = &group{buft: buft, dev: dev}
@@ -400,4 +417,41 @@ func (l *LoRA) Size() uint64 {
 		n += b.Size
 	}
 	return n
+}
+
+// loraComputable refuses an adapter tensor of a type the ops it feeds
+// cannot take, asking as llama.cpp asks for weights (the probe's op, over
+// a buffer of the pair's type, to supports_op of its device): llama.cpp
+// loads such an adapter and dies computing it. The graphs multiply the
+// input by lora_a, then that by lora_b (MUL_MAT, or for expert weights
+// MUL_MAT_ID); the token embedding's lora_a gives rows (GET_ROWS) that
+// lora_b multiplies. A device that refuses the op leaves it to the CPU,
+// whose supports_op takes every type: there the CPU's own table of
+// kernels says (ggml_get_type_traits_cpu: a type without a dot product,
+// an integer type or f64, is called through a null function).
+func (p *Plan) loraComputable(pb *probe.Prober, pr *LoRAPair, baseOp ggml.Op) error {
+	opA, opB := ggml.OpMulMat, ggml.OpMulMat
+	switch baseOp {
+	case ggml.OpMulMatID:
+		opA, opB = ggml.OpMulMatID, ggml.OpMulMatID
+	case ggml.OpGetRows:
+		opA = ggml.OpGetRows
+	}
+	for _, c := range []struct {
+		t  *LoRATensor
+		op ggml.Op
+	}{{&pr.A, opA}, {&pr.B, opB}} {
+		ok, err := pb.Supported(c.t.Name, c.t.Type, c.t.Shape, c.op, pr.BufferType, pr.Device)
+		if err != nil {
+			return badLoRA("LoRA tensor '%s' (%s): %v", c.t.Name, c.t.Type, err)
+		}
+		onCPU := pr.Device.Type() == ggml.DeviceCPU
+		switch has, known := p.rt.CPUMatMulKernel(c.t.Type); {
+		case !ok && onCPU:
+			return badLoRA("LoRA tensor '%s' is %s, which the CPU's %s cannot take (supports_op): llama.cpp would abort computing it", c.t.Name, c.t.Type, p.rt.OpName(c.op))
+		case (!ok || onCPU) && known && !has:
+			return badLoRA("LoRA tensor '%s' is %s, which the matrix product cannot take: ggml's CPU has no dot product for %s (ggml_get_type_traits_cpu), and llama.cpp would crash computing it", c.t.Name, c.t.Type, c.t.Type)
+		}
+	}
+	return nil
 }

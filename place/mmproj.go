@@ -1,3 +1,6 @@
+// Port of llama.cpp tools/mtmd/clip.cpp (v0.5.0): the projector's device
+// and buffer sizes.
+
 package place
 
 import (

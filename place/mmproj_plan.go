@@ -182,7 +182,7 @@ func (p *Plan) CheckMmproj(m *Mmproj) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Header.CheckText(h.embdInp); err != nil {
+	if err := m.Header.CheckText(h.probe.EmbdInp); err != nil {
 		return fmt.Errorf("place: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // Reason says why a tensor got its buffer type.
@@ -183,7 +184,7 @@ func New(ctx context.Context, rt *ggml.Runtime, m *gguf.Model, params Params) (*
 		return nil, err
 	}
 	defer KeepConnected(rt, params)()
-	pr := newProber(ctx, rt, h, params.noProbeCache)
+	pr := probe.New(ctx, rt, h.probe, params.noProbeCache)
 	return plan(rt, m, h, params, pr)
 }
 

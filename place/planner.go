@@ -1,3 +1,7 @@
+// Port of llama.cpp src/llama-model.cpp and src/llama-model-loader.cpp
+// (v0.5.0): load_tensors' buffer type lists (make_cpu_buft_list,
+// make_gpu_buft_list) and create_tensor's choice (select_weight_buft).
+
 package place
 
 import (
@@ -8,6 +12,7 @@ import (
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
 	"github.com/ggload/ggload/internal/replay/arch"
+	"github.com/ggload/ggload/place/internal/probe"
 )
 
 // bufEntry is one (device, buffer type) of a buffer type list.
@@ -21,7 +26,7 @@ type planner struct {
 	m      *gguf.Model
 	h      *hparams
 	p      *Plan
-	pr     *prober
+	pr     *probe.Prober
 	cpu    *ggml.Device
 	cpuBuf ggml.BufferType
 
@@ -65,8 +70,8 @@ type compiledOverride struct {
 	buft ggml.BufferType
 }
 
-func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober) (*Plan, error) {
-	if err := pr.ctx.Err(); err != nil {
+func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *probe.Prober) (*Plan, error) {
+	if err := pr.Err(); err != nil {
 		return nil, fmt.Errorf("place: planning ended: %w", err)
 	}
 	cpu := rt.CPUDevice()
@@ -157,7 +162,7 @@ func plan(rt *ggml.Runtime, m *gguf.Model, h *hparams, params Params, pr *prober
 		}
 	}
 	pl.summarise()
-	p.ProbeQuestions, p.Probes = pr.asked, pr.probes
+	p.ProbeQuestions, p.Probes = pr.Asked, pr.Probes
 	return p, nil
 }
 
@@ -293,7 +298,7 @@ func (pl *planner) assignLayers() {
 	}
 	p.Shares = shares
 	p.Splits = splitPoints(shares)
-	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.Params.NGPULayers.resolve(p.NLayer), n)
+	p.GPUStart, p.GPULayers = gpuLayers(p.NLayer, p.NGPULayers(), n)
 	p.LayerDevices = make([]*ggml.Device, p.NLayer+1)
 	pl.layerLst = make([][]bufEntry, p.NLayer+1)
 	p.layerLists = pl.layerLst
@@ -429,7 +434,7 @@ func (pl *planner) chooseBuft(t *TensorPlan, list []bufEntry) error {
 // device supports the tensor's op with the weight in that buffer type.
 func (pl *planner) selectWeightBuft(t *TensorPlan, list []bufEntry) (ggml.BufferType, *ggml.Device, error) {
 	for _, e := range list {
-		ok, err := pl.pr.supported(t.Name, t.Type, t.Shape, t.Op, e.buft, e.dev)
+		ok, err := pl.pr.Supported(t.Name, t.Type, t.Shape, t.Op, e.buft, e.dev)
 		if err != nil {
 			return ggml.BufferType{}, nil, err
 		}
@@ -483,7 +488,7 @@ func (pl *planner) summarise() {
 			p.Moved.FirstName, p.Moved.FirstType, p.Moved.Count-1, p.Moved.From.Name(), p.Moved.To.Name()))
 	}
 	if pl.supportsOffload() {
-		ngl := p.Params.NGPULayers.resolve(p.NLayer)
+		ngl := p.NGPULayers()
 		nGPU := min(ngl, p.NLayer)
 		nRep := nGPU
 		if nRep > 0 {

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-sampler.cpp (v0.5.0): llama_token_data_array
+// and its partial sorts.
+
 package sample
 
 import (

@@ -1,3 +1,6 @@
+// Port of glibc's expf, logf, log2f and powf, as llama.cpp
+// src/llama-sampler.cpp (v0.5.0) calls them.
+
 package sample
 
 import (

@@ -1,3 +1,7 @@
+// Port of llama.cpp common/common.cpp (v0.5.0): the model's own sampling
+// defaults, as common_init_from_params reads them
+// (common_params_sampling_config).
+
 package sample
 
 import (
@@ -8,11 +12,13 @@ import (
 	"github.com/ggload/ggload/gguf"
 )
 
-// Set names the parameters a program's user chose, which a model's own
-// sampling defaults do not override (common_params_sampling_config).
+// Set names fields of Params: those whose value is meant as it is, zero
+// included (Params.Explicit), which a model's own sampling defaults leave
+// alone (llama.cpp's common_params_sampling_config, for every field).
 type Set uint64
 
-// The parameters a model's general.sampling.* metadata can set.
+// The fields of Params; the first twelve are those a model's
+// general.sampling.* metadata can set.
 const (
 	SetSamplers Set = 1 << iota
 	SetTopK
@@ -26,22 +32,36 @@ const (
 	SetMirostat
 	SetMirostatTau
 	SetMirostatEta
+	SetSeed
+	SetNPrev
+	SetTypP
+	SetDynatempExponent
+	SetDryBase
+	SetDryAllowedLength
+	SetDryPenaltyLastN
+	SetDrySequenceBreakers
+	SetAdaptiveTarget
+	SetAdaptiveDecay
+	SetTopNSigma
+
+	// SetAll names every field: a Params whose every value is meant as it
+	// is, as one filled in from a request over resolved defaults.
+	SetAll = SetTopNSigma<<1 - 1
 )
 
 // FromModel applies the sampling defaults a model carries in its
-// general.sampling.* metadata to every parameter the user has not set, as
+// general.sampling.* metadata to every field the user left unset (zero,
+// or for the samplers an empty list, and not in Explicit), as
 // common_init_from_params does before it builds the sampler: each value
 // read as llama_model_meta_val_str prints it and parsed as strtol or
-// strtof parse it, so that a value llama.cpp cannot read leaves the
-// parameter as it was.
-func (p *Params) FromModel(m *gguf.Model, user Set) {
-	if user&SetSamplers == 0 {
+// strtof parse it, so that a value llama.cpp cannot read leaves the field
+// as it was (its default, then). A field it sets is named in Explicit.
+func (p *Params) FromModel(m *gguf.Model) {
+	unset := func(zero bool, s Set) bool { return zero && p.Explicit&s == 0 }
+	if unset(len(p.Samplers) == 0, SetSamplers) {
 		if s, ok := metaString(m, "general.sampling.sequence", 512); ok {
-			names := strings.Split(s, ";")
-			if len(names) > 0 {
-				kinds, _ := ParseSamplers(s)
-				p.Samplers = kinds
-			}
+			kinds, _ := ParseSamplers(s)
+			p.Samplers, p.Explicit = kinds, p.Explicit|SetSamplers
 		}
 	}
 	ints := []struct {
@@ -54,12 +74,12 @@ func (p *Params) FromModel(m *gguf.Model, user Set) {
 		{"general.sampling.mirostat", &p.Mirostat, SetMirostat},
 	}
 	for _, f := range ints {
-		if user&f.set != 0 {
+		if !unset(*f.dst == 0, f.set) {
 			continue
 		}
 		if s, ok := metaString(m, f.key, 64); ok {
 			if v, ok := strtol(s); ok {
-				*f.dst = v
+				*f.dst, p.Explicit = v, p.Explicit|f.set
 			}
 		}
 	}
@@ -78,12 +98,12 @@ func (p *Params) FromModel(m *gguf.Model, user Set) {
 		{"general.sampling.mirostat_eta", &p.MirostatEta, SetMirostatEta},
 	}
 	for _, f := range floats {
-		if user&f.set != 0 {
+		if !unset(*f.dst == 0, f.set) {
 			continue
 		}
 		if s, ok := metaString(m, f.key, 128); ok {
 			if v, ok := strtof(s); ok {
-				*f.dst = v
+				*f.dst, p.Explicit = v, p.Explicit|f.set
 			}
 		}
 	}

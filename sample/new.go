@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-sampler.cpp (v0.5.0): the samplers'
+// constructors (llama_sampler_init_*).
+
 package sample
 
 import (

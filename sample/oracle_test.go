@@ -286,13 +286,23 @@ func TestChainMatchesCommon(t *testing.T) {
 		{"seed=9", "sampling_seq=kmyt?a", "adaptive_target=0.4", "typ_p=0.9"},
 		{"seed=10", "dynatemp_range=0.5", "dynatemp_exponent=1.5", "top_n_sigma=1.5"},
 		{"seed=11", "bias=5:4.5", "bias=100:-inf", "top_k=0", "top_p=1", "min_p=0"},
+		// zeros meant, where llama.cpp's defaults are not zero
+		{"seed=0", "top_p=0", "xtc_probability=0.3", "xtc_threshold=0", "dynatemp_exponent=0", "dynatemp_range=0.4"},
+		{"seed=12", "samplers=", "top_k=0"},
 	}
 	const rows = 12
 	n := v.NTokens()
+	// the keys' fields, named in Explicit: a zero given is meant (Params{}
+	// is llama.cpp's defaults, which the harness starts from)
+	explicit := map[string]Set{"seed": SetSeed, "temp": SetTemp, "top_k": SetTopK, "top_p": SetTopP, "min_p": SetMinP,
+		"typ_p": SetTypP, "penalty_repeat": SetPenaltyRepeat, "xtc_probability": SetXTCProbability, "xtc_threshold": SetXTCThreshold,
+		"mirostat": SetMirostat, "adaptive_target": SetAdaptiveTarget, "dynatemp_exponent": SetDynatempExponent,
+		"top_n_sigma": SetTopNSigma, "samplers": SetSamplers, "sampling_seq": SetSamplers}
 	for ci, args := range cases {
-		p := DefaultParams()
+		p := Params{}
 		for _, a := range args {
 			k, val, _ := strings.Cut(a, "=")
+			p.Explicit |= explicit[k]
 			f := func() float32 {
 				var x float64
 				if val == "-inf" {

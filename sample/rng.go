@@ -1,3 +1,6 @@
+// Port of libstdc++'s std::mt19937 and the distributions llama.cpp
+// src/llama-sampler.cpp (v0.5.0) draws with.
+
 package sample
 
 import (

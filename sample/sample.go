@@ -1,6 +1,12 @@
+// Port of llama.cpp common/sampling.cpp (v0.5.0): common_sampler_init's
+// chain of samplers.
+
 // Package sample is llama.cpp's token sampling: the samplers of
 // src/llama-sampler.cpp and the chain that common_sampler_init builds from
-// common_params_sampling (common/sampling.cpp). With the same seed, the
+// common_params_sampling (common/sampling.cpp), with its grammar (package
+// grammar's: a GBNF grammar, a JSON schema's, or a lazy one with
+// triggers), checked against the chain's token and sampled again where
+// it refuses it, as common_sampler_sample does. With the same seed, the
 // same logits give the same token as llama.cpp: the same Mersenne Twister
 // and libstdc++ distributions, the same sort orders of equal logits, and
 // float32 arithmetic in the C++ order of operations.
@@ -13,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ggload/ggload/grammar"
 	"github.com/ggload/ggload/vocab"
 )
 
@@ -60,6 +67,19 @@ func (k Kind) Char() byte {
 
 // Params mirrors common_params_sampling: the fields llama.cpp's command
 // line sets, with the same meanings.
+//
+// The zero value is llama.cpp's defaults (those of its command line, as
+// DefaultParams lists them): a field left at zero (a list: empty) takes
+// its default, so Params{Temp: 0.2} changes the temperature alone. A
+// zero that is meant, where llama.cpp gives zero a meaning of its own
+// (Temp 0: the greatest logit; TopK 0: top-k off; Seed 0: the seed 0; no
+// samplers at all), is said by naming the field in Explicit:
+//
+//	p := sample.Params{Temp: 0, Explicit: sample.SetTemp} // greedy
+//
+// Explicit also marks the fields the user chose, which a model's own
+// sampling defaults leave alone (FromModel), as llama.cpp's
+// user_sampling_config does.
 type Params struct {
 	Seed             uint32 // DefaultSeed: a random one
 	NPrev            int32
@@ -95,16 +115,34 @@ type Params struct {
 	Samplers            []Kind
 	LogitBias           []LogitBias
 
-	// Grammar and JSONSchema stand for --grammar and --json-schema, which
-	// this package does not implement: New refuses them.
+	// Grammar is a GBNF grammar the generated text must follow (--grammar,
+	// from the rule "root"); JSONSchema, a JSON schema whose grammar it
+	// must follow (--json-schema, converted as json_schema_to_grammar
+	// converts it). One of the two at most.
 	Grammar    string
 	JSONSchema string
+	// GrammarType says where Grammar comes from (a JSON schema's grammar
+	// is GrammarOutputFormat); an output-format or tool-call grammar takes
+	// the tokens of GenerationPrompt first.
+	GrammarType      GrammarType
+	GenerationPrompt string
+	// GrammarLazy makes the grammar wait for one of GrammarTriggers (a
+	// chat format's tool call) before it constrains anything.
+	GrammarLazy     bool
+	GrammarTriggers []GrammarTrigger
+
+	// Explicit names the fields whose value is meant as it is, zero
+	// included; see Params.
+	Explicit Set
 }
 
 // DefaultParams is common_params_sampling's defaults, those of llama.cpp's
-// command line.
+// command line: what Params{} stands for, every field spelled out and
+// named in Explicit, so that a field set to zero afterwards (a seed of 0,
+// a temperature of 0) is meant as it is.
 func DefaultParams() Params {
 	return Params{
+		Explicit:            SetAll,
 		Seed:                DefaultSeed,
 		NPrev:               64,
 		TopK:                40,
@@ -128,6 +166,53 @@ func DefaultParams() Params {
 		Samplers: []Kind{KindPenalties, KindDRY, KindTopNSigma, KindTopK, KindTypicalP,
 			KindTopP, KindMinP, KindXTC, KindTemperature},
 	}
+}
+
+// Resolved is p as New takes it: every field left at zero (a list: empty)
+// and not named in Explicit given its default; every field is then
+// explicit.
+func (p Params) Resolved() Params {
+	d := DefaultParams()
+	x := p.Explicit
+	if p.Seed == 0 && x&SetSeed == 0 {
+		p.Seed = d.Seed
+	}
+	for _, f := range []struct {
+		v   *int32
+		def int32
+		set Set
+	}{
+		{&p.NPrev, d.NPrev, SetNPrev}, {&p.TopK, d.TopK, SetTopK}, {&p.PenaltyLastN, d.PenaltyLastN, SetPenaltyLastN},
+		{&p.DryAllowedLength, d.DryAllowedLength, SetDryAllowedLength}, {&p.DryPenaltyLastN, d.DryPenaltyLastN, SetDryPenaltyLastN},
+	} {
+		if *f.v == 0 && x&f.set == 0 {
+			*f.v = f.def
+		}
+	}
+	for _, f := range []struct {
+		v   *float32
+		def float32
+		set Set
+	}{
+		{&p.TopP, d.TopP, SetTopP}, {&p.MinP, d.MinP, SetMinP}, {&p.XTCThreshold, d.XTCThreshold, SetXTCThreshold},
+		{&p.TypP, d.TypP, SetTypP}, {&p.Temp, d.Temp, SetTemp}, {&p.DynatempExponent, d.DynatempExponent, SetDynatempExponent},
+		{&p.PenaltyRepeat, d.PenaltyRepeat, SetPenaltyRepeat}, {&p.DryBase, d.DryBase, SetDryBase},
+		{&p.AdaptiveTarget, d.AdaptiveTarget, SetAdaptiveTarget}, {&p.AdaptiveDecay, d.AdaptiveDecay, SetAdaptiveDecay},
+		{&p.TopNSigma, d.TopNSigma, SetTopNSigma}, {&p.MirostatTau, d.MirostatTau, SetMirostatTau},
+		{&p.MirostatEta, d.MirostatEta, SetMirostatEta},
+	} {
+		if *f.v == 0 && x&f.set == 0 {
+			*f.v = f.def
+		}
+	}
+	if len(p.DrySequenceBreakers) == 0 && x&SetDrySequenceBreakers == 0 {
+		p.DrySequenceBreakers = d.DrySequenceBreakers
+	}
+	if len(p.Samplers) == 0 && x&SetSamplers == 0 {
+		p.Samplers = d.Samplers
+	}
+	p.Explicit = SetAll
+	return p
 }
 
 // UnknownError lists the names or characters that ParseSamplers or
@@ -207,8 +292,8 @@ func ParseSamplingSeq(chars string) ([]Kind, error) {
 	return kinds, nil
 }
 
-// Sampler is common_sampler without grammar: the chain of samplers and
-// the last accepted tokens. Like llama.cpp's, it serves one generation at
+// Sampler is common_sampler: the chain of samplers, the grammar, and the
+// last accepted tokens. Like llama.cpp's, it serves one generation at
 // a time: it is not safe for concurrent use.
 type Sampler struct {
 	params Params
@@ -217,19 +302,20 @@ type Sampler struct {
 	prev   ring
 	buf    []tokenData
 	cur    candidates
+	grm    *grammar.Grammar // the grammar sampler, nil without one
 }
 
 // New is common_sampler_init, after the adjustments common_init_from_params
 // makes to the parameters: IgnoreEOS (dropped where the vocabulary has no
-// EOS) biases every end-of-generation token by -inf. It refuses a grammar
-// or a JSON schema, and the parameters common_sampler_init refuses.
+// EOS) biases every end-of-generation token by -inf. The parameters are
+// p.Resolved(): zero fields take llama.cpp's defaults. It refuses the
+// parameters common_sampler_init refuses, and a grammar or a JSON schema
+// that does not parse or convert.
 func New(v *vocab.Vocab, p Params) (*Sampler, error) {
-	if p.Grammar != "" {
-		return nil, errors.New("sample: --grammar is not supported: grammar-constrained sampling (llama_sampler_init_grammar) is not implemented")
+	if v == nil {
+		return nil, errors.New("sample: no vocabulary")
 	}
-	if p.JSONSchema != "" {
-		return nil, errors.New("sample: --json-schema is not supported: it is a grammar, and grammar-constrained sampling (llama_sampler_init_grammar) is not implemented")
-	}
+	p = p.Resolved()
 	if isInf32(p.PenaltyRepeat) || p.PenaltyRepeat != p.PenaltyRepeat || p.PenaltyRepeat <= 0 || isInf32(1/p.PenaltyRepeat) {
 		return nil, errors.New("sample: penalty_repeat must be finite and greater than 0")
 	}
@@ -308,14 +394,30 @@ func New(v *vocab.Vocab, p Params) (*Sampler, error) {
 	case 2:
 		chain = append(chain, newTemp(p.Temp), newMirostatV2(p.Seed, p.MirostatTau, p.MirostatEta))
 	}
-	return &Sampler{params: p, v: v, chain: chain, prev: newRing(max(32, int(p.NPrev)))}, nil
+	grm, err := grammarOf(v, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Sampler{params: p, v: v, chain: chain, prev: newRing(max(32, int(p.NPrev))), grm: grm}, nil
 }
 
 func isInf32(f float32) bool { return math.IsInf(float64(f), 0) }
 
 // Sample is common_sampler_sample for one row of logits (one a token of
-// the vocabulary): the chain's token. The candidates stay for Candidates.
+// the vocabulary): the chain's token, and with a grammar, the token the
+// grammar allows (where it refuses the chain's, the chain again over the
+// tokens it allows). The candidates stay for Candidates.
 func (s *Sampler) Sample(logits []float32) (vocab.Token, error) {
+	id, err := s.sample(logits, nil)
+	if err != nil {
+		return id, err
+	}
+	return s.grammarCheck(logits, id)
+}
+
+// sample runs the chain over the logits, those of the tokens mask
+// refuses (where there is a mask) at -inf.
+func (s *Sampler) sample(logits []float32, mask *grammar.Mask) (vocab.Token, error) {
 	if n := s.v.NTokens(); len(logits) != n {
 		return vocab.Null, fmt.Errorf("sample: %d logits for a vocabulary of %d tokens", len(logits), n)
 	}
@@ -325,6 +427,13 @@ func (s *Sampler) Sample(logits []float32) (vocab.Token, error) {
 	s.buf = s.buf[:len(logits)]
 	for i, l := range logits {
 		s.buf[i] = tokenData{vocab.Token(i), l, 0}
+	}
+	if mask != nil {
+		for i := range s.buf {
+			if !mask.Allows(vocab.Token(i)) {
+				s.buf[i].logit = negInf
+			}
+		}
 	}
 	s.cur = candidates{data: s.buf, selected: -1}
 	c := &s.cur
@@ -340,17 +449,22 @@ func (s *Sampler) Sample(logits []float32) (vocab.Token, error) {
 	return c.data[c.selected].id, nil
 }
 
-// Accept is common_sampler_accept of a generated token: every sampler of
-// the chain sees it, and it joins the last tokens.
-func (s *Sampler) Accept(t vocab.Token) {
-	for _, smpl := range s.chain {
-		smpl.accept(t)
+// Accept is common_sampler_accept of a generated token: the grammar
+// takes it (an error where it cannot), every sampler of the chain sees
+// it, and it joins the last tokens. A prompt's tokens go to AcceptPrompt.
+func (s *Sampler) Accept(t vocab.Token) error {
+	if s.grm != nil {
+		if err := s.grm.Accept(t); err != nil {
+			return err
+		}
 	}
-	s.prev.push(t)
+	s.AcceptPrompt(t)
+	return nil
 }
 
 // Reset is common_sampler_reset: the last tokens and every sampler's
-// state cleared, the random generators seeded again.
+// state cleared, the random generators seeded again. The grammar stays
+// where it stands, as llama.cpp's does.
 func (s *Sampler) Reset() {
 	s.prev.clear()
 	for _, smpl := range s.chain {
@@ -400,11 +514,15 @@ type TokenData struct {
 }
 
 // Candidates is common_sampler_get_candidates after Sample: the
-// candidates the chain left and the index of the selected one; sorted by
+// candidates the chain left and the index of the selected one (none and
+// -1 before a Sample that selected a token); sorted by
 // descending probability (std::sort, as llama.cpp sorts them) when sort
 // is true and the chain left them unsorted.
 func (s *Sampler) Candidates(sort bool) ([]TokenData, int) {
 	c := &s.cur
+	if c.selected < 0 || c.selected >= len(c.data) {
+		return nil, -1 // (no Sample yet, or the last one failed)
+	}
 	if sort && !c.sorted && c.selected >= 0 {
 		id := c.data[c.selected].id
 		stdSort(c.data, func(a, b *tokenData) bool { return a.p > b.p })

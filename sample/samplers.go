@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-sampler.cpp (v0.5.0): the samplers.
+
 package sample
 
 import (
@@ -777,7 +779,8 @@ func newAdaptiveP(target, decay float32, seed uint32) *adaptiveP {
 
 func (*adaptiveP) name() string { return "adaptive-p" }
 func (s *adaptiveP) accept(t vocab.Token) {
-	if s.pendingID == t {
+	// (llama.cpp asserts on a token of none pending: vocab.Null)
+	if s.pendingID == t && s.pendingIdx >= 0 && s.pendingIdx < len(s.orig) {
 		s.weightedSum = s.orig[s.pendingIdx] + s.decay*s.weightedSum
 		s.total = 1 + s.decay*s.total
 	}

@@ -1,3 +1,6 @@
+// Port of libstdc++'s std::sort and std::partial_sort, whose orders of
+// equal elements llama.cpp src/llama-sampler.cpp (v0.5.0) returns.
+
 package sample
 
 import "math/bits"

@@ -4,7 +4,7 @@
 # architecture's hyperparameter, tensor-creation and graph-building
 # functions, and the tables they use. Run after changing the pin; then run
 # the tests (TestArchitectures compares every architecture with llama.cpp
-# of the new pin). go generate ./internal/arch runs it too.
+# of the new pin). go generate ./internal/replay/arch runs it too.
 #
 #   scripts/gen-archs.sh [SOURCE_TREE]   (default: the pinned tree, unpacked into the cache)
 . "$(dirname "$0")/lib.sh"

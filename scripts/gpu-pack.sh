@@ -42,10 +42,11 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/src"
 
 # the packages whose tests reach a device (gguf and native are pure Go)
 pkgs=(./bindings ./ggml ./place ./loader ./tests ./examples/attention ./cmd/ggload)
-step "building ggload and ${#pkgs[@]} test binaries (static, stripped)"
+step "building ggload, ggload-bench and ${#pkgs[@]} test binaries (static, stripped)"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 flags=(-trimpath -ldflags='-s -w')
 go build "${flags[@]}" -o "$stage/bin/ggload" ./cmd/ggload
+go build "${flags[@]}" -o "$stage/bin/ggload-bench" ./cmd/ggload-bench
 for p in "${pkgs[@]}"; do
 	name=$(basename "$p")
 	[ "$p" = ./cmd/ggload ] && name=ggload

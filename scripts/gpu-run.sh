@@ -19,7 +19,7 @@
 #   3. devices: stop with "CUDA absent" (exit 3) where no CUDA0 comes up;
 #   4. every test binary with CUDA required (GGLOAD_REQUIRE=cpu,cuda,llama),
 #      side by side;
-#   5. ggload bench: none, mmap and direct-io onto CUDA0 against llama.cpp of
+#   5. ggload-bench: none, mmap and direct-io onto CUDA0 against llama.cpp of
 #      the same pin, with the pinned host->device ceiling, medians.
 #
 # OUTDIR receives at most 8 files: summary.txt (at most 200 lines: every
@@ -229,7 +229,7 @@ case $MODEL_SIZE in
 *MiB) MODEL_MIB=${MODEL_SIZE%MiB} ;;
 *) broken "GGLOAD_BENCH_SIZE=$MODEL_SIZE: want NGiB or NMiB" ;;
 esac
-# the cached model: ggload bench writes it as bench-llama-<layers>x<width>-q8_0-v2.gguf
+# the cached model: ggload-bench writes it as bench-llama-<layers>x<width>-q8_0-v2.gguf
 bench_model() {
 	find "$XDG_CACHE_HOME/ggload" -maxdepth 1 -name 'bench-llama-*-q8_0-v2.gguf' -size +$((MODEL_MIB - 1))M 2>/dev/null | head -1
 }
@@ -250,7 +250,7 @@ MODEL_PID=""
 if [ -n "$GPU_ARCHS" ] && ! model_ready; then
 	# the model needs only the CPU set: write it while nvcc works (and time
 	# a CPU load of it, the none -> CPU row)
-	(cd "$W" && exec timeout -k 5 240 "$W/bin/ggload" bench --size "$MODEL_SIZE" --modes none --targets none --runs 1 --no-llama) \
+	(cd "$W" && exec timeout -k 5 240 "$W/bin/ggload-bench" --size "$MODEL_SIZE" --modes none --targets none --runs 1 --no-llama) \
 		>"$W/model.log" 2>&1 &
 	MODEL_PID=$!
 	say "writing the $MODEL_SIZE benchmark model in the background"
@@ -435,7 +435,7 @@ if [ -n "$MODEL" ]; then
 			continue
 		fi
 		t0=$(now)
-		(cd "$W" && exec timeout -k 5 "$share" "$W/bin/ggload" bench "$MODEL" --modes "$mode" --targets CUDA0 \
+		(cd "$W" && exec timeout -k 5 "$share" "$W/bin/ggload-bench" "$MODEL" --modes "$mode" --targets CUDA0 \
 			--runs "$runs" --save "$W/bench-$mode.json") >"$W/bench-$mode.txt" 2>&1
 		rc=$?
 		dt=$(($(now) - t0))

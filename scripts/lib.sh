@@ -74,7 +74,8 @@ install_set() {
 # lacks (printed one per line): cmake, ninja and a compiler build the RPC
 # backend; git unpacks the pinned source; the Vulkan loader and lavapipe
 # give a Vulkan device; iproute2 makes the RPC hosts' network namespaces;
-# python3 and its packages run the pin's server tests.
+# python3 and its packages run the pin's server tests; tmux gives run's
+# conversation mode a real terminal.
 system_packages() {
 	command -v cmake >/dev/null || echo cmake
 	command -v ninja >/dev/null || echo ninja-build
@@ -89,6 +90,7 @@ system_packages() {
 	done
 	command -v node >/dev/null || echo nodejs
 	command -v npm >/dev/null || echo npm
+	command -v tmux >/dev/null || echo tmux
 	if [ "$(uname -s)" = Linux ]; then
 		# (grep reads everything: with -q, ldconfig could die of SIGPIPE)
 		ldconfig -p 2>/dev/null | grep 'libvulkan\.so\.1' >/dev/null || echo libvulkan1

@@ -43,9 +43,12 @@ status=${PIPESTATUS[0]}
 runs+=("$out/tests.jsonl")
 # -race needs cgo: the pure-Go packages, and those whose Go concurrency
 # matters most (the RPC guard's relays, the loader's readers and validation,
-# a vocabulary tokenizing for several goroutines at once, the serving
-# engine's slots, requests and their cancellation)
-race_pkgs=$(go list ./native/... ./gguf/... ./vocab/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... 2>/dev/null || true)
+# a vocabulary tokenizing for several goroutines at once, a context's
+# methods called at once, samplers of their own over one vocabulary, a
+# chat template rendering for several, grammars over one vocabulary, the serving engine's slots,
+# requests and their cancellation, the model pool's loads, evictions and
+# waits)
+race_pkgs=$(go list ./native/... ./gguf/... ./vocab/... ./sample/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... ./chat/... ./grammar/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	echo "race detector:"
 	CGO_ENABLED=1 go test -json -count=1 -timeout 30m -race $race_pkgs 2>&1 | "$out/testsum" -record "$out/race.jsonl"

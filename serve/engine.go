@@ -166,12 +166,16 @@ func (e *Engine) probeSeqRm() (seqRmType, error) {
 // makeDefaults are the requests' defaults (eval_llama_cmpl_schema's
 // copy of params_base).
 func (e *Engine) makeDefaults() Options {
-	sp := sample.DefaultParams()
+	// the defaults resolved, every field meant as it is: a request sets
+	// the fields it names, a zero among them included
+	var sp sample.Params
 	if e.p.Sampling != nil {
 		sp = *e.p.Sampling
 	} else {
-		sp.FromModel(e.model.Plan.Model, 0)
+		sp.FromModel(e.model.Plan.Model)
 	}
+	sp = sp.Resolved()
+	sp.Explicit = sample.SetAll
 	return Options{CachePrompt: !e.p.NoCachePrompt, NKeep: e.p.Keep, NPredict: e.p.nPredict, NCacheReuse: e.p.CacheReuse,
 		TMaxPredictMS: -1, Stop: append([]string(nil), e.p.Stop...), Sampling: sp, IDSlot: -1, EmbdNormalize: e.p.embdNormalize}
 }

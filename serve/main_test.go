@@ -18,7 +18,12 @@ import (
 	"github.com/ggload/ggload/vocab"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if arg := os.Getenv(rssChildEnv); arg != "" {
+		os.Exit(rssChild(arg))
+	}
+	testenv.Main(m)
+}
 
 // all says whether the whole suite runs (GGLOAD_SERVE_ALL=1), not its
 // sample.

@@ -132,6 +132,18 @@ func (p Params) resolve() resolved {
 	return r
 }
 
+// PromptCacheLimit is the host memory the prompt cache may hold, as
+// --cache-ram resolves: 0 without a cache; limited is false where the
+// cache has no limit (--cache-ram -1). A model pool reserves it beside
+// the plan's memory.
+func (p Params) PromptCacheLimit() (bytes uint64, limited bool) {
+	n := p.resolve().cacheRAMMiB
+	if n < 0 {
+		return 0, false
+	}
+	return uint64(n) << 20, true
+}
+
 // Options are one request's parameters (task_params), as llama-server's
 // completion schema reads them from a request. Start from
 // Engine.Defaults, which holds the server's defaults as the pin copies

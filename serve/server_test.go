@@ -36,12 +36,19 @@ type srvResult struct {
 		PromptN int `json:"prompt_n"`
 	} `json:"timings"`
 	Probs []struct {
-		ID   int32   `json:"id"`
-		Prob float32 `json:"prob"`
-		Top  []struct {
-			ID   int32   `json:"id"`
-			Prob float32 `json:"prob"`
+		ID      int32    `json:"id"`
+		Prob    *float32 `json:"prob"`
+		LogProb *float32 `json:"logprob"`
+		Top     []struct {
+			ID      int32    `json:"id"`
+			Prob    *float32 `json:"prob"`
+			LogProb *float32 `json:"logprob"`
 		} `json:"top_probs"`
+		TopLog []struct {
+			ID      int32    `json:"id"`
+			Prob    *float32 `json:"prob"`
+			LogProb *float32 `json:"logprob"`
+		} `json:"top_logprobs"`
 	} `json:"completion_probabilities"`
 	// an error's
 	Error *struct {
@@ -155,13 +162,17 @@ func compare(t testing.TB, what string, r *serve.Result, w srvResult) {
 	} else {
 		for i, p := range r.Probs {
 			q := w.Probs[i]
-			if p.ID != q.ID || math.Float32bits(p.Prob) != math.Float32bits(q.Prob) || len(p.Probs) != len(q.Top) {
-				diffs = append(diffs, fmt.Sprintf("token %d's probs: %d %v (%d), llama-server %d %v (%d)", i, p.ID, p.Prob, len(p.Probs), q.ID, q.Prob, len(q.Top)))
+			top := q.Top
+			if q.LogProb != nil {
+				top = q.TopLog
+			}
+			if p.ID != q.ID || !sameProb(p.Prob, q.Prob, q.LogProb) || len(p.Probs) != len(top) {
+				diffs = append(diffs, fmt.Sprintf("token %d's probs: %d %v (%d), llama-server %d %v (%d)", i, p.ID, p.Prob, len(p.Probs), q.ID, q.Prob, len(top)))
 				break
 			}
 			for k, c := range p.Probs {
-				if c.ID != q.Top[k].ID || math.Float32bits(c.Prob) != math.Float32bits(q.Top[k].Prob) {
-					diffs = append(diffs, fmt.Sprintf("token %d's candidate %d: %d %v, llama-server %d %v", i, k, c.ID, c.Prob, q.Top[k].ID, q.Top[k].Prob))
+				if c.ID != top[k].ID || !sameProb(c.Prob, top[k].Prob, top[k].LogProb) {
+					diffs = append(diffs, fmt.Sprintf("token %d's candidate %d: %d %v, llama-server %d", i, k, c.ID, c.Prob, top[k].ID))
 					break
 				}
 			}
@@ -170,6 +181,24 @@ func compare(t testing.TB, what string, r *serve.Result, w srvResult) {
 	if len(diffs) > 0 {
 		t.Errorf("%s:\n  %s", what, strings.Join(diffs, "\n  "))
 	}
+}
+
+// sameProb holds a probability to llama-server's: the same float after
+// sampling; before, its log as llama-server writes it (logf: the same to
+// a unit of the last place, the log being the HTTP layer's, not the
+// engine's).
+func sameProb(p float32, prob, logprob *float32) bool {
+	switch {
+	case prob != nil:
+		return math.Float32bits(p) == math.Float32bits(*prob)
+	case logprob != nil:
+		want := float64(*logprob)
+		if p == 0 {
+			return *logprob == -math.MaxFloat32
+		}
+		return math.Abs(math.Log(float64(p))-want) <= 1e-6*max(1, math.Abs(want))
+	}
+	return false
 }
 
 // jsonText is s as llama-server's JSON (nlohmann's dump, errors
@@ -238,6 +267,7 @@ func TestSequentialIsLlamaServer(t *testing.T) {
 		{name: "cache-reuse", arch: "llama", layers: 2, nCtx: 1024, flags: []string{"--cache-reuse", "4"}, p: serve.Params{CacheReuse: 4}, reqs: reuseRequests},
 		{name: "context-shift", arch: "llama", layers: 2, nCtx: 256, flags: []string{"--context-shift", "-np", "1"}, p: serve.Params{ContextShift: true}, reqs: shiftRequests},
 		{name: "no-cache-ram", arch: "llama", layers: 2, nCtx: 1024, flags: []string{"--cache-ram", "0"}, p: serve.Params{NoCacheRAM: true}, reqs: basicRequests},
+		{name: "context-full", arch: "llama", layers: 2, nCtx: 256, flags: []string{"-np", "1"}, reqs: shiftRequests},
 		{name: "mamba", arch: "mamba", layers: 2, nCtx: 1024, reqs: basicRequests},
 	}
 	if !all() {
@@ -328,6 +358,9 @@ func basicRequests(e *serve.Engine) []request {
 	o := opts(e, 4, seeded(3))
 	o.Sampling.NProbs, o.PostSamplingProbs = 3, true
 	reqs = append(reqs, request{c, o, false})
+	o = opts(e, 4, seeded(4))
+	o.Sampling.NProbs = 5
+	reqs = append(reqs, request{a, o, false})
 	return reqs
 }
 

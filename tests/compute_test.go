@@ -10,6 +10,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/lab/llama"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
@@ -27,7 +28,7 @@ import (
 func TestComputeBufferMatchesLlamaCpp(t *testing.T) {
 	rt := testenv.Runtime(t)
 	l := openLlama(t, rt)
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestBreakdownTableMatchesLlamaCpp(t *testing.T) {
 	if err := l.HaveCommon(); err != nil {
 		testenv.Missing(t, "llama", "%v", err)
 	}
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}

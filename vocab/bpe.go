@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-vocab.cpp (v0.5.0): llm_tokenizer_bpe.
+
 package vocab
 
 import (

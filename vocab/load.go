@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-vocab.cpp (v0.5.0): llama_vocab::impl::load
+// and init_tokenizer.
+
 package vocab
 
 import (

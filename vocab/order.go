@@ -1,3 +1,7 @@
+// Port of libstdc++'s std::hash<std::string>, std::unordered_map's
+// iteration order and std::sort's order of equal elements, as llama.cpp
+// src/llama-vocab.cpp (v0.5.0) depends on them.
+
 package vocab
 
 import (

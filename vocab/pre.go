@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-vocab.cpp (v0.5.0): the pre-tokenizer types
+// (llama_vocab_pre_type) that tokenizer.ggml.pre selects.
+
 package vocab
 
 // preType is a pre-tokenizer, llama_vocab_pre_type, named by its enum

@@ -1,3 +1,5 @@
+// Port of llama.cpp src/llama-vocab.cpp (v0.5.0): llm_tokenizer_spm.
+
 package vocab
 
 // symbol is llm_symbol: a run of the text being merged, linked to its

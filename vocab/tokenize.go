@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-vocab.cpp (v0.5.0): llama_tokenize,
+// llama_token_to_piece and llama_detokenize.
+
 package vocab
 
 import (

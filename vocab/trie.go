@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-vocab.cpp (v0.5.0): naive_trie and
+// llama_unescape_rwkv_token.
+
 package vocab
 
 // trie is naive_trie: a byte trie with an optional token at each node.

@@ -1,3 +1,6 @@
+// Port of llama.cpp src/unicode.cpp (v0.5.0): unicode_cpt_from_utf8 as the
+// vocabulary decodes with it.
+
 package vocab
 
 // decodeCpt is unicode_cpt_from_utf8 as unicode_cpts_from_utf8 uses it:

@@ -1,3 +1,6 @@
+// Port of llama.cpp include/llama.h and src/llama-vocab.h (v0.5.0):
+// llama_vocab's types and getters.
+
 package vocab
 
 import (

@@ -208,8 +208,9 @@ func TestDetokenizeRoundTrip(t *testing.T) {
 	}
 }
 
-// One Vocab serves Tokenize, AppendPiece and Detokenize from several
-// goroutines at once, each getting what it gets alone.
+// One Vocab serves Tokenize, AppendPiece, Detokenize and every other
+// method from several goroutines at once (go test -race), each getting
+// what it gets alone.
 func TestConcurrentUse(t *testing.T) {
 	dir := filepath.Join(testenv.SourceTree(t), "models")
 	for _, name := range []string{"llama-spm", "qwen2", "bert-bge"} {
@@ -247,6 +248,7 @@ func TestConcurrentUse(t *testing.T) {
 							errs <- name + ": " + err.Error()
 						}
 					}
+					everyMethod(v, got)
 				}
 			}()
 		}
@@ -256,4 +258,20 @@ func TestConcurrentUse(t *testing.T) {
 			t.Error(e)
 		}
 	}
+}
+
+// everyMethod calls each of the Vocab's other methods (its docs call them
+// safe for concurrent use), with the ids of toks and ids out of range.
+func everyMethod(v *vocab.Vocab, toks []vocab.Token) {
+	_, _, _, _ = v.Type(), v.Pre(), v.Model(), v.NTokens()
+	_, _, _, _, _, _, _, _, _ = v.BOS(), v.EOS(), v.EOT(), v.EOM(), v.UNK(), v.SEP(), v.NL(), v.PAD(), v.MASK()
+	_, _, _, _, _, _ = v.FIMPre(), v.FIMSuf(), v.FIMMid(), v.FIMPad(), v.FIMRep(), v.FIMSep()
+	_, _, _ = v.AddBOS(), v.AddEOS(), v.AddSEP()
+	_, _ = v.EOG(), v.SuppressTokens()
+	for _, t := range append(toks, -1, vocab.Token(v.NTokens()), 1<<30) {
+		_, _, _, _ = v.IsEOG(t), v.IsControl(t), v.Score(t), v.Attr(t)
+		v.TokenID(v.Text(t))
+		v.AppendPiece(nil, t, 1, false)
+	}
+	v.Detokenize([]vocab.Token{-1, 1 << 30}, true, true)
 }

@@ -15,12 +15,21 @@
 //   "err".
 // oaijson: a message JSON (chatio's), concat. Answers to_json_oaicompat's
 //   dump, or "err".
+// bench: source, bos, eos, inputs JSON, n, mode. Times n
+//   common_chat_templates_apply calls on the cached templates (mode
+//   "apply"), or n common_chat_templates_init and apply (mode "init").
+//   Answers "ok" and the nanoseconds they took, or "err".
+// init: source. Answers "ok", or "err" and what() of the exception
+//   common_chat_template's constructor raised: the message
+//   common_chat_templates_init logs (it rethrows a copy sliced to
+//   std::exception, whose what() is "std::exception").
 // diff: previous and current message JSON. Answers "ok", n and the diffs
 //   (reasoning, content, index or "-", name, arguments, id), or "err".
 
 #include "chatio.hpp"
 #include "log.h"
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -171,8 +180,9 @@ static void oaijson() {
     chatio_read(stdin, concat);
     try {
         auto m = chatio_msg_from_json(common_json::parse(msg));
+        auto j = m.to_json_oaicompat(concat == "1").dump();
         ok();
-        chatio_write(out, m.to_json_oaicompat(concat == "1").dump());
+        chatio_write(out, j);
     } catch (const std::exception & e) {
         err(e.what());
     }
@@ -200,6 +210,47 @@ static void diff() {
     }
 }
 
+static void init() {
+    std::string src;
+    chatio_read(stdin, src);
+    try {
+        common_chat_template t(src, "<s>", "</s>");
+        ok();
+    } catch (const std::exception & e) {
+        err(e.what());
+    }
+}
+
+static void bench() {
+    std::string src, bos, eos, inputs, n, mode;
+    chatio_read(stdin, src);
+    chatio_read(stdin, bos);
+    chatio_read(stdin, eos);
+    chatio_read(stdin, inputs);
+    chatio_read(stdin, n);
+    chatio_read(stdin, mode);
+    try {
+        auto in   = chatio_inputs_from_json(common_json::parse(inputs));
+        auto * t  = templates(src, bos, eos);
+        size_t sz = 0;
+        auto t0   = std::chrono::steady_clock::now();
+        for (int i = 0; i < std::stoi(n); i++) {
+            if (mode == "init") {
+                auto fresh = common_chat_templates_init(nullptr, src, bos, eos);
+                sz += common_chat_templates_apply(fresh.get(), in).prompt.size();
+            } else {
+                sz += common_chat_templates_apply(t, in).prompt.size();
+            }
+        }
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+        ok();
+        chatio_write(out, std::to_string(ns));
+        (void) sz;
+    } catch (const std::exception & e) {
+        err(e.what());
+    }
+}
+
 int main() {
     common_log_set_verbosity_thold(-1);
     std::string op;
@@ -218,6 +269,10 @@ int main() {
             oaijson();
         } else if (op == "diff") {
             diff();
+        } else if (op == "init") {
+            init();
+        } else if (op == "bench") {
+            bench();
         } else {
             std::fprintf(stderr, "oracle: unknown op %s\n", op.c_str());
             return 1;

@@ -265,7 +265,7 @@ var pinEnv = map[string]string{
 	"-sm": "LLAMA_ARG_SPLIT_MODE", "-ts": "LLAMA_ARG_TENSOR_SPLIT", "-mg": "LLAMA_ARG_MAIN_GPU",
 	"-fit": "LLAMA_ARG_FIT", "-fitp": "LLAMA_ARG_FIT_ESTIMATE", "-fitt": "LLAMA_ARG_FIT_TARGET", "-fitc": "LLAMA_ARG_FIT_CTX",
 	"-m": "LLAMA_ARG_MODEL", "-mu": "LLAMA_ARG_MODEL_URL", "-dr": "LLAMA_ARG_DOCKER_REPO", "-hf": "LLAMA_ARG_HF_REPO",
-	"-hff": "LLAMA_ARG_HF_FILE", "-hft": "HF_TOKEN", "--spec-draft-hf": "LLAMA_ARG_SPEC_DRAFT_HF_REPO",
+	"-hff": "LLAMA_ARG_HF_FILE", "-hft": "HF_TOKEN", "--offline": "LLAMA_ARG_OFFLINE", "--spec-draft-hf": "LLAMA_ARG_SPEC_DRAFT_HF_REPO",
 	"--spec-draft-cpu-moe": "LLAMA_ARG_SPEC_DRAFT_CPU_MOE", "--spec-draft-n-cpu-moe": "LLAMA_ARG_SPEC_DRAFT_N_CPU_MOE",
 	"--spec-draft-ngl": "LLAMA_ARG_N_GPU_LAYERS_DRAFT", "--spec-draft-model": "LLAMA_ARG_SPEC_DRAFT_MODEL",
 	"--spec-draft-type-k": "LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_K", "--spec-draft-type-v": "LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_V",

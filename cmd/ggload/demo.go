@@ -9,7 +9,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
 )
@@ -23,7 +23,7 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,9 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
-		lm.Report(stdout, loader.ReportOptions{})
+		var rep strings.Builder
+		lm.Report(&rep, loader.ReportOptions{})
+		io.WriteString(stdout, quoteLlama(rep.String(), target == "none"))
 		v, err := lm.Verify()
 		lm.Close()
 		if err != nil {
@@ -78,7 +80,44 @@ func runDemo(ctx context.Context, stdout io.Writer) error {
 	for _, r := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\t%v\t%.2f\t%s\n", r.target, r.buffers, r.st.Total.Round(10e3), r.st.GBps(), r.res)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return demoRun(ctx, path, stdout)
+}
+
+// demoPrompt is what the demo's run says first.
+const demoPrompt = "Once upon a time"
+
+// demoRun ends the demo with ggload run -p on the demo model, on the CPU,
+// and says what the words are.
+func demoRun(ctx context.Context, path string, stdout io.Writer) error {
+	args := []string{path, "-p", demoPrompt, "-n", "24", "-s", "2026", "-dev", "none"}
+	fmt.Fprintf(stdout, "\n== run ==\n$ ggload run %s -p %q -n 24 -s 2026 -dev none\n", path, demoPrompt)
+	if err := runRun(ctx, args, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "(the demo model's weights are random: llama.cpp's forward pass and sampler pick words of its small\n"+
+		"vocabulary at random. For a model that means what it says: ggload run -hf <user>/<model>[:quant] -p TEXT)")
+	return nil
+}
+
+// quoteLlama marks the report's lines that are llama.cpp's own words,
+// and on the CPU alone (-dev none) says that its "to GPU" counts are the
+// layers llama.cpp would offload, not where the weights are.
+func quoteLlama(report string, cpuOnly bool) string {
+	var b strings.Builder
+	lines := strings.SplitAfter(report, "\n")
+	said := false
+	for _, l := range lines {
+		b.WriteString(l)
+		if cpuOnly && !said && strings.HasPrefix(l, "load_tensors: offloaded ") && strings.Contains(l, "to GPU") {
+			b.WriteString("ggload: (the lines above are llama.cpp's, word for word: it counts the layers a GPU would take even\n" +
+				"ggload:  with -dev none; here every weight is on the CPU, in the buffers below)\n")
+			said = true
+		}
+	}
+	return b.String()
 }
 
 // bufferSummary names the plan's buffers, repeated names counted

@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register(command{"inspect", "FILE [SPLIT...]", "what a GGUF file holds: header, metadata, tensors, splits, totals, how it is placed", runInspect})
-	optionSets["inspect"] = func() *optionSet { return inspectOptions(new(bool), new(bool)) }
+	optionSets["inspect"] = func() *optionSet { return inspectOptions(new(bool), new(bool), new(hubFlags)) }
 }
 
 type inspectFile struct {
@@ -60,20 +60,33 @@ type inspectReport struct {
 	FileType  string          `json:"file_type"`
 }
 
-func inspectOptions(asJSON, full *bool) *optionSet {
+func inspectOptions(asJSON, full *bool, hub *hubFlags) *optionSet {
 	s := newOptionSet("inspect", "What a GGUF file holds (a split model: its first file, or every file): header, metadata, tensors, totals, and whether ggload places its architecture exactly or by the generic path.",
-		"ggload inspect FILE [SPLIT...] [options]")
+		"ggload inspect FILE [SPLIT...] [options]", "ggload inspect -hf <user>/<model>[:quant] [options]")
 	s.add(&option{names: []string{"--json"}, help: "print JSON", on: func(on bool) error { *asJSON = on; return nil }})
 	s.add(&option{names: []string{"--full"}, help: "print arrays in full", on: func(on bool) error { *full = on; return nil }})
+	hub.add(s)
+	hub.addToken(s)
 	return s
 }
 
 func runInspect(ctx context.Context, args []string, stdout io.Writer) error {
 	var asJSON, full bool
-	s := inspectOptions(&asJSON, &full)
+	var hub hubFlags
+	s := inspectOptions(&asJSON, &full, &hub)
 	pos, err := s.parse(args)
 	if err != nil {
 		return helpOr(s, stdout, err)
+	}
+	if hub.repo != "" {
+		if len(pos) > 0 {
+			return s.errorf("-hf %s and %s: give one model", hub.repo, pos[0])
+		}
+		path, err := hub.local(ctx, s, "")
+		if err != nil {
+			return err
+		}
+		pos = []string{path}
 	}
 	if len(pos) < 1 {
 		return s.errorf("no FILE given: usage: %s", s.usage[0])

@@ -45,7 +45,7 @@ type loadFlags struct {
 
 func loadOptions(pf *placeFlags, lf *loadFlags) *optionSet {
 	s := newOptionSet("load", "Load MODEL's weights onto the devices with llama.cpp's options and report: llama.cpp's lines as it prints them, then ggload's, marked \"ggload:\".",
-		"ggload load MODEL [options]", "ggload load -m MODEL [options]")
+		"ggload load MODEL [options]", "ggload load -m MODEL [options]", "ggload load -hf <user>/<model>[:quant] [options]")
 	pf.add(s)
 	s.add(&option{names: []string{"--json"}, help: "print JSON: every tensor and buffer, timings, -fit's decisions, the memory per device", on: func(on bool) error { lf.asJSON = on; return nil }})
 	s.add(&option{names: []string{"--tensors"}, help: "list every tensor with its buffer and how its bytes arrived", on: func(on bool) error { lf.tensors = on; return nil }})

@@ -6,7 +6,6 @@
 //	ggload inspect FILE           what a GGUF file holds
 //	ggload plan MODEL [options]   where every tensor would go, without loading
 //	ggload load MODEL [options]   load it and report
-//	ggload bench [MODEL]          time the load modes against llama.cpp
 //
 // plan and load take llama.cpp's model loading options as its common/arg.cpp
 // spells them (-ngl, -sm, -ts, -mg, -ot, -dev, -lm, -lzm, -fit, ...).
@@ -44,7 +43,7 @@ func register(c command) {
 }
 
 func order(name string) int {
-	for i, n := range []string{"devices", "inspect", "plan", "load", "bench", "fetch"} {
+	for i, n := range []string{"devices", "inspect", "plan", "load", "fetch"} {
 		if n == name {
 			return i
 		}
@@ -56,6 +55,7 @@ func main() {
 	ctx, sig := interruptible()
 	ownProcess = true
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err = missingLibraries(ctx, err, os.Args[1:], os.Stdin, safe(os.Stderr), isTerminal(os.Stdin) && isTerminal(os.Stderr))
 	os.Exit(exitCode(err, sig.Load(), safe(os.Stderr)))
 }
 
@@ -127,10 +127,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	name := args[0]
 	switch name {
-	case benchChildCmd:
-		return runBenchChild(ctx, args[1:], stdout)
-	case decodeChildCmd:
-		return runDecodeChild(ctx, args[1:], stdout)
 	case "help", "-h", "--help", "--usage":
 		if len(args) > 1 {
 			for _, c := range commands {

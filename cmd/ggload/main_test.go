@@ -13,21 +13,12 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/lab/bench"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/lab/synth"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
 func TestMain(m *testing.M) {
-	// `ggload bench` re-executes its own binary for each measurement: here
-	// that binary is the test binary
-	if len(os.Args) > 1 && (os.Args[1] == benchChildCmd || os.Args[1] == decodeChildCmd) {
-		ownProcess = true
-		if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
 	// tests that need ggload as a process of its own (signals, exit
 	// codes) run this binary as ggload
 	if os.Getenv(asGgloadEnv) == "1" {
@@ -343,17 +334,21 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ggload demo:", "== CPU ==", "summary:", "identical to the file"} {
+	for _, want := range []string{"ggload demo:", "== CPU ==", "summary:", "identical to the file", "the lines above are llama.cpp's, word for word", "== run ==", "weights are random"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
+	}
+	// the demo ends by running its model: words of its vocabulary
+	if m := regexp.MustCompile(`\$ ggload run .*\n ` + demoPrompt + `(( [A-Za-z]+)+)\n`).FindStringSubmatch(out); m == nil || len(strings.Fields(m[1])) != 24 {
+		t.Errorf("the demo's run -p did not print 24 words after its prompt:\n%s", out)
 	}
 	for _, d := range rt.Devices() {
 		if d.Type() == ggml.DeviceGPU && !strings.Contains(out, "== "+d.Name()+" ==") {
 			t.Errorf("device %s not in the demo", d.Name())
 		}
 	}
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,56 +361,5 @@ func TestDemo(t *testing.T) {
 	}
 	if st2, _ := os.Stat(path); !st2.ModTime().Equal(st.ModTime()) {
 		t.Error("the demo model was written again")
-	}
-}
-
-func TestBenchCommand(t *testing.T) {
-	rt := testenv.Runtime(t)
-	if rt.Location().Llama == "" {
-		testenv.Missing(t, "llama", "no libllama in %s (scripts/fetch-native.sh linux-x64)", rt.Location().Dir)
-	}
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	out, err := runCLI(t, "bench", "--size", "8MiB", "--runs", "1", "--modes", "none,mmap", "--targets", "none", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if len(rep.Rows) != 2 || rep.MemcpyGBps <= 0 || rep.BaselineRSS == 0 || rep.Bytes < 8<<20 {
-		t.Fatalf("%+v", rep)
-	}
-	for _, r := range rep.Rows {
-		if r.Ggload.Err != "" || r.Ggload.WallS <= 0 || r.Ggload.PeakRSS == 0 {
-			t.Fatalf("ggload %+v", r)
-		}
-		if r.Llama == nil || r.Llama.Err != "" || r.Ratio <= 0 {
-			t.Fatalf("llama.cpp %+v", r.Llama)
-		}
-		// every case gets its verdicts, the memory limit's too
-		if !strings.Contains(r.Goal, "llama.cpp's: median ") || !strings.Contains(r.Goal, "extra RSS ≤ the limit: ") {
-			t.Errorf("%s→%s: verdict %q", r.Mode, r.Target, r.Goal)
-		}
-	}
-	// and the text names no source file
-	text, err := runCLI(t, "bench", "--size", "8MiB", "--runs", "1", "--modes", "dio", "--targets", "none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := regexp.MustCompile(`\b\w+\.go\b`).FindString(text); m != "" {
-		t.Errorf("the report names a source file (%s):\n%s", m, text)
-	}
-	if !strings.Contains(text, "dio→none: time ≤ 0.90× llama.cpp's") {
-		t.Errorf("no verdict for dio→none:\n%s", text)
-	}
-	for _, bad := range [][]string{
-		{"bench", "--size", "big"},
-		{"bench", "--modes", "teleport", "--size", "8MiB"},
-		{"bench", "--targets", "Nowhere0", "--size", "8MiB"},
-	} {
-		if _, err := runCLI(t, bad...); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 type mmprojFlags struct {
 	path    string // -mm; with -mmu, where the download goes
 	url     string // -mmu
-	auto    bool   // --mmproj-auto: only -hf's downloads look at it
+	auto    bool   // --mmproj-auto: -hf brings the repository's projector
 	offload bool   // --mmproj-offload (mmproj_use_gpu)
 	device  string // -mmdev's device ("": follows --device)
 	// --image-min-tokens, --image-max-tokens (0: the model's own)
@@ -57,9 +57,8 @@ func (f *mmprojFlags) add(s *optionSet) {
 			return nil
 		}})
 	s.add(&option{names: []string{"--mmproj-auto"}, neg: []string{"--no-mmproj", "--no-mmproj-auto"},
-		help:  "whether to use the projector of a -hf repository (default: enabled)",
-		inert: "it chooses among a -hf repository's files, and ggload resolves no repository",
-		on:    func(on bool) error { f.auto = on; return nil }})
+		help: "whether to use the projector of a -hf repository, where the command takes one (default: enabled)",
+		on:   func(on bool) error { f.auto = on; return nil }})
 	s.add(&option{names: []string{"--mmproj-offload"}, neg: []string{"--no-mmproj-offload"},
 		help: "whether to offload the multimodal projector to a GPU (default: enabled)",
 		on:   func(on bool) error { f.offload = on; return nil }})

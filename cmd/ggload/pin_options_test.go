@@ -84,6 +84,8 @@ func TestOptionsOfThePin(t *testing.T) {
 	example["FILE"] = []string{filepath.Join(t.TempDir(), "mmproj.gguf")}
 	example["URL"] = []string{"https://127.0.0.1:1/mmproj.gguf"}
 	example["DEVICE"] = []string{"Vulkan0"}
+	// -hf (hub.go)
+	example["<user>/<model>[:quant]"] = []string{"ggml-org/gemma-3-1b-it-GGUF", "ggml-org/GLM-4.7-Flash-GGUF:Q4_K_M"}
 	pf := defaultPlaceFlags()
 	ref, _, _, _ := planOptions(&pf)
 	var help bytes.Buffer
@@ -249,6 +251,14 @@ func checkEffect(f *placeFlags, primary string, args []string, commonH string) e
 	case "--control-vector", "--control-vector-scaled":
 		if len(f.cvec.files) == 0 {
 			return fmt.Errorf("no control vector")
+		}
+	case "-hf":
+		if f.hub.repo != v {
+			return fmt.Errorf("-hf %q", f.hub.repo)
+		}
+	case "-hff":
+		if f.hub.file != v {
+			return fmt.Errorf("-hff %q", f.hub.file)
 		}
 	case "-mm":
 		if f.mmproj.path != v {

@@ -1,3 +1,6 @@
+// Port of llama.cpp common/arg.cpp (v0.5.0): the model loading, placement,
+// fit and device options.
+
 package main
 
 import (
@@ -30,8 +33,9 @@ const maxDevices = 16
 type placeFlags struct {
 	runtimeFlags
 	model       string
-	modelURL    string // -mu: downloaded, then loaded from disk
-	hfToken     string // -hft: the bearer token of every request
+	modelURL    string   // -mu: downloaded, then loaded from disk
+	hub         hubFlags // -hf, -hff, --offline (hub.go)
+	hfToken     string   // -hft: the bearer token of every request
 	ngl         place.Layers
 	sm          place.SplitMode
 	mg          int
@@ -76,7 +80,8 @@ type draftFlags struct {
 func defaultPlaceFlags() placeFlags {
 	d := place.Params{}
 	return placeFlags{runtimeFlags: defaultRuntimeFlags(), ngl: d.NGPULayers, sm: d.SplitMode, repack: !d.NoExtraBufts, loadMode: d.LoadMode,
-		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}, mmproj: defaultMmprojFlags()}
+		lazy: d.Lazy, fit: true, fitCtx: place.DefaultFitMinCtx, opOffload: true, mapRanges: d.MapRanges, draft: draftFlags{ngl: d.NGPULayers}, mmproj: defaultMmprojFlags(),
+		hub: hubFlags{mmproj: true}}
 }
 
 var numaNames = map[string]ggml.NUMAStrategy{"distribute": ggml.NUMADistribute, "isolate": ggml.NUMAIsolate, "numactl": ggml.NUMANumactl}
@@ -113,8 +118,9 @@ func (f *placeFlags) addLoading(s *optionSet) {
 			return nil
 		}})
 	s.add(&option{names: []string{"-hft", "--hf-token"}, value: "TOKEN",
-		help: "the bearer token sent with every request for a model URL (default: $HF_TOKEN)", secret: true,
+		help: "the bearer token sent with every request for a model URL or a -hf repository (default: $HF_TOKEN)", secret: true,
 		set: func(v string) error { f.hfToken = v; return nil }})
+	f.hub.add(s)
 	s.add(&option{names: []string{"-lm", "--load-mode"}, value: "MODE",
 		help: "how the weights reach memory (default: auto)\n" +
 			"- auto: mmap, unless a device cannot map\n" +
@@ -427,6 +433,9 @@ func withHint(err error, v string, words []string) error {
 // finish resolves what depends on several options and records the notes
 // the options call for.
 func (f *placeFlags) finish(s *optionSet) error {
+	if err := f.hub.check(s, f.model, f.modelURL); err != nil {
+		return err
+	}
 	if f.noMmap || f.mlock {
 		if f.lmGiven {
 			return s.errorf("--no-mmap and --mlock are llama.cpp's older spellings of -lm: give -lm alone")
@@ -441,6 +450,10 @@ func (f *placeFlags) finish(s *optionSet) error {
 			old, f.loadMode = "--mlock", place.LoadMmapMlock
 		}
 		s.notes = append(s.notes, fmt.Sprintf("note: %s is llama.cpp's older spelling of -lm %s", old, f.loadMode))
+	}
+	if n := f.context.NCtx; n > 0 && n%256 != 0 {
+		// llama_context pads it (GGML_PAD(n_ctx, 256)) without a word
+		s.notes = append(s.notes, fmt.Sprintf("note: -c %d: llama.cpp rounds the context up to a multiple of 256: %d tokens", n, (n+255)/256*256))
 	}
 	for _, o := range s.orderedGiven() {
 		if o.inert != "" {
@@ -487,11 +500,15 @@ func (f *placeFlags) addContext(s *optionSet) {
 	c := &f.context
 	s.group("llama.cpp's context options: the context sized beside the weights")
 	s.add(&option{names: []string{"-c", "--ctx-size"}, value: "N",
-		help: "size of the context in tokens (default: 0 = the model's trained context)",
+		help: "size of the context in tokens, rounded up to a multiple of 256 (default: 0 = the model's trained context)",
 		set: func(v string) error {
-			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			n, err := stoi(v)
 			if err != nil {
 				return err
+			}
+			if n < 0 {
+				// llama.cpp takes it as unsigned, pads it to 256 and fails
+				return fmt.Errorf("a negative context size: llama.cpp reads it as %d tokens and cannot make the context", uint32(n))
 			}
 			c.NCtx = int(n)
 			if n == 0 {
@@ -503,9 +520,13 @@ func (f *placeFlags) addContext(s *optionSet) {
 	s.add(&option{names: []string{"-np", "--parallel"}, value: "N",
 		help: "number of parallel sequences (default: 1)",
 		set: func(v string) error {
-			n, err := intIn(v, math.MinInt32, math.MaxInt32)
+			n, err := stoi(v)
 			if err != nil {
 				return err
+			}
+			if n < 0 {
+				// llama_context's words, for what it takes -np for
+				return fmt.Errorf("n_seq_max must be <= 256: llama.cpp reads a negative -np as %d sequences", uint32(n))
 			}
 			c.NParallel = int(n)
 			return nil
@@ -530,9 +551,12 @@ func (f *placeFlags) addContext(s *optionSet) {
 		}})
 	batch := func(dst *int, what string) func(string) error {
 		return func(v string) error {
-			n, err := intIn(v, 0, math.MaxInt32)
+			n, err := stoi(v)
 			if err != nil {
 				return err
+			}
+			if n < 0 {
+				return fmt.Errorf("%s of a negative size: llama.cpp reads it as %d tokens, and llama-completion's batches of it fail", what, uint32(n))
 			}
 			if n == 0 {
 				return fmt.Errorf("%s of 0: llama.cpp's context would take no tokens", what)
@@ -641,9 +665,6 @@ func (f *placeFlags) backends() []string {
 	return f.runtimeFlags.cpuBackends()
 }
 
-// targetCPUOrRPC is cpuOrRPC of a bench target (devices joined by +).
-func targetCPUOrRPC(target string) bool { return cpuOrRPC(strings.Split(target, "+")) }
-
 // cpuOrRPC reports whether a device list (-dev's) names no device but the
 // CPU and RPC servers: none, or RPC devices alone.
 func cpuOrRPC(devices []string) bool {
@@ -660,27 +681,18 @@ func cpuOrRPC(devices []string) bool {
 
 // cpuBackends are the modules of a process that puts weights on the CPU
 // and RPC servers alone (placeFlags.backends): the CPU's and RPC's, or
-// nil.
-func (r *runtimeFlags) cpuBackends() []string {
-	loc, err := bindings.Find(bindings.FindOptions{Dir: r.libDir, Variant: r.variant})
-	if err != nil {
-		return nil // Open says why
-	}
-	if mods := loc.Modules(); !slices.Contains(mods, "rpc") && slices.ContainsFunc(mods, mayHoldGPUs) {
-		return nil
-	}
-	return []string{"cpu", "rpc"}
-}
-
-// mayHoldGPUs reports whether a backend module may register a GPU: any
-// but the CPU's, RPC's and the CPU's accelerators.
-func mayHoldGPUs(module string) bool {
-	return !slices.Contains([]string{"cpu", "rpc", "blas", "zendnn"}, module)
-}
+// nil (ggml.HostBackends).
+func (r *runtimeFlags) cpuBackends() []string { return ggml.HostBackends(r.libDir, r.variant) }
 
 // modelPath is MODEL or -m, one of them: a path or a URL. With -mu, it is
-// where the download goes, and may be empty (the cache).
+// where the download goes, and may be empty (the cache); with -hf, empty.
 func (f *placeFlags) modelPath(s *optionSet, pos []string) (string, error) {
+	if f.hub.repo != "" && len(pos) > 0 {
+		return "", s.errorf("-hf %s and %s: give one model", f.hub.repo, pos[0])
+	}
+	if f.hub.repo != "" {
+		return "", nil // (planModel pulls it)
+	}
 	if len(pos) == 1 && s.setByEnv(s.byName["-m"]) {
 		// the command line's MODEL overrides LLAMA_ARG_MODEL, as -m would
 		s.overriddenByEnv(s.byName["-m"], "MODEL")
@@ -741,26 +753,32 @@ func (f *placeFlags) fetchModel(ctx context.Context, path string, stderr io.Writ
 // cache when it is empty) and returns its local path.
 func (f *placeFlags) download(ctx context.Context, url, path string, stderr io.Writer) (string, error) {
 	o := f.httpOptions()
+	done := downloadBar(&o, stderr)
+	local, err := httpsrc.Download(ctx, url, path, o)
+	done()
+	return local, err
+}
+
+// downloadBar sets o to say on stderr that a download waits for another
+// of the same file and, on a terminal, to draw a bar by bytes; done ends
+// the bar.
+func downloadBar(o *httpsrc.Options, stderr io.Writer) (done func()) {
 	o.Waiting = func(url, local string) {
 		fmt.Fprintf(safe(stderr), "ggload: waiting for another download of %s (%s)\n", local, url)
 	}
-	var bar *progressBar
-	if isTerminalWriter(stderr) {
-		bar = newProgressBar(stderr)
-		var mu sync.Mutex
-		o.Progress = func(_ string, done, size int64) {
-			if size > 0 {
-				mu.Lock()
-				bar.update(uint64(done), uint64(size))
-				mu.Unlock()
-			}
+	if !isTerminalWriter(stderr) {
+		return func() {}
+	}
+	bar := newProgressBar(stderr)
+	var mu sync.Mutex
+	o.Progress = func(_ string, done, size int64) {
+		if size > 0 {
+			mu.Lock()
+			bar.update(uint64(done), uint64(size))
+			mu.Unlock()
 		}
 	}
-	local, err := httpsrc.Download(ctx, url, path, o)
-	if bar != nil {
-		bar.finish()
-	}
-	return local, err
+	return bar.finish
 }
 
 // verifyDownload checks -mu's files against the sha256 kept beside each
@@ -859,17 +877,9 @@ func (r *runtimeFlags) add(s *optionSet) {
 func (r *runtimeFlags) addRPC(s *optionSet) {
 	s.add(&option{names: []string{"--rpc"}, value: "SERVERS", help: "comma-separated RPC servers (host:port) to use as devices",
 		set: func(v string) error {
-			eps := splitList(v)
-			if len(eps) == 0 {
-				return fmt.Errorf("no RPC servers named")
-			}
-			for _, ep := range eps {
-				if err := ggml.CheckRPCEndpoint(ep); err != nil {
-					return err
-				}
-			}
+			eps, err := ggml.ParseRPCServers(v)
 			r.rpc = strings.Join(eps, ",")
-			return nil
+			return err
 		}})
 }
 
@@ -904,7 +914,7 @@ func parseNGL(v string) (place.Layers, error) {
 	if v == "auto" || v == "all" {
 		return place.ParseLayers(v)
 	}
-	n, err := intIn(v, math.MinInt32, math.MaxInt32)
+	n, err := stoi(v)
 	if err != nil {
 		return place.Layers{}, fmt.Errorf("want a number of layers, auto or all")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,11 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 	}
 	if pf.modelURL != "" {
 		if path, err = pf.fetchModel(ctx, path, os.Stderr); err != nil {
+			return nil, err
+		}
+	}
+	if pf.hub.repo != "" {
+		if path, err = pf.pullModel(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -115,14 +121,28 @@ func planModel(ctx context.Context, pf *placeFlags, path string) (*planned, erro
 // the context it planned (of the model or of the draft model): the weights'
 // plan and its report stand, and ggload exits 1 with llama.cpp's reason,
 // as llama.cpp's tools do when llama_init_from_model fails.
+//
+// A draft model of speculative decoding alone (EAGLE-3, DFlash, the
+// Gemma 4 assistant), whose context llama.cpp makes only beside its
+// target model's, is no refusal: its weights place and load as llama.cpp
+// places and loads them, and the report says why it has no context.
 func (pd *planned) refused() error {
-	if err := pd.plan.ContextErr; err != nil {
+	if err := pd.plan.ContextErr; err != nil && !errors.Is(err, place.ErrNeedsTarget) {
 		return &refusedError{err: err}
 	}
-	if pd.draft != nil && pd.draft.ContextErr != nil {
-		return &refusedError{draft: true, err: pd.draft.ContextErr}
+	if err := pd.draftContextErr(); err != nil {
+		return &refusedError{draft: true, err: err}
 	}
 	return nil
+}
+
+// draftContextErr is why the draft model (-md) has no context, nil where
+// it has one or where it needs its target's, which llama.cpp gives it.
+func (pd *planned) draftContextErr() error {
+	if pd.draft == nil || pd.draft.ContextErr == nil || errors.Is(pd.draft.ContextErr, place.ErrNeedsTarget) {
+		return nil
+	}
+	return pd.draft.ContextErr
 }
 
 // refusedError is a context llama.cpp would not make, with its reason.
@@ -212,7 +232,7 @@ func isTerminalWriter(w io.Writer) bool {
 
 func planOptions(pf *placeFlags) (*optionSet, *bool, *bool, *bool) {
 	s := newOptionSet("plan", "Where every tensor of MODEL would go, and why, without loading it: llama.cpp's decisions, -fit's, each buffer, and what each device needs against its free memory.",
-		"ggload plan MODEL [options]", "ggload plan -m MODEL [options]")
+		"ggload plan MODEL [options]", "ggload plan -m MODEL [options]", "ggload plan -hf <user>/<model>[:quant] [options]")
 	pf.add(s)
 	var asJSON, tensors, verbose bool
 	s.add(&option{names: []string{"--json"}, help: "print JSON: the plan, -fit's decisions, the memory per device", on: func(on bool) error { asJSON = on; return nil }})

@@ -8,15 +8,18 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ggload/ggload/infer"
 )
 
 func init() {
-	register(command{"run", "MODEL [options] -p TEXT | --tokens ID,ID,...", "load a model and run it with llama.cpp's forward pass: a prompt of text, sampled as llama-completion samples, or of token ids with greedy steps", runRun})
+	register(command{"run", "MODEL [options] -p TEXT | -cnv | --tokens ID,ID,...", "load a model and run it with llama.cpp's forward pass: a prompt of text, sampled as llama-completion samples, a conversation in its chat template, or token ids with greedy steps", runRun})
 	optionSets["run"] = func() *optionSet {
 		pf := defaultPlaceFlags()
 		rf := newRunFlags()
@@ -24,11 +27,8 @@ func init() {
 	}
 }
 
-// Ranges of run's own options.
-const (
-	maxRunThreads = 1024
-	maxRunSteps   = 1 << 20
-)
+// maxRunThreads bounds -t: more CPU threads than this are refused.
+const maxRunThreads = 1024
 
 type runFlags struct {
 	tokens    []int32
@@ -43,8 +43,8 @@ type runFlags struct {
 }
 
 func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
-	s := newOptionSet("run", "Load MODEL with llama.cpp's options and run it. With -p TEXT or -f FILE, as llama-completion -no-cnv: the prompt tokenized with the model's vocabulary, decoded, then tokens sampled by llama.cpp's sampler chain (its defaults and options) and printed until an end-of-generation token, -n tokens or a full context. With --tokens, the ids decoded as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
-		"ggload run MODEL -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
+	s := newOptionSet("run", "Load MODEL with llama.cpp's options and run it. On a model with a chat template (or with -cnv), a conversation, as llama-completion -cnv holds one: the template applied turn by turn, the replies printed as they are generated, the user's turns read from the standard input (-no-cnv turns it off). With -p TEXT or -f FILE, as llama-completion -no-cnv: the prompt tokenized with the model's vocabulary, decoded, then tokens sampled by llama.cpp's sampler chain (its defaults and options) and printed until an end-of-generation token, -n tokens or a full context. With --tokens, the ids decoded as one prompt (one llama_decode, split into ubatches as llama.cpp splits it), then N greedy steps: the token of the greatest logit (the first of equal ones), fed back.",
+		"ggload run MODEL -p TEXT [options]", "ggload run MODEL [-sys TEXT] [-p TEXT] [options]", "ggload run -hf <user>/<model>[:quant] -p TEXT [options]", "ggload run MODEL --tokens ID,ID,... [options]", "ggload run -m MODEL -f FILE [options]")
 	pf.add(s)
 	s.group("run")
 	s.add(&option{names: []string{"--tokens"}, value: "ID,ID,...", help: "the prompt's token ids (text comes with the tokenizer)",
@@ -59,17 +59,26 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 			}
 			return nil
 		}})
-	s.add(&option{names: []string{"-n", "--predict", "--n-predict"}, value: "N", help: fmt.Sprintf("tokens to generate, up to %d (default: with --tokens 0, with a text prompt -1: until an end-of-generation token or a full context; -2 as -1)", maxRunSteps),
+	s.add(&option{names: []string{"-n", "--predict", "--n-predict"}, value: "N", help: "tokens to generate (default: with --tokens 0, with a text prompt -1: until an end-of-generation token or a full context; -2, as any negative N, as -1)",
 		set: func(v string) error {
-			n, err := intIn(v, -2, maxRunSteps)
+			n, err := stoi(v)
 			rf.steps, rf.stepsSet = int(n), true
 			return err
 		}})
-	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, 1 to %d (default: the physical cores, %d here, as llama.cpp's tools count them)", maxRunThreads, mathThreads()),
+	s.add(&option{names: []string{"-t", "--threads"}, value: "N", help: fmt.Sprintf("CPU threads, up to %d; 0 or less: every CPU online, %d here (default: the physical cores, %d here, as llama.cpp's tools count them; fewer while other processes keep the CPUs busy)", maxRunThreads, hardwareConcurrency(), mathThreads()),
 		set: func(v string) error {
-			n, err := intIn(v, 1, maxRunThreads)
+			n, err := stoi(v)
+			if err != nil {
+				return err
+			}
+			if n > maxRunThreads {
+				return fmt.Errorf("%d threads: ggload takes up to %d", n, maxRunThreads)
+			}
+			if n <= 0 {
+				n = int32(hardwareConcurrency()) // (common/arg.cpp: std::thread::hardware_concurrency())
+			}
 			rf.threads = int(n)
-			return err
+			return nil
 		}})
 	s.add(&option{names: []string{"--all-logits"}, help: "output every prompt position's logits, not only the last's", on: func(on bool) error { rf.allLogits = on; return nil }})
 	s.add(&option{names: []string{"--logits-out"}, value: "FILE", help: "write the logits: one row of n_vocab little-endian float32 per output (the prompt's, then one per step)",
@@ -95,8 +104,46 @@ func runOptions(pf *placeFlags, rf *runFlags) *optionSet {
 
 // runStep is one output's greedy choice.
 type runStep struct {
-	Token int32   `json:"token"`
-	Logit float32 `json:"logit"`
+	Token int32     `json:"token"`
+	Logit jsonFloat `json:"logit"`
+}
+
+// jsonFloat is a float32 in JSON: a number, or where it is not finite (a
+// model's logits can be NaN or infinite, which JSON's numbers cannot
+// say) the string "NaN", "+Inf" or "-Inf".
+type jsonFloat float32
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	switch v := float64(f); {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Inf"`), nil
+	}
+	return json.Marshal(float32(f))
+}
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		switch s {
+		case "NaN":
+			*f = jsonFloat(math.NaN())
+		case "+Inf":
+			*f = jsonFloat(math.Inf(1))
+		case "-Inf":
+			*f = jsonFloat(math.Inf(-1))
+		default:
+			return fmt.Errorf("not a number: %q", s)
+		}
+		return nil
+	}
+	var v float32
+	err := json.Unmarshal(b, &v)
+	*f = jsonFloat(v)
+	return err
 }
 
 // runReport is run --json.
@@ -107,7 +154,10 @@ type runReport struct {
 	Steps     []runStep `json:"steps"` // the prompt's last output's argmax first, then each step's
 	NVocab    int       `json:"n_vocab"`
 	Threads   int       `json:"threads"`
-	Timings   struct {
+	// Error is what ended the run early ("" when it ran to its end); the
+	// rest is what it did until then
+	Error   string `json:"error,omitempty"`
+	Timings struct {
 		PromptS          float64 `json:"prompt_s"`
 		PromptTokensS    float64 `json:"prompt_tokens_per_s"`
 		GenerationS      float64 `json:"generation_s"`
@@ -123,16 +173,20 @@ type runReport struct {
 
 func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	pf := defaultPlaceFlags()
+	pf.hub.mmproj = false // llama-completion takes no projector
 	rf := newRunFlags()
 	s := runOptions(&pf, &rf)
 	path, done, err := pf.parseModel(ctx, s, args, stdout)
 	if done {
 		return err
 	}
+	for _, n := range s.notes {
+		fmt.Fprintln(os.Stderr, "ggload: "+n)
+	}
 	if pf.mmproj.given() {
 		return s.errorf("-mm/-mmu: run encodes no image or audio, so it has no use for a multimodal projector (plan and load place and load one)")
 	}
-	if rf.text.given() {
+	if rf.text.given() || rf.text.chat.wanted() && len(rf.tokens) == 0 {
 		if len(rf.tokens) > 0 {
 			return s.errorf("-p/-f and --tokens are exclusive: give the prompt as text or as token ids")
 		}
@@ -158,23 +212,103 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := pd.refused(); err != nil {
 		return err
 	}
+	if err := checkOutputs(rf.outputs(), runInputs(&pf, pd, "")); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	ic, release, err := runContext(ctx, pd, &pf, rf.threads)
 	if err != nil {
 		return err
 	}
 	defer release()
-	var out io.Writer = io.Discard
-	var outFile *os.File
+	var logits, embd *outFile
 	if rf.logitsOut != "" {
-		if outFile, err = os.Create(rf.logitsOut); err != nil {
-			return fmt.Errorf("run: --logits-out: %w", err)
+		if logits, err = createOut("--logits-out", rf.logitsOut); err != nil {
+			return fmt.Errorf("run: %w", err)
 		}
-		defer outFile.Close()
-		out = outFile
+		defer logits.abort()
 	}
-	rep := runReport{Model: path, Prompt: rf.tokens, Generated: []int32{}, Memory: ic.Memory, Threads: rf.threads}
+	if rf.embdOut != "" {
+		if embd, err = createOut("--embd-out", rf.embdOut); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		defer embd.abort()
+	}
+	rep := runReport{Model: path, Prompt: rf.tokens, Generated: []int32{}, Threads: rf.threads}
 	if rep.Threads == 0 {
-		rep.Threads = 4
+		rep.Threads = mathThreads()
+	}
+	nf := nonFinite{pf: &pf}
+	err = runTokens(ic, &rf, &rep, logits, embd, &nf)
+	if err == nil {
+		for _, o := range []*outFile{logits, embd} {
+			if err == nil && o != nil {
+				err = o.commit()
+			}
+		}
+	}
+	rep.Memory = ic.Allocations() // (with a control vector, the compute buffers as the first decode reserved them again)
+	nf.warn(os.Stderr)
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	// what was done is printed, then the error, if any
+	if rf.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil && err == nil {
+			err = jerr
+		}
+	} else {
+		writeRunReport(stdout, &rep, rf.steps)
+	}
+	switch {
+	case err != nil && len(rep.Steps) > 0:
+		return fmt.Errorf("run: stopped after %d of %d steps: %w", len(rep.Generated), rf.steps, err)
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// outputs are the files run writes, by option.
+func (rf *runFlags) outputs() map[string]string {
+	out := map[string]string{}
+	if rf.logitsOut != "" {
+		out["--logits-out"] = rf.logitsOut
+	}
+	if rf.embdOut != "" {
+		out["--embd-out"] = rf.embdOut
+	}
+	return out
+}
+
+// runInputs are the files run reads, by what they are: the model's (every
+// split), the draft model's, the adapters' and control vectors', the
+// prompt's.
+func runInputs(pf *placeFlags, pd *planned, prompt string) map[string][]string {
+	in := map[string][]string{"the model": pd.m.Paths}
+	if pd.draftModel != nil {
+		in["the draft model"] = pd.draftModel.Paths
+	}
+	for _, l := range pf.lora.files {
+		in["the LoRA adapter"] = append(in["the LoRA adapter"], l.path)
+	}
+	for _, c := range pf.cvec.files {
+		in["the control vector"] = append(in["the control vector"], c.Path)
+	}
+	if prompt != "" {
+		in["the prompt file"] = []string{prompt}
+	}
+	return in
+}
+
+// runTokens decodes the prompt of --tokens and takes the greedy steps,
+// filling rep as it goes (so that an error leaves what was done) and
+// writing the logits and embeddings asked for.
+func runTokens(ic *infer.Context, rf *runFlags, rep *runReport, logits, embd *outFile, nf *nonFinite) error {
+	var out io.Writer = io.Discard
+	if logits != nil {
+		out = logits
 	}
 	batch := infer.Batch{Tokens: rf.tokens}
 	if rf.allLogits {
@@ -184,13 +318,25 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	t0 := time.Now()
-	if err := ic.Decode(batch); err != nil {
-		return err
-	}
+	err := ic.Decode(batch)
 	promptTime := time.Since(t0)
 	promptGraphs := ic.Timings()
-	if rf.embdOut != "" {
-		if err := writeEmbeddings(rf.embdOut, ic, len(rf.tokens)); err != nil {
+	rt := &rep.Timings
+	defer func() {
+		tm := ic.Timings()
+		rt.Graphs, rt.GraphsReused, rt.GraphsKept, rt.GraphBuildS = tm.Graphs, tm.Reused, tm.Kept, tm.Build.Seconds()
+		if n := len(rep.Generated); n > 0 {
+			rt.GenerationTokS = float64(n) / max(rt.GenerationS, 1e-9)
+			rt.GraphBuildPerTok = (tm.Build - promptGraphs.Build).Seconds() / float64(n)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	rt.PromptS = promptTime.Seconds()
+	rt.PromptTokensS = float64(len(rf.tokens)) / max(promptTime.Seconds(), 1e-9)
+	if embd != nil {
+		if err := writeEmbeddings(embd, ic, len(rf.tokens)); err != nil {
 			return err
 		}
 	}
@@ -198,61 +344,44 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 	if rf.allLogits {
 		first = 0
 	}
-	var last []float32
+	// (one row's memory, and one row's bytes, for every row)
+	var row, last []float32
+	var buf []byte
 	for i := first; i < len(rf.tokens); i++ {
-		lg, err := ic.Logits(i)
-		if err != nil && rf.embdOut != "" && rf.steps == 0 && ic.NVocab() == 0 {
+		row, err = ic.AppendLogits(row[:0], i)
+		if err != nil && embd != nil && rf.steps == 0 && ic.NVocab() == 0 {
 			break // an embedding model: no logits
 		}
 		if err != nil {
 			return err
 		}
-		if err := writeRow(out, lg); err != nil {
-			return fmt.Errorf("run: --logits-out: %w", err)
+		nf.check(row, fmt.Sprintf("the prompt's token %d", i))
+		if buf, err = writeRow(out, row, buf); err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
 		}
-		last = lg
+		last = row
 	}
 	rep.NVocab = len(last)
 	t1 := time.Now()
+	defer func() { rt.GenerationS = time.Since(t1).Seconds() }()
 	for step := 0; last != nil; step++ {
 		next := int32(infer.Argmax(last))
-		rep.Steps = append(rep.Steps, runStep{next, last[next]})
+		rep.Steps = append(rep.Steps, runStep{next, jsonFloat(last[next])})
 		if step == rf.steps {
 			break
 		}
-		rep.Generated = append(rep.Generated, next)
 		if err := ic.Decode(infer.Batch{Tokens: []int32{next}}); err != nil {
 			return err
 		}
-		if last, err = ic.Logits(-1); err != nil {
+		rep.Generated = append(rep.Generated, next)
+		if last, err = ic.AppendLogits(last[:0], -1); err != nil {
 			return err
 		}
-		if err := writeRow(out, last); err != nil {
-			return fmt.Errorf("run: --logits-out: %w", err)
+		nf.check(last, fmt.Sprintf("step %d", step+1))
+		if buf, err = writeRow(out, last, buf); err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
 		}
 	}
-	genTime := time.Since(t1)
-	if outFile != nil {
-		if err := outFile.Close(); err != nil {
-			return fmt.Errorf("run: --logits-out: %w", err)
-		}
-	}
-	tm := ic.Timings()
-	rt := &rep.Timings
-	rt.PromptS, rt.GenerationS = promptTime.Seconds(), genTime.Seconds()
-	rt.PromptTokensS = float64(len(rf.tokens)) / max(promptTime.Seconds(), 1e-9)
-	if rf.steps > 0 {
-		rt.GenerationTokS = float64(rf.steps) / max(genTime.Seconds(), 1e-9)
-		rt.GraphBuildPerTok = (tm.Build - promptGraphs.Build).Seconds() / float64(rf.steps)
-	}
-	rt.Graphs, rt.GraphsReused, rt.GraphsKept, rt.GraphBuildS = tm.Graphs, tm.Reused, tm.Kept, tm.Build.Seconds()
-	rep.Memory = ic.Memory // (with a control vector, the compute buffers as the first decode reserved them again)
-	if rf.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	writeRunReport(stdout, &rep, rf.steps)
 	return nil
 }
 
@@ -260,6 +389,10 @@ func runRun(ctx context.Context, args []string, stdout io.Writer) error {
 // the control vector and the LoRA adapters of the options applied as
 // common_init_from_params applies them; done frees them all, in turn.
 func runContext(ctx context.Context, pd *planned, pf *placeFlags, threads int) (ic *infer.Context, done func(), err error) {
+	if err := pd.plan.ContextErr; err != nil {
+		// (a draft model alone: run makes no target model's context)
+		return nil, nil, fmt.Errorf("run: %w", err)
+	}
 	lm, err := loadPlan(ctx, pd.plan, pf, &loadFlags{progress: "off"})
 	if err != nil {
 		return nil, nil, err
@@ -286,44 +419,33 @@ func runContext(ctx context.Context, pd *planned, pf *placeFlags, threads int) (
 
 // writeEmbeddings writes the prompt's embeddings as llama-embedding takes
 // them: sequence 0's pooled embedding, else each token's.
-func writeEmbeddings(path string, ic *infer.Context, n int) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("run: --embd-out: %w", err)
-	}
-	rows := [][]float32{}
+func writeEmbeddings(w io.Writer, ic *infer.Context, n int) error {
+	var buf []byte
 	if e, err := ic.Embeddings(0); err == nil {
-		rows = append(rows, e)
-	} else {
-		for i := range n {
-			e, err := ic.EmbeddingsIth(i)
-			if err != nil {
-				f.Close()
-				return err
-			}
-			rows = append(rows, e)
-		}
+		_, err = writeRow(w, e, buf)
+		return err
 	}
-	for _, r := range rows {
-		if err := writeRow(f, r); err != nil {
-			f.Close()
-			return fmt.Errorf("run: --embd-out: %w", err)
+	for i := range n {
+		e, err := ic.EmbeddingsIth(i)
+		if err != nil {
+			return err
 		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("run: --embd-out: %w", err)
+		if buf, err = writeRow(w, e, buf); err != nil {
+			return fmt.Errorf("--embd-out: %w", err)
+		}
 	}
 	return nil
 }
 
-// writeRow writes one row of logits as little-endian float32.
-func writeRow(w io.Writer, row []float32) error {
-	b := make([]byte, 4*len(row))
-	for i, v := range row {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+// writeRow writes one row of floats as little-endian float32, through buf
+// (returned, to be given again).
+func writeRow(w io.Writer, row []float32, buf []byte) ([]byte, error) {
+	buf = slices.Grow(buf[:0], 4*len(row))
+	for _, v := range row {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
 	}
-	_, err := w.Write(b)
-	return err
+	_, err := w.Write(buf)
+	return buf, err
 }
 
 func writeRunReport(w io.Writer, rep *runReport, steps int) {
@@ -331,7 +453,10 @@ func writeRunReport(w io.Writer, rep *runReport, steps int) {
 		fmt.Fprintf(w, "ggload: context: %-9s %12s %10.2f MiB\n", m.What, m.BufferType, float64(m.Bytes)/(1<<20))
 	}
 	t := rep.Timings
-	if len(rep.Steps) == 0 {
+	switch {
+	case len(rep.Steps) == 0 && rep.Error != "":
+		return // (the prompt did not decode: the error says why)
+	case len(rep.Steps) == 0:
 		fmt.Fprintf(w, "ggload: prompt: %d tokens in %.3f s (%.1f tokens/s), no logits (embeddings written)\n", len(rep.Prompt), t.PromptS, t.PromptTokensS)
 		return
 	}
@@ -344,6 +469,39 @@ func writeRunReport(w io.Writer, rep *runReport, steps int) {
 		}
 		fmt.Fprintf(w, "ggload: generated: %s\n", strings.Join(ids, ","))
 		fmt.Fprintf(w, "ggload: generation: %d tokens in %.3f s (%.1f tokens/s), graph build %.3f ms per token (%d graphs built, %d reused)\n",
-			steps, t.GenerationS, t.GenerationTokS, t.GraphBuildPerTok*1000, t.Graphs, t.GraphsReused)
+			len(rep.Generated), t.GenerationS, t.GenerationTokS, t.GraphBuildPerTok*1000, t.Graphs, t.GraphsReused)
 	}
+}
+
+// hardwareConcurrency is std::thread::hardware_concurrency() as
+// libstdc++ on glibc answers it (get_nprocs): the CPUs online, whatever
+// the process's affinity; else every logical CPU. llama.cpp's -t takes it
+// for 0 or less.
+var hardwareConcurrency = sync.OnceValue(func() int {
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if n := countCPUList(strings.TrimSpace(string(b))); n > 0 {
+			return n
+		}
+	}
+	return runtime.NumCPU()
+})
+
+// countCPUList counts the CPUs of a kernel CPU list ("0-3,8,10-11").
+func countCPUList(s string) int {
+	n := 0
+	for _, r := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
 }

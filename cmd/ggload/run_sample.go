@@ -1,3 +1,5 @@
+// Port of llama.cpp common/arg.cpp (v0.5.0): the sampling options.
+
 package main
 
 import (
@@ -5,38 +7,57 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
-	"strings"
+	"slices"
 
+	"github.com/ggload/ggload/gguf"
+	"github.com/ggload/ggload/grammar"
+	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/sample"
 )
 
-// sampleFlags are the sampling options of llama.cpp's common/arg.cpp, with
-// the parameters the user set, which a model's own sampling defaults leave
-// alone.
+// sampleFlags are the sampling options of llama.cpp's common/arg.cpp: the
+// parameters as the user set them, each field set named in Explicit (a
+// model's own sampling defaults leave those alone; the others keep their
+// zero, llama.cpp's default).
 type sampleFlags struct {
-	p    sample.Params
-	user sample.Set
+	p sample.Params
+	// seq is --sampler-seq's chain, which llama.cpp does not count as the
+	// user's (a model's general.sampling.sequence overrides it)
+	seq []sample.Kind
 	// breakers: the first --dry-sequence-breaker clears the defaults
 	breakers bool
 }
 
-func newSampleFlags() sampleFlags { return sampleFlags{p: sample.DefaultParams()} }
+func newSampleFlags() sampleFlags { return sampleFlags{} }
 
-// floatArg reads a float as std::stof does, less its tolerance of
-// trailing text.
-func floatArg(v string) (float32, error) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 32)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("want a number")
+// params are the sampler's parameters for model m (nil: none): the
+// options, and the model's sampling defaults where the user set none, as
+// common_init_from_params applies them (a model's sequence of samplers
+// overrides --sampler-seq's, which llama.cpp does not count as the
+// user's); with escape (-e, the default), the DRY sequence breakers'
+// escapes processed, as common_params_parse processes them.
+func (sf *sampleFlags) params(m *gguf.Model, escape bool) sample.Params {
+	p := sf.p
+	if escape && p.DrySequenceBreakers != nil {
+		p.DrySequenceBreakers = slices.Clone(p.DrySequenceBreakers)
+		for i, b := range p.DrySequenceBreakers {
+			p.DrySequenceBreakers[i] = processEscapes(b)
+		}
 	}
-	return float32(f), nil
+	if m != nil {
+		p.FromModel(m)
+	}
+	if sf.seq != nil && p.Explicit&sample.SetSamplers == 0 {
+		p.Samplers, p.Explicit = sf.seq, p.Explicit|sample.SetSamplers
+	}
+	return p
 }
 
-func int32Arg(v string) (int32, error) {
-	n, err := intIn(v, math.MinInt32, math.MaxInt32)
-	return int32(n), err
-}
+// floatArg reads a float as llama.cpp's options do (std::stof).
+func floatArg(v string) (float32, error) { return stof(v) }
+
+// int32Arg reads an int as llama.cpp's options do (std::stoi).
+func int32Arg(v string) (int32, error) { return stoi(v) }
 
 // skipped warns of the sampler names llama.cpp skips (it warns too) and
 // passes any other error on.
@@ -64,7 +85,7 @@ func (sf *sampleFlags) add(s *optionSet) {
 					return err
 				}
 			}
-			*dst, sf.user = f, sf.user|set
+			*dst, p.Explicit = f, p.Explicit|set
 			return nil
 		}})
 	}
@@ -79,7 +100,7 @@ func (sf *sampleFlags) add(s *optionSet) {
 					return err
 				}
 			}
-			*dst, sf.user = n, sf.user|set
+			*dst, p.Explicit = n, p.Explicit|set
 			return nil
 		}})
 	}
@@ -105,16 +126,16 @@ func (sf *sampleFlags) add(s *optionSet) {
 			if err := skipped(err); err != nil {
 				return err
 			}
-			p.Samplers, sf.user = kinds, sf.user|sample.SetSamplers
+			p.Samplers, p.Explicit, sf.seq = kinds, p.Explicit|sample.SetSamplers, nil
 			return nil
 		}})
 	s.add(&option{names: []string{"-s", "--seed"}, value: "SEED", help: "the RNG's seed (default: 4294967295, a random seed)",
 		set: func(v string) error {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+			n, err := stoul32(v)
 			if err != nil {
-				return fmt.Errorf("want an integer from 0 to %d", uint32(math.MaxUint32))
+				return err
 			}
-			p.Seed = uint32(n)
+			p.Seed, p.Explicit = n, p.Explicit|sample.SetSeed
 			return nil
 		}})
 	s.add(&option{names: []string{"--sampler-seq", "--sampling-seq"}, value: "SEQUENCE", help: "the samplers in order, one letter each (default: edskypmxt)",
@@ -123,7 +144,11 @@ func (sf *sampleFlags) add(s *optionSet) {
 			if err := skipped(err); err != nil {
 				return err
 			}
-			p.Samplers = kinds
+			if p.Explicit&sample.SetSamplers != 0 {
+				p.Samplers = kinds // (after --samplers: it replaces the user's chain)
+			} else {
+				sf.seq = kinds
+			}
 			return nil
 		}})
 	s.add(&option{names: []string{"--ignore-eos"}, help: "never end at an end-of-generation token (their logits biased by -inf)", on: func(on bool) error { p.IgnoreEOS = on; return nil }})
@@ -133,21 +158,21 @@ func (sf *sampleFlags) add(s *optionSet) {
 			if err != nil {
 				return err
 			}
-			p.Temp, sf.user = max(f, 0), sf.user|sample.SetTemp
+			p.Temp, p.Explicit = max(f, 0), p.Explicit|sample.SetTemp
 			return nil
 		}})
 	in([]string{"--top-k"}, "top-k (default: 40, 0 = off)", &p.TopK, sample.SetTopK, nil)
 	fl([]string{"--top-p"}, "top-p (default: 0.95, 1.0 = off)", &p.TopP, sample.SetTopP, nil)
 	fl([]string{"--min-p"}, "min-p (default: 0.05, 0.0 = off)", &p.MinP, sample.SetMinP, nil)
-	fl([]string{"--top-nsigma", "--top-n-sigma"}, "top-n-sigma (default: -1.00, -1.0 = off)", &p.TopNSigma, 0, nil)
+	fl([]string{"--top-nsigma", "--top-n-sigma"}, "top-n-sigma (default: -1.00, -1.0 = off)", &p.TopNSigma, sample.SetTopNSigma, nil)
 	fl([]string{"--xtc-probability"}, "XTC probability (default: 0.00, 0.0 = off)", &p.XTCProbability, sample.SetXTCProbability, nil)
 	fl([]string{"--xtc-threshold"}, "XTC threshold (default: 0.10, 1.0 = off)", &p.XTCThreshold, sample.SetXTCThreshold, nil)
-	fl([]string{"--typical", "--typical-p"}, "locally typical sampling's p (default: 1.00, 1.0 = off)", &p.TypP, 0, nil)
+	fl([]string{"--typical", "--typical-p"}, "locally typical sampling's p (default: 1.00, 1.0 = off)", &p.TypP, sample.SetTypP, nil)
 	in([]string{"--repeat-last-n"}, "the last N tokens the penalties look at (default: 64, 0 = off)", &p.PenaltyLastN, sample.SetPenaltyLastN, func(n int32) error {
 		if n < 0 {
 			return fmt.Errorf("invalid repeat-last-n = %d", n)
 		}
-		p.NPrev = max(p.NPrev, n)
+		p.NPrev, p.Explicit = max(p.Resolved().NPrev, n), p.Explicit|sample.SetNPrev
 		return nil
 	})
 	fl([]string{"--repeat-penalty"}, "repetition penalty (default: 1.00, 1.0 = off)", &p.PenaltyRepeat, sample.SetPenaltyRepeat, func(f float32) error {
@@ -166,16 +191,17 @@ func (sf *sampleFlags) add(s *optionSet) {
 				return err
 			}
 			if f >= 1 {
-				p.DryBase = f
+				p.DryBase, p.Explicit = f, p.Explicit|sample.SetDryBase
 			}
 			return nil
 		}})
-	in([]string{"--dry-allowed-length"}, "DRY allowed length (default: 2)", &p.DryAllowedLength, 0, nil)
-	in([]string{"--dry-penalty-last-n"}, "DRY's last N tokens (default: 64, 0 = off)", &p.DryPenaltyLastN, 0, nonNeg("dry-penalty-last-n"))
+	in([]string{"--dry-allowed-length"}, "DRY allowed length (default: 2)", &p.DryAllowedLength, sample.SetDryAllowedLength, nil)
+	in([]string{"--dry-penalty-last-n"}, "DRY's last N tokens (default: 64, 0 = off)", &p.DryPenaltyLastN, sample.SetDryPenaltyLastN, nonNeg("dry-penalty-last-n"))
 	s.add(&option{names: []string{"--dry-sequence-breaker"}, value: "STRING", help: "add a DRY sequence breaker, the first one clearing the defaults ('\\n', ':', '\"', '*'); \"none\" for none",
 		set: func(v string) error {
 			if !sf.breakers {
 				p.DrySequenceBreakers, sf.breakers = nil, true
+				p.Explicit |= sample.SetDrySequenceBreakers
 			}
 			if v == "none" {
 				p.DrySequenceBreakers = nil
@@ -184,46 +210,59 @@ func (sf *sampleFlags) add(s *optionSet) {
 			}
 			return nil
 		}})
-	fl([]string{"--adaptive-target"}, "adaptive-p target (default: -1.00, negative = off)", &p.AdaptiveTarget, 0, nil)
-	fl([]string{"--adaptive-decay"}, "adaptive-p decay (default: 0.90)", &p.AdaptiveDecay, 0, nil)
+	fl([]string{"--adaptive-target"}, "adaptive-p target (default: -1.00, negative = off)", &p.AdaptiveTarget, sample.SetAdaptiveTarget, nil)
+	fl([]string{"--adaptive-decay"}, "adaptive-p decay (default: 0.90)", &p.AdaptiveDecay, sample.SetAdaptiveDecay, nil)
 	fl([]string{"--dynatemp-range"}, "dynamic temperature range (default: 0.00, 0.0 = off)", &p.DynatempRange, 0, nil)
-	fl([]string{"--dynatemp-exp"}, "dynamic temperature exponent (default: 1.00)", &p.DynatempExponent, 0, nil)
+	fl([]string{"--dynatemp-exp"}, "dynamic temperature exponent (default: 1.00)", &p.DynatempExponent, sample.SetDynatempExponent, nil)
 	in([]string{"--mirostat"}, "Mirostat (default: 0; 1 = Mirostat, 2 = Mirostat 2.0)", &p.Mirostat, sample.SetMirostat, nil)
 	fl([]string{"--mirostat-lr"}, "Mirostat learning rate, eta (default: 0.10)", &p.MirostatEta, sample.SetMirostatEta, nil)
 	fl([]string{"--mirostat-ent"}, "Mirostat target entropy, tau (default: 5.00)", &p.MirostatTau, sample.SetMirostatTau, nil)
 	s.add(&option{names: []string{"-l", "--logit-bias"}, value: "TOKEN_ID(+/-)BIAS", help: "add BIAS to a token's logit, e.g. 15043+1 or 15043-1",
 		set: func(v string) error {
-			i := strings.IndexAny(v, "+-")
-			for i == 0 { // a sign of the id itself
-				j := strings.IndexAny(v[1:], "+-")
-				if j < 0 {
-					i = -1
-					break
-				}
-				i = j + 1
-			}
-			if i < 0 {
-				return fmt.Errorf("invalid input format")
-			}
-			id, err := strconv.ParseInt(strings.TrimSpace(v[:i]), 10, 32)
+			id, b, err := logitBias(v)
 			if err != nil {
-				return fmt.Errorf("invalid input format")
+				return err
 			}
-			b, err := floatArg(v[i+1:])
-			if err != nil {
-				return fmt.Errorf("invalid input format")
-			}
-			if v[i] == '-' {
-				b = -b
-			}
-			p.LogitBias = append(p.LogitBias, sample.LogitBias{Token: int32(id), Bias: b})
+			p.LogitBias = append(p.LogitBias, sample.LogitBias{Token: id, Bias: b})
 			return nil
 		}})
-	why := "grammar-constrained sampling (llama_sampler_init_grammar and its GBNF parser) is not part of ggload's sampler"
-	for _, u := range []struct {
-		names []string
-		value string
-	}{{[]string{"--grammar"}, "GRAMMAR"}, {[]string{"--grammar-file"}, "FNAME"}, {[]string{"-j", "--json-schema"}, "SCHEMA"}, {[]string{"-jf", "--json-schema-file"}, "FILE"}} {
-		s.add(&option{names: u.names, value: u.value, unsupported: why})
+	// the grammar options, as llama.cpp's: the last one given wins; a
+	// JSON schema is converted when the option is read
+	grammarOpt := func(names []string, value, help string, typ sample.GrammarType, read func(string) (string, error)) {
+		s.add(&option{names: names, value: value, help: help, set: func(v string) error {
+			g, err := read(v)
+			if err != nil {
+				return err
+			}
+			p.Grammar, p.JSONSchema, p.GrammarType = g, "", typ
+			return nil
+		}})
 	}
+	readFile := func(v string) (string, error) {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return "", fmt.Errorf("failed to open file '%s': %w", v, err)
+		}
+		return string(b), nil
+	}
+	schema := func(text string) (string, error) {
+		v, err := ojson.ParseString(text)
+		if err != nil {
+			return "", err
+		}
+		return grammar.FromJSONSchemaWarn(v, func(msg string) {
+			fmt.Fprintf(os.Stderr, "WARNING: JSON schema conversion was incomplete: %s\n", msg)
+		})
+	}
+	grammarOpt([]string{"--grammar"}, "GRAMMAR", "BNF-like grammar to constrain generations (see samples in llama.cpp's grammars/ dir)", sample.GrammarUser,
+		func(v string) (string, error) { return v, nil })
+	grammarOpt([]string{"--grammar-file"}, "FNAME", "file to read grammar from", sample.GrammarUser, readFile)
+	grammarOpt([]string{"-j", "--json-schema"}, "SCHEMA", "JSON schema to constrain generations, e.g. '{\"type\": \"object\"}' for any JSON object", sample.GrammarOutputFormat, schema)
+	grammarOpt([]string{"-jf", "--json-schema-file"}, "FILE", "file containing a JSON schema to constrain generations", sample.GrammarOutputFormat, func(v string) (string, error) {
+		text, err := readFile(v)
+		if err != nil {
+			return "", err
+		}
+		return schema(text)
+	})
 }

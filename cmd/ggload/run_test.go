@@ -58,7 +58,7 @@ func TestRunCommand(t *testing.T) {
 				best = i
 			}
 		}
-		if int32(best) != st.Token || r[best] != st.Logit {
+		if int32(best) != st.Token || r[best] != float32(st.Logit) {
 			t.Errorf("step %d: argmax %d (%v) in the file, the report says %d (%v)", s, best, r[best], st.Token, st.Logit)
 		}
 		if s < len(rep.Generated) && rep.Generated[s] != st.Token {
@@ -99,8 +99,8 @@ func TestRunCommand(t *testing.T) {
 		{[]string{"run", path}, 2, "-p, -f or --tokens: a prompt is required"},
 		{[]string{"run", path, "--tokens", "1,x"}, 2, "want token ids"},
 		{[]string{"run", path, "--tokens", "1", "-n", "-1"}, 2, "-n -1: with --tokens, -n counts greedy steps from 0"},
-		{[]string{"run", path, "--tokens", "1", "-n", "-3"}, 2, "-n -3: out of range"},
-		{[]string{"run", path, "--tokens", "1", "-t", "0"}, 2, "out of range"},
+		{[]string{"run", path, "--tokens", "1", "-n", "-3"}, 2, "-n -3: with --tokens, -n counts greedy steps from 0"},
+		{[]string{"run", path, "--tokens", "1", "-t", "2000"}, 2, "2000 threads: ggload takes up to 1024"},
 		{[]string{"run", path, "-dev", "none", "--tokens", "1,300"}, 1, "invalid token[1] = 300 (the vocabulary has 300)"},
 	} {
 		_, errOut, err := ggloadRun(t, nil, c.args...)
@@ -108,48 +108,6 @@ func TestRunCommand(t *testing.T) {
 		if !ok || ee.ExitCode() != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: %v (want exit %d and %q): %s", c.args, err, c.code, c.want, errOut)
 		}
-	}
-}
-
-// bench --decode: ggload's and libllama's pp and tg on the same context
-// options, with their logits identical.
-func TestBenchDecode(t *testing.T) {
-	path := writeSynth(t, synth.Spec{Layers: 2, Embd: 128, FF: 256, Heads: 2, Vocab: 300, Distinct: true})
-	out, err := runCLI(t, "bench", "--decode", path, "--targets", "none", "--pp", "16", "--tg", "4", "--runs", "2", "--threads", "2", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows []struct {
-		Target          string  `json:"target"`
-		GgloadTG        float64 `json:"ggload_tg_tokens_per_s"`
-		LlamaTG         float64 `json:"llama_tg_tokens_per_s"`
-		LogitsIdentical bool    `json:"logits_identical"`
-		Reused          int     `json:"graphs_reused_tg"`
-	}
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if len(rows) != 1 || rows[0].Target != "none" || !rows[0].LogitsIdentical || rows[0].GgloadTG <= 0 || rows[0].LlamaTG <= 0 || rows[0].Reused == 0 {
-		t.Fatalf("bench --decode: %s", out)
-	}
-	// each side in processes of its own, their peak memory beside
-	out, err = runCLI(t, "bench", "--decode", "--processes", path, "--targets", "none", "--pp", "16", "--tg", "4", "--runs", "1", "--threads", "2", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var procs []struct {
-		LogitsIdentical bool    `json:"logits_identical"`
-		GgloadPP        float64 `json:"ggload_pp_tokens_per_s"`
-		LlamaPP         float64 `json:"llama_pp_tokens_per_s"`
-		Processes       bool    `json:"processes"`
-		GgloadRSS       uint64  `json:"ggload_peak_rss"`
-		LlamaRSS        uint64  `json:"llama_peak_rss"`
-	}
-	if err := json.Unmarshal([]byte(out), &procs); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if len(procs) != 1 || !procs[0].Processes || !procs[0].LogitsIdentical || procs[0].GgloadPP <= 0 || procs[0].LlamaPP <= 0 || procs[0].GgloadRSS == 0 || procs[0].LlamaRSS == 0 {
-		t.Fatalf("bench --decode --processes: %s", out)
 	}
 }
 

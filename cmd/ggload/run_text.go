@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,10 +25,11 @@ type textFlags struct {
 	escape   bool
 	special  bool
 	sampling sampleFlags
+	chat     chatFlags // conversation mode (run_chat.go)
 }
 
 func newRunFlags() runFlags {
-	return runFlags{threads: mathThreads(), text: textFlags{escape: true, sampling: newSampleFlags()}}
+	return runFlags{text: textFlags{escape: true, sampling: newSampleFlags(), chat: chatFlags{mode: -1}}}
 }
 
 func (tf *textFlags) given() bool { return tf.set || tf.file != "" }
@@ -47,21 +49,7 @@ func (tf *textFlags) add(s *optionSet) {
 	s.add(&option{names: []string{"-e", "--escape"}, neg: []string{"--no-escape"}, help: "process escapes (\\n, \\r, \\t, \\', \\\", \\\\, \\xHH) in the prompt (default: true)",
 		on: func(on bool) error { tf.escape = on; return nil }})
 	s.add(&option{names: []string{"-sp", "--special"}, help: "print special tokens' text too (default: false)", on: func(on bool) error { tf.special = on; return nil }})
-	whyChat := "chat templates (llama_chat_apply_template, Jinja) and interactive sessions are not part of ggload: run takes the prompt as it is, as llama-completion -no-cnv does"
-	s.add(&option{names: []string{"-cnv", "--conversation"}, neg: []string{"-no-cnv", "--no-conversation"}, help: "llama.cpp's conversation mode; -no-cnv is what ggload run always does",
-		on: func(on bool) error {
-			if on {
-				return fmt.Errorf("not supported: %s", whyChat)
-			}
-			return nil
-		}})
-	for _, u := range []struct {
-		names []string
-		value string
-	}{{[]string{"-sys", "--system-prompt"}, "PROMPT"}, {[]string{"-sysf", "--system-prompt-file"}, "FNAME"}, {[]string{"-i", "--interactive"}, ""}, {[]string{"-if", "--interactive-first"}, ""},
-		{[]string{"--chat-template"}, "JINJA_TEMPLATE"}, {[]string{"--chat-template-file"}, "JINJA_TEMPLATE_FILE"}} {
-		s.add(&option{names: u.names, value: u.value, unsupported: whyChat})
-	}
+	tf.chat.add(s)
 	tf.sampling.add(s)
 }
 
@@ -69,7 +57,7 @@ func (tf *textFlags) add(s *optionSet) {
 func (tf *textFlags) promptText() (string, error) {
 	p := tf.prompt
 	if tf.file != "" {
-		b, err := os.ReadFile(tf.file)
+		b, err := readPromptFile(tf.file)
 		if err != nil {
 			return "", fmt.Errorf("run: -f: %w", err)
 		}
@@ -150,19 +138,27 @@ func strtolHex2(x string) (int, bool) {
 	return 0, false
 }
 
-// textReport is run --json with a text prompt.
+// textReport is run --json with a text prompt. JSON's strings are UTF-8:
+// the text and the pieces, which may hold other bytes (a piece can be one
+// byte of a character), are given as strings (each byte that is not
+// UTF-8 as U+FFFD) and, byte for byte, in base64 (the _bytes fields).
 type textReport struct {
-	Model           string   `json:"model"`
-	Prompt          string   `json:"prompt"`
-	PromptTokens    []int32  `json:"prompt_tokens"`
-	PromptPieces    []string `json:"prompt_pieces"`
-	Generated       []int32  `json:"generated"`
-	GeneratedPieces []string `json:"generated_pieces"`
-	Text            string   `json:"text"` // the generated pieces, joined
-	Stop            string   `json:"stop"` // "eog", "n_predict" or "context"
-	Sampler         string   `json:"sampler"`
-	Seed            uint32   `json:"seed"`
-	Timings         struct {
+	Model                string   `json:"model"`
+	Prompt               string   `json:"prompt"`
+	PromptBytes          []byte   `json:"prompt_bytes"`
+	PromptTokens         []int32  `json:"prompt_tokens"`
+	PromptPieces         []string `json:"prompt_pieces"`
+	PromptPiecesBytes    [][]byte `json:"prompt_pieces_bytes"`
+	Generated            []int32  `json:"generated"`
+	GeneratedPieces      []string `json:"generated_pieces"`
+	GeneratedPiecesBytes [][]byte `json:"generated_pieces_bytes"`
+	Text                 string   `json:"text"` // the generated pieces, joined
+	TextBytes            []byte   `json:"text_bytes"`
+	Stop                 string   `json:"stop"`            // "eog", "n_predict", "context" or "error"
+	Error                string   `json:"error,omitempty"` // what ended the run early
+	Sampler              string   `json:"sampler"`
+	Seed                 uint32   `json:"seed"`
+	Timings              struct {
 		PromptS        float64 `json:"prompt_s"`
 		GenerationS    float64 `json:"generation_s"`
 		GenerationTokS float64 `json:"generation_tokens_per_s"`
@@ -203,11 +199,16 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 	if v.Type() == vocab.TypeNone {
 		return fmt.Errorf("run: %s has no vocabulary (tokenizer.ggml.model is \"none\"): give the prompt as --tokens", path)
 	}
-	sp := tf.sampling.p
-	sp.FromModel(pd.m, tf.sampling.user)
-	smpl, err := sample.New(v, sp)
+	smpl, err := sample.New(v, tf.sampling.params(pd.m, tf.escape))
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	if tm, on, err := tf.chat.templates(pd, v, rf.asJSON); err != nil {
+		return err
+	} else if on {
+		return runChat(ctx, pd, pf, rf, v, smpl, tm, stdout)
+	} else if !tf.given() {
+		return fmt.Errorf("run: %s has no chat template for conversation mode (-cnv or --chat-template gives one): give a prompt with -p or -f", path)
 	}
 	toks, err := v.Tokenize(prompt, true, true)
 	if err != nil {
@@ -245,21 +246,8 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 	}
 	defer release()
 
-	if encoded {
-		if err := ic.Encode(infer.Batch{Tokens: toks}); err != nil {
-			return err
-		}
-		start := v.BOS()
-		if u, err := pd.m.Uint(arch + ".decoder_start_token_id"); err == nil && u <= math.MaxInt32 {
-			start = int32(u)
-		}
-		toks = []int32{start}
-	}
-	rep := textReport{Model: path, Prompt: prompt, PromptTokens: toks, Generated: []int32{}, PromptPieces: []string{}, GeneratedPieces: []string{}, Sampler: smpl.String(), Seed: smpl.Seed()}
-	piece := func(t int32) (string, error) {
-		b, err := v.AppendPiece(nil, t, 0, tf.special)
-		return string(b), err
-	}
+	rep := textReport{Model: path, Prompt: prompt, PromptBytes: []byte(prompt), Generated: []int32{}, PromptPieces: []string{}, PromptPiecesBytes: [][]byte{},
+		GeneratedPieces: []string{}, GeneratedPiecesBytes: [][]byte{}, TextBytes: []byte{}, Sampler: smpl.String(), Seed: smpl.Seed()}
 	// the text goes out as llama-completion writes it, byte for byte,
 	// except to a terminal, where control characters and bytes that are
 	// not UTF-8 are escaped (a model's text may hold sequences a terminal
@@ -269,96 +257,165 @@ func runText(ctx context.Context, pf *placeFlags, rf *runFlags, path string, std
 		text = unwrapped(stdout)
 	}
 	// (each piece as printf's "%s" prints it: up to a NUL byte)
-	emit := func(s string) error {
+	emit := func(s []byte) error {
 		if rf.asJSON {
 			return nil
 		}
-		if i := strings.IndexByte(s, 0); i >= 0 {
+		if i := bytes.IndexByte(s, 0); i >= 0 {
 			s = s[:i]
 		}
-		_, err := io.WriteString(text, s)
+		_, err := text.Write(s)
 		return err
 	}
-	for _, t := range toks {
-		smpl.Accept(t)
-		p, err := piece(t)
-		if err != nil {
-			return fmt.Errorf("run: %w", err)
+	g := textGen{ic: ic, v: v, smpl: smpl, special: tf.special, emit: emit, nCtx: nCtx, nBatch: nBatch, nf: nonFinite{pf: pf}, rep: &rep}
+	if encoded {
+		start := v.BOS()
+		if u, err := pd.m.Uint(arch + ".decoder_start_token_id"); err == nil && u <= math.MaxInt32 {
+			start = int32(u)
 		}
-		rep.PromptPieces = append(rep.PromptPieces, p)
-		if err := emit(p); err != nil {
+		g.encode, g.start = toks, start
+	}
+	err = g.run(toks, steps)
+	g.nf.warn(os.Stderr)
+	if rf.asJSON {
+		if err != nil {
+			rep.Stop, rep.Error = "error", err.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil && err == nil {
+			return jerr
+		}
+		return err
+	}
+	if err != nil {
+		return err // (what was generated is out already)
+	}
+	if err := emit([]byte("\n\n")); err != nil {
+		return err
+	}
+	tm := ic.Timings()
+	fmt.Fprintf(os.Stderr, "ggload: prompt: %d tokens in %.3f s; generated %d tokens in %.3f s (%.1f tokens/s); graphs: %d built, %d reused, %d kept; sampler: %s\n",
+		len(rep.PromptTokens), rep.Timings.PromptS, len(rep.Generated), rep.Timings.GenerationS, rep.Timings.GenerationTokS, tm.Graphs, tm.Reused, tm.Kept, rep.Sampler)
+	return nil
+}
+
+// textGen is run's generation from a text prompt, as llama-completion's
+// loop goes: the prompt's pieces printed and accepted by the sampler, the
+// prompt decoded in batches of n_batch, then each step samples, accepts,
+// prints, and decodes the token, until an end-of-generation token, -n
+// tokens or a full context. It fills rep as it goes: an error leaves what
+// was done.
+type textGen struct {
+	ic      *infer.Context
+	v       *vocab.Vocab
+	smpl    *sample.Sampler
+	special bool
+	emit    func([]byte) error
+	nCtx    int
+	nBatch  int
+	// encode is an encoder-decoder's prompt (T5), for the encoder; the
+	// decoder then starts from start
+	encode []int32
+	start  int32
+	nf     nonFinite
+	rep    *textReport
+}
+
+// piece is a token's text, as the report and the output take it.
+func (g *textGen) piece(t int32) ([]byte, error) {
+	b, err := g.v.AppendPiece(nil, t, 0, g.special)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return b, nil
+}
+
+func (g *textGen) run(toks []int32, steps int) error {
+	rep := g.rep
+	if g.encode != nil {
+		if err := g.ic.Encode(infer.Batch{Tokens: g.encode}); err != nil {
+			return err
+		}
+		toks = []int32{g.start}
+	}
+	rep.PromptTokens = toks
+	for _, t := range toks {
+		g.smpl.AcceptPrompt(t)
+		p, err := g.piece(t)
+		if err != nil {
+			return err
+		}
+		rep.PromptPieces = append(rep.PromptPieces, string(p))
+		rep.PromptPiecesBytes = append(rep.PromptPiecesBytes, p)
+		if err := g.emit(p); err != nil {
 			return err
 		}
 	}
 	t0 := time.Now()
+	nBatch := g.nBatch
 	if nBatch <= 0 {
 		nBatch = len(toks)
 	}
 	for i := 0; i < len(toks); i += nBatch {
-		if err := ic.Decode(infer.Batch{Tokens: toks[i:min(i+nBatch, len(toks))]}); err != nil {
+		if err := g.ic.Decode(infer.Batch{Tokens: toks[i:min(i+nBatch, len(toks))]}); err != nil {
 			return err
 		}
 	}
 	rep.Timings.PromptS = time.Since(t0).Seconds()
 	t1 := time.Now()
+	defer func() {
+		rep.Text = string(rep.TextBytes)
+		gen := time.Since(t1)
+		rep.Timings.GenerationS = gen.Seconds()
+		if n := len(rep.Generated); n > 0 {
+			rep.Timings.GenerationTokS = float64(n) / max(gen.Seconds(), 1e-9)
+		}
+	}()
 	nPast := len(toks)
 	rep.Stop = "n_predict"
+	var logits []float32
 	for remain := steps; remain != 0; {
-		logits, err := ic.Logits(-1)
-		if err != nil {
+		var err error
+		if logits, err = g.ic.AppendLogits(logits[:0], -1); err != nil {
 			return err
 		}
-		id, err := smpl.Sample(logits)
+		g.nf.check(logits, fmt.Sprintf("step %d", len(rep.Generated)+1))
+		id, err := g.smpl.Sample(logits)
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		smpl.Accept(id)
-		remain--
-		p, err := piece(id)
-		if err != nil {
+		if err := g.smpl.Accept(id); err != nil {
 			return fmt.Errorf("run: %w", err)
+		}
+		remain--
+		p, err := g.piece(id)
+		if err != nil {
+			return err
 		}
 		rep.Generated = append(rep.Generated, id)
-		rep.GeneratedPieces = append(rep.GeneratedPieces, p)
-		rep.Text += p
-		if err := emit(p); err != nil {
+		rep.GeneratedPieces = append(rep.GeneratedPieces, string(p))
+		rep.GeneratedPiecesBytes = append(rep.GeneratedPiecesBytes, p)
+		rep.TextBytes = append(rep.TextBytes, p...)
+		if err := g.emit(p); err != nil {
 			return err
 		}
-		if v.IsEOG(id) {
+		if g.v.IsEOG(id) {
 			rep.Stop = "eog"
-			if err := emit(" [end of text]\n"); err != nil {
-				return err
-			}
-			break
+			return g.emit([]byte(" [end of text]\n"))
 		}
 		if remain == 0 {
-			break
+			return nil
 		}
-		if nCtx > 0 && nPast+1 >= nCtx {
+		if g.nCtx > 0 && nPast+1 >= g.nCtx {
 			rep.Stop = "context"
-			fmt.Fprintf(os.Stderr, "\n\nggload: run: context full (%d tokens) and llama.cpp's context shift is off: stopping\n", nCtx)
-			break
+			fmt.Fprintf(os.Stderr, "\n\nggload: run: context full (%d tokens) and llama.cpp's context shift is off: stopping\n", g.nCtx)
+			return nil
 		}
-		if err := ic.Decode(infer.Batch{Tokens: []int32{id}}); err != nil {
+		if err := g.ic.Decode(infer.Batch{Tokens: []int32{id}}); err != nil {
 			return err
 		}
 		nPast++
 	}
-	gen := time.Since(t1)
-	rep.Timings.GenerationS = gen.Seconds()
-	if n := len(rep.Generated); n > 0 {
-		rep.Timings.GenerationTokS = float64(n) / max(gen.Seconds(), 1e-9)
-	}
-	if rf.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	if err := emit("\n\n"); err != nil {
-		return err
-	}
-	tm := ic.Timings()
-	fmt.Fprintf(os.Stderr, "ggload: prompt: %d tokens in %.3f s; generated %d tokens in %.3f s (%.1f tokens/s); graphs: %d built, %d reused, %d kept; sampler: %s\n",
-		len(toks), rep.Timings.PromptS, len(rep.Generated), rep.Timings.GenerationS, rep.Timings.GenerationTokS, tm.Graphs, tm.Reused, tm.Kept, rep.Sampler)
 	return nil
 }

@@ -167,8 +167,8 @@ func TestRunTextMatchesLlamaCompletion(t *testing.T) {
 	}
 }
 
-// run's text options: -p and --tokens exclusive, a grammar refused with
-// the reason, bad sampling values refused as llama.cpp refuses them.
+// run's text options: -p and --tokens exclusive, bad sampling values
+// refused as llama.cpp refuses them.
 func TestRunTextOptions(t *testing.T) {
 	path := writeSynth(t, synth.Spec{Layers: 1, Embd: 64, FF: 128, Heads: 2, Vocab: 64})
 	for _, c := range []struct {
@@ -176,7 +176,6 @@ func TestRunTextOptions(t *testing.T) {
 		want string
 	}{
 		{[]string{"-p", "hi", "--tokens", "1,2"}, "exclusive"},
-		{[]string{"-p", "hi", "--grammar", "root ::= \"a\""}, "grammar-constrained sampling"},
 		{[]string{"-p", "hi", "--repeat-penalty", "0"}, "repeat-penalty must be finite and greater than 0"},
 		{[]string{"-p", "hi", "--repeat-last-n", "-1"}, "invalid repeat-last-n = -1"},
 		{[]string{"-p", "hi", "-l", "12x"}, "invalid input format"},

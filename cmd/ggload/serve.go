@@ -50,14 +50,14 @@ type serveFlags struct {
 	threads     int
 	timeout     time.Duration
 	npGiven     bool
-	chat        chatFlags
+	chat        serveChatFlags
 	// the pool's (--models-dir and the rest): refused until the pool is
 	// there
 	modelsDir string
 }
 
-// chatFlags are the chat options the chat endpoints read.
-type chatFlags struct {
+// serveChatFlags are the chat options the chat endpoints read.
+type serveChatFlags struct {
 	jinja          bool
 	template       string
 	templateFile   string
@@ -71,7 +71,7 @@ type chatFlags struct {
 
 func newServeFlags() serveFlags {
 	return serveFlags{hosts: []string{"127.0.0.1"}, port: 8080, sampling: newSampleFlags(), threads: mathThreads(),
-		timeout: 3600 * time.Second, chat: chatFlags{jinja: true, budget: -1, enableThinking: -1, prefill: true},
+		timeout: 3600 * time.Second, chat: serveChatFlags{jinja: true, budget: -1, enableThinking: -1, prefill: true},
 		settings: httpapi.Settings{UI: true}}
 }
 
@@ -516,10 +516,6 @@ func (sf *serveFlags) prepare(s *optionSet, pf *placeFlags) error {
 		c.NCtx = c.NParallel * sf.engine.KVUnifiedPerSlot
 	}
 	sf.engine.Threads = sf.threads
-	if sf.sampling.user != 0 || s.given[s.byName["-s"]] {
-		sp := sf.sampling.p
-		sf.engine.Sampling = &sp
-	}
 	sf.http.WriteTimeout = sf.timeout
 	sf.gcpFromEnv()
 	sf.settings.NPredict = sf.engine.NPredict
@@ -551,7 +547,7 @@ func (sf *serveFlags) gcpFromEnv() {
 }
 
 // settings are the chat flags as the handler takes them.
-func (c *chatFlags) settings(cs *httpapi.ChatSettings) error {
+func (c *serveChatFlags) settings(cs *httpapi.ChatSettings) error {
 	cs.Template, cs.TemplateName = c.template, c.templateFile
 	o := &cs.Server
 	o.Legacy, o.NoPrefillAssistant = !c.jinja, !c.prefill
@@ -669,12 +665,11 @@ func (sf *serveFlags) load(ctx context.Context, pf *placeFlags, path string) (*h
 		pd.Close()
 		return nil, nil, err
 	}
-	if sf.engine.Sampling != nil {
-		sp := *sf.engine.Sampling
-		sp.FromModel(pd.m, sf.sampling.user)
-		sf.engine.Sampling = &sp
-	}
-	e, err := serve.New(lm, sf.engine)
+	// the options, and the model's sampling defaults where they set none
+	ep := sf.engine
+	sp := sf.sampling.params(pd.m, true)
+	ep.Sampling = &sp
+	e, err := serve.New(lm, ep)
 	if err != nil {
 		lm.Close()
 		pd.Close()

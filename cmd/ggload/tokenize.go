@@ -1,3 +1,5 @@
+// Port of llama.cpp tools/tokenize/tokenize.cpp (v0.5.0).
+
 package main
 
 import (
@@ -33,14 +35,17 @@ type tokenizeFlags struct {
 	noBOS        bool
 	parseSpecial bool
 	escape       bool
+	hub          hubFlags // -hf, -hff, -hft, --offline (hub.go)
 }
 
 func tokenizeOptions(f *tokenizeFlags) *optionSet {
 	s := newOptionSet("tokenize", "Tokenize a prompt with MODEL's vocabulary as llama.cpp's llama-tokenize does, and print the same bytes: each token as \"ID -> 'PIECE'\", or the ids as a list. Only the vocabulary is read; no native library is needed.",
-		"ggload tokenize MODEL -p PROMPT [options]", "ggload tokenize -m MODEL (-p PROMPT | -f FILE | --stdin) [options]")
+		"ggload tokenize MODEL -p PROMPT [options]", "ggload tokenize -m MODEL (-p PROMPT | -f FILE | --stdin) [options]", "ggload tokenize -hf <user>/<model>[:quant] -p PROMPT [options]")
 	s.group("tokenize")
 	s.add(&option{names: []string{"-m", "--model"}, value: "FNAME", help: "the model whose vocabulary tokenizes (or give it as MODEL)",
 		set: func(v string) error { f.model = v; return nil }})
+	f.hub.add(s)
+	f.hub.addToken(s)
 	s.add(&option{names: []string{"-p", "--prompt"}, value: "PROMPT", help: "the text to tokenize",
 		set: func(v string) error { f.prompt, f.promptGiven = v, true; return nil }})
 	s.add(&option{names: []string{"-f", "--file"}, value: "FNAME", help: "tokenize the file's bytes, exactly (it wins over -p)",
@@ -76,8 +81,11 @@ func runTokenize(ctx context.Context, args []string, stdout io.Writer) error {
 		return s.errorf("two models: -m %s and %s", f.model, pos[0])
 	case len(pos) == 1:
 		f.model = pos[0]
-	case f.model == "":
+	case f.model == "" && f.hub.repo == "":
 		return s.errorf("no MODEL given: usage: %s", s.usage[0])
+	}
+	if f.model, err = f.hub.local(ctx, s, f.model); err != nil {
+		return err
 	}
 	// -p is escape-processed where llama.cpp's option parser does it,
 	// after every option is read
@@ -89,7 +97,10 @@ func runTokenize(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var prompt string
 	if f.file != "" {
-		b, err := os.ReadFile(f.file)
+		b, err := readPromptFile(f.file)
+		if errors.Is(err, errPromptTooLarge) {
+			return fmt.Errorf("error: %w", err)
+		}
 		if err != nil {
 			return fmt.Errorf("error: could not open file '%s' for reading: %w", f.file, err)
 		}
@@ -105,7 +116,7 @@ func runTokenize(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("error: could not load model from file '%s': %w", f.model, err)
 	}
 	if f.stdin {
-		b, err := io.ReadAll(tokenizeStdin)
+		b, err := boundedRead(tokenizeStdin, maxPromptBytes, "the standard input")
 		if err != nil {
 			return fmt.Errorf("error: could not read the entire standard input: %w", err)
 		}

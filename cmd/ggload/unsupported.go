@@ -5,7 +5,7 @@ package main
 // the reason. TestOptionsOfThePin holds this list to the pin's source.
 
 const (
-	whyDownload = "model repositories: ggload loads a local file, a URL given as MODEL (read in place), or -mu's download, and resolves no repository or quantization name"
+	whyDocker   = "Docker Hub's model repositories: ggload loads a local file, a URL given as MODEL (read in place), -mu's download or a Hugging Face repository's (-hf)"
 	whyDraft    = "model repositories: ggload's draft model is a local file (-md), and resolves no repository or quantization name"
 	whyPreset   = "llama-server presets: they download a model and set serving options"
 	whyFitPrint = "llama-fit-params' own option: ggload plan prints the estimate, and its --json carries it"
@@ -17,9 +17,7 @@ var unsupportedOptions = []struct {
 	why   string
 }{
 	{[]string{"-fitp", "--fit-print"}, "[on|off]", whyFitPrint},
-	{[]string{"-dr", "--docker-repo"}, "[<repo>/]<model>[:quant]", whyDownload},
-	{[]string{"-hf", "-hfr", "--hf-repo"}, "<user>/<model>[:quant]", whyDownload},
-	{[]string{"-hff", "--hf-file"}, "FILE", whyDownload},
+	{[]string{"-dr", "--docker-repo"}, "[<repo>/]<model>[:quant]", whyDocker},
 	{[]string{"--spec-draft-hf", "-hfd", "-hfrd", "--hf-repo-draft"}, "<user>/<model>[:quant]", whyDraft},
 	{[]string{"--embd-gemma-default"}, "", whyPreset},
 	{[]string{"--fim-qwen-1.5b-default"}, "", whyPreset},

@@ -26,7 +26,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/loader"
 	"github.com/ggload/ggload/place"
 )
@@ -76,7 +76,7 @@ func run(args []string, w io.Writer) error {
 	}
 	path := *model
 	if path == "" {
-		if path, err = synth.DemoModel(rt); err != nil {
+		if path, err = synthmodel.DemoModel(rt); err != nil {
 			return err
 		}
 	}

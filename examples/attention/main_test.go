@@ -8,7 +8,7 @@ import (
 
 	"github.com/ggload/ggload/ggml"
 	"github.com/ggload/ggload/gguf"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -56,7 +56,7 @@ func TestAttentionOnEveryDevice(t *testing.T) {
 func TestAttentionDetectsDifferences(t *testing.T) {
 	rt := testenv.Runtime(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}

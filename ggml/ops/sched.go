@@ -181,8 +181,14 @@ func (l *Lib) BackendSetNThreads(be Backend, n int) bool {
 // off; the caller has checked the range.
 func (l *Lib) TensorFloats(t *Tensor, off, n int) []float32 {
 	out := make([]float32, n)
-	if n > 0 {
-		l.b.TensorGet(t.c(), unsafe.Pointer(&out[0]), uintptr(4*off), uintptr(4*n))
-	}
+	l.ReadFloats(t, off, out)
 	return out
+}
+
+// ReadFloats copies len(dst) floats of the f32 tensor, from element off,
+// into dst (the caller's memory: nothing is allocated).
+func (l *Lib) ReadFloats(t *Tensor, off int, dst []float32) {
+	if len(dst) > 0 {
+		l.b.TensorGet(t.c(), unsafe.Pointer(&dst[0]), uintptr(4*off), uintptr(4*len(dst)))
+	}
 }

@@ -2,6 +2,7 @@ package httpsrc
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -199,7 +200,7 @@ func Download(ctx context.Context, rawURL, dest string, o Options) (string, erro
 		if err != nil {
 			return "", err
 		}
-		d := &download{url: p, local: local, tmp: local + partialSuffix, client: client, o: o, size: -1, h: sha256.New()}
+		d := &download{url: p, local: local, tmp: local + partialSuffix, client: client, o: o, size: -1, h: newSum()}
 		if err := d.run(ctx); err != nil {
 			return "", err
 		}
@@ -250,7 +251,17 @@ type download struct {
 	h         hash.Hash // over the partial file's first hashed bytes
 	hashed    int64
 	status    int // the last answer's status
+
+	// hub: a file of a hub repository (Pull), whose blob is named by its
+	// hash: llama.cpp's skip_etag (a file there stands, the server is not
+	// asked), no side files kept beside it, and the bytes checked
+	// against oid (an LFS sha256, or a git blob's sha1).
+	hub bool
+	oid string
 }
+
+// newSum is the hash a download keeps of its bytes.
+func newSum() hash.Hash { return sha256.New() }
 
 func (d *download) fileErr(err error) error {
 	return &FileError{Path: d.local, URL: d.url, Err: err}
@@ -295,6 +306,8 @@ func (d *download) cached(ctx context.Context) (bool, error) {
 		return false, d.fileErr(fmt.Errorf("%w: a directory is there", ErrDestination))
 	case !st.Mode().IsRegular():
 		return false, d.fileErr(fmt.Errorf("%w: it is no regular file (%s)", ErrDestination, st.Mode().Type()))
+	case d.hub:
+		return true, nil
 	}
 	if !d.asked {
 		d.headETag, d.headOK = d.head(ctx)
@@ -660,8 +673,31 @@ func (d *download) complete() error {
 		}
 		d.size = d.have
 	}
-	if sum := hex.EncodeToString(d.h.Sum(nil)); d.digest != "" && sum != d.digest {
+	sum := hex.EncodeToString(d.h.Sum(nil))
+	if d.digest != "" && sum != d.digest {
 		return d.fileErr(fmt.Errorf("%w: the download's is %s, the server names %s", ErrDigest, sum, d.digest))
+	}
+	return d.checkOID(sum)
+}
+
+// checkOID checks a hub file's bytes against the hash its repository's
+// tree gives: the sha256 of an LFS file, the sha1 of a git blob
+// ("blob SIZE\0" and the bytes).
+func (d *download) checkOID(sum string) error {
+	got := sum
+	switch len(d.oid) {
+	case 0:
+		return nil
+	case 40:
+		h := sha1.New()
+		fmt.Fprintf(h, "blob %d\x00", d.have)
+		if _, err := io.Copy(h, io.NewSectionReader(d.f, 0, d.have)); err != nil {
+			return d.fileErr(fmt.Errorf("hashing the download: %w", err))
+		}
+		got = hex.EncodeToString(h.Sum(nil))
+	}
+	if got != d.oid {
+		return d.fileErr(fmt.Errorf("%w: the download's is %s, the repository's tree gives %s", ErrDigest, got, d.oid))
 	}
 	return nil
 }
@@ -684,6 +720,14 @@ func dataEnd(g *gguf.File) int64 {
 func (d *download) install() error {
 	if err := d.f.Sync(); err != nil {
 		return d.fileErr(err)
+	}
+	if d.hub {
+		// a blob: its name is its hash, and nothing is kept beside it
+		if err := os.Rename(d.tmp, d.local); err != nil {
+			return d.fileErr(err)
+		}
+		os.Remove(d.tmp + etagSuffix)
+		return nil
 	}
 	sides := map[string]string{sumSuffix: hex.EncodeToString(d.h.Sum(nil)) + "  " + filepath.Base(d.local) + "\n"}
 	if d.etag != "" {

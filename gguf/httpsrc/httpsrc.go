@@ -129,6 +129,8 @@ type Options struct {
 	// Logger receives what OpenModel does that the caller may not expect
 	// (a part named split that says it is not); default slog.Default().
 	Logger *slog.Logger
+
+	noToken bool // no token, not even $HF_TOKEN (the hub's API, for a token of another form)
 }
 
 func (o Options) timeout() time.Duration {
@@ -177,6 +179,9 @@ func (o Options) backoff() time.Duration {
 }
 
 func (o Options) token() string {
+	if o.noToken {
+		return ""
+	}
 	if o.Token != "" {
 		return o.Token
 	}

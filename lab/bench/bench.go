@@ -18,7 +18,7 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// Options are what a bench measures and how: ggload bench's options,
+// Options are what a bench measures and how: ggload-bench's options,
 // parsed, and what the caller knows of the processes it starts.
 type Options struct {
 	// Modes are the load modes timed, as -lm takes them (nil:
@@ -63,7 +63,7 @@ type Options struct {
 	NoBackMemory bool
 
 	// Command is the process that makes the load of p and prints its
-	// LoadResult as JSON on its standard output (ggload runs its own
+	// LoadResult as JSON on its standard output (ggload-bench runs its own
 	// executable with a hidden command that calls RunLoad).
 	Command func(ctx context.Context, p Process) (*exec.Cmd, error)
 	// CPUModules reports whether the process of p registers the CPU's

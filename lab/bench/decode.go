@@ -31,7 +31,7 @@ type DecodeOptions struct {
 	JSON    bool
 	// Processes runs each side in processes of its own, run after run,
 	// and compares their peak resident memory too; Command starts one
-	// (ggload runs its own executable with a hidden command that calls
+	// (ggload-bench runs its own executable with a hidden command that calls
 	// RunDecodeChild).
 	Processes bool
 	Command   func(ctx context.Context, c DecodeChild) (*exec.Cmd, error)

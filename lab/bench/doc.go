@@ -1,13 +1,13 @@
 // Package bench times loads of a GGUF model by ggload against llama.cpp
 // of the same pin, each load in a fresh process, beside this machine's
 // floor for the case: what its reads and uploads cost alone. It is what
-// `ggload bench` runs.
+// `ggload-bench` runs.
 //
 // The package owns the measurements, the floors, the statistics, the
 // report and its printing, the generated model, the HTTP link of
 // --http, and what a measured process does and prints (RunLoad). It
 // parses no command line and starts no process by itself: its caller
-// (ggload's CLI) parses the options into Options, opens the runtime,
+// (cmd/ggload-bench) parses the options into Options, opens the runtime,
 // and says how a process that makes one Load is started
 // (Options.Command) and which backend modules it registers
 // (Options.CPUModules); the CLI's hidden command reads that Load back

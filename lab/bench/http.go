@@ -18,7 +18,7 @@ import (
 	"github.com/ggload/ggload/place"
 )
 
-// ggload bench --http RATE: the model served on loopback by a server whose
+// ggload-bench --http RATE: the model served on loopback by a server whose
 // link is limited to RATE bytes a second (every connection shares it), and
 // three measurements, each a median of --runs:
 //   - the link: one GET of the whole file, what the limited server gives;

@@ -62,6 +62,10 @@ type SamplerLib struct {
 	InitInfill     func(vocab uintptr) uintptr                                                                       `c:"llama_sampler_init_infill"`
 	InitDRY        func(vocab uintptr, mult, base float32, allowed, lastN int32, breakers **byte, n uintptr) uintptr `c:"llama_sampler_init_dry"`
 	ModelGetVocab  func(m uintptr) uintptr                                                                           `c:"llama_model_get_vocab"`
+
+	// the grammar samplers
+	InitGrammar             func(vocab uintptr, grammar, root string) uintptr                                                                     `c:"llama_sampler_init_grammar"`
+	InitGrammarLazyPatterns func(vocab uintptr, grammar, root string, patterns **byte, nPatterns uintptr, tokens *int32, nTokens uintptr) uintptr `c:"llama_sampler_init_grammar_lazy_patterns"`
 }
 
 // samplerState is the lazily bound SamplerLib of a Lib.
@@ -114,6 +118,26 @@ func (s *SamplerLib) DRY(vocab uintptr, mult, base float32, allowed, lastN int32
 	}
 	pin.Pin(&ptrs[0])
 	return s.InitDRY(vocab, mult, base, allowed, lastN, &ptrs[0], uintptr(len(breakers)))
+}
+
+// GrammarLazy is llama_sampler_init_grammar_lazy_patterns with Go
+// strings for the patterns.
+func (s *SamplerLib) GrammarLazy(vocab uintptr, grammar, root string, patterns []string, tokens []int32) uintptr {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	ptrs := make([]*byte, len(patterns)+1)
+	for i, p := range patterns {
+		c := append([]byte(p), 0)
+		pin.Pin(&c[0])
+		ptrs[i] = &c[0]
+	}
+	pin.Pin(&ptrs[0])
+	var tp *int32
+	if len(tokens) > 0 {
+		pin.Pin(&tokens[0])
+		tp = &tokens[0]
+	}
+	return s.InitGrammarLazyPatterns(vocab, grammar, root, &ptrs[0], uintptr(len(patterns)), tp, uintptr(len(tokens)))
 }
 
 // LogitBias is llama_sampler_init_logit_bias.

@@ -233,6 +233,19 @@ func RPC(t testing.TB, n int) []string {
 	return eps
 }
 
+// RPCServerOf is the shared server (RPC's) of an endpoint, nil for none:
+// a test reads its process (its resident memory) through Cmd.
+func RPCServerOf(endpoint string) *RPCServer {
+	rpcMu.Lock()
+	defer rpcMu.Unlock()
+	for _, s := range rpcShared {
+		if s.Endpoint == endpoint {
+			return s
+		}
+	}
+	return nil
+}
+
 // KillAll stops every server this binary started; call it from TestMain.
 func KillAll() {
 	rpcMu.Lock()

@@ -51,6 +51,7 @@ type (
 		nodeBase
 		object, property node
 		computed         bool
+		name             *strVal // obj.name's name as a value, made once
 	}
 	callExpr struct {
 		nodeBase

@@ -177,6 +177,15 @@ func (t *Template) probeCaps() (res Caps, err error) {
 			res, err = Caps{}, t.renderError(x)
 		}
 	}()
+	t.probeContent(&res)
+	t.probeSystemRole(&res)
+	t.probeTools(&res)
+	t.probeReasoning(&res)
+	return res, nil
+}
+
+// probeContent: string content, typed content (content parts).
+func (t *Template) probeContent(res *Caps) {
 	const marker = "STRING_MARKER"
 	checksForString := false
 	t.tryProbe(probe{
@@ -206,6 +215,10 @@ func (t *Template) probeCaps() (res Caps, err error) {
 			},
 		})
 	}
+}
+
+// probeSystemRole: whether the template uses a system message.
+func (t *Template) probeSystemRole(res *Caps) {
 	t.tryProbe(probe{
 		messages: av(ov("role", "system", "content", "System message"), ov("role", "user", "content", "User message")),
 		analyze: func(r *renderer, _ *scope, _ bool, messages, _ value, _ string) {
@@ -214,27 +227,38 @@ func (t *Template) probeCaps() (res Caps, err error) {
 			}
 		},
 	})
-	tools := av(ov("name", "tool", "type", "function", "function", ov(
+}
+
+var (
+	probeTools = av(ov("name", "tool", "type", "function", "function", ov(
 		"name", "tool1", "description", "Tool description",
 		"parameters", ov("type", "object",
 			"properties", ov("arg", ov("type", "string", "description", "Arg description")),
 			"required", av(ojson.StringValue("arg"))))))
-	call := func(id string, args ojson.Value) ojson.Value {
-		return ov("id", id, "type", "function", "function", ov("name", "tool1", "arguments", args))
-	}
-	conversation := func(calls ...ojson.Value) ojson.Value {
-		return av(
-			ov("role", "user", "content", "User message"),
-			ov("role", "assistant", "content", "", "tool_calls", av(calls...)),
-			ov("role", "tool", "content", "Tool response", "tool_call_id", "call00001"),
-			ov("role", "assistant", "content", "The tool response was 'tool response'"),
-			ov("role", "user", "content", "User message"))
-	}
-	objArgs := ov("arg", "value")
-	strArgs := ojson.StringValue(`{"arg": "value"}`)
+	probeObjArgs = ov("arg", "value")
+	probeStrArgs = ojson.StringValue(`{"arg": "value"}`)
+)
+
+func probeCall(id string, args ojson.Value) ojson.Value {
+	return ov("id", id, "type", "function", "function", ov("name", "tool1", "arguments", args))
+}
+
+// probeConversation is a tool round: the call(s), the result, an answer.
+func probeConversation(calls ...ojson.Value) ojson.Value {
+	return av(
+		ov("role", "user", "content", "User message"),
+		ov("role", "assistant", "content", "", "tool_calls", av(calls...)),
+		ov("role", "tool", "content", "Tool response", "tool_call_id", "call00001"),
+		ov("role", "assistant", "content", "The tool response was 'tool response'"),
+		ov("role", "user", "content", "User message"))
+}
+
+// probeTools: tools, tool calls with object or string arguments, parallel
+// calls.
+func (t *Template) probeTools(res *Caps) {
 	t.tryProbe(probe{
-		messages: conversation(call("call00001", objArgs)),
-		tools:    tools,
+		messages: probeConversation(probeCall("call00001", probeObjArgs)),
+		tools:    probeTools,
 		analyze: func(r *renderer, _ *scope, ok bool, messages, tools value, _ string) {
 			if !ok {
 				return
@@ -254,8 +278,8 @@ func (t *Template) probeCaps() (res Caps, err error) {
 	})
 	if !res.SupportsObjectArguments {
 		t.tryProbe(probe{
-			messages: conversation(call("call00001", strArgs)),
-			tools:    tools,
+			messages: probeConversation(probeCall("call00001", probeStrArgs)),
+			tools:    probeTools,
 			analyze: func(r *renderer, _ *scope, ok bool, messages, tools value, _ string) {
 				if !ok {
 					res.SupportsToolCalls = false
@@ -271,23 +295,23 @@ func (t *Template) probeCaps() (res Caps, err error) {
 			},
 		})
 	}
-	args := strArgs
+	args := probeStrArgs
 	if res.SupportsObjectArguments {
-		args = objArgs
+		args = probeObjArgs
 	}
 	t.tryProbe(probe{
-		messages: conversation(call("call00001", args), call("call00002", args)),
-		tools:    tools,
+		messages: probeConversation(probeCall("call00001", args), probeCall("call00002", args)),
+		tools:    probeTools,
 		analyze: func(r *renderer, _ *scope, ok bool, messages, _ value, _ string) {
-			if !ok {
-				res.SupportsParallelToolCalls = false
-				return
-			}
-			if !used(r.path(messages, 1, "tool_calls", 1, "function")) {
+			if !ok || !used(r.path(messages, 1, "tool_calls", 1, "function")) {
 				res.SupportsParallelToolCalls = false
 			}
 		},
 	})
+}
+
+// probeReasoning: the reasoning of earlier turns kept, reasoning effort.
+func (t *Template) probeReasoning(res *Caps) {
 	const placeholder = "<REASONING_CONTENT_PLACEHOLDER>"
 	t.tryProbe(probe{
 		messages: av(
@@ -316,7 +340,6 @@ func (t *Template) probeCaps() (res Caps, err error) {
 			res.SupportsReasoningEffort = used(sc.getVal("reasoning_effort"))
 		},
 	})
-	return res, nil
 }
 
 func applyPreserveReasoning(sc *scope, enabled bool) {

@@ -53,6 +53,53 @@ func fromJSON(j ojson.Value, markInput bool) value {
 	return nil
 }
 
+// freeze is fromJSON for a Context: its leaves shared (never marked), to
+// be thawed for each render.
+func freeze(j ojson.Value, markInput bool) value {
+	v := fromJSON(j, markInput)
+	share(v)
+	return v
+}
+
+func share(v value) {
+	// (the singletons are shared already: no write to them, which
+	// contexts made at once would race on)
+	if b := v.b(); !b.shared {
+		b.shared = true
+	}
+	switch x := v.(type) {
+	case *arrVal:
+		for _, e := range x.items {
+			share(e)
+		}
+	case *objVal:
+		for i := range x.keys {
+			share(x.keys[i])
+			share(x.vals[i])
+		}
+	}
+}
+
+// thaw is a frozen value's arrays and objects copied, for one render to
+// own (templates change them); the leaves are the frozen ones.
+func thaw(v value) value {
+	switch x := v.(type) {
+	case *arrVal:
+		items := make([]value, len(x.items))
+		for i, e := range x.items {
+			items[i] = thaw(e)
+		}
+		return &arrVal{items: items, tuple: x.tuple}
+	case *objVal:
+		o := &objVal{keys: x.keys[:len(x.keys):len(x.keys)], vals: make([]value, len(x.vals)), index: x.index}
+		for i, e := range x.vals {
+			o.vals[i] = thaw(e)
+		}
+		return o
+	}
+	return v
+}
+
 // toJSON is value_to_json: the pin's own writer, not nlohmann's.
 func (r *renderer) toJSON(v value, indent int, itemSep, keySep string) string {
 	var b strings.Builder
@@ -198,6 +245,9 @@ func jsonEnsureASCII(s string) string {
 			b.WriteByte(ch)
 			pos++
 		default:
+			if b.Len() > maxStringSize {
+				throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
+			}
 			cp, n, ok := parseUTF8(s, pos)
 			if !ok {
 				b.WriteString(`\ufffd`)

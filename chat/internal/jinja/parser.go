@@ -13,7 +13,8 @@ import (
 // alone; pos is then only where the parser was, for Error.Line).
 type parseError struct {
 	msg    string
-	pos    int
+	pos    int // where the message shows the source
+	at     int // where the parser was, for Error.Line (the end past the last token)
 	tagged bool
 }
 
@@ -25,10 +26,11 @@ type parser struct {
 	tokens  []token
 	current int
 	depth   int
+	end     int // the source's length
 }
 
-func parseTokens(tokens []token) *program {
-	p := &parser{tokens: tokens}
+func parseTokens(tokens []token, end int) *program {
+	p := &parser{tokens: tokens, end: end}
 	var body []node
 	for p.current < len(p.tokens) {
 		body = append(body, p.parseAny())
@@ -37,12 +39,21 @@ func parseTokens(tokens []token) *program {
 }
 
 func (p *parser) fail(msg string, pos int) {
-	panic(&parseError{msg: msg, pos: pos, tagged: true})
+	panic(&parseError{msg: msg, pos: pos, at: p.where(), tagged: true})
 }
 
 // failPlain is a std::runtime_error thrown by the parser: no source shown.
 func (p *parser) failPlain(msg string) {
-	panic(&parseError{msg: msg, pos: p.peek(0).pos})
+	panic(&parseError{msg: msg, pos: p.peek(0).pos, at: p.where()})
+}
+
+// where is the position of the token the parser is at, or the end of the
+// source past the last one.
+func (p *parser) where() int {
+	if p.current < len(p.tokens) {
+		return p.tokens[p.current].pos
+	}
+	return p.end
 }
 
 // at is the source position of token i (mk_stmt's tokens[start_pos].pos).
@@ -506,7 +517,11 @@ func (p *parser) parseMember(object node) node {
 		} else {
 			prop = p.parsePrimary()
 		}
-		object = &memberExpr{p.at(start), object, prop, computed}
+		m := &memberExpr{nodeBase: p.at(start), object: object, property: prop, computed: computed}
+		if id, ok := prop.(*identNode); ok && !computed {
+			m.name = sharedStr(id.name)
+		}
+		object = m
 	}
 	return object
 }

@@ -29,6 +29,8 @@ var quirks = []struct{ tmpl, vars string }{
 	// floats as text and as JSON
 	{`{{ 3.14159265 }}|{{ 3.14159265 | string }}|{{ 1e20 }}|{{ 0.1 + 0.2 }}|{{ 1 / 3 }}|{{ [1.0, 2.5e-7, 123456789.0] | tojson }}`, `{}`},
 	{`{{ x }}|{{ x | tojson }}|{{ y | tojson }}|{{ z }}`, `{"x": 1e300, "y": -0.0, "z": 1.5e-10}`},
+	// NaN's sign, as x86 and glibc make it
+	{`{{ 2.5 % 0 }}|{{ 7 % 0 }}|{{ 0.0 / 0.0 }}|{{ 'nan' | float % 2 }}|{{ '-nan' | float }}|{{ 1e308 * 10 % 3 }}|{{ (1e308 * 10) - (1e308 * 10) }}`, `{}`},
 	// integers past a double's precision
 	{`{{ 9007199254740993 + 0 }}|{{ 9223372036854775807 * 2 }}|{{ 7 % 0 }}|{{ -9223372036854775807 - 2 }}`, `{}`},
 	// strings: repetition, parts, slices
@@ -62,6 +64,26 @@ var quirks = []struct{ tmpl, vars string }{
 	{"line1\n{{ x.y.z | upper }}\n{{ 1 + none }}", `{"x": {}}`},
 	{`{% for a, b in [[1]] %}{% endfor %}`, `{}`},
 	{`{{ raise_exception('boom') }}`, `{}`},
+	// statements and syntax the pin reads its own way
+	{`{% generation %}x{% endgeneration %}|{% generation foo %}`, `{}`},
+	{`{% generation %}a{% endgeneration %}b`, `{}`},
+	{`{% set a, b = [1, 2] %}{{ a }}{{ b }}{% set c, d = (3,) %}`, `{}`},
+	{`{% set x %}  block {{ 1 }}  {% endset %}[{{ x }}]`, `{}`},
+	{`{% macro m(a, b=2, c=3) %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ m(1, c=5) }}|{{ m(c=1, a=2) }}|{{ m(*[1, 2]) }}`, `{}`},
+	{`{{ x is divisibleby 3 }}`, `{"x": 6}`},
+	{`{{ 1 if false }}|{{ 2 if true }}|{% for i in range(5) if i is odd %}{{ i }}{% endfor %}`, `{}`},
+	{`{{ {'a': {'b': {'c': 1}}} }}|{{ {'a': 1}['a'] }}}}`, `{}`},
+	{`{{ 'a' -}}   {{- 'b' }}|{%- if true -%}  c  {%- endif -%}  |`, `{}`},
+	{`{% raw %}x{% endraw %}`, `{}`},
+	{`{{ ß }}`, `{}`},
+	{`{% filter replace('a', 'b') %}aaa{% endfilter %}|{% filter upper %}{% filter lower %}MiX{% endfilter %}x{% endfilter %}`, `{}`},
+	{`{% call m() %}x{% endcall %}`, `{}`},
+	{`{{ namespace }}|{{ range(3) }}|{{ loop }}|{{ (1, 2) }}|{{ (1,) }}|{{ [] }}|{{ {} }}|{{ none }}|{{ x }}`, `{"x": [1, "a", null, true, 1.5, {"k": "v'"}]}`},
+	{`{{ 'abc' | list }}|{{ 'a,b' | split(',') }}|{{ 'x' | items }}|{{ none | items }}|{{ nothing | items }}|{{ nothing | length }}`, `{}`},
+	{"\r\n{% if true %}\r\n  a\r\n{% endif %}\r\n\r\n", `{}`},
+	{"{{ 'unterminated }}", `{}`},
+	{`{{ "esc\q" }}`, `{}`},
+	{"{# unterminated comment", `{}`},
 	// strftime's flags and widths
 	{`{{ strftime_now('%_5d|%-d|%05e|%^a|%#b|%10A|%-10B|%^#Z|%Ey|%Od|%EY|%Oq|%5%|%') }}`, `{}`},
 	{`{{ strftime_now('%a %A %b %B %c %C %d %D %e %F %g %G %h %H %I %j %k %l %m %M %n %p %P %r %R %s %S %t %T %u %U %V %w %W %x %X %y %Y %z %Z %%') }}`, `{}`},
@@ -137,6 +159,38 @@ func TestStrftimeAgainstPin(t *testing.T) {
 			if got := ours(req); got != want {
 				t.Errorf("strftime %q at %d in %s:\n ours: %v %q\n  pin: %v %q", f.String(), now, zone.tz, got.ok, got.out, want.ok, want.out)
 			}
+		}
+	}
+}
+
+// The capability probe on templates that trip it up, as the pin's.
+func TestCapsQuirksAgainstPin(t *testing.T) {
+	o := startOracle(t, "caps", zoneUTC)
+	for _, src := range []string{
+		`{% set _ = messages.pop() %}{{ messages }}`,
+		`{% set _ = tools.pop() if tools %}{% for m in messages %}{{ m.content }}{% endfor %}`,
+		`{{ messages[0].content | tojson }}{{ reasoning_strength }}`,
+		`{% for m in messages %}{{ m.content if m.content is string else m.content[0].text }}{% for c in m.tool_calls %}{{ c.function.arguments.arg }}{% endfor %}{% endfor %}`,
+		`{% for m in messages %}{% if m.reasoning_content and preserve_thinking %}{{ m.reasoning_content }}{% endif %}{% endfor %}{{ raise_exception('x') if tools }}`,
+		`{{ 1 +`,
+		``,
+	} {
+		want := o.call(2, src)
+		tmpl, err := Parse("caps", src)
+		var got [2]string
+		switch {
+		case err != nil:
+			got = [2]string{"ERR", err.(*Error).Msg}
+		default:
+			c, err := tmpl.Caps()
+			if err != nil {
+				got = [2]string{"ERR", err.(*Error).Msg}
+			} else {
+				got = [2]string{"OK", capsJSON(c)}
+			}
+		}
+		if got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("caps of %q:\n ours: %s %s\n  pin: %s %s", src, got[0], got[1], want[0], want[1])
 		}
 	}
 }

@@ -36,14 +36,17 @@ func throwNotImpl(msg string) {
 }
 
 // Limits the pin does not have: where it would exhaust its stack or its
-// memory, a render stops with an error.
+// memory (or run for hours), a render stops with an error.
 const (
-	maxCallDepth  = 500       // nested macro and caller() calls
-	maxValueDepth = 500       // nested arrays and objects walked
-	maxSteps      = 1 << 26   // statements executed in one render
-	maxStringSize = 256 << 20 // bytes (and parts) in one string
-	maxRangeLen   = 1 << 24   // elements of one range()
+	maxCallDepth  = 500      // nested macro and caller() calls
+	maxValueDepth = 500      // nested arrays and objects walked
+	maxStringSize = 64 << 20 // bytes (and parts) in one string
+	maxRangeLen   = 1 << 20  // elements of one range()
 )
+
+// maxSteps bounds the statements executed and loop iterations run in one
+// render (a variable for the tests).
+var maxSteps = 1 << 24
 
 // scope is jinja::context's variables. The pin copies the parent's
 // variables into every new scope; a child that looks them up in its parent
@@ -168,11 +171,15 @@ func (r *renderer) markDeep(v value) {
 // wrapped once with that statement's place in the source.
 func (r *renderer) exec(n node, c *scope) value {
 	defer r.rethrow(n)
+	r.step()
+	return n.eval(r, c)
+}
+
+func (r *renderer) step() {
 	r.steps++
 	if r.steps > maxSteps {
-		throw("template ran more than " + strconv.Itoa(maxSteps) + " statements")
+		throw("template ran more than " + strconv.Itoa(maxSteps) + " steps")
 	}
-	return n.eval(r, c)
 }
 
 func (r *renderer) rethrow(n node) {
@@ -203,10 +210,13 @@ func (r *renderer) wrap(n node, x any) *exception {
 	return &exception{kind: excRethrown, msg: msg, pos: pos}
 }
 
-// gather is gather_string_parts_recursive.
-func (r *renderer) gather(v value, out []Part) []Part {
+// gather is gather_string_parts_recursive; size counts what out holds.
+func (r *renderer) gather(v value, out []Part, size *int) []Part {
 	switch x := v.(type) {
 	case *strVal:
+		if *size += strSize(x.s); *size > maxStringSize {
+			throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
+		}
 		return append(out, x.s.parts...)
 	case *intVal, *floatVal, *boolVal:
 		return append(out, asString(r, v).parts...)
@@ -214,7 +224,7 @@ func (r *renderer) gather(v value, out []Part) []Part {
 		r.enterValue()
 		defer r.leaveValue()
 		for _, e := range x.items {
-			out = r.gather(e, out)
+			out = r.gather(e, out, size)
 		}
 	}
 	return out
@@ -222,11 +232,9 @@ func (r *renderer) gather(v value, out []Part) []Part {
 
 func (r *renderer) gatherAll(vals []value) jstr {
 	var parts []Part
+	size := 0
 	for _, v := range vals {
-		parts = r.gather(v, parts)
-	}
-	if len(parts) > maxStringSize {
-		throw("string longer than " + strconv.Itoa(maxStringSize) + " parts")
+		parts = r.gather(v, parts, &size)
 	}
 	return jstr{parts: parts}
 }
@@ -420,7 +428,20 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 	case "!=":
 		return mkBool(!r.equivalent(left, right))
 	}
-	op := n.op
+	if isUndef(left) || isUndef(right) || isNone(left) || isNone(right) {
+		return r.nullOp(c, n.op, left, right)
+	}
+	if isNumber(left) && isNumber(right) {
+		if v := numericOp(n.op, left, right); v != nil {
+			return v
+		}
+	}
+	return r.otherOp(c, n.op, left, right)
+}
+
+// nullOp is a binary operator with an undefined or none side: membership,
+// concatenation with a string (as an empty string), else an error.
+func (r *renderer) nullOp(c *scope, op string, left, right value) value {
 	nullConcat := func() (value, bool) {
 		lnull := isNone(left) || isUndef(left)
 		rnull := isNone(right) || isUndef(right)
@@ -432,7 +453,7 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 			if !rnull {
 				rs = asString(r, right)
 			}
-			return mkJStr(concat(ls, rs)), true
+			return mkJStr(concatChecked(ls, rs)), true
 		}
 		return nil, false
 	}
@@ -446,23 +467,22 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 			}
 		}
 		throw("Cannot perform operation " + op + " on undefined values")
-	} else if isNone(left) || isNone(right) {
-		if !isNone(right) && (op == "in" || op == "not in") {
-			member := r.testIsIn(c, left, right)
-			return mkBool(member == (op == "in"))
-		}
-		if op == "+" || op == "~" {
-			if v, ok := nullConcat(); ok {
-				return v
-			}
-		}
-		throw("Cannot perform operation on null values")
 	}
-	if isNumber(left) && isNumber(right) {
-		if v := numericOp(op, left, right); v != nil {
+	if !isNone(right) && (op == "in" || op == "not in") {
+		member := r.testIsIn(c, left, right)
+		return mkBool(member == (op == "in"))
+	}
+	if op == "+" || op == "~" {
+		if v, ok := nullConcat(); ok {
 			return v
 		}
 	}
+	throw("Cannot perform operation on null values")
+	return nil
+}
+
+// otherOp is a binary operator on arrays, strings and objects.
+func (r *renderer) otherOp(c *scope, op string, left, right value) value {
 	la, lok := left.(*arrVal)
 	ra, rok := right.(*arrVal)
 	if lok && rok {
@@ -480,27 +500,15 @@ func (n *binaryExpr) eval(r *renderer, c *scope) value {
 		}
 	}
 	if (isStr(left) || isStr(right)) && (op == "~" || op == "+") {
-		s := concat(asString(r, left), asString(r, right))
-		checkSize(s)
-		return mkJStr(s)
+		return mkJStr(concatChecked(asString(r, left), asString(r, right)))
 	}
 	if op == "*" && (isStr(left) && isInt(right) || isInt(left) && isStr(right)) {
-		var s jstr
-		var k int64
 		if isStr(left) {
-			s, k = asString(r, left), asInt(right)
-		} else {
-			s, k = asString(r, right), asInt(left)
+			return mkJStr(repeat(asString(r, left), asInt(right)))
 		}
-		return mkJStr(repeat(s, k))
+		return mkJStr(repeat(asString(r, right), asInt(left)))
 	}
-	if isStr(left) && isStr(right) {
-		member := r.testIsIn(c, left, right)
-		if op == "in" || op == "not in" {
-			return mkBool(member == (op == "in"))
-		}
-	}
-	if isObj(right) {
+	if isStr(left) && isStr(right) || isObj(right) {
 		member := r.testIsIn(c, left, right)
 		if op == "in" || op == "not in" {
 			return mkBool(member == (op == "in"))
@@ -531,7 +539,7 @@ func numericOp(op string, left, right value) value {
 	case "/":
 		return mkFloat(a / b)
 	case "%":
-		return num(math.Mod(a, b))
+		return num(fmod(a, b))
 	case "<":
 		return mkBool(a < b)
 	case ">":
@@ -544,12 +552,34 @@ func numericOp(op string, left, right value) value {
 	return nil
 }
 
-func strSize(s jstr) int { return s.length() + len(s.parts) }
+// strSize is what a string holds in memory, about: its bytes and its
+// parts (a part is a few words).
+// fmod is glibc's: where the result is not a number, it is (x*y)/(x*y)
+// as the hardware computes it (x86's default NaN is negative: "-nan").
+func fmod(x, y float64) float64 {
+	if y == 0 || math.IsInf(x, 0) || math.IsNaN(x) || math.IsNaN(y) {
+		p := x * y
+		return p / p
+	}
+	return math.Mod(x, y)
+}
+
+func strSize(s jstr) int { return s.length() + partCost*len(s.parts) }
+
+const partCost = 32
 
 func checkSize(s jstr) {
 	if strSize(s) > maxStringSize {
 		throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
 	}
+}
+
+// concatChecked is concat, refused before it is made when too long.
+func concatChecked(a, b jstr) jstr {
+	if strSize(a)+strSize(b) > maxStringSize {
+		throw("string longer than " + strconv.Itoa(maxStringSize) + " bytes")
+	}
+	return concat(a, b)
 }
 
 // repeat is the pin's string * integer: the parts k times.
@@ -682,14 +712,39 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 	if sel, ok := n.iterable.(*selectExpr); ok {
 		iterExpr, test = sel.lhs, sel.test
 	}
-	iterable := r.exec(iterExpr, sc)
+	items, isObject := r.forItems(r.exec(iterExpr, sc))
+	filtered, binds := n.filter(r, sc, items, isObject, test)
+	var out []value
+	noIteration := true
+	for i := range filtered {
+		r.step()
+		sc.set("loop", loopObject(filtered, i))
+		binds[i](sc)
+		ctl := r.runBody(n.body, sc, &out)
+		if ctl == excContinue {
+			continue
+		}
+		if ctl == excBreak {
+			break
+		}
+		noIteration = false
+	}
+	if noIteration {
+		for _, s := range n.otherwise {
+			out = append(out, r.exec(s, c))
+		}
+	}
+	return mkJStr(r.gatherAll(out))
+}
+
+// forItems are what a for loop goes over: an array's elements, or an
+// object's (key, value) pairs; undefined is empty.
+func (r *renderer) forItems(iterable value) (items []value, isObject bool) {
 	r.mark(iterable)
 	r.markOp(iterable, "array_access")
 	if isUndef(iterable) {
 		iterable = mkArr(nil)
 	}
-	var items []value
-	_, isObject := iterable.(*objVal)
 	switch x := iterable.(type) {
 	case *objVal:
 		items = make([]value, len(x.keys))
@@ -697,11 +752,17 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 			items[i] = mkTuple([]value{x.keys[i], x.vals[i]})
 		}
 		r.markOp(iterable, "object_access")
+		return items, true
 	case *arrVal:
-		items = append([]value(nil), x.items...)
-	default:
-		throw("Expected iterable or object type in for loop: got " + typeName(iterable))
+		return append([]value(nil), x.items...), false
 	}
+	throw("Expected iterable or object type in for loop: got " + typeName(iterable))
+	return nil, false
+}
+
+// filter binds the loop variables of each item and keeps those the
+// loop's test (for x in xs if test) lets through.
+func (n *forStmt) filter(r *renderer, sc *scope, items []value, isObject bool, test node) ([]value, []func(*scope)) {
 	var filtered []value
 	var binds []func(*scope)
 	for i := range items {
@@ -748,52 +809,29 @@ func (n *forStmt) eval(r *renderer, c *scope) value {
 		filtered = append(filtered, cur)
 		binds = append(binds, bind)
 	}
-	var out []value
-	noIteration := true
-	nf := len(filtered)
-	for i := 0; i < nf; i++ {
-		loop := &objVal{noBuiltins: true}
-		loop.keys = make([]value, 0, 9)
-		loop.vals = make([]value, 0, 9)
-		addLoop := func(k string, v value) {
-			loop.keys = append(loop.keys, mkStr(k))
-			loop.vals = append(loop.vals, v)
-		}
-		addLoop("index", mkInt(int64(i+1)))
-		addLoop("index0", mkInt(int64(i)))
-		addLoop("revindex", mkInt(int64(nf-i)))
-		addLoop("revindex0", mkInt(int64(nf-i-1)))
-		addLoop("first", mkBool(i == 0))
-		addLoop("last", mkBool(i == nf-1))
-		addLoop("length", mkInt(int64(nf)))
-		if i > 0 {
-			addLoop("previtem", filtered[i-1])
-		} else {
-			addLoop("previtem", mkUndef("previtem"))
-		}
-		if i < nf-1 {
-			addLoop("nextitem", filtered[i+1])
-		} else {
-			addLoop("nextitem", mkUndef("nextitem"))
-		}
-		sc.set("loop", loop)
-		binds[i](sc)
-		ctl := r.runBody(n.body, sc, &out)
-		if ctl == excContinue {
-			continue
-		}
-		if ctl == excBreak {
-			break
-		}
-		noIteration = false
-	}
-	if noIteration {
-		for _, s := range n.otherwise {
-			out = append(out, r.exec(s, c))
-		}
-	}
-	return mkJStr(r.gatherAll(out))
+	return filtered, binds
 }
+
+// loopObject is the loop variable of iteration i.
+func loopObject(filtered []value, i int) *objVal {
+	nf := len(filtered)
+	prev, next := mkUndef("previtem"), mkUndef("nextitem")
+	if i > 0 {
+		prev = filtered[i-1]
+	}
+	if i < nf-1 {
+		next = filtered[i+1]
+	}
+	return &objVal{noBuiltins: true, keys: loopKeys[:],
+		vals: []value{mkInt(int64(i + 1)), mkInt(int64(i)), mkInt(int64(nf - i)), mkInt(int64(nf - i - 1)),
+			mkBool(i == 0), mkBool(i == nf-1), mkInt(int64(nf)), prev, next}}
+}
+
+// loopKeys are the loop object's keys, in the pin's order, shared by
+// every loop: a template that sets loop.x appends to a full slice, which
+// copies it first, and replaces values, never keys.
+var loopKeys = [...]value{sharedStr("index"), sharedStr("index0"), sharedStr("revindex"), sharedStr("revindex0"),
+	sharedStr("first"), sharedStr("last"), sharedStr("length"), sharedStr("previtem"), sharedStr("nextitem")}
 
 // runBody runs a loop's body, catching break and continue.
 func (r *renderer) runBody(body []node, sc *scope, out *[]value) (ctl excKind) {
@@ -973,7 +1011,7 @@ func (n *memberExpr) eval(r *renderer, c *scope) value {
 		if !ok {
 			throw("Static member property must be an identifier")
 		}
-		property = mkStr(id.name)
+		property = n.name
 		// a built-in of the type wins over a key of the same name (obj.items)
 		if v := r.builtinOf(id.name, object, true); !isUndef(v) {
 			return v

@@ -1,3 +1,7 @@
+// The package's API: a parsed template, a render's context and its errors
+// (what common/jinja/runtime.h's context and runtime are to the pin's
+// common/chat.cpp).
+
 package jinja
 
 import (
@@ -70,13 +74,13 @@ func Parse(name, source string) (t *Template, err error) {
 				msg = fmtErrorWithSource("parser", e.msg, normalize(source), e.pos)
 			}
 			ee := &Error{Name: name, Msg: msg}
-			ee.Line, ee.Col = lineCol(normalize(source), e.pos)
+			ee.Line, ee.Col = lineCol(normalize(source), e.at)
 			err = ee
 		default:
 			err = &Error{Name: name, Msg: fmt.Sprint("internal error: ", x)}
 		}
 	}()
-	t.prog = parseTokens(tokenize(t.source))
+	t.prog = parseTokens(tokenize(t.source), len(t.source))
 	return t, nil
 }
 
@@ -100,10 +104,12 @@ type Context struct {
 	sets []binding
 }
 
+// binding is one global, converted once: its strings, numbers and other
+// leaves are shared by every render (they never change, and are never
+// marked), its arrays and objects copied for each.
 type binding struct {
-	name  string
-	val   ojson.Value
-	input bool
+	name string
+	val  value
 }
 
 // SetJSON sets every member of obj as a global, in order, as the pin's
@@ -113,15 +119,41 @@ func (c *Context) SetJSON(obj ojson.Value, markInput bool) error {
 	if !obj.IsObject() {
 		return &Error{Msg: "global_from_json: input JSON value must be an object"}
 	}
+	if tooDeep(obj, 0) {
+		return &Error{Msg: fmt.Sprintf("global_from_json: input JSON nested deeper than %d levels", ojson.MaxDepth)}
+	}
 	for _, m := range obj.Members() {
-		c.sets = append(c.sets, binding{m.Key, m.Value, markInput})
+		c.sets = append(c.sets, binding{m.Key, freeze(m.Value, markInput)})
 	}
 	return nil
 }
 
-// Set sets one global.
+// Set sets one global (a value nested deeper than ojson.MaxDepth is
+// set as null).
 func (c *Context) Set(name string, v ojson.Value) {
-	c.sets = append(c.sets, binding{name: name, val: v})
+	if tooDeep(v, 0) {
+		v = ojson.NullValue()
+	}
+	c.sets = append(c.sets, binding{name, freeze(v, false)})
+}
+
+// tooDeep says whether v nests deeper than ojson parses: the conversion
+// recurses, as the pin's does.
+func tooDeep(v ojson.Value, depth int) bool {
+	if depth > ojson.MaxDepth {
+		return true
+	}
+	for _, e := range v.Elems() {
+		if tooDeep(e, depth+1) {
+			return true
+		}
+	}
+	for _, m := range v.Members() {
+		if tooDeep(m.Value, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // PreserveReasoning sets what caps_apply_preserve_reasoning sets:
@@ -148,6 +180,12 @@ func (c *Context) now() time.Time {
 	return defaultNow()
 }
 
+// Now is the time a render uses when its Context has none:
+// SOURCE_DATE_EPOCH's (seconds) when that variable holds an integer, else
+// the clock's, in the local zone. The chat code's own dates should come
+// from it too.
+func Now() time.Time { return defaultNow() }
+
 func defaultNow() time.Time {
 	if s, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok {
 		if sec, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -161,7 +199,7 @@ func (c *Context) scope() *scope {
 	root := newRootScope()
 	if c != nil {
 		for _, b := range c.sets {
-			root.set(b.name, fromJSON(b.val, b.input))
+			root.set(b.name, thaw(b.val))
 		}
 	}
 	return root

@@ -60,7 +60,8 @@ type (
 	}
 	strVal struct {
 		base
-		s jstr
+		s   jstr
+		one [1]Part // a one-part string's part, allocated with it
 	}
 	// arrVal is value_array_t, or value_tuple_t when tuple is set.
 	arrVal struct {
@@ -72,6 +73,7 @@ type (
 		base
 		keys, vals []value
 		index      map[string]int // string keys, once the object is large
+		ownIndex   bool           // index is this object's (not a frozen one's)
 		noBuiltins bool           // the context and loop objects have none
 	}
 	funcVal struct {
@@ -107,7 +109,14 @@ func mkBool(v bool) value {
 	return falseSingleton
 }
 
-func mkUndef(hint string) value { return &undefVal{hint: hint} }
+var undefSingleton = &undefVal{base: base{shared: true}}
+
+func mkUndef(hint string) value {
+	if hint == "" {
+		return undefSingleton
+	}
+	return &undefVal{hint: hint}
+}
 
 // cvtInt is static_cast<int64_t>(double) as x86 computes it: out of range
 // and NaN give the "integer indefinite" value.
@@ -137,7 +146,20 @@ func mkFloat(f float64) *floatVal {
 	return &floatVal{f: f, i: i}
 }
 
-func mkStr(s string) *strVal    { return &strVal{s: plain(s)} }
+func mkStr(s string) *strVal {
+	v := &strVal{}
+	v.one[0].Text = s
+	v.s.parts = v.one[:]
+	return v
+}
+
+// sharedStr is a string value shared by every render (the loop object's
+// keys): never marked, never changed.
+func sharedStr(s string) *strVal {
+	v := mkStr(s)
+	v.shared = true
+	return v
+}
 func mkJStr(s jstr) *strVal     { return &strVal{s: s} }
 func mkArr(items []value) value { return &arrVal{items: items} }
 func mkTuple(items []value) value {
@@ -420,7 +442,11 @@ func (r *renderer) objInsert(o *objVal, key, val value) {
 	o.keys = append(o.keys, key)
 	o.vals = append(o.vals, val)
 	if s, ok := key.(*strVal); ok && o.index != nil {
-		o.index[s.s.str()] = len(o.keys) - 1
+		if !o.ownIndex {
+			o.reindex()
+		} else {
+			o.index[s.s.str()] = len(o.keys) - 1
+		}
 	} else if len(o.keys) >= indexFrom {
 		o.reindex()
 	}
@@ -440,7 +466,7 @@ func (o *objVal) reindex() {
 			idx[s.s.str()] = i
 		}
 	}
-	o.index = idx
+	o.index, o.ownIndex = idx, true
 }
 
 // objGet is at(key, default).

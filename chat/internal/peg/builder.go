@@ -103,18 +103,21 @@ func isS(e Expr) bool {
 	return ok
 }
 
+// operands builds a and c, a first where aFirst (the order matters: it
+// numbers the parsers as the pin's evaluation order does).
+func (b *Builder) operands(a, c Expr, aFirst bool) (l, r ID) {
+	if aFirst {
+		l = b.Do(a)
+		return l, b.Do(c)
+	}
+	r = b.Do(c)
+	return b.Do(a), r
+}
+
 // Add is a + c: a sequence (c is built before a, as GCC evaluates it).
 func Add(a, c Expr) Expr {
 	return fn(func(b *Builder) ID {
-		var l, r ID
-		if isS(c) {
-			l = b.Do(a)
-			r = b.Do(c)
-		} else {
-			r = b.Do(c)
-			l = b.Do(a)
-		}
-		return b.seq(l, r)
+		return b.seq(b.operands(a, c, isS(c)))
 	})
 }
 
@@ -130,14 +133,7 @@ func Sum(es ...Expr) Expr {
 // Shl is a << c: a sequence with spaces allowed between.
 func Shl(a, c Expr) Expr {
 	return fn(func(b *Builder) ID {
-		var l, r ID
-		if isS(a) {
-			r = b.Do(c)
-			l = b.Do(a)
-		} else {
-			l = b.Do(a)
-			r = b.Do(c)
-		}
+		l, r := b.operands(a, c, !isS(a))
 		sp := b.add(parser{kind: KindSpace})
 		return b.seq(l, sp, r)
 	})
@@ -155,15 +151,7 @@ func Chain(es ...Expr) Expr {
 // Or is a | c: a choice (c is built before a).
 func Or(a, c Expr) Expr {
 	return fn(func(b *Builder) ID {
-		var l, r ID
-		if isS(c) {
-			l = b.Do(a)
-			r = b.Do(c)
-		} else {
-			r = b.Do(c)
-			l = b.Do(a)
-		}
-		return b.choice(l, r)
+		return b.choice(b.operands(a, c, isS(c)))
 	})
 }
 

@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/ggml-rpc/ggml-rpc.cpp and
+// ggml/include/ggml-rpc.h (v0.5.0): the RPC protocol.
+
 // Package rpcrelay speaks ggml's RPC protocol, as the pinned ggml-rpc
 // defines it (its commands, the packed rpc_tensor, the size of every
 // reply; a test holds them to the pin's source), and relays it: the Guard

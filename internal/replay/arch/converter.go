@@ -1,3 +1,6 @@
+// Port of llama.cpp convert_hf_to_gguf.py and gguf-py/gguf/gguf_writer.py
+// (v0.5.0): the metadata types the converter writes.
+
 package arch
 
 import (

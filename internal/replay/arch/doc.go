@@ -9,9 +9,13 @@
 // types the pin's converter writes each metadata key with
 // (converter_gen.go); package cpp runs them, a Run being their Host.
 //
-// Nothing here is ported by hand: a later pin is "regenerate, then run the
-// tests", and TestGeneratedFromThePin fails when the committed files are
-// not the generator's. Errors that are llama.cpp's own (a missing key, a
+// The architectures' code is not ported by hand: a later pin is
+// "regenerate, then run the tests", and TestGeneratedFromThePin
+// (internal/replay/gen) fails when the committed files are not the
+// generator's. What the evaluator provides that code with (the loader's
+// metadata reads in keys.go, the memory classes' constructors in
+// memory.go, the converter's key types in converter.go) is, and its
+// headers name the pin's files it follows (PIN.md). Errors that are llama.cpp's own (a missing key, a
 // wrong shape, a failed GGML_ASSERT) are Throw and Abort, worded as
 // llama.cpp words them.
 package arch

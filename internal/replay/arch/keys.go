@@ -1,3 +1,7 @@
+// Port of llama.cpp src/llama-model-loader.cpp (v0.5.0):
+// llama_model_loader's metadata reads (get_key, get_key_or_arr, get_arr,
+// get_arr_n, GGUFMeta).
+
 package arch
 
 import (

@@ -1,3 +1,9 @@
+// Port of llama.cpp src/llama-kv-cache.cpp,
+// src/llama-memory-recurrent.cpp, src/llama-memory-hybrid.cpp,
+// src/llama-memory-hybrid-iswa.cpp, src/llama-memory-hybrid-idx.cpp,
+// src/llama-kv-cache-iswa.cpp and src/llama-kv-cache-dsv4.cpp (v0.5.0):
+// the memory classes' constructors, which size and place their tensors.
+
 package arch
 
 import (

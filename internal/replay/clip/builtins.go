@@ -1,3 +1,6 @@
+// Port of llama.cpp tools/mtmd/clip.cpp (v0.5.0): clip_model_loader's
+// metadata getters and the tensors the programs read.
+
 package clip
 
 import (

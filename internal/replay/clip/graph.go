@@ -369,34 +369,17 @@ func (s *session) OpLib() *ops.Lib { return s.lib }
 // NativeTensor is a value's native tensor: an encoder's weight made on
 // first use.
 func (s *session) NativeTensor(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
-	switch v.K {
-	case cpp.KNull:
-		return nil, nil
-	case cpp.KNative:
-		if t, ok := v.P.(*ops.Tensor); ok {
-			return t, nil
-		}
-	case cpp.KTensor:
-		w, ok := v.P.(*tensorVal)
-		if !ok {
-			break
-		}
+	if t, ok := graph.Native(v); ok {
+		return t, nil
+	}
+	if w, ok := v.P.(*tensorVal); ok && v.K == cpp.KTensor {
 		if t, ok := s.weights[w.info.Name]; ok {
 			return t, nil
 		}
-		if !s.lib.Room(s.wctx, 1) {
-			return nil, f.Errorf("the weights' context is full")
+		t, err := graph.NewWeight(s.lib, s.wctx, w.info.Name, int32(w.info.Type), w.info.Shape)
+		if err != nil {
+			return nil, f.Errorf("%v", err)
 		}
-		ne := w.info.Shape
-		nd := 4
-		for nd > 1 && ne[nd-1] == 1 {
-			nd--
-		}
-		t, err := s.lib.NewTensor(s.wctx, int32(w.info.Type), nd, ne)
-		if err != nil || t == nil {
-			return nil, f.Errorf("ggml_new_tensor of weight %s: %v", w.info.Name, err)
-		}
-		s.lib.SetName(t, w.info.Name)
 		ops.Place(t, s.dummy)
 		s.weights[w.info.Name] = t
 		return t, nil

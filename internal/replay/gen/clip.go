@@ -85,7 +85,8 @@ func clipRun(s *source, out, header, pin string) error {
 		}
 		for _, fn := range fns {
 			if count[fn.name] > 1 {
-				fn.name += "/" + strconv.Itoa(countParams(fn.params))
+				n, _ := paramCount(fn.params)
+				fn.name += "/" + strconv.Itoa(n)
 			}
 			if err := g.add(fn); err != nil {
 				return err
@@ -183,27 +184,6 @@ func (g *generator) resolveClip() error {
 		return fmt.Errorf("clip: neither builtins nor defined in the source: %s", strings.Join(slicesCompact(missing), ", "))
 	}
 	return nil
-}
-
-// countParams counts a parameter list's parameters.
-func countParams(toks []token) int {
-	if len(toks) == 0 {
-		return 0
-	}
-	n, depth := 1, 0
-	for _, t := range toks {
-		switch t.s {
-		case "(", "<", "[", "{":
-			depth++
-		case ")", ">", "]", "}":
-			depth--
-		case ",":
-			if depth == 0 {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // findDefsIn finds every definition of a method inside the body of

@@ -24,7 +24,18 @@ var errAllocCompute = errors.New("failed to allocate compute buffers")
 type Context struct {
 	rs       *reserver
 	Res      *Reservation
-	NThreads int // cparams.n_threads and n_threads_batch
+	NThreads int // cparams.n_threads and n_threads_batch: the next graph's
+	// Pool, when its Threads is set, is the CPU backend's thread pool,
+	// made at the first graph and attached before each (llama.cpp's tools
+	// attach theirs, common_threadpools), and made again when Pool
+	// changes: a pool of more threads than a graph takes would have the
+	// others poll for work beside it. Unset: the backend starts threads
+	// for each graph.
+	Pool   ops.ThreadpoolParams
+	pool   ops.Threadpool
+	poolOf ops.ThreadpoolParams // the pool's
+	poolBe ops.Backend
+	noPool bool // the backend makes none
 }
 
 // NewContext makes a context's scheduler and allocates its compute
@@ -79,6 +90,11 @@ func (c *Context) Close() {
 	}
 	if rs.set != nil {
 		rs.set.free(rs.lib)
+	}
+	if c.pool != 0 {
+		// after the backends: none computes on it any more
+		rs.lib.FreeThreadpool(c.poolBe, c.pool)
+		c.pool = 0
 	}
 }
 
@@ -222,6 +238,7 @@ type Step struct {
 	u        *Ubatch
 	nOutputs int
 	shape    ops.GraphShape // the graph as built, before the scheduler split it
+	threads  int8           // ThreadsChangeResults: 0 not asked yet, 1 no, 2 yes
 }
 
 // KVView is what a ubatch's graph sees of a KV cache: the cells it
@@ -401,16 +418,54 @@ func (st *Step) Inputs() []*cpp.Object {
 }
 
 // Compute runs the graph with the context's threads (the CPU backend's,
-// as graph_compute sets them), synchronously.
+// as graph_compute sets them, on the context's pool), synchronously.
 func (st *Step) Compute() error {
 	rs := st.c.rs
 	for _, be := range rs.bes {
-		rs.lib.BackendSetNThreads(be, st.c.NThreads)
+		if rs.lib.BackendSetNThreads(be, st.c.NThreads) {
+			st.c.attachPool(be)
+		}
 	}
 	if status := rs.lib.SchedGraphCompute(rs.sched, st.g.G); status != 0 {
 		return fmt.Errorf("arch: graph compute failed: ggml status %d", status)
 	}
 	return nil
+}
+
+// attachPool sets the context's pool on the CPU backend be, made at the
+// first graph (no pool asked for, or a backend without pools: none).
+func (c *Context) attachPool(be ops.Backend) {
+	rs := c.rs
+	if c.Pool.Threads <= 0 || c.noPool || c.pool != 0 && c.poolBe != be {
+		return
+	}
+	if c.pool != 0 && c.poolOf != c.Pool {
+		rs.lib.BackendSetThreadpool(be, 0)
+		rs.lib.FreeThreadpool(be, c.pool)
+		c.pool = 0
+	}
+	if c.pool == 0 {
+		tp, ok := rs.lib.NewThreadpool(be, c.Pool)
+		if !ok {
+			c.noPool = true // not again
+			return
+		}
+		c.pool, c.poolOf, c.poolBe = tp, c.Pool, be
+	}
+	rs.lib.BackendSetThreadpool(be, c.pool)
+}
+
+// ThreadsChangeResults reports whether another thread count could give
+// other results for the graph (ops.Lib.ThreadsChangeResults), asked once
+// for the graph's life (a reused graph has its shapes).
+func (st *Step) ThreadsChangeResults() bool {
+	if st.threads == 0 {
+		st.threads = 1
+		if st.c.rs.lib.ThreadsChangeResults(st.g.G) {
+			st.threads = 2
+		}
+	}
+	return st.threads == 2
 }
 
 // Result is one of the result's tensors ("t_logits", "t_embd",

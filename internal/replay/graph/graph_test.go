@@ -7,7 +7,7 @@ import (
 	"github.com/ggload/ggload/ggml/ops"
 	"github.com/ggload/ggload/internal/replay/arch"
 	"github.com/ggload/ggload/internal/replay/graph"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -45,7 +45,7 @@ func demoContext(t *testing.T, path string, flash int) (*arch.Run, *arch.Context
 // 294 without).
 func TestBuildGraphDemoLlama(t *testing.T) {
 	rt := testenv.Runtime(t)
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestBuildGraphDemoLlama(t *testing.T) {
 // 81,799,168 without, in one split.
 func TestReserveCPUDemoLlama(t *testing.T) {
 	rt := testenv.Runtime(t)
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/ggml.c (v0.5.0): the checks of the ggml
+// functions the graph programs call.
+
 package graph
 
 import (
@@ -146,17 +149,46 @@ func (c *gcall) ne(i, n int) [4]int64 {
 // native is the tensor a value names: a native tensor, a model weight
 // (made on the weights' context on first use), or null.
 func (g *graphState) native(f *cpp.Frame, v cpp.Val) (*ops.Tensor, error) {
-	switch v.K {
-	case cpp.KNull:
-		return nil, nil
-	case cpp.KNative:
-		if t, ok := v.P.(*ops.Tensor); ok {
-			return t, nil
-		}
-	case cpp.KTensor:
+	if t, ok := Native(v); ok {
+		return t, nil
+	}
+	if v.K == cpp.KTensor {
 		return g.weight(f, v.P.(*arch.Tensor))
 	}
 	return nil, f.Errorf("%s is no tensor", v.Describe())
+}
+
+// Native is the tensor of a value that holds one already: a native
+// tensor, or nil for null. ok is false for any other value (a weight of
+// the file, made on first use, is the session's to make).
+func Native(v cpp.Val) (t *ops.Tensor, ok bool) {
+	switch v.K {
+	case cpp.KNull:
+		return nil, true
+	case cpp.KNative:
+		t, ok = v.P.(*ops.Tensor)
+		return t, ok
+	}
+	return nil, false
+}
+
+// NewWeight makes the tensor of a weight named name, of type typ and
+// shape ne, on the weights' context wctx, with as many dimensions as its
+// shape has before the trailing ones, as the model's loader creates it.
+func NewWeight(l *ops.Lib, wctx *ops.Context, name string, typ int32, ne [4]int64) (*ops.Tensor, error) {
+	if !l.Room(wctx, 1) {
+		return nil, fmt.Errorf("the weights' context is full")
+	}
+	nd := 4
+	for nd > 1 && ne[nd-1] == 1 {
+		nd--
+	}
+	t, err := l.NewTensor(wctx, typ, nd, ne)
+	if err != nil || t == nil {
+		return nil, fmt.Errorf("ggml_new_tensor of weight %s: %v", name, err)
+	}
+	l.SetName(t, name)
+	return t, nil
 }
 
 // weight is the session's tensor of a model weight, made on first use.
@@ -172,20 +204,10 @@ func (g *graphState) weight(f *cpp.Frame, w *arch.Tensor) (*ops.Tensor, error) {
 		g.weights[w] = t
 		return t, nil
 	}
-	l := g.lib
-	if !l.Room(g.wctx, 1) {
-		return nil, f.Errorf("the weights' context is full")
+	t, err := NewWeight(g.lib, g.wctx, w.Name, int32(w.Type), w.Ne)
+	if err != nil {
+		return nil, f.Errorf("%v", err)
 	}
-	ne := w.Ne
-	nd := 4
-	for nd > 1 && ne[nd-1] == 1 {
-		nd--
-	}
-	t, err := l.NewTensor(g.wctx, int32(w.Type), nd, ne)
-	if err != nil || t == nil {
-		return nil, f.Errorf("ggml_new_tensor of weight %s: %v", w.Name, err)
-	}
-	l.SetName(t, w.Name)
 	var bt ops.Buft
 	if g.at.Weight != nil {
 		bt = g.at.Weight(w)

@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/ggml.c (v0.5.0): the checks of the ops of the
+// projectors' graphs.
+
 package graph
 
 import (

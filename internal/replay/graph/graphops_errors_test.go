@@ -10,7 +10,7 @@ import (
 	"github.com/ggload/ggload/internal/replay/arch"
 	"github.com/ggload/ggload/internal/replay/cpp"
 	"github.com/ggload/ggload/internal/replay/graph"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -112,7 +112,7 @@ func TestGraphOpsMore(t *testing.T) {
 // Outside a graph being built, the ggml functions refuse to run.
 func TestGGMLOpsOutsideAGraph(t *testing.T) {
 	rt := testenv.Runtime(t)
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,14 +6,14 @@ import (
 
 	"github.com/ggload/ggload/internal/replay/arch"
 	"github.com/ggload/ggload/internal/replay/graph"
-	"github.com/ggload/ggload/lab/synth"
+	"github.com/ggload/ggload/internal/synthmodel"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
 func runOps(t *testing.T, body string) (int64, error) {
 	t.Helper()
 	rt := testenv.Runtime(t)
-	path, err := synth.DemoModel(rt)
+	path, err := synthmodel.DemoModel(rt)
 	if err != nil {
 		t.Fatal(err)
 	}

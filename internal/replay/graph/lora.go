@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-adapter.cpp (v0.5.0): llama_adapter_lora as
+// the graphs read it.
+
 package graph
 
 import (

@@ -1,3 +1,6 @@
+// Port of llama.cpp ggml/src/ggml-backend-meta.cpp (v0.5.0): the split
+// states of a graph on the meta backend.
+
 package graph
 
 import (

@@ -123,6 +123,50 @@ var metaCases = []metaCase{
 		}
 		return r.lib.Cont(c, y)
 	}, ""},
+	{"concat of a mirrored and a split", func(r *metaRig, c *ops.Context, x *ops.Tensor) (*ops.Tensor, error) {
+		ym, err := r.lib.MulMat(c, r.wm, x) // [16 3] mirrored
+		if err != nil {
+			return nil, err
+		}
+		y1, err := r.lib.MulMat(c, r.w1, x) // [16 3] split along 0
+		if err != nil {
+			return nil, err
+		}
+		return r.lib.Concat(c, ym, y1, 1) // along 1: split along 0
+	}, ""},
+	{"permuted and transposed splits", func(r *metaRig, c *ops.Context, x *ops.Tensor) (*ops.Tensor, error) {
+		y1, err := r.lib.MulMat(c, r.w1, x) // [16 3] split along 0
+		if err != nil {
+			return nil, err
+		}
+		p, err := r.lib.Permute(c, y1, [4]int64{1, 0, 2, 3}) // split along 1
+		if err != nil {
+			return nil, err
+		}
+		if p, err = r.lib.Cont(c, p); err != nil {
+			return nil, err
+		}
+		tr, err := r.lib.Transpose(c, p) // back: split along 0
+		if err != nil {
+			return nil, err
+		}
+		if tr, err = r.lib.Cont(c, tr); err != nil {
+			return nil, err
+		}
+		return r.lib.Add(c, tr, y1)
+	}, ""},
+	{"a view of a split", func(r *metaRig, c *ops.Context, x *ops.Tensor) (*ops.Tensor, error) {
+		y1, err := r.lib.MulMat(c, r.w1, x) // [16 3] split along 0
+		if err != nil {
+			return nil, err
+		}
+		// its first two columns: the strides of its source
+		v, err := r.lib.View(c, y1, 2, [4]int64{16, 2, 1, 1}, [4]uintptr{4, 64, 128, 128}, 0)
+		if err != nil {
+			return nil, err
+		}
+		return r.lib.Scale(c, v, 2)
+	}, ""},
 	{"rows of a row split", func(r *metaRig, c *ops.Context, x *ops.Tensor) (*ops.Tensor, error) {
 		ids, err := r.lib.NewTensor(c, ops.TypeI32, 1, [4]int64{2, 1, 1, 1})
 		if err != nil {

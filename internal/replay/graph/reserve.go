@@ -1,3 +1,6 @@
+// Port of llama.cpp src/llama-context.cpp (v0.5.0): llama_context's
+// backends, scheduler and compute reserve (sched_reserve, graph_reserve).
+
 package graph
 
 import (

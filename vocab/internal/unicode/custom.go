@@ -1,3 +1,6 @@
+// Port of llama.cpp src/unicode.cpp (v0.5.0): the hand-written splitters
+// of the common pre-tokenizer patterns (unicode_regex_split_custom).
+
 package unicode
 
 // The hand-written splitters of unicode.cpp (unicode_regex_split_custom_*),

@@ -1,3 +1,6 @@
+// Port of libstdc++'s std::regex executor, as llama.cpp src/unicode.cpp
+// (v0.5.0) matches with it.
+
 package unicode
 
 import (

@@ -1,3 +1,5 @@
+// Port of llama.cpp src/unicode.cpp (v0.5.0): unicode_regex_split.
+
 package unicode
 
 import (

@@ -1,3 +1,7 @@
+// Port of llama.cpp src/unicode.cpp (v0.5.0): code point flags, case maps
+// and UTF-8 conversions (the tables are generated from
+// src/unicode-data.cpp).
+
 package unicode
 
 import (

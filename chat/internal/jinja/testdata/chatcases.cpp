@@ -15,12 +15,65 @@
 // boolean: the test tools or none).
 // stdout: fields "<length>\n<bytes>": template name, case name, context
 // JSON, preserve ("", "0", "1"), effort ("" or "=effort"); per template
-// first a case named "" whose context is the caps (or "ERR").
+// first a case named "" whose context is the caps (or "ERR"). With the
+// argument "apply": records "CTX", template name, context JSON, mark input,
+// preserve, effort, one for each render of the chat code's (see
+// drive_apply); the spec's "apply" lists the conversations to drive (all
+// when absent).
 
 static void out_field(const std::string & s) {
     std::printf("%zu\n", s.size());
     std::fwrite(s.data(), 1, s.size(), stdout);
 }
+
+// "apply" mode: every context the pin's chat code (common_chat_templates_apply,
+// the auto-parser's analysis) hands its engine is written out. The program
+// is linked with -rdynamic, so that these definitions stand in for
+// libllama-common's own (its calls go through the PLT), and they call
+// libllama-common's after noting their arguments.
+static bool                                     g_log = false;
+static std::string                              g_template;
+static std::map<const void *, std::pair<std::string, std::string>> g_pending; // preserve, effort by context
+
+namespace jinja {
+template <> void global_from_json<common_json>(context & ctx, const common_json & j, bool mark) {
+    using fn_t     = void (*)(context &, const common_json &, bool);
+    static fn_t orig = (fn_t) dlsym(RTLD_NEXT, "_ZN5jinja16global_from_jsonI11common_jsonEEvRNS_7contextERKT_b");
+    if (g_log && !ctx.is_get_stats) {
+        auto p = g_pending[&ctx];
+        g_pending.erase(&ctx);
+        out_field("CTX");
+        out_field(g_template);
+        out_field(j.dump_safe());
+        out_field(mark ? "1" : "0");
+        out_field(p.first);
+        out_field(p.second);
+    }
+    orig(ctx, j, mark);
+}
+
+void caps_apply_preserve_reasoning(context & ctx, bool enabled) {
+    using fn_t     = void (*)(context &, bool);
+    static fn_t orig = (fn_t) dlsym(RTLD_NEXT, "_ZN5jinja29caps_apply_preserve_reasoningERNS_7contextEb");
+    if (g_log && !ctx.is_get_stats) {
+        g_pending[&ctx].first = enabled ? "1" : "0";
+    }
+    orig(ctx, enabled);
+}
+
+void caps_apply_reasoning_effort(context & ctx, const std::string & effort) {
+    using fn_t     = void (*)(context &, const std::string &);
+    static fn_t orig = (fn_t) dlsym(
+        RTLD_NEXT, "_ZN5jinja27caps_apply_reasoning_effortERNS_7contextERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE");
+    if (g_log && !ctx.is_get_stats) {
+        g_pending[&ctx].second = "=" + effort;
+    }
+    orig(ctx, effort);
+}
+}  // namespace jinja
+
+struct conversation;
+static void drive_apply(const json & spec, const std::vector<conversation> & convs, const std::vector<common_chat_tool> & tools);
 
 struct conversation {
     std::string                  name;
@@ -125,7 +178,8 @@ static common_chat_msg role_msg(const std::string & role, const std::string & co
     return m;
 }
 
-int main() {
+int main(int argc, char ** argv) {
+    bool        apply = argc > 1 && std::string(argv[1]) == "apply";
     std::string spec_text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     json        spec = json::parse(spec_text);
 
@@ -179,6 +233,10 @@ int main() {
 
     std::vector<common_chat_tool> all_tools{ CHAT_TOOLS };
     json tools_json = common_chat_tools_to_json_oaicompat(all_tools);
+    if (apply) {
+        drive_apply(spec, convs, all_tools);
+        return 0;
+    }
 
     for (const auto & t : spec.at("templates")) {
         std::string name = t.at("name"), path = t.at("path");
@@ -235,4 +293,49 @@ int main() {
         }
     }
     return 0;
+}
+
+// drive_apply runs common_chat_templates_apply for every template and
+// conversation (the contexts are written by the stand-ins above).
+static void drive_apply(const json & spec, const std::vector<conversation> & convs, const std::vector<common_chat_tool> & tools) {
+    for (const auto & t : spec.at("templates")) {
+        std::string   name = t.at("name"), path = t.at("path");
+        std::ifstream f(path);
+        std::string   src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        g_template = name;
+        common_chat_templates_ptr tmpls;
+        try {
+            tmpls = common_chat_templates_init(nullptr, src, t.at("bos").get<std::string>(), t.at("eos").get<std::string>());
+        } catch (const std::exception &) {
+            continue;
+        }
+        std::set<std::string> only;
+        for (const auto & n : spec.value("apply", json::array())) {
+            only.insert(n.get<std::string>());
+        }
+        for (const auto & c : convs) {
+            if (!only.empty() && !only.count(c.name)) {
+                continue;
+            }
+            common_chat_templates_inputs inputs;
+            inputs.messages              = c.msgs;
+            inputs.add_generation_prompt = c.add_gen;
+            inputs.enable_thinking       = c.enable_thinking;
+            inputs.reasoning_format      = COMMON_REASONING_FORMAT_AUTO;
+            if (c.with_tools) {
+                inputs.tools               = tools;
+                inputs.parallel_tool_calls = true;
+            }
+            for (const auto & [k, v] : c.kwargs.items()) {
+                inputs.chat_template_kwargs[k] = v.dump();
+            }
+            g_log = true;
+            try {
+                common_chat_templates_apply(tmpls.get(), inputs);
+            } catch (const std::exception &) {
+                // the template refuses the conversation: its contexts are written
+            }
+            g_log = false;
+        }
+    }
 }
