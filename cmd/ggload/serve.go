@@ -200,8 +200,6 @@ func (sf *serveFlags) addServer(s *optionSet) {
 			}
 			return nil
 		}})
-	s.add(&option{names: []string{"--offline"}, env: "LLAMA_ARG_OFFLINE", help: "offline mode: ggload serve never downloads a model it was not given (-mu)",
-		on: func(bool) error { return nil }})
 	s.add(&option{names: []string{"-v", "--verbose", "--log-verbose"}, help: "answers carry __verbose, as llama-server's with -v",
 		on: func(on bool) error { sf.settings.Verbose = on; return nil }})
 	s.add(&option{names: []string{"--ui", "--webui"}, neg: []string{"--no-ui", "--no-webui"}, env: "LLAMA_ARG_UI",
@@ -403,7 +401,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// no model: llama-server's router mode, whose models come from the
 	// pool (none yet: --models-dir and --models-preset are refused)
-	router := len(pos) == 0 && pf.model == "" && pf.modelURL == ""
+	router := len(pos) == 0 && pf.model == "" && pf.modelURL == "" && pf.hub.repo == ""
 	path := ""
 	if !router {
 		if path, err = pf.modelPath(s, pos); err != nil {
