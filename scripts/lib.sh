@@ -74,13 +74,22 @@ install_set() {
 # lacks (printed one per line): cmake, ninja and a compiler build the RPC
 # backend; git unpacks the pinned source; the Vulkan loader and lavapipe
 # give a Vulkan device; iproute2 makes the RPC hosts' network namespaces;
-# tmux gives run's conversation mode a real terminal.
+# python3 and its packages run the pin's server tests; tmux gives run's
+# conversation mode a real terminal.
 system_packages() {
 	command -v cmake >/dev/null || echo cmake
 	command -v ninja >/dev/null || echo ninja-build
 	command -v c++ >/dev/null || command -v g++ >/dev/null || echo g++
 	command -v git >/dev/null || echo git
 	command -v ip >/dev/null && command -v tc >/dev/null || echo iproute2
+	# the pin's own server tests (tools/server/tests, pytest) run against
+	# ggload serve and llama-server; node runs the npm openai client
+	local py
+	for py in pytest requests aiohttp filelock numpy prometheus_client wget; do
+		/usr/bin/python3 -c "import $py" 2>/dev/null || echo "python3-$py" | tr _ -
+	done
+	command -v node >/dev/null || echo nodejs
+	command -v npm >/dev/null || echo npm
 	command -v tmux >/dev/null || echo tmux
 	if [ "$(uname -s)" = Linux ]; then
 		# (grep reads everything: with -q, ldconfig could die of SIGPIPE)

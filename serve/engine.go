@@ -528,6 +528,11 @@ func (e *Engine) await(ctx context.Context, t *task, on func(Event) error) (any,
 	if err := e.post(t, false); err != nil {
 		return nil, err
 	}
+	return e.wait(ctx, t, on)
+}
+
+// wait is await's wait for a task posted.
+func (e *Engine) wait(ctx context.Context, t *task, on func(Event) error) (any, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -589,6 +594,59 @@ func (e *Engine) Infill(ctx context.Context, prompt []int32, o Options, on func(
 
 func (e *Engine) completion(ctx context.Context, kind taskKind, prompt []int32, o Options, on func(Event) error) (*Result, error) {
 	v, err := e.await(ctx, e.newTask(kind, prompt, o), on)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Result), nil
+}
+
+// Request is one completion of those Post posts together.
+type Request struct {
+	Prompt  []int32
+	Options Options
+	Infill  bool // an infill (Engine.Infill), not a completion
+}
+
+// Pending is a completion posted, to be waited for.
+type Pending struct {
+	e   *Engine
+	ctx context.Context
+	t   *task
+}
+
+// Post posts completions at once, in order, as the pin's post_tasks
+// does for a request of several prompts or of n_cmpl completions: the
+// engine takes them in that order, in the same step. Each must then be
+// waited for (Wait), each on its own goroutine.
+func (e *Engine) Post(ctx context.Context, reqs []Request) ([]*Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*Pending, len(reqs))
+	ts := make([]*task, len(reqs))
+	for i, r := range reqs {
+		kind := taskCompletion
+		if r.Infill {
+			kind = taskInfill
+		}
+		ts[i] = e.newTask(kind, r.Prompt, r.Options)
+		out[i] = &Pending{e: e, ctx: ctx, t: ts[i]}
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e.queue = append(e.queue, ts...)
+	e.mu.Unlock()
+	e.notify()
+	return out, nil
+}
+
+// Wait is Complete's wait for a posted completion: its events go to on,
+// its result or error comes back; the context given to Post ends it.
+func (p *Pending) Wait(on func(Event) error) (*Result, error) {
+	v, err := p.e.wait(p.ctx, p.t, on)
 	if err != nil {
 		return nil, err
 	}

@@ -448,7 +448,8 @@ func (e *Engine) slotInfo(s *slot) SlotInfo {
 		si.HasNextToken, si.NRemain, si.NDecoded, si.Generated = s.hasNextToken, s.nRemaining(), s.stats.nGen, string(s.generated)
 		return si
 	}
-	si.NPromptTokensProcessed = s.lastNProcessed
-	si.HasNextToken, si.NRemain, si.NDecoded, si.Generated = s.lastHasNext, s.lastRemaining, s.lastNDecoded, s.lastGenerated
+	// (release's reset cleared the stats and the budget: an idle slot
+	// shows none of its last task's, as the pin's to_json shows them)
+	si.HasNextToken, si.NRemain, si.Generated = s.lastHasNext, -1, s.lastGenerated
 	return si
 }
