@@ -113,7 +113,9 @@ func BenchmarkServe(b *testing.B) {
 	bin := llamaserver.Build(b)
 	e := newEngine(b, path, benchCtx, serve.Params{}, func(cp *place.ContextParams) { cp.NParallel = benchSlots })
 	srv := llamaserver.Start(b, bin, "-m", path, "--device", "none", "-t", fmt.Sprint(threads), "-c", fmt.Sprint(benchCtx), "-np", fmt.Sprint(benchSlots), "-kvu")
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	// a connection per request: llama-server may close an idle one just
+	// as a POST goes out on it, which Go does not retry
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	var ours round = func(clients int, prompts [][]int32) (int, []time.Duration, error) {
 		return fanOut(clients, func(i int) (int, time.Duration, error) {
 			o := e.Defaults()
@@ -147,9 +149,15 @@ func BenchmarkServe(b *testing.B) {
 				if i%2 == 1 {
 					first, second, fr, sr = &l, &g, theirs, ours
 				}
+				// each round starts on a quiet machine: what a server
+				// does after its last answer (saving idle slots' prompts,
+				// its threads' spin before they sleep) is not counted
+				// against the other
+				time.Sleep(settle)
 				if err := first.add(fr, clients, prompts); err != nil {
 					b.Fatal(err)
 				}
+				time.Sleep(settle)
 				if err := second.add(sr, clients, prompts); err != nil {
 					b.Fatal(err)
 				}
@@ -165,6 +173,9 @@ func BenchmarkServe(b *testing.B) {
 		})
 	}
 }
+
+// settle is the pause before each round.
+const settle = 250 * time.Millisecond
 
 // fanOut runs one request per client at once.
 func fanOut(clients int, one func(i int) (int, time.Duration, error)) (int, []time.Duration, error) {
