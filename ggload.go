@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ggload/ggload/chat"
 	"github.com/ggload/ggload/ggml"
@@ -73,6 +74,10 @@ type Error struct {
 func (e *Error) Error() string { return "ggload: " + e.Op + " " + e.Name + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrClosed is wrapped by the errors of a closed Model's methods, and
+// of the requests under way when it closed.
+var ErrClosed = errors.New("the model is closed")
+
 // Model is an open model and llama-server's engine on it. Its methods
 // may be called from any goroutine.
 type Model struct {
@@ -90,6 +95,7 @@ type Model struct {
 	tmpl     *chat.Templates
 	tmplErr  error
 
+	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -202,11 +208,12 @@ func (m *Model) plan(ctx context.Context, params place.Params) (*place.Plan, err
 	return plan, nil
 }
 
-// Close ends the requests under way, stops the engine and frees what
+// Close ends the requests under way (their errors wrap ErrClosed), stops the engine and frees what
 // Open made: the context, the weights, the runtime, the files. Closing
 // twice does nothing more.
 func (m *Model) Close() error {
 	m.closeOnce.Do(func() {
+		m.closed.Store(true)
 		var errs []error
 		if m.e != nil {
 			errs = append(errs, m.e.Close())
@@ -252,6 +259,9 @@ func (m *Model) Templates() (*chat.Templates, error) {
 func (m *Model) fail(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if m.closed.Load() && !errors.Is(err, ErrClosed) {
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return &Error{Op: op, Name: m.name, Err: err}
 }
