@@ -106,6 +106,7 @@ func TestCancel(t *testing.T) {
 	m := open(t, tinyWords, ggload.Options{})
 	endless := ggload.GenerateOptions{NPredict: -1, Sampling: sample.Params{Seed: 1, IgnoreEOS: true}}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	pieces := 0
 	var last error
 	for piece, err := range m.Generate(ctx, "the people of the", endless) {
