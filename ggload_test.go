@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ggload/ggload"
@@ -55,51 +54,29 @@ func generate(t testing.TB, m *ggload.Model, prompt string, g ggload.GenerateOpt
 	return b.String()
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// ggloadBinary is the ggload command built from this tree, once.
+// ggloadBinary is the ggload command built from this tree, in the
+// test's temporary directory.
 func ggloadBinary(t testing.TB) string {
 	t.Helper()
-	binOnce.Do(func() {
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			if goTool, binErr = exec.LookPath("go"); binErr != nil {
-				return
-			}
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		if goTool, err = exec.LookPath("go"); err != nil {
+			t.Fatalf("no go command to build ggload with: %v", err)
 		}
-		dir, err := os.MkdirTemp("", "ggload-cmd")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "ggload")
-		cmd := exec.Command(goTool, "build", "-o", binPath, "github.com/ggload/ggload/cmd/ggload")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = &buildError{out: string(out), err: err}
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building ggload: %v", binErr)
 	}
-	return binPath
+	bin := filepath.Join(t.TempDir(), "ggload")
+	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/ggload/ggload/cmd/ggload")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building ggload: %v\n%s", err, out)
+	}
+	return bin
 }
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // runText is the text `ggload run MODEL -p PROMPT --json ARGS` generates.
-func runText(t testing.TB, model, prompt string, args ...string) string {
+func runText(t testing.TB, bin, model, prompt string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(ggloadBinary(t), append([]string{"run", model, "-p", prompt, "-dev", "none", "--json"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"run", model, "-p", prompt, "-dev", "none", "--json"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -170,11 +147,12 @@ func TestGenerateIsRun(t *testing.T) {
 			[]string{"-s", "7", "--repeat-penalty", "1.3", "--repeat-last-n", "16", "--dry-multiplier", "0.8"},
 			map[string]any{"seed": 7, "repeat_penalty": 1.3, "repeat_last_n": 16, "dry_multiplier": 0.8}},
 	}
+	bin := ggloadBinary(t)
 	texts := map[string]string{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := generate(t, m, prompt, ggload.GenerateOptions{NPredict: n, Sampling: c.sp})
-			want := runText(t, tinyWords, prompt, append([]string{"-n", "24"}, c.args...)...)
+			want := runText(t, bin, tinyWords, prompt, append([]string{"-n", "24"}, c.args...)...)
 			if got != want {
 				t.Errorf("Generate %q\nggload run %q", got, want)
 			}
