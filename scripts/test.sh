@@ -48,7 +48,7 @@ runs+=("$out/tests.jsonl")
 # chat template rendering for several, grammars over one vocabulary, the serving engine's slots,
 # requests and their cancellation, the model pool's loads, evictions and
 # waits)
-race_pkgs=$(go list ./native/... ./gguf/... ./vocab/... ./sample/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... ./chat/... ./grammar/... 2>/dev/null || true)
+race_pkgs=$(go list . ./native/... ./gguf/... ./vocab/... ./sample/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... ./chat/... ./grammar/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	echo "race detector:"
 	CGO_ENABLED=1 go test -json -count=1 -timeout 30m -race $race_pkgs 2>&1 | "$out/testsum" -record "$out/race.jsonl"
