@@ -165,8 +165,10 @@ type ModelStatus struct {
 	Name    string
 	Aliases []string
 	Tags    []string
-	// Status is "loaded", "loading", "unloaded" or "failed".
+	// Status is "loaded", "loading", "unloaded" or "sleeping".
 	Status string
+	// Failed: the model's last load failed (Status "unloaded").
+	Failed bool
 	// Source is where the model was found ("models_dir", "preset", ...).
 	Source string
 	// Loaded is the model while it runs.

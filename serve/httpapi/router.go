@@ -33,7 +33,8 @@ func (h *Handler) routeModel(r *http.Request, name string) (*Model, func(), erro
 	if name == "" {
 		return nil, nil, errf(serve.ErrInvalidRequest, "model name is missing from the request")
 	}
-	autoload := true
+	// (is_autoload: the request's ?autoload=, else --models-autoload)
+	autoload := h.models.Props().Autoload
 	if a := param(r, "autoload"); a != "" {
 		autoload = a == "true" || a == "1"
 	}
@@ -53,7 +54,9 @@ func (h *Handler) routerModels(w http.ResponseWriter, r *http.Request) error {
 	t := time.Now().Unix()
 	for _, s := range h.models.List(r.Context()) {
 		status := obj("value", s.Status, "args", []string{})
-		if s.Status == "failed" {
+		if s.Failed {
+			// (the router's child's exit code: a failed load's is 1)
+			status.Set("exit_code", jv(1))
 			status.Set("failed", jv(true))
 		}
 		mi := obj("id", s.Name, "aliases", nonNil(s.Aliases), "tags", nonNil(s.Tags), "object", "model", "owned_by", "llamacpp",
