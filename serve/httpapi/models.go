@@ -169,6 +169,11 @@ type ModelStatus struct {
 	Status string
 	// Failed: the model's last load failed (Status "unloaded").
 	Failed bool
+	// Args are the model's options as a command line (the router lists
+	// its child's), and Preset its preset as an INI section
+	// (common_preset::to_ini; "": none).
+	Args   []string
+	Preset string
 	// Source is where the model was found ("models_dir", "preset", ...).
 	Source string
 	// Loaded is the model while it runs.

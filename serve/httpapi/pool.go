@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/ggload/ggload/serve"
@@ -139,7 +140,7 @@ func (r *Router) List(ctx context.Context) []ModelStatus {
 	defer r.mu.Unlock()
 	for _, in := range infos {
 		s := ModelStatus{Name: in.Name, Aliases: in.Aliases, Tags: in.Tags, Status: in.Status.String(), Source: in.Source.String(),
-			Failed: in.Status == pool.Unloaded && in.Err != nil}
+			Failed: in.Status == pool.Unloaded && in.Err != nil, Args: presetArgs(in.Settings), Preset: presetINI(in.Name, in.Settings)}
 		rt, ok := r.models[in.Name]
 		switch {
 		case in.Status == pool.Loaded && ok:
@@ -204,4 +205,26 @@ func (r *Router) Unload(ctx context.Context, name string) error {
 // Props are --models-max (the pin's 0 for no limit) and autoload.
 func (r *Router) Props() RouterProps {
 	return RouterProps{MaxInstances: max(r.p.ModelsMax(), 0), Autoload: !r.o.NoAutoload}
+}
+
+// presetArgs are a model's settings as the arguments of a command line
+// (common_preset::to_args, without the program): "--key value".
+func presetArgs(settings []pool.Setting) []string {
+	var out []string
+	for _, st := range settings {
+		out = append(out, "--"+st.Key, st.Value)
+	}
+	return out
+}
+
+// presetINI is a model's settings as common_preset::to_ini writes them:
+// its section, then "key = value" lines, newlines in values escaped.
+func presetINI(name string, settings []pool.Setting) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%s]\n", name)
+	for _, st := range settings {
+		fmt.Fprintf(&b, "%s = %s\n", st.Key, strings.ReplaceAll(st.Value, "\n", "\\\n"))
+	}
+	b.WriteString("\n")
+	return b.String()
 }

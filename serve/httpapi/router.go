@@ -53,7 +53,10 @@ func (h *Handler) routerModels(w http.ResponseWriter, r *http.Request) error {
 	list := ojson.ArrayValue()
 	t := time.Now().Unix()
 	for _, s := range h.models.List(r.Context()) {
-		status := obj("value", s.Status, "args", []string{})
+		status := obj("value", s.Status, "args", nonNil(s.Args))
+		if s.Preset != "" {
+			status.Set("preset", jv(s.Preset))
+		}
 		if s.Failed {
 			// (the router's child's exit code: a failed load's is 1)
 			status.Set("exit_code", jv(1))
@@ -130,6 +133,6 @@ func (h *Handler) routerUnload(w http.ResponseWriter, r *http.Request, body []by
 func (h *Handler) routerProps(w http.ResponseWriter, r *http.Request, maxInstances int, autoload bool) {
 	h.writeJSON(w, http.StatusOK, obj("role", "router", "max_instances", maxInstances, "models_autoload", autoload,
 		"model_alias", "llama-server", "model_path", "none",
-		"default_generation_settings", obj("params", ojson.ObjectValue(), "n_ctx", 0),
+		"default_generation_settings", obj("params", nil, "n_ctx", 0), // (json{} is null)
 		"ui_settings", ojson.ObjectValue(), "build_info", h.o.BuildInfo, "cors_proxy_enabled", false))
 }
