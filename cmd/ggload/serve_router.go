@@ -112,6 +112,12 @@ func configureModel(router []string) func(string, []pool.Setting, *pool.Options)
 		if err := pf.finish(s); err != nil {
 			return err
 		}
+		if pf.hub.repo != "" || pf.modelURL != "" {
+			// (listed, as the router lists it; its load fails: it has no
+			// local file)
+			fmt.Fprintf(os.Stderr, "ggload: serve: warning: preset '%s': -hf and -mu: the router's models are local files (model = PATH); it is listed and cannot load\n", name)
+			pf.hub.repo, pf.modelURL = "", ""
+		}
 		if err := routerRefuses(&pf); err != nil {
 			return fmt.Errorf("preset '%s': %w", name, err)
 		}

@@ -198,6 +198,8 @@ type Models interface {
 	Unload(ctx context.Context, name string) error
 	// Props is what a router's GET /props reports.
 	Props() RouterProps
+	// Reload reads the router's models again (GET /models?reload=1).
+	Reload(ctx context.Context) error
 }
 
 // RouterProps are a router's limits, as GET /props reports them.
@@ -229,3 +231,5 @@ func (s Single) Unload(context.Context, string) error {
 }
 
 func (s Single) Props() RouterProps { return RouterProps{} }
+
+func (s Single) Reload(context.Context) error { return nil }

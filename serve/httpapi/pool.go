@@ -228,3 +228,12 @@ func presetINI(name string, settings []pool.Setting) string {
 	b.WriteString("\n")
 	return b.String()
 }
+
+// Reload reads the models directory and the presets file again
+// (load_models): a model gone or changed is unloaded, new ones listed.
+func (r *Router) Reload(ctx context.Context) error {
+	if err := r.p.Reload(ctx); err != nil {
+		return errf(serve.ErrServer, "%s", err.Error())
+	}
+	return nil
+}

@@ -50,6 +50,11 @@ func (h *Handler) routeModel(r *http.Request, name string) (*Model, func(), erro
 
 // routerModels is GET /models and /v1/models of a router.
 func (h *Handler) routerModels(w http.ResponseWriter, r *http.Request) error {
+	if param(r, "reload") != "" {
+		if err := h.models.Reload(r.Context()); err != nil {
+			return err
+		}
+	}
 	list := ojson.ArrayValue()
 	t := time.Now().Unix()
 	for _, s := range h.models.List(r.Context()) {
