@@ -49,8 +49,8 @@ type RouterOptions struct {
 // routed is a loaded model as the handler describes it, made once per
 // load.
 type routed struct {
-	e *serve.Engine
-	m *Model
+	gen uint64 // the pool's number of the load
+	m   *Model
 }
 
 // NewRouter serves the pool's models. The pool stays the caller's: close
@@ -89,10 +89,15 @@ func (r *Router) Acquire(ctx context.Context, name string, autoload bool) (*Mode
 // the router's.
 func (r *Router) describe(l *pool.Lease) (*Model, error) {
 	e := l.Engine()
+	// (the lease keeps the load resident: its number stands)
+	in, err := r.p.Model(l.Name())
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	rt, ok := r.models[l.Name()]
 	r.mu.Unlock()
-	if ok && rt.e == e {
+	if ok && rt.gen == in.Gen {
 		return rt.m, nil
 	}
 	o := l.Options()
@@ -105,7 +110,7 @@ func (r *Router) describe(l *pool.Lease) (*Model, error) {
 		return nil, fmt.Errorf("model '%s': %w", l.Name(), err)
 	}
 	r.mu.Lock()
-	r.models[l.Name()] = routed{e: e, m: m}
+	r.models[l.Name()] = routed{gen: in.Gen, m: m}
 	r.mu.Unlock()
 	return m, nil
 }
@@ -131,22 +136,32 @@ func (r *Router) poolError(ctx context.Context, err error) error {
 }
 
 // List is the pool's catalog, each model with its state: a loaded model
-// with what /v1/models tells of it, a model whose last load failed
-// marked failed.
+// with what /v1/models tells of it (described at its first request or
+// list after its load, as the router's child tells it once loaded), a
+// model whose last load failed marked failed.
 func (r *Router) List(ctx context.Context) []ModelStatus {
 	infos := r.p.Models()
 	out := make([]ModelStatus, 0, len(infos))
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, in := range infos {
 		s := ModelStatus{Name: in.Name, Aliases: in.Aliases, Tags: in.Tags, Status: in.Status.String(), Source: in.Source.String(),
 			Failed: in.Status == pool.Unloaded && in.Err != nil, Args: presetArgs(in.Settings), Preset: presetINI(in.Name, in.Settings)}
+		r.mu.Lock()
 		rt, ok := r.models[in.Name]
-		switch {
-		case in.Status == pool.Loaded && ok:
-			s.Loaded = rt.m
-		case in.Status != pool.Loaded && ok:
-			delete(r.models, in.Name) // (its engine is closed)
+		if ok && rt.gen != in.Gen {
+			delete(r.models, in.Name) // (an engine closed since)
+			ok = false
+		}
+		r.mu.Unlock()
+		if in.Status == pool.Loaded {
+			if !ok {
+				// (a lease without autoload: nothing loads)
+				if l, err := r.p.Acquire(ctx, in.Name, false); err == nil {
+					s.Loaded, _ = r.describe(l)
+					l.Release()
+				}
+			} else {
+				s.Loaded = rt.m
+			}
 		}
 		out = append(out, s)
 	}

@@ -214,6 +214,7 @@ func TestRouterIsLlamaServers(t *testing.T) {
 			{x: get("/models")},
 			{x: post("/models/load", `{"model":"alpha"}`)},
 			{x: post("/models/load", `{"model":"beta"}`), then: map[string]string{"beta": "loaded"}},
+			{x: get("/models")},
 			{x: post("/v1/completions", `{"model":"beta","prompt":"def f(","max_tokens":5,"temperature":0}`)},
 			{x: post("/tokenize", `{"model":"beta","content":"def f(x):"}`)},
 			{x: get("/props?model=alpha")},
@@ -257,6 +258,10 @@ func TestRouterIsLlamaServers(t *testing.T) {
 			{x: post("/completion", cmpl("beta")), then: map[string]string{"beta": "loaded", "alpha": "unloaded"}},
 			{x: get("/models")},
 			{x: get("/props")},
+			// alpha loaded again, not used: listed as its new load
+			{x: post("/models/load", `{"model":"alpha"}`), then: map[string]string{"alpha": "loaded", "beta": "unloaded"}},
+			{x: get("/v1/models")},
+			{x: post("/completion", cmpl("alpha"))},
 		})
 	})
 	t.Run("negative-control", func(t *testing.T) {
