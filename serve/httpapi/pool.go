@@ -147,7 +147,12 @@ func (r *Router) List(ctx context.Context) []ModelStatus {
 			Failed: in.Status == pool.Unloaded && in.Err != nil, Args: presetArgs(in.Settings), Preset: presetINI(in.Name, in.Settings)}
 		r.mu.Lock()
 		rt, ok := r.models[in.Name]
-		if ok && rt.gen != in.Gen {
+		switch {
+		case ok && in.Status == pool.Sleeping:
+			// (a sleeping model is listed as it was loaded, as the
+			// router lists its sleeping child)
+			s.Loaded = rt.m
+		case ok && rt.gen != in.Gen:
 			delete(r.models, in.Name) // (an engine closed since)
 			ok = false
 		}

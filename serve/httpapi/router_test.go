@@ -69,6 +69,7 @@ func routerDir(t testing.TB) (dir, outside string) {
 type routerConfig struct {
 	modelsMax  int
 	noAutoload bool
+	sleepIdle  int // seconds
 	budget     uint64 // the host's, 0: the pool's default
 }
 
@@ -80,6 +81,9 @@ func (c routerConfig) flags(dir string) []string {
 	if c.noAutoload {
 		f = append(f, "--no-models-autoload")
 	}
+	if c.sleepIdle > 0 {
+		f = append(f, "--sleep-idle-seconds", itoa(c.sleepIdle))
+	}
 	return f
 }
 
@@ -87,7 +91,7 @@ func (c routerConfig) flags(dir string) []string {
 // as a program builds it: pool.New, httpapi.NewRouter, httpapi.New.
 func newRouter(t testing.TB, dir string, c routerConfig) (*httptest.Server, *pool.Pool) {
 	t.Helper()
-	pp := pool.Params{ModelsDir: dir, ModelsMax: c.modelsMax, MaxWait: time.Minute,
+	pp := pool.Params{ModelsDir: dir, ModelsMax: c.modelsMax, MaxWait: time.Minute, SleepIdle: time.Duration(c.sleepIdle) * time.Second,
 		Defaults: pool.Options{
 			Place: place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NCtx: 512, NParallel: 1, KVUnified: true}},
 			Serve: serve.Params{Threads: threads, NoCacheRAM: true},
@@ -188,7 +192,8 @@ var routerMasked = map[string]bool{"args": true, "preset": true}
 // unloads and their errors, unknown models and names that are paths,
 // ?autoload=false for a model not loaded; with --no-models-autoload, a
 // request for a model not loaded and one that asks to load it; with
-// --models-max 1, the least recently used model evicted.
+// --models-max 1, the least recently used model evicted; with
+// --sleep-idle-seconds, an idle model asleep and woken by a request.
 func TestRouterIsLlamaServers(t *testing.T) {
 	if raceOn {
 		t.Skip("a comparison with llama-server: it runs without the race detector")
@@ -262,6 +267,20 @@ func TestRouterIsLlamaServers(t *testing.T) {
 			{x: post("/models/load", `{"model":"alpha"}`), then: map[string]string{"alpha": "loaded", "beta": "unloaded"}},
 			{x: get("/v1/models")},
 			{x: post("/completion", cmpl("alpha"))},
+		})
+	})
+	t.Run("sleep", func(t *testing.T) {
+		c := routerConfig{sleepIdle: 1, noAutoload: true}
+		ours, _ := newRouter(t, dir, c)
+		theirs := llamaserver.Start(t, bin, c.flags(dir)...)
+		compareSteps(t, ours.URL, theirs.URL, []step{
+			{x: post("/models/load", `{"model":"alpha"}`), then: map[string]string{"alpha": "loaded"}},
+			{x: post("/completion", cmpl("alpha")), then: map[string]string{"alpha": "sleeping"}},
+			{x: get("/models")},
+			{x: post("/models/load", `{"model":"alpha"}`)},
+			// (a sleeping model is running: a request wakes it, autoload
+			// or not)
+			{x: post("/completion", cmpl("alpha")), then: map[string]string{"alpha": "loaded"}},
 		})
 	})
 	t.Run("negative-control", func(t *testing.T) {
