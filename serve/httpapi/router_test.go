@@ -69,7 +69,7 @@ func routerDir(t testing.TB) (dir, outside string) {
 type routerConfig struct {
 	modelsMax  int
 	noAutoload bool
-	sleepIdle  int // seconds
+	sleepIdle  int    // seconds
 	budget     uint64 // the host's, 0: the pool's default
 }
 
