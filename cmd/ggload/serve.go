@@ -401,6 +401,9 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		if given := sf.router.given(s); len(given) > 0 {
 			return s.errorf("%s: llama-server's router mode, which serves the models of --models-dir or --models-preset: give no model (-m)", strings.Join(given, ", "))
 		}
+		if o := s.byName["--sleep-idle-seconds"]; s.given[o] && sf.router.sleepIdle > 0 {
+			return s.errorf("--sleep-idle-seconds: ggload unloads idle models in router mode (--models-dir, --models-preset), not yet one model given with -m")
+		}
 		if path, err = pf.modelPath(s, pos); err != nil {
 			return err
 		}

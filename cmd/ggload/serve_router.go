@@ -61,12 +61,13 @@ func newRouterFlags() routerFlags {
 	return routerFlags{modelsMax: pool.DefaultModelsMax, sleepIdle: -1}
 }
 
-// given says whether the command line (or the environment) set a router
-// option.
+// given lists the router's options the command line gave (the
+// environment's are left alone, as llama-server leaves them with one
+// model).
 func (rf *routerFlags) given(s *optionSet) []string {
 	var out []string
-	for _, n := range []string{"--models-dir", "--models-preset", "--models-max", "--models-autoload", "--sleep-idle-seconds"} {
-		if s.given[s.byName[n]] {
+	for _, n := range []string{"--models-dir", "--models-preset", "--models-max", "--models-autoload"} {
+		if o := s.byName[n]; s.given[o] && !s.setByEnv(o) {
 			out = append(out, n)
 		}
 	}

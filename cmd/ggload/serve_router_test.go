@@ -172,6 +172,7 @@ func TestServeRouterRefuses(t *testing.T) {
 		{[]string{"--models-preset", bad, "--port", "0"}, "option 'not-an-option' not recognized in preset 'm'"},
 		{[]string{"-m", "/x.gguf", "--models-dir", "/tmp"}, "--models-dir: llama-server's router mode"},
 		{[]string{"--sleep-idle-seconds", "0"}, "invalid value: cannot be 0 or less than -1"},
+		{[]string{"-m", "/x.gguf", "--sleep-idle-seconds", "5"}, "--sleep-idle-seconds: ggload unloads idle models in router mode"},
 		{[]string{"--models-dir", "/tmp", "--lora", "/x.gguf", "--port", "0"}, "--lora: the router's models take no adapter yet"},
 	} {
 		cmd := exec.Command(exe, append([]string{"serve", "-dev", "none"}, c.args...)...)
