@@ -96,6 +96,21 @@ func (h *Handler) routerList(w http.ResponseWriter, r *http.Request, body []byte
 	return errf(serve.ErrNotSupported, "ggload downloads no model from a repository: put its file in --models-dir")
 }
 
+// routerDelete is DELETE /models?model=: llama-server's removal of a
+// model it downloaded into its cache; ggload's models are none of them.
+func (h *Handler) routerDelete(w http.ResponseWriter, r *http.Request, _ []byte) error {
+	name := param(r, "model")
+	if name == "" {
+		return invalidf("model must be a non-empty string")
+	}
+	for _, s := range h.models.List(r.Context()) {
+		if s.Name == name {
+			return errf(serve.ErrServer, "model name=%s is not removable (not from cache)", name)
+		}
+	}
+	return errf(serve.ErrServer, "model name=%s is not found", name)
+}
+
 // routerLoad is POST /models/load.
 func (h *Handler) routerLoad(w http.ResponseWriter, r *http.Request, body []byte) error {
 	data, err := parseBody(body)

@@ -235,6 +235,9 @@ func TestRouterIsLlamaServers(t *testing.T) {
 			{x: post("/models/load", fmt.Sprintf(`{"model":%q}`, outside))},
 			{x: post("/models/load", `{"model":"nope"}`)},
 			{x: post("/models/unload", `{"model":"nope"}`)},
+			{x: exchange{method: "DELETE", path: "/models?model=alpha"}},
+			{x: exchange{method: "DELETE", path: "/models?model=nope"}},
+			{x: exchange{method: "DELETE", path: "/models"}},
 			// unload, and the model not loaded
 			{x: post("/models/unload", `{"model":"beta"}`), then: map[string]string{"beta": "unloaded"}},
 			{x: post("/models/unload", `{"model":"beta"}`)},
