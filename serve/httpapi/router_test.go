@@ -71,6 +71,8 @@ type routerConfig struct {
 	noAutoload bool
 	sleepIdle  int    // seconds
 	budget     uint64 // the host's, 0: the pool's default
+	nPredict   int    // -n (0: llama-server's)
+	logger     *slog.Logger
 }
 
 func (c routerConfig) flags(dir string) []string {
@@ -94,7 +96,7 @@ func newRouter(t testing.TB, dir string, c routerConfig) (*httptest.Server, *poo
 	pp := pool.Params{ModelsDir: dir, ModelsMax: c.modelsMax, MaxWait: time.Minute, SleepIdle: time.Duration(c.sleepIdle) * time.Second,
 		Defaults: pool.Options{
 			Place: place.Params{DeviceNames: []string{"none"}, Context: place.ContextParams{NCtx: 512, NParallel: 1, KVUnified: true}},
-			Serve: serve.Params{Threads: threads, NoCacheRAM: true},
+			Serve: serve.Params{Threads: threads, NoCacheRAM: true, NPredict: c.nPredict},
 		}}
 	if c.budget > 0 {
 		pp.Budgets = []pool.Budget{{Device: pool.HostDevice, Bytes: c.budget}}
@@ -103,7 +105,11 @@ func newRouter(t testing.TB, dir string, c routerConfig) (*httptest.Server, *poo
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(httpapi.NewRouter(p, httpapi.RouterOptions{NoAutoload: c.noAutoload, Settings: httpapi.Settings{UI: true}}), httpapi.Options{Logger: slog.New(slog.DiscardHandler)})
+	logger := c.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	h := httpapi.New(httpapi.NewRouter(p, httpapi.RouterOptions{NoAutoload: c.noAutoload, Settings: httpapi.Settings{UI: true, NPredict: c.nPredict}}), httpapi.Options{Logger: logger})
 	h.SetReady()
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
