@@ -168,12 +168,13 @@ func (e *Engine) probeSeqRm() (seqRmType, error) {
 func (e *Engine) makeDefaults() Options {
 	// the defaults resolved, every field meant as it is: a request sets
 	// the fields it names, a zero among them included
+	// (the model's own, general.sampling.*, where the options leave a
+	// field unset: common_init_from_params)
 	var sp sample.Params
 	if e.p.Sampling != nil {
 		sp = *e.p.Sampling
-	} else {
-		sp.FromModel(e.model.Plan.Model)
 	}
+	sp.FromModel(e.model.Plan.Model)
 	sp = sp.Resolved()
 	sp.Explicit = sample.SetAll
 	return Options{CachePrompt: !e.p.NoCachePrompt, NKeep: e.p.Keep, NPredict: e.p.nPredict, NCacheReuse: e.p.CacheReuse,

@@ -57,8 +57,9 @@ type Params struct {
 	SlotSavePath string
 
 	// Sampling is the requests' default sampling (--temp, --top-k, ...,
-	// -s); nil: common_params_sampling's defaults with the model's own
-	// (general.sampling.*).
+	// -s), with the model's own (general.sampling.*) where it leaves a
+	// field unset (Explicit); nil: common_params_sampling's defaults
+	// with the model's own.
 	Sampling *sample.Params
 	// Stop is the default stop strings (-r, --reverse-prompt).
 	Stop []string

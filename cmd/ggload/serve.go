@@ -51,9 +51,8 @@ type serveFlags struct {
 	timeout     time.Duration
 	npGiven     bool
 	chat        serveChatFlags
-	// the pool's (--models-dir and the rest): refused until the pool is
-	// there
-	modelsDir string
+	// the router's (router.go): the pool
+	router routerFlags
 }
 
 // serveChatFlags are the chat options the chat endpoints read.
@@ -70,7 +69,7 @@ type serveChatFlags struct {
 }
 
 func newServeFlags() serveFlags {
-	return serveFlags{hosts: []string{"127.0.0.1"}, port: 8080, sampling: newSampleFlags(), threads: mathThreads(),
+	return serveFlags{hosts: []string{"127.0.0.1"}, port: 8080, sampling: newSampleFlags(), threads: mathThreads(), router: newRouterFlags(),
 		timeout: 3600 * time.Second, chat: serveChatFlags{jinja: true, budget: -1, enableThinking: -1, prefill: true},
 		settings: httpapi.Settings{UI: true}}
 }
@@ -81,7 +80,6 @@ const (
 	whyTools    = "the agent tools, MCP servers and their CORS proxy: ggload serves models, it runs no tools"
 	whyMedia    = "images and audio: ggload's server takes no multimodal projector yet"
 	whySpec     = "speculative decoding: ggload's engine decodes the model alone"
-	whyPool     = "the model pool (router mode) is not in ggload serve yet: serve one model with -m"
 	whyNoSSLTLS = "TLS needs both --ssl-key-file and --ssl-cert-file"
 )
 
@@ -93,6 +91,7 @@ func serveOptions(pf *placeFlags, sf *serveFlags) *optionSet {
 	sf.addEngine(s)
 	sf.addChat(s)
 	sf.sampling.add(s)
+	sf.router.add(s)
 	sf.addLater(s)
 	return s
 }
@@ -375,11 +374,6 @@ func (sf *serveFlags) addLater(s *optionSet) {
 		{[]string{"--spec-type"}, "TYPE", whySpec},
 		{[]string{"--spec-draft-n-max"}, "N", whySpec},
 		{[]string{"--spec-draft-n-min"}, "N", whySpec},
-		{[]string{"--models-dir"}, "PATH", whyPool},
-		{[]string{"--models-preset"}, "PATH", whyPool},
-		{[]string{"--models-max"}, "N", whyPool},
-		{[]string{"--models-autoload", "--no-models-autoload"}, "", whyPool},
-		{[]string{"--sleep-idle-seconds"}, "SECONDS", whyPool},
 	} {
 		s.add(&option{names: u.names, value: u.value, unsupported: u.why})
 	}
@@ -400,10 +394,16 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		return listDevices(ctx, &pf, stdout)
 	}
 	// no model: llama-server's router mode, whose models come from the
-	// pool (none yet: --models-dir and --models-preset are refused)
+	// pool (serve_router.go)
 	router := len(pos) == 0 && pf.model == "" && pf.modelURL == "" && pf.hub.repo == ""
 	path := ""
 	if !router {
+		if given := sf.router.given(s); len(given) > 0 {
+			return s.errorf("%s: llama-server's router mode, which serves the models of --models-dir or --models-preset: give no model (-m)", strings.Join(given, ", "))
+		}
+		if o := s.byName["--sleep-idle-seconds"]; s.given[o] && sf.router.sleepIdle > 0 {
+			return s.errorf("--sleep-idle-seconds: ggload unloads idle models in router mode (--models-dir, --models-preset), not yet one model given with -m")
+		}
 		if path, err = pf.modelPath(s, pos); err != nil {
 			return err
 		}
@@ -420,15 +420,32 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := sf.prepare(s, &pf); err != nil {
 		return s.errorf("%v", err)
 	}
-	single := &httpapi.Single{}
-	var models httpapi.Models = single
 	if router {
-		models = noModels{}
+		return sf.serveRouter(ctx, &pf, args)
 	}
-	h := httpapi.New(models, sf.http)
-	srv, lns, err := sf.listen(h)
+	single := &httpapi.Single{}
+	h := httpapi.New(single, sf.http)
+	srv, errc, err := sf.start(h)
 	if err != nil {
 		return err
+	}
+	defer srv.Close()
+	mo, release, err := sf.load(ctx, &pf, path)
+	if err != nil {
+		return err
+	}
+	defer release()
+	single.M = mo
+	h.SetReady()
+	fmt.Fprintf(os.Stderr, "ggload: serve: model loaded: %s\n", mo.Name)
+	return sf.wait(ctx, srv, errc)
+}
+
+// start opens the listeners and serves h on them.
+func (sf *serveFlags) start(h http.Handler) (*http.Server, <-chan error, error) {
+	srv, lns, err := sf.listen(h)
+	if err != nil {
+		return nil, nil, err
 	}
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {
@@ -445,21 +462,7 @@ func runServe(ctx context.Context, args []string, stdout io.Writer) error {
 		}()
 		fmt.Fprintf(os.Stderr, "ggload: serve: listening on %s\n", listenName(ln, sf.sslCert != ""))
 	}
-	defer srv.Close()
-	if router {
-		h.SetReady()
-		fmt.Fprintln(os.Stderr, "ggload: serve: router mode, with no models (the pool's --models-dir is not in ggload serve yet)")
-		return sf.wait(ctx, srv, errc)
-	}
-	mo, release, err := sf.load(ctx, &pf, path)
-	if err != nil {
-		return err
-	}
-	defer release()
-	single.M = mo
-	h.SetReady()
-	fmt.Fprintf(os.Stderr, "ggload: serve: model loaded: %s\n", mo.Name)
-	return sf.wait(ctx, srv, errc)
+	return srv, errc, nil
 }
 
 // wait serves until the context ends (SIGINT, SIGTERM) or a listener
@@ -474,20 +477,6 @@ func (sf *serveFlags) wait(ctx context.Context, srv *http.Server, errc <-chan er
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	}
-}
-
-// noModels is a router without models.
-type noModels struct{}
-
-func (noModels) Router() bool { return true }
-func (noModels) Acquire(context.Context, string, bool) (*httpapi.Model, func(), error) {
-	return nil, nil, httpapi.ErrUnknownModel
-}
-func (noModels) List(context.Context) []httpapi.ModelStatus { return nil }
-func (noModels) Load(context.Context, string) error         { return httpapi.ErrUnknownModel }
-func (noModels) Unload(context.Context, string) error       { return httpapi.ErrUnknownModel }
-func (noModels) Props() httpapi.RouterProps {
-	return httpapi.RouterProps{MaxInstances: 4, Autoload: true}
 }
 
 // prepare is llama-server's adjustment of its options before it loads:

@@ -55,6 +55,18 @@ for _ggload_n, _ggload_f in list(ServerPreset.__dict__.items()):
     if isinstance(_ggload_f, staticmethod) and _ggload_n != "load_all":
         setattr(ServerPreset, _ggload_n, _ggload_local(_ggload_n, _ggload_f.__func__))
 
+# the router preset's models (test_router.py names them by their Hugging
+# Face names) are the local files of a presets file, made by the test
+# command (GGLOAD_ROUTER_PRESET), whose sections carry those names
+_ggload_router_ini = os.environ.get("GGLOAD_ROUTER_PRESET")
+if _ggload_router_ini:
+    _ggload_router = ServerPreset.router
+    def _ggload_router_local():
+        s = _ggload_router()
+        s.models_preset = _ggload_router_ini
+        return s
+    ServerPreset.router = staticmethod(_ggload_router_local)
+
 # a test that names a Hugging Face model of its own cannot run here: no
 # model is fetched from outside
 _ggload_start = ServerProcess.start
@@ -310,15 +322,16 @@ func TestPinServerTests(t *testing.T) {
 		files = strings.Split(f, ",")
 	}
 	models := presetModels(t)
+	env := []string{"GGLOAD_ROUTER_PRESET=" + routerPresetsFile(t, models)}
 	// (GGLOAD_HTTP_SIDE=ggload runs ggload's side alone, to look at it)
 	side := os.Getenv("GGLOAD_HTTP_SIDE")
 	t0 := time.Now()
 	want := map[string]*pytestCounts{}
 	if side != "ggload" {
-		want = runPinTests(t, llamaServerScript(t), files, models, nil)
+		want = runPinTests(t, llamaServerScript(t), files, models, env)
 	}
 	t1 := time.Now()
-	got := runPinTests(t, ggloadServerScript(t), files, models, nil)
+	got := runPinTests(t, ggloadServerScript(t), files, models, env)
 	t.Logf("llama-server: %v, ggload serve: %v", t1.Sub(t0).Round(time.Second), time.Since(t1).Round(time.Second))
 	var names []string
 	for f := range want {
@@ -364,6 +377,38 @@ func TestPinServerTests(t *testing.T) {
 		}
 	}
 	t.Logf("the pin's server tests:\n%s", b.String())
+}
+
+// routerModels are the models test_router.py names, each with the local
+// file (of presetModels) that stands for it.
+var routerModels = map[string]string{
+	"ggml-org/tinygemma3-GGUF:Q8_0":              "tinygemma3",
+	"ggml-org/test-model-stories260K:F32":        "stories15m_moe",
+	"ggml-org/test-model-stories260K-infill:F32": "tinyllama_infill",
+}
+
+// routerPresetsFile is a presets file of the router's models: a section
+// per model, named as the test names it, its model a local file.
+func routerPresetsFile(t *testing.T, models map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, name := range sortedKeys(routerModels) {
+		fmt.Fprintf(&b, "[%s]\nmodel = %s\n\n", name, models[routerModels[name]])
+	}
+	p := filepath.Join(t.TempDir(), "router.ini")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func minus(a, b []string) []string {

@@ -37,7 +37,7 @@ func TestServeOptionsOfThePin(t *testing.T) {
 	s := serveOptions(&pf, &sf)
 	for _, g := range s.groups {
 		// (plan's and run's groups have tests of their own)
-		if !strings.HasPrefix(g.title, "server") && !strings.HasPrefix(g.title, "engine") && !strings.HasPrefix(g.title, "chat") && !strings.HasPrefix(g.title, "refused") {
+		if !strings.HasPrefix(g.title, "server") && !strings.HasPrefix(g.title, "engine") && !strings.HasPrefix(g.title, "chat") && !strings.HasPrefix(g.title, "router") && !strings.HasPrefix(g.title, "refused") {
 			continue
 		}
 		for _, o := range g.opts {
@@ -67,8 +67,7 @@ func TestServeOptionsOfThePin(t *testing.T) {
 }
 
 // ggload serve starts on a model and answers; without a model it starts
-// as a router with no models; the pool's and later options are refused by
-// name.
+// as a router with no models; later options are refused by name.
 func TestServeCommand(t *testing.T) {
 	models := presetModels(t)
 	exe, err := os.Executable()
@@ -137,7 +136,7 @@ func TestServeCommand(t *testing.T) {
 		t.Errorf("router /props: %d %s", code, body)
 	}
 	stop(cmd)
-	for _, opt := range [][]string{{"--models-dir", "/tmp"}, {"--tools", "all"}, {"--spec-type", "ngram"}, {"--path", "/tmp"}, {"--sleep-idle-seconds", "5"}, {"--mcp-servers-json", "{}"}} {
+	for _, opt := range [][]string{{"--tools", "all"}, {"--spec-type", "ngram"}, {"--path", "/tmp"}, {"--mcp-servers-json", "{}"}} {
 		c := exec.Command(exe, append([]string{"serve"}, opt...)...)
 		c.Env = append(os.Environ(), asGgloadEnv+"=1")
 		out, err := c.CombinedOutput()

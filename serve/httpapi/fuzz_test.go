@@ -77,30 +77,56 @@ func FuzzEndpoints(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		h := hs[int(which)%len(hs)]
 		path := fuzzPaths[int(which/2)%len(fuzzPaths)]
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-		h.ServeHTTP(rec, req)
-		watch.mu.Lock()
-		panics := watch.panics
-		watch.panics = nil
-		watch.mu.Unlock()
-		if len(panics) > 0 {
-			t.Fatalf("POST %s %q panicked: %v", path, body, panics)
-		}
-		code := rec.Code
-		switch {
-		case code == 200:
-			return
-		case code < 400 || code > 599:
-			t.Fatalf("POST %s %q: status %d", path, body, code)
-		}
-		v, err := ojson.Parse(rec.Body.Bytes())
-		if err != nil {
-			t.Fatalf("POST %s %q: %d with a body that is not JSON: %q", path, body, code, rec.Body.String())
-		}
-		e := v.At("error")
-		if !e.At("message").IsString() || !e.At("type").IsString() || e.At("code").Int() != int64(code) {
-			t.Fatalf("POST %s %q: %d with %s", path, body, code, rec.Body.String())
-		}
+		askFuzzed(t, h, watch, path, body)
+	})
+}
+
+// askFuzzed posts body to path and holds the answer to llama-server's
+// shapes: no panic, 200, or 4xx and 5xx with llama-server's error object.
+func askFuzzed(t *testing.T, h http.Handler, watch *panicWatch, path string, body []byte) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	h.ServeHTTP(rec, req)
+	watch.mu.Lock()
+	panics := watch.panics
+	watch.panics = nil
+	watch.mu.Unlock()
+	if len(panics) > 0 {
+		t.Fatalf("POST %s %q panicked: %v", path, body, panics)
+	}
+	code := rec.Code
+	switch {
+	case code == 200:
+		return
+	case code < 400 || code > 599:
+		t.Fatalf("POST %s %q: status %d", path, body, code)
+	}
+	v, err := ojson.Parse(rec.Body.Bytes())
+	if err != nil {
+		t.Fatalf("POST %s %q: %d with a body that is not JSON: %q", path, body, code, rec.Body.String())
+	}
+	e := v.At("error")
+	if !e.At("message").IsString() || !e.At("type").IsString() || e.At("code").Int() != int64(code) {
+		t.Fatalf("POST %s %q: %d with %s", path, body, code, rec.Body.String())
+	}
+}
+
+// The router's reading of its requests holds whatever it is given, as
+// FuzzEndpoints holds one model's: its own routes, and the model's
+// routes through the name a body gives.
+func FuzzRouter(f *testing.F) {
+	paths := []string{"/models/load", "/models/unload", "/completion", "/v1/chat/completions", "/tokenize", "/completion?autoload=false", "/props"}
+	for i, s := range []string{`{"model":"alpha","prompt":"x","n_predict":1}`, `{"model":"beta","content":"x"}`, `{"model":"../outside"}`,
+		`{"model":["alpha"]}`, `{"model":null}`, `{"model":"alpha","messages":[{"role":"user","content":"x"}],"max_tokens":1}`, `{`, ``, `[]`,
+		`{"model":"alpha\u0000"}`, `{"model":"alpha","prompt":"x","n_predict":1,"stream":true}`} {
+		f.Add(uint8(i), []byte(s))
+	}
+	watch := &panicWatch{}
+	dir, _ := routerDir(f)
+	srv, _ := newRouter(f, dir, routerConfig{nPredict: 8, logger: slog.New(watch)})
+	h := srv.Config.Handler
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		askFuzzed(t, h, watch, paths[int(which)%len(paths)], body)
 	})
 }

@@ -135,6 +135,7 @@ func (h *Handler) table() map[string]route {
 		add("POST", h.routerList, "/models")
 		add("POST", h.routerLoad, "/models/load")
 		add("POST", h.routerUnload, "/models/unload")
+		add("DELETE", h.routerDelete, "/models")
 	}
 	forbidden := func(w http.ResponseWriter, r *http.Request, _ []byte) error {
 		h.writeJSON(w, http.StatusForbidden, ojson.ObjectValue(ojson.Member{Key: "error", Value: ojson.ObjectValue(

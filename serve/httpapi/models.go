@@ -165,8 +165,15 @@ type ModelStatus struct {
 	Name    string
 	Aliases []string
 	Tags    []string
-	// Status is "loaded", "loading", "unloaded" or "failed".
+	// Status is "loaded", "loading", "unloaded" or "sleeping".
 	Status string
+	// Failed: the model's last load failed (Status "unloaded").
+	Failed bool
+	// Args are the model's options as a command line (the router lists
+	// its child's), and Preset its preset as an INI section
+	// (common_preset::to_ini; "": none).
+	Args   []string
+	Preset string
 	// Source is where the model was found ("models_dir", "preset", ...).
 	Source string
 	// Loaded is the model while it runs.
@@ -191,6 +198,8 @@ type Models interface {
 	Unload(ctx context.Context, name string) error
 	// Props is what a router's GET /props reports.
 	Props() RouterProps
+	// Reload reads the router's models again (GET /models?reload=1).
+	Reload(ctx context.Context) error
 }
 
 // RouterProps are a router's limits, as GET /props reports them.
@@ -222,3 +231,5 @@ func (s Single) Unload(context.Context, string) error {
 }
 
 func (s Single) Props() RouterProps { return RouterProps{} }
+
+func (s Single) Reload(context.Context) error { return nil }

@@ -33,7 +33,8 @@ func (h *Handler) routeModel(r *http.Request, name string) (*Model, func(), erro
 	if name == "" {
 		return nil, nil, errf(serve.ErrInvalidRequest, "model name is missing from the request")
 	}
-	autoload := true
+	// (is_autoload: the request's ?autoload=, else --models-autoload)
+	autoload := h.models.Props().Autoload
 	if a := param(r, "autoload"); a != "" {
 		autoload = a == "true" || a == "1"
 	}
@@ -49,11 +50,21 @@ func (h *Handler) routeModel(r *http.Request, name string) (*Model, func(), erro
 
 // routerModels is GET /models and /v1/models of a router.
 func (h *Handler) routerModels(w http.ResponseWriter, r *http.Request) error {
+	if param(r, "reload") != "" {
+		if err := h.models.Reload(r.Context()); err != nil {
+			return err
+		}
+	}
 	list := ojson.ArrayValue()
 	t := time.Now().Unix()
 	for _, s := range h.models.List(r.Context()) {
-		status := obj("value", s.Status, "args", []string{})
-		if s.Status == "failed" {
+		status := obj("value", s.Status, "args", nonNil(s.Args))
+		if s.Preset != "" {
+			status.Set("preset", jv(s.Preset))
+		}
+		if s.Failed {
+			// (the router's child's exit code: a failed load's is 1)
+			status.Set("exit_code", jv(1))
 			status.Set("failed", jv(true))
 		}
 		mi := obj("id", s.Name, "aliases", nonNil(s.Aliases), "tags", nonNil(s.Tags), "object", "model", "owned_by", "llamacpp",
@@ -83,6 +94,21 @@ func (h *Handler) routerList(w http.ResponseWriter, r *http.Request, body []byte
 		return invalidf("model must be a non-empty string")
 	}
 	return errf(serve.ErrNotSupported, "ggload downloads no model from a repository: put its file in --models-dir")
+}
+
+// routerDelete is DELETE /models?model=: llama-server's removal of a
+// model it downloaded into its cache; ggload's models are none of them.
+func (h *Handler) routerDelete(w http.ResponseWriter, r *http.Request, _ []byte) error {
+	name := param(r, "model")
+	if name == "" {
+		return invalidf("model must be a non-empty string")
+	}
+	for _, s := range h.models.List(r.Context()) {
+		if s.Name == name {
+			return errf(serve.ErrServer, "model name=%s is not removable (not from cache)", name)
+		}
+	}
+	return errf(serve.ErrServer, "model name=%s is not found", name)
 }
 
 // routerLoad is POST /models/load.
@@ -127,6 +153,6 @@ func (h *Handler) routerUnload(w http.ResponseWriter, r *http.Request, body []by
 func (h *Handler) routerProps(w http.ResponseWriter, r *http.Request, maxInstances int, autoload bool) {
 	h.writeJSON(w, http.StatusOK, obj("role", "router", "max_instances", maxInstances, "models_autoload", autoload,
 		"model_alias", "llama-server", "model_path", "none",
-		"default_generation_settings", obj("params", ojson.ObjectValue(), "n_ctx", 0),
+		"default_generation_settings", obj("params", nil, "n_ctx", 0), // (json{} is null)
 		"ui_settings", ojson.ObjectValue(), "build_info", h.o.BuildInfo, "cors_proxy_enabled", false))
 }

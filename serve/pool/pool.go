@@ -536,7 +536,10 @@ type Info struct {
 	Took LoadTimes
 	// NCtx and NSlots are its engine's context and slots (loaded).
 	NCtx, NSlots int
-	Extra        any
+	// Gen numbers its load while it is resident (each load a new
+	// number); 0 while it is not.
+	Gen   uint64
+	Extra any
 }
 
 // Models describes every model, by name.
@@ -564,7 +567,7 @@ func (p *Pool) Model(name string) (Info, error) {
 func (p *Pool) infoLocked(m *model) Info {
 	in := Info{Name: m.name, Aliases: sortedSet(m.opts.Aliases), Tags: sortedSet(m.opts.Tags), Source: m.src, Path: m.opts.Path,
 		Mmproj: m.opts.Mmproj, Draft: m.opts.Draft, Settings: slices.Clone(m.settings), Status: m.st.status(), Stopping: m.draining, Pinned: m.opts.Pin,
-		Err: m.err, Requests: m.refs, Waiting: m.waiting, LastUsed: m.lastUsed, Fit: m.fit, Took: m.took, Extra: m.opts.Extra}
+		Err: m.err, Requests: m.refs, Waiting: m.waiting, LastUsed: m.lastUsed, Fit: m.fit, Took: m.took, Extra: m.opts.Extra, Gen: m.gen}
 	if m.stale != nil {
 		in.Err = m.stale
 	}
