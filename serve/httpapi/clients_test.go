@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -24,8 +25,14 @@ type sdkAnswers struct {
 	embeddings     int
 }
 
+// freshConns opens a connection per request: with retries off, a kept
+// connection that the server closes as idle just as a request goes out
+// on it would fail the request with EOF, which Go does not retry for a
+// POST.
+var freshConns = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func openaiClient(base string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	return openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0), option.WithHTTPClient(freshConns))
 }
 
 func askCompletions(t *testing.T, base string) sdkAnswers {
@@ -159,7 +166,7 @@ func askChat(t *testing.T, base string) chatAnswers {
 		a.toolsText += " call:" + tc.Function.Name + tc.Function.Arguments
 	}
 
-	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithJSONSet("temperature", 0))
+	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithHTTPClient(freshConns), aoption.WithJSONSet("temperature", 0))
 	ap := anthropic.MessageNewParams{Model: "tiny", MaxTokens: 8, System: []anthropic.TextBlockParam{{Text: "Be brief."}},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello there"))}}
 	m, err := ac.Messages.New(ctx, ap)
