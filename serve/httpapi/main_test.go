@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -20,7 +21,18 @@ import (
 	"github.com/ggload/ggload/serve/httpapi"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	freshConnections()
+	testenv.Main(m)
+}
+
+// freshConnections makes the default client open a connection per
+// request: llama-server closes a kept connection after its hundredth
+// request or when idle, and a POST that goes out on it just then fails
+// with EOF, which Go does not retry.
+func freshConnections() {
+	http.DefaultTransport.(*http.Transport).DisableKeepAlives = true
+}
 
 // all says whether the whole suite runs (GGLOAD_HTTP_ALL=1), not its
 // sample.

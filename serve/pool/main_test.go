@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,6 +21,10 @@ func TestMain(m *testing.M) {
 	if arg := os.Getenv(childEnv); arg != "" {
 		os.Exit(child(arg))
 	}
+	// a connection per request: llama-server closes a kept connection
+	// after its hundredth request or when idle, and a POST that goes out
+	// on it just then fails with EOF, which Go does not retry
+	http.DefaultTransport.(*http.Transport).DisableKeepAlives = true
 	testenv.Main(m)
 }
 
