@@ -1,10 +1,18 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/ggload/ggload/grammar"
+	"github.com/ggload/ggload/internal/ojson"
 	"github.com/ggload/ggload/lab/testenv"
 )
 
@@ -157,4 +165,96 @@ func qwenTemplate(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return tmpl
+}
+
+// Requests with grammars, run together on two slots, each answered as
+// its grammar says: a grammar that ends stops the generation at its end;
+// a JSON schema's text is one its grammar takes; the same request
+// without its grammar writes something else; a grammar that does not
+// parse is a 400, one the sampled token leaves no way through a 500
+// (the pin's "got exception"), and neither stops the server. Runs under
+// the race detector too.
+func TestGrammarsConcurrently(t *testing.T) {
+	path := textModel(t, "llama", "llama-spm", 2)
+	srv, _ := newServer(t, path, config{nCtx: 1024, nParallel: 2})
+	const schema = `{"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer"}},"required":["name","age"]}`
+	schemaGrammar, err := grammar.FromJSONSchema(mustParse(t, schema), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type check func(status int, body ojson.Value) error
+	content := func(b ojson.Value) string { return b.At("content").Str() }
+	cases := []struct {
+		body string
+		ok   check
+	}{
+		{`{"prompt":"Is it","n_predict":16,"seed":7,"grammar":"root ::= \"yes\" | \"no\""}`, func(st int, b ojson.Value) error {
+			if st != 200 || (content(b) != "yes" && content(b) != "no") || b.At("stop_type").Str() != "eos" {
+				return fmt.Errorf("want yes or no, stopped at the end of generation")
+			}
+			return nil
+		}},
+		{`{"prompt":"Tell","n_predict":20,"seed":3,"json_schema":` + schema + `}`, func(st int, b ojson.Value) error {
+			g, err := grammar.New(nil, schemaGrammar, "root")
+			if err != nil {
+				return err
+			}
+			if st != 200 || content(b) == "" {
+				return fmt.Errorf("want a text")
+			}
+			return g.AcceptString(content(b))
+		}},
+		{`{"prompt":"Is it","n_predict":6,"temperature":0}`, func(st int, b ojson.Value) error {
+			if st != 200 || content(b) == "" || strings.HasPrefix(content(b), "yes") || strings.HasPrefix(content(b), "no") {
+				return fmt.Errorf("want the model's own text")
+			}
+			return nil
+		}},
+		{`{"prompt":"x","n_predict":4,"grammar":"root ::= ("}`, func(st int, b ojson.Value) error {
+			if st != 400 || b.At("error").At("message").Str() != "Failed to initialize samplers: failed to parse grammar" {
+				return fmt.Errorf("want the pin's 400")
+			}
+			return nil
+		}},
+		{`{"prompt":"Is it","n_predict":6,"seed":1,"ignore_eos":true,"grammar":"root ::= \"yes\""}`, func(st int, b ojson.Value) error {
+			if st != 500 || !strings.HasPrefix(b.At("error").At("message").Str(), "got exception: Unexpected empty grammar stack after accepting piece: ") {
+				return fmt.Errorf("want the pin's 500")
+			}
+			return nil
+		}},
+	}
+	var wg sync.WaitGroup
+	for round := range 2 {
+		for i, c := range cases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Post(srv.URL+"/completion", "application/json", strings.NewReader(c.body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				b, err := ojson.Parse(raw)
+				if err == nil {
+					err = c.ok(resp.StatusCode, b)
+				}
+				if err != nil {
+					t.Errorf("round %d, case %d %s: %v\n  got %d %.400s", round, i, c.body, err, resp.StatusCode, raw)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	waitIdle(t, srv.URL, 10*time.Second)
+}
+
+func mustParse(t *testing.T, s string) ojson.Value {
+	t.Helper()
+	v, err := ojson.ParseString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
