@@ -25,7 +25,7 @@ type sdkAnswers struct {
 }
 
 func openaiClient(base string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
+	return openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0), option.WithHTTPClient(oneShot))
 }
 
 func askCompletions(t *testing.T, base string) sdkAnswers {
@@ -159,7 +159,7 @@ func askChat(t *testing.T, base string) chatAnswers {
 		a.toolsText += " call:" + tc.Function.Name + tc.Function.Arguments
 	}
 
-	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithJSONSet("temperature", 0))
+	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithJSONSet("temperature", 0), aoption.WithHTTPClient(oneShot))
 	ap := anthropic.MessageNewParams{Model: "tiny", MaxTokens: 8, System: []anthropic.TextBlockParam{{Text: "Be brief."}},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello there"))}}
 	m, err := ac.Messages.New(ctx, ap)
