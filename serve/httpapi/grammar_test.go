@@ -136,7 +136,8 @@ func TestGrammarIsLlamaServer(t *testing.T) {
 // and json_schema (greedy and seeded, streamed or not) on the chat,
 // responses and messages endpoints; tools offered on a template whose
 // tool-call grammar is lazy (the call opens with <tool_call>), the call
-// written and parsed; a call asked for with tool_choice required. A
+// written and parsed; a call asked for with tool_choice required; JSON
+// output as the OpenAI Go SDK asks for it and reads it. A
 // sample by default (the grammar looks at this vocabulary's 151k tokens
 // for each token sampled); GGLOAD_HTTP_ALL=1 runs every exchange.
 func TestChatGrammarIsLlamaServer(t *testing.T) {
@@ -151,6 +152,7 @@ func TestChatGrammarIsLlamaServer(t *testing.T) {
 	}
 	t.Run("chat", func(t *testing.T) { compareAnswers(t, ours.URL, theirs.URL, chats) })
 	t.Run("tools", func(t *testing.T) { compareAnswers(t, ours.URL, theirs.URL, tools) })
+	t.Run("openai-go", func(t *testing.T) { sameJSONSDK(t, ours.URL, theirs.URL) })
 }
 
 // qwenTemplate is a file holding the pin's Qwen 2.5 chat template.
