@@ -69,6 +69,12 @@ func (e *regexError) Error() string { return e.msg }
 
 func reFail(msg string) { panic(&regexError{msg}) }
 
+// errParen is what the pin's libllama throws for an unclosed group or a
+// stray token after the expression: regex_constants::error_paren with no
+// text of its own (libstdc++ 11's headers), which the C++ runtime
+// describes so.
+const errParen = "Mismatched '(' and ')' in regular expression"
+
 // tokens of the scanner
 const (
 	tkOrdChar = iota
@@ -338,7 +344,7 @@ func compileECMA(pattern string) (re *ecmaRegex, err error) {
 	r.end = r.start
 	c.disjunction()
 	if !c.matchTok(tkEOF) {
-		reFail("Unexpected end of regex when in an open parenthesis")
+		reFail(errParen)
 	}
 	c.appendSeq(&r, c.pop())
 	c.appendState(&r, c.subexprEnd())
@@ -667,7 +673,7 @@ func (c *reCompiler) atom() bool {
 			r := c.single(c.dummy())
 			c.disjunction()
 			if !c.matchTok(tkSubexprEnd) {
-				reFail("Parenthesis is not closed.")
+				reFail(errParen)
 			}
 			c.appendSeq(&r, c.pop())
 			c.push(r)
@@ -675,7 +681,7 @@ func (c *reCompiler) atom() bool {
 			r := c.single(c.subexprBegin())
 			c.disjunction()
 			if !c.matchTok(tkSubexprEnd) {
-				reFail("Parenthesis is not closed.")
+				reFail(errParen)
 			}
 			c.appendSeq(&r, c.pop())
 			c.appendState(&r, c.subexprEnd())

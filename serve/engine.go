@@ -486,6 +486,10 @@ func (e *Engine) processTask(t *task) {
 			return
 		}
 		if !e.launch(s, t) {
+			// the slot stays free: a task deferred for want of one takes
+			// it (the pin drops the task and pops none, which leaves the
+			// deferred tasks waiting forever once every slot is idle)
+			e.popDeferred(s.id)
 			return
 		}
 		if e.p.cacheIdleSlots {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ggload/ggload/infer"
 	"github.com/ggload/ggload/lab/testenv"
+	"github.com/ggload/ggload/place"
 	"github.com/ggload/ggload/sample"
 	"github.com/ggload/ggload/serve"
 )
@@ -210,4 +211,51 @@ func TestNoLeaks(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Requests whose grammar does not parse, or leaves the sampled token no
+// way through, end alone with llama-server's errors; queued behind a
+// busy slot, they leave it to the requests after them (the pin drops
+// such a task and serves no other deferred one, waiting forever once its
+// slots are idle).
+func TestGrammarFaultsEndTheirRequestAlone(t *testing.T) {
+	path := textModel(t, "llama", "llama-spm", 2)
+	e := newEngine(t, path, 1024, serve.Params{}, func(cp *place.ContextParams) { cp.NParallel = 1 })
+	bad := opts(e, 4, func(p *sample.Params) { p.Grammar = "root ::= (" })
+	stuck := opts(e, 6, func(p *sample.Params) { p.Grammar, p.IgnoreEOS, p.Temp = `root ::= "yes"`, true, 0 })
+	good := opts(e, 4, func(p *sample.Params) { p.Grammar, p.Temp = `root ::= [a-z]+`, 0 })
+	prompt := tokens(t, e, "Is it")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pend, err := e.Post(ctx, []serve.Request{
+		{Prompt: prompt, Options: longOpts(e, 16)},
+		{Prompt: prompt, Options: bad},
+		{Prompt: prompt, Options: stuck},
+		{Prompt: prompt, Options: bad},
+		{Prompt: prompt, Options: good},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		typ serve.ErrorType
+		msg string
+	}{
+		{}, {serve.ErrInvalidRequest, "Failed to initialize samplers: failed to parse grammar"},
+		{serve.ErrServer, "got exception: Unexpected empty grammar stack after accepting piece: "},
+		{serve.ErrInvalidRequest, "Failed to initialize samplers: failed to parse grammar"}, {},
+	}
+	for i, p := range pend {
+		res, err := p.Wait(nil)
+		var se *serve.Error
+		switch {
+		case want[i].msg == "" && err != nil:
+			t.Errorf("request %d: %v", i, err)
+		case want[i].msg == "" && i == len(pend)-1 && (len(res.Tokens) == 0 || strings.Trim(res.Content, "abcdefghijklmnopqrstuvwxyz") != ""):
+			t.Errorf("request %d: %q, not the grammar's", i, res.Content)
+		case want[i].msg != "" && (!errors.As(err, &se) || se.Type != want[i].typ || !strings.HasPrefix(se.Msg, want[i].msg)):
+			t.Errorf("request %d: %v, want %q", i, err, want[i].msg)
+		}
+	}
+	waitIdle(t, e)
 }

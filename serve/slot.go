@@ -5,10 +5,12 @@
 package serve
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ggload/ggload/grammar"
 	"github.com/ggload/ggload/sample"
 )
 
@@ -168,7 +170,7 @@ func (e *Engine) launch(s *slot, t *task) bool {
 	if t.needSampling() {
 		smpl, err := sample.New(e.vocab, t.opts.Sampling)
 		if err != nil {
-			t.out.send(errorf(ErrInvalidRequest, "Failed to initialize samplers: %v", err))
+			t.out.send(errorf(ErrInvalidRequest, "Failed to initialize samplers: %s", samplerInitError(err)))
 			return false
 		}
 		s.smpl = smpl
@@ -191,19 +193,44 @@ func (s *slot) initSampler() {
 	}
 	s.smpl.Reset()
 	for _, t := range s.prompt.tokens {
-		acceptPrompt(s.smpl, t)
+		// common_sampler_accept(smpl, token, false): the grammar does
+		// not see the prompt's tokens
+		s.smpl.AcceptPrompt(t)
 	}
 }
 
-// acceptPrompt is common_sampler_accept(smpl, token, false): a prompt's
-// token, which a grammar of the chain does not see. A sampler that can
-// tell them apart says so by AcceptPrompt.
-func acceptPrompt(smpl *sample.Sampler, t int32) {
-	if p, ok := any(smpl).(interface{ AcceptPrompt(int32) }); ok {
-		p.AcceptPrompt(t)
-		return
+// exceptionText is the text of what the pin throws where ggload returns
+// err: a grammar's accept error is llama_grammar_accept_impl's
+// runtime_error.
+func exceptionText(err error) string {
+	var ae *grammar.AcceptError
+	if errors.As(err, &ae) {
+		return ae.Msg
 	}
-	smpl.Accept(t)
+	return err.Error()
+}
+
+// samplerInitError is what common_sampler_init throws for err: a grammar
+// that does not parse, names no root or recurses on the left is "failed
+// to parse grammar" (llama_grammar_init_impl logs the reason and gives
+// nothing), a trigger pattern std::regex refuses is the regex_error's
+// text; a generation prompt the grammar refuses is "std::exception" (the
+// pin logs the grammar and rethrows its accept error as a copy of its
+// std::exception base, which has no text of its own).
+func samplerInitError(err error) string {
+	var pe *grammar.ParseError
+	var ie *grammar.InitError
+	var pat *grammar.PatternError
+	var ae *grammar.AcceptError
+	switch {
+	case errors.As(err, &pe), errors.As(err, &ie):
+		return "failed to parse grammar"
+	case errors.As(err, &pat):
+		return pat.Msg
+	case errors.As(err, &ae):
+		return "std::exception"
+	}
+	return err.Error()
 }
 
 // piece is common_token_to_piece.

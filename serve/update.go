@@ -579,13 +579,18 @@ func (e *Engine) sampleNext(s *slot, row int) {
 	if err == nil {
 		id, err = s.smpl.Sample(logits)
 	}
+	if err == nil {
+		// common_sampler_accept(smpl, id, true): the grammar takes the
+		// token, or throws (a token it cannot take ends the request as
+		// the pin's iterate ends it)
+		err = s.smpl.Accept(id)
+	}
 	s.iBatch = -1
 	if err != nil {
-		e.sendError(s, errorf(ErrServer, "got exception: %v", err))
+		e.sendError(s, errorf(ErrServer, "got exception: %s", exceptionText(err)))
 		e.release(s)
 		return
 	}
-	s.smpl.Accept(id)
 	now := e.now()
 	s.stats.nGen++
 	if s.stats.nGen == 1 {

@@ -167,6 +167,9 @@ var invalidArgs = []string{
 	"Cannot set both add_generation_prompt", "Cannot continue an assistant message", "Cannot use custom grammar",
 	"invalid type for \"enable_thinking\"", "file://", "file path is not allowed", "file does not exist",
 	"Invalid uri", "uri must be base64",
+	// (json_schema_to_grammar's, where the legacy templates convert the
+	// request's schema)
+	"JSON schema conversion failed",
 }
 
 // chatError is the status of a chat error: invalid_argument or

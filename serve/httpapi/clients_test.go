@@ -2,8 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +12,7 @@ import (
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 // sdkAnswers are what the official OpenAI Go SDK reads from a server:
@@ -25,14 +26,8 @@ type sdkAnswers struct {
 	embeddings     int
 }
 
-// freshConns opens a connection per request: with retries off, a kept
-// connection that the server closes as idle just as a request goes out
-// on it would fail the request with EOF, which Go does not retry for a
-// POST.
-var freshConns = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-
 func openaiClient(base string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0), option.WithHTTPClient(freshConns))
+	return openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("sk-test"), option.WithMaxRetries(0), option.WithHTTPClient(oneShot))
 }
 
 func askCompletions(t *testing.T, base string) sdkAnswers {
@@ -166,7 +161,7 @@ func askChat(t *testing.T, base string) chatAnswers {
 		a.toolsText += " call:" + tc.Function.Name + tc.Function.Arguments
 	}
 
-	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithHTTPClient(freshConns), aoption.WithJSONSet("temperature", 0))
+	ac := anthropic.NewClient(aoption.WithBaseURL(base), aoption.WithAPIKey("sk-test"), aoption.WithMaxRetries(0), aoption.WithJSONSet("temperature", 0), aoption.WithHTTPClient(oneShot))
 	ap := anthropic.MessageNewParams{Model: "tiny", MaxTokens: 8, System: []anthropic.TextBlockParam{{Text: "Be brief."}},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello there"))}}
 	m, err := ac.Messages.New(ctx, ap)
@@ -207,6 +202,64 @@ func sameChatSDKs(t *testing.T, ours, theirs string) {
 	g, w := askChat(t, ours), askChat(t, theirs)
 	if g.text == "" || g.text != g.streamed || g.anthropic != g.anthStream || g.anthTokens == 0 {
 		t.Errorf("ours: %+v", g)
+	}
+	if g != w {
+		t.Errorf("ours %+v\nllama-server %+v", g, w)
+	}
+}
+
+// jsonAnswers are what the OpenAI Go SDK reads of JSON output
+// (response_format json_schema): the reply at once and streamed, and why
+// it ended.
+type jsonAnswers struct {
+	text, streamed, finish string
+}
+
+func askJSON(t *testing.T, base string) jsonAnswers {
+	t.Helper()
+	ctx := context.Background()
+	c := openaiClient(base)
+	p := openai.ChatCompletionNewParams{
+		Model:       "tiny",
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Is it sunny?")},
+		MaxTokens:   openai.Int(48),
+		Temperature: openai.Float(0),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: map[string]any{
+				"type": "object", "properties": map[string]any{"sunny": map[string]any{"type": "boolean"}},
+				"required": []string{"sunny"}, "additionalProperties": false,
+			}},
+		}},
+	}
+	var a jsonAnswers
+	res, err := c.Chat.Completions.New(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: Chat.Completions.New with response_format: %v", base, err)
+	}
+	a.text, a.finish = res.Choices[0].Message.Content, string(res.Choices[0].FinishReason)
+	s := c.Chat.Completions.NewStreaming(ctx, p)
+	acc := openai.ChatCompletionAccumulator{}
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		t.Fatalf("%s: Chat.Completions.NewStreaming with response_format: %v", base, err)
+	}
+	if len(acc.Choices) > 0 {
+		a.streamed = acc.Choices[0].Message.Content
+	}
+	return a
+}
+
+// sameJSONSDK: the OpenAI Go SDK asks both servers for JSON output with
+// a schema and reads the same reply, one that the schema holds.
+func sameJSONSDK(t *testing.T, ours, theirs string) {
+	g, w := askJSON(t, ours), askJSON(t, theirs)
+	var v struct {
+		Sunny *bool `json:"sunny"`
+	}
+	if err := json.Unmarshal([]byte(g.text), &v); err != nil || v.Sunny == nil || g.finish != "stop" || g.text != g.streamed {
+		t.Errorf("ours: %+v, not the schema's JSON (%v)", g, err)
 	}
 	if g != w {
 		t.Errorf("ours %+v\nllama-server %+v", g, w)

@@ -221,9 +221,6 @@ func (h *Handler) newCmplReq(m *Model, kind taskKind, data ojson.Value, rt resTy
 		if err != nil {
 			return nil, err
 		}
-		if p.grammar != "" && p.grammarType != "tool_calls" {
-			return nil, errf(serve.ErrNotSupported, "grammar-constrained sampling (grammar, json_schema, response_format) is not supported yet")
-		}
 		p.o.IDSlot = idSlot
 		ping = p.ssePing
 		parent := &cmplTask{index: len(req.tasks), prompt: in, p: p}

@@ -60,6 +60,10 @@ func FuzzEndpoints(f *testing.F) {
 		`{"prompt":"x","stop":[null,[],"",1],"n_predict":1}`, `{"prompt":"x","grammar_triggers":[{"type":1,"value":"a"}],"n_predict":1}`,
 		`{"prompt":"x","response_fields":["a/b"],"n_predict":1}`, `nul\x00`, `{"prompt":"\xff\xfe","n_predict":1}`, `{`, ``, `[]`, `"x"`, `null`,
 		`{"model":"m"}`, `{"prompt":"x","n":2,"n_predict":1}`, `{"prompt":"x","dry_sequence_breakers":["a"],"dry_multiplier":1,"n_predict":2}`,
+		`{"prompt":"x","grammar":"root ::= [a-z]+ | \"(\" root","n_predict":3}`, `{"prompt":"x","grammar":"root ::= (","n_predict":1}`,
+		`{"prompt":"x","json_schema":{"type":"array","items":{"$ref":"#"}},"n_predict":3}`, `{"prompt":"x","json_schema":{"pattern":"(a"},"n_predict":1}`,
+		`{"prompt":"x","grammar":"root ::= \"a\"","grammar_lazy":true,"grammar_triggers":[{"type":3,"value":"(?=x)"}],"n_predict":2}`,
+		`{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"enum":[1,"a"]}}},"max_tokens":2}`,
 	}
 	for i, s := range seeds {
 		f.Add(uint8(i), []byte(s))

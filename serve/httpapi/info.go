@@ -182,7 +182,8 @@ func slotJSON(m *Model, s serve.SlotInfo) ojson.Value {
 // paramsOf is a request's parameters from the engine's options alone
 // (what a slot remembers of its last task).
 func paramsOf(o serve.Options) *taskParams {
-	return &taskParams{o: o, shown: o.Sampling.LogitBias, reasoningFormat: "deepseek", nCmpl: 1, reasoningBudgetTokens: -1}
+	return &taskParams{o: o, shown: o.Sampling.LogitBias, reasoningFormat: "deepseek", nCmpl: 1, reasoningBudgetTokens: -1,
+		preserved: o.PreservedTokens, generationPrompt: o.Sampling.GenerationPrompt}
 }
 
 // postSlots is POST /slots/:id_slot?action=save|restore|erase.

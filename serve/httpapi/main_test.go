@@ -72,6 +72,8 @@ type config struct {
 	http            httpapi.Options
 	alias           string
 	jinja           bool
+	// chatTemplateFile is --chat-template-file
+	chatTemplateFile string
 }
 
 // flags are llama-server's options for c.
@@ -106,6 +108,9 @@ func (c config) flags(model string) []string {
 	}
 	if c.params.NPredict != 0 {
 		f = append(f, "-n", itoa(c.params.NPredict))
+	}
+	if c.chatTemplateFile != "" {
+		f = append(f, "--chat-template-file", c.chatTemplateFile)
 	}
 	return f
 }
@@ -151,6 +156,13 @@ func newServer(t testing.TB, path string, c config) (*httptest.Server, *httpapi.
 	}
 	s := httpapi.Settings{NPredict: p.NPredict, Embedding: c.embedding || c.rerank, Rerank: c.rerank, SlotSavePath: c.slotSavePath, UI: true}
 	s.Chat.Server.Legacy = !c.jinja
+	if c.chatTemplateFile != "" {
+		b, err := os.ReadFile(c.chatTemplateFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Chat.Template, s.Chat.TemplateName = string(b), c.chatTemplateFile
+	}
 	mo, err := httpapi.NewModel(e, lm, path, aliases, nil, s)
 	if err != nil {
 		t.Fatal(err)

@@ -34,11 +34,9 @@ type taskParams struct {
 	// end-of-generation biases appended)
 	shown []sample.LogitBias
 
-	grammar         string
-	grammarType     string // "user", "output_format", "tool_calls" ("": none)
-	grammarLazy     bool
-	grammarTriggers []grammarTrigger
-	preserved       []int32 // sorted, as the pin's std::set
+	// (the grammar, its laziness and triggers are the sampler's:
+	// o.Sampling)
+	preserved []int32 // sorted, as the pin's std::set
 
 	// the chat parser's (common_chat_parser_params)
 	chatFormat         int
@@ -56,14 +54,6 @@ type taskParams struct {
 	reasoningBudgetEnd     [][]int32
 	reasoningBudgetForced  []int32
 	messageDelimitersGiven bool
-}
-
-// grammarTrigger is common_grammar_trigger: its type (0 token, 1 word,
-// 2 pattern, 3 pattern_full), value and token.
-type grammarTrigger struct {
-	typ   int
-	value string
-	token int32
 }
 
 // schemaCtx is field_eval_context.
@@ -102,6 +92,9 @@ func evalSchema(v *vocab.Vocab, base serve.Options, s Settings, data ojson.Value
 	}
 	p.reasoningInContent = p.o.Stream && p.reasoningFormat == "deepseek-legacy"
 	p.o.PreservedTokens = p.preserved
+	// the generation prompt, which the template put at the prompt's end,
+	// is the grammar's start too (an output-format or tool-call grammar's)
+	p.o.Sampling.GenerationPrompt = p.generationPrompt
 	return p, nil
 }
 
@@ -205,7 +198,6 @@ var f32max = float32(math.MaxFloat32)
 
 // schema is make_llama_cmpl_schema, field for field.
 func schema() []field {
-	sp := func(p *taskParams) *sample.Params { return &p.o.Sampling }
 	return []field{
 		fBool("verbose", func(p *taskParams) *bool { return &p.verbose }),
 		fBool("timings_per_token", func(p *taskParams) *bool { return &p.o.TimingsPerToken }),
@@ -305,7 +297,7 @@ func schema() []field {
 			return nil
 		}},
 		{names: []string{"json_schema", "grammar"}, eval: evalGrammar},
-		fBool("grammar_lazy", func(p *taskParams) *bool { return &p.grammarLazy }),
+		fBool("grammar_lazy", func(p *taskParams) *bool { return &sp(p).GrammarLazy }),
 
 		{names: []string{"chat_format"}, eval: func(c *schemaCtx, _ string, v ojson.Value) error {
 			x, err := getInt32(v)
@@ -443,9 +435,14 @@ func schema() []field {
 	}
 }
 
+// sp is the request's sampling parameters.
+func sp(p *taskParams) *sample.Params { return &p.o.Sampling }
+
 // evalGrammar is the json_schema and grammar field: a JSON schema becomes
-// a grammar, a grammar is taken as it is.
+// a grammar (json_schema wins where both are given), a grammar is taken
+// as it is; either replaces the server's (--grammar, --json-schema).
 func evalGrammar(c *schemaCtx, _ string, _ ojson.Value) error {
+	s := sp(c.p)
 	if has(c.data, "json_schema") && !has(c.data, "grammar") {
 		sch := value(c.data, "json_schema", ojson.ObjectValue(), asJSON)
 		if sch.IsObject() && sch.Len() == 0 {
@@ -455,22 +452,26 @@ func evalGrammar(c *schemaCtx, _ string, _ ojson.Value) error {
 		if err != nil {
 			return fmt.Errorf("\"json_schema\": %s", err.Error())
 		}
-		c.p.grammar, c.p.grammarType = g, "output_format"
+		s.Grammar, s.JSONSchema, s.GrammarType = g, "", sample.GrammarOutputFormat
 		return nil
 	}
 	g := value(c.data, "grammar", "", getString)
 	if g == "" {
 		return nil
 	}
-	c.p.grammar, c.p.grammarType = g, "user"
+	// grammar_type "tool_calls" is what the chat endpoints set for the
+	// template's grammar: one the generation prompt advances
+	s.Grammar, s.JSONSchema, s.GrammarType = g, "", sample.GrammarUser
 	if value(c.data, "grammar_type", "", getString) == "tool_calls" {
-		c.p.grammarType = "tool_calls"
+		s.GrammarType = sample.GrammarToolCalls
 	}
 	return nil
 }
 
-// evalTriggers is the grammar_triggers field.
+// evalTriggers is the grammar_triggers field: a word that is one token
+// (a preserved one) becomes that token's trigger.
 func evalTriggers(c *schemaCtx, _ string, v ojson.Value) error {
+	s := sp(c.p)
 	for _, t := range iterate(v) {
 		tt, err := at(t, "type")
 		if err != nil {
@@ -488,19 +489,17 @@ func evalTriggers(c *schemaCtx, _ string, v ojson.Value) error {
 		if err != nil {
 			return err
 		}
-		tr := grammarTrigger{typ: int(typ), value: val}
-		if typ == 0 {
+		tr := sample.GrammarTrigger{Type: sample.TriggerType(typ), Value: val}
+		switch tr.Type {
+		case sample.TriggerToken:
 			tv, err := at(t, "token")
 			if err != nil {
 				return err
 			}
-			tok, err := getInt32(tv)
-			if err != nil {
+			if tr.Token, err = getInt32(tv); err != nil {
 				return err
 			}
-			tr.token = tok
-		}
-		if typ == 1 {
+		case sample.TriggerWord:
 			ids, err := c.vocab.Tokenize(val, false, true)
 			if err != nil {
 				return err
@@ -509,12 +508,12 @@ func evalTriggers(c *schemaCtx, _ string, v ojson.Value) error {
 				if !slices.Contains(c.p.preserved, ids[0]) {
 					return fmt.Errorf("Grammar trigger word should be marked as preserved token: %s", val)
 				}
-				tr = grammarTrigger{typ: 0, value: val, token: ids[0]}
+				tr = sample.GrammarTrigger{Type: sample.TriggerToken, Value: val, Token: ids[0]}
 			}
 		}
-		c.p.grammarTriggers = append(c.p.grammarTriggers, tr)
+		s.GrammarTriggers = append(s.GrammarTriggers, tr)
 	}
-	if c.p.grammarLazy && len(c.p.grammarTriggers) == 0 {
+	if s.GrammarLazy && len(s.GrammarTriggers) == 0 {
 		return fmt.Errorf("Error: no triggers set for lazy grammar!")
 	}
 	return nil
@@ -764,13 +763,13 @@ func (p *taskParams) toJSON(onlyMetrics bool) ojson.Value {
 	o.Set("n_probs", jv(s.NProbs))
 	o.Set("min_keep", jv(s.MinKeep))
 	if !onlyMetrics {
-		o.Set("grammar", jv(p.grammar))
-		o.Set("grammar_lazy", jv(p.grammarLazy))
+		o.Set("grammar", jv(s.Grammar))
+		o.Set("grammar_lazy", jv(s.GrammarLazy))
 		tr := ojson.ArrayValue()
-		for _, t := range p.grammarTriggers {
-			x := obj("type", t.typ, "value", t.value)
-			if t.typ == 0 {
-				x.Set("token", jv(t.token))
+		for _, t := range s.GrammarTriggers {
+			x := obj("type", int(t.Type), "value", t.Value)
+			if t.Type == sample.TriggerToken {
+				x.Set("token", jv(t.Token))
 			}
 			tr.Append(x)
 		}
