@@ -11,7 +11,9 @@ import (
 
 	"github.com/ggload/ggload/chat"
 	"github.com/ggload/ggload/internal/ojson"
+	"github.com/ggload/ggload/sample"
 	"github.com/ggload/ggload/serve"
+	"github.com/ggload/ggload/vocab"
 )
 
 // ChatOptions are one chat request's options: a request's (the zero
@@ -20,8 +22,8 @@ type ChatOptions struct {
 	GenerateOptions
 	// Tools are the functions the model may call, ToolChoice "auto"
 	// (""), "none" or "required"; the calls come back parsed in the
-	// reply's ToolCalls. (The tool-call grammar is not applied to the
-	// sampling yet, as ggload serve does not apply it.)
+	// reply's ToolCalls, the template's tool-call grammar applied to the
+	// sampling as ggload serve applies it.
 	Tools      []chat.Tool
 	ToolChoice string
 	// Kwargs are chat_template_kwargs: names and JSON texts, given to the
@@ -108,6 +110,18 @@ func chatBody(messages []chat.Message, c *ChatOptions) (ojson.Value, error) {
 	if c.ToolChoice != "" {
 		body.Set("tool_choice", ojson.StringValue(c.ToolChoice))
 	}
+	// a grammar or a schema goes to the template, which makes the grammar
+	// (or refuses it beside tools), as a chat request's does
+	if g := c.Sampling.Grammar; g != "" {
+		body.Set("grammar", ojson.StringValue(g))
+	}
+	if js := c.Sampling.JSONSchema; js != "" {
+		v, err := ojson.ParseString(js)
+		if err != nil {
+			return ojson.Value{}, fmt.Errorf("ChatOptions.Sampling.JSONSchema: %w", err)
+		}
+		body.Set("json_schema", v)
+	}
 	if len(c.Kwargs) > 0 {
 		kw := ojson.ObjectValue()
 		for _, k := range slices.Sorted(maps.Keys(c.Kwargs)) {
@@ -147,6 +161,9 @@ func (m *Model) chat(ctx context.Context, messages []chat.Message, c ChatOptions
 		}
 	}
 	slices.Sort(o.PreservedTokens)
+	if err := chatGrammar(v, p, &o); err != nil {
+		return chat.Message{}, err
+	}
 	toks, err := v.Tokenize(p.Prompt, true, true)
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("the prompt: %w", err)
@@ -197,4 +214,45 @@ func finish(st *chat.Stream, res *serve.Result, onDiff func(chat.Diff) bool) (ch
 		msg = chat.Message{Role: "assistant", Content: res.Content}
 	}
 	return msg, nil
+}
+
+// chatGrammar puts the template's grammar in the request's sampling, as
+// llama-server passes a chat request's on (oaicompat_chat_params_parse,
+// then params_from_json_cmpl): the grammar (a tool call's, or the one
+// the template made of a JSON schema or grammar the request gave), lazy
+// with its triggers where the template says so, a trigger word of one
+// token as that token (which must be preserved), and the generation
+// prompt; where the template made no grammar, the request's own.
+func chatGrammar(v *vocab.Vocab, p *chat.Params, o *serve.Options) error {
+	s := &o.Sampling
+	user := s.Grammar
+	s.Grammar, s.JSONSchema, s.GrammarType, s.GrammarLazy, s.GrammarTriggers = "", "", sample.GrammarUser, false, nil
+	s.GenerationPrompt = p.GenerationPrompt
+	if p.Grammar == "" {
+		// the request's own grammar, which llama-server keeps from the
+		// body where the template made none
+		s.Grammar = user
+		return nil
+	}
+	s.Grammar, s.GrammarType, s.GrammarLazy = p.Grammar, sample.GrammarToolCalls, p.GrammarLazy
+	for _, t := range p.GrammarTriggers {
+		tr := sample.GrammarTrigger{Type: sample.TriggerType(t.Type), Value: t.Value}
+		if tr.Type == sample.TriggerWord {
+			ids, err := v.Tokenize(t.Value, false, true)
+			if err != nil {
+				return fmt.Errorf("the template's grammar trigger %q: %w", t.Value, err)
+			}
+			if len(ids) == 1 {
+				if !slices.Contains(o.PreservedTokens, ids[0]) {
+					return fmt.Errorf("the template's grammar trigger word should be marked as preserved token: %s", t.Value)
+				}
+				tr = sample.GrammarTrigger{Type: sample.TriggerToken, Value: t.Value, Token: ids[0]}
+			}
+		}
+		s.GrammarTriggers = append(s.GrammarTriggers, tr)
+	}
+	if s.GrammarLazy && len(s.GrammarTriggers) == 0 {
+		return errors.New("the template's lazy grammar has no triggers")
+	}
+	return nil
 }

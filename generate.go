@@ -20,9 +20,9 @@ type GenerateOptions struct {
 	// says (a zero field: its default, a zero meant as zero: named in
 	// Explicit). Zero: the engine's defaults. Otherwise it replaces them,
 	// the model's general.sampling.* under the fields it leaves unset, as
-	// ggload run and llama.cpp's tools take them. Grammars and JSON
-	// schemas are refused, as ggload serve refuses them, until the
-	// engine samples with them.
+	// ggload run and llama.cpp's tools take them. A grammar or a JSON
+	// schema constrains the text (in Chat, it goes to the template, as a
+	// chat request's json_schema or grammar does).
 	Sampling sample.Params
 	// NPredict is the most tokens to generate (n_predict); 0: the
 	// server's default (Options.Serve.NPredict), -1: no limit.
@@ -39,9 +39,6 @@ var errStopped = errors.New("ggload: the caller stopped reading")
 func (m *Model) options(g *GenerateOptions) (serve.Options, error) {
 	o := m.e.Defaults()
 	if !reflect.ValueOf(g.Sampling).IsZero() {
-		if g.Sampling.Grammar != "" || g.Sampling.JSONSchema != "" {
-			return o, errors.New("GenerateOptions.Sampling: grammar-constrained sampling (Grammar, JSONSchema) is not supported by the engine yet")
-		}
 		sp := g.Sampling
 		sp.FromModel(m.gm)
 		o.Sampling = sp.Resolved()

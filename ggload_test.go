@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -330,5 +331,42 @@ func TestEmbedIsServer(t *testing.T) {
 	}
 	if c := cos(alone[0], alone[1]); c >= 0.9999 {
 		t.Errorf("texts 0 and 1: cosine %g: the check above tells nothing", c)
+	}
+}
+
+// A grammar constrains Generate's and Chat's text as it constrains ggload
+// run's and llama-server's: the same text, byte for byte, of the
+// grammar's words alone (and without the grammar, other words too).
+func TestGrammarIsRunAndServer(t *testing.T) {
+	m := open(t, tinyWords, ggload.Options{})
+	h := server(t, m, httpapi.Settings{})
+	const prompt, n = "the people of the", 12
+	const gbnf = `root ::= ("the" | " the" | " people" | " of" | " time")+`
+	// the grammar's words, the last one perhaps cut by -n
+	only := regexp.MustCompile(`^( ?(the|people|of|time))*( ?(t|th|p|pe|peo|peop|peopl|o|ti|tim))?$`)
+	sp := sample.Params{Seed: 3, Grammar: gbnf}
+	got := generate(t, m, prompt, ggload.GenerateOptions{NPredict: n, Sampling: sp})
+	if !only.MatchString(got) {
+		t.Errorf("Generate under the grammar: %q", got)
+	}
+	if want := runText(t, ggloadBinary(t), tinyWords, prompt, "-n", "12", "-s", "3", "--grammar", gbnf); got != want {
+		t.Errorf("Generate %q\nggload run %q", got, want)
+	}
+	if srv := post(t, h, "/completion", map[string]any{"prompt": prompt, "n_predict": n, "seed": 3, "grammar": gbnf})["content"]; srv != got {
+		t.Errorf("Generate %q\n/completion %q", got, srv)
+	}
+	if free := generate(t, m, prompt, ggload.GenerateOptions{NPredict: n, Sampling: sample.Params{Seed: 3}}); only.MatchString(free) {
+		t.Errorf("without the grammar, the text is of its words too: %q", free)
+	}
+	msgs := []chat.Message{{Role: "user", Content: "Where do the people live?"}}
+	reply, err := m.Chat(context.Background(), msgs, ggload.ChatOptions{GenerateOptions: ggload.GenerateOptions{NPredict: n, Sampling: sp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := post(t, h, "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Where do the people live?"}},
+		"seed": 3, "max_tokens": n, "grammar": gbnf})
+	srv := res["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if reply.Content != srv["content"] || !only.MatchString(reply.Content) {
+		t.Errorf("Chat %q\n/v1/chat/completions %q", reply.Content, srv["content"])
 	}
 }
