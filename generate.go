@@ -42,6 +42,13 @@ func (m *Model) options(g *GenerateOptions) (serve.Options, error) {
 		sp := g.Sampling
 		sp.FromModel(m.gm)
 		o.Sampling = sp.Resolved()
+		// a grammar or a schema that does not parse or convert is the
+		// caller's error, named as such, not a failed request
+		if sp.Grammar != "" || sp.JSONSchema != "" {
+			if _, err := sample.New(m.e.Vocab(), o.Sampling); err != nil {
+				return o, fmt.Errorf("GenerateOptions.Sampling: %w", err)
+			}
+		}
 	}
 	switch {
 	case g.NPredict < -1:

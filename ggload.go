@@ -163,22 +163,7 @@ func (m *Model) openFile(ctx context.Context) (*gguf.Model, error) {
 // before it loads: -np auto (4 slots over one unified cache), and an
 // embedding model's batch of one ubatch.
 func serverParams(p place.Params) place.Params {
-	c := &p.Context
-	if c.NParallel == 0 {
-		c.NParallel, c.KVUnified = 4, true
-	}
-	if c.Embeddings {
-		nb, nub := c.NBatch, c.NUBatch
-		if nb == 0 {
-			nb = 2048
-		}
-		if nub == 0 {
-			nub = 512
-		}
-		if nb > nub {
-			c.NBatch = nub
-		}
-	}
+	serve.ServerContext(&p.Context, p.Context.NParallel == 0)
 	return p
 }
 

@@ -263,7 +263,8 @@ func TestErrors(t *testing.T) {
 	}{
 		{"embed", embedErr(m), "Options.Place.Context.Embeddings"},
 		{"npredict", generateErr(m, ggload.GenerateOptions{NPredict: -5}), "GenerateOptions.NPredict -5"},
-		{"grammar", generateErr(m, ggload.GenerateOptions{Sampling: sample.Params{Grammar: `root ::= "a"`}}), "GenerateOptions.Sampling"},
+		{"grammar", generateErr(m, ggload.GenerateOptions{Sampling: sample.Params{Grammar: `root ::= ("a"`}}), "GenerateOptions.Sampling"},
+		{"schema", generateErr(m, ggload.GenerateOptions{Sampling: sample.Params{JSONSchema: `{"type": 3}`}}), "GenerateOptions.Sampling"},
 		{"kwargs", chatErr(m, ggload.ChatOptions{Kwargs: map[string]string{"x": "{"}}), `ChatOptions.Kwargs["x"]`},
 		{"tools", chatErr(m, ggload.ChatOptions{Tools: []chat.Tool{{Name: "f", Parameters: "{"}}}), "ChatOptions.Tools: f's parameters"},
 		{"tool choice", chatErr(m, ggload.ChatOptions{ToolChoice: "sometimes"}), "sometimes"},

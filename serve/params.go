@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/ggload/ggload/place"
 	"github.com/ggload/ggload/sample"
 )
 
@@ -195,4 +196,26 @@ type Options struct {
 	// message starts, the last one the last user message (the chat
 	// layer's message spans): where context checkpoints are made.
 	UserMessageStarts []int
+}
+
+// ServerContext is llama-server's adjustment of the context options
+// before it loads the model: with auto (no -np given), 4 slots over one
+// unified cache; for embeddings, a batch of one ubatch (n_batch =
+// n_ubatch, which pooling a whole sequence needs).
+func ServerContext(c *place.ContextParams, auto bool) {
+	if auto {
+		c.NParallel, c.KVUnified = 4, true
+	}
+	if c.Embeddings {
+		nb, nub := c.NBatch, c.NUBatch
+		if nb == 0 {
+			nb = 2048
+		}
+		if nub == 0 {
+			nub = 512
+		}
+		if nb > nub {
+			c.NBatch = nub
+		}
+	}
 }

@@ -484,21 +484,7 @@ func (sf *serveFlags) wait(ctx context.Context, srv *http.Server, errc <-chan er
 // --kv-unified-per-slot's context.
 func (sf *serveFlags) prepare(s *optionSet, pf *placeFlags) error {
 	c := &pf.context
-	if !s.given[s.byName["-np"]] {
-		c.NParallel, c.KVUnified = 4, true
-	}
-	if c.Embeddings {
-		nb, nub := c.NBatch, c.NUBatch
-		if nb == 0 {
-			nb = 2048
-		}
-		if nub == 0 {
-			nub = 512
-		}
-		if nb > nub {
-			c.NBatch = nub
-		}
-	}
+	serve.ServerContext(c, !s.given[s.byName["-np"]])
 	if sf.engine.KVUnifiedPerSlot > 0 && c.NCtx == 0 && !s.given[s.byName["-c"]] {
 		c.NCtx = c.NParallel * sf.engine.KVUnifiedPerSlot
 	}

@@ -224,13 +224,11 @@ func (p *Pool) loadModel(m *model, j *job, o Options) (r *resident, err error) {
 }
 
 // plan is the model's plan: -fit (unless NoFit) in the room the pool can
-// give it, llama-server's -np auto where the options leave the slots
-// unset.
+// give it, the context as llama-server adjusts it (-np auto where the
+// options leave the slots unset).
 func (p *Pool) plan(j *job, m *model, gm *gguf.Model, o *Options) (*place.Plan, *place.FitResult, error) {
 	params := o.Place
-	if params.Context.NParallel == 0 {
-		params.Context.NParallel, params.Context.KVUnified = 4, true
-	}
+	serve.ServerContext(&params.Context, params.Context.NParallel == 0)
 	var plan *place.Plan
 	var fit *place.FitResult
 	var err error
