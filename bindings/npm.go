@@ -289,10 +289,29 @@ func openVerified(file, want string) (*os.File, error) {
 // FetchCommand is the command that installs the pinned native set on
 // this machine: ggload fetch where the environment names an npm
 // registry (GGLOAD_NPM_REGISTRY, npm's setting), else with npm's own
-// registry given on the command line.
+// registry given on the command line; the set GGLOAD_VARIANT asks for
+// (FetchSets) named, where it asks for one.
 func FetchCommand() string {
+	cmd := `ggload fetch --registry "$(npm config get registry)"`
 	if _, err := findRegistry(); err == nil {
-		return "ggload fetch"
+		cmd = "ggload fetch"
 	}
-	return `ggload fetch --registry "$(npm config get registry)"`
+	for _, set := range FetchSets() {
+		cmd += " " + set
+	}
+	return cmd
+}
+
+// FetchSets is the set GGLOAD_VARIANT asks for (the plain set for
+// "none"), which Find alone will take; nil where it is unset, and the
+// default sets serve.
+func FetchSets() []string {
+	switch v := os.Getenv("GGLOAD_VARIANT"); v {
+	case "":
+		return nil
+	case "none":
+		return []string{Platform()}
+	default:
+		return []string{Platform() + "-" + v}
+	}
 }

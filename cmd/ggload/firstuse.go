@@ -40,6 +40,7 @@ func missingLibraries(ctx context.Context, err error, args []string, in io.Reade
 		}
 		fetchArgs = append(fetchArgs, "--registry", strings.TrimSpace(string(out)))
 	}
+	fetchArgs = append(fetchArgs, bindings.FetchSets()...)
 	if err := runFetch(ctx, fetchArgs, stderr); err != nil {
 		return err
 	}
