@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ggload/ggload/grammar"
 	"github.com/ggload/ggload/internal/ojson"
@@ -216,21 +214,6 @@ func TestGrammarSampleMatchesLibllama(t *testing.T) {
 	t.Logf("%d steps, %d of them resampled under the grammar", steps, resampled)
 	if resampled == 0 || resampled == steps {
 		t.Errorf("the resampling path taken %d times of %d", resampled, steps)
-	}
-}
-
-// cpuPerOp reports the process's CPU time per iteration (cpu-ns/op) when
-// the returned function runs: on a machine shared with other work the
-// wall time per iteration says less.
-func cpuPerOp(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	start := cpu()
-	return func() {
-		b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

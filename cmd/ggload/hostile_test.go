@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ggload/ggload/ggml"
@@ -224,11 +223,11 @@ func TestRunAllLogitsPeakMemory(t *testing.T) {
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("%v: %v\n%s", extra, err, errOut.String())
 		}
-		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		rss, ok := peakRSS(cmd.ProcessState)
 		if !ok {
-			t.Skip("no resource usage of a child here")
+			t.Skip("no peak RSS of a child here")
 		}
-		return ru.Maxrss << 10 // (KiB on Linux)
+		return rss
 	}
 	without := peak()
 	with := peak("--all-logits")

@@ -563,7 +563,7 @@ func (sf *serveFlags) listen(h http.Handler) (*http.Server, []net.Listener, erro
 	if sf.reusePort {
 		lc.Control = func(_, _ string, c syscall.RawConn) error {
 			var serr error
-			c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 0xf /* SO_REUSEPORT */, 1) })
+			c.Control(func(fd uintptr) { serr = reusePort(fd) })
 			return serr
 		}
 	}

@@ -392,7 +392,7 @@ func StartServer(libDir, bin string, wait time.Duration, flags ...string) (*Serv
 	}
 	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Port: port, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("llamaserver: %w", err)
 	}
