@@ -38,7 +38,9 @@ trap 'rm -rf "$out"' EXIT
 go build -o "$out/testsum" ./lab/testsum
 runs=()
 set +e # the summary comes after failures too
-go test -json -count=1 -timeout 30m "$@" ./... 2>&1 | "$out/testsum" -record "$out/tests.jsonl"
+# the longest packages first, so that they do not start last and run
+# alone at the end (go test runs packages in the order named, once each)
+go test -json -count=1 -timeout 30m "$@" ./tests ./cmd/ggload ./chat ./loader ./lab/synth ./... 2>&1 | "$out/testsum" -record "$out/tests.jsonl"
 status=${PIPESTATUS[0]}
 runs+=("$out/tests.jsonl")
 # -race needs cgo: the pure-Go packages, and those whose Go concurrency
@@ -48,7 +50,7 @@ runs+=("$out/tests.jsonl")
 # chat template rendering for several, grammars over one vocabulary, the serving engine's slots,
 # requests and their cancellation, the model pool's loads, evictions and
 # waits)
-race_pkgs=$(go list . ./native/... ./gguf/... ./vocab/... ./sample/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... ./chat/... ./grammar/... 2>/dev/null || true)
+race_pkgs=$(go list ./loader/... ./tests/rpc/... . ./native/... ./gguf/... ./vocab/... ./sample/... ./loader/... ./ggml/... ./infer/... ./serve/... ./tests/rpc/... ./chat/... ./grammar/... 2>/dev/null || true)
 if [ -n "$race_pkgs" ] && command -v gcc >/dev/null; then
 	echo "race detector:"
 	CGO_ENABLED=1 go test -json -count=1 -timeout 30m -race $race_pkgs 2>&1 | "$out/testsum" -record "$out/race.jsonl"
