@@ -45,13 +45,20 @@ pkgs=(./bindings ./ggml ./place ./loader ./tests ./examples/attention ./cmd/gglo
 step "building ggload, ggload-bench and ${#pkgs[@]} test binaries (static, stripped)"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 flags=(-trimpath -ldflags='-s -w')
-go build "${flags[@]}" -o "$stage/bin/ggload" ./cmd/ggload
 go build "${flags[@]}" -o "$stage/bin/ggload-bench" ./cmd/ggload-bench
 for p in "${pkgs[@]}"; do
 	name=$(basename "$p")
 	[ "$p" = ./cmd/ggload ] && name=ggload
 	go test -c "${flags[@]}" -o "$stage/bin/$name.test" "$p"
 done
+# ggload is its own test binary run as ggload, as cmd/ggload's tests run
+# it (GGLOAD_TEST_AS_GGLOAD=1: the same main before any test): one copy
+# of ggload's code in the pack, not two
+cat >"$stage/bin/ggload" <<'WRAPPER'
+#!/bin/sh
+GGLOAD_TEST_AS_GGLOAD=1 exec "$(dirname "$0")/ggload.test" "$@"
+WRAPPER
+chmod +x "$stage/bin/ggload"
 
 step "the pinned prebuilt CPU set (linux-x64)"
 "$ROOT/scripts/fetch-native.sh" linux-x64

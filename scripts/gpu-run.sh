@@ -177,7 +177,7 @@ for b in "$W"/bin/*; do
 		n=$(run_limited 20 "$b" -test.list '.*' 2>/dev/null | grep -c '^Test') || fail "$name does not run"
 		note "  $name: $n tests; needs ${needs:-nothing}" ;;
 	*)
-		run_limited 20 "$b" help >/dev/null 2>&1 || fail "$name does not run"
+		run_limited 20 "$b" --help >/dev/null 2>&1 || fail "$name does not run"
 		note "  $name: runs; needs ${needs:-nothing}" ;;
 	esac
 done
