@@ -181,13 +181,26 @@ func TestNoLeaks(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		// a request still running when the engine closes ends with it
+		// a request still running when the engine closes ends with it:
+		// its first token holds it until the close is under way (a sleep
+		// let a fast machine finish it first)
 		done := make(chan error, 1)
+		started, release := make(chan struct{}), make(chan struct{})
+		var first sync.Once
 		go func() {
-			_, err := e.Complete(context.Background(), tokens(t, e, "closing"), longOpts(e, 400), nil)
+			_, err := e.Complete(context.Background(), tokens(t, e, "closing"), longOpts(e, 400), func(ev serve.Event) error {
+				if ev.Token != nil {
+					first.Do(func() {
+						close(started)
+						<-release
+					})
+				}
+				return nil
+			})
 			done <- err
 		}()
-		time.Sleep(200 * time.Millisecond)
+		<-started
+		close(release)
 		if err := e.Close(); err != nil {
 			t.Error(err)
 		}

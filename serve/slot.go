@@ -290,7 +290,7 @@ func (e *Engine) processToken(res *TokenOutput, s *slot) bool {
 		s.genTokens = append(s.genTokens, res.ID)
 	}
 	s.hasNextToken = true
-	incomplete := validateUTF8(s.generated) < len(s.generated)
+	incomplete := ValidUTF8Len(s.generated) < len(s.generated)
 	if !incomplete {
 		pos := min(s.nSentText, len(s.generated))
 		strTest := string(s.generated[pos:])

@@ -6,9 +6,10 @@ package serve
 
 import "strings"
 
-// validateUTF8 is validate_utf8: the length of text without a multi-byte
-// character cut at its end (the whole length where none is).
-func validateUTF8(text []byte) int {
+// ValidUTF8Len is validate_utf8: the length of text without a
+// multi-byte character cut at its end (the whole length where none is),
+// where a streamed piece may be cut.
+func ValidUTF8Len[T string | []byte](text T) int {
 	n := len(text)
 	for i := 1; i <= 4 && i <= n; i++ {
 		c := text[n-i]

@@ -539,9 +539,9 @@ func probsJSON(probs []serve.TokenOutput, post bool) ojson.Value {
 	for _, t := range probs {
 		top := ojson.ArrayValue()
 		for _, c := range t.Probs {
-			top.Append(obj("id", c.ID, "token", c.Text[:validateUTF8(c.Text)], "bytes", bytesJSON(c.Text), pk, p(c.Prob)))
+			top.Append(obj("id", c.ID, "token", c.Text[:serve.ValidUTF8Len(c.Text)], "bytes", bytesJSON(c.Text), pk, p(c.Prob)))
 		}
-		out.Append(obj("id", t.ID, "token", t.Text[:validateUTF8(t.Text)], "bytes", bytesJSON(t.Text), pk, p(t.Prob), tk, top))
+		out.Append(obj("id", t.ID, "token", t.Text[:serve.ValidUTF8Len(t.Text)], "bytes", bytesJSON(t.Text), pk, p(t.Prob), tk, top))
 	}
 	return out
 }

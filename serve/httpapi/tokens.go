@@ -128,30 +128,6 @@ func tokenizeInputPrompts(v *vocab.Vocab, p ojson.Value, addSpecial, parseSpecia
 	return out, nil
 }
 
-// validateUTF8 is validate_utf8: the length of text without a multi-byte
-// character cut at its end.
-func validateUTF8(text string) int {
-	n := len(text)
-	for i := 1; i <= 4 && i <= n; i++ {
-		c := text[n-i]
-		switch {
-		case c&0xE0 == 0xC0:
-			if i < 2 {
-				return n - i
-			}
-		case c&0xF0 == 0xE0:
-			if i < 3 {
-				return n - i
-			}
-		case c&0xF8 == 0xF0:
-			if i < 4 {
-				return n - i
-			}
-		}
-	}
-	return n
-}
-
 // isValidUTF8 is is_valid_utf8 (lead and continuation bytes only).
 func isValidUTF8(s string) bool {
 	for i := 0; i < len(s); {
