@@ -45,7 +45,7 @@ pkgs=(./bindings ./ggml ./place ./loader ./tests ./examples/attention ./cmd/gglo
 step "building ggload, ggload-bench and ${#pkgs[@]} test binaries (static, stripped)"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 flags=(-trimpath -ldflags='-s -w')
-go build "${flags[@]}" -o "$stage/bin/ggload-bench" ./cmd/ggload-bench
+go build "${flags[@]}" -o "$stage/bin/ggload-bench" ./lab/ggload-bench
 for p in "${pkgs[@]}"; do
 	name=$(basename "$p")
 	[ "$p" = ./cmd/ggload ] && name=ggload

@@ -7,7 +7,7 @@
 // report and its printing, the generated model, the HTTP link of
 // --http, and what a measured process does and prints (RunLoad). It
 // parses no command line and starts no process by itself: its caller
-// (cmd/ggload-bench) parses the options into Options, opens the runtime,
+// (lab/ggload-bench) parses the options into Options, opens the runtime,
 // and says how a process that makes one Load is started
 // (Options.Command) and which backend modules it registers
 // (Options.CPUModules); the CLI's hidden command reads that Load back
