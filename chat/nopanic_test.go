@@ -9,8 +9,8 @@ import (
 )
 
 // Bad input never panics: Go's fuzzing over requests, templates and
-// replies (the seeds run in every test run; go test -fuzz FuzzX runs
-// them at length).
+// replies (the corpus entries run in every test run; go test -fuzz
+// FuzzX runs them at length).
 
 var fuzzTemplates struct {
 	once  sync.Once

@@ -72,8 +72,8 @@ func (k Kind) Char() byte {
 // DefaultParams lists them): a field left at zero (a list: empty) takes
 // its default, so Params{Temp: 0.2} changes the temperature alone. A
 // zero that is meant, where llama.cpp gives zero a meaning of its own
-// (Temp 0: the greatest logit; TopK 0: top-k off; Seed 0: the seed 0; no
-// samplers at all), is said by naming the field in Explicit:
+// (Temp 0: the greatest logit; TopK 0: top-k off; Seed 0: the random
+// generator started from 0; no samplers at all), is said by naming the field in Explicit:
 //
 //	p := sample.Params{Temp: 0, Explicit: sample.SetTemp} // greedy
 //
