@@ -56,24 +56,11 @@ func (h *Handler) chatRoutes(add func(method string, fn route, paths ...string))
 // template applied, the completion run, the reply parsed.
 func (h *Handler) chatCompletions(rt resType, convert func(ojson.Value) (ojson.Value, error)) route {
 	return func(w http.ResponseWriter, r *http.Request, body []byte) error {
-		data, err := parseBody(body)
-		if err != nil {
-			return err
-		}
-		m, release, err := h.acquire(r, data)
+		m, release, params, cp, err := h.chatRequest(r, body, convert)
 		if err != nil {
 			return err
 		}
 		defer release()
-		if convert != nil {
-			if data, err = convert(data); err != nil {
-				return err
-			}
-		}
-		params, cp, err := chatParams(data, m)
-		if err != nil {
-			return err
-		}
 		return h.handleCompletions(w, r, m, kindCompletion, params, rt, cp)
 	}
 }
@@ -188,21 +175,40 @@ func chatError(err error) error {
 	return errors.New(msg)
 }
 
-// applyTemplate is POST /apply-template: the prompt a chat request makes.
-func (h *Handler) applyTemplate(w http.ResponseWriter, r *http.Request, body []byte) error {
+// chatRequest is what every chat route does first: the body parsed, the
+// model acquired (release it when done; nil on an error), the request
+// converted to a chat completion where convert is given, and the chat
+// template applied.
+func (h *Handler) chatRequest(r *http.Request, body []byte, convert func(ojson.Value) (ojson.Value, error)) (*Model, func(), ojson.Value, *chat.Params, error) {
 	data, err := parseBody(body)
 	if err != nil {
-		return err
+		return nil, nil, ojson.Value{}, nil, err
 	}
 	m, release, err := h.acquire(r, data)
+	if err != nil {
+		return nil, nil, ojson.Value{}, nil, err
+	}
+	if convert != nil {
+		if data, err = convert(data); err != nil {
+			release()
+			return nil, nil, ojson.Value{}, nil, err
+		}
+	}
+	params, cp, err := chatParams(data, m)
+	if err != nil {
+		release()
+		return nil, nil, ojson.Value{}, nil, err
+	}
+	return m, release, params, cp, nil
+}
+
+// applyTemplate is POST /apply-template: the prompt a chat request makes.
+func (h *Handler) applyTemplate(w http.ResponseWriter, r *http.Request, body []byte) error {
+	_, release, params, _, err := h.chatRequest(r, body, nil)
 	if err != nil {
 		return err
 	}
 	defer release()
-	params, _, err := chatParams(data, m)
-	if err != nil {
-		return err
-	}
 	h.writeJSON(w, http.StatusOK, obj("prompt", params.At("prompt")))
 	return nil
 }
@@ -211,24 +217,11 @@ func (h *Handler) applyTemplate(w http.ResponseWriter, r *http.Request, body []b
 // prompt.
 func (h *Handler) countTokens(rt resType, convert func(ojson.Value) (ojson.Value, error)) route {
 	return func(w http.ResponseWriter, r *http.Request, body []byte) error {
-		data, err := parseBody(body)
-		if err != nil {
-			return err
-		}
-		m, release, err := h.acquire(r, data)
+		m, release, params, _, err := h.chatRequest(r, body, convert)
 		if err != nil {
 			return err
 		}
 		defer release()
-		if convert != nil {
-			if data, err = convert(data); err != nil {
-				return err
-			}
-		}
-		params, _, err := chatParams(data, m)
-		if err != nil {
-			return err
-		}
 		toks, err := tokenizeMixed(m.Engine.Vocab(), params.At("prompt"), true, true)
 		if err != nil {
 			return err
